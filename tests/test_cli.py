@@ -1,0 +1,70 @@
+"""The `tsbench` command as a user runs it: a real subprocess, real files, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TSBENCH = [sys.executable, "-m", "tsbench.cli"]
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([*TSBENCH, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_generate_small_writes_files_and_manifest(tmp_path):
+    out = tmp_path / "data"
+    res = run("generate", "--preset", "small", "--seed", "7", "--split", "all", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    root = out / "seed7"
+    for split in ("test", "val", "train"):
+        for regime in ("precise", "coarse"):
+            assert (root / f"{split}-{regime}.parquet").is_file()
+    manifest = json.loads((root / "manifest.json").read_text())
+    assert manifest["seed"] == 7 and set(manifest["splits"]) == {"test", "val", "train"}
+    test = manifest["splits"]["test"]
+    assert test["files"]["test-precise.parquet"]["rows"] == 32
+    assert test["config"]["preset"] == "small" and "numpy" in manifest["versions"]
+    assert "git_commit" in manifest
+    assert test["cells"]["localize"] == {"1024": 4, "2048": 4}
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--preset", "huge"], "unknown preset"),
+        (["--split", "dev"], "--split"),
+        (["--lengths", "100"], "too short"),
+        (["--lengths", "abc"], "integers"),
+        (["--p-present", "1.5"], "--p-present"),
+        (["--width-range", "300", "10"], "--width-range"),
+        (["--categories", "forecast"], "unknown categories"),
+        (["--noise-weights", "1,1"], "--noise-weights"),
+    ],
+)
+def test_bad_generate_arguments_exit_2_with_one_line(tmp_path, args, needle):
+    res = run("generate", "--preset", "small", "--out", str(tmp_path), *args)
+    assert res.returncode == 2
+    assert needle in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_describe_and_plot(small_data, tmp_path):
+    res = run("describe", str(small_data / "test-precise.parquet"))
+    assert res.returncode == 0, res.stderr
+    assert "localize_all_channels" in res.stdout and "no_anomaly_share" in res.stdout
+    png = tmp_path / "row.png"
+    res = run("describe", str(small_data / "test-precise.parquet"), "--plot", "test-localize-1024-00000", "--out", str(png))
+    assert res.returncode == 0, res.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    res = run("describe", str(small_data / "test-precise.parquet"), "--plot", "no-such-row")
+    assert res.returncode == 2 and "no row with id" in res.stderr
+
+
+def test_missing_file_is_a_clean_error(tmp_path):
+    res = run("describe", str(tmp_path / "absent.parquet"))
+    assert res.returncode == 2 and "no such file" in res.stderr and "Traceback" not in res.stderr
