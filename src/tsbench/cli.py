@@ -216,6 +216,161 @@ def score(
         console.print(f"wrote {out}")
 
 
+@app.command("eval")
+def eval_cmd(
+    model: Optional[str] = typer.Option(None, help="provider/name: gpt-4.1-mini, openai/..., vllm/<hf-id>, local/smollm2-135m, scripted/zscore, classical/<dir>, detector/default."),
+    harness: Optional[str] = typer.Option(None, help="single-pass-text, single-pass-image, rlm or rlm-image [rlm]."),
+    config: Optional[Path] = typer.Option(None, help="A TOML file from experiments/ with these same settings; flags override it."),
+    data: Optional[list[Path]] = typer.Option(None, help="Dataset parquet file(s) or a seed dir; default data/anomalyxl/seed<seed>/<split>-*.parquet."),
+    seed: Optional[int] = typer.Option(None, help="Dataset seed [42]."),
+    split: Optional[str] = typer.Option(None, help="Dataset split [test]."),
+    regime: Optional[str] = typer.Option(None, help="precise, coarse or both [both]."),
+    categories: Optional[list[str]] = typer.Option(None, help="Only these categories (comma-separated)."),
+    lengths: Optional[list[str]] = typer.Option(None, help="Only these series lengths (comma-separated)."),
+    limit: Optional[int] = typer.Option(None, help="At most N rows per category."),
+    epochs: Optional[int] = typer.Option(None, help="Episodes per row [1]."),
+    concurrency: Optional[int] = typer.Option(None, help="Episodes in parallel [4]."),
+    max_turns: Optional[int] = typer.Option(None, help="Model replies per RLM episode [15]."),
+    depth: Optional[int] = typer.Option(None, help="sub_rlm recursion depth [0]."),
+    max_tokens: Optional[int] = typer.Option(None, help="Max tokens per model reply."),
+    temperature: Optional[float] = typer.Option(None, help="Sampling temperature (provider default if unset)."),
+    cell_timeout: Optional[float] = typer.Option(None, help="Seconds per code cell before interrupt/restart [300]."),
+    memory_gib: Optional[float] = typer.Option(None, help="Kernel memory cap in GiB [4]."),
+    base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible server URL (or OPENAI_BASE_URL)."),
+    out: Optional[Path] = typer.Option(None, help="Run dir [results/<model>__<harness>]."),
+    overwrite: bool = typer.Option(False, help="Discard an existing run with different settings."),
+) -> None:
+    """Evaluate a model under a harness; re-running the same command resumes."""
+    from tsbench.eval.config import EvalConfig
+    from tsbench.eval.runner import RunProgress, run_eval
+    from tsbench.eval.schema import load_samples
+    from tsbench.eval.summary import summarize
+
+    settings = _load_config(config) if config else {}
+    flags = {
+        "model": model, "harness": harness, "data": [str(d) for d in data] if data else None, "seed": seed,
+        "split": split, "regime": regime, "categories": _split_list(categories), "lengths": _ints(lengths, "--lengths"),
+        "limit": limit, "epochs": epochs, "concurrency": concurrency, "max_turns": max_turns, "depth": depth,
+        "max_tokens": max_tokens, "temperature": temperature, "cell_timeout_s": cell_timeout, "memory_gib": memory_gib,
+        "base_url": base_url, "out": str(out) if out else None,
+    }
+    settings.update({k: v for k, v in flags.items() if v is not None})
+    settings["overwrite"] = overwrite
+    if not settings.get("model"):
+        raise UserError("--model is required (or a --config that sets model)")
+    try:
+        cfg = EvalConfig(**settings)
+    except TypeError as exc:
+        raise UserError(f"bad setting in {config}: {exc}") from None
+    from tsbench.harness import HARNESSES
+
+    if cfg.harness not in HARNESSES:
+        raise UserError(f"--harness must be one of {', '.join(HARNESSES)} (got {cfg.harness})")
+
+    progress_bar = Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+        TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TimeRemainingColumn(), console=err_console,
+    )
+    state = RunProgress()
+    with progress_bar:
+        bar = progress_bar.add_task(f"{cfg.model} / {cfg.harness}", total=None, info="starting")
+
+        def on_update(p: RunProgress) -> None:
+            means = " ".join(f"{_short(c)}={m:.2f}" for c, m in sorted(p.means().items()))
+            info = f"err={p.errors} tok={p.input_tokens + p.output_tokens:,} {means}"
+            progress_bar.update(bar, total=p.total, completed=p.done, info=info)
+
+        run_dir = run_eval(cfg, _model_factory, progress=state, on_update=on_update)
+        on_update(state)
+    _print_summary(summarize(load_samples(run_dir)), f"{cfg.model} / {cfg.harness}: {run_dir}")
+
+
+def _short(category: str) -> str:
+    return {"localize": "loc", "classify_with_evidence": "c+e", "measure_magnitude": "mmag",
+            "localize_all_channels": "lac", "lead_lag_with_magnitude": "ll", "presence": "pres",
+            "start_time": "st", "categorization": "cat", "magnitude_band": "mag", "identification": "id",
+            "indicator": "ind"}.get(category, category)
+
+
+def _model_factory(cfg):
+    from tsbench.models.registry import get_model, split_spec
+
+    provider, _ = split_spec(cfg.model)
+    opts = {}
+    if provider in ("openai", "vllm") and cfg.base_url:
+        opts["base_url"] = cfg.base_url
+    if provider == "local" and cfg.max_tokens:
+        opts["max_new_tokens"] = cfg.max_tokens
+    try:
+        return get_model(cfg.model, **opts)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _load_config(path: Path) -> dict:
+    import tomllib
+
+    _require_file(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path}: {exc}") from None
+    return dict(data.get("eval", data))
+
+
+def _print_summary(summary, title: str) -> None:
+    table = Table("category", "rows", "mean score", "valid", "errors", "turns", "forced", "tokens in", "tokens out", title=title)
+    for rec in summary.to_dict("records"):
+        table.add_row(
+            rec["category"], str(rec["rows"]), f"{rec['mean_score']:.3f}", f"{rec['valid_rate']:.2f}", str(rec["errors"]),
+            f"{rec['mean_turns']:.1f}", f"{rec['forced_final']:.2f}", f"{rec['tokens_in']:,}", f"{rec['tokens_out']:,}",
+        )
+    console.print(table)
+
+
+@app.command()
+def show(
+    run: Path = typer.Argument(..., help="A run dir under results/."),
+    id: Optional[str] = typer.Option(None, "--id", help="Show this sample's transcript."),
+    epoch: int = typer.Option(0, help="Which epoch of --id."),
+) -> None:
+    """List a run's rows, or print one episode's transcript (messages, code, observations, answer, gold, score)."""
+    from tsbench.eval.schema import load_samples
+
+    if not (run / "run.json").is_file():
+        raise UserError(f"{run} is not a run dir (no run.json)")
+    samples = load_samples(run)
+    if id is None:
+        table = Table("id", "epoch", "score", "turns", "error", title=str(run))
+        for rec in samples.to_dict("records"):
+            failed = isinstance(rec["error_type"], str)
+            table.add_row(rec["id"], str(rec["epoch"]), "-" if failed else f"{rec['score']:.3f}", str(rec["turns"]), rec["error_type"] if failed else "")
+        console.print(table)
+        return
+    match = samples[(samples["id"] == id) & (samples["epoch"] == epoch)]
+    if match.empty:
+        raise UserError(f"no sample {id!r} (epoch {epoch}) in {run}")
+    rec = match.iloc[0].to_dict()
+    from rich.panel import Panel
+    from rich.syntax import Syntax
+
+    for event in json.loads(rec["transcript"]):
+        role = event.get("role")
+        if role == "tool":
+            for cell in event.get("cells", []):
+                console.print(Panel(Syntax(cell["code"], "python", word_wrap=True), title=f"code (turn {event['turn']})", border_style="cyan"))
+            console.print(Panel(event["observation"], title="observation" + (f" + {len(event['images'])} image(s)" if event.get("images") else ""), border_style="yellow"))
+        elif role == "assistant":
+            console.print(Panel(event["content"], title=f"assistant (turn {event.get('turn', 1)}, {event.get('output_tokens', 0)} tokens out)", border_style="green"))
+        elif role == "sub_rlm":
+            console.print(Panel(f"Q: {event['question']}\nA: {event['final']}", title="sub_rlm call", border_style="magenta"))
+        else:
+            console.print(Panel(str(event.get("content", "")), title=role or "event", border_style="white"))
+    failed = isinstance(rec["error_type"], str)
+    score_text = f"error ({rec['error_type']}): {rec['error']}" if failed else f"{rec['score']:.3f}"
+    console.print(Panel(f"parsed: {rec['parsed_answer']}\ngold:   {rec['gold']}\nscore:  {score_text}", title="result", border_style="bold"))
+
+
 def _require_file(path: Path) -> None:
     if not path.is_file():
         raise UserError(f"no such file: {path}")

@@ -1,0 +1,39 @@
+"""Single-pass harnesses: one model reply, no code; the signal is in the first message (text or image)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from tsbench.harness.episode import EpisodeResult, EpisodeTask, HarnessConfig
+from tsbench.harness.plots import render_series_png
+from tsbench.harness.prompts import SINGLE_PASS_SYSTEM, single_pass_image_prompt, single_pass_text_prompt
+from tsbench.models.base import ChatModel, Message
+
+
+def run_single_pass(model: ChatModel, task: EpisodeTask, cfg: HarnessConfig, *, image: bool) -> EpisodeResult:
+    if image:
+        png = render_series_png(task.channel_names, task.values)
+        user = Message("user", single_pass_image_prompt(task.question, task.channel_names, task.length), images=[png])
+        meta = {"image_sha256": hashlib.sha256(png).hexdigest()[:16]}
+    else:
+        text, stride = single_pass_text_prompt(task.question, task.channel_names, task.values, cfg.text_budget_chars)
+        user = Message("user", text)
+        meta = {"stride": stride}
+    messages = [Message("system", SINGLE_PASS_SYSTEM), user]
+    completion = model.generate(messages, max_tokens=cfg.max_tokens, temperature=cfg.temperature, task=task.info())
+    result = EpisodeResult(final_message=completion.text)
+    result.add_completion(completion)
+    result.transcript = [
+        {"role": "system", "content": SINGLE_PASS_SYSTEM},
+        {"role": "user", "content": _abridged(user.content), "images": len(user.images), **meta},
+        {"role": "assistant", "content": completion.text, "input_tokens": completion.input_tokens,
+         "output_tokens": completion.output_tokens, "latency_s": round(completion.latency_s, 3)},
+    ]
+    return result
+
+
+def _abridged(text: str, keep: int = 4000) -> str:
+    """Transcripts keep the question and the start of the serialized data, not megabytes of numbers."""
+    if len(text) <= keep:
+        return text
+    return text[:keep] + f"\n[... {len(text) - keep} characters of serialized values omitted from the transcript ...]"
