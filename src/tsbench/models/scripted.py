@@ -152,7 +152,21 @@ def _fallback(task: TaskInfo) -> str:
     return decide(task, {n: {"max_z": 0.0, "start": 0, "end": 1, "shift_sigma": 1.0, "kind": lb.LEVEL_SHIFT} for n in task.channel_names})
 
 
-POLICIES = {"zscore": ZScorePolicy}
+class TrivialCodePolicy:
+    """`scripted/trivial-code`: writes `1+1` every turn until the budget ends. It measures harness overhead."""
+
+    def __init__(self) -> None:
+        self.name = "scripted/trivial-code"
+
+    def generate(self, messages: list[Message], *, max_tokens=None, temperature=None, task: TaskInfo | None = None) -> Completion:
+        text = "```python\n1+1\n```" if task is None or task.code_execution else "{}"
+        return Completion(text=text)
+
+    def close(self) -> None:
+        pass
+
+
+POLICIES = {"zscore": ZScorePolicy, "trivial-code": TrivialCodePolicy}
 
 
 def build(name: str):
