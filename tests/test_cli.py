@@ -68,3 +68,17 @@ def test_describe_and_plot(small_data, tmp_path):
 def test_missing_file_is_a_clean_error(tmp_path):
     res = run("describe", str(tmp_path / "absent.parquet"))
     assert res.returncode == 2 and "no such file" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_every_experiment_config_is_a_valid_eval_config():
+    import tomllib
+
+    from tsbench.eval.config import EvalConfig
+    from tsbench.harness import HARNESSES
+    from tsbench.models.registry import split_spec
+
+    configs = sorted(Path(__file__).resolve().parents[1].joinpath("experiments").rglob("*.toml"))
+    assert len(configs) >= 14
+    for path in configs:
+        cfg = EvalConfig(**tomllib.loads(path.read_text())["eval"])
+        assert cfg.harness in HARNESSES and split_spec(cfg.model)[0] in ("openai", "vllm", "local", "scripted")

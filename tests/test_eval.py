@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fake_openai_server import FakeOpenAIServer
+from tsbench.testing.fake_openai_server import FakeOpenAIServer
 from tsbench.anomalyxl import labels as lb
 from tsbench.eval import schema
 from tsbench.eval.config import EvalConfig

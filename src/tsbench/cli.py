@@ -368,7 +368,29 @@ def show(
             console.print(Panel(str(event.get("content", "")), title=role or "event", border_style="white"))
     failed = isinstance(rec["error_type"], str)
     score_text = f"error ({rec['error_type']}): {rec['error']}" if failed else f"{rec['score']:.3f}"
-    console.print(Panel(f"parsed: {rec['parsed_answer']}\ngold:   {rec['gold']}\nscore:  {score_text}", title="result", border_style="bold"))
+    parsed = rec["parsed_answer"] if isinstance(rec["parsed_answer"], str) else "(nothing parseable)"
+    console.print(Panel(f"parsed: {parsed}\ngold:   {rec['gold']}\nscore:  {score_text}", title="result", border_style="bold"))
+
+
+@app.command()
+def leaderboard(
+    runs: Optional[list[Path]] = typer.Argument(None, help="Run dirs (or folders holding them) [results]."),
+    out: Path = typer.Option(Path("results/leaderboard"), help="Where leaderboard.{md,html,csv} and figures go."),
+    with_paper: bool = typer.Option(False, help="Also show the paper's published Table 1 rows (quoted)."),
+    n_boot: int = typer.Option(1000, help="Bootstrap resamples for the 95% intervals."),
+    seed: int = typer.Option(0, help="Bootstrap seed."),
+) -> None:
+    """Table 1 layout, per-length figures, bootstrap intervals, costs and failures from any set of runs."""
+    from tsbench.leaderboard import build_leaderboard, rich_table
+
+    try:
+        result = build_leaderboard(runs or [Path("results")], out, with_paper=with_paper, n_boot=n_boot, seed=seed)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    for warning in result.warnings:
+        err_console.print(f"warning: {warning}", markup=False)
+    console.print(rich_table(result))
+    console.print(f"wrote {out}/leaderboard.md, leaderboard.html, leaderboard.csv")
 
 
 def _require_file(path: Path) -> None:

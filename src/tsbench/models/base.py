@@ -27,6 +27,10 @@ class TaskInfo:
     channel_names: list[str]
     options: list[str] = field(default_factory=list)
     row_id: str = ""
+    question: str = ""
+    # The full-resolution series the harness holds (as a kernel would): non-LLM policies read it here.
+    series: dict[str, Any] | None = None
+    code_execution: bool = False  # True when the harness runs fenced code blocks (rlm): write code, not answers
 
 
 @dataclass
@@ -71,6 +75,10 @@ class ModelError(Exception):
     @property
     def retryable(self) -> bool:
         return self.kind in RETRYABLE_KINDS
+
+
+class ModelUnavailableError(ValueError):
+    """A model that can't be built on this machine (an optional package is missing): a one-line user error."""
 
 
 @runtime_checkable

@@ -1,0 +1,129 @@
+"""leaderboard.html: one self-contained page (inline style, figures as base64 data URIs, no script),
+so it can be mailed, archived next to the results, or opened offline years later."""
+
+from __future__ import annotations
+
+import base64
+from html import escape
+
+from .markdown import LEGEND
+from .paper_rows import PAPER_LABEL
+from .result import DASH, INCOMPLETE, LeaderboardResult, display_cell, display_columns, short_hash
+from .sections import (
+    cost_section,
+    curve_section,
+    failure_section,
+    figure_title,
+    length_section,
+    paired_section,
+    paper_section,
+)
+
+STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5rem; color: #222; }
+h1 { font-size: 1.5rem; } h2 { font-size: 1.25rem; border-bottom: 1px solid #ccc; margin-top: 2rem; }
+h3 { font-size: 1.05rem; margin-top: 1.5rem; }
+table { border-collapse: collapse; font-size: 0.8rem; margin: 0.5rem 0 1rem; }
+th, td { border: 1px solid #ddd; padding: 0.25rem 0.45rem; text-align: right; vertical-align: top; }
+th { background: #f3f3f3; } td.label, th.label { text-align: left; white-space: nowrap; }
+table:not(.t1) td:first-child, table:not(.t1) th:first-child { text-align: left; }
+tr.counts th { font-weight: normal; color: #555; }
+td.second u { text-decoration-thickness: 2px; }
+td.incomplete { background: #fff7e0; }
+.ci, .n { display: block; font-size: 0.7rem; color: #666; white-space: nowrap; }
+.warnings { background: #fff3cd; border: 1px solid #e0c870; padding: 0.5rem 1rem; }
+.legend { color: #444; max-width: 60rem; }
+table.quoted { color: #444; } table.quoted caption { text-align: left; font-style: italic; }
+.scroll { overflow-x: auto; max-width: 100%; }
+figure { margin: 0.5rem 0; } img { max-width: 100%; border: 1px solid #eee; }
+"""
+
+
+def _table(header: list, rows: list[list], cls: str, caption: str = "") -> str:
+    head = "".join(f"<th>{escape(str(h))}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    cap = f"<caption>{escape(caption)}</caption>" if caption else ""
+    return f'<table class="{cls}">{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _section(title: str, table: tuple[list, list[list]], cls: str, empty: str, intro: str = "") -> str:
+    header, rows = table
+    intro_html = f"<p>{escape(intro)}</p>" if intro else ""
+    return f"<h3>{escape(title)}</h3>" + (intro_html + _table(header, rows, cls) if rows else f"<p>{escape(empty)}</p>")
+
+
+def _value_cell(cell) -> str:
+    value = {"best": "<strong>{}</strong>", "second": "<u>{}</u>"}.get(cell.mark, "{}").format(escape(cell.text))
+    if cell.incomplete:
+        value += f" {INCOMPLETE}"
+    classes = " ".join(c for c in (cell.mark, "incomplete" if cell.incomplete else "") if c)
+    extra = "" if cell.text == DASH else f'<span class="ci">{escape(cell.ci)}</span><span class="n">n={cell.n}</span>'
+    return f'<td class="{classes}">{value}{extra}</td>'
+
+
+def _main_table(result: LeaderboardResult, dataset: str) -> str:
+    columns = display_columns()
+    n_mcq = sum(1 for c in columns if c.part != "score")
+    groups = (f'<tr><th class="label" colspan="3"></th><th colspan="{n_mcq}">AnomalyXL-MCQ</th>'
+              f'<th colspan="{len(columns) - n_mcq}">AnomalyXL-Localize</th></tr>')
+    header = '<tr><th class="label">Model</th><th class="label">Harness</th><th>Depth</th>' + "".join(
+        f"<th>{escape(c.header)}</th>" for c in columns) + "</tr>"
+    counts = '<tr class="counts"><th class="label" colspan="3">Samples</th>' + "".join(
+        f"<th>({result.count(dataset, c.category) or 0})</th>" for c in columns) + "</tr>"
+    body = []
+    for model, harness, depth in result.configs(dataset):
+        cells = "".join(_value_cell(display_cell(result, dataset, (model, harness, depth), c)) for c in columns)
+        body.append(f'<tr class="config"><td class="label">{escape(str(model))}</td>'
+                    f'<td class="label">{escape(str(harness))}</td><td>{depth}</td>{cells}</tr>')
+    return (f'<div class="scroll"><table class="t1"><thead>{groups}{header}{counts}</thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>')
+
+
+def _figures(result: LeaderboardResult, dataset: str) -> str:
+    parts = []
+    for name, png in result.figures.get(dataset, {}).items():
+        title = escape(figure_title(name))
+        data = base64.b64encode(png).decode("ascii")
+        parts.append(f'<figure><img alt="{title}" src="data:image/png;base64,{data}"><figcaption>{title}</figcaption>'
+                     "</figure>")
+    return "".join(parts)
+
+
+def _dataset(result: LeaderboardResult, dataset: str) -> str:
+    names = sorted({r.run_name for r in result.runs if r.dataset == dataset})
+    return "".join([
+        f'<section class="dataset" data-dataset="{escape(dataset)}">',
+        f"<h2>Dataset {escape(short_hash(dataset))}</h2><p>Runs: {escape(', '.join(names))}</p>",
+        "<h3>Table 1 layout</h3>", _main_table(result, dataset),
+        _section("Cost", cost_section(result, dataset), "costs", "No rows.",
+                 "Means per row; forced-final rate over finished rows; dollars where known."),
+        "<h3>Per-length breakdown and score versus length</h3>", _figures(result, dataset),
+        _section("Per-length table (Fig. 3)", length_section(result, dataset), "lengths", "No scored rows."),
+        _section("Score versus length (Fig. 4)", curve_section(result, dataset), "curves", "No precise rows."),
+        _section("Paired comparisons", paired_section(result, dataset), "paired",
+                 "No two configurations share scored rows on this dataset.",
+                 "Difference of means (a − b) over the (id, epoch) rows both scored, "
+                 "paired bootstrap 95 % interval."),
+        _section("Failures", failure_section(result, dataset), "failures", "No errors and no unparseable answers.",
+                 "Rows that errored (no score) or finished without a parseable answer, by cause."),
+        "</section>",
+    ])
+
+
+def render_html(result: LeaderboardResult) -> str:
+    parts = [f"<h1>AnomalyXL leaderboard</h1><p>{len(result.runs)} run(s) on {len(result.datasets)} dataset(s); "
+             f"bootstrap {result.n_boot} resamples, seed {result.seed}.</p>"]
+    if result.warnings:
+        parts.append('<div class="warnings"><strong>Warnings</strong><ul>'
+                     + "".join(f"<li>{escape(w)}</li>" for w in result.warnings) + "</ul></div>")
+    legend = escape(LEGEND).replace("**bold**", "<strong>bold</strong>").replace("_italic_", "<u>underlined</u>")
+    parts.append(f'<p class="legend">{legend}</p>')
+    parts += [_dataset(result, dataset) for dataset in result.datasets]
+    if result.paper is not None:
+        parts.append(f"<h2>Paper Table 1 (quoted)</h2><p><em>{escape(PAPER_LABEL)}.</em> Shown for reference only: "
+                     "not ranked against the runs above and not produced by this code.</p>"
+                     + _table(*paper_section(result), "quoted", caption=PAPER_LABEL))
+    body = "\n".join(parts)
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>AnomalyXL leaderboard</title><style>{STYLE}</style></head>\n<body>\n{body}\n</body></html>\n")

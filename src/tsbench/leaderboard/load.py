@@ -1,0 +1,140 @@
+"""Read run directories into one frame of rows, and say what could not be read.
+
+Only files are read (run.json and the samples journal/parquet through tsbench.eval.schema): the
+leaderboard must work on results copied from another machine, with no model or harness around.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from tsbench.eval.schema import COLUMN_NAMES, JOURNAL, RUN_JSON, SAMPLES, load_run, load_samples
+
+# A table row is one configuration on one dataset: these columns identify it.
+CONFIG_KEY = ["dataset", "model", "harness", "depth"]
+UNKNOWN_DATASET = "unknown"
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What run.json says about one run directory (only the parts the leaderboard uses)."""
+
+    path: Path
+    run_name: str
+    model: str
+    harness: str
+    depth: int
+    dataset: str  # the dataset manifest's sha256, or "unknown"
+    complete: bool
+    expected_samples: int | None
+    n_rows: int
+
+
+def discover_runs(paths: list[Path], skip: Path | None = None) -> tuple[list[Path], list[str]]:
+    """Run directories among ``paths``: a path holding run.json is a run; else its children that do.
+
+    ``tsbench leaderboard results/*`` also matches the output folder and stray files; those are
+    skipped (the output folder silently, anything else with a note) rather than failing the build.
+    """
+    runs: list[Path] = []
+    notes: list[str] = []
+    skip_resolved = skip.resolve() if skip is not None else None
+    for path in map(Path, paths):
+        if skip_resolved is not None and path.resolve() == skip_resolved:
+            continue
+        if (path / RUN_JSON).is_file():
+            runs.append(path)
+            continue
+        children = sorted(c for c in path.iterdir() if (c / RUN_JSON).is_file()) if path.is_dir() else []
+        if children:
+            runs.extend(children)
+        else:
+            notes.append(f"skipped {path}: no run.json")
+    seen: set[Path] = set()
+    unique = [r for r in runs if not (r.resolve() in seen or seen.add(r.resolve()))]
+    return unique, notes
+
+
+def _first(frame: pd.DataFrame, column: str, default):
+    values = frame[column].dropna() if column in frame else pd.Series(dtype=object)
+    return values.iloc[0] if len(values) else default
+
+
+def read_run(run_dir: Path) -> tuple[RunInfo, pd.DataFrame]:
+    """One run's rows with its identifying columns filled in from run.json (samples as fallback)."""
+    meta = load_run(run_dir)
+    has_rows = (run_dir / JOURNAL).exists() or (run_dir / SAMPLES).exists()
+    frame = load_samples(run_dir) if has_rows else pd.DataFrame(columns=COLUMN_NAMES)
+    dataset = (meta.get("dataset") or {}).get("manifest_sha256") or UNKNOWN_DATASET
+    info = RunInfo(
+        path=run_dir,
+        run_name=str(meta.get("run_name") or run_dir.name),
+        model=str(meta.get("model") or _first(frame, "model", "?")),
+        harness=str(meta.get("harness") or _first(frame, "harness", "?")),
+        depth=int(meta.get("depth") if meta.get("depth") is not None else _first(frame, "depth", 0)),
+        dataset=str(dataset),
+        complete=bool(meta.get("complete", False)),
+        expected_samples=meta.get("expected_samples"),
+        n_rows=len(frame),
+    )
+    frame = frame.assign(
+        model=info.model, harness=info.harness, depth=info.depth, dataset=info.dataset,
+        run_name=info.run_name, run_complete=info.complete,
+    )
+    return info, frame
+
+
+def _dedupe(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per (config, id, epoch): a scored row beats an error row, then the later one wins."""
+    ordered = frame.assign(_scored=frame["score"].notna()).sort_values(
+        ["_scored", "finished_at"], na_position="first", kind="stable"
+    )
+    keep = ordered.drop_duplicates(CONFIG_KEY + ["id", "epoch"], keep="last")
+    return keep.drop(columns="_scored").sort_index()
+
+
+def load_results(run_dirs: list[Path]) -> tuple[pd.DataFrame, list[RunInfo], list[str]]:
+    """All rows of all runs, the runs' metadata, and warnings a reader should see.
+
+    Two runs of the same (model, harness, depth) on the same dataset (a resumed run written to a
+    second folder, say) are merged into one table row; runs on different datasets (different
+    manifest hashes) are never merged or ranked against each other.
+    """
+    infos: list[RunInfo] = []
+    frames: list[pd.DataFrame] = []
+    warnings: list[str] = []
+    for run_dir in run_dirs:
+        try:
+            info, frame = read_run(Path(run_dir))
+        except (OSError, ValueError) as exc:
+            warnings.append(f"skipped {run_dir}: {exc}")
+            continue
+        infos.append(info)
+        frames.append(frame)
+        if info.n_rows == 0:
+            warnings.append(f"run {info.run_name} has no finished rows yet")
+        elif not info.complete:
+            warnings.append(
+                f"run {info.run_name} is incomplete ({info.n_rows} of {info.expected_samples or '?'} rows); "
+                "its cells are marked †"
+            )
+    datasets = sorted({i.dataset for i in infos})
+    if len(datasets) > 1:
+        listed = ", ".join(d[:12] for d in datasets)
+        warnings.append(
+            f"runs were evaluated on {len(datasets)} different datasets (manifest {listed}); "
+            "they are kept in separate tables and never compared"
+        )
+    by_config: dict[tuple, list[str]] = {}
+    for info in infos:
+        by_config.setdefault((info.dataset, info.model, info.harness, info.depth), []).append(info.run_name)
+    for (_, model, harness, depth), names in by_config.items():
+        if len(names) > 1:
+            warnings.append(f"{model} / {harness} / depth {depth}: rows of runs {', '.join(names)} merged into one row")
+    if not frames:
+        return pd.DataFrame(columns=COLUMN_NAMES + ["dataset", "run_name", "run_complete"]), infos, warnings
+    rows = pd.concat(frames, ignore_index=True)
+    return _dedupe(rows).reset_index(drop=True), infos, warnings

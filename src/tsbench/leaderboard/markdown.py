@@ -1,0 +1,97 @@
+"""leaderboard.md: the same sections as the HTML, as GitHub-flavoured Markdown tables.
+
+Markdown has no underline, so best is **bold** and second-best _italic_ (the legend says so).
+"""
+
+from __future__ import annotations
+
+from .paper_rows import PAPER_LABEL
+from .result import DASH, INCOMPLETE, LeaderboardResult, display_cell, display_columns, short_hash
+from .sections import (
+    cost_section,
+    curve_section,
+    failure_section,
+    figure_title,
+    length_section,
+    paired_section,
+    paper_section,
+)
+
+LEGEND = (
+    "MCQ columns give accuracy and macro-F1 (the paper reports macro-F1); Localize columns give each task's "
+    "primary score. Values are unweighted means over scored (id, epoch) rows; error rows are left out and "
+    "counted under Cost and Failures. **bold** = best, _italic_ = second-best on the same dataset; "
+    f"{INCOMPLETE} = incomplete cell (fewer scored rows than the column's count, or a partial run), with n = "
+    "scored rows. Intervals are 95 % percentile bootstraps over rows within the category."
+)
+
+
+def _esc(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: list, rows: list[list]) -> list[str]:
+    lines = ["| " + " | ".join(_esc(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    return lines + ["| " + " | ".join(_esc(c) for c in row) + " |" for row in rows] + [""]
+
+
+def _marked(cell) -> str:
+    text = {"best": f"**{cell.text}**", "second": f"_{cell.text}_"}.get(cell.mark, cell.text)
+    if cell.incomplete:
+        text += f" {INCOMPLETE}" + (f" (n={cell.n})" if cell.text != DASH else "")
+    return text
+
+
+def _main_tables(result: LeaderboardResult, dataset: str) -> list[str]:
+    columns = display_columns()
+    header = ["Model", "Harness", "Depth", *(c.header for c in columns)]
+    samples = ["Samples", "", "", *(f"({result.count(dataset, c.category) or 0})" for c in columns)]
+    configs = result.configs(dataset)
+    rows = [[*config, *(_marked(display_cell(result, dataset, config, c)) for c in columns)] for config in configs]
+    intervals = [[*config, *(display_cell(result, dataset, config, c).ci or DASH for c in columns)]
+                 for config in configs]
+    return ["### Table 1 layout", "", *_table(header, [samples] + rows),
+            "### 95 % confidence intervals", "", *_table(header, intervals)]
+
+
+def _section(title: str, intro: str, table: tuple[list, list[list]], empty: str) -> list[str]:
+    header, rows = table
+    if not rows:
+        return [f"### {title}", "", empty, ""]
+    return [f"### {title}", "", *([intro, ""] if intro else []), *_table(header, rows)]
+
+
+def _dataset(result: LeaderboardResult, dataset: str) -> list[str]:
+    names = sorted({r.run_name for r in result.runs if r.dataset == dataset})
+    lines = [f"## Dataset {short_hash(dataset)}", "", f"Runs: {', '.join(names)}", ""]
+    lines += _main_tables(result, dataset)
+    lines += _section("Cost", "Means per row; forced-final rate over finished rows; dollars where known.",
+                      cost_section(result, dataset), "No rows.")
+    lines += _section("Per-length breakdown", "Mean score per category and length L, with the change in percentage "
+                      "points from that category's shortest L (the paper's Fig. 3).",
+                      length_section(result, dataset), "No scored rows.")
+    lines += _section("Score versus length", "Mean over the precise categories run at every length (the paper's "
+                      "Fig. 4).", curve_section(result, dataset), "No precise rows.")
+    for name in result.figures.get(dataset, {}):
+        lines += [f"![{figure_title(name)}]({name})", ""]
+    lines += _section("Paired comparisons", "Difference of means (a − b) over the (id, epoch) rows both scored, "
+                      "with a paired bootstrap 95 % interval.", paired_section(result, dataset),
+                      "No two configurations share scored rows on this dataset.")
+    lines += _section("Failures", "Rows that errored (no score) or finished without a parseable answer, by cause.",
+                      failure_section(result, dataset), "No errors and no unparseable answers.")
+    return lines
+
+
+def render_markdown(result: LeaderboardResult) -> str:
+    lines = ["# AnomalyXL leaderboard", "",
+             f"{len(result.runs)} run(s) on {len(result.datasets)} dataset(s); bootstrap {result.n_boot} resamples, "
+             f"seed {result.seed}.", ""]
+    if result.warnings:
+        lines += ["**Warnings**", "", *(f"- {w}" for w in result.warnings), ""]
+    lines += [LEGEND, ""]
+    for dataset in result.datasets:
+        lines += _dataset(result, dataset)
+    if result.paper is not None:
+        lines += ["## Paper Table 1 (quoted)", "", f"> {PAPER_LABEL}. Shown for reference only: not ranked against "
+                  "the runs above and not produced by this code.", "", *_table(*paper_section(result))]
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,126 @@
+"""What a leaderboard build produces, and the small formatting rules every renderer shares."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from .load import CONFIG_KEY, RunInfo
+
+INCOMPLETE = "†"
+DASH = "—"
+
+
+@dataclass
+class LeaderboardResult:
+    """Every table of the leaderboard as a pandas frame (see tables.py for what each number means).
+
+    Frames are long or wide as suits them; all carry the dataset (manifest hash) column, and
+    renderers show one section per dataset so runs on different data are never ranked together.
+    """
+
+    runs: list[RunInfo]
+    cells: pd.DataFrame  # one line per (configuration, category)
+    counts: pd.DataFrame  # sample count per (dataset, category) column
+    wide: pd.DataFrame  # the CSV layout: one line per configuration
+    costs: pd.DataFrame
+    by_length: pd.DataFrame  # Fig. 3 numbers
+    curves: pd.DataFrame  # Fig. 4 numbers
+    paired: pd.DataFrame
+    failures: pd.DataFrame
+    warnings: list[str] = field(default_factory=list)
+    paper: pd.DataFrame | None = None  # quoted rows, text values
+    paper_counts: dict[str, str] | None = None
+    figures: dict[str, dict[str, bytes]] = field(default_factory=dict)  # dataset -> file name -> PNG
+    files: dict[str, Path] = field(default_factory=dict)
+    n_boot: int = 1000
+    seed: int = 0
+
+    @property
+    def datasets(self) -> list[str]:
+        """Every dataset a run was on, including runs with no rows yet (they get an empty section)."""
+        return sorted({run.dataset for run in self.runs} | set(self.cells["dataset"]))
+
+    def configs(self, dataset: str) -> list[tuple]:
+        """(model, harness, depth) of the configurations on one dataset, in table order."""
+        part = self.cells[self.cells["dataset"] == dataset]
+        configs = part[CONFIG_KEY[1:]].drop_duplicates().sort_values(CONFIG_KEY[1:])
+        return [tuple(k) for k in configs.itertuples(index=False)]
+
+    def cell(self, dataset: str, config: tuple, category: str) -> pd.Series | None:
+        part = self.cells
+        hit = part[(part["dataset"] == dataset) & (part["model"] == config[0]) & (part["harness"] == config[1])
+                   & (part["depth"] == config[2]) & (part["category"] == category)]
+        return None if hit.empty else hit.iloc[0]
+
+    def count(self, dataset: str, category: str) -> int | None:
+        hit = self.counts[(self.counts["dataset"] == dataset) & (self.counts["category"] == category)]
+        return None if hit.empty else int(hit["column_n"].iloc[0])
+
+
+def missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def fmt(value, digits: int = 3) -> str:
+    return DASH if missing(value) else f"{float(value):.{digits}f}"
+
+
+def fmt_ci(lo, hi, digits: int = 2) -> str:
+    return "" if missing(lo) or missing(hi) else f"[{float(lo):.{digits}f}, {float(hi):.{digits}f}]"
+
+
+def fmt_count(value, digits: int = 1) -> str:
+    """Big means (tokens) without decimals, small ones (turns) with one."""
+    if missing(value):
+        return DASH
+    value = float(value)
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.{digits}f}"
+
+
+def short_hash(dataset: str) -> str:
+    return dataset[:12]
+
+
+@dataclass(frozen=True)
+class DisplayColumn:
+    category: str
+    part: str  # "acc" or "f1" (MCQ), "score" (Localize)
+    header: str
+
+
+def display_columns() -> list[DisplayColumn]:
+    """The Table-1 columns as shown: MCQ categories get accuracy and macro-F1, Localize one score."""
+    from .tables import COLUMNS
+
+    shown = []
+    for column in COLUMNS:
+        if column.regime == "coarse":
+            shown += [DisplayColumn(column.category, "acc", f"{column.short} acc"),
+                      DisplayColumn(column.category, "f1", f"{column.short} F1")]
+        else:
+            shown.append(DisplayColumn(column.category, "score", f"{column.short} ({column.metric})"))
+    return shown
+
+
+@dataclass(frozen=True)
+class DisplayCell:
+    text: str  # the value, "—" when the configuration has no scored row there
+    mark: str  # "best", "second" or ""
+    ci: str  # "[lo, hi]" or ""
+    incomplete: bool
+    n: int  # scored rows behind the value
+
+
+def display_cell(result: LeaderboardResult, dataset: str, config: tuple, column: DisplayColumn) -> DisplayCell:
+    cell = result.cell(dataset, config, column.category)
+    if cell is None:
+        # Absent but run by another configuration on this dataset: a gap, so incomplete.
+        return DisplayCell(DASH, "", "", result.count(dataset, column.category) is not None, 0)
+    source = "f1" if column.part == "f1" else "mean"
+    interval = fmt_ci(cell[f"{source}_lo"], cell[f"{source}_hi"])
+    return DisplayCell(fmt(cell[source]), str(cell[f"{source}_mark"] or ""), interval,
+                       bool(cell["incomplete"]), int(cell["n_scored"]))

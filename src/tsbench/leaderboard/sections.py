@@ -1,0 +1,84 @@
+"""The secondary sections as (header, rows) of text, so Markdown and HTML show identical numbers."""
+
+from __future__ import annotations
+
+from .result import DASH, LeaderboardResult, fmt, fmt_ci, fmt_count
+from .tables import COLUMNS, SHORT, config_label
+
+_ORDER = {c.category: i for i, c in enumerate(COLUMNS)}
+
+
+def pct(value) -> str:
+    return DASH if value is None or value != value else f"{100 * value:.1f} %"
+
+
+def cost_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], list[list]]:
+    part = result.costs[result.costs["dataset"] == dataset]
+    header = ["Model", "Harness", "Depth", "Rows", "Turns", "Code cells", "Sub-calls", "Tokens in", "Tokens out",
+              "Sub-call tokens", "Forced final", "Errors", "$ total", "$ / row"]
+    rows = []
+    for r in part.itertuples(index=False):
+        known = "" if r.cost_known == r.rows else f" ({r.cost_known}/{r.rows} known)"
+        rows.append([r.model, r.harness, r.depth, r.rows, fmt_count(r.turns), fmt_count(r.code_cells),
+                     fmt_count(r.sub_calls, 2), fmt_count(r.input_tokens), fmt_count(r.output_tokens),
+                     fmt_count(r.sub_call_tokens), pct(r.forced_final_rate), pct(r.error_rate),
+                     DASH if r.cost_known == 0 else f"{r.cost_usd:.4f}{known}",
+                     DASH if r.cost_known == 0 else f"{r.cost_per_row_usd:.5f}"])
+    return header, rows
+
+
+def length_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], list[list]]:
+    """Fig. 3 as a table: one line per (configuration, category), one column per length."""
+    part = result.by_length[result.by_length["dataset"] == dataset]
+    lengths = sorted(part["length"].unique())
+    keyed = []
+    for (model, harness, depth, category), group in part.groupby(["model", "harness", "depth", "category"], sort=True):
+        at = {int(r.length): f"{r.mean:.3f} ({r.delta_pp:+.1f} pp, n={r.n})" for r in group.itertuples(index=False)}
+        label = config_label(model, harness, depth)
+        keyed.append(((label, _ORDER.get(category, 99)),
+                      [label, SHORT.get(category, category), *(at.get(int(x), DASH) for x in lengths)]))
+    keyed.sort(key=lambda item: item[0])
+    return ["Configuration", "Category", *(f"L={x}" for x in lengths)], [row for _, row in keyed]
+
+
+def curve_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], list[list]]:
+    """Fig. 4 as a table: one line per configuration, one column per length."""
+    part = result.curves[result.curves["dataset"] == dataset]
+    lengths = sorted(part["length"].unique())
+    rows = []
+    for config, group in part.groupby(["model", "harness", "depth"], sort=True):
+        at = {int(r.length): f"{r.mean:.3f}" for r in group.itertuples(index=False)}
+        rows.append([config_label(*config), group["categories"].iloc[0].replace(",", ", "),
+                     *(at.get(int(x), DASH) for x in lengths)])
+    return ["Configuration", "Categories averaged", *(f"L={x}" for x in lengths)], rows
+
+
+def paired_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], list[list]]:
+    part = result.paired[result.paired["dataset"] == dataset]
+    rows = [[r.a, r.b, SHORT.get(r.category, r.category), r.n, fmt(r.mean_a), fmt(r.mean_b), f"{r.diff:+.3f}",
+             fmt_ci(r.lo, r.hi, 3), "yes" if r.excludes_zero else "no"] for r in part.itertuples(index=False)]
+    return ["a", "b", "Category", "Shared rows", "Mean a", "Mean b", "a − b", "95 % CI", "CI excludes 0"], rows
+
+
+def failure_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], list[list]]:
+    part = result.failures[result.failures["dataset"] == dataset]
+    rows = [[config_label(r.model, r.harness, r.depth), r.cause, r.count, pct(r.share), r.example or DASH]
+            for r in part.itertuples(index=False)]
+    return ["Configuration", "Cause", "Rows", "Share", "First example"], rows
+
+
+def paper_section(result: LeaderboardResult) -> tuple[list[str], list[list]]:
+    header = ["Section", "Model", *(f"{c.short} ({'F1' if c.regime == 'coarse' else c.metric})" for c in COLUMNS)]
+    rows = [["Samples", "", *(f"({result.paper_counts[c.category]})" for c in COLUMNS)]]
+    rows += [[r["section"], r["model"], *(r[c.category] for c in COLUMNS)] for _, r in result.paper.iterrows()]
+    return header, rows
+
+
+FIGURE_TITLES = {
+    "by_length": "Per-length breakdown (like the paper's Fig. 3): mean and change in pp from the shortest L",
+    "accuracy_vs_length": "Score versus context length (like the paper's Fig. 4)",
+}
+
+
+def figure_title(name: str) -> str:
+    return next((title for prefix, title in FIGURE_TITLES.items() if name.startswith(prefix)), name)

@@ -1,0 +1,285 @@
+"""Rows -> the numbers of the Table-1 layout: pure functions from pandas frames to pandas frames.
+
+Conventions (they decide what a number means, so they are stated once here):
+- A cell is one (dataset, model, harness, depth, category). Its value is the unweighted mean of
+  `score` over the scored rows, each (id, epoch) counting once: epochs are not averaged per id
+  first, so a run with 3 epochs simply has 3x the rows.
+- Error rows (score null) are left out of means and macro-F1, but counted in the cost table's
+  error rate and in the failures table. A row that finished without a parseable answer has a
+  score (0) and is included; MCQ macro-F1 counts it as a miss.
+- A cell is incomplete when it has fewer scored rows than the run has rows of that category,
+  fewer rows than the column's count (the most any configuration on that dataset has), or its
+  run says complete=false.
+- Best and second-best are marked per column among configurations on the same dataset; all
+  scores are "higher is better" (MMag and LL are already turned into [0, 1] scores by the scorer).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from tsbench.anomalyxl import labels as lb
+from tsbench.scoring.aggregate import bootstrap_ci, paired_bootstrap_diff
+
+from .load import CONFIG_KEY
+from .stats import bootstrap_macro_f1_ci, cell_seed, gold_option, mcq_macro_f1, predicted_option
+
+
+@dataclass(frozen=True)
+class Column:
+    category: str
+    short: str  # the paper's column label
+    metric: str  # what the paper reports there
+    regime: str  # "coarse" (MCQ) or "precise" (Localize)
+
+
+COLUMNS = (
+    Column(lb.PRESENCE, "Pres", "F1", "coarse"),
+    Column(lb.START_TIME, "ST", "F1", "coarse"),
+    Column(lb.CATEGORIZATION, "Cat", "F1", "coarse"),
+    Column(lb.MAGNITUDE_BAND, "Mag", "F1", "coarse"),
+    Column(lb.IDENTIFICATION, "Id", "F1", "coarse"),
+    Column(lb.INDICATOR, "Ind", "F1", "coarse"),
+    Column(lb.LOCALIZE, "Loc", "IoU", "precise"),
+    Column(lb.CLASSIFY, "C+E", "cls·IoU", "precise"),
+    Column(lb.MAGNITUDE, "MMag", "err", "precise"),
+    Column(lb.ALL_CHANNELS, "LAC", "F1", "precise"),
+    Column(lb.LEAD_LAG, "LL", "cls·err", "precise"),
+)
+SHORT = {c.category: c.short for c in COLUMNS}
+MCQ = [c.category for c in COLUMNS if c.regime == "coarse"]
+PRECISE = [c.category for c in COLUMNS if c.regime == "precise"]
+
+
+def config_label(model: str, harness: str, depth: int) -> str:
+    return f"{model} · {harness} · depth {depth}"
+
+
+def _configs(rows: pd.DataFrame) -> pd.DataFrame:
+    """One line per configuration, in a stable order, with whether all its runs are complete."""
+    if rows.empty:
+        return pd.DataFrame(columns=CONFIG_KEY + ["complete"])
+    grouped = rows.groupby(CONFIG_KEY, sort=True, dropna=False)["run_complete"].all().reset_index()
+    return grouped.rename(columns={"run_complete": "complete"})
+
+
+def _cell(category: str, group: pd.DataFrame, n_boot: int, seed: int) -> dict:
+    scored = group[group["score"].notna()]
+    out = {"n_rows": len(group), "n_scored": len(scored), "mean": np.nan, "mean_lo": np.nan, "mean_hi": np.nan,
+           "f1": np.nan, "f1_lo": np.nan, "f1_hi": np.nan}
+    if scored.empty:
+        return out
+    scores = scored["score"].astype(float).to_numpy()
+    out["mean"] = float(scores.mean())
+    out["mean_lo"], out["mean_hi"] = bootstrap_ci(scores, n_boot=n_boot, seed=seed)
+    if category in MCQ:
+        golds = [gold_option(g) for g in scored["gold"]]
+        preds = [predicted_option(p) for p in scored["parsed_answer"]]
+        out["f1"] = mcq_macro_f1(category, golds, preds)
+        out["f1_lo"], out["f1_hi"] = bootstrap_macro_f1_ci(category, golds, preds, n_boot=n_boot, seed=seed + 1)
+    return out
+
+
+def cell_table(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Long table: one line per (configuration, category) with mean, macro-F1, 95 % intervals, counts."""
+    records = []
+    configs = _configs(rows).set_index(CONFIG_KEY)["complete"]
+    for key, group in rows.groupby(CONFIG_KEY + ["category"], sort=True, dropna=False):
+        *config, category = key
+        stats = _cell(category, group, n_boot, cell_seed(seed, *key))
+        records.append({**dict(zip(CONFIG_KEY, config)), "category": category, **stats,
+                        "run_complete": bool(configs.loc[tuple(config)])})
+    cells = pd.DataFrame(records, columns=CONFIG_KEY + ["category", "n_rows", "n_scored", "mean", "mean_lo",
+                                                       "mean_hi", "f1", "f1_lo", "f1_hi", "run_complete"])
+    counts = column_counts(cells)
+    expected = cells.merge(counts, on=["dataset", "category"], how="left")["column_n"].to_numpy()
+    cells["incomplete"] = (
+        (cells["n_scored"] < cells["n_rows"]) | (cells["n_rows"] < expected) | ~cells["run_complete"].astype(bool)
+    )
+    return mark_ranks(cells.drop(columns="run_complete"))
+
+
+def column_counts(cells: pd.DataFrame) -> pd.DataFrame:
+    """Sample count under each column header: the most rows any configuration has, per dataset."""
+    if cells.empty:
+        return pd.DataFrame(columns=["dataset", "category", "column_n"])
+    counts = cells.groupby(["dataset", "category"])["n_rows"].max().reset_index()
+    return counts.rename(columns={"n_rows": "column_n"})
+
+
+def _ranks(values: pd.Series) -> pd.Series:
+    """'best' / 'second' / '' by distinct value (ties share a mark); nothing marked with < 2 values."""
+    present = values.dropna()
+    marks = pd.Series("", index=values.index)
+    if len(present) < 2:
+        return marks
+    distinct = sorted(present.unique(), reverse=True)
+    marks[values == distinct[0]] = "best"
+    if len(distinct) > 1:
+        marks[values == distinct[1]] = "second"
+    return marks
+
+
+def mark_ranks(cells: pd.DataFrame) -> pd.DataFrame:
+    """Add mean_mark and f1_mark: best and second-best per (dataset, category) column."""
+    cells = cells.copy()
+    cells["mean_mark"] = ""
+    cells["f1_mark"] = ""
+    for _, index in cells.groupby(["dataset", "category"]).groups.items():
+        cells.loc[index, "mean_mark"] = _ranks(cells.loc[index, "mean"])
+        cells.loc[index, "f1_mark"] = _ranks(cells.loc[index, "f1"])
+    return cells
+
+
+def wide_table(cells: pd.DataFrame) -> pd.DataFrame:
+    """One line per configuration, the category columns in the paper's order (the CSV layout).
+
+    MCQ categories carry `<cat>_acc*` and `<cat>_f1*`; Localize ones `<cat>_score*`; every
+    category also `<cat>_n` (scored rows), `<cat>_rows` and `<cat>_incomplete`.
+    """
+    configs = cells[CONFIG_KEY].drop_duplicates().sort_values(CONFIG_KEY).reset_index(drop=True)
+    indexed = cells.set_index(CONFIG_KEY + ["category"])
+    keys = [tuple(cfg) for cfg in configs.itertuples(index=False)]
+    columns: dict[str, list] = {}
+    for column in COLUMNS:
+        parts = {"acc": "mean", "f1": "f1"} if column.regime == "coarse" else {"score": "mean"}
+        fields = {f"{part}{suffix}": f"{src}{suffix}"
+                  for part, src in parts.items() for suffix in ("", "_lo", "_hi", "_mark")}
+        fields.update(n="n_scored", rows="n_rows", incomplete="incomplete")
+        for name, src in fields.items():
+            columns[f"{column.category}_{name}"] = [_lookup(indexed, key + (column.category,), src) for key in keys]
+    return pd.concat([configs, pd.DataFrame(columns)], axis=1)
+
+
+def _lookup(indexed: pd.DataFrame, key: tuple, column: str):
+    try:
+        return indexed.at[key, column]
+    except KeyError:
+        return None
+
+
+COST_COLUMNS = CONFIG_KEY + ["rows", "turns", "code_cells", "sub_calls", "input_tokens", "output_tokens",
+                             "sub_call_tokens", "latency_s", "forced_final_rate", "error_rate", "cost_usd",
+                             "cost_per_row_usd", "cost_known"]
+
+
+def cost_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per configuration: mean turns, code cells, sub-calls, tokens; forced-final and error rates; dollars.
+
+    Means are over all rows (an errored episode still spent its tokens); the forced-final rate is
+    over finished rows. Dollars are summed over rows that know their cost, and `cost_known` says
+    how many did, so a partial sum is never mistaken for the total.
+    """
+    records = []
+    for key, group in rows.groupby(CONFIG_KEY, sort=True, dropna=False):
+        finished = group[group["error_type"].isna()]
+        known = group["cost_usd"].dropna()
+        records.append({
+            **dict(zip(CONFIG_KEY, key)),
+            "rows": len(group),
+            "turns": _mean(group["turns"]),
+            "code_cells": _mean(group["code_cells"]),
+            "sub_calls": _mean(group["sub_calls"]),
+            "input_tokens": _mean(group["input_tokens"]),
+            "output_tokens": _mean(group["output_tokens"]),
+            "sub_call_tokens": _mean(group["sub_call_tokens"]),
+            "latency_s": _mean(group["latency_s"]),
+            "forced_final_rate": _mean(finished["forced_final"].astype("float")) if len(finished) else np.nan,
+            "error_rate": float(group["error_type"].notna().mean()),
+            "cost_usd": float(known.sum()) if len(known) else np.nan,
+            "cost_per_row_usd": float(known.mean()) if len(known) else np.nan,
+            "cost_known": len(known),
+        })
+    return pd.DataFrame(records, columns=COST_COLUMNS)
+
+
+def _mean(values: pd.Series) -> float:
+    numeric = pd.to_numeric(values, errors="coerce").dropna()
+    return float(numeric.mean()) if len(numeric) else np.nan
+
+
+def _invalid_reason(metrics_json) -> str:
+    try:
+        detail = json.loads(metrics_json) if isinstance(metrics_json, str) else {}
+    except ValueError:
+        detail = {}
+    reason = detail.get("error") if isinstance(detail, dict) else None
+    return f"no parseable answer ({reason})" if isinstance(reason, str) and reason else "no parseable answer"
+
+
+def failure_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rows that errored or finished without a usable answer, counted by cause per configuration."""
+    records = []
+    for key, group in rows.groupby(CONFIG_KEY, sort=True, dropna=False):
+        causes: Counter[str] = Counter()
+        examples: dict[str, str] = {}
+        for row in group.itertuples(index=False):
+            if isinstance(row.error_type, str):
+                cause, example = f"error: {row.error_type}", row.error
+            elif pd.isna(row.valid) or not bool(row.valid) or not isinstance(row.parsed_answer, str):
+                cause, example = _invalid_reason(row.metrics), row.final_message
+            else:
+                continue
+            causes[cause] += 1
+            if cause not in examples and isinstance(example, str):
+                examples[cause] = " ".join(example.split())[:160]
+        for cause, count in sorted(causes.items(), key=lambda kv: (-kv[1], kv[0])):
+            records.append({**dict(zip(CONFIG_KEY, key)), "cause": cause, "count": count,
+                            "share": count / len(group), "example": examples.get(cause, "")})
+    return pd.DataFrame(records, columns=CONFIG_KEY + ["cause", "count", "share", "example"])
+
+
+def length_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 3 numbers: mean score per (configuration, category, length) and its change, in
+    percentage points, from that category's shortest length in the same configuration."""
+    scored = rows[rows["score"].notna()]
+    if scored.empty:
+        return pd.DataFrame(columns=CONFIG_KEY + ["category", "length", "n", "mean", "delta_pp"])
+    table = (scored.groupby(CONFIG_KEY + ["category", "length"], sort=True)["score"]
+             .agg(n="size", mean="mean").reset_index())
+    first = table.sort_values("length").groupby(CONFIG_KEY + ["category"])["mean"].transform("first")
+    table["delta_pp"] = (table["mean"] - first) * 100.0
+    return table
+
+
+def length_curves(by_length: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 4 numbers: per configuration and length, the mean over the precise categories that
+    were run at every length that configuration has (unweighted across categories)."""
+    precise = by_length[by_length["category"].isin(PRECISE)]
+    records = []
+    for key, group in precise.groupby(CONFIG_KEY, sort=True):
+        lengths = sorted(group["length"].unique())
+        swept = [c for c, g in group.groupby("category") if set(g["length"]) == set(lengths)]
+        used = group[group["category"].isin(swept)]
+        for length, at in used.groupby("length"):
+            records.append({**dict(zip(CONFIG_KEY, key)), "length": int(length), "mean": float(at["mean"].mean()),
+                            "categories": ",".join(sorted(swept))})
+    return pd.DataFrame(records, columns=CONFIG_KEY + ["length", "mean", "categories"])
+
+
+def paired_table(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0, min_shared: int = 2) -> pd.DataFrame:
+    """For every two configurations on the same dataset and every category: mean(a) - mean(b)
+    over the (id, epoch) rows both scored, with a paired bootstrap 95 % interval."""
+    scored = rows[rows["score"].notna()]
+    records = []
+    for dataset, on_dataset in scored.groupby("dataset", sort=True):
+        by_config = {key: group for key, group in on_dataset.groupby(CONFIG_KEY[1:], sort=True)}
+        for a, b in itertools.combinations(sorted(by_config), 2):
+            joined = by_config[a].merge(by_config[b], on=["id", "epoch", "category"], suffixes=("_a", "_b"))
+            for category, pair in joined.groupby("category", sort=True):
+                if len(pair) < min_shared:
+                    continue
+                diff, lo, hi = paired_bootstrap_diff(pair["score_a"], pair["score_b"], n_boot=n_boot,
+                                                     seed=cell_seed(seed, dataset, a, b, category))
+                records.append({"dataset": dataset, "a": config_label(*a), "b": config_label(*b),
+                                "category": category, "n": len(pair), "mean_a": float(pair["score_a"].mean()),
+                                "mean_b": float(pair["score_b"].mean()), "diff": diff, "lo": lo, "hi": hi,
+                                "excludes_zero": bool(lo > 0 or hi < 0)})
+    return pd.DataFrame(records, columns=["dataset", "a", "b", "category", "n", "mean_a", "mean_b", "diff", "lo",
+                                          "hi", "excludes_zero"])

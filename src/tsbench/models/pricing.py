@@ -1,0 +1,42 @@
+"""What a call to a known OpenAI model costs, so every row of a run can carry its price.
+
+The numbers are approximate list prices (standard tier, no batch or cached-input discount) in US
+dollars per million tokens, as published by OpenAI around mid-2025. They change: check them before
+quoting a cost. A model not listed here costs None (unknown), never 0.
+"""
+
+from __future__ import annotations
+
+import re
+
+# model -> (input $/1M tokens, output $/1M tokens); approximate list prices, mid-2025.
+PRICES_PER_MILLION: dict[str, tuple[float, float]] = {
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "gpt-5": (1.25, 10.00),
+    "gpt-5-mini": (0.25, 2.00),
+    "gpt-5-nano": (0.05, 0.40),
+}
+
+# Dated snapshots ("gpt-4.1-mini-2025-04-14") are priced like the model they pin.
+_SNAPSHOT_SUFFIX = re.compile(r"-\d{4}-\d{2}-\d{2}$")
+
+
+def price_for(model: str) -> tuple[float, float] | None:
+    """(input, output) dollars per million tokens for `model`, or None if it is not in the table."""
+    name = model.removeprefix("openai/")
+    if name in PRICES_PER_MILLION:
+        return PRICES_PER_MILLION[name]
+    return PRICES_PER_MILLION.get(_SNAPSHOT_SUFFIX.sub("", name))
+
+
+def cost_usd(model: str, input_tokens: int, output_tokens: int) -> float | None:
+    """Dollar cost of one call, or None when the model's price is unknown."""
+    price = price_for(model)
+    if price is None:
+        return None
+    input_price, output_price = price
+    return (input_tokens * input_price + output_tokens * output_price) / 1_000_000

@@ -1,0 +1,107 @@
+"""Retries for transient model failures: exponential backoff with jitter, capped in count and in time.
+
+Kept pure (sleep, clock and randomness are injected) so the schedule can be tested without waiting.
+Rate limits (429) back off from their own, longer base and honour a server's Retry-After hint;
+5xx, timeouts and connection errors use the ordinary base. Anything else is raised at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from tsbench.models.base import RETRYABLE_KINDS, Completion, ModelError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How many times and how long to retry.
+
+    `jitter` is the randomised fraction of each delay: 1.0 is "full jitter" (uniform between 0 and the
+    exponential ceiling, which spreads a burst of clients apart), 0.0 makes delays deterministic.
+    """
+
+    max_attempts: int = 6
+    base_delay_s: float = 1.0
+    max_delay_s: float = 60.0
+    max_total_s: float = 300.0
+    rate_limit_base_delay_s: float = 5.0
+    jitter: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        if not 0.0 <= self.jitter <= 1.0:
+            raise ValueError("jitter must be between 0 and 1")
+
+    def ceiling_for(self, attempt: int, kind: str) -> float:
+        """The un-jittered delay after failed attempt number `attempt` (1-based)."""
+        base = self.rate_limit_base_delay_s if kind == "rate_limit" else self.base_delay_s
+        return min(self.max_delay_s, base * 2.0 ** max(0, attempt - 1))
+
+    def delay_for(
+        self,
+        attempt: int,
+        kind: str,
+        rng: random.Random | None = None,
+        retry_after_s: float | None = None,
+    ) -> float:
+        """Seconds to wait after failed attempt `attempt` of kind `kind` before trying again."""
+        ceiling = self.ceiling_for(attempt, kind)
+        draw = (rng or random).random()
+        delay = ceiling * (1.0 - self.jitter * draw)
+        if retry_after_s is not None and retry_after_s > 0:
+            # The server knows when it will take us back; never come earlier than it asked.
+            delay = max(delay, min(retry_after_s, self.max_delay_s))
+        return delay
+
+
+NO_RETRY = RetryPolicy(max_attempts=1)
+
+
+def call_with_retries(
+    fn: Callable[[], T],
+    policy: RetryPolicy,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    rng: random.Random | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> T:
+    """Call `fn` until it succeeds, retrying transient ModelErrors according to `policy`.
+
+    On success a Completion gets `extra["attempts"]` and `extra["retry_wait_s"]`. When the attempts or
+    the time budget run out, the last ModelError is re-raised with `.attempts` set; a non-transient
+    ModelError is raised at once. Other exceptions are bugs, not model failures, and pass through.
+    """
+    start = clock()
+    waited = 0.0
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            result = fn()
+        except ModelError as error:
+            error.attempts = attempt
+            if error.kind not in RETRYABLE_KINDS or attempt >= policy.max_attempts:
+                raise
+            delay = policy.delay_for(attempt, error.kind, rng, error.retry_after_s)
+            if clock() - start + delay > policy.max_total_s:
+                log.warning("giving up after %d attempts: retry budget of %.0fs spent (%s)",
+                            attempt, policy.max_total_s, error)
+                raise
+            log.info("attempt %d failed (%s); retrying in %.2fs", attempt, error, delay)
+            sleep(delay)
+            waited += delay
+            continue
+        if isinstance(result, Completion):
+            result.extra["attempts"] = attempt
+            result.extra["retry_wait_s"] = round(waited, 3)
+        return result

@@ -1,0 +1,204 @@
+"""A protocol test double: a real HTTP server on 127.0.0.1 that speaks the OpenAI chat-completions wire format.
+
+Written for the tests (and reused by the runner's tests and a benchmark) so that the real `openai` client,
+real sockets, timeouts and retries are exercised without any outside network. Each POST to
+/v1/chat/completions takes the next behaviour from a script, falling back to a default:
+
+    "ok:<text>"        200 with a chat.completion whose reply is <text> (usage counted in words)
+    "429"              rate limited, with `Retry-After: 0` ("429:<seconds>" sends that hint instead)
+    "<status>"         any other HTTP error status (e.g. "500", "400") with an OpenAI-style error body
+    "sleep:<seconds>"  wait that long, then answer like the default (to trigger client timeouts)
+
+It counts requests, keeps every request body and its headers, and tracks the most requests in flight.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+CHAT_PATH = "/v1/chat/completions"
+
+
+def _word_count(content: Any) -> int:
+    if isinstance(content, str):
+        return len(content.split())
+    if isinstance(content, list):
+        return sum(_word_count(part.get("text", "")) for part in content if isinstance(part, dict))
+    return 0
+
+
+class FakeOpenAIServer:
+    """Start with `with FakeOpenAIServer(["429", "ok:hi"]) as server:`; point a client at `server.base_url`."""
+
+    def __init__(self, script: Iterable[str] = (), *, default: str = "ok:hello", latency_s: float = 0.0,
+                 model_ids: Iterable[str] = ("fake-model",)):
+        self.default = default
+        self.latency_s = latency_s
+        self.model_ids = list(model_ids)
+        self.bodies: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.request_count = 0
+        self.max_in_flight = 0
+        self._in_flight = 0
+        self._script: deque[str] = deque(script)
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> FakeOpenAIServer:
+        handler = _make_handler(self)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        # A short poll interval lets stop() return promptly.
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                                        name="fake-openai", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()  # wakes handlers sleeping on "sleep:" or latency
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # -- addresses and script -------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        assert self._httpd is not None, "server not started"
+        return self._httpd.server_address[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """What an OpenAI client takes as base_url."""
+        return f"{self.url}/v1"
+
+    def push(self, *behaviours: str) -> None:
+        with self._lock:
+            self._script.extend(behaviours)
+
+    # -- used by the handler --------------------------------------------------------------------
+    def _next_behaviour(self, body: dict[str, Any], headers: dict[str, str]) -> str:
+        with self._lock:
+            self.request_count += 1
+            self.bodies.append(body)
+            self.headers.append(headers)
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            return self._script.popleft() if self._script else self.default
+
+    def _finished(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+    def _wait(self, seconds: float) -> None:
+        if seconds > 0:
+            self._stopping.wait(seconds)
+
+
+def _completion_json(body: dict[str, Any], text: str, serial: int) -> dict[str, Any]:
+    prompt_tokens = sum(_word_count(m.get("content")) for m in body.get("messages", []))
+    completion_tokens = len(text.split())
+    return {
+        "id": f"chatcmpl-fake-{serial}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "fake-model"),
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": text},
+            "finish_reason": "stop",
+            "logprobs": None,
+        }],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"  # one request per connection: nothing lingers at shutdown
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+            pass
+
+        def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+            data = json.dumps(payload).encode()
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (timeout); nothing to tell it
+
+        def do_GET(self) -> None:
+            if self.path == "/health":
+                self._send_json(200, {"status": "ok"})
+            elif self.path == "/v1/models":
+                models = [{"id": m, "object": "model", "owned_by": "fake"} for m in server.model_ids]
+                self._send_json(200, {"object": "list", "data": models})
+            else:
+                self._send_json(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
+
+        def do_POST(self) -> None:
+            if self.path != CHAT_PATH:
+                self._send_json(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
+                return
+            length = int(self.headers.get("Content-Length", 0))
+            try:
+                body = json.loads(self.rfile.read(length) or b"{}")
+            except json.JSONDecodeError:
+                self._send_json(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
+                return
+            behaviour = server._next_behaviour(body, {k.lower(): v for k, v in self.headers.items()})
+            try:
+                server._wait(server.latency_s)
+                self._respond(behaviour, body)
+            finally:
+                server._finished()
+
+        def _respond(self, behaviour: str, body: dict[str, Any]) -> None:
+            if behaviour.startswith("sleep:"):
+                server._wait(float(behaviour.split(":", 1)[1]))
+                behaviour = server.default
+            if behaviour.startswith("ok:") or behaviour == "ok":
+                text = behaviour[3:] if behaviour.startswith("ok:") else ""
+                self._send_json(200, _completion_json(body, text, server.request_count))
+                return
+            code, _, retry_after = behaviour.partition(":")
+            status = int(code)
+            headers = {"Retry-After": retry_after or "0"} if status == 429 else {}
+            kind = "rate_limit_exceeded" if status == 429 else (
+                "server_error" if status >= 500 else "invalid_request_error")
+            error = {"error": {"message": f"scripted {status}", "type": kind, "code": str(status)}}
+            self._send_json(status, error, headers)
+
+    return Handler
