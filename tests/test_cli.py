@@ -82,3 +82,24 @@ def test_every_experiment_config_is_a_valid_eval_config():
     for path in configs:
         cfg = EvalConfig(**tomllib.loads(path.read_text())["eval"])
         assert cfg.harness in HARNESSES and split_spec(cfg.model)[0] in ("openai", "vllm", "local", "scripted")
+
+
+def test_score_your_own_predictions(small_data, tmp_path):
+    import pandas as pd
+
+    from tsbench.anomalyxl.rows import read_index
+
+    index = read_index(small_data / "test-coarse.parquet")
+    answers = tmp_path / "answers.jsonl"
+    lines = [json.dumps({"id": rid, "response": f"Answer: {json.loads(g)['answer']}"}) for rid, g in zip(index["id"], index["gold"])]
+    lines[0] = json.dumps({"id": index["id"][0], "response": "I am not sure"})
+    answers.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "scores.parquet"
+    res = run("score", "--data", str(small_data / "test-coarse.parquet"), "--responses", str(answers), "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    scores = pd.read_parquet(out)
+    assert len(scores) == len(index) and scores["score"].sum() == len(index) - 1
+    assert "macro-F1" in res.stdout
+    answers.write_text("not json\n")
+    bad = run("score", "--data", str(small_data / "test-coarse.parquet"), "--responses", str(answers))
+    assert bad.returncode == 2 and ":1:" in bad.stderr and "Traceback" not in bad.stderr

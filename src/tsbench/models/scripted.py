@@ -14,6 +14,7 @@ import re
 import time
 
 from tsbench.anomalyxl import labels as lb
+from tsbench.anomalyxl.mcq import magnitude_band, start_bin
 from tsbench.models.base import Completion, Message, TaskInfo
 
 SUMMARY_TAG = "ZSCORE_SUMMARY"
@@ -99,12 +100,11 @@ def decide(task: TaskInfo, summary: dict) -> str:
     if c == lb.PRESENCE:
         answer = lb.YES if present else lb.NO
     elif c == lb.START_TIME:
-        answer = lb.START_BINS[min(3, s["start"] * 4 // L)] if present else lb.NO_ANOMALY_OPTION
+        answer = start_bin(s["start"], L) if present else lb.NO_ANOMALY_OPTION
     elif c == lb.CATEGORIZATION:
         answer = s["kind"]
     elif c == lb.MAGNITUDE_BAND:
-        m = s["shift_sigma"]
-        answer = next((band for band, hi in zip(lb.MAGNITUDE_BANDS, lb.MAGNITUDE_BAND_EDGES[1:]) if m < hi), lb.MAGNITUDE_BANDS[-1])
+        answer = magnitude_band(s["shift_sigma"])
     elif c == lb.IDENTIFICATION:
         asked = [set(o.split(", ")) for o in opts if o != lb.IDENTIFICATION_NONE]
         named = set().union(*asked) if asked else set()
