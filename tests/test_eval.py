@@ -151,3 +151,19 @@ def test_local_smollm2_under_rlm(small_data, tmp_path):
     assert pd.isna(row["error_type"]), row["error"]
     assert row["output_tokens"] > 0 and row["input_tokens"] > 0 and 1 <= row["turns"] <= 2
     assert 0.0 <= row["score"] <= 1.0 and row["final_message"]
+
+
+def test_ctrl_c_keeps_finished_rows_and_exits_130(small_data, tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "tsbench.cli", "eval", "--model", "scripted/zscore", "--harness", "rlm",
+           "--data", str(small_data), "--limit", "2", "--concurrency", "2", "--out", str(out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    journal = out / schema.JOURNAL
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (journal.exists() and journal.read_text().count("\n") >= 2):
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "resume" in err
+    rows = schema.read_journal(out)
+    assert 2 <= len(rows) < 22 and all(r["error_type"] is None for r in rows)

@@ -236,6 +236,7 @@ def eval_cmd(
     temperature: Optional[float] = typer.Option(None, help="Sampling temperature (provider default if unset)."),
     cell_timeout: Optional[float] = typer.Option(None, help="Seconds per code cell before interrupt/restart [300]."),
     memory_gib: Optional[float] = typer.Option(None, help="Kernel memory cap in GiB [4]."),
+    text_budget_chars: Optional[int] = typer.Option(None, help="single-pass-text: characters of serialized values [200000]."),
     base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible server URL (or OPENAI_BASE_URL)."),
     out: Optional[Path] = typer.Option(None, help="Run dir [results/<model>__<harness>]."),
     overwrite: bool = typer.Option(False, help="Discard an existing run with different settings."),
@@ -252,6 +253,7 @@ def eval_cmd(
         "split": split, "regime": regime, "categories": _split_list(categories), "lengths": _ints(lengths, "--lengths"),
         "limit": limit, "epochs": epochs, "concurrency": concurrency, "max_turns": max_turns, "depth": depth,
         "max_tokens": max_tokens, "temperature": temperature, "cell_timeout_s": cell_timeout, "memory_gib": memory_gib,
+        "text_budget_chars": text_budget_chars,
         "base_url": base_url, "out": str(out) if out else None,
     }
     settings.update({k: v for k, v in flags.items() if v is not None})
@@ -271,17 +273,23 @@ def eval_cmd(
         TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
         TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TimeRemainingColumn(), console=err_console,
     )
+    bar = progress_bar.add_task(f"{cfg.model} / {cfg.harness}", total=None, info="")
     state = RunProgress()
-    with progress_bar:
-        bar = progress_bar.add_task(f"{cfg.model} / {cfg.harness}", total=None, info="starting")
 
-        def on_update(p: RunProgress) -> None:
-            means = " ".join(f"{_short(c)}={m:.2f}" for c, m in sorted(p.means().items()))
-            info = f"err={p.errors} tok={p.input_tokens + p.output_tokens:,} {means}"
-            progress_bar.update(bar, total=p.total, completed=p.done, info=info)
+    def on_update(p: RunProgress) -> None:
+        if not progress_bar.live.is_started:  # shown from the first finished row, after the checks passed
+            progress_bar.start()
+        means = " ".join(f"{_short(c)}={m:.2f}" for c, m in sorted(p.means().items()))
+        info = f"err={p.errors} tok={p.input_tokens + p.output_tokens:,} {means}"
+        progress_bar.update(bar, total=p.total, completed=p.done, info=info)
 
+    try:
         run_dir = run_eval(cfg, _model_factory, progress=state, on_update=on_update)
-        on_update(state)
+    except KeyboardInterrupt:
+        progress_bar.stop()
+        err_console.print("interrupted: finished rows are saved; run the same command to resume", markup=False)
+        sys.exit(130)
+    progress_bar.stop()
     _print_summary(summarize(load_samples(run_dir)), f"{cfg.model} / {cfg.harness}: {run_dir}")
 
 

@@ -213,6 +213,11 @@ def _run_pending(model, harness, hcfg, cfg, rows, pending, journal, progress, on
                 finish(fut.result())
                 in_flight.discard(fut)
         except BaseException:
-            for fut in in_flight:
-                fut.cancel()
+            # Ctrl-C (or a failure of our own): drop what has not started, keep what finishes.
+            started = [fut for fut in in_flight if not fut.cancel()]
+            for fut in started:
+                try:
+                    finish(fut.result())
+                except BaseException:
+                    pass
             raise
