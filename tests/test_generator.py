@@ -178,3 +178,16 @@ def test_parquet_columns_match_the_spec(small_data):
         assert col in df.columns
     assert set(df["regime"]) == {"coarse"} and set(df["category"]) == set(lb.MCQ_CATEGORIES)
     assert df["id"].is_unique
+
+
+def test_gold_answer_scores_one_on_every_generated_row(big_plans):
+    """The scorer accepts the generator's own gold, written as a model would, on every category."""
+    from tsbench.scoring import score
+
+    for p in big_plans[::7]:
+        answer = {k: v for k, v in p.gold.items() if not k.startswith("_") and k != "channels"}
+        assert score(p.category, p.gold, f"Here is my answer:\n```json\n{json.dumps(answer)}\n```") == 1.0, p.id
+        for template in TEMPLATES_BY_SOURCE[p.category]:
+            q = project(p, template)
+            assert score(template, q.gold, json.dumps(q.gold)) == 1.0
+            assert score(template, q.gold, f"answer: {q.gold['answer']}") == 1.0
