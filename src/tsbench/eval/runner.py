@@ -161,6 +161,7 @@ def run_eval(
         max_turns=cfg.max_turns, depth=cfg.depth, cell_timeout_s=cfg.cell_timeout_s,
         memory_bytes=int(cfg.memory_gib * 2**30), max_tokens=cfg.max_tokens, temperature=cfg.temperature,
         episode_token_cap=cfg.episode_token_cap, episode_wall_s=cfg.episode_wall_s, text_budget_chars=cfg.text_budget_chars,
+        tools_dir=cfg.tools_dir, tool_protocol=cfg.tool_protocol, memory_bank=cfg.memory_bank, top_k=cfg.top_k,
     )
 
     journal = schema.Journal(out)

@@ -51,6 +51,16 @@ class HarnessConfig:
     episode_token_cap: int | None = None  # total tokens in + out, all turns
     episode_wall_s: float | None = None
     text_budget_chars: int = 200_000  # single-pass-text: serialized values must fit in this
+    # TimeClaw (harness "tools"/"tools-image" and episodic memory); the paper's defaults.
+    tools_dir: str | None = None  # evolved tools: a folder of <name>/tool.json + tool.py (tsbench evolve --out)
+    tool_protocol: str = "auto"  # "native" (OpenAI function calling), "json" (text protocol) or "auto"
+    max_tool_calls: int = 8  # per model reply; calls beyond it get an error observation
+    memory_bank: str | None = None  # a bank parquet (tsbench memory build); retrieved precedents prefix the prompt
+    top_k: int = 3  # precedents injected
+    memory_pool: int = 20  # stage-1 pool size N (cosine on the context embedding)
+    memory_family_filter: bool = False  # only precedents of the task's own category
+    memory_exclude_self: bool = True  # never retrieve the task's own record (bank and eval set may overlap)
+    embedder: str | None = None  # context encoder for queries; None: the one the bank was built with
 
 
 class EpisodeError(Exception):

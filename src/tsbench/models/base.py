@@ -11,10 +11,23 @@ from typing import Any, Protocol, runtime_checkable
 
 
 @dataclass
+class ToolCall:
+    """One native function call a model asked for: `arguments` is the JSON text it wrote (maybe invalid)."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+
+@dataclass
 class Message:
-    role: str  # "system" | "user" | "assistant"
+    role: str  # "system" | "user" | "assistant" | "tool" (a native tool result)
     content: str
     images: list[bytes] = field(default_factory=list)  # PNG bytes, sent as image parts
+    # Native function calling only (models with `native_tools = True`): the calls an assistant
+    # message made, and on a "tool" message the id of the call it answers.
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
 
 
 @dataclass
@@ -31,6 +44,8 @@ class TaskInfo:
     # The full-resolution series the harness holds (as a kernel would): non-LLM policies read it here.
     series: dict[str, Any] | None = None
     code_execution: bool = False  # True when the harness runs fenced code blocks (rlm): write code, not answers
+    # Set by the tools harness: "native" (tools passed to generate) or "json" (the text tool-call protocol).
+    tool_calling: str | None = None
 
 
 @dataclass
@@ -44,6 +59,7 @@ class Completion:
     prompt_token_ids: list[int] | None = None
     output_token_ids: list[int] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    tool_calls: list[ToolCall] = field(default_factory=list)  # native function calls (see ChatModel)
 
 
 # The kinds of ModelError; the first four are transient and retried (see retry.py).
@@ -83,6 +99,10 @@ class ModelUnavailableError(ValueError):
 
 @runtime_checkable
 class ChatModel(Protocol):
+    """`generate` as below. A model whose `native_tools` attribute is True also accepts the keywords
+    `tools` (OpenAI function specs: [{"type": "function", "function": {...}}]) and `tool_choice`, and
+    reports the calls it made in `Completion.tool_calls`; harnesses pass them to no other model."""
+
     name: str  # the provider/name string it was built from
 
     def generate(

@@ -15,7 +15,7 @@ from typing import Any
 
 import openai
 
-from tsbench.models.base import Completion, Message, ModelError, TaskInfo
+from tsbench.models.base import Completion, Message, ModelError, TaskInfo, ToolCall
 from tsbench.models.pricing import cost_usd
 from tsbench.models.retry import RetryPolicy, call_with_retries
 
@@ -36,7 +36,17 @@ def is_openai_endpoint(base_url: str) -> bool:
 
 
 def message_payload(message: Message) -> dict[str, Any]:
-    """One chat message in wire format; PNG images become data-URL image parts after the text."""
+    """One chat message in wire format; PNG images become data-URL image parts after the text.
+
+    Native function calling: an assistant message carries its `tool_calls`, a "tool" message the
+    `tool_call_id` it answers (tool results are text only in this API).
+    """
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": message.content}
+    if message.tool_calls:
+        calls = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                 for c in message.tool_calls]
+        return {"role": message.role, "content": message.content or None, "tool_calls": calls}
     if not message.images:
         return {"role": message.role, "content": message.content}
     parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
@@ -99,6 +109,8 @@ def to_model_error(error: openai.OpenAIError) -> ModelError:
 class OpenAIChatModel:
     """A ChatModel that sends each conversation to a chat-completions endpoint."""
 
+    native_tools = True  # generate() takes tools= / tool_choice= and returns Completion.tool_calls
+
     def __init__(
         self,
         model_name: str,
@@ -126,11 +138,16 @@ class OpenAIChatModel:
         self._client = openai.OpenAI(api_key=key, base_url=self.base_url, timeout=timeout_s, max_retries=0)
 
     def _request(self, messages: list[Message], max_tokens: int | None,
-                 temperature: float | None) -> dict[str, Any]:
+                 temperature: float | None, tools: list[dict[str, Any]] | None = None,
+                 tool_choice: Any = None) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": self.model_name,
             "messages": [message_payload(m) for m in messages],
         }
+        if tools:
+            request["tools"] = tools
+            if tool_choice is not None:
+                request["tool_choice"] = tool_choice
         if max_tokens is not None:
             # OpenAI's newer models accept only max_completion_tokens; compatible servers universally
             # understand max_tokens, while some don't know the newer name.
@@ -154,10 +171,15 @@ class OpenAIChatModel:
     def _completion(self, response: Any, latency_s: float) -> Completion:
         extra: dict[str, Any] = {"response_id": getattr(response, "id", None)}
         text = ""
+        tool_calls: list[ToolCall] = []
         if response.choices:
             choice = response.choices[0]
             text = choice.message.content or ""
             extra["finish_reason"] = choice.finish_reason
+            for call in getattr(choice.message, "tool_calls", None) or []:
+                function = getattr(call, "function", None)
+                if function is not None:  # custom (non-function) tool calls are not ours
+                    tool_calls.append(ToolCall(id=call.id, name=function.name, arguments=function.arguments or ""))
             refusal = getattr(choice.message, "refusal", None)
             if refusal:
                 extra["refusal"] = refusal
@@ -179,6 +201,7 @@ class OpenAIChatModel:
             latency_s=latency_s,
             cost_usd=cost_usd(self.model_name, input_tokens, output_tokens),
             extra=extra,
+            tool_calls=tool_calls,
         )
 
     def generate(
@@ -188,9 +211,15 @@ class OpenAIChatModel:
         max_tokens: int | None = None,
         temperature: float | None = None,
         task: TaskInfo | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: Any = None,
     ) -> Completion:
-        """One chat completion, retried on transient failures; raises ModelError when they run out."""
-        request = self._request(messages, max_tokens, temperature)
+        """One chat completion, retried on transient failures; raises ModelError when they run out.
+
+        `tools` (OpenAI function specs) turns on native function calling; the calls come back in
+        `Completion.tool_calls`. `tool_choice` ("auto", "none", ...) is sent only with tools.
+        """
+        request = self._request(messages, max_tokens, temperature, tools, tool_choice)
         started = time.perf_counter()
         completion = call_with_retries(lambda: self._call_once(request), self.retry)
         completion.extra["wall_s"] = time.perf_counter() - started

@@ -4,6 +4,11 @@ Under a code harness (rlm) it writes real Python: `analyse` below is shipped int
 source, run there over `series`, and its printed summary is read back on the next turn to answer
 in the task's schema. Under single-pass harnesses it runs the same `analyse` on the task's series
 itself. It is the harness's model-free test driver and a floor any LLM should beat.
+
+`scripted/tools` (native function calling) and `scripted/tools-json` (the JSON text tool-call
+protocol) play the TimeClaw tools harness the same way through typed tools: the first reply calls
+`list_channels` and `robust_zscore_scan`, the next turns the scan's observation into an answer
+with `decide`. Under any other harness they behave exactly like `scripted/zscore`.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import time
 
 from tsbench.anomalyxl import labels as lb
 from tsbench.anomalyxl.mcq import magnitude_band, start_bin
-from tsbench.models.base import Completion, Message, TaskInfo
+from tsbench.models.base import Completion, Message, TaskInfo, ToolCall
 
 SUMMARY_TAG = "ZSCORE_SUMMARY"
 PRESENT_Z = 6.0  # smoothed robust |z| above which a channel counts as anomalous
@@ -166,7 +171,84 @@ class TrivialCodePolicy:
         pass
 
 
-POLICIES = {"zscore": ZScorePolicy, "trivial-code": TrivialCodePolicy}
+def kind_from_window(window: dict) -> str:
+    """The anomaly kind `analyse` would name, from robust_zscore_scan's window shape features."""
+    shift, step = abs(window.get("shift_sigma") or 0.0), abs(window.get("step_sigma") or 0.0)
+    var_ratio, rate = window.get("var_ratio") or 0.0, window.get("crossing_rate") or 0.0
+    if step > 0.6 * max(shift, 1e-9) and step > 1.0:
+        return lb.TREND
+    if var_ratio > 2.0 and shift < 0.5 * var_ratio:
+        return lb.SEASONALITY if 1 / 8 < rate < 1 / 2 else lb.VARIANCE
+    if window.get("end", 0) - window.get("start", 0) > 4 and (window.get("peak_ratio") or 0.0) > 1.5:
+        return lb.TRANSIENT_SPIKE
+    return lb.LEVEL_SHIFT
+
+
+def summary_from_scan(task: TaskInfo, scan: dict) -> dict:
+    """robust_zscore_scan's all-channel observation -> the per-channel summary `decide` takes."""
+    summary = {name: {"max_z": 0.0, "start": 0, "end": 1, "shift_sigma": 1.0, "kind": lb.LEVEL_SHIFT}
+               for name in task.channel_names}
+    for window in scan.get("scan", []):
+        if window.get("channel") in summary:
+            summary[window["channel"]] = {
+                "max_z": window.get("max_z") or 0.0, "start": int(window.get("start", 0)),
+                "end": int(window.get("end", 1)), "shift_sigma": abs(window.get("shift_sigma") or 0.0),
+                "kind": kind_from_window(window),
+            }
+    return summary
+
+
+TOOL_PLAN = (("list_channels", {}), ("robust_zscore_scan", {}))
+_TOOL_RESULT = re.compile(r'<tool_result name="robust_zscore_scan"[^>]*>(.*?)</tool_result>', re.DOTALL)
+
+
+def _read_scan(messages: list[Message]) -> dict | None:
+    """The latest robust_zscore_scan observation, from a native "tool" message or a <tool_result> block."""
+    for message in reversed(messages):
+        texts = [message.content] if message.role == "tool" else _TOOL_RESULT.findall(message.content)
+        for text in texts:
+            try:
+                value = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(value, dict) and "scan" in value:
+                return value
+    return None
+
+
+class ToolsPolicy:
+    """`scripted/tools` (native_tools) and `scripted/tools-json`: play the tools harness by tool calls."""
+
+    def __init__(self, native: bool = True) -> None:
+        self.native_tools = native
+        self.name = "scripted/tools" if native else "scripted/tools-json"
+        self._zscore = ZScorePolicy()
+
+    def generate(self, messages: list[Message], *, max_tokens=None, temperature=None, task: TaskInfo | None = None,
+                 tools=None, tool_choice=None) -> Completion:
+        started = time.perf_counter()
+        if task is None or task.tool_calling is None:
+            return self._zscore.generate(messages, max_tokens=max_tokens, temperature=temperature, task=task)
+        scan = _read_scan(messages)
+        first = not any(m.role == "assistant" for m in messages)
+        if first and scan is None and tool_choice != "none":
+            if task.tool_calling == "native":
+                calls = [ToolCall(f"call_{index}", name, json.dumps(args)) for index, (name, args) in enumerate(TOOL_PLAN)]
+                return Completion(text="", tool_calls=calls, latency_s=time.perf_counter() - started)
+            text = "I will scan every channel for robust z-score excursions.\n" + "\n".join(
+                f'<tool_call>{json.dumps({"name": name, "arguments": args})}</tool_call>' for name, args in TOOL_PLAN)
+            return Completion(text=text, latency_s=time.perf_counter() - started)
+        text = decide(task, summary_from_scan(task, scan)) if scan else _fallback(task)
+        return Completion(text=text, latency_s=time.perf_counter() - started)
+
+    def close(self) -> None:
+        pass
+
+
+POLICIES = {
+    "zscore": ZScorePolicy, "trivial-code": TrivialCodePolicy,
+    "tools": ToolsPolicy, "tools-json": lambda: ToolsPolicy(native=False),
+}
 
 
 def build(name: str):

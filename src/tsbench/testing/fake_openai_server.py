@@ -8,8 +8,17 @@ real sockets, timeouts and retries are exercised without any outside network. Ea
     "429"              rate limited, with `Retry-After: 0` ("429:<seconds>" sends that hint instead)
     "<status>"         any other HTTP error status (e.g. "500", "400") with an OpenAI-style error body
     "sleep:<seconds>"  wait that long, then answer like the default (to trigger client timeouts)
+    "tool:<name>:<json arguments>"
+                       200 with an assistant message that makes one native function call (no text),
+                       finish_reason "tool_calls"; the arguments text is sent as written
+    "tools:<json list>"
+                       the same with several calls: [{"name": ..., "arguments": {...} or "<text>"}, ...]
 
 It counts requests, keeps every request body and its headers, and tracks the most requests in flight.
+
+POST /v1/embeddings answers every input with a deterministic unit vector of EMBEDDING_DIM floats
+(hashed bag of lower-cased words), so texts sharing words get a positive cosine; those requests are
+kept in `embedding_bodies` and do not consume the chat script.
 """
 
 from __future__ import annotations
@@ -23,6 +32,21 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 CHAT_PATH = "/v1/chat/completions"
+EMBEDDINGS_PATH = "/v1/embeddings"
+EMBEDDING_DIM = 32
+
+
+def fake_embedding(text: str) -> list[float]:
+    """A unit vector from the text's words hashed into EMBEDDING_DIM buckets (stable across runs)."""
+    import hashlib
+    import math
+
+    vector = [0.0] * EMBEDDING_DIM
+    for word in text.lower().split():
+        digest = hashlib.sha256(word.encode()).digest()
+        vector[digest[0] % EMBEDDING_DIM] += 1.0 if digest[1] % 2 else -1.0
+    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+    return [v / norm for v in vector]
 
 
 def _word_count(content: Any) -> int:
@@ -42,6 +66,7 @@ class FakeOpenAIServer:
         self.latency_s = latency_s
         self.model_ids = list(model_ids)
         self.bodies: list[dict[str, Any]] = []
+        self.embedding_bodies: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.request_count = 0
         self.max_in_flight = 0
@@ -117,9 +142,32 @@ class FakeOpenAIServer:
             self._stopping.wait(seconds)
 
 
-def _completion_json(body: dict[str, Any], text: str, serial: int) -> dict[str, Any]:
+def _tool_calls(behaviour: str, serial: int) -> list[dict[str, Any]]:
+    """The tool_calls of a "tool:" or "tools:" behaviour, in wire format."""
+    if behaviour.startswith("tools:"):
+        wanted = json.loads(behaviour[len("tools:"):])
+    else:
+        name, _, arguments = behaviour[len("tool:"):].partition(":")
+        wanted = [{"name": name, "arguments": arguments or "{}"}]
+    calls = []
+    for index, call in enumerate(wanted):
+        arguments = call.get("arguments", {})
+        calls.append({
+            "id": f"call_{serial}_{index}",
+            "type": "function",
+            "function": {"name": call["name"],
+                         "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)},
+        })
+    return calls
+
+
+def _completion_json(body: dict[str, Any], text: str, serial: int,
+                     tool_calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     prompt_tokens = sum(_word_count(m.get("content")) for m in body.get("messages", []))
-    completion_tokens = len(text.split())
+    completion_tokens = len(text.split()) + sum(len(c["function"]["arguments"].split()) + 1 for c in tool_calls or [])
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if tool_calls:
+        message = {"role": "assistant", "content": text or None, "tool_calls": tool_calls}
     return {
         "id": f"chatcmpl-fake-{serial}",
         "object": "chat.completion",
@@ -127,8 +175,8 @@ def _completion_json(body: dict[str, Any], text: str, serial: int) -> dict[str, 
         "model": body.get("model", "fake-model"),
         "choices": [{
             "index": 0,
-            "message": {"role": "assistant", "content": text},
-            "finish_reason": "stop",
+            "message": message,
+            "finish_reason": "tool_calls" if tool_calls else "stop",
             "logprobs": None,
         }],
         "usage": {
@@ -169,6 +217,9 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self._send_json(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
 
         def do_POST(self) -> None:
+            if self.path == EMBEDDINGS_PATH:
+                self._embeddings()
+                return
             if self.path != CHAT_PATH:
                 self._send_json(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
                 return
@@ -185,10 +236,30 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             finally:
                 server._finished()
 
+        def _embeddings(self) -> None:
+            length = int(self.headers.get("Content-Length", 0))
+            try:
+                body = json.loads(self.rfile.read(length) or b"{}")
+            except json.JSONDecodeError:
+                self._send_json(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
+                return
+            with server._lock:
+                server.embedding_bodies.append(body)
+            texts = body.get("input", [])
+            texts = [texts] if isinstance(texts, str) else list(texts)
+            data = [{"object": "embedding", "index": i, "embedding": fake_embedding(str(t))} for i, t in enumerate(texts)]
+            tokens = sum(len(str(t).split()) for t in texts)
+            self._send_json(200, {"object": "list", "data": data, "model": body.get("model", "fake-embedding"),
+                                  "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+
         def _respond(self, behaviour: str, body: dict[str, Any]) -> None:
             if behaviour.startswith("sleep:"):
                 server._wait(float(behaviour.split(":", 1)[1]))
                 behaviour = server.default
+            if behaviour.startswith(("tool:", "tools:")):
+                calls = _tool_calls(behaviour, server.request_count)
+                self._send_json(200, _completion_json(body, "", server.request_count, calls))
+                return
             if behaviour.startswith("ok:") or behaviour == "ok":
                 text = behaviour[3:] if behaviour.startswith("ok:") else ""
                 self._send_json(200, _completion_json(body, text, server.request_count))

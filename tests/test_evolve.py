@@ -1,0 +1,189 @@
+"""Capability evolution: a model (the loopback test double) writes tools from successful trajectories;
+each is verified by real execution in the sandbox on held-out tasks and admitted only at >= gamma."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tsbench.anomalyxl import labels as lb
+from tsbench.anomalyxl.rows import SCHEMA
+from tsbench.eval import schema
+from tsbench.eval.config import EvalConfig
+from tsbench.eval.runner import run_eval
+from tsbench.harness import EpisodeTask, HarnessConfig, get_harness
+from tsbench.harness.evolve import REPORT, evolve_prompt, evolve_tools, verify_tool
+from tsbench.harness.toolset import Toolset, ToolSourceError, load_tools_dir
+from tsbench.models.openai_model import OpenAIChatModel
+from tsbench.models.registry import get_model
+from tsbench.models.retry import RetryPolicy
+from tsbench.testing.fake_openai_server import FakeOpenAIServer
+
+FAST_RETRY = RetryPolicy(max_attempts=2, base_delay_s=0.01, max_delay_s=0.02, rate_limit_base_delay_s=0.01, jitter=0.0)
+LENGTH = 512
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_background_stumpy_compile():
+    """Episodes here never call discords: keep the tools harness from compiling stumpy in the background."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TSBENCH_STUMPY_WARMUP", "0")
+        yield
+
+
+GOOD_TOOL = '''def locate_zscore_window(threshold: float = 6.0) -> dict:
+    """Localize the anomaly as the strongest robust z-score window of the series.
+
+    Args:
+        threshold: robust |z| above which the window counts as an anomaly
+    """
+    best = robust_zscore_scan(threshold=threshold)["scan"][0]
+    if best["max_z"] <= threshold:
+        return {"present": False}
+    return {"present": True, "start": int(best["start"]), "end": int(best["end"])}
+'''
+
+BROKEN_TOOL = '''def opening_window(width: int = 10) -> dict:
+    """Claims the anomaly opens the series, and fails whenever the first value is positive.
+
+    Args:
+        width: window width
+    """
+    if series[channels[0]][0] > 0:
+        raise ValueError("unlucky first sample")
+    return {"present": True, "start": 0, "end": width}
+'''
+
+
+def _question(length: int) -> str:
+    return (f"You are given a time series with one channel ch_00, each L = {length} samples (indices 0 to "
+            f"{length - 1}). It may contain one anomaly. Decide whether an anomaly is present and, if it is, give its "
+            'window as half-open indices [start, end). Answer with one JSON object: {"present": true, "start": <int>, '
+            '"end": <int>} or {"present": false}.')
+
+
+@pytest.fixture(scope="module")
+def easy_data(tmp_path_factory):
+    """Twelve localize rows in the AnomalyXL row schema: white noise, ten with a +10 sigma level shift."""
+    rng = np.random.default_rng(11)
+    rows = []
+    for index in range(12):
+        values = rng.standard_normal(LENGTH)
+        gold = {"_L": LENGTH, "present": False}
+        if index < 10:
+            start = int(rng.integers(40, LENGTH - 120))
+            end = start + int(rng.integers(40, 80))
+            values[start:end] += 10.0
+            gold = {"_L": LENGTH, "present": True, "start": start, "end": end}
+        rows.append({
+            "id": f"easy-localize-{index:03d}", "split": "test", "regime": "precise", "category": lb.LOCALIZE,
+            "length": LENGTH, "n_channels": 1, "channel_names": ["ch_00"], "values": [values.astype(np.float32).tolist()],
+            "question": _question(LENGTH), "options": [], "gold": json.dumps(gold), "plan": "{}", "seed": 11,
+            "source_id": f"easy-localize-{index:03d}",
+        })
+    path = tmp_path_factory.mktemp("easy") / "test-precise.parquet"
+    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def easy_run(easy_data, tmp_path_factory):
+    """scripted/tools under the tools harness on four of the rows: the successful trajectories."""
+    cfg = EvalConfig(model="scripted/tools", harness="tools", data=[str(easy_data)], regime="precise", limit=4,
+                     concurrency=2, out=str(tmp_path_factory.mktemp("runs") / "easy"))
+    run_dir = run_eval(cfg, lambda c: get_model(c.model))
+    samples = pd.read_parquet(run_dir / schema.SAMPLES)
+    assert (samples["score"] >= 0.5).sum() >= 3, samples[["id", "score", "final_message"]]
+    return run_dir
+
+
+def fake_model(server: FakeOpenAIServer) -> OpenAIChatModel:
+    return OpenAIChatModel("fake-coder", base_url=server.base_url, api_key="test", timeout_s=10, retry=FAST_RETRY)
+
+
+def reply(source: str) -> str:
+    return f"ok:Here is the tool.\n```python\n{source}```"
+
+
+def test_a_good_tool_is_verified_admitted_and_loads_into_the_tools_harness(easy_run, easy_data, tmp_path):
+    out = tmp_path / "tools" / "easy"
+    with FakeOpenAIServer([reply(GOOD_TOOL)]) as server:
+        report = evolve_tools(easy_run, fake_model(server), out, gamma=0.7, examples_per_category=3, max_heldout=6)
+        prompt = server.bodies[0]["messages"]
+    [candidate] = report.candidates
+    assert candidate.category == lb.LOCALIZE and candidate.name == "locate_zscore_window"
+    assert candidate.admitted and candidate.success_rate >= 0.7 and candidate.n_heldout == 6
+    assert not set(candidate.examples) & {r["id"] for r in candidate.results}  # held out: never shown
+    assert "robust_zscore_scan" in prompt[0]["content"] and "Example 1 (" in prompt[1]["content"]
+    assert "list_channels" in prompt[1]["content"]  # the trajectories' tool calls are shown
+    saved = json.loads((out / "locate_zscore_window" / "tool.json").read_text())
+    assert saved["success_rate"] == candidate.success_rate and saved["gamma"] == 0.7
+    assert saved["heldout"] == [r["id"] for r in candidate.results]
+    assert json.loads((out / REPORT).read_text())["candidates"][0]["admitted"]
+    [spec] = load_tools_dir(out)
+    assert spec.name == "locate_zscore_window" and spec.family == "evolved"
+
+    # Admitted tools load into --harness tools --tools <out> and run in the kernel.
+    row = next(r for r in pq.read_table(easy_data).to_pylist() if r["id"] == "easy-localize-009")
+    gold = json.loads(row["gold"])
+    task = EpisodeTask(row["id"], row["category"], row["regime"], row["question"], row["channel_names"],
+                       np.asarray(row["values"], dtype=np.float32))
+    with FakeOpenAIServer(["tool:locate_zscore_window:{}", 'ok:{"present": false}']) as server:
+        result = get_harness("tools")(fake_model(server), task, HarnessConfig(tools_dir=str(out)))
+        offered = {t["function"]["name"] for t in server.bodies[0]["tools"]}
+    assert "locate_zscore_window" in offered and "robust_zscore_scan" in offered
+    tools = [e for e in result.transcript if e["role"] == "tool"]
+    found = json.loads(tools[0]["observation"])
+    assert not tools[0]["error"] and found["present"] is True
+    assert abs(found["start"] - gold["start"]) < 10 and abs(found["end"] - gold["end"]) < 10
+    assert next(e for e in result.transcript if e["role"] == "tools")["evolved"] == ["locate_zscore_window"]
+
+
+def test_a_tool_that_fails_verification_is_rejected(easy_run, tmp_path):
+    out = tmp_path / "tools" / "broken"
+    with FakeOpenAIServer([reply(BROKEN_TOOL)]) as server:
+        report = evolve_tools(easy_run, fake_model(server), out, max_heldout=6)
+    [candidate] = report.candidates
+    assert candidate.name == "opening_window" and not candidate.admitted and candidate.success_rate < 0.7
+    assert "rejected" in candidate.reason and len(candidate.results) == 6
+    errors = [r for r in candidate.results if "error" in r]
+    assert errors and all("unlucky first sample" in r["error"] for r in errors)  # raised in the kernel, recorded
+    assert all(not r["success"] for r in candidate.results)
+    assert not any(p.is_dir() for p in out.iterdir())  # nothing admitted
+    assert json.loads((out / REPORT).read_text())["candidates"][0]["admitted"] is False
+
+
+def test_unusable_replies_are_rejected_without_running(easy_run, tmp_path):
+    clash = GOOD_TOOL.replace("locate_zscore_window", "channel_stats")
+    for text, reason in [("ok:I would rather not.", "no ```python block"), (reply("def f(:\n"), "syntax error"),
+                         (reply(clash), "already taken"),
+                         (reply(GOOD_TOOL.replace("threshold: float = 6.0", "threshold: float")), "default")]:
+        with FakeOpenAIServer([text]) as server:
+            report = evolve_tools(easy_run, fake_model(server), tmp_path / "x", max_heldout=4)
+        [candidate] = report.candidates
+        assert not candidate.admitted and reason in candidate.reason, candidate.reason
+        assert candidate.results == []
+    with FakeOpenAIServer([reply(GOOD_TOOL)]) as server:
+        report = evolve_tools(easy_run, fake_model(server), tmp_path / "y", min_heldout=50)
+    assert "held-out" in report.candidates[0].reason and server.request_count == 0
+
+
+def test_verification_is_real_execution_with_the_task_scorer(easy_data):
+    rows = pq.read_table(easy_data).to_pylist()[8:12]  # two present, two absent
+    from tsbench.harness.evolve import HeldOutTask
+
+    tasks = [HeldOutTask(r["id"], r["category"], r["regime"], r["question"], r["channel_names"],
+                         np.asarray(r["values"], dtype=np.float32), [], json.loads(r["gold"])) for r in rows]
+    results = verify_tool(GOOD_TOOL, tasks)
+    assert [r["success"] for r in results] == [True] * 4
+    assert [json.loads(r["answer"])["present"] for r in results] == [True, True, False, False]
+    with pytest.raises(ToolSourceError, match="seed tool"):
+        verify_tool(GOOD_TOOL.replace("locate_zscore_window", "find_peaks"), tasks)
+    assert "discords" in Toolset.build(extra=[]).names
+    messages = evolve_prompt(lb.LOCALIZE, "Q?", [])
+    assert "EVERY parameter has a literal default" in messages[0].content
