@@ -121,3 +121,28 @@ def test_timeclaw_memory_build_and_tools_eval_from_the_command_line(small_data, 
     first_user = [e for e in json.loads(samples.iloc[0]["transcript"]) if e["role"] == "user"][0]["content"]
     assert "precedent" in first_user.lower()
     assert run("memory", "build", "--from", str(tmp_path), "--out", str(bank)).returncode == 2
+
+
+def test_sft_baseline_then_eval_from_the_command_line(tmp_path):
+    """A tiny random Llama trained by `sft-baseline` loads in `eval`, which reuses its prompt budget."""
+    from tsbench.anomalyxl.generate import generate_split
+    from tsbench.train.tiny import make_tiny_random_llama
+
+    cfg = __import__("tsbench.anomalyxl.config", fromlist=["preset"]).preset("small")
+    for split in ("train", "val", "test"):
+        generate_split(cfg, split, tmp_path / "data")
+    tiny = make_tiny_random_llama(tmp_path / "tiny")
+    out = tmp_path / "models" / "tiny-sft"
+    res = run("sft-baseline", "--model", str(tiny), "--data", str(tmp_path / "data" / "seed42"), "--regime", "coarse",
+              "--epochs", "1", "--train-rows", "4", "--val-rows", "2", "--full", "--lr", "1e-3", "--out", str(out))
+    assert res.returncode == 0, res.stderr[-3000:]
+    hint = json.loads((out / "run.json").read_text())["eval_hint"]
+    assert hint["text_budget_chars"] > 0
+    run_dir = tmp_path / "run"
+    res = run("eval", "--model", f"local/{out}", "--harness", "single-pass-text", "--data", str(tmp_path / "data" / "seed42"),
+              "--regime", "coarse", "--limit", "1", "--max-tokens", "8", "--out", str(run_dir))
+    assert res.returncode == 0, res.stderr[-3000:]
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["settings"]["text_budget_chars"] == hint["text_budget_chars"]
+    samples = __import__("pandas").read_parquet(run_dir / "samples.parquet")
+    assert samples["error_type"].isna().all() and samples["output_tokens"].gt(0).all()

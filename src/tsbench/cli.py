@@ -263,6 +263,9 @@ def eval_cmd(
     }
     settings.update({k: v for k, v in flags.items() if v is not None})
     settings["overwrite"] = overwrite
+    settings.setdefault("text_budget_chars", _trained_text_budget(settings.get("model", "")))
+    if settings["text_budget_chars"] is None:
+        del settings["text_budget_chars"]
     for given in (tools, memory):
         if given is not None and not given.exists():
             raise UserError(f"no such file or directory: {given}")
@@ -299,6 +302,19 @@ def eval_cmd(
         sys.exit(130)
     progress_bar.stop()
     _print_summary(summarize(load_samples(run_dir)), f"{cfg.model} / {cfg.harness}: {run_dir}")
+
+
+def _trained_text_budget(model: str) -> Optional[int]:
+    """A model trained by sft-baseline records the prompt budget it learned with; eval reuses it."""
+    if not model.startswith("local/"):
+        return None
+    manifest = Path(model.split("/", 1)[1]) / "run.json"
+    if not manifest.is_file():
+        return None
+    try:
+        return json.loads(manifest.read_text()).get("eval_hint", {}).get("text_budget_chars")
+    except (json.JSONDecodeError, AttributeError):
+        return None
 
 
 def _short(category: str) -> str:
@@ -407,6 +423,70 @@ def leaderboard(
         err_console.print(f"warning: {warning}", markup=False)
     console.print(rich_table(result))
     console.print(f"wrote {out}/leaderboard.md, leaderboard.html, leaderboard.csv")
+
+
+@app.command("sft-baseline")
+def sft_baseline(
+    model: str = typer.Option(..., help="classical (features + XGBoost heads), or an LM: local/smollm2-135m, local/<dir>, a path or an HF id."),
+    format: Optional[str] = typer.Option(None, "--format", help="LMs: single-pass-text or rlm-trajectories [single-pass-text]."),
+    config: Optional[Path] = typer.Option(None, help="A TOML file from experiments/sft/ ([sft] table); flags override it."),
+    data: Optional[list[Path]] = typer.Option(None, help="single-pass-text/classical: dataset seed dir; rlm-trajectories: results/<run> dir(s)."),
+    seed: int = typer.Option(42, help="Dataset seed when --data is not given (data/anomalyxl/seed<seed>)."),
+    regime: Optional[str] = typer.Option(None, help="precise or coarse (rlm-trajectories also: both)."),
+    lora_r: Optional[int] = typer.Option(None, help="LoRA rank [16]."),
+    lora_alpha: Optional[int] = typer.Option(None, help="LoRA alpha [32]."),
+    lora_dropout: Optional[float] = typer.Option(None, help="LoRA dropout [0.05]."),
+    target: Optional[str] = typer.Option(None, help="LoRA target modules [q_proj,v_proj]."),
+    full: bool = typer.Option(False, help="Full fine-tuning instead of LoRA."),
+    epochs: Optional[int] = typer.Option(None, help="Epochs [5]."),
+    lr: Optional[float] = typer.Option(None, help="Learning rate [1e-4]."),
+    weight_decay: Optional[float] = typer.Option(None, help="AdamW weight decay [0.01]."),
+    grad_clip: Optional[float] = typer.Option(None, help="Max gradient norm [1.0]."),
+    warmup: Optional[float] = typer.Option(None, help="Warmup fraction of steps [0.03]."),
+    batch_size: Optional[int] = typer.Option(None, help="Batch size [1]."),
+    patience: Optional[int] = typer.Option(None, help="Early stopping patience on val loss [3]."),
+    val_rows: Optional[int] = typer.Option(None, help="Validation rows [500]."),
+    train_rows: Optional[int] = typer.Option(None, help="Training rows [all]."),
+    min_score: Optional[float] = typer.Option(None, help="rlm-trajectories: keep episodes scoring at least this [0.5]."),
+    include_test_split: bool = typer.Option(False, help="rlm-trajectories: allow transcripts of test rows (contaminates the benchmark)."),
+    max_seq_len: Optional[int] = typer.Option(None, help="Longest example in tokens [the model's context]."),
+    text_budget_chars: Optional[int] = typer.Option(None, help="single-pass-text: serialized characters [fitted to max_seq_len]."),
+    out: Optional[Path] = typer.Option(None, help="Output dir [models/<name>]."),
+    overwrite: bool = typer.Option(False, help="Replace an existing output dir."),
+) -> None:
+    """Supervised baselines: the classical features + gradient-boosted heads, or LoRA/full SFT of a language model."""
+    if model == "classical":
+        _train_classical(data[0] if data else Path("data/anomalyxl") / f"seed{seed}", out or Path("models/classical"))
+        return
+    from tsbench.train.sft import RichSFTProgress, SFTConfig, load_sft_config, run_sft
+
+    flags = {
+        "model": model, "format": format, "data": [str(d) for d in data] if data else None, "regime": regime,
+        "lora_r": lora_r, "lora_alpha": lora_alpha, "lora_dropout": lora_dropout, "target": target,
+        "full": full or None, "epochs": epochs, "lr": lr, "weight_decay": weight_decay, "grad_clip": grad_clip,
+        "warmup": warmup, "batch_size": batch_size, "patience": patience, "val_rows": val_rows,
+        "train_rows": train_rows, "min_score": min_score, "include_test_split": include_test_split or None,
+        "max_seq_len": max_seq_len, "text_budget_chars": text_budget_chars, "out": str(out) if out else None,
+        "overwrite": overwrite or None,
+    }
+    given = {k: v for k, v in flags.items() if v is not None}
+    try:
+        cfg = load_sft_config(config, **given) if config else SFTConfig(**given)
+    except (TypeError, FileNotFoundError) as exc:
+        raise UserError(f"bad SFT settings: {exc}") from None
+    with RichSFTProgress(console=err_console) as progress:
+        path = run_sft(cfg, progress)
+    console.print(f"wrote {path}  (evaluate: tsbench eval --model local/{path})")
+
+
+def _train_classical(data_dir: Path, out: Path) -> None:
+    from tsbench.baselines.classical import train_classical
+
+    if not data_dir.is_dir():
+        raise UserError(f"no dataset at {data_dir} (create it with: tsbench generate --split all)")
+    report = train_classical(data_dir, out)
+    console.print(report)
+    console.print(f"wrote {out}  (evaluate: tsbench eval --model classical/{out})")
 
 
 memory_app = typer.Typer(help="TimeClaw episodic memory banks.", no_args_is_help=True)

@@ -1,0 +1,295 @@
+"""`sft-baseline`: real generated data, real scripted RLM eval results, a tiny random Llama and SmolLM2 (LoRA).
+
+Training runs are kept to a handful of rows and short prompts so the file fits a few CPU minutes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tsbench.anomalyxl import labels as lb
+from tsbench.anomalyxl.config import preset
+from tsbench.anomalyxl.generate import generate_split, update_manifest
+from tsbench.anomalyxl.rows import iter_rows, read_index
+from tsbench.errors import UserError
+from tsbench.eval import schema
+from tsbench.eval.config import EvalConfig
+from tsbench.eval.runner import run_eval
+from tsbench.harness.episode import EpisodeTask, HarnessConfig
+from tsbench.harness.single_pass import run_single_pass
+from tsbench.models.base import Message
+from tsbench.models.registry import get_model
+from tsbench.scoring import metrics as score_metrics
+from tsbench.train import sft_data as sd
+from tsbench.train.sft import EarlyStopping, SFTConfig, _batch, causal_lm_loss, load_sft_config, run_sft
+from tsbench.train.tiny import make_tiny_random_llama
+
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments" / "sft"
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory) -> Path:
+    """`--preset small` train, val and test splits at seed 42."""
+    root = tmp_path_factory.mktemp("anomalyxl")
+    cfg = preset("small")
+    entries = {split: generate_split(cfg, split, root) for split in ("train", "val", "test")}
+    update_manifest(cfg, root, entries)
+    return root / "seed42"
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Path:
+    return make_tiny_random_llama(tmp_path_factory.mktemp("tiny") / "llama")
+
+
+@pytest.fixture(scope="module")
+def tiny_chat(tiny):
+    model = get_model(f"local/{tiny}", max_new_tokens=4)
+    yield model
+    model.close()
+
+
+@pytest.fixture(scope="module")
+def rlm_results(data_dir, tmp_path_factory) -> dict[str, Path]:
+    """scripted/zscore under the rlm harness (real kernels): one row per category of train; two of val and test."""
+    root = tmp_path_factory.mktemp("results")
+    runs = {}
+    small = {"regime": "coarse", "categories": [lb.PRESENCE, lb.INDICATOR]}
+    for split, extra in (("train", {}), ("val", small), ("test", small)):
+        cfg = EvalConfig(model="scripted/zscore", harness="rlm", data=[str(data_dir)], split=split, limit=1,
+                         concurrency=2, out=str(root / split), **extra)
+        runs[split] = run_eval(cfg, lambda c: get_model(c.model))
+    return runs
+
+
+def trained_spans(example: sd.Example) -> list[list[int]]:
+    spans, current = [], []
+    for token, label in zip(example.input_ids.tolist(), example.labels.tolist()):
+        if label != sd.IGNORE:
+            assert label == token
+            current.append(token)
+        elif current:
+            spans.append(current)
+            current = []
+    return spans + ([current] if current else [])
+
+
+def test_trajectory_masks_train_only_the_policys_replies(rlm_results, tiny_chat):
+    trajectories, selection = sd.load_trajectories([rlm_results["train"]], min_score=0.5, regimes=("precise", "coarse"))
+    assert trajectories and selection["kept"] == len(trajectories)
+    samples = schema.load_samples(rlm_results["train"])
+    assert selection["kept"] + selection["skipped"].get("below_min_score", 0) == len(samples)
+    assert all(t.score >= 0.5 for t in trajectories)
+    tok = tiny_chat.tokenizer
+    eos = tok.eos_token_id
+    for trajectory in trajectories[:3]:
+        example = sd.trajectory_example(tok, trajectory, {eos})
+        messages = trajectory.messages
+        assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant"]
+        assert messages[3]["content"].startswith("Output:\nZSCORE_SUMMARY")
+        # The whole sequence is the template's rendering of the conversation, nothing lost or added.
+        whole = tok.apply_chat_template(messages, tokenize=True, return_dict=True)["input_ids"]
+        assert example.input_ids.tolist() == list(whole)
+        # Trained: each reply and its end-of-turn token; never the system prompt, question or observation.
+        spans = [tok.decode(s) for s in trained_spans(example)]
+        replies = [m["content"] for m in messages if m["role"] == "assistant"]
+        assert spans == [reply + tok.eos_token for reply in replies]
+        assert not any("ZSCORE_SUMMARY {" in span or "Output:" in span for span in spans)
+        assert example.n_trained == sum(len(s) for s in trained_spans(example))
+        # Before each reply, the prefix is token for token what LocalHFModel.generate feeds the model.
+        starts = [i for i in range(1, example.n_tokens)
+                  if example.labels[i] != sd.IGNORE and example.labels[i - 1] == sd.IGNORE]
+        for start, turn in zip(starts, [2, 4]):
+            history = [Message(m["role"], m["content"]) for m in messages[:turn]]
+            assert tiny_chat.generate(history, max_tokens=1).prompt_token_ids == example.input_ids[:start].tolist()
+
+
+def test_transcript_rebuilds_the_prompt_the_rlm_harness_sent(data_dir, tiny_chat):
+    """A one-turn episode is forced final: the notice joins the question, as the harness sent it."""
+    from tsbench.harness.rlm import run_rlm
+
+    row = next(iter_rows(data_dir / "train-precise.parquet"))
+    task = EpisodeTask(row.id, row.category, row.regime, row.question, row.channel_names, row.values, row.options)
+    result = run_rlm(tiny_chat, task, HarnessConfig(max_turns=1, max_tokens=2), image=False)
+    assert result.forced_final and [e["role"] for e in result.transcript] == ["system", "user", "notice", "assistant"]
+    messages = sd.transcript_messages(result.transcript)
+    assert [m["role"] for m in messages] == ["system", "user", "assistant"]
+    history = [Message(m["role"], m["content"]) for m in messages[:-1]]
+    assert sd.prompt_ids(tiny_chat.tokenizer, history) == result.token_trace[0]["prompt_ids"]
+
+
+def test_single_pass_example_is_the_harness_prompt_plus_the_gold(data_dir, tiny_chat):
+    path = data_dir / "train-precise.parquet"
+    row = next(iter_rows(path))
+    example = sd.single_pass_example(tiny_chat.tokenizer, row, 300, {tiny_chat.tokenizer.eos_token_id})
+    task = EpisodeTask(row.id, row.category, row.regime, row.question, row.channel_names, row.values, row.options)
+    result = run_single_pass(tiny_chat, task, HarnessConfig(text_budget_chars=300, max_tokens=1), image=False)
+    prompt = result.token_trace[0]["prompt_ids"]
+    assert example.input_ids[: len(prompt)].tolist() == prompt
+    assert (example.labels[: len(prompt)] == sd.IGNORE).all()
+    [span] = trained_spans(example)
+    assert tiny_chat.tokenizer.decode(span) == row.gold_text() + tiny_chat.tokenizer.eos_token
+    assert "_L" not in row.gold_text() and json.loads(row.gold_text()).items() <= row.gold.items()
+
+
+def test_fitted_text_budget_keeps_prompts_inside_the_context(data_dir, tiny_chat):
+    path = data_dir / "train-precise.parquet"
+    index = read_index(path)
+    rows = list(iter_rows(path, ids=set(sd.balanced_ids(path, index["category"].nunique()))))
+    assert {r.category for r in rows} == set(index["category"])
+    budget = sd.fit_text_budget(tiny_chat.tokenizer, rows, 1024, 64)
+    assert 300 < budget < 1024 * 4
+    examples, stats = sd.single_pass_examples(tiny_chat.tokenizer, path, text_budget_chars=budget, max_seq_len=1024,
+                                              eos_ids={tiny_chat.tokenizer.eos_token_id}, limit=10)
+    assert stats.examples == 10 and not stats.skipped and stats.max_tokens <= 1024
+    assert len({e.category for e in examples}) == index["category"].nunique()  # round-robin over categories
+
+
+def test_full_finetune_loss_falls_and_the_model_reloads(data_dir, tiny, tmp_path):
+    cfg = SFTConfig(model=f"local/{tiny}", data=[str(data_dir)], regime="precise", full=True, epochs=3, lr=5e-3,
+                    train_rows=4, val_rows=2, text_budget_chars=300, val_max_new_tokens=8, out=str(tmp_path / "m"))
+    events = []
+    out = run_sft(cfg, lambda event, values: events.append(event))
+    epochs = pd.read_parquet(out / "metrics.parquet")
+    steps = pd.read_parquet(out / "steps.parquet")
+    print("tiny full single-pass train loss per epoch:", epochs["train_loss"].round(3).tolist(),
+          "val loss:", epochs["val_loss"].round(3).tolist())
+    assert list(epochs["epoch"]) == [1, 2, 3] and len(steps) == 12
+    assert np.all(np.diff(epochs["train_loss"]) < 0) and np.all(np.diff(epochs["val_loss"]) < 0)
+    assert epochs["val_primary"].between(0, 1).all() and (epochs["val_rows"] == 2).all()
+    # One warmup step (ceil(0.03 * 12)) starting from 0, the peak, then linear decay.
+    assert steps["grad_norm"].gt(0).all() and steps["lr"].iloc[0] == 0.0 and steps["lr"].iloc[1] == pytest.approx(5e-3)
+    assert np.all(np.diff(steps["lr"].iloc[1:]) < 0)
+    info = json.loads((out / "run.json").read_text())
+    assert info["complete"] and info["epochs_run"] == 3 and not info["stopped_early"]
+    assert info["best_epoch"] in (1, 2, 3) and epochs.loc[epochs["saved"], "epoch"].max() == info["best_epoch"]
+    assert info["data"]["files"]["train"]["sha256"] and info["versions"]["peft"] and "git_commit" in info
+    assert info["eval_hint"]["text_budget_chars"] == 300 and info["model"]["trainable_params"] == info["model"]["total_params"]
+    assert info["data"]["train"]["examples"] == 4 and info["optimizer"]["warmup_steps"] == 1
+    assert {"epoch_start", "step", "val_row", "epoch_end", "done"} <= set(events)
+    assert (out / "config.json").is_file() and not (out / "adapter_config.json").exists()
+    model = get_model(f"local/{out}", max_new_tokens=6)
+    try:
+        completion = model.generate([Message("user", "Is there an anomaly?")])
+        assert 0 < completion.output_tokens <= 6
+    finally:
+        model.close()
+
+
+def test_early_stopping_when_val_loss_stops_improving(data_dir, tiny, tmp_path):
+    """lr 0 leaves the weights as they are: the val loss never improves after epoch 1.
+
+    The text budget is left to be fitted to an 800-token max_seq_len."""
+    cfg = SFTConfig(model=f"local/{tiny}", data=[str(data_dir)], regime="coarse", full=True, epochs=5, lr=0.0,
+                    patience=2, train_rows=2, val_rows=1, max_seq_len=800, val_max_new_tokens=2,
+                    out=str(tmp_path / "m"))
+    out = run_sft(cfg)
+    epochs = pd.read_parquet(out / "metrics.parquet")
+    info = json.loads((out / "run.json").read_text())
+    budget = info["eval_hint"]["text_budget_chars"]
+    assert 50 < budget < 800 * 4 and info["data"]["train"]["max_tokens"] <= 800 and not info["data"]["train"]["skipped"]
+    assert list(epochs["epoch"]) == [1, 2, 3]
+    assert epochs["val_loss"].nunique() == 1
+    assert info["stopped_early"] and info["epochs_run"] == 3 and info["best_epoch"] == 1
+    assert list(epochs["saved"]) == [True, False, False]
+
+
+def test_loss_on_trained_positions_equals_the_models_own_loss(data_dir, tiny_chat):
+    import torch
+
+    rows = list(iter_rows(data_dir / "train-precise.parquet"))[:3]
+    examples = [sd.single_pass_example(tiny_chat.tokenizer, r, 200 + 100 * i, {tiny_chat.tokenizer.eos_token_id})
+                for i, r in enumerate(rows)]
+    assert len({e.n_tokens for e in examples}) == 3  # padding is exercised
+    batch = _batch(examples, tiny_chat.tokenizer.pad_token_id, "cpu")
+    with torch.no_grad():
+        ours = float(causal_lm_loss(tiny_chat.model, batch))
+        reference = float(tiny_chat.model(**batch).loss)
+    assert ours == pytest.approx(reference, rel=1e-5)
+
+
+def test_early_stopping_rule():
+    stopper = EarlyStopping(patience=3)
+    assert [stopper.update(v) for v in (2.0, 1.5, 1.6, 1.5, 1.4, 1.41, 1.42, 1.43)] == [False] * 7 + [True]
+    assert not EarlyStopping(patience=1).update(float("nan"))
+
+
+def test_rlm_trajectory_lora_warm_start_reloads_and_continues(rlm_results, tiny, tmp_path):
+    cfg = SFTConfig(model=f"local/{tiny}", format="rlm-trajectories",
+                    data=[str(rlm_results["train"]), str(rlm_results["val"])], epochs=2, lr=2e-2, train_rows=3,
+                    val_rows=1, val_max_new_tokens=6, out=str(tmp_path / "warm"))
+    out = run_sft(cfg)
+    info = json.loads((out / "run.json").read_text())
+    epochs = pd.read_parquet(out / "metrics.parquet")
+    print("tiny LoRA rlm-trajectories train loss per epoch:", epochs["train_loss"].round(3).tolist(),
+          "val loss:", epochs["val_loss"].round(3).tolist())
+    assert epochs["train_loss"].iloc[-1] < epochs["train_loss"].iloc[0]
+    assert all(r.startswith("train-") for r in info["data"]["train_rows"])
+    assert info["data"]["val_rows"] and all(r.startswith("val-") for r in info["data"]["val_rows"])
+    assert info["data"]["selection"]["skipped"].get("below_min_score", 0) > 0
+    assert info["model"]["trainable_params"] < info["model"]["total_params"] / 10
+    assert info["data"]["train"]["trained_tokens"] < info["data"]["train"]["tokens"]
+    adapter = json.loads((out / "adapter_config.json").read_text())
+    assert adapter["base_model_name_or_path"] == str(tiny.resolve()) and adapter["r"] == 16
+    assert sorted(adapter["target_modules"]) == ["q_proj", "v_proj"] and adapter["lora_alpha"] == 32
+    model = get_model(f"local/{out}", max_new_tokens=6)
+    try:
+        assert model.adapter_dir == out and model.generate([Message("user", "hello")]).output_tokens > 0
+    finally:
+        model.close()
+    # The adapter given as the model keeps training (what a second SFT stage or a resumed warm start does).
+    again = run_sft(SFTConfig(model=f"local/{out}", format="rlm-trajectories", data=[str(rlm_results["train"])],
+                              epochs=1, val_rows=0, train_rows=1, out=str(tmp_path / "again")))
+    info = json.loads((again / "run.json").read_text())
+    assert info["model"]["continued_adapter"] and info["best_epoch"] == 1
+    assert json.loads((again / "adapter_config.json").read_text())["base_model_name_or_path"] == str(tiny.resolve())
+
+
+def test_test_split_transcripts_and_missing_data_are_one_line_errors(rlm_results, tmp_path):
+    with pytest.raises(UserError, match="--split train") as caught:
+        run_sft(SFTConfig(model="local/never-loaded", format="rlm-trajectories", data=[str(rlm_results["test"])],
+                          out=str(tmp_path / "a")))
+    assert "\n" not in str(caught.value)
+    with pytest.raises(UserError, match=r"tsbench generate --seed 42 --split all") as caught:
+        run_sft(SFTConfig(model="local/never-loaded", data=[str(tmp_path / "seed42")], out=str(tmp_path / "b")))
+    assert "\n" not in str(caught.value) and not (tmp_path / "b").exists()
+    with pytest.raises(UserError, match="needs --data"):
+        run_sft(SFTConfig(model="local/x", format="rlm-trajectories"))
+    with pytest.raises(UserError, match="--regime"):
+        run_sft(SFTConfig(model="local/x", regime="both"))
+
+
+def test_experiment_configs_load():
+    files = sorted(EXPERIMENTS.glob("*.toml"))
+    assert len(files) >= 3
+    for path in files:
+        cfg = load_sft_config(path)
+        assert (cfg.epochs, cfg.lr, cfg.weight_decay, cfg.grad_clip, cfg.warmup, cfg.batch_size) == (5, 1e-4, 0.01, 1.0, 0.03, 1)
+        assert (cfg.lora_r, cfg.lora_alpha, cfg.lora_dropout, cfg.target, cfg.patience, cfg.val_rows) == (16, 32, 0.05, "q_proj,v_proj", 3, 500)
+    assert load_sft_config(files[0], epochs=2, lr=None).epochs == 2
+
+
+@pytest.mark.slow
+def test_smollm2_lora_single_pass_learns_the_answer_format(data_dir, tmp_path):
+    """One row seen twice (a CPU step of SmolLM2 takes seconds): the loss on it falls and the answer format is learnt."""
+    cfg = SFTConfig(model="local/smollm2-135m", data=[str(data_dir)], regime="coarse", epochs=2, lr=3e-3, warmup=0.0,
+                    train_rows=1, val_rows=1, text_budget_chars=60, val_max_new_tokens=10, out=str(tmp_path / "smol"))
+    out = run_sft(cfg)
+    epochs = pd.read_parquet(out / "metrics.parquet")
+    print("smollm2 LoRA single-pass train loss per epoch:", epochs["train_loss"].round(3).tolist(),
+          "val loss:", epochs["val_loss"].round(3).tolist(), "val primary:", epochs["val_primary"].tolist())
+    assert epochs["train_loss"].iloc[1] < epochs["train_loss"].iloc[0]
+    adapter = json.loads((out / "adapter_config.json").read_text())
+    assert adapter["base_model_name_or_path"] == "smollm2-135m"
+    row = next(iter_rows(data_dir / "val-coarse.parquet"))
+    model = get_model(f"local/{out}", max_new_tokens=10)
+    try:
+        text = model.generate(sd.single_pass_messages(row, 60)).text
+    finally:
+        model.close()
+    assert score_metrics(row.category, row.gold, text)["valid"], text
