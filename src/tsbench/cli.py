@@ -489,6 +489,56 @@ def _train_classical(data_dir: Path, out: Path) -> None:
     console.print(f"wrote {out}  (evaluate: tsbench eval --model classical/{out})")
 
 
+@app.command("train-grpo")
+def train_grpo_cmd(
+    model: Optional[str] = typer.Option(None, help="Policy: local/smollm2-135m, local/<dir> (e.g. an sft-baseline output), an HF id or a path."),
+    config: Optional[Path] = typer.Option(None, help="A TOML file from experiments/grpo/; flags override it."),
+    lora: Optional[int] = typer.Option(None, help="Train a LoRA adapter of this rank."),
+    full: bool = typer.Option(False, help="Train all parameters (the paper's run)."),
+    steps: Optional[int] = typer.Option(None, help="Optimizer steps [300]."),
+    group_size: Optional[int] = typer.Option(None, help="Rollouts per task, G [8]."),
+    batch_size: Optional[int] = typer.Option(None, help="Rollouts per step [128]; tasks per step = batch / G."),
+    max_turns: Optional[int] = typer.Option(None, help="Replies per episode [15]."),
+    max_seq_len: Optional[int] = typer.Option(None, help="Tokens per episode [65536]."),
+    max_new_tokens: Optional[int] = typer.Option(None, help="Tokens per reply [4096]."),
+    lr: Optional[float] = typer.Option(None, help="Learning rate [1e-6]."),
+    advantage: Optional[str] = typer.Option(None, help="dr-grpo (paper) or grpo (TimeMaster) [dr-grpo]."),
+    kl_beta: Optional[float] = typer.Option(None, help="KL weight to the frozen reference [0; TimeMaster 0.001]."),
+    reward: Optional[str] = typer.Option(None, help="anomalyxl (penalised score) or composite (TimeMaster) [anomalyxl]."),
+    judge: Optional[str] = typer.Option(None, help="composite: the LLM judge's provider/name."),
+    categories: Optional[list[str]] = typer.Option(None, help="Task categories (comma-separated) [the five precise ones]."),
+    lengths: Optional[list[str]] = typer.Option(None, help="Series lengths (comma-separated) [the preset's grid]."),
+    preset: Optional[str] = typer.Option(None, help="Task grid: paper or small [paper]."),
+    rollout_engine: Optional[str] = typer.Option(None, help="hf (transformers) or vllm (GPU) [hf]."),
+    seed: Optional[int] = typer.Option(None, help="Seed for tasks, sampling and init."),
+    out: Optional[Path] = typer.Option(None, help="Run dir [runs/grpo__<model>]."),
+    resume: bool = typer.Option(False, help="Continue a run from its last checkpoint (model, optimizer, scheduler, RNG, step)."),
+) -> None:
+    """GRPO post-training of an RLM agent with fresh generator tasks every step."""
+    from tsbench.train import RichProgress, load_grpo_config, train_grpo
+    from tsbench.train.grpo import config_from_dict
+
+    flags = {
+        "model": model, "lora": lora, "full": True if full else None, "steps": steps, "group_size": group_size,
+        "batch_size": batch_size, "max_turns": max_turns, "max_seq_len": max_seq_len, "max_new_tokens": max_new_tokens,
+        "lr": lr, "advantage": advantage, "kl_beta": kl_beta, "reward": reward, "judge": judge,
+        "categories": tuple(c) if (c := _split_list(categories)) else None,
+        "lengths": tuple(n) if (n := _ints(lengths, "--lengths")) else None,
+        "preset": preset, "rollout_engine": rollout_engine, "seed": seed, "out": str(out) if out else None,
+        "resume": True if resume else None,
+    }
+    given = {k: v for k, v in flags.items() if v is not None}
+    if config is not None:
+        cfg = load_grpo_config(config, **given)
+    else:
+        if "model" not in given:
+            raise UserError("--model is required (or a --config that sets model)")
+        cfg = config_from_dict(given, where="flags")
+    with RichProgress(err_console) as progress:
+        run_dir = train_grpo(cfg, progress)
+    console.print(f"wrote {run_dir}  (evaluate: tsbench eval --model local/{run_dir}/final)")
+
+
 memory_app = typer.Typer(help="TimeClaw episodic memory banks.", no_args_is_help=True)
 app.add_typer(memory_app, name="memory")
 
