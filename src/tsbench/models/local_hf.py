@@ -74,7 +74,7 @@ def _cache_is_current(cache_dir: Path, gguf: Path) -> bool:
         return False
 
 
-def _offline_transformers() -> Any:
+def offline_transformers() -> Any:
     """Import transformers with the hub switched off (local_files_only is passed as well)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import transformers
@@ -82,11 +82,11 @@ def _offline_transformers() -> Any:
     return transformers
 
 
-def _dtype_option(dtype: Any) -> dict[str, Any]:
+def dtype_option(dtype: Any) -> dict[str, Any]:
     """`dtype=` on transformers 5, `torch_dtype=` before it."""
     if dtype is None:
         return {}
-    transformers = _offline_transformers()
+    transformers = offline_transformers()
     key = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
     return {key: dtype}
 
@@ -105,13 +105,13 @@ def _drop_gguf_quantization(model: Any) -> None:
 
 def _write_dequantized(gguf: Path, target: Path) -> None:
     """Load the GGUF through transformers (float32) and save it as a plain safetensors model dir."""
-    transformers = _offline_transformers()
+    transformers = offline_transformers()
     import torch
 
     options = {"gguf_file": gguf.name, "local_files_only": True}
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), **options)
     model = transformers.AutoModelForCausalLM.from_pretrained(
-        str(gguf.parent), **options, **_dtype_option(torch.float32))
+        str(gguf.parent), **options, **dtype_option(torch.float32))
     _drop_gguf_quantization(model)
     model.save_pretrained(target, safe_serialization=True)
     tokenizer.save_pretrained(target)
@@ -215,13 +215,13 @@ class LocalHFModel:
                          "holding a Hugging Face model or a PEFT adapter)")
 
     def _load(self, dtype: Any) -> tuple[Any, Any]:
-        transformers = _offline_transformers()
+        transformers = offline_transformers()
         tokenizer_dir = self.weights_dir
         if self.adapter_dir is not None and (self.adapter_dir / "tokenizer_config.json").is_file():
             tokenizer_dir = self.adapter_dir
         tokenizer = transformers.AutoTokenizer.from_pretrained(str(tokenizer_dir), local_files_only=True)
         model = transformers.AutoModelForCausalLM.from_pretrained(
-            str(self.weights_dir), local_files_only=True, **_dtype_option(dtype))
+            str(self.weights_dir), local_files_only=True, **dtype_option(dtype))
         if self.adapter_dir is not None:
             from peft import PeftModel
 

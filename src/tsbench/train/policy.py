@@ -30,7 +30,7 @@ from typing import Any, Iterator, Protocol, Sequence
 
 from tsbench.errors import UserError
 from tsbench.models.base import Completion, Message, ModelError, TaskInfo
-from tsbench.models.local_hf import SMOLLM2_NAME, _dtype_option, _offline_transformers, ensure_smollm2_cache
+from tsbench.models.local_hf import SMOLLM2_NAME, dtype_option, offline_transformers, ensure_smollm2_cache
 
 VLLM_MISSING = "--rollout-engine vllm needs vLLM on a GPU machine: pip install 'tsbench[gpu]' (or use --rollout-engine hf)"
 _MARK = "\u2063TSBENCH-REPLY\u2063"  # stands in for a reply when reading the template's tail
@@ -89,7 +89,7 @@ def _hub_snapshot(repo_id: str) -> str | None:
 
 def _transformers(local: bool) -> Any:
     if local:
-        return _offline_transformers()
+        return offline_transformers()
     import transformers
 
     return transformers
@@ -123,11 +123,11 @@ def load_policy(
     import torch
 
     transformers = _transformers(source.local)
-    options = {"local_files_only": source.local, **_dtype_option(dtype or torch.float32)}
+    options = {"local_files_only": source.local, **dtype_option(dtype or torch.float32)}
     if lora_rank is None:
         if checkpoint is not None:
             return transformers.AutoModelForCausalLM.from_pretrained(str(checkpoint), local_files_only=True,
-                                                                     **_dtype_option(dtype or torch.float32))
+                                                                     **dtype_option(dtype or torch.float32))
         model = transformers.AutoModelForCausalLM.from_pretrained(source.weights, **options)
         if source.adapter:  # full training that starts from a LoRA result: fold it in first
             from peft import PeftModel
@@ -253,7 +253,7 @@ class HFEngine:
 
             base = model.get_base_model()
             dtype = next(p for n, p in model.named_parameters() if "lora_" not in n).dtype
-            generator = AutoModelForCausalLM.from_config(base.config, **_dtype_option(dtype))
+            generator = AutoModelForCausalLM.from_config(base.config, **dtype_option(dtype))
             generator.generation_config = base.generation_config
             self.model = generator.to(device).eval().requires_grad_(False)
             with torch.no_grad():
