@@ -163,3 +163,23 @@ def test_train_grpo_one_step_then_eval_the_checkpoint(small_data, tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     samples = __import__("pandas").read_parquet(tmp_path / "run" / "samples.parquet")
     assert samples["error_type"].isna().all() and (samples["output_tokens"] > 0).all()
+
+
+def test_classical_baseline_and_detector_through_eval(tmp_path):
+    from tsbench.anomalyxl.config import preset
+    from tsbench.anomalyxl.generate import generate_split, update_manifest
+
+    cfg = preset("small")
+    entries = {split: generate_split(cfg, split, tmp_path / "data") for split in ("train", "val", "test")}
+    update_manifest(cfg, tmp_path / "data", entries)
+    data = tmp_path / "data" / "seed42"
+    model_dir = tmp_path / "models" / "classical"
+    res = run("sft-baseline", "--model", "classical", "--data", str(data), "--out", str(model_dir))
+    assert res.returncode == 0, res.stderr[-3000:]
+    for model in (f"classical/{model_dir}", "detector/default"):
+        out = tmp_path / model.replace("/", "_")
+        res = run("eval", "--model", model, "--harness", "single-pass-text", "--data", str(data), "--limit", "1", "--out", str(out))
+        assert res.returncode == 0, res.stderr[-3000:]
+        samples = __import__("pandas").read_parquet(out / "samples.parquet")
+        assert len(samples) == 11 and samples["error_type"].isna().all() and samples["valid"].all()
+    assert run("eval", "--model", "classical/nowhere", "--data", str(data), "--out", str(tmp_path / "x")).returncode == 2

@@ -456,7 +456,7 @@ def sft_baseline(
 ) -> None:
     """Supervised baselines: the classical features + gradient-boosted heads, or LoRA/full SFT of a language model."""
     if model == "classical":
-        _train_classical(data[0] if data else Path("data/anomalyxl") / f"seed{seed}", out or Path("models/classical"))
+        _train_classical(data[0] if data else Path("data/anomalyxl") / f"seed{seed}", out or Path("models/classical"), seed)
         return
     from tsbench.train.sft import RichSFTProgress, SFTConfig, load_sft_config, run_sft
 
@@ -479,12 +479,22 @@ def sft_baseline(
     console.print(f"wrote {path}  (evaluate: tsbench eval --model local/{path})")
 
 
-def _train_classical(data_dir: Path, out: Path) -> None:
+def _train_classical(data_dir: Path, out: Path, seed: int) -> None:
     from tsbench.baselines.classical import train_classical
 
     if not data_dir.is_dir():
         raise UserError(f"no dataset at {data_dir} (create it with: tsbench generate --split all)")
-    report = train_classical(data_dir, out)
+    bars = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                    TimeElapsedColumn(), TimeRemainingColumn(), console=err_console)
+    tasks: dict[str, int] = {}
+
+    def progress(what: str, done: int, total: int) -> None:
+        if what not in tasks:
+            tasks[what] = bars.add_task(what, total=total)
+        bars.update(tasks[what], completed=done, total=total)
+
+    with bars:
+        report = train_classical(data_dir, out, progress, seed=seed)
     console.print(report)
     console.print(f"wrote {out}  (evaluate: tsbench eval --model classical/{out})")
 

@@ -9,6 +9,9 @@ def main(argv: list[str]) -> None:
     from tsbench.bench import generation
 
     sections = {"generate": generation.main}
+    from tsbench.bench import baselines
+
+    sections["baselines"] = baselines.main
     try:
         from tsbench.bench import eval_overhead
 

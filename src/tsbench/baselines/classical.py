@@ -1,0 +1,587 @@
+"""The paper's classical baseline (Appendix B, Table 4): features + gradient-boosted heads.
+
+One XGBoost head (or a small set: presence + span, kind + span, direction + lag) per category and
+regime, fitted on the train and validation splits; precise and coarse heads are independent, only
+the deterministic feature extractor is shared. Head outputs are decoded deterministically into
+valid answers: an option string for MCQ rows, the schema's JSON for precise rows.
+
+Layout of a trained model directory:
+
+    <out>/meta.json                  classes, feature version, training summary
+    <out>/heads/<regime>/<head>.json one XGBoost model per head (or a constant in meta.json)
+    <out>/features/part-*.parquet    per-row feature cache, keyed by a hash of the row's plan
+
+The cache key is the plan (which fixes every value of the row) without the MCQ projection, so a
+coarse row reuses its precise source's features and re-fitting the heads never re-reads a series.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tsbench.anomalyxl import labels as lb
+from tsbench.baselines import decode
+from tsbench.baselines import features as F
+from tsbench.models.base import Completion, Message, TaskInfo
+
+Progress = Callable[[str, int, int], None]  # (what, done, total)
+
+SPLITS = ("train", "val")
+REGIMES = ("precise", "coarse")
+CROSS_CATEGORIES = (lb.LEAD_LAG, lb.INDICATOR)
+PART_ROWS = 64  # rows per feature-cache part file
+# Small trees, slow learning rate, one thread: the same data and seed give the same heads.
+XGB_PARAMS = dict(
+    max_depth=4, eta=0.05, subsample=0.9, colsample_bytree=0.9, min_child_weight=1.0,
+    tree_method="hist", nthread=1,
+)
+N_ROUNDS = 300
+FALLBACK_WIDTH = 64  # samples: the window given to a flagged channel that has no |z| > 4 run
+
+CACHE_SCHEMA = pa.schema([
+    ("key", pa.string()),
+    ("version", pa.int32()),
+    ("length", pa.int32()),
+    ("n_channels", pa.int32()),
+    ("channel_features", pa.list_(pa.float64())),  # C * 25, row-major
+    ("cross", pa.list_(pa.float64())),
+    ("seconds", pa.float64()),
+])
+
+
+# ---------------------------------------------------------------------------------------------
+# Feature cache
+# ---------------------------------------------------------------------------------------------
+
+
+def signal_key(plan: dict) -> str:
+    """Hash of everything that fixes a row's values: the plan without its MCQ projection."""
+    core = {k: v for k, v in plan.items() if k != "projection"}
+    return hashlib.blake2b(json.dumps(core, sort_keys=True).encode(), digest_size=12).hexdigest()
+
+
+def needs_cross(channel_names: list[str]) -> bool:
+    """Cross features exist only for two-group (A_/B_) rows: the lead-lag and indicator tasks."""
+    return F.lead_lag_groups(channel_names) is not None
+
+
+@dataclass
+class RowFeatures:
+    matrix: np.ndarray  # (C, 25)
+    cross: np.ndarray  # (5,)
+
+    def question(self) -> np.ndarray:
+        return F.question_features(self.matrix, self.cross)
+
+
+def compute_row(values: np.ndarray, channel_names: list[str]) -> tuple[RowFeatures, float]:
+    started = time.perf_counter()
+    matrix, cross = F.row_features(values, channel_names, cross=needs_cross(channel_names))
+    return RowFeatures(matrix, cross), time.perf_counter() - started
+
+
+def load_cache(features_dir: Path) -> dict[str, RowFeatures]:
+    """Every cached row of the current FEATURE_VERSION, by key."""
+    out: dict[str, RowFeatures] = {}
+    for part in sorted(Path(features_dir).glob("part-*.parquet")):
+        for rec in pq.read_table(part).to_pylist():
+            if rec["version"] != F.FEATURE_VERSION:
+                continue
+            matrix = np.asarray(rec["channel_features"], dtype=np.float64).reshape(rec["n_channels"], F.N_CHANNEL)
+            out[rec["key"]] = RowFeatures(matrix, np.asarray(rec["cross"], dtype=np.float64))
+    return out
+
+
+class _CacheWriter:
+    """Buffers computed rows and writes a new part file every PART_ROWS rows (and at close)."""
+
+    def __init__(self, features_dir: Path):
+        self.dir = Path(features_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.pending: list[dict] = []
+        self.stamp = f"{int(time.time() * 1000)}-{os.getpid()}"
+        self.parts = 0
+
+    def add(self, key: str, length: int, feats: RowFeatures, seconds: float) -> None:
+        self.pending.append({
+            "key": key, "version": F.FEATURE_VERSION, "length": length, "n_channels": len(feats.matrix),
+            "channel_features": feats.matrix.ravel().tolist(), "cross": feats.cross.tolist(), "seconds": seconds,
+        })
+        if len(self.pending) >= PART_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        path = self.dir / f"part-{self.stamp}-{self.parts:05d}.parquet"
+        tmp = path.with_suffix(".partial")
+        pq.write_table(pa.Table.from_pylist(self.pending, schema=CACHE_SCHEMA), tmp)
+        tmp.replace(path)
+        self.parts += 1
+        self.pending = []
+
+
+def _worker_init() -> None:
+    """Pool workers: one numba thread each (the pool is the parallelism) and stumpy compiled once."""
+    try:
+        import numba
+
+        numba.set_num_threads(1)
+    except Exception:
+        pass
+    F.warm_up()
+
+
+def _worker_row(key: str, length: int, values: np.ndarray, names: list[str]):
+    feats, seconds = compute_row(values, names)
+    return key, length, feats, seconds
+
+
+def extract_features(
+    paths: Iterable[Path], features_dir: Path, *, workers: int = 2, progress: Progress | None = None,
+) -> dict[str, RowFeatures]:
+    """Features for every row of the given parquet files, computing only what the cache lacks.
+
+    Rows are read in the main process and handed to at most `workers` processes (1 or less: in
+    process), with a bounded number in flight so memory stays at a few rows' worth of values.
+    """
+    from tsbench.anomalyxl.rows import iter_rows, read_index
+
+    cache = load_cache(features_dir)
+    todo: dict[Path, set[str]] = {}
+    wanted: set[str] = set()
+    for path in paths:
+        index = read_index(path)
+        for rid, plan in zip(index["id"], index["plan"]):
+            key = signal_key(json.loads(plan))
+            if key not in cache and key not in wanted:
+                todo.setdefault(Path(path), set()).add(rid)
+                wanted.add(key)
+    total = len(wanted)
+    if progress:
+        progress("features", 0, total)
+    if not total:
+        return cache
+    writer = _CacheWriter(features_dir)
+    done = 0
+
+    def rows() -> Iterator[tuple[str, int, np.ndarray, list[str]]]:
+        seen: set[str] = set()
+        for path, ids in todo.items():
+            for row in iter_rows(path, ids=ids):
+                key = signal_key(row.plan)
+                if key in seen:
+                    continue
+                seen.add(key)
+                yield key, row.length, row.values, row.channel_names
+
+    def finish(key: str, length: int, feats: RowFeatures, seconds: float) -> None:
+        nonlocal done
+        cache[key] = feats
+        writer.add(key, length, feats, seconds)
+        done += 1
+        if progress:
+            progress("features", done, total)
+
+    try:
+        if workers <= 1:
+            F.warm_up()
+            for key, length, values, names in rows():
+                finish(*_worker_row(key, length, values, names))
+        else:
+            import multiprocessing as mp
+
+            with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"), initializer=_worker_init) as pool:
+                in_flight = set()
+                for item in rows():
+                    in_flight.add(pool.submit(_worker_row, *item))
+                    if len(in_flight) >= 2 * workers:
+                        finished, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+                        for future in finished:
+                            finish(*future.result())
+                for future in in_flight:
+                    finish(*future.result())
+    finally:
+        writer.flush()
+    return cache
+
+
+# ---------------------------------------------------------------------------------------------
+# Training tables: one (X, y) per head, from the light columns of the data files
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Example:
+    """One question: its category, length, channels, options, gold, and features."""
+
+    category: str
+    length: int
+    channel_names: list[str]
+    options: list[str]
+    gold: dict
+    feats: RowFeatures
+
+
+def load_examples(paths: Iterable[Path], cache: dict[str, RowFeatures]) -> list[Example]:
+    from tsbench.anomalyxl.rows import read_index
+
+    out = []
+    for path in paths:
+        index = read_index(path)
+        for rec in index.itertuples(index=False):
+            key = signal_key(json.loads(rec.plan))
+            out.append(Example(
+                rec.category, int(rec.length), list(rec.channel_names), list(rec.options), json.loads(rec.gold), cache[key],
+            ))
+    return out
+
+
+def channel_rows(ex: Example, names: list[str]) -> np.ndarray:
+    """Per-channel head inputs: the channel's 25 features followed by the question's 56."""
+    q = ex.feats.question()
+    return np.stack([np.concatenate([ex.feats.matrix[ex.channel_names.index(n)], q]) for n in names])
+
+
+def _frac(value: float, length: int) -> float:
+    return float(value) / float(length)
+
+
+def head_tables(examples: list[Example]) -> dict[tuple[str, str], tuple[str, np.ndarray, list]]:
+    """{(regime, head): (kind, X, y)} where kind is "clf" (labels) or "reg" (numbers)."""
+    tables: dict[tuple[str, str], tuple[str, list, list]] = {}
+
+    def add(regime: str, head: str, kind: str, x: np.ndarray, y) -> None:
+        entry = tables.setdefault((regime, head), (kind, [], []))
+        entry[1].append(x)
+        entry[2].append(y)
+
+    for ex in examples:
+        c, L, g = ex.category, ex.length, ex.gold
+        if c == lb.ALL_CHANNELS:
+            gold_channels = {ev["channel"] for ev in g["anomalies"]}
+            for name, x in zip(ex.channel_names, channel_rows(ex, ex.channel_names)):
+                add("precise", "all_channels.channel", "clf", x, name in gold_channels)
+            continue
+        if c == lb.IDENTIFICATION:
+            asked = decode.named_channels(ex.options)
+            chosen = set() if g["answer"] == lb.IDENTIFICATION_NONE else {p.strip() for p in g["answer"].split(",")}
+            for name, x in zip(asked, channel_rows(ex, asked)):
+                add("coarse", "identification.channel", "clf", x, name in chosen)
+            continue
+        q = ex.feats.question()
+        if c == lb.LOCALIZE:
+            add("precise", "localize.present", "clf", q, bool(g["present"]))
+            if g["present"]:
+                add("precise", "localize.start", "reg", q, _frac(g["start"], L))
+                add("precise", "localize.end", "reg", q, _frac(g["end"], L))
+        elif c == lb.CLASSIFY:
+            add("precise", "classify.kind", "clf", q, g["kind"])
+            if g["kind"] != lb.NO_ANOMALY_KIND:
+                add("precise", "classify.start", "reg", q, _frac(g["start"], L))
+                add("precise", "classify.end", "reg", q, _frac(g["end"], L))
+        elif c == lb.MAGNITUDE:
+            add("precise", "magnitude.log1p", "reg", q, math.log1p(g["magnitude_sigma"]))
+        elif c == lb.LEAD_LAG:
+            add("precise", "lead_lag.direction", "clf", q, g["direction"])
+            if g["direction"] != "independent":
+                add("precise", "lead_lag.lag", "reg", q, _frac(g["lag_samples"], L))
+        elif c in lb.MCQ_CATEGORIES:
+            add("coarse", c, "clf", q, g["answer"])
+    return {k: (kind, np.asarray(xs, dtype=np.float64), ys) for k, (kind, xs, ys) in tables.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Heads
+# ---------------------------------------------------------------------------------------------
+
+
+class Head:
+    """One fitted head: an XGBoost booster, or a constant when the data leave nothing to learn.
+
+    Uses xgboost's native learning API (DMatrix + train), which needs no scikit-learn. A classifier
+    is `multi:softprob` over the class list kept in meta.json, so two classes and six are alike.
+    """
+
+    def __init__(self, kind: str, classes: list | None = None, model=None, constant=None):
+        self.kind = kind
+        self.classes = classes
+        self.model = model
+        self.constant = constant
+
+    @classmethod
+    def fit(cls, kind: str, x: np.ndarray, y: list, seed: int) -> "Head":
+        import xgboost as xgb
+
+        params = {**XGB_PARAMS, "seed": seed}
+        if kind == "clf":
+            # Booleans and strings alike become class indices; JSON keeps the label list.
+            classes = sorted({_label(v) for v in y}, key=str)
+            if len(classes) < 2:
+                return cls(kind, classes, constant=classes[0])
+            index = {c: i for i, c in enumerate(classes)}
+            target = np.array([index[_label(v)] for v in y], dtype=np.float64)
+            params.update(objective="multi:softprob", num_class=len(classes), eval_metric="mlogloss")
+            booster = xgb.train(params, xgb.DMatrix(x, label=target), num_boost_round=N_ROUNDS)
+            return cls(kind, classes, booster)
+        target = np.asarray(y, dtype=np.float64)
+        if len(target) < 2 or float(np.ptp(target)) == 0.0:
+            return cls(kind, constant=float(target.mean()) if len(target) else 0.0)
+        params.update(objective="reg:squarederror")
+        booster = xgb.train(params, xgb.DMatrix(x, label=target), num_boost_round=N_ROUNDS)
+        return cls(kind, model=booster)
+
+    def _predict(self, x: np.ndarray) -> np.ndarray:
+        import xgboost as xgb
+
+        return np.asarray(self.model.predict(xgb.DMatrix(np.atleast_2d(x))), dtype=np.float64)
+
+    def proba(self, x: np.ndarray) -> list[dict]:
+        """Per input row, {class label: probability}."""
+        x = np.atleast_2d(x)
+        if self.model is None:
+            return [{self.constant: 1.0} for _ in range(len(x))]
+        p = self._predict(x).reshape(len(x), len(self.classes))
+        return [dict(zip(self.classes, map(float, row))) for row in p]
+
+    def value(self, x: np.ndarray) -> np.ndarray:
+        x = np.atleast_2d(x)
+        if self.model is None:
+            return np.full(len(x), self.constant, dtype=np.float64)
+        return self._predict(x).reshape(len(x))
+
+    def describe(self) -> dict:
+        return {"kind": self.kind, "classes": self.classes, "constant": self.constant, "fitted": self.model is not None}
+
+
+def _label(v):
+    """Class labels as JSON-stable values: bools stay bools, everything else a string."""
+    return v if isinstance(v, bool) else str(v)
+
+
+def _head_file(root: Path, regime: str, head: str) -> Path:
+    return root / "heads" / regime / f"{head}.json"
+
+
+def fit_heads(examples: list[Example], seed: int = 42, progress: Progress | None = None) -> dict[tuple[str, str], Head]:
+    tables = head_tables(examples)
+    heads = {}
+    for i, (key, (kind, x, y)) in enumerate(sorted(tables.items())):
+        heads[key] = Head.fit(kind, x, y, seed)
+        if progress:
+            progress("heads", i + 1, len(tables))
+    return heads
+
+
+def save_heads(root: Path, heads: dict[tuple[str, str], Head], extra: dict) -> None:
+    meta = {"feature_version": F.FEATURE_VERSION, "heads": {}, **extra}
+    for (regime, name), head in heads.items():
+        path = _head_file(root, regime, name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if head.model is not None:
+            head.model.save_model(path)
+        elif path.exists():
+            path.unlink()
+        meta["heads"][f"{regime}/{name}"] = head.describe()
+    (root / "meta.json").write_text(json.dumps(meta, indent=2, default=str))
+
+
+def load_heads(root: Path) -> tuple[dict[tuple[str, str], Head], dict]:
+    import xgboost as xgb
+
+    root = Path(root)
+    meta_path = root / "meta.json"
+    if not meta_path.exists():
+        raise FileNotFoundError(f"no trained classical baseline at {root} (meta.json missing); run `tsbench sft-baseline --model classical`")
+    meta = json.loads(meta_path.read_text())
+    if meta.get("feature_version") != F.FEATURE_VERSION:
+        raise ValueError(f"{root} was trained on feature version {meta.get('feature_version')}, this code computes {F.FEATURE_VERSION}; retrain")
+    heads = {}
+    for full, info in meta["heads"].items():
+        regime, name = full.split("/", 1)
+        model = None
+        if info["fitted"]:
+            model = xgb.Booster()
+            model.load_model(_head_file(root, regime, name))
+        heads[(regime, name)] = Head(info["kind"], info["classes"], model, info["constant"])
+    return heads, meta
+
+
+# ---------------------------------------------------------------------------------------------
+# Decoding: head outputs -> answers
+# ---------------------------------------------------------------------------------------------
+
+
+def _raw_index(frac: float, length: int) -> float:
+    """A position fraction of the decimated series -> raw sample index, through the stride."""
+    stride = max(1, math.ceil(length / F.MAX_POINTS))
+    n = math.ceil(length / stride)
+    return round(min(max(frac, 0.0), 1.0) * n) * stride
+
+
+class ClassicalPredictor:
+    """Answers any AnomalyXL question from its features with the fitted heads."""
+
+    def __init__(self, heads: dict[tuple[str, str], Head]):
+        self.heads = heads
+
+    def _head(self, regime: str, name: str) -> Head:
+        try:
+            return self.heads[(regime, name)]
+        except KeyError:
+            raise LookupError(f"this classical model has no {regime} head {name!r} (its training data lacked the category)") from None
+
+    def _span(self, prefix: str, q: np.ndarray, length: int) -> tuple[float, float]:
+        s = float(self._head("precise", f"{prefix}.start").value(q)[0])
+        e = float(self._head("precise", f"{prefix}.end").value(q)[0])
+        s, e = min(max(s, 0.0), 1.0) * length, min(max(e, 0.0), 1.0) * length
+        if e <= s:  # the two regressors disagree: keep the start, give a typical width
+            e = s + FALLBACK_WIDTH
+        return s, e
+
+    def answer(self, category: str, length: int, channel_names: list[str], options: list[str], feats: RowFeatures) -> dict:
+        """The decoded answer object (precise schema, or {"answer": option})."""
+        ex = Example(category, length, channel_names, options, {}, feats)
+        q = feats.question()
+        c, L = category, length
+        if c == lb.LOCALIZE:
+            present = self._head("precise", "localize.present").proba(q)[0].get(True, 0.0) >= 0.5
+            s, e = self._span("localize", q, L) if present else (0.0, 0.0)
+            return decode.localize_answer(present, s, e, L)
+        if c == lb.CLASSIFY:
+            probs = self._head("precise", "classify.kind").proba(q)[0]
+            kind = max(sorted(probs), key=lambda k: probs[k])
+            s, e = self._span("classify", q, L) if kind in lb.KINDS else (0.0, 0.0)
+            return decode.classify_answer(kind, s, e, L)
+        if c == lb.MAGNITUDE:
+            return decode.magnitude_answer(math.expm1(float(self._head("precise", "magnitude.log1p").value(q)[0])))
+        if c == lb.ALL_CHANNELS:
+            probs = [p.get(True, 0.0) for p in self._head("precise", "all_channels.channel").proba(channel_rows(ex, channel_names))]
+            flagged = sorted((i for i, p in enumerate(probs) if p >= 0.5), key=lambda i: (-probs[i], i))[:3]
+            events = []
+            for i in flagged:
+                row = dict(zip(F.CHANNEL_FEATURES, feats.matrix[i]))
+                if row["run_start"] >= 0:  # the longest |z| > 4 run
+                    s, e = _raw_index(row["run_start"], L), _raw_index(row["run_end"], L)
+                else:
+                    centre = _raw_index(row["argmax_abs_z"], L)
+                    s, e = centre - FALLBACK_WIDTH / 2, centre + FALLBACK_WIDTH / 2
+                events.append((channel_names[i], s, max(e, s + 1)))
+            return decode.all_channels_answer(events, L)
+        if c == lb.LEAD_LAG:
+            probs = self._head("precise", "lead_lag.direction").proba(q)[0]
+            direction = max(sorted(probs), key=lambda k: probs[k])
+            lag = float(self._head("precise", "lead_lag.lag").value(q)[0]) * L if direction != "independent" else 0.0
+            return decode.lead_lag_answer(direction, abs(lag), L)
+        if c == lb.IDENTIFICATION:
+            asked = decode.named_channels(options)
+            probs = self._head("coarse", "identification.channel").proba(channel_rows(ex, asked)) if asked else []
+            return {"answer": decode.identification_option(options, {n: p.get(True, 0.0) for n, p in zip(asked, probs)})}
+        if c in lb.MCQ_CATEGORIES:
+            probs = self._head("coarse", c).proba(q)[0]
+            return {"answer": decode.best_option(options, probs)}
+        raise ValueError(f"unknown category {category!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Training entry point
+# ---------------------------------------------------------------------------------------------
+
+
+def data_files(data_dir: Path, splits: Iterable[str] = SPLITS) -> list[Path]:
+    """The existing <split>-<regime>.parquet files of a seed directory (train is required)."""
+    data_dir = Path(data_dir)
+    files = [data_dir / f"{s}-{r}.parquet" for s in splits for r in REGIMES]
+    found = [p for p in files if p.exists()]
+    if not any(p.name.startswith("train-") for p in found):
+        raise FileNotFoundError(f"no train split in {data_dir}; run `tsbench generate --split train` (and --split val)")
+    return found
+
+
+def train_classical(
+    data_dir: Path, out: Path, progress: Progress | None = None, *, seed: int = 42, workers: int = 2,
+    splits: Iterable[str] = SPLITS,
+) -> dict:
+    """Fit every head on the train + val splits of `data_dir` (both regimes) and save them to `out`.
+
+    Features are cached per row under `out/features/`, so a second call only re-fits the heads.
+    `progress(what, done, total)` is called as rows are featurised ("features") and heads fitted
+    ("heads"). Returns a summary: rows, head count, seconds per stage.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    files = data_files(data_dir, splits)
+    started = time.perf_counter()
+    cache = extract_features(files, out / "features", workers=workers, progress=progress)
+    feature_s = time.perf_counter() - started
+    examples = load_examples(files, cache)
+    started = time.perf_counter()
+    heads = fit_heads(examples, seed=seed, progress=progress)
+    heads_s = time.perf_counter() - started
+    counts: dict[str, int] = {}
+    for ex in examples:
+        counts[ex.category] = counts.get(ex.category, 0) + 1
+    summary = {
+        "data_dir": str(data_dir), "files": [p.name for p in files], "rows": len(examples), "rows_by_category": counts,
+        "heads": len(heads), "seed": seed, "feature_seconds": round(feature_s, 2), "head_seconds": round(heads_s, 2),
+    }
+    save_heads(out, heads, {"training": summary, "xgb_params": XGB_PARAMS, "rounds": N_ROUNDS})
+    return summary
+
+
+# ---------------------------------------------------------------------------------------------
+# The chat-model face: `classical/<path>`
+# ---------------------------------------------------------------------------------------------
+
+
+class ClassicalModel:
+    """A ChatModel that ignores the messages and answers from `task.series` with the fitted heads."""
+
+    def __init__(self, path: str):
+        self.path = Path(path)
+        self.name = f"classical/{path}"
+        heads, self.meta = load_heads(self.path)
+        self.predictor = ClassicalPredictor(heads)
+        self._warm = False
+
+    def features(self, task: TaskInfo) -> RowFeatures:
+        if task.series is None:
+            raise ValueError("the classical baseline needs the task's series (TaskInfo.series)")
+        if not self._warm:
+            F.warm_up()
+            self._warm = True
+        values = [np.asarray(task.series[n], dtype=np.float64) for n in task.channel_names]
+        feats, _ = compute_row(values, list(task.channel_names))
+        return feats
+
+    def generate(
+        self, messages: list[Message], *, max_tokens: int | None = None, temperature: float | None = None,
+        task: TaskInfo | None = None,
+    ) -> Completion:
+        if task is None:
+            raise ValueError("the classical baseline needs the task's TaskInfo (it is not a chat model)")
+        started = time.perf_counter()
+        answer = self.predictor.answer(task.category, task.length, list(task.channel_names), list(task.options), self.features(task))
+        return Completion(text=decode.answer_text(answer), latency_s=time.perf_counter() - started)
+
+    def close(self) -> None:
+        pass
+
+
+def build(path: str) -> ClassicalModel:
+    """`classical/<path>`: the heads saved under <path> by `train_classical`."""
+    if not (Path(path) / "meta.json").exists():
+        raise LookupError(path)
+    return ClassicalModel(path)

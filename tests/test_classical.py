@@ -1,0 +1,104 @@
+"""Classical heads: train on a `--preset small` train+val split, answer its test split in schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tsbench.anomalyxl import labels as lb
+from tsbench.anomalyxl.config import preset
+from tsbench.anomalyxl.generate import generate_split
+from tsbench.anomalyxl.rows import iter_rows
+from tsbench.baselines import classical
+from tsbench.models.base import TaskInfo
+from tsbench.scoring import metrics
+
+
+@pytest.fixture(scope="module")
+def small_all(tmp_path_factory) -> Path:
+    """`--preset small` at seed 42, all three splits."""
+    root = tmp_path_factory.mktemp("anomalyxl_all")
+    cfg = preset("small")
+    for split in ("test", "val", "train"):
+        generate_split(cfg, split, root)
+    return root / "seed42"
+
+
+@pytest.fixture(scope="module")
+def trained(small_all, tmp_path_factory) -> tuple[Path, dict, list]:
+    out = tmp_path_factory.mktemp("classical")
+    calls: list[tuple[str, int, int]] = []
+    summary = classical.train_classical(small_all, out, progress=lambda *a: calls.append(a), workers=1)
+    return out, summary, calls
+
+
+def _task(row) -> TaskInfo:
+    return TaskInfo(
+        category=row.category, regime=row.regime, length=row.length, channel_names=row.channel_names,
+        options=row.options, row_id=row.id, question=row.question, series=row.series,
+    )
+
+
+def test_training_fits_every_head_on_train_and_val(trained):
+    out, summary, calls = trained
+    assert summary["files"] == ["train-precise.parquet", "train-coarse.parquet", "val-precise.parquet", "val-coarse.parquet"]
+    # 160 precise rows + their 200 MCQ projections.
+    assert summary["rows"] == 360
+    assert summary["heads"] == 16  # 10 precise (presence+span, kind+span, magnitude, channel, direction+lag) + 6 coarse
+    meta = json.loads((out / "meta.json").read_text())
+    assert len(meta["heads"]) == 16
+    assert any(what == "features" for what, _, _ in calls) and any(what == "heads" for what, _, _ in calls)
+    assert list((out / "features").glob("part-*.parquet"))
+
+
+def test_refitting_reuses_the_feature_cache(small_all, trained):
+    out, _, _ = trained
+    calls: list[tuple[str, int, int]] = []
+    classical.train_classical(small_all, out, progress=lambda *a: calls.append(a), workers=1)
+    feature_calls = [c for c in calls if c[0] == "features"]
+    assert feature_calls == [("features", 0, 0)]  # nothing left to compute
+
+
+def test_answers_always_pass_the_scorers_schema(small_all, trained):
+    out, _, _ = trained
+    model = classical.build(str(out))
+    assert model.name == f"classical/{out}"
+    seen = set()
+    for regime in ("precise", "coarse"):
+        for row in iter_rows(small_all / f"test-{regime}.parquet"):
+            completion = model.generate([], task=_task(row))
+            assert completion.input_tokens == 0 and completion.output_tokens == 0
+            result = metrics(row.category, row.gold, completion.text)
+            assert result["valid"], (row.id, completion.text, result["error"])
+            if regime == "coarse":
+                assert json.loads(completion.text)["answer"] in row.options
+            seen.add(row.category)
+    assert seen == set(lb.ALL_CATEGORIES)
+
+
+def test_same_seed_same_heads(small_all, trained, tmp_path):
+    """Refitting from the cached features with the same seed reproduces every prediction."""
+    out, _, _ = trained
+    files = classical.data_files(small_all)
+    examples = classical.load_examples(files, classical.load_cache(out / "features"))
+    heads = classical.fit_heads(examples, seed=42)
+    saved, _ = classical.load_heads(out)
+    ex = next(e for e in examples if e.category == lb.LOCALIZE)
+    q = ex.feats.question()
+    for key in (("precise", "localize.present"), ("precise", "localize.start")):
+        a, b = heads[key], saved[key]
+        if a.kind == "clf":
+            assert a.proba(q)[0] == pytest.approx(b.proba(q)[0])
+        else:
+            assert a.value(q)[0] == pytest.approx(b.value(q)[0], rel=1e-6)
+
+
+def test_registry_resolves_classical_paths(trained):
+    from tsbench.models.registry import get_model
+
+    out, _, _ = trained
+    assert get_model(f"classical/{out}").name == f"classical/{out}"
+    with pytest.raises(ValueError):
+        get_model("classical/does/not/exist")
