@@ -15,21 +15,18 @@ STEPS = [
     ["describe", "data/demo/seed42/test-precise.parquet"],
     ["eval", "--model", "scripted/zscore", "--harness", "rlm", "--data", "data/demo/seed42",
      "--limit", "2", "--concurrency", "2", "--out", "results/demo/scripted-zscore__rlm"],
+    ["eval", "--model", "detector/default", "--harness", "single-pass-text", "--data", "data/demo/seed42",
+     "--limit", "2", "--out", "results/demo/detector__single-pass-text"],
     ["eval", "--model", "local/smollm2-135m", "--harness", "rlm", "--data", "data/demo/seed42", "--limit", "1",
      "--max-turns", "3", "--max-tokens", "160", "--concurrency", "1", "--out", "results/demo/smollm2-135m__rlm"],
     ["show", "results/demo/smollm2-135m__rlm", "--id", "test-localize-1024-00000"],
 ]
-LEADERBOARD = ["leaderboard", "results/demo/scripted-zscore__rlm", "results/demo/smollm2-135m__rlm", "--out", "results/demo/leaderboard"]
+LEADERBOARD = ["leaderboard", "results/demo/scripted-zscore__rlm", "results/demo/detector__single-pass-text",
+               "results/demo/smollm2-135m__rlm", "--out", "results/demo/leaderboard"]
 
 
 def main() -> None:
-    steps = list(STEPS)
-    try:
-        import tsbench.leaderboard.build  # noqa: F401  (the leaderboard step joins once it exists)
-
-        steps.append(LEADERBOARD)
-    except ImportError:
-        pass
+    steps = [*STEPS, LEADERBOARD]
     started = time.monotonic()
     for args in steps:
         print(f"\n$ tsbench {shlex.join(args)}", flush=True)
