@@ -10,8 +10,8 @@ import pytest
 # The tools harness would compile stumpy in a background process on first use: not during tests.
 os.environ.setdefault("TSBENCH_STUMPY_WARMUP", "0")
 
-from tsbench.anomalyxl.config import preset
-from tsbench.anomalyxl.generate import generate_split, update_manifest
+from tsbench.tasks.anomalyxl.config import preset
+from tsbench.tasks.anomalyxl.generate import generate_split, update_manifest
 
 
 @pytest.fixture(scope="session")

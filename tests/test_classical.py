@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from tsbench.anomalyxl import labels as lb
-from tsbench.anomalyxl.config import preset
-from tsbench.anomalyxl.generate import generate_split
-from tsbench.anomalyxl.rows import iter_rows
+from tsbench.tasks.anomalyxl import labels as lb
+from tsbench.tasks.anomalyxl.config import preset
+from tsbench.tasks.anomalyxl.generate import generate_split
+from tsbench.tasks.anomalyxl.rows import iter_rows
 from tsbench.baselines import classical
 from tsbench.models.base import TaskInfo
-from tsbench.scoring import metrics
+from tsbench.tasks.anomalyxl.scoring import metrics
 
 
 @pytest.fixture(scope="module")

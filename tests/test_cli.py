@@ -87,7 +87,7 @@ def test_every_experiment_config_is_a_valid_eval_config():
 def test_score_your_own_predictions(small_data, tmp_path):
     import pandas as pd
 
-    from tsbench.anomalyxl.rows import read_index
+    from tsbench.tasks.anomalyxl.rows import read_index
 
     index = read_index(small_data / "test-coarse.parquet")
     answers = tmp_path / "answers.jsonl"
@@ -125,10 +125,10 @@ def test_timeclaw_memory_build_and_tools_eval_from_the_command_line(small_data, 
 
 def test_sft_baseline_then_eval_from_the_command_line(tmp_path):
     """A tiny random Llama trained by `sft-baseline` loads in `eval`, which reuses its prompt budget."""
-    from tsbench.anomalyxl.generate import generate_split
-    from tsbench.train.tiny import make_tiny_random_llama
+    from tsbench.tasks.anomalyxl.generate import generate_split
+    from tsbench.testing.tiny import make_tiny_random_llama
 
-    cfg = __import__("tsbench.anomalyxl.config", fromlist=["preset"]).preset("small")
+    cfg = __import__("tsbench.tasks.anomalyxl.config", fromlist=["preset"]).preset("small")
     for split in ("train", "val", "test"):
         generate_split(cfg, split, tmp_path / "data")
     tiny = make_tiny_random_llama(tmp_path / "tiny")
@@ -166,8 +166,8 @@ def test_train_grpo_one_step_then_eval_the_checkpoint(small_data, tmp_path):
 
 
 def test_classical_baseline_and_detector_through_eval(tmp_path):
-    from tsbench.anomalyxl.config import preset
-    from tsbench.anomalyxl.generate import generate_split, update_manifest
+    from tsbench.tasks.anomalyxl.config import preset
+    from tsbench.tasks.anomalyxl.generate import generate_split, update_manifest
 
     cfg = preset("small")
     entries = {split: generate_split(cfg, split, tmp_path / "data") for split in ("train", "val", "test")}

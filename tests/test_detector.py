@@ -7,12 +7,12 @@ import json
 import numpy as np
 import pytest
 
-from tsbench.anomalyxl import labels as lb
-from tsbench.anomalyxl.injections import apply_injection
-from tsbench.anomalyxl.rows import iter_rows
+from tsbench.tasks.anomalyxl import labels as lb
+from tsbench.tasks.anomalyxl.injections import apply_injection
+from tsbench.tasks.anomalyxl.rows import iter_rows
 from tsbench.baselines import detector
 from tsbench.models.base import TaskInfo
-from tsbench.scoring import iou, metrics
+from tsbench.tasks.anomalyxl.scoring import iou, metrics
 
 
 def white(n: int, seed: int) -> np.ndarray:

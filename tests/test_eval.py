@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
-from tsbench.anomalyxl import labels as lb
+from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.eval import schema
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval

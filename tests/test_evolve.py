@@ -11,13 +11,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tsbench.anomalyxl import labels as lb
-from tsbench.anomalyxl.rows import SCHEMA
+from tsbench.tasks.anomalyxl import labels as lb
+from tsbench.tasks.anomalyxl.rows import SCHEMA
 from tsbench.eval import schema
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
 from tsbench.harness import EpisodeTask, HarnessConfig, get_harness
-from tsbench.harness.evolve import REPORT, evolve_prompt, evolve_tools, verify_tool
+from tsbench.timeclaw.evolve import REPORT, evolve_prompt, evolve_tools, verify_tool
 from tsbench.harness.toolset import Toolset, ToolSourceError, load_tools_dir
 from tsbench.models.openai_model import OpenAIChatModel
 from tsbench.models.registry import get_model
@@ -175,7 +175,7 @@ def test_unusable_replies_are_rejected_without_running(easy_run, tmp_path):
 
 def test_verification_is_real_execution_with_the_task_scorer(easy_data):
     rows = pq.read_table(easy_data).to_pylist()[8:12]  # two present, two absent
-    from tsbench.harness.evolve import HeldOutTask
+    from tsbench.timeclaw.evolve import HeldOutTask
 
     tasks = [HeldOutTask(r["id"], r["category"], r["regime"], r["question"], r["channel_names"],
                          np.asarray(r["values"], dtype=np.float32), [], json.loads(r["gold"])) for r in rows]

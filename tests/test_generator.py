@@ -8,13 +8,13 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from tsbench.anomalyxl import labels as lb
-from tsbench.anomalyxl.config import preset
-from tsbench.anomalyxl.generate import generate_split, plan_split
-from tsbench.anomalyxl.mcq import TEMPLATES_BY_SOURCE, magnitude_band, project, select_sources, start_bin
-from tsbench.anomalyxl.rowplan import materialize
-from tsbench.anomalyxl.rows import iter_rows, read_index
-from tsbench.anomalyxl.scene import build_scene
+from tsbench.tasks.anomalyxl import labels as lb
+from tsbench.tasks.anomalyxl.config import preset
+from tsbench.tasks.anomalyxl.generate import generate_split, plan_split
+from tsbench.tasks.anomalyxl.mcq import TEMPLATES_BY_SOURCE, magnitude_band, project, select_sources, start_bin
+from tsbench.tasks.anomalyxl.rowplan import materialize
+from tsbench.tasks.anomalyxl.rows import iter_rows, read_index
+from tsbench.tasks.anomalyxl.scene import build_scene
 
 
 @pytest.fixture(scope="module")
@@ -182,7 +182,7 @@ def test_parquet_columns_match_the_spec(small_data):
 
 def test_gold_answer_scores_one_on_every_generated_row(big_plans):
     """The scorer accepts the generator's own gold, written as a model would, on every category."""
-    from tsbench.scoring import score
+    from tsbench.tasks.anomalyxl.scoring import score
 
     for p in big_plans[::7]:
         answer = {k: v for k, v in p.gold.items() if not k.startswith("_") and k != "channels"}

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
-from tsbench.eval.schema import COLUMN_NAMES, RUN_JSON, SAMPLES, Journal, to_table
+from tsbench.results.schema import COLUMN_NAMES, RUN_JSON, SAMPLES, Journal, to_table
 from tsbench.leaderboard import build_leaderboard, rich_table
 from tsbench.leaderboard.paper_rows import paper_table
 from tsbench.leaderboard.stats import (
@@ -24,7 +24,7 @@ from tsbench.leaderboard.stats import (
     predicted_option,
 )
 from tsbench.leaderboard.tables import cell_table, length_curves, length_table
-from tsbench.scoring.aggregate import macro_f1
+from tsbench.core.stats import macro_f1
 
 PAPER_TEXT = Path("/work/shared/papers/timerlm-anomalyxl.txt")
 

@@ -9,14 +9,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tsbench.anomalyxl.rows import iter_rows
+from tsbench.tasks.anomalyxl.rows import iter_rows
 from tsbench.eval import schema
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
 from tsbench.harness import EpisodeTask, HarnessConfig, get_harness
-from tsbench.memory import DIM, FEATURE_NAMES, MemoryBank, build_memory, fingerprint, fingerprint_dict, load_bank
-from tsbench.memory.bank import MEMORY_HEADER, bank_scaler, render_precedents
-from tsbench.memory.embed import OpenAIEmbedder, context_descriptor, get_embedder
+from tsbench.timeclaw import DIM, FEATURE_NAMES, MemoryBank, build_memory, fingerprint, fingerprint_dict, load_bank
+from tsbench.timeclaw.bank import MEMORY_HEADER, bank_scaler, render_precedents
+from tsbench.timeclaw.embed import OpenAIEmbedder, context_descriptor, get_embedder
 from tsbench.models.registry import get_model
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
 

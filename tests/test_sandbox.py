@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tsbench.harness.sandbox import (
+from tsbench.harness.runtime.sandbox import (
     OBSERVATION_MAX_CHARS,
     CellResult,
     Sandbox,

@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import pytest
 
-from tsbench.scoring import (
+from tsbench.tasks.anomalyxl.scoring import (
     bootstrap_ci,
     category_means,
     extract_json_answer,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tsbench.scoring import bootstrap_ci, iou, json_object_spans, macro_f1, metrics, score
+from tsbench.tasks.anomalyxl.scoring import bootstrap_ci, iou, json_object_spans, macro_f1, metrics, score
 
 CHANNELS = [f"ch_{i:02d}" for i in range(16)]
 GOLDS = {

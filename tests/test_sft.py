@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tsbench.anomalyxl import labels as lb
-from tsbench.anomalyxl.config import preset
-from tsbench.anomalyxl.generate import generate_split, update_manifest
-from tsbench.anomalyxl.rows import iter_rows, read_index
-from tsbench.errors import UserError
+from tsbench.tasks.anomalyxl import labels as lb
+from tsbench.tasks.anomalyxl.config import preset
+from tsbench.tasks.anomalyxl.generate import generate_split, update_manifest
+from tsbench.tasks.anomalyxl.rows import iter_rows, read_index
+from tsbench.core.errors import UserError
 from tsbench.eval import schema
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
@@ -24,10 +24,10 @@ from tsbench.harness.episode import EpisodeTask, HarnessConfig
 from tsbench.harness.single_pass import run_single_pass
 from tsbench.models.base import Message
 from tsbench.models.registry import get_model
-from tsbench.scoring import metrics as score_metrics
+from tsbench.tasks.anomalyxl.scoring import metrics as score_metrics
 from tsbench.train import sft_data as sd
 from tsbench.train.sft import EarlyStopping, SFTConfig, _batch, causal_lm_loss, load_sft_config, run_sft
-from tsbench.train.tiny import make_tiny_random_llama
+from tsbench.testing.tiny import make_tiny_random_llama
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments" / "sft"
 

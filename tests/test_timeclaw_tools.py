@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tsbench.anomalyxl import labels as lb
+from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.eval import schema
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
 from tsbench.harness import HARNESSES, EpisodeTask, HarnessConfig, get_harness
-from tsbench.harness.sandbox import Sandbox
+from tsbench.harness.runtime.sandbox import Sandbox
 from tsbench.harness.tool_protocol import JsonTextProtocol, NativeProtocol, choose_protocol, parse_json_calls
 from tsbench.harness.tools import TOOLS_FINAL_NOTICE
 from tsbench.harness.toolset import (

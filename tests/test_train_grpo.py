@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 import torch
 
-from tsbench.errors import UserError
+from tsbench.core.errors import UserError
 from tsbench.harness import EpisodeTask, HarnessConfig
 from tsbench.harness.rlm import run_rlm
 from tsbench.models.base import Message
@@ -220,7 +220,7 @@ def test_full_parameter_run_with_kl_saves_a_plain_model(tmp_path, monkeypatch):
     import transformers
 
     from tsbench.models.registry import get_model
-    from tsbench.train.tiny import make_tiny_random_llama
+    from tsbench.testing.tiny import make_tiny_random_llama
 
     base = make_tiny_random_llama(tmp_path / "tiny", hidden_size=16, layers=1, heads=2, kv_heads=1,
                                   intermediate_size=32, context=4096)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from tsbench.anomalyxl import labels as lb
-from tsbench.errors import UserError
+from tsbench.tasks.anomalyxl import labels as lb
+from tsbench.core.errors import UserError
 from tsbench.train import rewards as rw
 from tsbench.train.advantages import batch_advantages, group_advantages
 from tsbench.train.curriculum import generator_config, in_warm_phase, sample_tasks, warm_steps

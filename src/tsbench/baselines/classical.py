@@ -31,10 +31,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tsbench.anomalyxl import labels as lb
+from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.baselines import decode
 from tsbench.baselines import features as F
-from tsbench.models.base import Completion, Message, TaskInfo
+from tsbench.core.episode import EpisodeTask
 
 Progress = Callable[[str, int, int], None]  # (what, done, total)
 
@@ -157,7 +157,7 @@ def extract_features(
     Rows are read in the main process and handed to at most `workers` processes (1 or less: in
     process), with a bounded number in flight so memory stays at a few rows' worth of values.
     """
-    from tsbench.anomalyxl.rows import iter_rows, read_index
+    from tsbench.tasks.anomalyxl.rows import iter_rows, read_index
 
     cache = load_cache(features_dir)
     todo: dict[Path, set[str]] = {}
@@ -236,7 +236,7 @@ class Example:
 
 
 def load_examples(paths: Iterable[Path], cache: dict[str, RowFeatures]) -> list[Example]:
-    from tsbench.anomalyxl.rows import read_index
+    from tsbench.tasks.anomalyxl.rows import read_index
 
     out = []
     for path in paths:
@@ -542,12 +542,15 @@ def train_classical(
 
 
 # ---------------------------------------------------------------------------------------------
-# The chat-model face: `classical/<path>`
+# The policy face: `classical/<path>`, played under the `direct` harness
 # ---------------------------------------------------------------------------------------------
 
 
 class ClassicalModel:
-    """A ChatModel that ignores the messages and answers from `task.series` with the fitted heads."""
+    """A reference policy that answers from the full-resolution series with the fitted heads."""
+
+    reference = "trained on the generator's train split"
+    harnesses = ("direct",)
 
     def __init__(self, path: str):
         self.path = Path(path)
@@ -556,25 +559,19 @@ class ClassicalModel:
         self.predictor = ClassicalPredictor(heads)
         self._warm = False
 
-    def features(self, task: TaskInfo) -> RowFeatures:
-        if task.series is None:
-            raise ValueError("the classical baseline needs the task's series (TaskInfo.series)")
+    def features(self, task: EpisodeTask) -> RowFeatures:
+        if task.values is None:
+            raise ValueError("the classical baseline needs the task's series")
         if not self._warm:
             F.warm_up()
             self._warm = True
-        values = [np.asarray(task.series[n], dtype=np.float64) for n in task.channel_names]
+        values = [np.asarray(v, dtype=np.float64) for v in task.values]
         feats, _ = compute_row(values, list(task.channel_names))
         return feats
 
-    def generate(
-        self, messages: list[Message], *, max_tokens: int | None = None, temperature: float | None = None,
-        task: TaskInfo | None = None,
-    ) -> Completion:
-        if task is None:
-            raise ValueError("the classical baseline needs the task's TaskInfo (it is not a chat model)")
-        started = time.perf_counter()
+    def answer(self, task: EpisodeTask) -> str:
         answer = self.predictor.answer(task.category, task.length, list(task.channel_names), list(task.options), self.features(task))
-        return Completion(text=decode.answer_text(answer), latency_s=time.perf_counter() - started)
+        return decode.answer_text(answer)
 
     def close(self) -> None:
         pass

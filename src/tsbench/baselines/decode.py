@@ -11,7 +11,7 @@ import json
 import math
 from typing import Iterable, Mapping, Sequence
 
-from tsbench.anomalyxl import labels as lb
+from tsbench.tasks.anomalyxl import labels as lb
 
 
 def window(start: float, end: float, length: int, *, min_width: int = 1) -> tuple[int, int]:

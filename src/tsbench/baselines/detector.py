@@ -33,17 +33,16 @@ the train split (`calibrate`), never on test.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.ndimage import uniform_filter1d
 from scipy.optimize import minimize_scalar
 
-from tsbench.anomalyxl import labels as lb
-from tsbench.anomalyxl.mcq import magnitude_band, start_bin
+from tsbench.tasks.anomalyxl import labels as lb
+from tsbench.tasks.anomalyxl.mcq import magnitude_band, start_bin
 from tsbench.baselines import decode
-from tsbench.models.base import Completion, Message, TaskInfo
+from tsbench.core.episode import EpisodeTask
 
 MIN_WIDTH, MAX_WIDTH = 8, 256  # anomaly widths the generator draws (samples)
 PERIOD_BAND = (16.0, 256.0)  # background periodic parts have periods in this range
@@ -719,10 +718,10 @@ def presence_threshold(length: int, offset: float) -> float:
 # ---------------------------------------------------------------------------------------------
 
 
-def _series(task: TaskInfo) -> list[np.ndarray]:
-    if task.series is None:
-        raise ValueError("the detector needs the task's series (TaskInfo.series)")
-    return [np.asarray(task.series[name], dtype=np.float64) for name in task.channel_names]
+def _series(task: EpisodeTask) -> list[np.ndarray]:
+    if task.values is None:
+        raise ValueError("the detector needs the task's series")
+    return [np.asarray(values, dtype=np.float64) for values in task.values]
 
 
 def _lead_lag(a: Finding, b: Finding, length: int) -> tuple[str, int]:
@@ -785,7 +784,7 @@ def decide(
     raise ValueError(f"unknown category {c!r}")
 
 
-def answer(task: TaskInfo, settings: Settings = DEFAULT) -> dict:
+def answer_object(task: EpisodeTask, settings: Settings = DEFAULT) -> dict:
     """The answer object for any category, computed from the task's series alone."""
     results = analyse(task.category, _series(task))
     return decide(task.category, task.length, list(task.channel_names), list(task.options), results, settings)
@@ -822,7 +821,7 @@ class Analysed:
 
 
 def _mean_score(rows: list[Analysed], settings: Settings) -> float:
-    from tsbench.scoring import score
+    from tsbench.tasks.anomalyxl.scoring import score
 
     values = [score(r.category, r.gold, decode.answer_text(decide(r.category, r.length, r.names, [], r.results, settings))) for r in rows]
     return float(np.mean(values)) if values else 0.0
@@ -866,7 +865,7 @@ def calibrate(path, *, workers: int = 2, limit: int | None = None) -> Settings:
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
-    from tsbench.anomalyxl.rows import iter_rows
+    from tsbench.tasks.anomalyxl.rows import iter_rows
 
     def items():
         for i, row in enumerate(iter_rows(path)):
@@ -890,21 +889,18 @@ def calibrate(path, *, workers: int = 2, limit: int | None = None) -> Settings:
 
 
 class Detector:
-    """A ChatModel that ignores the messages and answers from `task.series`."""
+    """A reference policy for the `direct` harness: it reads the full-resolution series, which no
+    chat harness shows a model, and knows the generator's rules; it is ranked apart from models."""
+
+    reference = "knows the generator"
+    harnesses = ("direct",)
 
     def __init__(self, name: str = "default", settings: Settings = DEFAULT):
         self.name = f"detector/{name}"
         self.settings = settings
 
-    def generate(
-        self, messages: list[Message], *, max_tokens: int | None = None, temperature: float | None = None,
-        task: TaskInfo | None = None,
-    ) -> Completion:
-        if task is None:
-            raise ValueError("the detector needs the task's TaskInfo (it is not a chat model)")
-        started = time.perf_counter()
-        text = decode.answer_text(answer(task, self.settings))
-        return Completion(text=text, latency_s=time.perf_counter() - started)
+    def answer(self, task: EpisodeTask) -> str:
+        return decode.answer_text(answer_object(task, self.settings))
 
     def close(self) -> None:
         pass

@@ -18,8 +18,8 @@ REPEATS = 3  # rows per cell
 
 
 def _rows(category: str, length: int, repeats: int):
-    from tsbench.anomalyxl.config import preset
-    from tsbench.anomalyxl.rowplan import materialize, plan_row
+    from tsbench.tasks.anomalyxl.config import preset
+    from tsbench.tasks.anomalyxl.rowplan import materialize, plan_row
 
     cfg = preset("paper")
     for i in range(repeats):
@@ -28,8 +28,8 @@ def _rows(category: str, length: int, repeats: int):
 
 
 def _cells() -> list[tuple[str, int]]:
-    from tsbench.anomalyxl import labels as lb
-    from tsbench.anomalyxl.config import preset
+    from tsbench.tasks.anomalyxl import labels as lb
+    from tsbench.tasks.anomalyxl.config import preset
 
     cfg = preset("paper")
     return [(lb.LOCALIZE, n) for n in cfg.single_lengths] + [(lb.ALL_CHANNELS, n) for n in cfg.multi_lengths] + [
@@ -73,8 +73,8 @@ def time_heads(data_dir: str, out: str, replicate: int) -> tuple[int, float]:
 
 
 def _small_data(tmp: str) -> str:
-    from tsbench.anomalyxl.config import preset
-    from tsbench.anomalyxl.generate import generate_split
+    from tsbench.tasks.anomalyxl.config import preset
+    from tsbench.tasks.anomalyxl.generate import generate_split
 
     cfg = preset("small")
     for split in ("train", "val"):

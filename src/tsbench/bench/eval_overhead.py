@@ -10,16 +10,16 @@ from pathlib import Path
 
 import numpy as np
 
-from tsbench.anomalyxl.config import preset
-from tsbench.anomalyxl.generate import generate_split
+from tsbench.tasks.anomalyxl.config import preset
+from tsbench.tasks.anomalyxl.generate import generate_split
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
 from tsbench.harness import EpisodeTask, HarnessConfig
 from tsbench.harness.rlm import run_rlm
-from tsbench.harness.sandbox import Sandbox, bare_roundtrip_seconds
+from tsbench.harness.runtime.sandbox import Sandbox, bare_roundtrip_seconds
 from tsbench.models.openai_model import OpenAIChatModel
 from tsbench.models.retry import RetryPolicy
-from tsbench.models.scripted import TrivialCodePolicy
+from tsbench.baselines.scripted import TrivialCodePolicy
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
 
 

@@ -9,10 +9,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tsbench.anomalyxl.config import preset
-from tsbench.anomalyxl.generate import generate_split, plan_split
-from tsbench.anomalyxl.mcq import TEMPLATES_BY_SOURCE, select_sources
-from tsbench.anomalyxl.rows import COMPRESSION, ROW_GROUP_BYTES, _values_array
+from tsbench.tasks.anomalyxl.config import preset
+from tsbench.tasks.anomalyxl.generate import generate_split, plan_split
+from tsbench.tasks.anomalyxl.mcq import TEMPLATES_BY_SOURCE, select_sources
+from tsbench.tasks.anomalyxl.rows import COMPRESSION, ROW_GROUP_BYTES, _values_array
 from tsbench.bench.common import measure_in_child
 
 

@@ -1,52 +1,68 @@
-"""An evaluation run's settings. `RESULT_KEYS` are the ones that change results: a resume must match them."""
+"""An evaluation run's settings: one dataclass, the harness's own nested in it.
+
+`RESULT_KEYS` are the settings that change what a row's answer would be: a resumed run must
+match them. What rows are run (categories, lengths, --limit, ids, epochs) may change between
+invocations: the run directory then holds the union, and a larger --limit extends it.
+"""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from tsbench.harness.episode import HarnessConfig
+
 
 @dataclass
 class EvalConfig:
-    model: str
-    harness: str = "rlm"
-    data: list[str] = field(default_factory=list)  # parquet files; filled from seed/split when empty
+    model: str = ""
+    harness: str = ""  # empty: rlm for models, direct for reference policies
+    family: str = "anomalyxl"
+    data: list[str] = field(default_factory=list)  # dataset files or seed dirs; empty: <data_root>/seed<seed>
+    data_root: str | None = None
     seed: int = 42
     split: str = "test"
-    data_root: str = "data/anomalyxl"
-    regime: str = "both"  # precise | coarse | both
+    regime: str = "both"  # AnomalyXL: precise | coarse | both
     categories: list[str] | None = None
     lengths: list[int] | None = None
-    limit: int | None = None  # at most this many rows per category
+    sample_ids: list[str] | None = None
+    limit: int | None = None  # rows per category, spread over the family's strata, shuffled by seed
     epochs: int = 1
-    concurrency: int = 4
-    max_turns: int = 15
-    depth: int = 0
-    max_tokens: int | None = None
-    temperature: float | None = None
-    cell_timeout_s: float = 300.0
-    memory_gib: float = 4.0
-    episode_token_cap: int | None = None
-    episode_wall_s: float | None = None
-    text_budget_chars: int = 200_000
-    base_url: str | None = None
-    tools_dir: str | None = None  # TimeClaw: evolved tools for --harness tools
-    tool_protocol: str = "auto"
-    memory_bank: str | None = None  # TimeClaw: episodic memory bank parquet
-    top_k: int = 3
+    executor: str = "threads"  # threads | ray
+    concurrency: int = 4  # episodes in flight (threads) or Ray workers
+    ray_address: str | None = None
+    base_url: str | None = None  # OpenAI-compatible server
+    client_timeout_s: float | None = None  # per model call
+    fail_on_error: float = 0.0  # tolerated error rows: a share below 1, a count from 1 (inspect's rule)
     out: str | None = None
     overwrite: bool = False
+    harness_config: HarnessConfig = field(default_factory=HarnessConfig)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def model_options(self) -> dict:
+        """Provider options (the registry rejects those a provider does not take)."""
+        return {"base_url": self.base_url, "timeout_s": self.client_timeout_s}
 
-RESULT_KEYS = (
-    "model", "harness", "data", "regime", "categories", "lengths", "limit", "epochs", "max_turns", "depth",
-    "max_tokens", "temperature", "text_budget_chars", "episode_token_cap", "tools_dir", "tool_protocol",
-    "memory_bank", "top_k",
+    def filters(self) -> dict:
+        return {"regime": self.regime, "lengths": self.lengths}
+
+
+HARNESS_RESULT_KEYS = (
+    "max_turns", "depth", "observation_chars", "max_figures", "max_tokens", "temperature", "episode_token_cap",
+    "text_budget_chars", "tools_dir", "tool_protocol", "max_tool_calls", "memory_bank", "top_k", "memory_pool",
+    "memory_family_filter", "memory_exclude_self", "embedder", "unsafe_sandbox",
 )
+RESULT_KEYS = ("model", "family", "harness") + HARNESS_RESULT_KEYS
+
+
+def result_settings(cfg: EvalConfig) -> dict:
+    values = {**asdict(cfg.harness_config), **{k: v for k, v in asdict(cfg).items() if k != "harness_config"}}
+    return {key: values[key] for key in RESULT_KEYS}
 
 
 def run_name(cfg: EvalConfig) -> str:
     slug = cfg.model.replace("/", "_").replace(":", "_")
-    return f"{slug}__{cfg.harness}" + (f"__d{cfg.depth}" if cfg.depth else "")
+    family = "" if cfg.family == "anomalyxl" else f"{cfg.family.replace(':', '_').replace('.', '_')}__"
+    depth = f"__d{cfg.harness_config.depth}" if cfg.harness_config.depth else ""
+    return f"{family}{slug}__{cfg.harness}{depth}"

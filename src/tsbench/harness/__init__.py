@@ -1,48 +1,62 @@
-"""Harnesses: each runs one episode (task in, final message + trace out) and knows nothing of runs."""
+"""Harnesses: each runs one episode (task in, final message + trace out) and knows nothing of runs.
+
+A harness is a function (agent, EpisodeTask, HarnessConfig) -> EpisodeResult; a new one is one
+line in HARNESSES. `play` is the one way every caller (eval, training, TimeClaw) runs an episode:
+it never raises for what a model, the jail or the episode's caps do; those become the outcome's
+error, which the record builder turns into an error row.
+"""
 
 from __future__ import annotations
 
-from typing import Callable
+import functools
+import importlib
+import traceback
+from typing import Any, Callable
 
-from tsbench.harness.episode import EpisodeError, EpisodeResult, EpisodeTask, HarnessConfig
-from tsbench.models.base import ChatModel
+from tsbench.harness.episode import EpisodeError, EpisodeOutcome, EpisodeResult, EpisodeTask, HarnessConfig
+from tsbench.harness.runtime.sandbox import SandboxError
+from tsbench.models.base import ModelError
 
-HARNESSES = ("single-pass-text", "single-pass-image", "rlm", "rlm-image", "tools", "tools-image")
+# name -> (module, function, keyword arguments)
+HARNESSES: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "single-pass-text": ("tsbench.harness.single_pass", "run_single_pass", {"image": False}),
+    "single-pass-image": ("tsbench.harness.single_pass", "run_single_pass", {"image": True}),
+    "rlm": ("tsbench.harness.rlm", "run_rlm", {"image": False}),
+    "rlm-image": ("tsbench.harness.rlm", "run_rlm", {"image": True}),
+    "tools": ("tsbench.harness.tools", "run_tools", {"image": False}),
+    "tools-image": ("tsbench.harness.tools", "run_tools", {"image": True}),
+    "direct": ("tsbench.harness.direct", "run_direct", {}),
+}
+REFERENCE_HARNESSES = ("direct",)  # played by reference policies, never by chat models
 
-Harness = Callable[[ChatModel, EpisodeTask, HarnessConfig], EpisodeResult]
+Harness = Callable[[Any, EpisodeTask, HarnessConfig], EpisodeResult]
 
 
+@functools.lru_cache(maxsize=None)
 def get_harness(name: str) -> Harness:
-    """The harness `name`; with `HarnessConfig.memory_bank` set, retrieved precedents prefix the prompt."""
-    harness = _base_harness(name)
-
-    def run(model: ChatModel, task: EpisodeTask, cfg: HarnessConfig) -> EpisodeResult:
-        if not cfg.memory_bank or cfg.top_k <= 0:
-            return harness(model, task, cfg)
-        from tsbench.harness.tools import run_with_memory
-
-        return run_with_memory(harness, model, task, cfg)
-
-    return run
+    if name not in HARNESSES:
+        raise ValueError(f"unknown harness {name!r}; choose from {', '.join(HARNESSES)}")
+    module, function, kwargs = HARNESSES[name]
+    run = getattr(importlib.import_module(module), function)
+    return functools.partial(run, **kwargs) if kwargs else run
 
 
-def _base_harness(name: str) -> Harness:
-    if name == "single-pass-text" or name == "single-pass-image":
-        from tsbench.harness.single_pass import run_single_pass
-
-        image = name.endswith("image")
-        return lambda model, task, cfg: run_single_pass(model, task, cfg, image=image)
-    if name == "rlm" or name == "rlm-image":
-        from tsbench.harness.rlm import run_rlm
-
-        image = name.endswith("image")
-        return lambda model, task, cfg: run_rlm(model, task, cfg, image=image)
-    if name == "tools" or name == "tools-image":
-        from tsbench.harness.tools import run_tools
-
-        image = name.endswith("image")
-        return lambda model, task, cfg: run_tools(model, task, cfg, image=image)
-    raise ValueError(f"unknown harness {name!r}; choose from {', '.join(HARNESSES)}")
+def play(agent: Any, harness: str | Harness, task: EpisodeTask, cfg: HarnessConfig) -> EpisodeOutcome:
+    """Run one episode and say how it ended."""
+    run = get_harness(harness) if isinstance(harness, str) else harness
+    try:
+        return EpisodeOutcome(run(agent, task, cfg))
+    except ModelError as exc:
+        return EpisodeOutcome(None, exc.kind, str(exc), exc.attempts)
+    except EpisodeError as exc:
+        return EpisodeOutcome(exc.result, exc.kind, str(exc))
+    except SandboxError as exc:
+        return EpisodeOutcome(None, "sandbox", str(exc))
+    except Exception as exc:  # a bug must not kill a long run; it is recorded with its traceback
+        return EpisodeOutcome(None, "internal", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-1500:]}")
 
 
-__all__ = ["HARNESSES", "EpisodeError", "EpisodeResult", "EpisodeTask", "HarnessConfig", "get_harness"]
+__all__ = [
+    "HARNESSES", "REFERENCE_HARNESSES", "EpisodeError", "EpisodeOutcome", "EpisodeResult", "EpisodeTask",
+    "Harness", "HarnessConfig", "get_harness", "play",
+]

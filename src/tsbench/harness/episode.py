@@ -2,50 +2,23 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-import numpy as np
-
-from tsbench.models.base import Completion, TaskInfo
-
-
-@dataclass
-class EpisodeTask:
-    row_id: str
-    category: str
-    regime: str
-    question: str
-    channel_names: list[str]
-    values: np.ndarray  # (channels, L) float32
-    options: list[str] = field(default_factory=list)
-
-    @property
-    def length(self) -> int:
-        return int(self.values.shape[1])
-
-    @property
-    def series(self) -> dict[str, np.ndarray]:
-        return dict(zip(self.channel_names, self.values))
-
-    def info(self, *, code_execution: bool = False) -> TaskInfo:
-        return TaskInfo(
-            category=self.category, regime=self.regime, length=self.length, channel_names=list(self.channel_names),
-            options=list(self.options), row_id=self.row_id, question=self.question, series=self.series,
-            code_execution=code_execution,
-        )
+from tsbench.core.episode import EpisodeOutcome, EpisodeResult, EpisodeTask, TaskInfo
 
 
 @dataclass
 class HarnessConfig:
-    """Defaults are the paper's (spec/harness.md); every one is a CLI flag."""
+    """How one episode runs. Defaults are the paper's (spec/harness.md); every field is a TOML key
+    under [eval] or [grpo], and the ones users change are CLI flags."""
 
     max_turns: int = 15
     depth: int = 0
     observation_chars: int = 8192
     max_figures: int = 2
     cell_timeout_s: float = 300.0
-    memory_bytes: int = 4 * 2**30
+    memory_gib: float = 4.0  # per kernel process (see harness/runtime for the whole-episode bound)
+    unsafe_sandbox: bool = False  # run kernels without the jail (recorded in run.json, shown by the leaderboard)
     max_tokens: int | None = None  # per model reply
     temperature: float | None = None
     episode_token_cap: int | None = None  # total tokens in + out, all turns
@@ -72,28 +45,4 @@ class EpisodeError(Exception):
         self.result = result
 
 
-@dataclass
-class EpisodeResult:
-    final_message: str = ""
-    turns: int = 0
-    code_cells: int = 0
-    sub_calls: int = 0
-    sub_call_tokens: int = 0
-    forced_final: bool = False
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float | None = None
-    latency_s: float = 0.0
-    transcript: list[dict[str, Any]] = field(default_factory=list)
-    # Per model reply: prompt and output token ids as generated (local models), for training.
-    token_trace: list[dict[str, Any]] = field(default_factory=list)
-
-    def add_completion(self, completion: Completion) -> None:
-        self.turns += 1
-        self.input_tokens += completion.input_tokens
-        self.output_tokens += completion.output_tokens
-        self.latency_s += completion.latency_s
-        if completion.cost_usd is not None:
-            self.cost_usd = (self.cost_usd or 0.0) + completion.cost_usd
-        if completion.output_token_ids is not None:
-            self.token_trace.append({"prompt_ids": completion.prompt_token_ids, "output_ids": completion.output_token_ids})
+__all__ = ["EpisodeError", "EpisodeOutcome", "EpisodeResult", "EpisodeTask", "HarnessConfig", "TaskInfo"]

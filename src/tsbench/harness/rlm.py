@@ -16,9 +16,9 @@ import numpy as np
 
 from tsbench.harness.episode import EpisodeError, EpisodeResult, EpisodeTask, HarnessConfig
 from tsbench.harness.prompts import FINAL_TURN_NOTICE, observation_message, rlm_system_prompt
-from tsbench.harness.sandbox import Sandbox, truncate_observation
+from tsbench.harness.runtime.sandbox import Sandbox, truncate_observation
 from tsbench.models.base import ChatModel, Message
-from tsbench.scoring import strip_reasoning
+from tsbench.core.text import strip_reasoning
 
 CODE_BLOCK = re.compile(r"```[ \t]*(?:python3?|py|ipython)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 
@@ -61,7 +61,7 @@ def run_rlm(model: ChatModel, task: EpisodeTask, cfg: HarnessConfig, *, image: b
     messages = [Message("system", system), Message("user", task.question)]
     result.transcript += [{"role": "system", "content": system}, {"role": "user", "content": task.question}]
     sandbox = Sandbox(
-        task.series, cell_timeout_s=cfg.cell_timeout_s, memory_bytes=cfg.memory_bytes,
+        task.series, cell_timeout_s=cfg.cell_timeout_s, memory_bytes=int(cfg.memory_gib * 2**30),
         capture_figures=image, max_figures=cfg.max_figures, sub_rlm_handler=handler,
     )
     with sandbox:

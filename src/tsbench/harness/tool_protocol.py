@@ -21,7 +21,7 @@ from typing import Any
 
 from tsbench.harness.toolset import Observation, Toolset
 from tsbench.models.base import ChatModel, Completion, Message, TaskInfo
-from tsbench.scoring import json_object_spans, strip_reasoning
+from tsbench.core.text import json_object_spans, strip_reasoning
 
 TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"
 PROTOCOLS = ("auto", "native", "json")

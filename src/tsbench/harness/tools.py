@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from tsbench.harness.episode import EpisodeError, EpisodeResult, EpisodeTask, HarnessConfig
 from tsbench.harness.rlm import _check_caps
-from tsbench.harness.sandbox import Sandbox, SandboxError
+from tsbench.harness.runtime.sandbox import Sandbox, SandboxError
 from tsbench.harness.tool_protocol import ParsedCall, ToolProtocol, choose_protocol
 from tsbench.harness.toolset import (
     Observation,
@@ -103,7 +103,7 @@ def run_tools(model: ChatModel, task: EpisodeTask, cfg: HarnessConfig, *, image:
     ]
     info = replace(task.info(), tool_calling=protocol.name)
     install_code = toolset.install_code(task_metadata(task), numba_cache=str(stumpy_cache_dir()))
-    sandbox = Sandbox(task.series, cell_timeout_s=cfg.cell_timeout_s, memory_bytes=cfg.memory_bytes,
+    sandbox = Sandbox(task.series, cell_timeout_s=cfg.cell_timeout_s, memory_bytes=int(cfg.memory_gib * 2**30),
                       capture_figures=False)
     with sandbox:
         install_tools(sandbox, install_code)
@@ -144,35 +144,4 @@ def run_tools(model: ChatModel, task: EpisodeTask, cfg: HarnessConfig, *, image:
                     "images": [hashlib.sha256(png).hexdigest()[:16] for png in observation.images], **timing,
                 })
             messages.extend(protocol.result_messages(results, images[: cfg.max_figures]))
-    return result
-
-
-# ------------------------------------------------------------------------- episodic memory --
-
-def with_memory(task: EpisodeTask, cfg: HarnessConfig) -> tuple[EpisodeTask, dict]:
-    """The task with retrieved precedents' summaries (never their answers) prefixed to its question,
-    and a transcript event saying what was retrieved."""
-    from tsbench.memory.bank import recall
-
-    prefix, event = recall(
-        cfg.memory_bank, row_id=task.row_id, category=task.category, regime=task.regime, question=task.question,
-        channel_names=task.channel_names, values=task.values, options=task.options, top_k=cfg.top_k,
-        pool=cfg.memory_pool, family_filter=cfg.memory_family_filter, exclude_self=cfg.memory_exclude_self,
-        embedder=cfg.embedder,
-    )
-    if not prefix:
-        return task, event
-    return replace(task, question=f"{prefix}\n\n{task.question}"), event
-
-
-def run_with_memory(harness, model: ChatModel, task: EpisodeTask, cfg: HarnessConfig) -> EpisodeResult:
-    """Run `harness` on the memory-prefixed task and put the retrieval event first in the transcript."""
-    task, event = with_memory(task, cfg)
-    try:
-        result = harness(model, task, cfg)
-    except EpisodeError as exc:
-        if exc.result is not None:
-            exc.result.transcript.insert(0, event)
-        raise
-    result.transcript.insert(0, event)
     return result

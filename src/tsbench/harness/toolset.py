@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tsbench.harness.sandbox import CellResult, truncate_observation
+from tsbench.harness.runtime.sandbox import CellResult, truncate_observation
 
 log = logging.getLogger(__name__)
 

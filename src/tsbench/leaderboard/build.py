@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .columns import columns_for, is_choice
 from .figures import length_curves_figure, length_heatmap
 from .html import render_html
 from .load import discover_runs, load_results
@@ -15,6 +16,7 @@ from .result import LeaderboardResult, short_hash
 from .tables import (
     cell_table,
     column_counts,
+    dataset_columns,
     cost_table,
     failure_table,
     length_curves,
@@ -30,7 +32,8 @@ def _figures(result: LeaderboardResult) -> dict[str, dict[str, bytes]]:
     for dataset in result.datasets:
         suffix = f"-{short_hash(dataset)}" if len(result.datasets) > 1 else ""
         drawn = {
-            f"by_length{suffix}.png": length_heatmap(result.by_length[result.by_length["dataset"] == dataset]),
+            f"by_length{suffix}.png": length_heatmap(result.by_length[result.by_length["dataset"] == dataset],
+                                                      result.columns.get(dataset, [])),
             f"accuracy_vs_length{suffix}.png": length_curves_figure(result.curves[result.curves["dataset"] == dataset]),
         }
         figures[dataset] = {name: png for name, png in drawn.items() if png is not None}
@@ -40,6 +43,9 @@ def _figures(result: LeaderboardResult) -> dict[str, dict[str, bytes]]:
 def _csv_frame(result: LeaderboardResult) -> pd.DataFrame:
     """leaderboard.csv: our rows (source=tsbench) and, when asked, the paper's (source=paper, quoted)."""
     wide = result.wide.merge(result.costs, on=["dataset", "model", "harness", "depth"], how="left")
+    references = {(r.dataset, r.model, r.harness, r.depth): r.reference for r in result.runs}
+    wide.insert(5, "reference", [references.get(tuple(k)) for k in wide[["dataset", "model", "harness", "depth"]]
+                                 .itertuples(index=False)])
     wide.insert(0, "source", "tsbench")
     if result.paper is None:
         return wide
@@ -62,10 +68,16 @@ def build_leaderboard(run_dirs: list[Path], out: Path, with_paper: bool = False,
         raise ValueError("no run directories (with run.json) among " + ", ".join(map(str, run_dirs)))
     rows, runs, warnings = load_results(found)
     cells = cell_table(rows, n_boot=n_boot, seed=seed)
+    columns = dataset_columns(rows)
+    for run in runs:  # a run with no rows yet still gets its family's columns
+        columns.setdefault(run.dataset, columns_for(run.family, []))
+    every_column = list({(c.category, c.short): c for cols in columns.values() for c in cols}.values())
+    precise = [c.category for c in every_column if not is_choice(c)]
     by_length = length_table(rows)
     result = LeaderboardResult(
-        runs=runs, cells=cells, counts=column_counts(cells), wide=wide_table(cells), costs=cost_table(rows),
-        by_length=by_length, curves=length_curves(by_length), paired=paired_table(rows, n_boot=n_boot, seed=seed),
+        runs=runs, columns=columns, cells=cells, counts=column_counts(cells), wide=wide_table(cells, every_column),
+        costs=cost_table(rows), by_length=by_length, curves=length_curves(by_length, precise),
+        paired=paired_table(rows, n_boot=n_boot, seed=seed),
         failures=failure_table(rows), warnings=notes + warnings, n_boot=n_boot, seed=seed,
     )
     if with_paper:

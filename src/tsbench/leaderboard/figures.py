@@ -16,10 +16,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
-from .load import CONFIG_KEY
-from .tables import COLUMNS, PRECISE, SHORT, config_label
+from tsbench.tasks.base import Column
 
-_ORDER = {c.category: i for i, c in enumerate(COLUMNS)}
+from .columns import is_choice, order, short_name
+from .load import CONFIG_KEY
+from .tables import config_label
 
 
 def length_tick(length: int) -> str:
@@ -34,13 +35,15 @@ def _png(fig: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def length_heatmap(by_length: pd.DataFrame) -> bytes | None:
+def length_heatmap(by_length: pd.DataFrame, columns: list[Column]) -> bytes | None:
     """One panel per configuration: categories x lengths, the mean in bold and its change (pp) from
     the shortest length below it; colour is that change (green improves with length, red degrades)."""
     if by_length.empty:
         return None
-    if by_length["category"].isin(PRECISE).any():  # the paper's Fig. 3 is the precise reward
-        by_length = by_length[by_length["category"].isin(PRECISE)]
+    precise = [c.category for c in columns if not is_choice(c)]
+    if by_length["category"].isin(precise).any():  # the paper's Fig. 3 is the precise reward
+        by_length = by_length[by_length["category"].isin(precise)]
+    ranks = order(columns)
     lengths = sorted(by_length["length"].unique())
     panels = list(by_length.groupby(CONFIG_KEY[1:], sort=True))
     n_categories = by_length["category"].nunique()
@@ -54,7 +57,7 @@ def length_heatmap(by_length: pd.DataFrame) -> bytes | None:
     image = None
     for i, (config, part) in enumerate(panels):
         ax = fig.add_subplot(nrows, ncols, i + 1)
-        categories = sorted(part["category"].unique(), key=lambda c: _ORDER.get(c, 99))
+        categories = sorted(part["category"].unique(), key=lambda c: ranks.get(c, 99))
         grid = np.full((len(categories), len(lengths)), np.nan)
         means = np.full_like(grid, np.nan)
         for row in part.itertuples(index=False):
@@ -66,7 +69,7 @@ def length_heatmap(by_length: pd.DataFrame) -> bytes | None:
                 ax.text(c, r - 0.12, f"{mean:.3f}", ha="center", va="center", fontsize=8, fontweight="bold")
                 ax.text(c, r + 0.22, f"{grid[r, c]:+.1f} pp", ha="center", va="center", fontsize=6.5)
         ax.set_xticks(range(len(lengths)), [length_tick(int(x)) for x in lengths], fontsize=8)
-        ax.set_yticks(range(len(categories)), [SHORT.get(c, c) for c in categories], fontsize=8)
+        ax.set_yticks(range(len(categories)), [short_name(columns, c) for c in categories], fontsize=8)
         ax.set_title(config_label(*config), fontsize=9)
         ax.set_xlabel("context length L", fontsize=8)
     if image is not None:

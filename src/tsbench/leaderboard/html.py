@@ -30,6 +30,7 @@ table:not(.t1) td:first-child, table:not(.t1) th:first-child { text-align: left;
 tr.counts th { font-weight: normal; color: #555; }
 td.second u { text-decoration-thickness: 2px; }
 td.incomplete { background: #fff7e0; }
+.ref { display: block; font-size: 0.7rem; color: #8a5a00; font-style: italic; }
 .ci, .n { display: block; font-size: 0.7rem; color: #666; white-space: nowrap; }
 .warnings { background: #fff3cd; border: 1px solid #e0c870; padding: 0.5rem 1rem; }
 .legend { color: #444; max-width: 60rem; }
@@ -61,11 +62,29 @@ def _value_cell(cell) -> str:
     return f'<td class="{classes}">{value}{extra}</td>'
 
 
+def _group_row(columns) -> str:
+    """One header cell per run of consecutive columns under the same group."""
+    cells, previous, span = [], None, 0
+    for column in [*columns, None]:
+        group = column.group if column is not None else None
+        if column is not None and group == previous:
+            span += 1
+            continue
+        if previous is not None:
+            cells.append(f'<th colspan="{span}">{escape(previous)}</th>')
+        previous, span = group, 1
+    return '<tr><th class="label" colspan="3"></th>' + "".join(cells) + "</tr>"
+
+
+def _config_label(result: LeaderboardResult, dataset: str, config: tuple) -> str:
+    note = result.reference(dataset, config)
+    text = escape(str(config[0]))
+    return text + (f'<span class="ref">reference: {escape(note)}</span>' if note else "")
+
+
 def _main_table(result: LeaderboardResult, dataset: str) -> str:
-    columns = display_columns()
-    n_mcq = sum(1 for c in columns if c.part != "score")
-    groups = (f'<tr><th class="label" colspan="3"></th><th colspan="{n_mcq}">AnomalyXL-MCQ</th>'
-              f'<th colspan="{len(columns) - n_mcq}">AnomalyXL-Localize</th></tr>')
+    columns = display_columns(result.columns.get(dataset, []))
+    groups = _group_row(columns)
     header = '<tr><th class="label">Model</th><th class="label">Harness</th><th>Depth</th>' + "".join(
         f"<th>{escape(c.header)}</th>" for c in columns) + "</tr>"
     counts = '<tr class="counts"><th class="label" colspan="3">Samples</th>' + "".join(
@@ -73,7 +92,7 @@ def _main_table(result: LeaderboardResult, dataset: str) -> str:
     body = []
     for model, harness, depth in result.configs(dataset):
         cells = "".join(_value_cell(display_cell(result, dataset, (model, harness, depth), c)) for c in columns)
-        body.append(f'<tr class="config"><td class="label">{escape(str(model))}</td>'
+        body.append(f'<tr class="config"><td class="label">{_config_label(result, dataset, (model, harness, depth))}</td>'
                     f'<td class="label">{escape(str(harness))}</td><td>{depth}</td>{cells}</tr>')
     return (f'<div class="scroll"><table class="t1"><thead>{groups}{header}{counts}</thead>'
             f'<tbody>{"".join(body)}</tbody></table></div>')

@@ -1,6 +1,6 @@
 """Read run directories into one frame of rows, and say what could not be read.
 
-Only files are read (run.json and the samples journal/parquet through tsbench.eval.schema): the
+Only files are read (run.json and the samples journal/parquet through tsbench.results.schema): the
 leaderboard must work on results copied from another machine, with no model or harness around.
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tsbench.eval.schema import COLUMN_NAMES, JOURNAL, RUN_JSON, SAMPLES, load_run, load_samples
+from tsbench.results import COLUMN_NAMES, JOURNAL, RUN_JSON, SAMPLES, load_run, load_samples
 
 # A table row is one configuration on one dataset: these columns identify it.
 CONFIG_KEY = ["dataset", "model", "harness", "depth"]
@@ -27,7 +27,10 @@ class RunInfo:
     model: str
     harness: str
     depth: int
-    dataset: str  # the dataset manifest's sha256, or "unknown"
+    dataset: str  # the dataset's identity key (family/seed/split/config hash), or "unknown"
+    family: str
+    reference: str | None  # what a reference policy knows that a model does not; None for models
+    unsafe_sandbox: bool  # kernels ran without the jail
     complete: bool
     expected_samples: int | None
     n_rows: int
@@ -68,7 +71,8 @@ def read_run(run_dir: Path) -> tuple[RunInfo, pd.DataFrame]:
     meta = load_run(run_dir)
     has_rows = (run_dir / JOURNAL).exists() or (run_dir / SAMPLES).exists()
     frame = load_samples(run_dir) if has_rows else pd.DataFrame(columns=COLUMN_NAMES)
-    dataset = (meta.get("dataset") or {}).get("manifest_sha256") or UNKNOWN_DATASET
+    identity = meta.get("dataset") or {}
+    dataset = identity.get("key") or identity.get("manifest_sha256") or UNKNOWN_DATASET
     info = RunInfo(
         path=run_dir,
         run_name=str(meta.get("run_name") or run_dir.name),
@@ -76,13 +80,16 @@ def read_run(run_dir: Path) -> tuple[RunInfo, pd.DataFrame]:
         harness=str(meta.get("harness") or _first(frame, "harness", "?")),
         depth=int(meta.get("depth") if meta.get("depth") is not None else _first(frame, "depth", 0)),
         dataset=str(dataset),
+        family=str(meta.get("family") or "anomalyxl"),
+        reference=meta.get("reference"),
+        unsafe_sandbox=bool(meta.get("unsafe_sandbox", False)),
         complete=bool(meta.get("complete", False)),
         expected_samples=meta.get("expected_samples"),
         n_rows=len(frame),
     )
     frame = frame.assign(
-        model=info.model, harness=info.harness, depth=info.depth, dataset=info.dataset,
-        run_name=info.run_name, run_complete=info.complete,
+        model=info.model, harness=info.harness, depth=info.depth, dataset=info.dataset, family=info.family,
+        reference=info.reference, run_name=info.run_name, run_complete=info.complete,
     )
     return info, frame
 
@@ -116,7 +123,9 @@ def load_results(run_dirs: list[Path]) -> tuple[pd.DataFrame, list[RunInfo], lis
         frames.append(frame)
         if info.n_rows == 0:
             warnings.append(f"run {info.run_name} has no finished rows yet")
-        elif not info.complete:
+        if info.unsafe_sandbox:
+            warnings.append(f"run {info.run_name} ran its kernels WITHOUT the jail (--unsafe-sandbox)")
+        if not info.complete and info.n_rows:
             warnings.append(
                 f"run {info.run_name} is incomplete ({info.n_rows} of {info.expected_samples or '?'} rows); "
                 "its cells are marked †"
@@ -135,6 +144,7 @@ def load_results(run_dirs: list[Path]) -> tuple[pd.DataFrame, list[RunInfo], lis
         if len(names) > 1:
             warnings.append(f"{model} / {harness} / depth {depth}: rows of runs {', '.join(names)} merged into one row")
     if not frames:
-        return pd.DataFrame(columns=COLUMN_NAMES + ["dataset", "run_name", "run_complete"]), infos, warnings
+        return (pd.DataFrame(columns=COLUMN_NAMES + ["dataset", "reference", "run_name", "run_complete"]),
+                infos, warnings)
     rows = pd.concat(frames, ignore_index=True)
     return _dedupe(rows).reset_index(drop=True), infos, warnings

@@ -43,11 +43,17 @@ def _marked(cell) -> str:
 
 
 def _main_tables(result: LeaderboardResult, dataset: str) -> list[str]:
-    columns = display_columns()
+    columns = display_columns(result.columns.get(dataset, []))
     header = ["Model", "Harness", "Depth", *(c.header for c in columns)]
     samples = ["Samples", "", "", *(f"({result.count(dataset, c.category) or 0})" for c in columns)]
     configs = result.configs(dataset)
-    rows = [[*config, *(_marked(display_cell(result, dataset, config, c)) for c in columns)] for config in configs]
+
+    def label(config) -> str:
+        note = result.reference(dataset, config)
+        return f"{config[0]} (reference: {note})" if note else str(config[0])
+
+    rows = [[label(config), *config[1:], *(_marked(display_cell(result, dataset, config, c)) for c in columns)]
+            for config in configs]
     intervals = [[*config, *(display_cell(result, dataset, config, c).ci or DASH for c in columns)]
                  for config in configs]
     return ["### Table 1 layout", "", *_table(header, [samples] + rows),

@@ -11,7 +11,7 @@ from importlib import resources
 
 import pandas as pd
 
-from .tables import COLUMNS
+from .columns import family_columns
 
 PAPER_FILE = "paper_table1.csv"
 PAPER_LABEL = "Quoted from the paper's Table 1 (published numbers, not computed by tsbench)"
@@ -22,5 +22,5 @@ def paper_table() -> tuple[pd.DataFrame, dict[str, str]]:
     text = resources.files(__package__).joinpath(PAPER_FILE).read_text(encoding="utf-8")
     frame = pd.read_csv(io.StringIO(text), comment="#", dtype=str, keep_default_na=False)
     counts_row = frame[frame["section"] == "Samples"].iloc[0]
-    counts = {c.category: counts_row[c.category] for c in COLUMNS}
+    counts = {c.category: counts_row[c.category] for c in family_columns("anomalyxl")}
     return frame[frame["section"] != "Samples"].reset_index(drop=True), counts

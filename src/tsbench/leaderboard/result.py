@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from tsbench.tasks.base import Column
+
+from .columns import is_choice
 from .load import CONFIG_KEY, RunInfo
 
 INCOMPLETE = "†"
@@ -23,6 +26,7 @@ class LeaderboardResult:
     """
 
     runs: list[RunInfo]
+    columns: dict[str, list[Column]]  # dataset -> its family's table columns
     cells: pd.DataFrame  # one line per (configuration, category)
     counts: pd.DataFrame  # sample count per (dataset, category) column
     wide: pd.DataFrame  # the CSV layout: one line per configuration
@@ -43,6 +47,14 @@ class LeaderboardResult:
     def datasets(self) -> list[str]:
         """Every dataset a run was on, including runs with no rows yet (they get an empty section)."""
         return sorted({run.dataset for run in self.runs} | set(self.cells["dataset"]))
+
+    def family(self, dataset: str) -> str:
+        return next((r.family for r in self.runs if r.dataset == dataset), "anomalyxl")
+
+    def reference(self, dataset: str, config: tuple) -> str | None:
+        """What a reference configuration knows that a model does not (None for models)."""
+        return next((r.reference for r in self.runs if r.dataset == dataset
+                     and (r.model, r.harness, r.depth) == tuple(config) and r.reference), None)
 
     def configs(self, dataset: str) -> list[tuple]:
         """(model, harness, depth) of the configurations on one dataset, in table order."""
@@ -82,27 +94,31 @@ def fmt_count(value, digits: int = 1) -> str:
 
 
 def short_hash(dataset: str) -> str:
+    """A dataset as people say it: "anomalyxl seed42 test (3f2a9c)" from its identity key."""
+    parts = dataset.split("/")
+    if len(parts) == 4:
+        family, seed, split, digest = parts
+        return f"{family} {seed} {split} ({digest[:6]})"
     return dataset[:12]
 
 
 @dataclass(frozen=True)
 class DisplayColumn:
     category: str
-    part: str  # "acc" or "f1" (MCQ), "score" (Localize)
+    part: str  # "acc" or "f1" (multiple choice), "score" (the rest)
     header: str
+    group: str = ""  # the header it sits under
 
 
-def display_columns() -> list[DisplayColumn]:
-    """The Table-1 columns as shown: MCQ categories get accuracy and macro-F1, Localize one score."""
-    from .tables import COLUMNS
-
+def display_columns(columns: list[Column]) -> list[DisplayColumn]:
+    """The columns as shown: multiple-choice categories get accuracy and macro-F1, others one score."""
     shown = []
-    for column in COLUMNS:
-        if column.regime == "coarse":
-            shown += [DisplayColumn(column.category, "acc", f"{column.short} acc"),
-                      DisplayColumn(column.category, "f1", f"{column.short} F1")]
+    for column in columns:
+        if is_choice(column):
+            shown += [DisplayColumn(column.category, "acc", f"{column.short} acc", column.group),
+                      DisplayColumn(column.category, "f1", f"{column.short} F1", column.group)]
         else:
-            shown.append(DisplayColumn(column.category, "score", f"{column.short} ({column.metric})"))
+            shown.append(DisplayColumn(column.category, "score", f"{column.short} ({column.metric})", column.group))
     return shown
 
 

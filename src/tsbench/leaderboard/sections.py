@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from .columns import family_columns, is_choice, order, short_name
 from .result import DASH, LeaderboardResult, fmt, fmt_ci, fmt_count
-from .tables import COLUMNS, SHORT, config_label
-
-_ORDER = {c.category: i for i, c in enumerate(COLUMNS)}
+from .tables import config_label
 
 
 def pct(value) -> str:
@@ -31,12 +30,14 @@ def length_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], 
     """Fig. 3 as a table: one line per (configuration, category), one column per length."""
     part = result.by_length[result.by_length["dataset"] == dataset]
     lengths = sorted(part["length"].unique())
+    columns = result.columns.get(dataset, [])
+    ranks = order(columns)
     keyed = []
     for (model, harness, depth, category), group in part.groupby(["model", "harness", "depth", "category"], sort=True):
         at = {int(r.length): f"{r.mean:.3f} ({r.delta_pp:+.1f} pp, n={r.n})" for r in group.itertuples(index=False)}
         label = config_label(model, harness, depth)
-        keyed.append(((label, _ORDER.get(category, 99)),
-                      [label, SHORT.get(category, category), *(at.get(int(x), DASH) for x in lengths)]))
+        keyed.append(((label, ranks.get(category, 99)),
+                      [label, short_name(columns, category), *(at.get(int(x), DASH) for x in lengths)]))
     keyed.sort(key=lambda item: item[0])
     return ["Configuration", "Category", *(f"L={x}" for x in lengths)], [row for _, row in keyed]
 
@@ -55,7 +56,8 @@ def curve_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], l
 
 def paired_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], list[list]]:
     part = result.paired[result.paired["dataset"] == dataset]
-    rows = [[r.a, r.b, SHORT.get(r.category, r.category), r.n, fmt(r.mean_a), fmt(r.mean_b), f"{r.diff:+.3f}",
+    columns = result.columns.get(dataset, [])
+    rows = [[r.a, r.b, short_name(columns, r.category), r.n, fmt(r.mean_a), fmt(r.mean_b), f"{r.diff:+.3f}",
              fmt_ci(r.lo, r.hi, 3), "yes" if r.excludes_zero else "no"] for r in part.itertuples(index=False)]
     return ["a", "b", "Category", "Shared rows", "Mean a", "Mean b", "a − b", "95 % CI", "CI excludes 0"], rows
 
@@ -68,9 +70,10 @@ def failure_section(result: LeaderboardResult, dataset: str) -> tuple[list[str],
 
 
 def paper_section(result: LeaderboardResult) -> tuple[list[str], list[list]]:
-    header = ["Section", "Model", *(f"{c.short} ({'F1' if c.regime == 'coarse' else c.metric})" for c in COLUMNS)]
-    rows = [["Samples", "", *(f"({result.paper_counts[c.category]})" for c in COLUMNS)]]
-    rows += [[r["section"], r["model"], *(r[c.category] for c in COLUMNS)] for _, r in result.paper.iterrows()]
+    columns = family_columns("anomalyxl")
+    header = ["Section", "Model", *(f"{c.short} ({'F1' if is_choice(c) else c.metric})" for c in columns)]
+    rows = [["Samples", "", *(f"({result.paper_counts[c.category]})" for c in columns)]]
+    rows += [[r["section"], r["model"], *(r[c.category] for c in columns)] for _, r in result.paper.iterrows()]
     return header, rows
 
 

@@ -1,6 +1,6 @@
 """Statistics the shared aggregate module lacks: a bootstrap of macro-F1 and stable per-cell seeds.
 
-Means, their bootstrap intervals and paired differences come from tsbench.scoring.aggregate, so the
+Means, their bootstrap intervals and paired differences come from tsbench.core.stats, so the
 leaderboard and every other report compute them the same way. Macro-F1 is not a mean of row scores,
 so its interval needs its own resampling; it is vectorised because a leaderboard has many cells.
 """
@@ -13,17 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tsbench.anomalyxl import labels as lb
-from tsbench.scoring.aggregate import macro_f1
+from tsbench.core.stats import macro_f1
 
-# Option lists fixed by the task set; identification's options name channels and vary per row.
-FIXED_OPTIONS: dict[str, tuple[str, ...]] = {
-    lb.PRESENCE: (lb.YES, lb.NO),
-    lb.START_TIME: lb.START_BINS + (lb.NO_ANOMALY_OPTION,),
-    lb.CATEGORIZATION: lb.KINDS + (lb.NO_ANOMALY_OPTION,),
-    lb.MAGNITUDE_BAND: lb.MAGNITUDE_BANDS + (lb.NO_ANOMALY_OPTION,),
-    lb.INDICATOR: lb.INDICATOR_OPTIONS,
-}
 _CELLS_PER_CHUNK = 4_000_000
 
 
@@ -55,21 +46,21 @@ def gold_option(gold: str) -> str:
     return str(value["answer"]) if isinstance(value, dict) else str(value)
 
 
-def f1_classes(category: str, golds: Sequence[str], preds: Sequence[str]) -> list[str]:
-    """The class set macro-F1 is taken over for one MCQ category.
+def f1_classes(options: Sequence[str], golds: Sequence[str], preds: Sequence[str]) -> list[str]:
+    """The class set macro-F1 is taken over for one multiple-choice column.
 
-    Fixed-option categories use their option list, so "" (nothing parsed) or an off-list answer is
-    a miss for the row's gold class but never a class of its own. Identification's options differ
-    by row, so its classes are every answer given or expected, still without "".
+    A fixed option list is used as is, so "" (nothing parsed) or an off-list answer is a miss for
+    the row's gold class but never a class of its own. An empty list means the options differ by
+    row (AnomalyXL identification): the classes are every answer given or expected, still without "".
     """
-    if category in FIXED_OPTIONS:
-        return list(FIXED_OPTIONS[category])
+    if options:
+        return list(options)
     return sorted({g for g in golds} | {p for p in preds if p})
 
 
-def mcq_macro_f1(category: str, golds: Sequence[str], preds: Sequence[str]) -> float:
-    """Point macro-F1 of one MCQ cell, via the shared macro_f1 with the category's classes."""
-    return macro_f1(list(golds), list(preds), options=f1_classes(category, golds, preds))
+def mcq_macro_f1(options: Sequence[str], golds: Sequence[str], preds: Sequence[str]) -> float:
+    """Point macro-F1 of one multiple-choice cell, via the shared macro_f1 with the column's classes."""
+    return macro_f1(list(golds), list(preds), options=f1_classes(options, golds, preds))
 
 
 def _f1_of_codes(gold: np.ndarray, pred: np.ndarray, n_classes: int) -> np.ndarray:
@@ -89,12 +80,12 @@ def _f1_of_codes(gold: np.ndarray, pred: np.ndarray, n_classes: int) -> np.ndarr
 
 
 def bootstrap_macro_f1_ci(
-    category: str, golds: Sequence[str], preds: Sequence[str], n_boot: int = 1000, alpha: float = 0.05, seed: int = 0
+    options: Sequence[str], golds: Sequence[str], preds: Sequence[str], n_boot: int = 1000, alpha: float = 0.05, seed: int = 0
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of macro-F1, resampling rows (gold and prediction together)."""
     if len(golds) != len(preds) or not golds:
         raise ValueError("need equally many gold labels and predictions, at least one")
-    classes = f1_classes(category, golds, preds)
+    classes = f1_classes(options, golds, preds)
     code = {label: i for i, label in enumerate(classes)}
     gold = np.array([code.get(g, -2) for g in golds])  # off-list: in no class, as in macro_f1
     pred = np.array([code.get(p, -1) for p in preds])

@@ -12,6 +12,9 @@ Conventions (they decide what a number means, so they are stated once here):
   run says complete=false.
 - Best and second-best are marked per column among configurations on the same dataset; all
   scores are "higher is better" (MMag and LL are already turned into [0, 1] scores by the scorer).
+  Reference policies (run.json "reference": they see what a model does not) and incomplete cells
+  are never marked.
+- Columns, their order and which are multiple choice come from the family's Taskset.
 """
 
 from __future__ import annotations
@@ -19,42 +22,26 @@ from __future__ import annotations
 import itertools
 import json
 from collections import Counter
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from tsbench.anomalyxl import labels as lb
-from tsbench.scoring.aggregate import bootstrap_ci, paired_bootstrap_diff
+from tsbench.core.stats import bootstrap_ci, paired_bootstrap_diff
 
+from tsbench.tasks.base import Column
+
+from .columns import columns_for, is_choice
 from .load import CONFIG_KEY
 from .stats import bootstrap_macro_f1_ci, cell_seed, gold_option, mcq_macro_f1, predicted_option
 
 
-@dataclass(frozen=True)
-class Column:
-    category: str
-    short: str  # the paper's column label
-    metric: str  # what the paper reports there
-    regime: str  # "coarse" (MCQ) or "precise" (Localize)
-
-
-COLUMNS = (
-    Column(lb.PRESENCE, "Pres", "F1", "coarse"),
-    Column(lb.START_TIME, "ST", "F1", "coarse"),
-    Column(lb.CATEGORIZATION, "Cat", "F1", "coarse"),
-    Column(lb.MAGNITUDE_BAND, "Mag", "F1", "coarse"),
-    Column(lb.IDENTIFICATION, "Id", "F1", "coarse"),
-    Column(lb.INDICATOR, "Ind", "F1", "coarse"),
-    Column(lb.LOCALIZE, "Loc", "IoU", "precise"),
-    Column(lb.CLASSIFY, "C+E", "cls·IoU", "precise"),
-    Column(lb.MAGNITUDE, "MMag", "err", "precise"),
-    Column(lb.ALL_CHANNELS, "LAC", "F1", "precise"),
-    Column(lb.LEAD_LAG, "LL", "cls·err", "precise"),
-)
-SHORT = {c.category: c.short for c in COLUMNS}
-MCQ = [c.category for c in COLUMNS if c.regime == "coarse"]
-PRECISE = [c.category for c in COLUMNS if c.regime == "precise"]
+def dataset_columns(rows: pd.DataFrame) -> dict[str, list[Column]]:
+    """dataset -> its family's columns (plus any category the rows hold that the family lacks)."""
+    out = {}
+    for dataset, part in rows.groupby("dataset", sort=True):
+        family = str(part["family"].iloc[0]) if "family" in part else "anomalyxl"
+        out[dataset] = columns_for(family, list(part["category"].dropna().unique()))
+    return out
 
 
 def config_label(model: str, harness: str, depth: int) -> str:
@@ -62,14 +49,15 @@ def config_label(model: str, harness: str, depth: int) -> str:
 
 
 def _configs(rows: pd.DataFrame) -> pd.DataFrame:
-    """One line per configuration, in a stable order, with whether all its runs are complete."""
+    """One line per configuration, in a stable order: all its runs complete? a reference policy?"""
     if rows.empty:
-        return pd.DataFrame(columns=CONFIG_KEY + ["complete"])
-    grouped = rows.groupby(CONFIG_KEY, sort=True, dropna=False)["run_complete"].all().reset_index()
-    return grouped.rename(columns={"run_complete": "complete"})
+        return pd.DataFrame(columns=CONFIG_KEY + ["complete", "reference"])
+    grouped = rows.groupby(CONFIG_KEY, sort=True, dropna=False).agg(
+        complete=("run_complete", "all"), reference=("reference", "first")).reset_index()
+    return grouped
 
 
-def _cell(category: str, group: pd.DataFrame, n_boot: int, seed: int) -> dict:
+def _cell(column: Column | None, group: pd.DataFrame, n_boot: int, seed: int) -> dict:
     scored = group[group["score"].notna()]
     out = {"n_rows": len(group), "n_scored": len(scored), "mean": np.nan, "mean_lo": np.nan, "mean_hi": np.nan,
            "f1": np.nan, "f1_lo": np.nan, "f1_hi": np.nan}
@@ -78,25 +66,28 @@ def _cell(category: str, group: pd.DataFrame, n_boot: int, seed: int) -> dict:
     scores = scored["score"].astype(float).to_numpy()
     out["mean"] = float(scores.mean())
     out["mean_lo"], out["mean_hi"] = bootstrap_ci(scores, n_boot=n_boot, seed=seed)
-    if category in MCQ:
+    if is_choice(column):
         golds = [gold_option(g) for g in scored["gold"]]
         preds = [predicted_option(p) for p in scored["parsed_answer"]]
-        out["f1"] = mcq_macro_f1(category, golds, preds)
-        out["f1_lo"], out["f1_hi"] = bootstrap_macro_f1_ci(category, golds, preds, n_boot=n_boot, seed=seed + 1)
+        out["f1"] = mcq_macro_f1(column.options, golds, preds)
+        out["f1_lo"], out["f1_hi"] = bootstrap_macro_f1_ci(column.options, golds, preds, n_boot=n_boot, seed=seed + 1)
     return out
 
 
 def cell_table(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
     """Long table: one line per (configuration, category) with mean, macro-F1, 95 % intervals, counts."""
     records = []
-    configs = _configs(rows).set_index(CONFIG_KEY)["complete"]
+    configs = _configs(rows).set_index(CONFIG_KEY)
+    columns = {d: {c.category: c for c in cols} for d, cols in dataset_columns(rows).items()}
     for key, group in rows.groupby(CONFIG_KEY + ["category"], sort=True, dropna=False):
         *config, category = key
-        stats = _cell(category, group, n_boot, cell_seed(seed, *key))
+        stats = _cell(columns.get(key[0], {}).get(category), group, n_boot, cell_seed(seed, *key))
+        info = configs.loc[tuple(config)]
         records.append({**dict(zip(CONFIG_KEY, config)), "category": category, **stats,
-                        "run_complete": bool(configs.loc[tuple(config)])})
+                        "run_complete": bool(info["complete"]), "reference": info["reference"]})
     cells = pd.DataFrame(records, columns=CONFIG_KEY + ["category", "n_rows", "n_scored", "mean", "mean_lo",
-                                                       "mean_hi", "f1", "f1_lo", "f1_hi", "run_complete"])
+                                                       "mean_hi", "f1", "f1_lo", "f1_hi", "run_complete",
+                                                       "reference"])
     counts = column_counts(cells)
     expected = cells.merge(counts, on=["dataset", "category"], how="left")["column_n"].to_numpy()
     cells["incomplete"] = (
@@ -127,28 +118,32 @@ def _ranks(values: pd.Series) -> pd.Series:
 
 
 def mark_ranks(cells: pd.DataFrame) -> pd.DataFrame:
-    """Add mean_mark and f1_mark: best and second-best per (dataset, category) column."""
+    """Add mean_mark and f1_mark: best and second-best per (dataset, category) column, among
+    complete cells of models (reference policies and incomplete cells are shown, never ranked)."""
     cells = cells.copy()
     cells["mean_mark"] = ""
     cells["f1_mark"] = ""
-    for _, index in cells.groupby(["dataset", "category"]).groups.items():
+    rankable = ~cells["incomplete"].astype(bool)
+    if "reference" in cells:
+        rankable &= cells["reference"].isna()
+    for _, index in cells[rankable].groupby(["dataset", "category"]).groups.items():
         cells.loc[index, "mean_mark"] = _ranks(cells.loc[index, "mean"])
         cells.loc[index, "f1_mark"] = _ranks(cells.loc[index, "f1"])
     return cells
 
 
-def wide_table(cells: pd.DataFrame) -> pd.DataFrame:
+def wide_table(cells: pd.DataFrame, all_columns: list[Column]) -> pd.DataFrame:
     """One line per configuration, the category columns in the paper's order (the CSV layout).
 
-    MCQ categories carry `<cat>_acc*` and `<cat>_f1*`; Localize ones `<cat>_score*`; every
+    Multiple-choice categories carry `<cat>_acc*` and `<cat>_f1*`; others `<cat>_score*`; every
     category also `<cat>_n` (scored rows), `<cat>_rows` and `<cat>_incomplete`.
     """
     configs = cells[CONFIG_KEY].drop_duplicates().sort_values(CONFIG_KEY).reset_index(drop=True)
     indexed = cells.set_index(CONFIG_KEY + ["category"])
     keys = [tuple(cfg) for cfg in configs.itertuples(index=False)]
     columns: dict[str, list] = {}
-    for column in COLUMNS:
-        parts = {"acc": "mean", "f1": "f1"} if column.regime == "coarse" else {"score": "mean"}
+    for column in all_columns:
+        parts = {"acc": "mean", "f1": "f1"} if is_choice(column) else {"score": "mean"}
         fields = {f"{part}{suffix}": f"{src}{suffix}"
                   for part, src in parts.items() for suffix in ("", "_lo", "_hi", "_mark")}
         fields.update(n="n_scored", rows="n_rows", incomplete="incomplete")
@@ -204,13 +199,8 @@ def _mean(values: pd.Series) -> float:
     return float(numeric.mean()) if len(numeric) else np.nan
 
 
-def _invalid_reason(metrics_json) -> str:
-    try:
-        detail = json.loads(metrics_json) if isinstance(metrics_json, str) else {}
-    except ValueError:
-        detail = {}
-    reason = detail.get("error") if isinstance(detail, dict) else None
-    return f"no parseable answer ({reason})" if isinstance(reason, str) and reason else "no parseable answer"
+def _invalid_reason(answer_error) -> str:
+    return f"no parseable answer ({answer_error})" if isinstance(answer_error, str) and answer_error else "no parseable answer"
 
 
 def failure_table(rows: pd.DataFrame) -> pd.DataFrame:
@@ -223,7 +213,7 @@ def failure_table(rows: pd.DataFrame) -> pd.DataFrame:
             if isinstance(row.error_type, str):
                 cause, example = f"error: {row.error_type}", row.error
             elif pd.isna(row.valid) or not bool(row.valid) or not isinstance(row.parsed_answer, str):
-                cause, example = _invalid_reason(row.metrics), row.final_message
+                cause, example = _invalid_reason(row.answer_error), row.final_message
             else:
                 continue
             causes[cause] += 1
@@ -238,7 +228,7 @@ def failure_table(rows: pd.DataFrame) -> pd.DataFrame:
 def length_table(rows: pd.DataFrame) -> pd.DataFrame:
     """Fig. 3 numbers: mean score per (configuration, category, length) and its change, in
     percentage points, from that category's shortest length in the same configuration."""
-    scored = rows[rows["score"].notna()]
+    scored = rows[rows["score"].notna() & rows["length"].notna()]
     if scored.empty:
         return pd.DataFrame(columns=CONFIG_KEY + ["category", "length", "n", "mean", "delta_pp"])
     table = (scored.groupby(CONFIG_KEY + ["category", "length"], sort=True)["score"]
@@ -248,10 +238,10 @@ def length_table(rows: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def length_curves(by_length: pd.DataFrame) -> pd.DataFrame:
-    """Fig. 4 numbers: per configuration and length, the mean over the precise categories that
-    were run at every length that configuration has (unweighted across categories)."""
-    precise = by_length[by_length["category"].isin(PRECISE)]
+def length_curves(by_length: pd.DataFrame, precise: list[str]) -> pd.DataFrame:
+    """Fig. 4 numbers: per configuration and length, the mean over the precise (not multiple-choice)
+    categories that were run at every length that configuration has (unweighted across categories)."""
+    precise = by_length[by_length["category"].isin(precise)]
     records = []
     for key, group in precise.groupby(CONFIG_KEY, sort=True):
         lengths = sorted(group["length"].unique())

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from tsbench.core.episode import TaskInfo
+
 
 @dataclass
 class ToolCall:
@@ -28,24 +30,6 @@ class Message:
     # message made, and on a "tool" message the id of the call it answers.
     tool_calls: list[ToolCall] = field(default_factory=list)
     tool_call_id: str | None = None
-
-
-@dataclass
-class TaskInfo:
-    """What a task-aware reference policy (scripted/*, classical, detector) may know: never the gold."""
-
-    category: str
-    regime: str  # "precise" | "coarse"
-    length: int
-    channel_names: list[str]
-    options: list[str] = field(default_factory=list)
-    row_id: str = ""
-    question: str = ""
-    # The full-resolution series the harness holds (as a kernel would): non-LLM policies read it here.
-    series: dict[str, Any] | None = None
-    code_execution: bool = False  # True when the harness runs fenced code blocks (rlm): write code, not answers
-    # Set by the tools harness: "native" (tools passed to generate) or "json" (the text tool-call protocol).
-    tool_calling: str | None = None
 
 
 @dataclass

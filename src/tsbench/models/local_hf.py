@@ -198,21 +198,14 @@ class LocalHFModel:
             self.converted = converted
             self.loaded_from_cache = not converted
             return cache_dir
-        path = Path(name_or_path).expanduser()
-        if path.is_dir() and (path / "adapter_config.json").is_file():
-            self.adapter_dir = path
-            base = json.loads((path / "adapter_config.json").read_text()).get("base_model_name_or_path")
-            if not base:
-                raise ValueError(f"{path}/adapter_config.json names no base_model_name_or_path")
-            base_path = Path(base).expanduser()
-            if base != SMOLLM2_NAME and not base_path.is_dir():
-                raise ValueError(f"the adapter's base model {base!r} is not a local directory "
-                                 f"(edit base_model_name_or_path in {path}/adapter_config.json)")
-            return self._resolve_weights_dir(base)
-        if path.is_dir() and (path / "config.json").is_file():
-            return path
-        raise ValueError(f"local model not found: {name_or_path!r} (give {SMOLLM2_NAME!r} or a directory "
-                         "holding a Hugging Face model or a PEFT adapter)")
+        from tsbench.models.resolve import resolve_model  # it imports this module
+
+        source = resolve_model(f"local/{name_or_path}")
+        if source.adapter is not None:
+            self.adapter_dir = Path(source.adapter)
+            if source.base_record == SMOLLM2_NAME:
+                return self._resolve_weights_dir(SMOLLM2_NAME)
+        return Path(source.weights)
 
     def _load(self, dtype: Any) -> tuple[Any, Any]:
         transformers = offline_transformers()

@@ -1,14 +1,14 @@
 """`--model provider/name` -> a ChatModel. A bare name (`gpt-4.1-mini`) means `openai/<name>`.
 
 Providers are imported lazily, so a run of one kind never pays for (or needs) another's dependencies.
-Options that a provider does not take are an error rather than silently dropped; None values are
-ignored, so a CLI can pass all of its flags through unchanged. Reference policies (scripted/,
-classical/, detector/) are built from their name alone and take no options.
+The registry owns option routing: each provider lists the options it takes, one it does not take
+is an error rather than silently dropped, and None values are ignored, so a caller can pass all
+of its settings through unchanged. Reference policies are not models: see tsbench.baselines.
+A new provider is one function and one line in PROVIDERS.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -17,13 +17,8 @@ from tsbench.models.base import ChatModel
 OPENAI_OPTIONS = {"base_url", "api_key", "timeout_s", "retry", "extra_body"}
 VLLM_OPTIONS = OPENAI_OPTIONS | {"port", "extra_args", "startup_timeout_s"}
 LOCAL_OPTIONS = {"device", "dtype", "max_new_tokens", "seed"}
-
-# Reference policies living elsewhere in the package: prefix -> (module, what a name there is called).
-POLICY_MODULES = {
-    "scripted": ("tsbench.models.scripted", "scripted policy"),
-    "classical": ("tsbench.baselines.classical", "classical baseline"),
-    "detector": ("tsbench.baselines.detector", "detector"),
-}
+# Options every caller may pass whatever the provider; those a provider cannot use are dropped.
+GENERIC_OPTIONS = {"base_url", "timeout_s"}
 
 
 def split_spec(spec: str) -> tuple[str, str]:
@@ -40,7 +35,8 @@ def split_spec(spec: str) -> tuple[str, str]:
 
 
 def _options_for(provider: str, allowed: set[str], opts: dict[str, Any]) -> dict[str, Any]:
-    given = {key: value for key, value in opts.items() if value is not None}
+    given = {key: value for key, value in opts.items()
+             if value is not None and (key in allowed or key not in GENERIC_OPTIONS)}
     unknown = sorted(set(given) - allowed)
     if unknown:
         raise ValueError(f"option(s) {', '.join(unknown)} do not apply to {provider}/ models")
@@ -65,23 +61,6 @@ def _local(name: str, opts: dict[str, Any]) -> ChatModel:
     return LocalHFModel(name, name=f"local/{name}", **_options_for("local", LOCAL_OPTIONS, opts))
 
 
-def _policy(provider: str, name: str) -> ChatModel:
-    module_name, what = POLICY_MODULES[provider]
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as error:
-        if error.name is None or not module_name.startswith(error.name):
-            raise  # the module exists but one of its own imports is missing: a real bug
-        raise ValueError(f"unknown {what} {name!r}: {module_name} is not available") from None
-    build = getattr(module, "build", None)
-    if build is None:
-        raise ValueError(f"unknown {what} {name!r}: {module_name} has no build()")
-    try:
-        return build(name)
-    except LookupError:
-        raise ValueError(f"unknown {what} {name!r}") from None
-
-
 PROVIDERS: dict[str, Callable[[str, dict[str, Any]], ChatModel]] = {
     "openai": _openai,
     "vllm": _vllm,
@@ -94,8 +73,6 @@ def get_model(spec: str, **opts: Any) -> ChatModel:
     provider, name = split_spec(spec)
     if provider in PROVIDERS:
         return PROVIDERS[provider](name, opts)
-    if provider in POLICY_MODULES:
-        return _policy(provider, name)
-    known = ", ".join(f"{p}/" for p in [*PROVIDERS, *POLICY_MODULES])
+    known = ", ".join(f"{p}/" for p in PROVIDERS)
     raise ValueError(f"unknown model provider {provider!r} in {spec!r}; use one of {known} "
                      "or a bare OpenAI model name")

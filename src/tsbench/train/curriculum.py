@@ -17,9 +17,9 @@ import dataclasses
 
 import numpy as np
 
-from tsbench.anomalyxl.config import GenConfig, preset
-from tsbench.anomalyxl.rowplan import RowPlan, plan_row
-from tsbench.anomalyxl.seeds import derive_seed
+from tsbench.tasks.anomalyxl.config import GenConfig, preset
+from tsbench.tasks.anomalyxl.rowplan import RowPlan, plan_row
+from tsbench.tasks.anomalyxl.seeds import derive_seed
 
 CURRICULUM_FRACTION = 220 / 300
 WARM_P_PRESENT = 1.0

@@ -34,8 +34,8 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from tsbench.anomalyxl import labels as lb
-from tsbench.errors import UserError
+from tsbench.tasks.anomalyxl import labels as lb
+from tsbench.core.errors import UserError
 from tsbench.train import rewards as rw
 from tsbench.train.advantages import ADVANTAGES, group_advantages
 from tsbench.train.curriculum import CURRICULUM_FRACTION, generator_config, sample_tasks
@@ -577,7 +577,7 @@ def prepare_run_dir(cfg: GRPOConfig, out: Path, main: bool) -> Path | None:
         shutil.rmtree(out / ROLLOUTS, ignore_errors=True)
         shutil.rmtree(out / "tensorboard", ignore_errors=True)
     if main:
-        from tsbench.manifest import git_commit, versions, write_json
+        from tsbench.core.provenance import git_commit, versions, write_json
 
         out.mkdir(parents=True, exist_ok=True)
         info = {"config": cfg.to_dict(), "versions": versions(("torch", "transformers", "peft", "accelerate")),

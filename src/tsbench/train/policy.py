@@ -28,47 +28,22 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator, Protocol, Sequence
 
-from tsbench.errors import UserError
+from tsbench.core.errors import UserError
 from tsbench.models.base import Completion, Message, ModelError, TaskInfo
-from tsbench.models.local_hf import SMOLLM2_NAME, dtype_option, offline_transformers, ensure_smollm2_cache
-
-VLLM_MISSING = "--rollout-engine vllm needs vLLM on a GPU machine: pip install 'tsbench[gpu]' (or use --rollout-engine hf)"
-_MARK = "\u2063TSBENCH-REPLY\u2063"  # stands in for a reply when reading the template's tail
-
-
-# -- where the weights come from -------------------------------------------------------------------
-@dataclass(frozen=True)
-class ModelSource:
-    weights: str  # directory or hub id of the (base) weights
-    adapter: str | None = None  # a PEFT LoRA adapter directory on top of them
-    base_record: str = ""  # what a saved adapter names as its base: "smollm2-135m", a directory or a hub id
-    local: bool = True  # load without touching the network
+from tsbench.models.local_hf import dtype_option, offline_transformers
+from tsbench.models.resolve import ModelSource, resolve_model as _resolve
 
 
 def resolve_model(spec: str) -> ModelSource:
-    """`local/smollm2-135m`, `local/<dir>` (HF model or LoRA adapter), a directory path, or a hub id."""
-    spec = spec.strip()
-    if not spec:
-        raise UserError("--model is required")
-    if spec.startswith("local/"):
-        name = spec[len("local/"):]
-        if name == SMOLLM2_NAME:
-            cache_dir, _ = ensure_smollm2_cache()
-            return ModelSource(str(cache_dir), None, SMOLLM2_NAME, True)
-        path = Path(name).expanduser()
-        if (path / "adapter_config.json").is_file():
-            base = json.loads((path / "adapter_config.json").read_text()).get("base_model_name_or_path") or ""
-            if not base:
-                raise UserError(f"{path}/adapter_config.json names no base_model_name_or_path")
-            inner = resolve_model(f"local/{base}" if base == SMOLLM2_NAME or Path(base).expanduser().is_dir() else base)
-            return replace(inner, adapter=str(path.resolve()))
-        if (path / "config.json").is_file():
-            return ModelSource(str(path.resolve()), None, str(path.resolve()), True)
-        raise UserError(f"local model not found: {name!r} (give {SMOLLM2_NAME!r} or a directory holding a "
-                        "Hugging Face model or a PEFT adapter)")
-    if Path(spec).expanduser().is_dir():
-        return resolve_model(f"local/{spec}")
-    return ModelSource(spec, None, spec, False)
+    try:
+        return _resolve(spec)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
+
+VLLM_MISSING = "--rollout-engine vllm needs vLLM on a GPU machine: pip install 'tsbench[gpu]' (or use --rollout-engine hf)"
+_MARK = "\u2063TSBENCH-REPLY\u2063"  # stands in for a reply when reading the template's tail
 
 
 def saved_base_record(source: ModelSource) -> str:

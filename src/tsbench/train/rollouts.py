@@ -24,12 +24,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from tsbench.anomalyxl.rowplan import RowPlan, materialize
-from tsbench.anomalyxl.seeds import derive_seed
+from tsbench.tasks.anomalyxl.rowplan import RowPlan, materialize
+from tsbench.tasks.anomalyxl.seeds import derive_seed
 from tsbench.harness import EpisodeError, EpisodeResult, EpisodeTask, HarnessConfig
-from tsbench.harness.sandbox import SandboxError
+from tsbench.harness.runtime.sandbox import SandboxError
 from tsbench.models.base import ChatModel, Message, ModelError
-from tsbench.scoring import metrics as score_metrics
+from tsbench.tasks.anomalyxl.scoring import metrics as score_metrics
 from tsbench.train import rewards as rw
 from tsbench.train.policy import BatchingEngine, ChatTokens, PolicyChatModel
 

@@ -41,9 +41,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tsbench.anomalyxl.rows import iter_rows, read_index
-from tsbench.errors import UserError
-from tsbench.manifest import TRACKED_PACKAGES, git_commit, versions, write_json
+from tsbench.tasks.anomalyxl.rows import iter_rows, read_index
+from tsbench.core.errors import UserError
+from tsbench.core.provenance import TRACKED_PACKAGES, git_commit, versions, write_json
 from tsbench.train import sft_data as sd
 
 SINGLE_PASS = "single-pass-text"
@@ -424,7 +424,7 @@ def validate(policy: Policy, examples: list[sd.Example], cfg: SFTConfig, emit) -
     """Teacher-forced loss and the primary metric from greedy generations scored by the real scorers."""
     import torch
 
-    from tsbench.scoring import metrics as score_metrics
+    from tsbench.tasks.anomalyxl.scoring import metrics as score_metrics
 
     if not examples:
         return {"val_loss": float("nan"), "val_primary": float("nan"), "val_valid": float("nan"),

@@ -23,10 +23,10 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from tsbench.anomalyxl.rows import Row, iter_rows, read_index
-from tsbench.errors import UserError
+from tsbench.tasks.anomalyxl.rows import Row, iter_rows, read_index
+from tsbench.core.errors import UserError
 from tsbench.harness.prompts import SINGLE_PASS_SYSTEM, single_pass_text_prompt
-from tsbench.manifest import read_json, sha256_file
+from tsbench.core.provenance import read_json, sha256_file
 from tsbench.models.base import Message
 
 IGNORE = -100  # the label transformers' causal-LM loss skips

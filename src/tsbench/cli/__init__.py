@@ -1,0 +1,62 @@
+"""The `tsbench` command: thin typer commands over the library, one small module per area.
+
+Bad input ends with one line on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from tsbench import __version__
+from tsbench.cli import data, eval as eval_commands, leaderboard, timeclaw, train
+from tsbench.cli.common import err_console
+from tsbench.core.errors import UserError
+
+app = typer.Typer(
+    help="Long-context time-series benchmarks for language-model agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"tsbench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """Long-context time-series benchmarks for language-model agents."""
+
+
+app.command()(data.generate)
+app.command()(data.describe)
+app.command()(data.score)
+app.command("eval")(eval_commands.eval_cmd)
+app.command()(eval_commands.show)
+app.command()(leaderboard.leaderboard)
+app.command("sft-baseline")(train.sft_baseline)
+app.command("train-grpo")(train.train_grpo_cmd)
+memory_app = typer.Typer(help="TimeClaw episodic memory banks.", no_args_is_help=True,
+                         context_settings={"help_option_names": ["-h", "--help"]})
+memory_app.command("build")(timeclaw.memory_build)
+app.add_typer(memory_app, name="memory")
+app.command()(timeclaw.evolve)
+
+
+def main() -> None:
+    try:
+        app()
+    except (UserError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err_console.print("interrupted", markup=False)
+        sys.exit(130)

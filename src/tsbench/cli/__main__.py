@@ -1,0 +1,3 @@
+from tsbench.cli import main
+
+main()

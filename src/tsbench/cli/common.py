@@ -1,0 +1,78 @@
+"""What every command shares: consoles, list flags, which flags were given, progress bars."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from tsbench.core.errors import UserError
+
+# Outside a terminal (logs, CI, pipes) rich would squeeze tables into 80 columns.
+_WIDTH = None if sys.stdout.isatty() else 200
+console = Console(highlight=False, width=_WIDTH)
+err_console = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
+
+
+def split_list(values: Optional[list[str]]) -> Optional[list[str]]:
+    """Accept `--x a,b` and `--x a --x b` alike."""
+    if not values:
+        return None
+    return [v.strip() for item in values for v in str(item).split(",") if v.strip()]
+
+
+def ints(values: Optional[list[str]], flag: str) -> Optional[list[int]]:
+    items = split_list(values)
+    if items is None:
+        return None
+    try:
+        return [int(v) for v in items]
+    except ValueError:
+        raise UserError(f"{flag} takes integers (got {' '.join(items)})") from None
+
+
+def floats(values: Optional[list[str]], flag: str) -> Optional[list[float]]:
+    items = split_list(values)
+    if items is None:
+        return None
+    try:
+        return [float(v) for v in items]
+    except ValueError:
+        raise UserError(f"{flag} takes numbers (got {' '.join(items)})") from None
+
+
+def given(ctx: typer.Context, names: set[str] | None = None) -> dict[str, Any]:
+    """The parameters the user typed (not defaults), so they override a --config file and nothing else."""
+    out = {}
+    for name, value in ctx.params.items():
+        if names is not None and name not in names:
+            continue
+        source = ctx.get_parameter_source(name)  # typer vendors its own click: compare by name
+        if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT"):
+            out[name] = value
+    return out
+
+
+def require_file(path: Path) -> None:
+    if not Path(path).is_file():
+        raise UserError(f"no such file: {path}")
+
+
+def require_run_dir(path: Path) -> None:
+    if not (Path(path) / "run.json").is_file():
+        raise UserError(f"{path} is not a run dir (no run.json)")
+
+
+def progress_bar(*columns) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"), *columns,
+        TimeElapsedColumn(), TimeRemainingColumn(), console=err_console, transient=False,
+    )
+
+
+def is_terminal() -> bool:
+    return err_console.is_terminal and sys.stderr.isatty()

@@ -1,0 +1,197 @@
+"""`generate`, `describe`, `score`: datasets in, files and tables out."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from tsbench.cli.common import console, err_console, floats, given, ints, progress_bar, require_file, split_list
+from tsbench.core.errors import UserError
+
+LIST_OPTIONS = {"lengths": ints, "noise_weights": floats}
+
+
+def family_of(path: Path) -> str:
+    """The family a dataset file or folder belongs to, from the manifest beside it."""
+    folder = path if path.is_dir() else path.parent
+    manifest = folder / "manifest.json"
+    if manifest.is_file():
+        try:
+            return json.loads(manifest.read_text()).get("family") or "anomalyxl"
+        except json.JSONDecodeError:
+            raise UserError(f"{manifest} is not valid JSON") from None
+    return "anomalyxl"
+
+
+def data_files(path: Path) -> list[Path]:
+    if path.is_dir():
+        files = sorted(path.glob("*.parquet"))
+        if not files:
+            raise UserError(f"no parquet files in {path}")
+        return files
+    require_file(path)
+    return [path]
+
+
+def generate(
+    ctx: typer.Context,
+    family: str = typer.Option("anomalyxl", help="Task family to generate."),
+    seed: int = typer.Option(42, help="Run seed; the same seed and arguments give identical file bytes."),
+    split: str = typer.Option("test", help="test, val, train or all."),
+    preset: str = typer.Option("paper", help="AnomalyXL: paper (the published grid) or small (short rows for demos and tests)."),
+    rows_per_cell: Optional[int] = typer.Option(None, help="AnomalyXL test rows per (category, L) cell (paper: 50)."),
+    train_rows: Optional[int] = typer.Option(None, help="AnomalyXL train rows, spread evenly over the cells (paper: 5000)."),
+    val_rows: Optional[int] = typer.Option(None, help="AnomalyXL validation rows, spread evenly over the cells (paper: 500)."),
+    lengths: Optional[list[str]] = typer.Option(None, help="Series lengths for every category, e.g. 16384,32768."),
+    categories: Optional[list[str]] = typer.Option(None, help="Precise categories to generate (comma-separated)."),
+    p_present: Optional[float] = typer.Option(None, help="Localize: probability that an anomaly is present (paper: 0.8)."),
+    min_k: Optional[int] = typer.Option(None, help="All-channels: smallest number of anomalous channels (paper: 0)."),
+    width_range: Optional[tuple[int, int]] = typer.Option(None, help="Window width bounds in samples (paper: 8 256)."),
+    magnitude_range: Optional[tuple[float, float]] = typer.Option(None, help="Magnitude bounds in sigma (paper: 2 6)."),
+    noise_weights: Optional[list[str]] = typer.Option(None, help="Weights of white, red, ar1 base noise (paper: 1,1,1)."),
+    out: Optional[Path] = typer.Option(None, help="Output root; files go to <out>/seed<seed>/ (default: data/<family>)."),
+) -> None:
+    """Generate a task family's dataset as parquet, with a manifest (AnomalyXL: precise + MCQ splits)."""
+    from tsbench.tasks import get_taskset
+
+    taskset = get_taskset(family)
+    if not hasattr(taskset, "generate"):
+        raise UserError(f"family {family} has no generator")
+    options = {k: v for k, v in given(ctx).items() if k not in ("family", "out")}
+    options.setdefault("seed", seed)
+    for name, parse in LIST_OPTIONS.items():
+        if name in options:
+            options[name] = parse(options[name], f"--{name.replace('_', '-')}")
+    if "categories" in options:
+        options["categories"] = split_list(options["categories"])
+    root = out or taskset.default_root()
+    with progress_bar(TextRate()) as bars:
+        def progress(description: str, total: int):
+            task = bars.add_task(description, total=total, rate="")
+            started, done = time.perf_counter(), [0]
+
+            def advance(rows: int) -> None:
+                done[0] += rows
+                bars.update(task, advance=rows, rate=f"{done[0] / max(time.perf_counter() - started, 1e-9):.1f} rows/s")
+
+            return advance
+
+        manifest, lines = taskset.generate(options, root, progress)
+    table = Table("file", "rows", "MB", "sha256", title=f"{family} seed {options['seed']}")
+    for line in lines:
+        table.add_row(line["file"], str(line["rows"]), f"{line['bytes'] / 2**20:.1f}", line["sha256"][:16])
+    console.print(table)
+    console.print(f"manifest: {manifest}")
+
+
+def TextRate():
+    from rich.progress import TextColumn
+
+    return TextColumn("{task.fields[rate]}")
+
+
+def describe(
+    data: Path = typer.Argument(..., help="A generated parquet file or a seed dir."),
+    plot: Optional[str] = typer.Option(None, help="AnomalyXL: draw this row id (full series, gold window shaded, zoom inset)."),
+    run: Optional[Path] = typer.Option(None, help="With --plot: overlay this run's predicted window for the row."),
+    out: Optional[Path] = typer.Option(None, help="Image path for --plot (.png, .svg or .pdf) [<row id>.png]."),
+) -> None:
+    """Print what a generated file holds, or draw one row."""
+    from tsbench.tasks import get_taskset
+
+    if not data.exists():
+        raise UserError(f"no such file or directory: {data}")
+    taskset = get_taskset(family_of(data))
+    files = data_files(data)
+    if plot is not None:
+        from tsbench.tasks.anomalyxl.figure import plot_row
+        from tsbench.tasks.anomalyxl.rows import iter_rows
+
+        predicted = _predicted_window(run, plot) if run is not None else None
+        for path in files:
+            row = next(iter_rows(path, ids={plot}), None)
+            if row is not None:
+                console.print(f"wrote {plot_row(row, out or Path(f'{plot}.png'), predicted=predicted)}")
+                return
+        raise UserError(f"no row with id {plot!r} in {data}")
+    for title, frame in taskset.describe(files):
+        table = Table(*[str(c) for c in frame.columns], title=title)
+        for values in frame.itertuples(index=False):
+            table.add_row(*[str(v) for v in values])
+        console.print(table)
+
+
+def _predicted_window(run: Path, row_id: str) -> dict | None:
+    from tsbench.results import is_run_dir, load_samples
+
+    if not is_run_dir(run):
+        raise UserError(f"{run} is not a run dir (no run.json)")
+    samples = load_samples(run)
+    hit = samples[(samples["id"] == row_id) & samples["parsed_answer"].notna()]
+    if hit.empty:
+        return None
+    answer = json.loads(hit.iloc[0]["parsed_answer"])
+    return answer if isinstance(answer, dict) else None
+
+
+def score(
+    data: Path = typer.Option(..., help="A generated parquet file."),
+    responses: Path = typer.Option(..., help="JSONL with one {\"id\": ..., \"response\": ...} per line."),
+    out: Optional[Path] = typer.Option(None, help="Write per-row scores and metrics to this parquet file."),
+) -> None:
+    """Score your own predictions against a generated file and print per-category means."""
+    import pandas as pd
+
+    from tsbench.core.stats import macro_f1
+    from tsbench.tasks import get_taskset
+
+    require_file(data)
+    require_file(responses)
+    given_responses = {}
+    for n, line in enumerate(responses.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            given_responses[str(rec["id"])] = str(rec["response"])
+        except (json.JSONDecodeError, KeyError, TypeError):
+            raise UserError(f"{responses}:{n}: each line must be a JSON object with 'id' and 'response'") from None
+    taskset = get_taskset(family_of(data))
+    index = taskset.index([data], {})
+    rows = []
+    for rec in index.itertuples():
+        gold = json.loads(rec.gold)
+        response = given_responses.get(rec.id)
+        scored = taskset.score(rec.category, gold, response if response is not None else "")
+        rows.append({
+            "id": rec.id, "category": rec.category, "answered": response is not None, "score": scored.score,
+            "valid": scored.valid, "gold_answer": gold.get("answer") if isinstance(gold, dict) else None,
+            "parsed_answer": scored.parsed if isinstance(scored.parsed, str) else None,
+            "answer_error": scored.error, "metrics": json.dumps(scored.metrics),
+        })
+    df = pd.DataFrame(rows)
+    unknown = set(given_responses) - set(index["id"])
+    if unknown:
+        err_console.print(f"warning: {len(unknown)} response ids are not in {data.name} (ignored)", markup=False)
+    unanswered = int((~df["answered"]).sum())
+    if unanswered:
+        err_console.print(f"warning: {unanswered} of {len(df)} rows have no response (scored 0)", markup=False)
+    columns = {c.category: c for c in taskset.columns()}
+    table = Table("category", "rows", "answered", "mean score", "macro-F1", title=f"scores: {data.name}")
+    for category, group in df.groupby("category", sort=False):
+        f1 = ""
+        column = columns.get(category)
+        if column is not None and column.options is not None and group["gold_answer"].notna().all():
+            preds = [p or "" for p in group["parsed_answer"]]
+            f1 = f"{macro_f1(list(group['gold_answer']), preds, list(column.options) or None):.3f}"
+        table.add_row(category, str(len(group)), str(int(group["answered"].sum())), f"{group['score'].mean():.3f}", f1)
+    console.print(table)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        df.to_parquet(out, index=False)
+        console.print(f"wrote {out}")

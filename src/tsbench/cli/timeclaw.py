@@ -1,0 +1,62 @@
+"""TimeClaw: `memory build` and `evolve`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from tsbench.cli.common import console, err_console, ints, split_list
+from tsbench.core.errors import UserError
+
+
+def memory_build(
+    from_runs: list[Path] = typer.Option(..., "--from", help="Run dir(s) under results/ to learn from."),
+    out: Path = typer.Option(..., help="Bank parquet to write, e.g. banks/<name>.parquet."),
+    min_score: float = typer.Option(0.5, help="Keep episodes scoring at least this."),
+    embedder: str = typer.Option("minilm", help="Context encoder: minilm (offline), openai/<model>, or none."),
+    append: bool = typer.Option(False, help="Add to an existing bank instead of replacing it."),
+) -> None:
+    """Build an episodic memory bank (fingerprint, context embedding, trajectory summary) from eval runs."""
+    from tsbench.timeclaw import build_memory
+
+    for run in from_runs:
+        if not (run / "run.json").is_file():
+            raise UserError(f"{run} is not a run dir (no run.json)")
+    try:
+        path = build_memory(from_runs, min_score=min_score, out=out, embedder=embedder, append=append)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    console.print(f"wrote {path}")
+
+
+def evolve(
+    from_runs: list[Path] = typer.Option(..., "--from", help="Run dir(s) whose successful trajectories seed new tools."),
+    model: str = typer.Option(..., help="The model that writes tools (provider/name)."),
+    out: Path = typer.Option(..., help="Tools dir; admitted tools go to <out>/<name>/."),
+    gamma: float = typer.Option(0.7, help="Admit a tool only if its held-out success rate is at least this."),
+    min_score: float = typer.Option(0.5, help="Trajectories scoring at least this count as successful."),
+    categories: Optional[list[str]] = typer.Option(None, help="Only these categories (comma-separated)."),
+) -> None:
+    """Write tools from experience, verify them in the sandbox on held-out tasks, keep those that pass."""
+    from tsbench.timeclaw.evolve import evolve_tools
+    from tsbench.models.registry import get_model
+
+    for run in from_runs:
+        if not (run / "run.json").is_file():
+            raise UserError(f"{run} is not a run dir (no run.json)")
+    try:
+        writer = get_model(model)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    try:
+        report = evolve_tools(from_runs, writer, out, gamma=gamma, min_score=min_score, categories=split_list(categories))
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    finally:
+        writer.close()
+    console.print(report)
+    console.print(f"report: {out}/evolve_report.json")
+
+

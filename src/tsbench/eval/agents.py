@@ -1,0 +1,67 @@
+"""What plays an episode, from its spec string: a chat model (models/) or a reference policy
+(baselines/). Workers in any process rebuild agents from the same strings, once each."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from tsbench.baselines import build_policy, is_reference
+from tsbench.core.errors import UserError
+from tsbench.harness import HARNESSES, REFERENCE_HARNESSES
+from tsbench.models.base import ModelUnavailableError
+from tsbench.models.registry import get_model
+
+
+def build_agent(spec: str, options: dict[str, Any] | None = None) -> Any:
+    """A ChatModel or a reference policy; a bad spec is a UserError (one line at the CLI)."""
+    try:
+        if is_reference(spec):
+            return build_policy(spec)
+        return get_model(spec, **(options or {}))
+    except (ValueError, ModelUnavailableError) as exc:
+        raise UserError(str(exc)) from None
+
+
+def default_harness(spec: str) -> str:
+    """rlm for models; the first harness a reference policy declares (direct for the detector)."""
+    if is_reference(spec):
+        return "direct" if spec.split("/", 1)[0] in ("detector", "classical") else "rlm"
+    return "rlm"
+
+
+def check_pairing(spec: str, harness: str, agent: Any | None = None) -> None:
+    """Refuse, before any episode runs, an agent on a harness it cannot play."""
+    if harness not in HARNESSES:
+        raise UserError(f"--harness must be one of {', '.join(HARNESSES)} (got {harness})")
+    supported = getattr(agent, "harnesses", None)
+    if supported is not None and harness not in supported:
+        raise UserError(f"{spec} plays {', '.join(supported)}, not {harness}")
+    if harness in REFERENCE_HARNESSES and not is_reference(spec):
+        raise UserError(f"--harness {harness} is for reference policies (detector/, classical/); {spec} is a model")
+
+
+def reference_note(agent: Any) -> str | None:
+    """What a reference policy knows that a model does not (None for models)."""
+    return getattr(agent, "reference", None)
+
+
+class AgentCache:
+    """One agent per (spec, options) per process, built on first use and shared by its threads."""
+
+    def __init__(self) -> None:
+        self._agents: dict[tuple, Any] = {}
+        self._lock = threading.Lock()
+
+    def get(self, spec: str, options: dict[str, Any]) -> Any:
+        key = (spec, tuple(sorted((k, repr(v)) for k, v in options.items())))
+        with self._lock:
+            if key not in self._agents:
+                self._agents[key] = build_agent(spec, options)
+            return self._agents[key]
+
+    def close(self) -> None:
+        with self._lock:
+            for agent in self._agents.values():
+                agent.close()
+            self._agents.clear()

@@ -1,0 +1,64 @@
+"""Episodes on a bounded thread pool in this process, sharing one agent per spec.
+
+Threads suit API models (the wait is network I/O) and the kernels (separate processes); a
+local model on the CPU is shared and serialised by its own lock.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Iterable
+
+from tsbench.eval.agents import AgentCache
+from tsbench.eval.episode import EpisodeJob, execute_job, failed_record
+from tsbench.eval.executors import Abandoned, OnInterrupt, OnRecord
+
+
+class ThreadExecutor:
+    def __init__(self, concurrency: int = 4, agents: AgentCache | None = None) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be >= 1")
+        self.concurrency = concurrency
+        self.agents = agents or AgentCache()
+        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="episode")
+
+    def _run_one(self, job: EpisodeJob) -> dict:
+        try:
+            return execute_job(job, self.agents)
+        except Exception as exc:  # the job could not run at all: an error row, not a dead run
+            return failed_record(job, exc)
+
+    def run(self, jobs: Iterable[EpisodeJob], on_record: OnRecord, on_interrupt: OnInterrupt | None = None) -> None:
+        in_flight: set[Future] = set()
+
+        def collect(block_until_one: bool) -> None:
+            done, _ = wait(in_flight, return_when=FIRST_COMPLETED) if block_until_one else (
+                {f for f in in_flight if f.done()}, None)
+            for future in done:
+                in_flight.discard(future)
+                on_record(future.result())
+
+        try:
+            for job in jobs:
+                while len(in_flight) >= 2 * self.concurrency:  # few rows in memory at a time
+                    collect(True)
+                in_flight.add(self._pool.submit(self._run_one, job))
+                collect(False)
+            while in_flight:
+                collect(True)
+        except KeyboardInterrupt:
+            for future in list(in_flight):
+                if future.cancel():
+                    in_flight.discard(future)
+            if on_interrupt is not None:
+                on_interrupt(len(in_flight))
+            try:
+                while in_flight:
+                    collect(True)
+            except KeyboardInterrupt:
+                raise Abandoned() from None
+            raise
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self.agents.close()

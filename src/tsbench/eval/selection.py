@@ -1,0 +1,62 @@
+"""Which rows a run evaluates: the family's index, filtered, then drawn evenly for --limit.
+
+--limit N takes N rows per category, spread round-robin over the family's strata cells (for
+AnomalyXL: the series lengths), each cell in an order shuffled by --seed. The order is fixed for
+a seed, so a larger --limit selects a superset and extends a run instead of replacing it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pandas as pd
+
+from tsbench.core.errors import UserError
+from tsbench.tasks.base import Taskset
+
+
+def _cell_order(ids: list[str], seed: int, cell: tuple) -> list[str]:
+    digest = hashlib.blake2b(repr((seed, cell)).encode(), digest_size=8).digest()
+    rng = np.random.default_rng(int.from_bytes(digest, "little"))
+    return [ids[i] for i in rng.permutation(len(ids))]
+
+
+def draw(rows: pd.DataFrame, strata: tuple[str, ...], limit: int, seed: int) -> pd.DataFrame:
+    """At most `limit` rows per category, round-robin over the strata cells, shuffled by seed."""
+    keep: list[str] = []
+    for category, group in rows.groupby("category", sort=False):
+        cells = [
+            _cell_order(sorted(cell_rows["id"]), seed, (category, *(key if isinstance(key, tuple) else (key,))))
+            for key, cell_rows in (group.groupby(list(strata), sort=True) if strata else [((), group)])
+        ]
+        taken: list[str] = []
+        depth = 0
+        while len(taken) < limit and any(depth < len(c) for c in cells):
+            taken += [c[depth] for c in cells if depth < len(c)][: limit - len(taken)]
+            depth += 1
+        keep += taken
+    chosen = set(keep)
+    return rows[rows["id"].isin(chosen)]
+
+
+def select_rows(taskset: Taskset, files, *, categories=None, sample_ids=None, limit=None, seed=42,
+                filters=None) -> pd.DataFrame:
+    if limit is not None and limit < 1:
+        raise UserError(f"--limit must be at least 1 (got {limit})")
+    rows = taskset.index(list(files), filters or {})
+    if categories:
+        unknown = sorted(set(categories) - set(rows["category"]))
+        if len(unknown) == len(set(categories)):
+            raise UserError(f"no rows of categories {unknown} in the selected data")
+        rows = rows[rows["category"].isin(categories)]
+    if sample_ids:
+        missing = sorted(set(sample_ids) - set(rows["id"]))
+        if missing:
+            raise UserError(f"no sample {missing[0]!r} in the selected data")
+        rows = rows[rows["id"].isin(sample_ids)]
+    if limit is not None:
+        rows = draw(rows, tuple(taskset.strata), limit, seed)
+    if rows.empty:
+        raise UserError("no rows match the selection (check --regime, --categories, --lengths, --sample-id)")
+    return rows.reset_index(drop=True)

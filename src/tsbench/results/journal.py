@@ -1,0 +1,88 @@
+"""The crash-safe journal: one JSON line per finished (id, epoch), flushed and fsync'd.
+
+A later line for the same key supersedes an earlier one (an error row replaced on resume). The
+reader is the only one in the project: eval, train, TimeClaw and the leaderboard all use it, so a
+run killed mid-write (a torn last line) or a stray line reads the same everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tsbench.results.schema import COLUMN_NAMES, JOURNAL, is_record, key_of
+
+
+class Journal:
+    """Append-only JSONL of finished rows."""
+
+    def __init__(self, run_dir: str | Path):
+        self.path = Path(run_dir) / JOURNAL
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = None
+
+    def append(self, record: dict) -> None:
+        missing = set(COLUMN_NAMES) - set(record)
+        if missing:
+            raise ValueError(f"result record lacks columns {sorted(missing)}")
+        if self._fh is None:
+            self._open()
+        self._fh.write(json.dumps({k: record[k] for k in COLUMN_NAMES}, ensure_ascii=False, default=str) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def _open(self) -> None:
+        """Append on a fresh line: a run killed mid-write leaves a torn last line, which the
+        next record must not be glued onto."""
+        self._fh = open(self.path, "a+b")
+        if self._fh.tell() > 0:
+            self._fh.seek(-1, os.SEEK_END)
+            if self._fh.read(1) != b"\n":
+                self._fh.write(b"\n")
+        self._fh.close()
+        self._fh = open(self.path, "a", encoding="utf-8")
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+@dataclass
+class JournalRead:
+    records: list[dict]  # the latest record per (id, epoch), in first-seen order
+    bad_lines: list[int] = field(default_factory=list)  # 1-based numbers of lines skipped
+
+    def note(self) -> str | None:
+        if not self.bad_lines:
+            return None
+        shown = ", ".join(map(str, self.bad_lines[:5])) + (" ..." if len(self.bad_lines) > 5 else "")
+        return f"skipped {len(self.bad_lines)} unreadable journal line(s) (line {shown})"
+
+
+def read_journal_report(run_dir: str | Path) -> JournalRead:
+    path = Path(run_dir) / JOURNAL
+    if not path.exists():
+        return JournalRead([])
+    latest: dict[tuple[str, int], dict] = {}
+    bad: list[int] = []
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for number, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                bad.append(number)
+                continue
+            if not is_record(record):
+                bad.append(number)
+                continue
+            latest[key_of(record)] = record  # the latest line wins, kept where its key first appeared
+    return JournalRead(list(latest.values()), bad)
+
+
+def read_journal(run_dir: str | Path) -> list[dict]:
+    return read_journal_report(run_dir).records

@@ -1,0 +1,69 @@
+"""The one results schema: eval writes it, training logs rollouts in it, TimeClaw and the
+leaderboard read it. Each field carries its description in the parquet schema metadata; the
+human-readable copy is docs/results-schema.md.
+
+A run directory holds `run.json` (config and provenance), `results.json` (the summary),
+`samples.jsonl` (the crash-safe journal, see journal.py) and `samples.parquet` (the journal
+consolidated, one row per (id, epoch), rewritten atomically at the end of every run).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+JOURNAL = "samples.jsonl"
+SAMPLES = "samples.parquet"
+RUN_JSON = "run.json"
+RESULTS_JSON = "results.json"
+
+# JSON-text columns hold values whose shape differs per family or category.
+JSON_COLUMNS = ("parsed_answer", "gold", "transcript")
+
+_FIELDS = [
+    ("id", pa.string(), "the sample's id in its dataset"),
+    ("epoch", pa.int32(), "the repeat of this sample, from 0"),
+    ("family", pa.string(), "the task family (anomalyxl, timesage, ...)"),
+    ("split", pa.string(), "the dataset split the sample came from"),
+    ("regime", pa.string(), "the family's subset: AnomalyXL precise | coarse, TimeSage the tier"),
+    ("category", pa.string(), "the task category: one column of the results table"),
+    ("length", pa.int32(), "samples per channel of the series, null when the task has none"),
+    ("n_channels", pa.int32(), "channels of the series, null when the task has none"),
+    ("attributes", pa.map_(pa.string(), pa.string()), "family facts about the sample (scenario, period, ...)"),
+    ("model", pa.string(), "the provider/name spec the run was given"),
+    ("harness", pa.string(), "the harness that ran the episode"),
+    ("depth", pa.int32(), "sub_rlm recursion depth"),
+    ("final_message", pa.string(), "the model's final message, as it was scored"),
+    ("parsed_answer", pa.string(), "JSON: the typed answer the scorer read; null if nothing parsed"),
+    ("gold", pa.string(), "JSON: the gold answer"),
+    ("score", pa.float64(), "score in [0, 1]; null on error rows (an error is never a 0)"),
+    ("valid", pa.bool_(), "the answer parsed and passed the category's type check"),
+    ("answer_error", pa.string(), "why the answer was unusable, when valid is false"),
+    ("metrics", pa.map_(pa.string(), pa.float64()), "secondary metrics of the category (IoU, F1, errors, ...)"),
+    ("turns", pa.int32(), "model replies in the episode"),
+    ("code_cells", pa.int32(), "code cells or tool calls run in the jail"),
+    ("sub_calls", pa.int32(), "nested sub_rlm episodes"),
+    ("forced_final", pa.bool_(), "the turn budget ran out and the answer was demanded"),
+    ("input_tokens", pa.int64(), "prompt tokens over all replies"),
+    ("output_tokens", pa.int64(), "generated tokens over all replies"),
+    ("sub_call_tokens", pa.int64(), "tokens spent in sub_rlm episodes"),
+    ("latency_s", pa.float64(), "wall-clock seconds of the episode"),
+    ("cost_usd", pa.float64(), "API dollars, null when the price is unknown"),
+    ("error_type", pa.string(), "null when the episode finished; else rate_limit, server, timeout, sandbox, ..."),
+    ("error", pa.string(), "the error message of an error row"),
+    ("attempts", pa.int32(), "model calls tried for the failing call (retries + 1), on error rows"),
+    ("transcript", pa.string(), "JSON: messages, code, observations, image references"),
+    ("finished_at", pa.timestamp("us", tz="UTC"), "when the episode finished"),
+]
+
+COLUMNS = pa.schema([pa.field(name, kind, metadata={"description": text}) for name, kind, text in _FIELDS])
+COLUMN_NAMES = [f.name for f in COLUMNS]
+DESCRIPTIONS = {name: text for name, _, text in _FIELDS}
+
+
+def key_of(record: dict) -> tuple[str, int]:
+    return (str(record["id"]), int(record["epoch"]))
+
+
+def is_record(value: object) -> bool:
+    """A journal line that is a results record (valid JSON can still be something else)."""
+    return isinstance(value, dict) and isinstance(value.get("id"), str) and isinstance(value.get("epoch"), int)

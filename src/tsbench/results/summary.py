@@ -1,0 +1,61 @@
+"""A run's numbers per category and overall: what `eval` prints and results.json holds.
+
+Means are over scored rows; error rows are counted apart and never enter a mean. Intervals are
+95 % percentile bootstraps of the mean (seed 0), flagged when a cell has fewer than 10 rows.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from tsbench.core.stats import bootstrap_ci
+
+SMALL_N = 10
+
+
+def _block(group: pd.DataFrame) -> dict:
+    scored = group[group["error_type"].isna() & group["score"].notna()]
+    scores = scored["score"].astype(float).to_numpy()
+    n = len(scores)
+    mean = float(scores.mean()) if n else None
+    stderr = float(scores.std(ddof=1) / math.sqrt(n)) if n > 1 else None
+    low, high = bootstrap_ci(scores, n_boot=1000, seed=0) if n else (None, None)
+    cost = group["cost_usd"].dropna()
+    return {
+        "rows": int(len(group)), "n": n, "errors": int(group["error_type"].notna().sum()),
+        "mean": mean, "stderr": stderr, "ci95": [low, high] if n else None, "small_n": bool(n < SMALL_N),
+        "valid_rate": float(scored["valid"].astype(float).mean()) if n else None,
+        "mean_turns": float(group["turns"].mean()) if len(group) else None,
+        "forced_final_rate": float(scored["forced_final"].astype(float).mean()) if n else None,
+        "input_tokens": int(group["input_tokens"].sum()), "output_tokens": int(group["output_tokens"].sum()),
+        "cost_usd": float(cost.sum()) if len(cost) else None, "cost_known_rows": int(len(cost)),
+    }
+
+
+def summarize(samples: pd.DataFrame, category_order: list[str] | None = None) -> dict:
+    """{"categories": [{"category": c, **block}, ...] in table order, "overall": block}."""
+    order = {c: i for i, c in enumerate(category_order or [])}
+    categories = sorted(samples["category"].dropna().unique(), key=lambda c: (order.get(c, len(order)), c))
+    return {
+        "categories": [{"category": c, **_block(samples[samples["category"] == c])} for c in categories],
+        "overall": _block(samples),
+    }
+
+
+def error_share(samples: pd.DataFrame) -> tuple[int, float]:
+    errors = int(samples["error_type"].notna().sum())
+    return errors, errors / len(samples) if len(samples) else 0.0
+
+
+def fails(errors: int, rows: int, tolerated: float) -> bool:
+    """inspect's --fail-on-error rule: a value below 1 is a share of rows, from 1 a count."""
+    if errors == 0:
+        return False
+    if tolerated >= 1:
+        return errors > tolerated
+    return errors / max(rows, 1) > tolerated
+
+
+__all__ = ["SMALL_N", "error_share", "fails", "summarize"]

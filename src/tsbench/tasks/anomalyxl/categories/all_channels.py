@@ -1,0 +1,56 @@
+"""Localize all channels (16 channels): K ~ U{min_k..max_k} anomalies on K distinct channels,
+windows that never overlap in time; the gold lists every event sorted by (channel, start)."""
+
+from __future__ import annotations
+
+from tsbench.tasks.anomalyxl import labels as lb
+from tsbench.tasks.anomalyxl.categories import AnomalyPlan, describe_channels
+from tsbench.tasks.anomalyxl.injections import plan_injection
+
+SCHEMA = '{"anomalies": [{"channel": "<name>", "start": <int>, "end": <int>}, ...]}'
+MAX_TRIES = 10_000
+
+
+def channel_names(cfg) -> list[str]:
+    return [f"ch_{i:02d}" for i in range(cfg.n_channels_all)]
+
+
+def question(names: list[str], length: int, cfg) -> str:
+    return (
+        f"You are given a multichannel time series: {describe_channels(names, length)}. "
+        f"Between {cfg.min_k} and {cfg.max_k} of the channels carry one anomaly each; the anomalous windows never overlap in time, "
+        "and the other channels carry none. List every anomalous channel with its window as half-open indices [start, end). "
+        f"Answer with one JSON object: {SCHEMA}; use an empty list if there is no anomaly."
+    )
+
+
+def _overlaps(start: int, end: int, taken: list[tuple[int, int]]) -> bool:
+    return any(start < e and s < end for s, e in taken)
+
+
+def plan(rng, length: int, cfg) -> AnomalyPlan:
+    names = channel_names(cfg)
+    k = int(rng.integers(cfg.min_k, cfg.max_k + 1))
+    targets = sorted(int(c) for c in rng.choice(len(names), size=k, replace=False))
+    injections: list[dict] = []
+    taken: list[tuple[int, int]] = []
+    for channel in targets:
+        kind = lb.KINDS[int(rng.integers(len(lb.KINDS)))]
+        for _ in range(MAX_TRIES):
+            inj = plan_injection(
+                rng, length=length, kind=kind, channel=channel, width_range=cfg.width_range,
+                variance_floor=cfg.variance_width_floor, magnitude_range=cfg.magnitude_range,
+            )
+            if not _overlaps(inj["start"], inj["end"], taken):
+                break
+        else:
+            raise ValueError(f"could not place {k} non-overlapping windows in L={length}")
+        taken.append((inj["start"], inj["end"]))
+        injections.append(inj)
+    events = sorted(
+        ({"channel": names[i["channel"]], "start": i["start"], "end": i["end"]} for i in injections),
+        key=lambda ev: (ev["channel"], ev["start"]),
+    )
+    gold = {"anomalies": events, "channels": names, "_L": length}
+    facts = {"anomalous_channels": sorted({ev["channel"] for ev in events})}
+    return AnomalyPlan(names, injections, gold, question(names, length, cfg), facts)

@@ -1,0 +1,80 @@
+"""Plan a row (decide scene, anomaly, gold, question), then materialize its arrays only when needed.
+
+A row's plan is a JSON-able dict holding every decision; `materialize(plan)` rebuilds the exact
+float32 values from it alone, which is how rows are verified, projected and regenerated.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tsbench.tasks.anomalyxl import labels as lb
+from tsbench.tasks.anomalyxl.categories import category_module
+from tsbench.tasks.anomalyxl.injections import apply_injection
+from tsbench.tasks.anomalyxl.scene import build_scene, plan_scene
+from tsbench.tasks.anomalyxl.seeds import PLAN_STREAM, SCENE_STREAM, derive_seed, row_rng
+
+PLAN_VERSION = 1
+
+
+@dataclass
+class RowPlan:
+    id: str
+    split: str
+    regime: str
+    category: str
+    length: int
+    channel_names: list[str]
+    question: str
+    options: list[str]
+    gold: dict
+    plan: dict
+    seed: int
+    source_id: str
+    facts: dict = field(default_factory=dict)
+
+    def gold_json(self) -> str:
+        return json.dumps(self.gold, sort_keys=True)
+
+    def plan_json(self) -> str:
+        return json.dumps(self.plan, sort_keys=True)
+
+
+def row_id(split: str, category: str, length: int, index: int) -> str:
+    return f"{split}-{category}-{length}-{index:05d}"
+
+
+def plan_row(cfg, split: str, category: str, length: int, index: int) -> RowPlan:
+    anomaly = category_module(category).plan(row_rng(cfg.seed, split, category, length, index, PLAN_STREAM), length, cfg)
+    scenes = []
+    for c in range(len(anomaly.channel_names)):
+        scene_rng = np.random.default_rng(derive_seed(cfg.seed, split, category, length, index, SCENE_STREAM, c))
+        scenes.append(plan_scene(scene_rng, cfg.noise_weights, cfg.p_periodic, cfg.p_trend))
+    rid = row_id(split, category, length, index)
+    plan = {
+        "version": PLAN_VERSION,
+        "key": {"seed": cfg.seed, "split": split, "category": category, "length": length, "index": index},
+        "scenes": scenes,
+        "injections": anomaly.injections,
+    }
+    return RowPlan(
+        id=rid, split=split, regime=lb.regime_of(category), category=category, length=length,
+        channel_names=anomaly.channel_names, question=anomaly.question, options=[], gold=anomaly.gold,
+        plan=plan, seed=cfg.seed, source_id=rid, facts=anomaly.facts,
+    )
+
+
+def materialize(plan: dict) -> np.ndarray:
+    """(channels, L) float32 values, bit-identical for the same plan."""
+    length = plan["key"]["length"]
+    out = np.empty((len(plan["scenes"]), length), dtype=np.float32)
+    for c, scene in enumerate(plan["scenes"]):
+        x = build_scene(scene, length)
+        for inj in plan["injections"]:
+            if inj["channel"] == c:
+                apply_injection(x, inj)
+        out[c] = x
+    return out

@@ -1,0 +1,153 @@
+"""AnomalyXL as a Taskset: where its files are, what a row looks like to a harness, how it is scored."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from tsbench.core.episode import EpisodeTask
+from tsbench.core.errors import UserError
+from tsbench.core.provenance import read_json, sha256_file
+from tsbench.tasks.anomalyxl import labels as lb
+from tsbench.tasks.anomalyxl.answer_class import answer_class, gold_class
+from tsbench.tasks.anomalyxl.metrics import metrics
+from tsbench.tasks.anomalyxl.rows import read_index, read_row
+from tsbench.tasks.base import Column, Sample, SampleRef, Scored
+
+REGIMES = {"precise": ("precise",), "coarse": ("coarse",), "both": ("precise", "coarse")}
+DEFAULT_ROOT = "data/anomalyxl"
+
+COLUMNS = (
+    Column(lb.PRESENCE, "Pres", "F1", "MCQ", (lb.YES, lb.NO)),
+    Column(lb.START_TIME, "ST", "F1", "MCQ", (*lb.START_BINS, lb.NO_ANOMALY_OPTION)),
+    Column(lb.CATEGORIZATION, "Cat", "F1", "MCQ", (*lb.KINDS, lb.NO_ANOMALY_OPTION)),
+    Column(lb.MAGNITUDE_BAND, "Mag", "F1", "MCQ", (*lb.MAGNITUDE_BANDS, lb.NO_ANOMALY_OPTION)),
+    Column(lb.IDENTIFICATION, "Id", "F1", "MCQ", ()),  # options differ per row: classes are what occurs
+    Column(lb.INDICATOR, "Ind", "F1", "MCQ", lb.INDICATOR_OPTIONS),
+    Column(lb.LOCALIZE, "Loc", "IoU", "Localize"),
+    Column(lb.CLASSIFY, "C+E", "cls·IoU", "Localize"),
+    Column(lb.MAGNITUDE, "MMag", "err", "Localize"),
+    Column(lb.ALL_CHANNELS, "LAC", "F1", "Localize"),
+    Column(lb.LEAD_LAG, "LL", "cls·err", "Localize"),
+)
+
+
+class AnomalyXL:
+    name = "anomalyxl"
+    strata = ("length",)
+
+    def resolve(self, data: list[str], *, seed: int, split: str, root: str | None, filters: dict[str, Any]) -> list[Path]:
+        regime = filters.get("regime") or "both"
+        if regime not in REGIMES:
+            raise UserError(f"--regime must be precise, coarse or both (got {regime})")
+        names = [f"{split}-{r}.parquet" for r in REGIMES[regime]]
+        if data:
+            files = []
+            for item in map(Path, data):
+                files += [item / name for name in names] if item.is_dir() else [item]
+        else:
+            seed_dir = Path(root or DEFAULT_ROOT) / f"seed{seed}"
+            files = [seed_dir / name for name in names]
+        missing = [str(f) for f in files if not f.is_file()]
+        if missing:
+            raise UserError(f"dataset file not found: {missing[0]} (create it with: tsbench generate --seed {seed} --split {split})")
+        return files
+
+    def index(self, files: list[Path], filters: dict[str, Any]) -> pd.DataFrame:
+        frames = []
+        for path in files:
+            try:
+                frame = read_index(path)
+            except Exception as exc:  # pyarrow raises several types for a file that is not ours
+                raise UserError(f"{path} is not an AnomalyXL parquet file ({type(exc).__name__}: {str(exc)[:120]})") from None
+            frames.append(frame.assign(path=str(path)))
+        rows = pd.concat(frames, ignore_index=True)
+        regime = filters.get("regime") or "both"
+        if regime != "both":
+            rows = rows[rows["regime"] == regime]
+        if filters.get("lengths"):
+            rows = rows[rows["length"].isin(filters["lengths"])]
+        return rows.reset_index(drop=True)
+
+    def load(self, ref: SampleRef) -> Sample:
+        row = read_row(ref.path, ref.id)
+        task = EpisodeTask(row.id, row.category, row.regime, row.question, list(row.channel_names), row.values, list(row.options))
+        columns = {"split": row.split, "regime": row.regime, "length": row.length, "n_channels": len(row.channel_names)}
+        return Sample(ref=ref, task=task, gold=row.gold, columns=columns)
+
+    def score(self, category: str, gold: Any, message: str) -> Scored:
+        m = metrics(category, gold, message)
+        numbers = {k: _number(v) for k, v in m.items() if k not in ("score", "valid", "parsed", "error")}
+        return Scored(score=float(m["score"]), valid=bool(m["valid"]), parsed=m["parsed"], error=m["error"], metrics=numbers)
+
+    def columns(self) -> list[Column]:
+        return list(COLUMNS)
+
+    def dataset_identity(self, files: list[Path]) -> dict[str, Any]:
+        """Runs on the same generated split are comparable whatever regime they selected: the key is
+        (family, seed, split, generator config), read from the manifest beside the files."""
+        splits = sorted({_split_of(f) for f in files})
+        manifest_path = files[0].parent / "manifest.json"
+        manifest = read_json(manifest_path) if manifest_path.exists() else {}
+        configs = [manifest.get("splits", {}).get(s, {}).get("config") for s in splits]
+        hashes = {}
+        for path in files:
+            recorded = manifest.get("splits", {}).get(_split_of(path), {}).get("files", {}).get(path.name, {})
+            hashes[path.name] = recorded.get("sha256") or sha256_file(path)
+        if all(c is not None for c in configs):
+            basis = json.dumps(configs, sort_keys=True)
+        else:  # no manifest: the files' bytes are all we know
+            basis = json.dumps(hashes, sort_keys=True)
+        seed = manifest.get("seed")
+        return {
+            "family": self.name, "seed": seed, "split": ",".join(splits),
+            "key": f"{self.name}/seed{seed}/{','.join(splits)}/{hashlib.sha256(basis.encode()).hexdigest()[:12]}",
+            "paths": [str(f) for f in files], "file_sha256": hashes,
+        }
+
+    def generate(self, options: dict[str, Any], out: Path, progress=None) -> tuple[Path, list[dict]]:
+        from tsbench.tasks.anomalyxl.generate import generate_from_options
+
+        return generate_from_options(options, out, progress)
+
+    def default_root(self) -> Path:
+        return Path(DEFAULT_ROOT)
+
+    def describe(self, files: list[Path]) -> list[tuple[str, pd.DataFrame]]:
+        """Tables `tsbench describe` prints: rows per category x L, then each category's make-up."""
+        from tsbench.tasks.anomalyxl.describe import composition
+
+        tables = []
+        for path in files:
+            comp = composition(self.index([path], {}))
+            cells = comp["cells"].assign(total=comp["cells"].sum(axis=1)).reset_index()
+            cells.columns = [str(c) for c in cells.columns]
+            tables.append((f"{path.name}: {comp['rows']} rows (category x L)", cells))
+            details = pd.DataFrame([
+                {"category": c, "composition": "\n".join(f"{k}: {v}" for k, v in info.items() if k != "rows")}
+                for c, info in comp["categories"].items()
+            ])
+            tables.append((f"{path.name}: composition", details))
+        return tables
+
+    def answer_class(self, category: str, gold: Any, text: str) -> str | None:
+        return answer_class(category, gold, text)
+
+    def gold_class(self, category: str, gold: Any) -> str:
+        return gold_class(category, gold)
+
+
+def _split_of(path: Path) -> str:
+    return path.name.split("-", 1)[0]
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        return float(value)
+    return None

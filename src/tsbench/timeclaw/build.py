@@ -1,0 +1,142 @@
+"""`tsbench memory build`: a memory bank from the successful episodes of finished eval runs.
+
+A run dir holds samples.parquet (or its journal samples.jsonl) and run.json, whose config names
+the dataset files the run read; the series themselves come from those files (never copied into
+results). Each finished row with score >= min_score becomes one record (the best-scoring episode
+per task id across the runs given): psi from the series, phi from the descriptor, the trajectory
+from the transcript without any assistant text, and a rationale and summary built from it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from tsbench.tasks.anomalyxl.rows import iter_rows
+from tsbench.timeclaw.bank import COLUMNS, MemoryBank, make_rationale, make_summary, trajectory_steps
+from tsbench.timeclaw.embed import DEFAULT_EMBEDDER, context_descriptor, get_embedder
+from tsbench.timeclaw.fingerprint import fingerprint
+
+DEFAULT_MIN_SCORE = 0.5
+
+
+def _as_list(from_runs) -> list[Path]:
+    if isinstance(from_runs, (str, Path)):
+        return [Path(from_runs)]
+    return [Path(p) for p in from_runs]
+
+
+def read_run_samples(run_dir: str | Path) -> pd.DataFrame:
+    """A run's rows: samples.parquet, or the journal (last line per (id, epoch)) when that is missing."""
+    run_dir = Path(run_dir)
+    parquet, journal = run_dir / "samples.parquet", run_dir / "samples.jsonl"
+    if parquet.is_file():
+        return pd.read_parquet(parquet)
+    if journal.is_file():
+        latest: dict[tuple[str, int], dict] = {}
+        for line in journal.read_text().splitlines():
+            if line.strip():
+                record = json.loads(line)
+                latest[(record["id"], int(record["epoch"]))] = record
+        return pd.DataFrame(list(latest.values()))
+    raise FileNotFoundError(f"{run_dir} holds no samples.parquet or samples.jsonl (is it a results run dir?)")
+
+
+def run_data_files(run_dir: str | Path, data: Iterable[str] | None = None) -> list[Path]:
+    """The dataset parquet files a run read (from run.json), or `data` when given."""
+    if data:
+        return [Path(d) for d in data]
+    info = json.loads((Path(run_dir) / "run.json").read_text())
+    files = info.get("config", {}).get("data") or info.get("dataset", {}).get("paths") or []
+    if not files:
+        raise ValueError(f"{run_dir}/run.json names no dataset files; pass data=[...]")
+    return [Path(f) for f in files]
+
+
+def successful_rows(from_runs, min_score: float) -> pd.DataFrame:
+    """Finished rows scoring >= min_score across the runs, best episode per id (earliest on ties)."""
+    frames = []
+    for run_dir in _as_list(from_runs):
+        samples = read_run_samples(run_dir)
+        if "error_type" in samples:
+            samples = samples[samples["error_type"].isna()]
+        samples = samples[samples["score"].notna() & (samples["score"] >= min_score)].copy()
+        samples["run"] = str(run_dir)
+        frames.append(samples)
+    if not frames:
+        return pd.DataFrame()
+    rows = pd.concat(frames, ignore_index=True)
+    if rows.empty:
+        return rows
+    rows = rows.sort_values(["score", "epoch"], ascending=[False, True], kind="stable")
+    return rows.drop_duplicates("id", keep="first").reset_index(drop=True)
+
+
+def load_task_rows(files: Iterable[Path], ids: set[str]) -> dict:
+    """id -> Row (with values) for the wanted ids."""
+    found = {}
+    for path in files:
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"dataset file not found: {path} (pass data=[...] if it moved)")
+        for row in iter_rows(path, ids=ids - set(found)):
+            found[row.id] = row
+        if len(found) == len(ids):
+            break
+    return found
+
+
+def build_memory(from_runs, min_score: float = DEFAULT_MIN_SCORE, out: str | Path = "banks/memory.parquet", *,
+                 embedder: str = DEFAULT_EMBEDDER, data: list[str] | None = None, append: bool = False) -> Path:
+    """Write a bank of the runs' successful episodes to `out`; returns its path.
+
+    `from_runs`: one run dir or several. `embedder`: "minilm" (offline, default), "openai/<model>"
+    or "none". `data`: dataset files to read the series from, when the runs' recorded paths moved.
+    `append`: add to an existing bank at `out` (a task id already there is replaced).
+    """
+    runs = _as_list(from_runs)
+    chosen = successful_rows(runs, min_score)
+    records = []
+    if not chosen.empty:
+        for run_dir, group in chosen.groupby("run", sort=False):
+            rows = load_task_rows(run_data_files(run_dir, data), set(group["id"]))
+            missing = sorted(set(group["id"]) - set(rows))
+            if missing:
+                raise ValueError(f"{len(missing)} task(s) of {run_dir} are not in its dataset files, e.g. {missing[0]}")
+            for sample in group.to_dict("records"):
+                records.append(_record(sample, rows[sample["id"]], str(run_dir)))
+    encoder = get_embedder(embedder)
+    if records and encoder is not None:
+        vectors = encoder.embed([r["descriptor"] for r in records])
+        for record, vector in zip(records, vectors):
+            record["phi"] = [float(v) for v in vector]
+            record["embedder"] = encoder.name
+    out = Path(out)
+    frame = pd.DataFrame(records, columns=COLUMNS)
+    if append and out.is_file():
+        old = MemoryBank.load(out)
+        if len(old) and len(frame) and old.embedder not in ("none", frame["embedder"].iloc[0]):
+            raise ValueError(f"{out} was built with {old.embedder}; rebuild it rather than mix encoders")
+        frame = pd.concat([old.records[~old.records["id"].isin(set(frame["id"]))], frame], ignore_index=True)
+    return MemoryBank(frame).save(out)
+
+
+def _record(sample: dict, row, run: str) -> dict:
+    transcript = json.loads(sample.get("transcript") or "[]")
+    steps = trajectory_steps(transcript)
+    score = float(sample["score"])
+    n_channels = len(row.channel_names)
+    rationale = make_rationale(row.category, n_channels, row.length, score, steps)
+    return {
+        "id": row.id, "source_id": row.source_id or row.id, "family": row.category, "regime": row.regime,
+        "length": int(row.length), "n_channels": n_channels,
+        "descriptor": context_descriptor(row.category, row.regime, row.channel_names, row.question, row.options),
+        "psi": [float(v) for v in fingerprint(row.values)], "phi": None, "embedder": "none",
+        "trajectory": json.dumps(steps, ensure_ascii=False), "rationale": rationale,
+        "summary": make_summary(row.category, n_channels, row.length, score, rationale, steps),
+        "score": score, "model": sample.get("model"), "harness": sample.get("harness"), "run": run,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }

@@ -1,0 +1,298 @@
+"""`tsbench evolve`: experience-driven capability evolution (TimeClaw §3.3).
+
+From finished eval runs: successful episodes (score >= min_score) are grouped by category; for
+each category the model sees a few of those trajectories (tool calls or code cells with their
+observations and the answer given) and is asked to write ONE tool: a typed Python function with a
+docstring whose body works on the workspace (`series`, `channels`, `L`, `TASK`, the seed tools,
+numpy, scipy) and returns the task's answer object. The host only parses that source (`ast`);
+it runs only inside the sandbox.
+
+Verification, defined here: the candidate is called with its defaults on held-out tasks of the
+same category (rows of the run's dataset files that were not shown to the model), one sandbox
+kernel for all of them. Its return value is decoded the fixed way, `json.dumps(value)` taken as
+the final message, and scored by the task's own scorer against the gold; a task succeeds when
+that score is >= `success_threshold` (0.5 by default: for window tasks an IoU of at least one
+half, for MCQ and kind labels the exact answer). A call that raises, times out or returns
+something unscorable fails that task. The tool is admitted when successes / held-out tasks >=
+gamma (0.7, the paper's). Admitted tools are written to `<out>/<name>/{tool.py, tool.json}`,
+loadable with `--harness tools --tools <out>`; every candidate, admitted or not, is recorded in
+`<out>/evolve_report.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from tsbench.tasks.anomalyxl.rows import iter_rows
+from tsbench.harness.rlm import extract_code
+from tsbench.harness.runtime.sandbox import Sandbox
+from tsbench.harness.toolset import (
+    TOOL_FILE,
+    TOOL_JSON,
+    ToolSourceError,
+    Toolset,
+    read_observation,
+    seed_specs,
+    spec_from_source,
+    stumpy_cache_dir,
+)
+from tsbench.models.base import ChatModel, Message
+from tsbench.tasks.anomalyxl.scoring import metrics as score_metrics
+
+log = logging.getLogger(__name__)
+
+GAMMA = 0.7
+SUCCESS_THRESHOLD = 0.5
+REPORT = "evolve_report.json"
+
+EVOLVE_SYSTEM = """You turn recurring successful analyses into reusable tools for a time-series agent.
+
+A tool is ONE Python function, run inside a sandboxed kernel (never by you) where these are defined:
+- `series`: dict {channel name: numpy float64 array}; `channels`: list of names; `L`: samples per channel
+- `TASK`: dict with "category", "regime", "length", "channels" and "options" (the MCQ option texts, if any)
+- numpy as `np`, `scipy`, and the seed tools as plain functions returning dicts:
+{seed_tools}
+
+Write the function with a type-hinted signature in which EVERY parameter has a literal default, a
+docstring (a one-line summary, then an "Args:" section with one line per parameter), and a body
+that computes, from the workspace, the task's final answer and returns it as a dict in exactly the
+JSON format the question asks for. Helper functions are allowed if their names start with "_".
+Reply with the function in one ```python block and nothing else."""
+
+EVOLVE_USER = """Category: {category}
+
+A question of this category (the answer format is the part that matters):
+{question}
+
+Successful trajectories of this category (actions, observations, the answer given and its score):
+{examples}
+
+Write a tool named in snake_case for this recurring procedure; called with its defaults on a new
+task of this category it must return the answer dict."""
+
+
+@dataclass
+class HeldOutTask:
+    id: str
+    category: str
+    regime: str
+    question: str
+    channel_names: list[str]
+    values: Any
+    options: list[str]
+    gold: dict
+
+    def meta(self) -> dict[str, Any]:
+        return {"row_id": self.id, "category": self.category, "regime": self.regime,
+                "length": int(self.values.shape[1]), "channels": list(self.channel_names),
+                "options": list(self.options)}
+
+
+@dataclass
+class Candidate:
+    category: str
+    name: str | None = None
+    admitted: bool = False
+    success_rate: float = 0.0
+    n_heldout: int = 0
+    reason: str = ""
+    results: list[dict[str, Any]] = field(default_factory=list)
+    examples: list[str] = field(default_factory=list)
+    path: str | None = None
+
+
+@dataclass
+class EvolveReport:
+    out: str
+    gamma: float
+    success_threshold: float
+    model: str
+    runs: list[str]
+    candidates: list[Candidate] = field(default_factory=list)
+
+    @property
+    def admitted(self) -> list[Candidate]:
+        return [c for c in self.candidates if c.admitted]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**{k: v for k, v in asdict(self).items() if k != "candidates"},
+                "candidates": [asdict(c) for c in self.candidates],
+                "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+
+# ----------------------------------------------------------------------------- the prompt --
+
+def seed_tool_listing() -> str:
+    return "\n".join(f"  - {spec.signature()}: {spec.description}"
+                     for spec in seed_specs().values() if not spec.image)
+
+
+def _trajectory_text(sample: dict, max_steps: int = 8, chars: int = 600) -> str:
+    from tsbench.timeclaw.bank import trajectory_steps
+
+    steps = trajectory_steps(json.loads(sample.get("transcript") or "[]"), max_chars=chars)
+    lines = []
+    for step in steps[:max_steps]:
+        if "tool" in step:
+            lines.append(f"  call {step['tool']}({json.dumps(step.get('arguments'))}) -> {step['observation']}")
+        else:
+            lines.append(f"  code:\n{step['code']}\n  output: {step['observation']}")
+    if not lines:
+        lines.append("  (answered without tools)")
+    lines.append(f"  answer: {str(sample.get('final_message') or '')[:400]}  (score {float(sample['score']):.2f})")
+    return "\n".join(lines)
+
+
+def evolve_prompt(category: str, question: str, examples: list[dict]) -> list[Message]:
+    shown = "\n\n".join(f"Example {i} ({e['id']}):\n{_trajectory_text(e)}" for i, e in enumerate(examples, 1))
+    user = EVOLVE_USER.replace("{category}", category).replace("{question}", question).replace("{examples}", shown)
+    return [Message("system", EVOLVE_SYSTEM.replace("{seed_tools}", seed_tool_listing())), Message("user", user)]
+
+
+# ------------------------------------------------------------------------- verification --
+
+def verify_tool(source: str, tasks: list[HeldOutTask], *, success_threshold: float = SUCCESS_THRESHOLD,
+                cell_timeout_s: float = 120.0, memory_bytes: int = 4 * 2**30) -> list[dict[str, Any]]:
+    """Run a candidate tool (source) with its defaults on each held-out task, in one sandbox kernel;
+    score json.dumps(its return value) with the task's scorer. Never runs the source in this process."""
+    spec = spec_from_source(source, family="evolved")
+    if spec.name in seed_specs():
+        raise ToolSourceError(f"the tool name {spec.name!r} is taken by a seed tool")
+    if spec.parameters.get("required"):
+        raise ToolSourceError(f"every parameter needs a default (no default: {', '.join(spec.parameters['required'])})")
+    toolset = Toolset.build(extra=[spec])
+    union = {f"{index}::{name}": values
+             for index, task in enumerate(tasks) for name, values in zip(task.channel_names, task.values)}
+    placeholder = tasks[0].meta()
+    results = []
+    with Sandbox(union, cell_timeout_s=cell_timeout_s, memory_bytes=memory_bytes) as sandbox:
+        install = toolset.install_code(placeholder, numba_cache=str(stumpy_cache_dir()), verification=True)
+        setup = sandbox.run(install)
+        if setup.error:
+            raise RuntimeError(f"installing the tools failed: {setup.error[-1000:]}")
+        for index, task in enumerate(tasks):
+            code = (f"_tc_select({index}, _tc_json.loads({json.dumps(task.meta())!r}))\n"
+                    + Toolset.call_code(spec.name, {}))
+            cell = sandbox.run(code)
+            if cell.restarted:
+                sandbox.run(install)
+            observation = read_observation(cell, 100_000)
+            entry: dict[str, Any] = {"id": task.id, "seconds": round(cell.seconds, 3)}
+            if observation.error:
+                entry.update(score=0.0, success=False, error=json.loads(observation.text).get("error", "")[:500])
+            else:
+                final = json.dumps(observation.data)
+                scored = score_metrics(task.category, task.gold, final)
+                entry.update(score=float(scored["score"]), success=bool(scored["score"] >= success_threshold),
+                             answer=final[:300], valid=bool(scored["valid"]))
+            results.append(entry)
+    return results
+
+
+# ------------------------------------------------------------------------------ the loop --
+
+def _held_out(files: list[Path], category: str, exclude: set[str], limit: int, seed: int) -> list[HeldOutTask]:
+    ids = []
+    from tsbench.tasks.anomalyxl.rows import read_index
+
+    for path in files:
+        index = read_index(path)
+        ids += [i for i in index.loc[index["category"] == category, "id"] if i not in exclude]
+    ids = sorted(set(ids))
+    random.Random(f"{seed}:{category}").shuffle(ids)
+    wanted = set(ids[:limit])
+    tasks = []
+    for path in files:
+        for row in iter_rows(path, ids=wanted - {t.id for t in tasks}):
+            tasks.append(HeldOutTask(row.id, row.category, row.regime, row.question, list(row.channel_names),
+                                     row.values, list(row.options), row.gold))
+    order = {task_id: position for position, task_id in enumerate(ids)}
+    return sorted(tasks, key=lambda t: order[t.id])
+
+
+def _question_of(files: list[Path], task_id: str) -> str:
+    for path in files:
+        for row in iter_rows(path, with_values=False, ids={task_id}):
+            return row.question
+    return ""
+
+
+def evolve_tools(from_runs, model: ChatModel, out: str | Path, gamma: float = GAMMA, *,
+                 min_score: float = 0.5, success_threshold: float = SUCCESS_THRESHOLD, examples_per_category: int = 3,
+                 max_heldout: int = 10, min_heldout: int = 3, categories: list[str] | None = None,
+                 data: list[str] | None = None, max_tokens: int | None = 2048, temperature: float | None = None,
+                 cell_timeout_s: float = 120.0, memory_bytes: int = 4 * 2**30, seed: int = 0) -> EvolveReport:
+    """Propose one tool per category of the runs' successful trajectories, verify each on held-out
+    tasks in the sandbox, admit those with success rate >= gamma into `out` (see the module doc)."""
+    from tsbench.timeclaw.build import _as_list, run_data_files, successful_rows
+
+    runs = _as_list(from_runs)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    report = EvolveReport(out=str(out), gamma=gamma, success_threshold=success_threshold,
+                          model=getattr(model, "name", "?"), runs=[str(r) for r in runs])
+    chosen = successful_rows(runs, min_score)
+    taken = set(seed_specs()) | {p.name for p in out.iterdir() if (p / TOOL_FILE).is_file()}
+    if chosen.empty:
+        log.warning("no successful trajectories (score >= %s) in %s", min_score, runs)
+    for category, group in ([] if chosen.empty else chosen.groupby("category", sort=True)):
+        if categories and category not in categories:
+            continue
+        examples = group.head(examples_per_category).to_dict("records")
+        candidate = Candidate(category=category, examples=[e["id"] for e in examples])
+        report.candidates.append(candidate)
+        files = sorted({f for run in {e["run"] for e in examples} for f in run_data_files(run, data)})
+        tasks = _held_out(files, category, {e["id"] for e in examples}, max_heldout, seed)
+        candidate.n_heldout = len(tasks)
+        if len(tasks) < min_heldout:
+            candidate.reason = f"only {len(tasks)} held-out task(s) (need {min_heldout})"
+            continue
+        completion = model.generate(evolve_prompt(category, _question_of(files, examples[0]["id"]), examples),
+                                    max_tokens=max_tokens,
+                                    temperature=temperature)
+        blocks = extract_code(completion.text)
+        if not blocks:
+            candidate.reason = "the reply held no ```python block"
+            continue
+        source = blocks[0]
+        try:
+            spec = spec_from_source(source, family="evolved")
+            candidate.name = spec.name
+            if spec.name in taken:
+                raise ToolSourceError(f"the tool name {spec.name!r} is already taken")
+            candidate.results = verify_tool(source, tasks, success_threshold=success_threshold,
+                                            cell_timeout_s=cell_timeout_s, memory_bytes=memory_bytes)
+        except (ToolSourceError, RuntimeError) as exc:
+            candidate.reason = str(exc)
+            continue
+        successes = sum(r["success"] for r in candidate.results)
+        candidate.success_rate = successes / len(candidate.results)
+        candidate.admitted = candidate.success_rate >= gamma
+        candidate.reason = (f"{successes}/{len(candidate.results)} held-out tasks scored >= {success_threshold}; "
+                            f"{'admitted' if candidate.admitted else 'rejected'} at gamma = {gamma}")
+        if candidate.admitted:
+            candidate.path = str(_save_tool(out, spec.name, source, spec.description, spec.parameters, candidate,
+                                            report))
+            taken.add(spec.name)
+    (out / REPORT).write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+    return report
+
+
+def _save_tool(out: Path, name: str, source: str, description: str, parameters: dict, candidate: Candidate,
+               report: EvolveReport) -> Path:
+    folder = out / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / TOOL_FILE).write_text(source if source.endswith("\n") else source + "\n")
+    meta = {"name": name, "description": description, "parameters": parameters, "category": candidate.category,
+            "success_rate": candidate.success_rate, "n_heldout": candidate.n_heldout, "gamma": report.gamma,
+            "success_threshold": report.success_threshold, "examples": candidate.examples,
+            "heldout": [r["id"] for r in candidate.results], "model": report.model, "runs": report.runs,
+            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    (folder / TOOL_JSON).write_text(json.dumps(meta, indent=2, ensure_ascii=False))
+    return folder
