@@ -184,7 +184,7 @@ def test_registry_rejects_unknown_things(no_openai_env):
     with pytest.raises(ValueError, match="do not apply"):
         get_model("gpt-4.1-mini", api_key="k", max_new_tokens=3)
     with pytest.raises(ValueError, match="unknown scripted policy"):
-        get_model("scripted/no-such-policy-anywhere")
+        build_policy("scripted/no-such-policy-anywhere")
     with pytest.raises(ValueError, match="unknown detector"):
         get_model("detector/no-such-detector-anywhere")
 
