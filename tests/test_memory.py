@@ -256,7 +256,7 @@ def test_memory_prefixes_precedents_without_answers(tools_run, small_data, tmp_p
     task = EpisodeTask(row.id, row.category, row.regime, row.question, row.channel_names, row.values, row.options)
     cfg = HarnessConfig(memory_bank=str(path), top_k=3)
     for harness in ("single-pass-text", "tools"):
-        result = get_harness(harness)(build_policy("scripted/tools"), task, cfg)
+        result = remembering(get_harness(harness))(build_policy("scripted/tools"), task, cfg)
         event = result.transcript[0]
         assert event["role"] == "memory" and len(event["precedents"]) == 3
         ids = [p["id"] for p in event["precedents"]]
