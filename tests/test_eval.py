@@ -169,3 +169,122 @@ def test_ctrl_c_keeps_finished_rows_and_exits_130(small_data, tmp_path):
     assert proc.returncode == 130 and "resume" in err
     rows = schema.read_journal(out)
     assert 2 <= len(rows) < 22 and all(r["error_type"] is None for r in rows)
+
+
+def _cli(*args: str):
+    """The real command in this process (a subprocess costs seconds of imports on a busy machine)."""
+    from typer.testing import CliRunner
+
+    from tsbench.cli import app
+
+    return CliRunner().invoke(app, list(args))
+
+
+def test_answerless_replies_are_server_errors_then_fail_on_error_and_show(small_data, tmp_path):
+    """Fault injection end to end: a 200 with no choices, a body that is not JSON and a dropped
+    connection are retried with the bound, then an error row (never a 0); `--fail-on-error`
+    decides the exit code; `show` prints model text literally."""
+    reply = 'ok:[/INST] [bold]kept literally[/bold] {"answer": "Yes"}'
+    out = tmp_path / "run"
+    with FakeOpenAIServer(["empty_choices"] * ATTEMPTS + ["bad_json", "drop", reply]) as server:
+        cfg = fake(server, harness="single-pass-text", data=[str(small_data)], regime="coarse",
+                   categories=[lb.PRESENCE], concurrency=1, out=str(out))
+        run_eval(cfg)
+        assert server.request_count == 2 * ATTEMPTS
+        rows = pd.read_parquet(out / schema.SAMPLES).set_index("id")
+        failed, scored = rows[rows["error_type"].notna()], rows[rows["error_type"].isna()]
+        assert len(failed) == 1 and failed["error_type"].iloc[0] == "server" and failed["score"].isna().all()
+        assert failed["attempts"].iloc[0] == ATTEMPTS and "no choices" in failed["error"].iloc[0]
+        assert len(scored) == 1 and scored["valid"].all()
+        assert scored["score"].iloc[0] == float(json.loads(scored["gold"].iloc[0])["answer"] == "Yes")
+
+        shown = _cli("show", str(out), "--id", scored.index[0])
+        assert shown.exit_code == 0, shown.output
+        assert "[/INST] [bold]kept literally[/bold]" in shown.stdout
+
+        server.default = "500"
+        common = ["eval", "--model", "openai/fake-model", "--harness", "single-pass-text", "--data", str(small_data),
+                  "--regime", "coarse", "--categories", lb.PRESENCE, "--concurrency", "1", "--base-url", server.base_url,
+                  "--max-attempts", "1", "--retry-delay", "0.005", "--out", str(out)]
+        strict = _cli(*common)
+        assert strict.exit_code == 1, strict.output
+        assert strict.stderr.startswith("1/2 rows")  # progress from the start (the resumed row), as log lines
+        assert "1 of 2 rows are errors" in strict.stderr and "nan" not in strict.stdout
+        tolerant = _cli(*common, "--fail-on-error", "1")
+        assert tolerant.exit_code == 0, tolerant.output
+        assert "1 of 2 rows are errors" in tolerant.stderr
+
+
+def test_second_ctrl_c_abandons_hung_episodes(small_data, tmp_path):
+    with FakeOpenAIServer(default="hang") as server:
+        cmd = [sys.executable, "-m", "tsbench.cli", "eval", "--model", "openai/fake-model", "--harness", "single-pass-text",
+               "--data", str(small_data), "--regime", "coarse", "--categories", lb.PRESENCE, "--concurrency", "2",
+               "--base-url", server.base_url, "--client-timeout", "60", "--out", str(tmp_path / "run")]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and server.request_count < 2:
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "waiting for 2 episode(s) in flight (Ctrl-C again to abandon them)" in err
+    assert "abandoned" in err and "Traceback" not in err
+
+
+def _index(cells: dict[tuple[str, int], int]) -> pd.DataFrame:
+    rows = [{"id": f"{c}-{n}-{i:03d}", "category": c, "length": n, "path": "p", "gold": "{}"}
+            for (c, n), count in cells.items() for i in range(count)]
+    return pd.DataFrame(rows)
+
+
+def test_limit_draws_every_length_cell_shuffled_by_seed_and_grows_as_a_superset():
+    from tsbench.eval.selection import draw
+
+    lengths = (16384, 32768, 65536, 131072)
+    rows = _index({("localize", n): 50 for n in lengths} | {("lead_lag", n): 50 for n in (32768, 131072)})
+    eight = draw(rows, ("length",), 8, seed=42)
+    assert eight.groupby("category").size().to_dict() == {"lead_lag": 8, "localize": 8}
+    assert eight[eight["category"] == "localize"].groupby("length").size().to_dict() == dict.fromkeys(lengths, 2)
+    assert not eight["id"].str.endswith(("-000", "-001")).all()  # not the first rows of each cell
+    reached = set()
+    previous: set[str] = set()
+    for limit in range(1, 12):
+        chosen = set(draw(rows, ("length",), limit, seed=42)["id"])
+        assert previous <= chosen  # growing --limit extends a run
+        previous = chosen
+    for seed in range(8):
+        two = draw(rows, ("length",), 2, seed=seed)
+        reached |= set(two.loc[two["category"] == "localize", "length"])
+    assert reached == set(lengths)  # small limits still reach the longest series
+    assert set(draw(rows, ("length",), 4, seed=1)["id"]) != set(draw(rows, ("length",), 4, seed=2)["id"])
+
+
+def test_selection_refuses_a_limit_below_one_and_unknown_ids(small_data):
+    from tsbench.core.errors import UserError
+    from tsbench.eval.selection import select_rows
+    from tsbench.tasks import get_taskset
+
+    taskset = get_taskset("anomalyxl")
+    files = taskset.resolve([str(small_data)], seed=42, split="test", root=None, filters={"regime": "precise"})
+    for bad in (0, -1):
+        with pytest.raises(UserError, match="--limit must be at least 1"):
+            select_rows(taskset, files, limit=bad, filters={"regime": "precise"})
+    with pytest.raises(UserError, match="no sample 'nope'"):
+        select_rows(taskset, files, sample_ids=["nope"], filters={"regime": "precise"})
+    one = select_rows(taskset, files, sample_ids=["test-localize-1024-00001"], filters={"regime": "precise"})
+    assert one["id"].tolist() == ["test-localize-1024-00001"]
+
+
+def test_version_and_short_help():
+    from typer.testing import CliRunner
+
+    from tsbench import __version__
+    from tsbench.cli import app
+
+    runner = CliRunner()
+    assert runner.invoke(app, ["--version"]).output.strip() == f"tsbench {__version__}"
+    for args in (["-h"], ["eval", "-h"], ["memory", "build", "-h"]):
+        res = runner.invoke(app, args)
+        assert res.exit_code == 0 and "Usage" in res.output, args

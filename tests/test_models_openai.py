@@ -114,6 +114,49 @@ def test_connection_refused_is_a_connection_error(no_openai_env):
     assert caught.value.kind == "connection" and caught.value.attempts == 2
 
 
+# -- fault injection: a 200 without an answer is a server failure, retried with the bound -------------
+
+@pytest.mark.parametrize("fault, needle", [
+    ("empty_choices", "no choices"),
+    ("ok", "empty reply"),  # empty content and no tool call
+    ("bad_json", "malformed JSON body"),
+])
+def test_answerless_200s_are_retried_then_raised_as_server_errors(no_openai_env, fault, needle):
+    with FakeOpenAIServer([fault, "ok:recovered"]) as server:
+        completion = model_for(server).generate(HELLO)
+    assert completion.text == "recovered" and completion.extra["attempts"] == 2
+    with FakeOpenAIServer(default=fault) as server:
+        with pytest.raises(ModelError) as caught:
+            model_for(server).generate(HELLO)
+    assert caught.value.kind == "server" and needle in str(caught.value)
+    assert caught.value.attempts == server.request_count == FAST_RETRY.max_attempts
+
+
+def test_a_dropped_connection_and_a_hang_are_retried(no_openai_env):
+    with FakeOpenAIServer(["drop", "hang", "ok:made it"]) as server:
+        completion = model_for(server, timeout_s=0.3).generate(HELLO)
+    assert completion.text == "made it" and completion.extra["attempts"] == 3
+
+
+def test_a_tool_call_without_text_is_a_reply_not_an_error(no_openai_env):
+    with FakeOpenAIServer(['tool:run_python:{"code": "1"}']) as server:
+        completion = model_for(server).generate(HELLO, tools=[{"type": "function", "function": {"name": "run_python"}}])
+    assert completion.text == "" and completion.tool_calls[0].name == "run_python"
+    assert completion.extra["attempts"] == 1
+
+
+def test_retries_log_the_url_and_the_attempt_count(no_openai_env, caplog):
+    with FakeOpenAIServer(["500", "429", "ok:fine"]) as server:
+        url = f"{server.base_url}/chat/completions"
+        with caplog.at_level("WARNING", logger="tsbench.models.retry"):
+            model_for(server).generate(HELLO)
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2
+    assert all(url in line for line in lines)
+    assert f"attempt 1 of {FAST_RETRY.max_attempts}" in lines[0] and "HTTP 500" in lines[0]
+    assert f"attempt 2 of {FAST_RETRY.max_attempts}" in lines[1] and "rate_limit" in lines[1]
+
+
 def test_images_arrive_as_png_data_urls(no_openai_env):
     messages = [Message("system", "you read charts"), Message("user", "what trend?", images=[PNG, PNG])]
     with FakeOpenAIServer(["ok:up"]) as server:

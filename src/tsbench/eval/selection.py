@@ -1,8 +1,10 @@
 """Which rows a run evaluates: the family's index, filtered, then drawn evenly for --limit.
 
 --limit N takes N rows per category, spread round-robin over the family's strata cells (for
-AnomalyXL: the series lengths), each cell in an order shuffled by --seed. The order is fixed for
-a seed, so a larger --limit selects a superset and extends a run instead of replacing it.
+AnomalyXL: the series lengths), each cell in an order shuffled by --seed. Each round visits the
+cells in a seeded order too, so a limit smaller than the number of cells still reaches the long
+series (the first rows of a file are the shortest). The whole order is fixed for a seed, so a
+larger --limit selects a superset and extends a run instead of replacing it.
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ from tsbench.core.errors import UserError
 from tsbench.tasks.base import Taskset
 
 
+def _rng(*key) -> np.random.Generator:
+    digest = hashlib.blake2b(repr(key).encode(), digest_size=8).digest()
+    return np.random.default_rng(int.from_bytes(digest, "little"))
+
+
 def _cell_order(ids: list[str], seed: int, cell: tuple) -> list[str]:
-    digest = hashlib.blake2b(repr((seed, cell)).encode(), digest_size=8).digest()
-    rng = np.random.default_rng(int.from_bytes(digest, "little"))
-    return [ids[i] for i in rng.permutation(len(ids))]
+    return [ids[i] for i in _rng(seed, cell).permutation(len(ids))]
 
 
 def draw(rows: pd.DataFrame, strata: tuple[str, ...], limit: int, seed: int) -> pd.DataFrame:
@@ -33,7 +38,8 @@ def draw(rows: pd.DataFrame, strata: tuple[str, ...], limit: int, seed: int) -> 
         taken: list[str] = []
         depth = 0
         while len(taken) < limit and any(depth < len(c) for c in cells):
-            taken += [c[depth] for c in cells if depth < len(c)][: limit - len(taken)]
+            visit = _rng(seed, category, "round", depth).permutation(len(cells))
+            taken += [cells[i][depth] for i in visit if depth < len(cells[i])][: limit - len(taken)]
             depth += 1
         keep += taken
     chosen = set(keep)

@@ -2,12 +2,19 @@
 
 Uses the official `openai` client with its own retries switched off: retries are ours (retry.py) so that
 429 and 5xx are told apart, capped in count and time, and counted on the Completion.
+
+A 200 that carries no answer is a server failure too, retried like a 500 and finally an error row,
+never a reply scored 0: an empty `choices` list, a body that is not JSON, a choice without a
+message, or empty content with no tool call. Empty content is kept as the model's reply only when
+the server says why (finish_reason "length" or "content_filter", or a refusal): retrying would
+not change it, and a truncated or refused reply is the model's own result.
 """
 
 from __future__ import annotations
 
 import base64
 import email.utils
+import json
 import logging
 import os
 import time
@@ -22,6 +29,8 @@ from tsbench.models.retry import RetryPolicy, call_with_retries
 log = logging.getLogger(__name__)
 
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+# Why a reply may honestly be empty: it ran out of tokens (reasoning models) or was filtered.
+EMPTY_REPLY_REASONS = frozenset({"length", "content_filter"})
 # A placeholder key for OpenAI-compatible servers that don't check one (the client insists on a value).
 PLACEHOLDER_API_KEY = "EMPTY"
 
@@ -128,6 +137,7 @@ class OpenAIChatModel:
         self.retry = retry or RetryPolicy()
         self.extra_body = dict(extra_body or {})
         self.timeout_s = timeout_s
+        self.endpoint = f"{self.base_url}/chat/completions"
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
             if is_openai_endpoint(self.base_url):
@@ -165,24 +175,34 @@ class OpenAIChatModel:
             response = self._client.chat.completions.create(**request)
         except openai.OpenAIError as error:
             raise to_model_error(error) from error
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:  # the client parses the body itself
+            raise ModelError("server", f"malformed JSON body from {self.endpoint}: {error}") from error
         latency = time.perf_counter() - started
-        return self._completion(response, latency)
+        try:
+            return self._completion(response, latency)
+        except (AttributeError, TypeError, IndexError) as error:  # a JSON body of the wrong shape
+            raise ModelError("server", f"malformed response from {self.endpoint}: {error}") from error
 
     def _completion(self, response: Any, latency_s: float) -> Completion:
         extra: dict[str, Any] = {"response_id": getattr(response, "id", None)}
-        text = ""
+        if not getattr(response, "choices", None):
+            raise ModelError("server", f"the response from {self.endpoint} has no choices")
+        choice = response.choices[0]
+        if getattr(choice, "message", None) is None:
+            raise ModelError("server", f"the first choice from {self.endpoint} has no message")
+        text = choice.message.content or ""
+        extra["finish_reason"] = choice.finish_reason
         tool_calls: list[ToolCall] = []
-        if response.choices:
-            choice = response.choices[0]
-            text = choice.message.content or ""
-            extra["finish_reason"] = choice.finish_reason
-            for call in getattr(choice.message, "tool_calls", None) or []:
-                function = getattr(call, "function", None)
-                if function is not None:  # custom (non-function) tool calls are not ours
-                    tool_calls.append(ToolCall(id=call.id, name=function.name, arguments=function.arguments or ""))
-            refusal = getattr(choice.message, "refusal", None)
-            if refusal:
-                extra["refusal"] = refusal
+        for call in getattr(choice.message, "tool_calls", None) or []:
+            function = getattr(call, "function", None)
+            if function is not None:  # custom (non-function) tool calls are not ours
+                tool_calls.append(ToolCall(id=call.id, name=function.name, arguments=function.arguments or ""))
+        refusal = getattr(choice.message, "refusal", None)
+        if refusal:
+            extra["refusal"] = refusal
+        if not text and not tool_calls and not refusal and choice.finish_reason not in EMPTY_REPLY_REASONS:
+            raise ModelError("server", f"empty reply from {self.endpoint} (no content, no tool call, "
+                                       f"finish_reason {choice.finish_reason!r})")
         usage = response.usage
         input_tokens = output_tokens = 0
         if usage is None:
@@ -221,7 +241,8 @@ class OpenAIChatModel:
         """
         request = self._request(messages, max_tokens, temperature, tools, tool_choice)
         started = time.perf_counter()
-        completion = call_with_retries(lambda: self._call_once(request), self.retry)
+        completion = call_with_retries(lambda: self._call_once(request), self.retry,
+                                       label=f"{self.model_name} at {self.endpoint}")
         completion.extra["wall_s"] = time.perf_counter() - started
         return completion
 

@@ -74,12 +74,15 @@ def call_with_retries(
     sleep: Callable[[float], None] = time.sleep,
     rng: random.Random | None = None,
     clock: Callable[[], float] = time.monotonic,
+    label: str = "model call",
 ) -> T:
     """Call `fn` until it succeeds, retrying transient ModelErrors according to `policy`.
 
     On success a Completion gets `extra["attempts"]` and `extra["retry_wait_s"]`. When the attempts or
     the time budget run out, the last ModelError is re-raised with `.attempts` set; a non-transient
     ModelError is raised at once. Other exceptions are bugs, not model failures, and pass through.
+    Every retry is logged as a warning naming `label` (the model and URL) and the attempt count, so a
+    run that is slow because a server is failing says so.
     """
     start = clock()
     waited = 0.0
@@ -94,10 +97,11 @@ def call_with_retries(
                 raise
             delay = policy.delay_for(attempt, error.kind, rng, error.retry_after_s)
             if clock() - start + delay > policy.max_total_s:
-                log.warning("giving up after %d attempts: retry budget of %.0fs spent (%s)",
-                            attempt, policy.max_total_s, error)
+                log.warning("%s: giving up after attempt %d of %d: retry budget of %.0fs spent (%s)",
+                            label, attempt, policy.max_attempts, policy.max_total_s, error)
                 raise
-            log.info("attempt %d failed (%s); retrying in %.2fs", attempt, error, delay)
+            log.warning("%s: attempt %d of %d failed (%s); retrying in %.2fs",
+                        label, attempt, policy.max_attempts, error, delay)
             sleep(delay)
             waited += delay
             continue

@@ -64,6 +64,11 @@ def key_of(record: dict) -> tuple[str, int]:
     return (str(record["id"]), int(record["epoch"]))
 
 
+RECORD_KEYS = ("id", "epoch", "category", "score", "error_type")
+
+
 def is_record(value: object) -> bool:
-    """A journal line that is a results record (valid JSON can still be something else)."""
-    return isinstance(value, dict) and isinstance(value.get("id"), str) and isinstance(value.get("epoch"), int)
+    """A journal line that is a results record (valid JSON can still be something else: a stray
+    `{"id": ..., "epoch": 0}` must not count as a finished row)."""
+    return (isinstance(value, dict) and all(k in value for k in RECORD_KEYS) and isinstance(value["id"], str)
+            and isinstance(value["epoch"], int) and not isinstance(value["epoch"], bool))

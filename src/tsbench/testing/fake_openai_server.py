@@ -8,6 +8,11 @@ real sockets, timeouts and retries are exercised without any outside network. Ea
     "429"              rate limited, with `Retry-After: 0` ("429:<seconds>" sends that hint instead)
     "<status>"         any other HTTP error status (e.g. "500", "400") with an OpenAI-style error body
     "sleep:<seconds>"  wait that long, then answer like the default (to trigger client timeouts)
+    "hang"             never answer (until the server stops): a client timeout is the only way out
+    "drop"             close the connection without sending a byte (a dropped connection)
+    "empty_choices"    200 with a well-formed chat.completion whose `choices` list is empty
+    "ok"               200 with empty content and no tool call ("ok:" with nothing after it)
+    "bad_json"         200, Content-Type application/json, and a body cut off mid-object
     "tool:<name>:<json arguments>"
                        200 with an assistant message that makes one native function call (no text),
                        finish_reason "tool_calls"; the arguments text is sent as written
@@ -24,6 +29,7 @@ kept in `embedding_bodies` and do not consume the chat script.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections import deque
@@ -207,6 +213,24 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (timeout); nothing to tell it
 
+        def _send_raw(self, status: int, data: bytes) -> None:
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+        def _drop(self) -> None:
+            """Close the socket with no status line: the client sees the connection die."""
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self.close_connection = True
+
         def do_GET(self) -> None:
             if self.path == "/health":
                 self._send_json(200, {"status": "ok"})
@@ -253,9 +277,23 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                                   "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
 
         def _respond(self, behaviour: str, body: dict[str, Any]) -> None:
+            if behaviour == "hang":
+                server._stopping.wait()
+                return
             if behaviour.startswith("sleep:"):
                 server._wait(float(behaviour.split(":", 1)[1]))
                 behaviour = server.default
+            if behaviour == "drop":
+                self._drop()
+                return
+            if behaviour == "bad_json":
+                self._send_raw(200, b'{"id": "chatcmpl-cut", "object": "chat.completion", "choices": [{"index": 0, "mess')
+                return
+            if behaviour == "empty_choices":
+                payload = _completion_json(body, "", server.request_count)
+                payload["choices"] = []
+                self._send_json(200, payload)
+                return
             if behaviour.startswith(("tool:", "tools:")):
                 calls = _tool_calls(behaviour, server.request_count)
                 self._send_json(200, _completion_json(body, "", server.request_count, calls))
