@@ -193,3 +193,49 @@ def test_classical_baseline_and_detector_through_eval(tmp_path):
         refused = run("eval", "--model", model, "--harness", "single-pass-text", "--data", str(data), "--out", str(tmp_path / "y"))
         assert refused.returncode == 2 and "plays direct" in refused.stderr
     assert run("eval", "--model", "classical/nowhere", "--data", str(data), "--out", str(tmp_path / "x")).returncode == 2
+
+
+def run_in_process(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
+    """`tsbench ARGS` through the real entry point (error lines and exit codes included), in this process."""
+    from tsbench.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["tsbench", *args])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    captured = capsys.readouterr()
+    return exited.value.code or 0, captured.out, captured.err
+
+
+def test_foreign_files_are_one_line_errors_and_describe_takes_a_seed_dir(small_data, tmp_path, monkeypatch, capsys):
+    import pandas as pd
+
+    text = tmp_path / "notes.parquet"
+    text.write_text("not a parquet file\n")
+    other = tmp_path / "other.parquet"
+    pd.DataFrame({"a": [1, 2]}).to_parquet(other)
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text('{"id": "x", "response": "Yes"}\n')
+    for bad in (text, other):
+        for args in (["describe", str(bad)], ["describe", str(bad), "--plot", "x"],
+                     ["score", "--data", str(bad), "--responses", str(answers)],
+                     ["eval", "--model", "scripted/zscore", "--data", str(bad), "--out", str(tmp_path / "run")]):
+            code, _, err = run_in_process(monkeypatch, capsys, *args)
+            assert code == 2 and "is not an AnomalyXL parquet file" in err, (args, err)
+            assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    code, out, err = run_in_process(monkeypatch, capsys, "describe", str(small_data))
+    assert code == 0, err
+    assert "test-precise.parquet" in out and "test-coarse.parquet" in out
+
+
+def test_score_warns_about_rows_without_a_response(small_data, tmp_path, monkeypatch, capsys):
+    from tsbench.tasks.anomalyxl.rows import read_index
+
+    index = read_index(small_data / "test-coarse.parquet")
+    answers = tmp_path / "answers.jsonl"
+    given = [json.dumps({"id": rid, "response": "Answer: Yes"}) for rid in index["id"][2:]]
+    answers.write_text("\n".join(given + [json.dumps({"id": "stranger", "response": "No"})]) + "\n")
+    code, out, err = run_in_process(monkeypatch, capsys, "score", "--data", str(small_data / "test-coarse.parquet"),
+                                    "--responses", str(answers))
+    assert code == 0, err
+    assert f"warning: 2 of {len(index)} rows have no response (scored 0)" in err
+    assert "warning: 1 response ids are not in test-coarse.parquet" in err

@@ -471,6 +471,38 @@ def test_mcq_metrics_fields():
     assert extract_mcq_answer('{"answer": "Late"}') == "Late"
 
 
+def test_mcq_valid_only_for_one_of_the_options():
+    """valid means the answer is one of the row's options; anything else is invalid and scores 0."""
+    row = {"answer": "ch_01, ch_04", "options": ["ch_01", "ch_04", "ch_01, ch_04", "ch_01, ch_04, ch_09", "None"]}
+    assert metrics("identification", row, "Answer: ch_01, ch_04")["valid"]
+    outside = metrics("identification", row, "Answer: ch_09")
+    assert outside == {"score": 0.0, "valid": False, "parsed": "ch_09", "error": "not one of the options"}
+    assert not metrics("presence", {"answer": "Yes"}, "Maybe")["valid"]  # no list in the gold: the template's
+    assert metrics("presence", PRESENCE_GOLD, "No") == {"score": 0.0, "valid": True, "parsed": "No", "error": None}
+    dropped = {"answer": "Level Shift", "options": ["Level Shift", "Transient Spike", "Change in Trend",
+                                                    "Change in Variance", "No Anomaly"]}
+    assert not metrics("categorization", dropped, "Change in Seasonality")["valid"]  # the label this row dropped
+    assert metrics("categorization", {"answer": "Level Shift"}, "Change in Seasonality")["valid"]
+    assert metrics("identification", {"answer": "ch_01"}, "anything")["valid"]  # options unknown: not judged
+
+
+def test_lead_lag_independent_needs_no_integer_lag():
+    for lag in (None, "n/a", 12.5, "0"):
+        answer = json.dumps({"direction": "independent", "lag_samples": lag})
+        assert metrics("lead_lag_with_magnitude", LL_INDEPENDENT, answer)["valid"], lag
+    assert metrics("lead_lag_with_magnitude", LL_INDEPENDENT, '{"direction": "independent"}')["score"] == 1.0
+    coupled = metrics("lead_lag_with_magnitude", LL_GOLD, '{"direction": "lead", "lag_samples": "n/a"}')
+    assert not coupled["valid"] and coupled["score"] == 0.0  # a coupled answer still needs its integer lag
+
+
+def test_generated_mcq_golds_list_their_options(small_data):
+    from tsbench.tasks.anomalyxl.rows import read_index
+
+    index = read_index(small_data / "test-coarse.parquet")
+    for gold in index["gold"].map(json.loads):
+        assert gold["answer"] in gold["options"]
+
+
 # --- aggregation ----------------------------------------------------------------------------
 
 

@@ -108,6 +108,7 @@ def describe(
         raise UserError(f"no such file or directory: {data}")
     taskset = get_taskset(family_of(data))
     files = data_files(data)
+    taskset.index(files, {})  # a file that is not the family's ends here, in one line
     if plot is not None:
         from tsbench.tasks.anomalyxl.figure import plot_row
         from tsbench.tasks.anomalyxl.rows import iter_rows

@@ -12,7 +12,9 @@ Scoring is only as fair as extraction, so every rule here is explicit:
   there is no falling back to an earlier object.
 * MCQ answers: the ``answer`` string of the last top-level JSON object that has one, else the
   rest of the last line starting with ``answer:`` (any case; when that rest is blank, the next
-  non-blank line), else the whole message; then trim white space and one pair of quotes.
+  non-blank line), else the whole message; then trim white space and one pair of quotes. The
+  answer is valid only when it is one of the row's options (the gold lists them under
+  ``options``; without that list, every option the template can offer).
 
 Integer fields accept JSON ints and integral floats (``100.0``). Booleans, strings, NaN,
 infinities, non-integral floats and values beyond +-2**53 (no longer exact as floats, and far
@@ -36,6 +38,7 @@ from tsbench.tasks.anomalyxl.labels import (
     LOCALIZE,
     MAGNITUDE,
     MCQ_CATEGORIES,
+    MCQ_OPTIONS,
     NO_ANOMALY_KIND,
 )
 
@@ -113,6 +116,14 @@ def extract_mcq_answer(response: str) -> str:
             return _trim_answer(parsed.answer["answer"])
     line = _answer_line(text)
     return _trim_answer(text if line is None else line)
+
+
+def mcq_options(category: str, gold: dict) -> tuple[str, ...] | None:
+    """The options an MCQ row offered: the gold's own list, else the template's; None if unknown."""
+    listed = gold.get("options") if isinstance(gold, dict) else None
+    if isinstance(listed, list) and all(isinstance(o, str) for o in listed):
+        return tuple(listed)
+    return MCQ_OPTIONS.get(category)
 
 
 def as_integer(value: Any) -> int | None:
@@ -249,7 +260,12 @@ def extract_answer(category: str, gold: dict, response: Any) -> Extraction:
         return Extraction(None, "response is not a string")
     if category in MCQ_CATEGORIES:
         choice = extract_mcq_answer(response)
-        return Extraction(choice, None if choice else "empty answer")
+        if not choice:
+            return Extraction(choice, "empty answer")
+        options = mcq_options(category, gold)
+        if options is not None and choice not in options:
+            return Extraction(choice, "not one of the options")
+        return Extraction(choice, None)
     parsed = extract_json_answer(response)
     if not parsed.valid:
         return parsed

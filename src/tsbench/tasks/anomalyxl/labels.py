@@ -39,6 +39,17 @@ INDICATOR_OPTIONS = ("Leading", "Lagging", "Correlated", "Uncorrelated", "No ano
 DIRECTIONS = ("lead", "lag", "independent")
 DIRECTION_TO_INDICATOR = {"lead": "Leading", "lag": "Lagging", "independent": "Uncorrelated"}
 
+# Every option a template can offer, for rows whose gold does not list its own (identification's
+# options are channel names, different on every row: None).
+MCQ_OPTIONS = {
+    PRESENCE: (YES, NO),
+    START_TIME: (*START_BINS, NO_ANOMALY_OPTION),
+    CATEGORIZATION: (*KINDS, NO_ANOMALY_OPTION),
+    MAGNITUDE_BAND: (*MAGNITUDE_BANDS, NO_ANOMALY_OPTION),
+    IDENTIFICATION: None,
+    INDICATOR: INDICATOR_OPTIONS,
+}
+
 # Which precise category each MCQ template is projected from.
 MCQ_SOURCE = {
     PRESENCE: LOCALIZE,

@@ -118,7 +118,7 @@ def project(source: RowPlan, template: str) -> RowPlan:
     return RowPlan(
         id=f"{source.id}-{template}", split=source.split, regime="coarse", category=template,
         length=source.length, channel_names=list(source.channel_names), question=question, options=options,
-        gold={"answer": answer}, plan=plan, seed=source.seed, source_id=source.id,
+        gold={"answer": answer, "options": options}, plan=plan, seed=source.seed, source_id=source.id,
     )
 
 

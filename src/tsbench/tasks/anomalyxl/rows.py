@@ -189,6 +189,18 @@ def read_row(path: str | Path, row_id: str) -> Row:
     return _row(rec, _values_to_numpy(table.column("values")[0], rec["n_channels"], rec["length"]))
 
 
+def schema_problem(path: str | Path) -> str | None:
+    """Why `path` is not an AnomalyXL file (one short phrase), or None when its schema is ours."""
+    try:
+        found = pq.read_schema(path)
+    except Exception:  # pyarrow raises several types for bytes that are not parquet
+        return "not a parquet file"
+    missing = [f.name for f in SCHEMA if f.name not in found.names]
+    if missing:
+        return f"lacks the column{'s' if len(missing) > 1 else ''} {', '.join(missing[:4])}{' ...' if len(missing) > 4 else ''}"
+    return None
+
+
 def read_index(path: str | Path):
     """Every column but `values`, as a pandas DataFrame: cheap even for the paper-size split."""
     return pq.read_table(path, columns=LIGHT_COLUMNS).to_pandas()

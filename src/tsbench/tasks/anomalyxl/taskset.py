@@ -15,7 +15,7 @@ from tsbench.core.provenance import read_json, sha256_file
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.answer_class import answer_class, gold_class
 from tsbench.tasks.anomalyxl.metrics import metrics
-from tsbench.tasks.anomalyxl.rows import read_index, read_row
+from tsbench.tasks.anomalyxl.rows import read_index, read_row, schema_problem
 from tsbench.tasks.base import Column, Sample, SampleRef, Scored
 
 REGIMES = {"precise": ("precise",), "coarse": ("coarse",), "both": ("precise", "coarse")}
@@ -60,10 +60,13 @@ class AnomalyXL:
     def index(self, files: list[Path], filters: dict[str, Any]) -> pd.DataFrame:
         frames = []
         for path in files:
+            problem = schema_problem(path)
             try:
-                frame = read_index(path)
+                frame = None if problem else read_index(path)
             except Exception as exc:  # pyarrow raises several types for a file that is not ours
-                raise UserError(f"{path} is not an AnomalyXL parquet file ({type(exc).__name__}: {str(exc)[:120]})") from None
+                problem = f"{type(exc).__name__}: {' '.join(str(exc).split())[:120]}"
+            if problem:
+                raise UserError(f"{path} is not an AnomalyXL parquet file ({problem})") from None
             frames.append(frame.assign(path=str(path)))
         rows = pd.concat(frames, ignore_index=True)
         regime = filters.get("regime") or "both"
