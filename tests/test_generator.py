@@ -17,6 +17,9 @@ from tsbench.tasks.anomalyxl.rows import iter_rows, read_index
 from tsbench.tasks.anomalyxl.scene import build_scene
 
 
+PAPER = preset("paper")
+
+
 @pytest.fixture(scope="module")
 def big_plans():
     """Plans only (no arrays) for a 4x-paper-size test grid: enough rows for composition statistics."""
@@ -101,7 +104,7 @@ def test_multichannel_rules(big_plans):
 def test_mcq_gold_is_always_an_option_and_matches_the_source(big_plans):
     for p in big_plans[::3]:
         for template in TEMPLATES_BY_SOURCE[p.category]:
-            q = project(p, template)
+            q = project(p, template, PAPER)
             assert q.gold["answer"] in q.options
             assert len(set(q.options)) == len(q.options)
             assert q.plan["scenes"] == p.plan["scenes"] and q.plan["injections"] == p.plan["injections"]
@@ -114,6 +117,38 @@ def test_mcq_gold_is_always_an_option_and_matches_the_source(big_plans):
                 assert q.gold["answer"] == (", ".join(gold_channels) or lb.IDENTIFICATION_NONE)
     assert magnitude_band(2.99) == "1-3σ" and magnitude_band(3.0) == "3-10σ" and magnitude_band(100.0) == "30-100σ"
     assert start_bin(0, 1024) == "Before" and start_bin(256, 1024) == "Early" and start_bin(1023, 1024) == "Late"
+
+
+def test_questions_state_the_facts_the_model_needs(big_plans):
+    """Each question carries what the authors' texts tell the model: scale, window widths, kinds and sizes,
+    and for lead-lag that coupled offsets never exceed L/4 (the facts a reference policy hard-codes)."""
+    seen = set()
+    for p in big_plans[::5]:
+        L, q = p.length, p.question
+        assert f"L = {L} samples" in q and "mean 0 and standard deviation 1" in q, p.id
+        assert "one channel ch_00 of L" in q if p.length and len(p.channel_names) == 1 else "each L =" in q
+        if p.category in (lb.LOCALIZE, lb.CLASSIFY, lb.ALL_CHANNELS):
+            assert "8 to 256 samples (a change in variance at least 64)" in q and "between 2 and 6 σ" in q
+        if p.category == lb.CLASSIFY:
+            assert all(f'"{kind}"' in q for kind in lb.KINDS) and "the window being the ramp" in q
+        if p.category == lb.MAGNITUDE:
+            assert "positive number" in q and "between 1 and 100 σ" in q
+        if p.category == lb.ALL_CHANNELS:
+            assert "Between 0 and 3 of the channels" in q and "index in the list" in q
+        if p.category == lb.LEAD_LAG:
+            assert f"never more than L/4 = {L // 4}" in q and f"more than L/4 = {L // 4} samples apart" in q
+            assert "(a change in variance at least 11)" in q and "0 when independent" in q
+        for template in TEMPLATES_BY_SOURCE[p.category]:
+            mcq = project(p, template, PAPER).question
+            assert "mean 0 and standard deviation 1" in mcq and "Options:" in mcq
+            if template == lb.START_TIME:
+                assert f"Before: [0, {L // 4})" in mcq and f"Late: [{3 * L // 4}, {L})" in mcq
+            if template == lb.INDICATOR:
+                assert f"never more than L/4 = {L // 4}" in mcq
+            if template == lb.IDENTIFICATION:
+                assert "every anomalous channel of the series is among" in mcq
+            seen.add(template)
+    assert seen == set(lb.MCQ_CATEGORIES)
 
 
 def test_scene_is_z_normalised_before_injection():
@@ -188,6 +223,6 @@ def test_gold_answer_scores_one_on_every_generated_row(big_plans):
         answer = {k: v for k, v in p.gold.items() if not k.startswith("_") and k != "channels"}
         assert score(p.category, p.gold, f"Here is my answer:\n```json\n{json.dumps(answer)}\n```") == 1.0, p.id
         for template in TEMPLATES_BY_SOURCE[p.category]:
-            q = project(p, template)
+            q = project(p, template, PAPER)
             assert score(template, q.gold, json.dumps(q.gold)) == 1.0
             assert score(template, q.gold, f"answer: {q.gold['answer']}") == 1.0

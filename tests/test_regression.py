@@ -2,6 +2,12 @@
 
 The values were produced before the Taskset redesign. A deliberate change to the generator or to
 a question text changes them: update them in the same commit and say why.
+
+Changed by issue 16: question texts now state the facts the authors' texts give the model (unit
+scaling, window widths, kinds and sizes, lead-lag offsets at most L/4, quarter edges), and MCQ golds
+list their options (so `valid` can mean "one of the options"). Only the `question` column (precise)
+and the `question` and `gold` columns (coarse) changed; `values` and `plan` are byte-identical, and
+the scripted scores below did not move.
 """
 
 from __future__ import annotations
@@ -17,10 +23,10 @@ from tsbench.tasks.anomalyxl.config import preset
 from tsbench.tasks.anomalyxl.generate import generate_split
 
 SMALL_SHA256 = {
-    "test-precise.parquet": "f37c2b89042f9540952ac2759fcedf663c5ea206c5d816fdb5d197d3e5097001",
-    "test-coarse.parquet": "1d4c9c5a0a314b268a225464d1275fd5461b061362ebb2d5c751b6e562bc904a",
-    "val-precise.parquet": "ab0d73bbd1ac0fb11abd6a64f9c36bf375e318cead14547d24b67a3302519086",
-    "val-coarse.parquet": "f3a5d403c149bd0a3a7a32d1d531a15948d4250ab06c56f580e6340f64d231c2",
+    "test-precise.parquet": "6e71562fe373a845bf2bb2fae71d32c32c374b7c4d8b1b62cb1dd4e3f1fecdcc",
+    "test-coarse.parquet": "9191ec4c5509deec1963221d721ca7ebd428af78a807988eb8c4791b2b73d509",
+    "val-precise.parquet": "ec0b19fcb6d0db515bbffa43fdf3fdc1b4b568342428b244ee15798a3b9acceb",
+    "val-coarse.parquet": "816ef620b67ba37fca67a12c649b63c9c6a718c199353e3b0b3f848dd62d22aa",
 }
 ZSCORE_RLM = {
     "test-classify_with_evidence-1024-00000": 0.6547619048,

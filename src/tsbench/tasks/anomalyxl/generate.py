@@ -47,7 +47,7 @@ def generate_split(cfg: GenConfig, split: str, out_root: str | Path, progress: P
                 written = values.size
                 if row.id in sources:
                     for template in TEMPLATES_BY_SOURCE[row.category]:
-                        mcq_row = project(row, template)
+                        mcq_row = project(row, template, cfg)
                         coarse.write(mcq_row, values)
                         cells.setdefault(template, {}).setdefault(str(row.length), 0)
                         cells[template][str(row.length)] += 1

@@ -10,7 +10,8 @@ import copy
 import numpy as np
 
 from tsbench.tasks.anomalyxl import labels as lb
-from tsbench.tasks.anomalyxl.categories import describe_channels
+from tsbench.tasks.anomalyxl.categories import KIND_MEANINGS, describe_channels, kinds_fact, scale_fact, window_fact
+from tsbench.tasks.anomalyxl.categories.lead_lag import max_lag
 from tsbench.tasks.anomalyxl.rowplan import RowPlan
 from tsbench.tasks.anomalyxl.seeds import MCQ_STREAM, derive_seed
 
@@ -68,48 +69,75 @@ def _identification(source: RowPlan, rng) -> tuple[str, list[str], str]:
         pair = [n for i, n in enumerate(named) if i != drop]
     options = [_join(s) for s in singletons] + [_join(pair), _join(named), lb.IDENTIFICATION_NONE]
     gold = _join(gold_set) if gold_set else lb.IDENTIFICATION_NONE
-    question = f"Which of the channels {_join(named)} carry an anomaly? (Other channels are not asked about.)"
+    question = (
+        f"Each anomalous channel carries one anomaly, the anomalous windows never overlap in time, and every "
+        f"anomalous channel of the series is among {_join(named)}. Which of these three channels carry an anomaly? "
+        "Choose the option that names exactly those channels (None if none of them does)."
+    )
     return question, options, gold
 
 
-def _template(source: RowPlan, template: str, rng) -> tuple[str, list[str], str]:
+def _quarters(length: int) -> str:
+    edges = [length * q // 4 for q in range(5)]
+    names = ", ".join(f"{name}: [{edges[i]}, {edges[i + 1]})" for i, name in enumerate(lb.START_BINS))
+    return f"{names}; {lb.NO_ANOMALY_OPTION}: there is none"
+
+
+def _template(source: RowPlan, template: str, rng, cfg) -> tuple[str, list[str], str]:
     gold = source.gold
+    window = window_fact(cfg, cfg.variance_width_floor)
     if template == lb.PRESENCE:
-        return "Does the series contain an anomaly?", [lb.YES, lb.NO], lb.YES if gold["present"] else lb.NO
+        question = f"The series contains at most one anomaly. {window} {kinds_fact(cfg, meanings=False)} Does the series contain an anomaly?"
+        return question, [lb.YES, lb.NO], lb.YES if gold["present"] else lb.NO
     if template == lb.START_TIME:
         answer = start_bin(gold["start"], source.length) if gold["present"] else lb.NO_ANOMALY_OPTION
         question = (
-            "When does the anomaly start? Before: in the first quarter of the series [0, L/4); Early: the second quarter; "
-            "Medium: the third quarter; Late: the last quarter."
+            f"The series contains at most one anomaly. {window} In which quarter of the series does the anomaly "
+            f"start (the index of its first sample)? {_quarters(source.length)}."
         )
         return question, list(lb.START_BINS) + [lb.NO_ANOMALY_OPTION], answer
     if template == lb.CATEGORIZATION:
         wrong = [k for k in lb.KINDS if k != gold["kind"]]
         dropped = wrong[int(rng.integers(len(wrong)))]
         options = [k for k in lb.KINDS if k != dropped] + [lb.NO_ANOMALY_OPTION]
-        return "What kind of anomaly does the series contain?", options, gold["kind"]
+        meanings = "; ".join(f"{k}: {KIND_MEANINGS[k]}" for k in lb.KINDS if k != dropped)
+        question = (
+            f"The series contains at most one anomaly. {window} The kinds offered mean: {meanings}. "
+            "What kind of anomaly does the series contain?"
+        )
+        return question, options, gold["kind"]
     if template == lb.MAGNITUDE_BAND:
-        question = "The series contains one level shift. How large is it, in units of the series' standard deviation (σ)?"
+        question = (
+            f"The series contains one level shift: over one window of {cfg.width_range[0]} to {cfg.width_range[1]} samples "
+            "the level moves up or down by a constant offset. How large is the offset in σ, up or down alike? "
+            "A band includes its lower edge and excludes its upper one (1-3σ: at least 1, below 3)."
+        )
         return question, list(lb.MAGNITUDE_BANDS) + [lb.NO_ANOMALY_OPTION], magnitude_band(gold["magnitude_sigma"])
     if template == lb.IDENTIFICATION:
         return _identification(source, rng)
     if template == lb.INDICATOR:
+        quarter = source.length // 4
         question = (
-            "How does channel A's anomaly relate in time to channel B's? Leading: A's starts first and the two are coupled; "
-            "Lagging: A's starts after B's; Uncorrelated: the two anomalies are independent."
+            f"Each channel contains one anomaly. {window_fact(cfg, cfg.lead_lag_variance_width_floor)} "
+            "How does channel A's anomaly relate in time to channel B's? Coupled anomalies have the same kind, width, "
+            f"size and sign, and their starts are 1 to {max_lag(source.length)} samples apart (never more than L/4 = "
+            f"{quarter}); independent ones each have their own and start more than {quarter} samples apart. "
+            "Leading: coupled, and A's starts first; Lagging: coupled, and A's starts after B's; Correlated: coupled, "
+            "starting at the same sample; Uncorrelated: independent; No anomaly: neither channel has one."
         )
         return question, list(lb.INDICATOR_OPTIONS), lb.DIRECTION_TO_INDICATOR[gold["direction"]]
     raise ValueError(f"unknown MCQ template {template!r}")
 
 
-def project(source: RowPlan, template: str) -> RowPlan:
+def project(source: RowPlan, template: str, cfg) -> RowPlan:
+    """The MCQ row `template` over `source`'s signal; `cfg` is the generator config (for the facts its question states)."""
     key = source.plan["key"]
     rng = np.random.default_rng(derive_seed(key["seed"], key["split"], key["category"], key["length"], key["index"], MCQ_STREAM, template))
-    stem, options, answer = _template(source, template, rng)
+    stem, options, answer = _template(source, template, rng, cfg)
     options = [options[int(i)] for i in rng.permutation(len(options))]
     listed = "\n".join(f"- {o}" for o in options)
     question = (
-        f"You are given a time series: {describe_channels(source.channel_names, source.length)}. {stem}\n"
+        f"You are given a time series: {describe_channels(source.channel_names, source.length)}. {scale_fact(len(source.channel_names))} {stem}\n"
         f"Options:\n{listed}\n"
         'Answer with exactly one option text, as one JSON object: {"answer": "<option>"}.'
     )

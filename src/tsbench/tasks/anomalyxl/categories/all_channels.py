@@ -4,7 +4,7 @@ windows that never overlap in time; the gold lists every event sorted by (channe
 from __future__ import annotations
 
 from tsbench.tasks.anomalyxl import labels as lb
-from tsbench.tasks.anomalyxl.categories import AnomalyPlan, describe_channels
+from tsbench.tasks.anomalyxl.categories import AnomalyPlan, describe_channels, kinds_fact, scale_fact, window_fact
 from tsbench.tasks.anomalyxl.injections import plan_injection
 
 SCHEMA = '{"anomalies": [{"channel": "<name>", "start": <int>, "end": <int>}, ...]}'
@@ -17,9 +17,11 @@ def channel_names(cfg) -> list[str]:
 
 def question(names: list[str], length: int, cfg) -> str:
     return (
-        f"You are given a multichannel time series: {describe_channels(names, length)}. "
-        f"Between {cfg.min_k} and {cfg.max_k} of the channels carry one anomaly each; the anomalous windows never overlap in time, "
-        "and the other channels carry none. List every anomalous channel with its window as half-open indices [start, end). "
+        f"You are given a multichannel time series: {describe_channels(names, length)}. {scale_fact(len(names))} "
+        f"Between {cfg.min_k} and {cfg.max_k} of the channels carry one anomaly each, each on a different channel; "
+        "the anomalous windows never overlap in time, and the other channels carry none. "
+        f"{window_fact(cfg, cfg.variance_width_floor)} {kinds_fact(cfg, meanings=False)} "
+        "List every anomalous channel with its window; a channel may be named, or given by its index in the list above. "
         f"Answer with one JSON object: {SCHEMA}; use an empty list if there is no anomaly."
     )
 

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from tsbench.tasks.anomalyxl import labels as lb
-from tsbench.tasks.anomalyxl.categories import AnomalyPlan, describe_channels, single_channel_names
+from tsbench.tasks.anomalyxl.categories import (
+    AnomalyPlan, describe_channels, kinds_fact, scale_fact, single_channel_names, window_fact,
+)
 from tsbench.tasks.anomalyxl.injections import plan_injection
 
 SCHEMA = '{"kind": "<label>", "start": <int>, "end": <int>}'
 
 
-def question(length: int) -> str:
-    labels = ", ".join(f'"{k}"' for k in lb.KINDS)
+def question(length: int, cfg) -> str:
     return (
         f"You are given a time series with one {describe_channels(single_channel_names(), length)}. "
-        f"It contains one anomaly, of one of these kinds: {labels}. "
-        "Name the kind and give the anomaly's window as half-open indices [start, end). "
+        f"{scale_fact(1)} The series contains one anomaly. {window_fact(cfg, cfg.variance_width_floor)} "
+        f"{kinds_fact(cfg)} Name the anomaly's kind and give its window. "
         f'Answer with one JSON object: {SCHEMA}, using the label text exactly; if you find no anomaly, answer {{"kind": "{lb.NO_ANOMALY_KIND}"}}.'
     )
 
@@ -26,4 +27,4 @@ def plan(rng, length: int, cfg) -> AnomalyPlan:
         variance_floor=cfg.variance_width_floor, magnitude_range=cfg.magnitude_range,
     )
     gold = {"kind": kind, "start": inj["start"], "end": inj["end"], "_L": length}
-    return AnomalyPlan(single_channel_names(), [inj], gold, question(length))
+    return AnomalyPlan(single_channel_names(), [inj], gold, question(length, cfg))

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from tsbench.tasks.anomalyxl import labels as lb
-from tsbench.tasks.anomalyxl.categories import AnomalyPlan, describe_channels, single_channel_names
+from tsbench.tasks.anomalyxl.categories import (
+    AnomalyPlan, describe_channels, kinds_fact, scale_fact, single_channel_names, window_fact,
+)
 from tsbench.tasks.anomalyxl.injections import plan_injection
 
 SCHEMA = '{"present": true, "start": <int>, "end": <int>} or {"present": false}'
 
 
-def question(length: int) -> str:
+def question(length: int, cfg) -> str:
     return (
         f"You are given a time series with one {describe_channels(single_channel_names(), length)}. "
-        "It may contain one anomaly: a contiguous window where the values depart from the series' usual behaviour. "
-        "Decide whether an anomaly is present and, if it is, give its window as half-open indices [start, end). "
+        f"{scale_fact(1)} The series contains at most one anomaly, and may contain none. "
+        f"{window_fact(cfg, cfg.variance_width_floor)} {kinds_fact(cfg, meanings=False)} "
+        "Decide whether an anomaly is present and, if it is, give its window. "
         f"Answer with one JSON object: {SCHEMA}."
     )
 
@@ -31,4 +34,4 @@ def plan(rng, length: int, cfg) -> AnomalyPlan:
         injections.append(inj)
         gold.update(start=inj["start"], end=inj["end"])
     gold["_L"] = length
-    return AnomalyPlan(single_channel_names(), injections, gold, question(length))
+    return AnomalyPlan(single_channel_names(), injections, gold, question(length, cfg))

@@ -11,11 +11,15 @@ from tsbench.tasks.anomalyxl.injections import plan_injection
 SCHEMA = '{"magnitude_sigma": <float>}'
 
 
-def question(length: int) -> str:
+def question(length: int, cfg) -> str:
+    low, high = cfg.width_range
+    smallest, largest = cfg.measure_magnitude_range
     return (
         f"You are given a time series with one {describe_channels(single_channel_names(), length)}. "
-        "It contains one level shift: over a contiguous window the level moves up or down by a constant offset. "
-        "Report the size of that offset in units of the series' standard deviation (the std of the whole series without the shift). "
+        f"It contains one level shift: over one contiguous window of {low} to {high} samples the level moves up or "
+        "down by a constant offset. The channel was scaled to mean 0 and standard deviation 1 before the shift was "
+        "added; σ is that standard deviation. Report the size of the offset in σ, as a positive number "
+        f"(it is between {smallest:g} and {largest:g} σ, whether the level moves up or down). "
         f"Answer with one JSON object: {SCHEMA}."
     )
 
@@ -26,4 +30,4 @@ def plan(rng, length: int, cfg) -> AnomalyPlan:
     magnitude = round(math.exp(rng.uniform(math.log(low), math.log(high))), 2)
     inj = plan_injection(rng, length=length, kind=lb.LEVEL_SHIFT, width_range=cfg.width_range, magnitude=magnitude)
     gold = {"magnitude_sigma": magnitude, "_L": length}
-    return AnomalyPlan(single_channel_names(), [inj], gold, question(length))
+    return AnomalyPlan(single_channel_names(), [inj], gold, question(length, cfg))
