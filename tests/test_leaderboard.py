@@ -267,9 +267,12 @@ def test_macro_f1_interval_covers_the_point_estimate():
 
 def test_files_written_and_html_is_self_contained(board):
     out = board.files["leaderboard.md"].parent
-    for name in ("leaderboard.md", "leaderboard.html", "leaderboard.csv", "by_length-aaaaaaaaaaaa.png",
-                 "accuracy_vs_length-aaaaaaaaaaaa.png"):
+    for name in ("leaderboard.md", "leaderboard.html", "leaderboard.csv", "curves.csv", "costs.csv"):
         assert (out / name).stat().st_size > 0, name
+    for stem in ("by_length-aaaaaaaaaaaa", "accuracy_vs_length-aaaaaaaaaaaa"):
+        assert (out / f"{stem}.png").read_bytes()[:4] == b"\x89PNG"
+        assert (out / f"{stem}.pdf").read_bytes()[:5] == b"%PDF-"
+        assert b"<svg" in (out / f"{stem}.svg").read_bytes()[:400]
     html = (out / "leaderboard.html").read_text()
     assert "<script" not in html and "<link" not in html and not re.search(r'src="(?!data:)', html)
     assert html.count('<img alt=') == sum(len(f) for f in board.figures.values()) == 4
@@ -286,12 +289,22 @@ def test_markdown_layout(board):
     assert "## Paper Table 1 (quoted)" in md and "GPT-5.5 (depth-1)" in md
 
 
-def test_csv_has_one_row_per_configuration_plus_quoted_paper_rows(board):
+def test_csv_is_long_with_integer_counts_plus_quoted_paper_rows(board):
+    import csv
+
     frame = pd.read_csv(board.files["leaderboard.csv"])
     ours = frame[frame["source"] == "tsbench"]
-    assert len(ours) == 5 and {"presence_acc", "presence_f1_lo", "localize_score", "turns"} <= set(frame.columns)
-    assert ours.set_index("model").loc["detector/default", "reference"] == "knows the generator"
-    assert (frame["source"].str.startswith("paper")).sum() == 20
+    assert len(ours) == len(board.cells) == 9  # one line per (configuration, category)
+    assert {"category", "column", "metric", "mean", "mean_lo", "f1", "n_scored", "n_rows", "incomplete"} <= set(frame.columns)
+    detector = ours[(ours["model"] == "detector/default") & (ours["category"] == "presence")].iloc[0]
+    assert detector["reference"] == "knows the generator" and detector["column"] == "Pres" and detector["metric"] == "F1"
+    assert (frame["source"].str.startswith("paper")).sum() == 20 * 11  # 20 quoted rows x 11 columns
+    with open(board.files["leaderboard.csv"], newline="") as fh:
+        for line in csv.DictReader(fh):
+            for name in ("depth", "n_rows", "n_scored", "n_own"):
+                assert line[name] == "" or line[name].isdigit(), (name, line[name])
+    costs = pd.read_csv(board.files["costs.csv"])
+    assert len(costs) == 5 and pd.api.types.is_integer_dtype(costs["rows"])
 
 
 def test_rich_table_renders(board):
@@ -342,3 +355,62 @@ def test_leaderboard_imports_no_harness_model_or_trainer():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+# ---- comparing on common rows, small n, figures ---------------------------------------------------------
+
+def test_configurations_are_compared_on_their_common_rows(tmp_path):
+    """Two complete runs that drew different rows (say --limit with different seeds) are shown and
+    ranked over the rows both scored; the paired table agrees; a column sharing no row is not ranked."""
+    first = [record(f"L{i}", "localize", s) for i, s in enumerate([1.0, 1.0, 0.2, 0.4])]  # L0..L3
+    second = [record(f"L{i}", "localize", s) for i, s in zip(range(2, 6), [0.6, 0.8, 0.0, 0.0])]  # L2..L5
+    presence_a = [record(f"P{i}", "presence", 1.0) for i in range(3)]
+    presence_b = [record(f"Q{i}", "presence", 0.0) for i in range(3)]
+    make_run(tmp_path, "a", "m-a", first + presence_a)
+    make_run(tmp_path, "b", "m-b", second + presence_b)
+    result = build_leaderboard([tmp_path / "a", tmp_path / "b"], tmp_path / "out", n_boot=200)
+    a, b = cell(result, "m-a", "localize"), cell(result, "m-b", "localize")
+    assert a["common"] and b["common"] and (a["n_scored"], a["n_own"]) == (2, 4)
+    assert a["mean"] == pytest.approx(0.3) and b["mean"] == pytest.approx(0.7)  # own means would be 0.65 and 0.35
+    assert (a["mean_mark"], b["mean_mark"]) == ("second", "best")
+    paired = result.paired[result.paired["category"] == "localize"].iloc[0]
+    assert paired["n"] == 2 and paired["diff"] == pytest.approx(-0.4)
+    assert any("localize" in w and "compared on the 2 rows" in w for w in result.warnings)
+    pa, pb = cell(result, "m-a", "presence"), cell(result, "m-b", "presence")
+    assert not pa["common"] and pa["disjoint"] and pa["mean_mark"] == pb["mean_mark"] == ""
+    assert any("presence" in w and "share no scored row" in w for w in result.warnings)
+    md = result.files["leaderboard.md"].read_text()
+    assert "(n=2 common of 4)" in md
+
+
+def test_intervals_on_fewer_than_ten_rows_carry_a_warning(board):
+    small = cell(board, "m-a", "presence")
+    assert small["small_n"] and small["n_scored"] == 6
+    assert any("fewer than 10 scored rows" in w for w in board.warnings)
+    md = board.files["leaderboard.md"].read_text()
+    assert re.search(r"\[0\.\d\d, \d\.\d\d\]\*", md) and "* = fewer than 10 rows" in md
+    html = board.files["leaderboard.html"].read_text()
+    assert re.search(r'<span class="ci">\[[0-9., ]+\]\*</span>', html)
+
+
+def test_one_legend_convention_everywhere(board):
+    md = board.files["leaderboard.md"].read_text()
+    html = board.files["leaderboard.html"].read_text()
+    assert "Bold = best, underline = second-best" in md and "<ins>0.667</ins>" in md  # m-a presence: second
+    assert "<strong>Bold</strong> = best, <u>underline</u> = second-best" in html and "<u>0.667</u>" in html
+    assert "m-b · rlm · depth 0 †" in md  # a partial run is marked in every section, not only the main table
+
+
+def test_figures_show_n_per_cell_not_run_cells_and_bands(tmp_path):
+    rows = [record(f"L{i}-{L}", "localize", (i % 3) / 2, length=L) for i in range(12) for L in (1024, 4096)]
+    rows += [record(f"C{i}-{L}", "classify_with_evidence", 0.5, length=L) for i in range(4) for L in (1024, 4096)]
+    rows += [record(f"A{i}", "localize_all_channels", 1.0, length=4096) for i in range(5)]
+    make_run(tmp_path, "a", "m-a", rows)
+    result = build_leaderboard([tmp_path / "a"], tmp_path / "out", n_boot=200)
+    curve = result.curves.set_index("length")
+    assert list(curve["n"]) == [16, 16] and (curve["lo"] <= curve["mean"]).all() and (curve["mean"] <= curve["hi"]).all()
+    heat = (tmp_path / "out" / "by_length.svg").read_text()
+    assert "n/a" in heat and "n=12" in heat and "n=4" in heat and "percentage points" in heat
+    assert "mean score (0 to 1)" in heat and "Loc (IoU)" in heat
+    curves = (tmp_path / "out" / "accuracy_vs_length.svg").read_text()
+    assert "n=16" in curves and "95 % bootstrap" in curves and "m-a · rlm · depth 0" in curves

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .columns import columns_for, is_choice
+from .columns import columns_for, family_columns, is_choice
 from .figures import length_curves_figure, length_heatmap
 from .html import render_html
 from .load import discover_runs, load_results
@@ -14,8 +14,10 @@ from .markdown import render_markdown
 from .paper_rows import paper_table
 from .result import LeaderboardResult, short_hash
 from .tables import (
+    SMALL_N,
     cell_table,
     column_counts,
+    common_row_notes,
     dataset_columns,
     cost_table,
     failure_table,
@@ -26,33 +28,63 @@ from .tables import (
 )
 
 
-def _figures(result: LeaderboardResult) -> dict[str, dict[str, bytes]]:
-    """PNG bytes per dataset; names carry a hash suffix only when there is more than one dataset."""
-    figures: dict[str, dict[str, bytes]] = {}
+def _figures(result: LeaderboardResult) -> dict[str, dict[str, dict[str, bytes]]]:
+    """dataset -> figure name -> format -> bytes; names carry a dataset suffix only when there is
+    more than one dataset."""
+    figures: dict[str, dict[str, dict[str, bytes]]] = {}
     for dataset in result.datasets:
         suffix = f"-{short_hash(dataset)}" if len(result.datasets) > 1 else ""
+
+        def name(config: tuple, dataset: str = dataset) -> str:
+            return result.config_name(dataset, config)
+
         drawn = {
-            f"by_length{suffix}.png": length_heatmap(result.by_length[result.by_length["dataset"] == dataset],
-                                                      result.columns.get(dataset, [])),
-            f"accuracy_vs_length{suffix}.png": length_curves_figure(result.curves[result.curves["dataset"] == dataset]),
+            f"by_length{suffix}": length_heatmap(result.by_length[result.by_length["dataset"] == dataset],
+                                                 result.columns.get(dataset, []), name),
+            f"accuracy_vs_length{suffix}": length_curves_figure(result.curves[result.curves["dataset"] == dataset], name),
         }
-        figures[dataset] = {name: png for name, png in drawn.items() if png is not None}
+        figures[dataset] = {key: formats for key, formats in drawn.items() if formats is not None}
     return figures
 
 
+# leaderboard.csv, long form: one line per (configuration, category) and a source column.
+CSV_COLUMNS = ["source", "dataset", "model", "harness", "depth", "reference", "category", "column", "metric",
+               "n_rows", "n_scored", "n_own", "common", "incomplete", "small_n", "mean", "mean_lo", "mean_hi",
+               "mean_mark", "f1", "f1_lo", "f1_hi", "f1_mark", "paper_text"]
+COUNT_COLUMNS = ["depth", "n_rows", "n_scored", "n_own"]
+
+
 def _csv_frame(result: LeaderboardResult) -> pd.DataFrame:
-    """leaderboard.csv: our rows (source=tsbench) and, when asked, the paper's (source=paper, quoted)."""
-    wide = result.wide.merge(result.costs, on=["dataset", "model", "harness", "depth"], how="left")
-    references = {(r.dataset, r.model, r.harness, r.depth): r.reference for r in result.runs}
-    wide.insert(5, "reference", [references.get(tuple(k)) for k in wide[["dataset", "model", "harness", "depth"]]
-                                 .itertuples(index=False)])
-    wide.insert(0, "source", "tsbench")
-    if result.paper is None:
-        return wide
-    quoted = [c for c in result.paper.columns if c not in ("section", "model")]
-    paper = result.paper.rename(columns={c: f"{c}_paper_text" for c in quoted})
-    paper.insert(0, "source", "paper Table 1 (quoted, not computed)")
-    return pd.concat([wide, paper], ignore_index=True)
+    """leaderboard.csv in long form: our cells (source=tsbench) and, when asked, the paper's quoted
+    values (source=paper, text as printed, never parsed). Counts are integers."""
+    cells = result.cells.copy()
+    shown = {(d, c.category): c for d, cols in result.columns.items() for c in cols}
+    cells["column"] = [getattr(shown.get((d, c)), "short", c) for d, c in zip(cells["dataset"], cells["category"])]
+    cells["metric"] = [("F1" if is_choice(shown.get((d, c))) else getattr(shown.get((d, c)), "metric", "score"))
+                       for d, c in zip(cells["dataset"], cells["category"])]
+    cells.insert(0, "source", "tsbench")
+    frames = [cells]
+    if result.paper is not None:
+        columns = {c.category: c for c in result.paper_columns}
+        quoted = [{"source": "paper Table 1 (quoted, not computed)", "model": row["model"], "harness": row["section"],
+                   "category": category, "column": columns[category].short,
+                   "metric": "F1" if is_choice(columns[category]) else columns[category].metric,
+                   "n_rows": result.paper_counts.get(category), "paper_text": row[category]}
+                  for _, row in result.paper.iterrows() for category in columns]
+        frames.append(pd.DataFrame(quoted))
+    frame = pd.concat(frames, ignore_index=True).reindex(columns=CSV_COLUMNS)
+    for name in COUNT_COLUMNS:
+        frame[name] = pd.to_numeric(frame[name], errors="coerce").astype("Int64")
+    return frame
+
+
+def _notes(cells: pd.DataFrame) -> list[str]:
+    notes = common_row_notes(cells)
+    small = cells[(cells["n_scored"] > 0) & (cells["n_scored"] < SMALL_N)]
+    if len(small):
+        notes.append(f"{len(small)} cell(s) rest on fewer than {SMALL_N} scored rows: their 95 % intervals are rough "
+                     "(marked *)")
+    return notes
 
 
 def build_leaderboard(run_dirs: list[Path], out: Path, with_paper: bool = False, n_boot: int = 1000,
@@ -76,24 +108,27 @@ def build_leaderboard(run_dirs: list[Path], out: Path, with_paper: bool = False,
     by_length = length_table(rows)
     result = LeaderboardResult(
         runs=runs, columns=columns, cells=cells, counts=column_counts(cells), wide=wide_table(cells, every_column),
-        costs=cost_table(rows), by_length=by_length, curves=length_curves(by_length, precise),
+        costs=cost_table(rows), by_length=by_length, curves=length_curves(by_length, precise, rows, n_boot, seed),
         paired=paired_table(rows, n_boot=n_boot, seed=seed),
-        failures=failure_table(rows), warnings=notes + warnings, n_boot=n_boot, seed=seed,
+        failures=failure_table(rows), warnings=notes + warnings + _notes(cells), n_boot=n_boot, seed=seed,
     )
     if with_paper:
         result.paper, result.paper_counts = paper_table()
+        result.paper_columns = list(family_columns("anomalyxl") or ())
     result.figures = _figures(result)
     out.mkdir(parents=True, exist_ok=True)
     for figures in result.figures.values():
-        for name, png in figures.items():
-            (out / name).write_bytes(png)
-            result.files[name] = out / name
+        for name, formats in figures.items():
+            for fmt, data in formats.items():
+                (out / f"{name}.{fmt}").write_bytes(data)
+                result.files[f"{name}.{fmt}"] = out / f"{name}.{fmt}"
     for name, text in (("leaderboard.md", render_markdown(result)), ("leaderboard.html", render_html(result))):
         (out / name).write_text(text, encoding="utf-8")
         result.files[name] = out / name
     _csv_frame(result).to_csv(out / "leaderboard.csv", index=False)
     result.files["leaderboard.csv"] = out / "leaderboard.csv"
-    extras = {"paired.csv": result.paired, "by_length.csv": result.by_length, "failures.csv": result.failures}
+    extras = {"costs.csv": result.costs, "paired.csv": result.paired, "by_length.csv": result.by_length,
+              "curves.csv": result.curves, "failures.csv": result.failures}
     for name, frame in extras.items():
         frame.to_csv(out / name, index=False)
         result.files[name] = out / name

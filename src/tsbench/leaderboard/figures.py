@@ -1,26 +1,35 @@
-"""The paper's Fig. 3 (category x length heat map) and Fig. 4 (score vs length) as PNG bytes.
+"""The paper's Fig. 3 (category x length heat map) and Fig. 4 (score vs length), as PNG, SVG and PDF.
 
 Figures are drawn on matplotlib's Agg canvas through the object API (no pyplot), so building a
 leaderboard never touches the global backend of a process that imported us, and needs no display.
+Every figure labels a configuration as the tables do (`LeaderboardResult.config_name`), shows the
+rows behind each number (n), and writes "n/a" where a category was not run at a length.
 """
 
 from __future__ import annotations
 
 import io
-import math
+from collections.abc import Callable
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib import colormaps
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.colors import TwoSlopeNorm
+from matplotlib.colors import Normalize, TwoSlopeNorm
 from matplotlib.figure import Figure
 
 from tsbench.tasks.base import Column
 
 from .columns import is_choice, order, short_name
 from .load import CONFIG_KEY
-from .tables import config_label
+from .result import NOT_RUN
+from .tables import SMALL_N, config_label
+
+FORMATS = ("png", "svg", "pdf")
+# Reproducible bytes: no creation dates in the vector formats.
+_METADATA = {"png": {"Software": None}, "svg": {"Date": None}, "pdf": {"CreationDate": None}}
+Namer = Callable[[tuple], str]
 
 
 def length_tick(length: int) -> str:
@@ -28,75 +37,131 @@ def length_tick(length: int) -> str:
     return f"{round(length / 1000)}k" if length >= 1000 else str(length)
 
 
-def _png(fig: Figure) -> bytes:
+def render(fig: Figure) -> dict[str, bytes]:
+    """The figure in every format the leaderboard writes."""
     FigureCanvasAgg(fig)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
-    return buffer.getvalue()
+    out = {}
+    # SVG keeps its text as text (searchable, editable for a paper); PDF embeds TrueType fonts.
+    with matplotlib.rc_context({"svg.fonttype": "none", "pdf.fonttype": 42, "svg.hashsalt": "tsbench"}):
+        for fmt in FORMATS:
+            buffer = io.BytesIO()
+            fig.savefig(buffer, format=fmt, dpi=110, bbox_inches="tight", metadata=_METADATA[fmt])
+            out[fmt] = buffer.getvalue()
+    return out
 
 
-def length_heatmap(by_length: pd.DataFrame, columns: list[Column]) -> bytes | None:
-    """One panel per configuration: categories x lengths, the mean in bold and its change (pp) from
-    the shortest length below it; colour is that change (green improves with length, red degrades)."""
+def _default_name(config: tuple) -> str:
+    return config_label(*config)
+
+
+def _row_label(columns: list[Column], category: str) -> str:
+    column = next((c for c in columns if c.category == category), None)
+    return f"{short_name(columns, category)} ({column.metric})" if column is not None else category
+
+
+def _ink(rgba) -> str:
+    """Black or white text, whichever reads on the cell colour."""
+    r, g, b = rgba[:3]
+    return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.55 else "white"
+
+
+def _grid(part: pd.DataFrame, categories: list[str], lengths: list[int], column: str) -> np.ndarray:
+    grid = np.full((len(categories), len(lengths)), np.nan)
+    for row in part.itertuples(index=False):
+        grid[categories.index(row.category), lengths.index(row.length)] = getattr(row, column)
+    return grid
+
+
+def _heat(ax, values: np.ndarray, texts: list[list[list[tuple[str, dict]]]], cmap, norm) -> object:
+    image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, norm=norm, aspect="auto")
+    for (r, c), value in np.ndenumerate(values):
+        if np.isnan(value):
+            ax.text(c, r, NOT_RUN, ha="center", va="center", fontsize=7.5, color="0.35")
+            continue
+        ink = _ink(cmap(norm(value)))
+        lines = texts[r][c]
+        offsets = np.linspace(-0.16, 0.16, len(lines)) if len(lines) > 1 else [0.0]
+        for (text, style), dy in zip(lines, offsets):
+            ax.text(c, r + dy, text, ha="center", va="center", color=ink, **style)
+    return image
+
+
+def length_heatmap(by_length: pd.DataFrame, columns: list[Column], name: Namer = _default_name) -> dict[str, bytes] | None:
+    """Fig. 3: per configuration, two panels over categories x lengths. Left: the mean score (bold)
+    and the rows behind it; right: its change in percentage points from the category's shortest
+    length (green improves with length, red degrades). Cells not run read "n/a"."""
     if by_length.empty:
         return None
     precise = [c.category for c in columns if not is_choice(c)]
     if by_length["category"].isin(precise).any():  # the paper's Fig. 3 is the precise reward
         by_length = by_length[by_length["category"].isin(precise)]
     ranks = order(columns)
-    lengths = sorted(by_length["length"].unique())
+    lengths = [int(x) for x in sorted(by_length["length"].unique())]
+    categories = sorted(by_length["category"].unique(), key=lambda c: (ranks.get(c, 99), c))
     panels = list(by_length.groupby(CONFIG_KEY[1:], sort=True))
-    n_categories = by_length["category"].nunique()
     limit = max(1.0, float(np.nanmax(np.abs(by_length["delta_pp"].to_numpy(dtype=float)))))
-    norm = TwoSlopeNorm(vmin=-limit, vcenter=0.0, vmax=limit)
-    cmap = colormaps["RdYlGn"].with_extremes(bad="#eeeeee")
-    ncols = min(2, len(panels))
-    nrows = math.ceil(len(panels) / ncols)
-    fig = Figure(figsize=(1.2 * len(lengths) * ncols + 3.0, (0.5 * n_categories + 1.0) * nrows + 0.6),
-                 layout="constrained")
-    image = None
-    for i, (config, part) in enumerate(panels):
-        ax = fig.add_subplot(nrows, ncols, i + 1)
-        categories = sorted(part["category"].unique(), key=lambda c: ranks.get(c, 99))
-        grid = np.full((len(categories), len(lengths)), np.nan)
-        means = np.full_like(grid, np.nan)
-        for row in part.itertuples(index=False):
-            r, c = categories.index(row.category), lengths.index(row.length)
-            grid[r, c], means[r, c] = row.delta_pp, row.mean
-        image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, norm=norm, aspect="auto")
-        for (r, c), mean in np.ndenumerate(means):
-            if not np.isnan(mean):
-                ax.text(c, r - 0.12, f"{mean:.3f}", ha="center", va="center", fontsize=8, fontweight="bold")
-                ax.text(c, r + 0.22, f"{grid[r, c]:+.1f} pp", ha="center", va="center", fontsize=6.5)
-        ax.set_xticks(range(len(lengths)), [length_tick(int(x)) for x in lengths], fontsize=8)
-        ax.set_yticks(range(len(categories)), [short_name(columns, c) for c in categories], fontsize=8)
-        ax.set_title(config_label(*config), fontsize=9)
-        ax.set_xlabel("context length L", fontsize=8)
-    if image is not None:
-        fig.colorbar(image, ax=fig.axes, shrink=min(0.6, 3.0 / (0.5 * n_categories + 1.0) / nrows + 0.2), aspect=25,
-                     label="change from shortest L (pp)")
-    fig.suptitle("Mean score by category and context length", fontsize=10)
-    return _png(fig)
+    mean_cmap, mean_norm = colormaps["YlGnBu"].with_extremes(bad="#eeeeee"), Normalize(0.0, 1.0)
+    delta_cmap = colormaps["RdYlGn"].with_extremes(bad="#eeeeee")
+    delta_norm = TwoSlopeNorm(vmin=-limit, vcenter=0.0, vmax=limit)
+    width = max(2.6, 0.95 * len(lengths) + 1.2)
+    fig = Figure(figsize=(2 * width + 2.6, (0.55 * len(categories) + 1.0) * len(panels) + 0.9), layout="constrained")
+    axes = fig.subplots(len(panels), 2, squeeze=False)
+    images = [None, None]
+    for (config, part), (left, right) in zip(panels, axes):
+        means, counts = _grid(part, categories, lengths, "mean"), _grid(part, categories, lengths, "n")
+        deltas = _grid(part, categories, lengths, "delta_pp")
+        mean_texts = [[[(f"{means[r, c]:.3f}", {"fontsize": 8, "fontweight": "bold"}),
+                        (f"n={int(counts[r, c])}" if not np.isnan(counts[r, c]) else "", {"fontsize": 6.5})]
+                       for c in range(len(lengths))] for r in range(len(categories))]
+        delta_texts = [[[(f"{deltas[r, c]:+.1f} pp", {"fontsize": 7.5})] for c in range(len(lengths))]
+                       for r in range(len(categories))]
+        images[0] = _heat(left, means, mean_texts, mean_cmap, mean_norm)
+        images[1] = _heat(right, deltas, delta_texts, delta_cmap, delta_norm)
+        for ax, what in ((left, "mean score"), (right, "change from shortest L")):
+            ax.set_xticks(range(len(lengths)), [length_tick(x) for x in lengths], fontsize=8)
+            ax.set_yticks(range(len(categories)), [_row_label(columns, c) for c in categories], fontsize=8)
+            ax.set_xlabel("context length L (samples)", fontsize=8)
+            ax.set_title(f"{name(config)}\n{what}", fontsize=8.5)
+        right.tick_params(labelleft=False)
+    fig.colorbar(images[0], ax=axes[:, 0].tolist(), shrink=0.8, aspect=30, label="mean score (0 to 1)")
+    fig.colorbar(images[1], ax=axes[:, 1].tolist(), shrink=0.8, aspect=30,
+                 label="change from the category's shortest L (percentage points)")
+    fig.suptitle("Mean score by category and context length (n = scored rows per cell)", fontsize=10)
+    return render(fig)
 
 
-def length_curves_figure(curves: pd.DataFrame) -> bytes | None:
-    """One line per configuration: mean over the length-swept precise categories at each length."""
+def length_curves_figure(curves: pd.DataFrame, name: Namer = _default_name) -> dict[str, bytes] | None:
+    """Fig. 4: one line per configuration, the mean over its length-swept precise categories at each
+    length, a 95 % bootstrap band, and the rows behind each point (hollow below SMALL_N rows)."""
     if curves.empty:
         return None
-    fig = Figure(figsize=(6.5, 4.0), layout="constrained")
+    fig = Figure(figsize=(7.5, 4.6), layout="constrained")
     ax = fig.add_subplot()
-    lengths = sorted(curves["length"].unique())
-    for config, part in curves.groupby(CONFIG_KEY[1:], sort=True):
+    lengths = sorted(int(x) for x in curves["length"].unique())
+    palette = colormaps["tab10"]
+    for i, (config, part) in enumerate(curves.groupby(CONFIG_KEY[1:], sort=True)):
         part = part.sort_values("length")
-        ax.plot(part["length"], part["mean"], marker="o", label=config_label(*config))
+        colour = palette(i % 10)
+        x, y = part["length"].to_numpy(dtype=float), part["mean"].to_numpy(dtype=float)
+        ax.plot(x, y, color=colour, lw=1.6, label=name(config))
+        if {"lo", "hi"} <= set(part) and part["lo"].notna().any():
+            ax.fill_between(x, part["lo"].to_numpy(dtype=float), part["hi"].to_numpy(dtype=float), color=colour,
+                            alpha=0.15, lw=0)
+        n = part["n"].to_numpy() if "n" in part else np.full(len(part), SMALL_N)
+        small = n < SMALL_N
+        ax.scatter(x[~small], y[~small], color=colour, s=22, zorder=3)
+        ax.scatter(x[small], y[small], facecolors="white", edgecolors=[colour], s=22, zorder=3)
+        for xi, yi, ni in zip(x, y, n):
+            ax.annotate(f"n={int(ni)}", (xi, yi), textcoords="offset points", xytext=(0, 6), ha="center",
+                        fontsize=6.5, color=colour)
     if len(lengths) > 1:
         ax.set_xscale("log", base=2)
-    ax.set_xticks(lengths, [length_tick(int(x)) for x in lengths])
+    ax.set_xticks(lengths, [length_tick(x) for x in lengths])
     ax.minorticks_off()
-    ax.set_ylim(0.0, 1.0)
-    ax.set_xlabel("context length L")
-    ax.set_ylabel("mean score (length-swept precise categories)")
+    ax.set_ylim(0.0, 1.05)
+    ax.set_xlabel("context length L (samples)")
+    ax.set_ylabel("mean score, length-swept precise categories")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
-    ax.set_title("Score versus context length", fontsize=10)
-    return _png(fig)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
+    ax.set_title(f"Score versus context length (bands: 95 % bootstrap; hollow: n < {SMALL_N})", fontsize=10)
+    return render(fig)

@@ -1,12 +1,13 @@
 """leaderboard.md: the same sections as the HTML, as GitHub-flavoured Markdown tables.
 
-Markdown has no underline, so best is **bold** and second-best _italic_ (the legend says so).
+Best is **bold** and second-best underlined with <ins> (which GitHub renders), as in the HTML, the
+terminal and the paper: one legend everywhere (result.LEGEND).
 """
 
 from __future__ import annotations
 
 from .paper_rows import PAPER_LABEL
-from .result import DASH, INCOMPLETE, LeaderboardResult, display_cell, display_columns, short_hash
+from .result import DASH, INCOMPLETE, LEGEND, LeaderboardResult, display_cell, display_columns, short_hash
 from .sections import (
     cost_section,
     curve_section,
@@ -16,15 +17,6 @@ from .sections import (
     paired_section,
     paper_section,
 )
-
-LEGEND = (
-    "MCQ columns give accuracy and macro-F1 (the paper reports macro-F1); Localize columns give each task's "
-    "primary score. Values are unweighted means over scored (id, epoch) rows; error rows are left out and "
-    "counted under Cost and Failures. **bold** = best, _italic_ = second-best on the same dataset; "
-    f"{INCOMPLETE} = incomplete cell (fewer scored rows than the column's count, or a partial run), with n = "
-    "scored rows. Intervals are 95 % percentile bootstraps over rows within the category."
-)
-
 
 def _esc(text) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
@@ -36,9 +28,11 @@ def _table(header: list, rows: list[list]) -> list[str]:
 
 
 def _marked(cell) -> str:
-    text = {"best": f"**{cell.text}**", "second": f"_{cell.text}_"}.get(cell.mark, cell.text)
+    text = {"best": f"**{cell.text}**", "second": f"<ins>{cell.text}</ins>"}.get(cell.mark, cell.text)
     if cell.incomplete:
-        text += f" {INCOMPLETE}" + (f" (n={cell.n})" if cell.text != DASH else "")
+        text += f" {INCOMPLETE}" + (f" ({cell.n_text})" if cell.text != DASH else "")
+    elif cell.common:
+        text += f" ({cell.n_text})"
     return text
 
 
@@ -78,8 +72,9 @@ def _dataset(result: LeaderboardResult, dataset: str) -> list[str]:
                       length_section(result, dataset), "No scored rows.")
     lines += _section("Score versus length", "Mean over the precise categories run at every length (the paper's "
                       "Fig. 4).", curve_section(result, dataset), "No precise rows.")
-    for name in result.figures.get(dataset, {}):
-        lines += [f"![{figure_title(name)}]({name})", ""]
+    for name, formats in result.figures.get(dataset, {}).items():
+        others = ", ".join(f"[{fmt.upper()}]({name}.{fmt})" for fmt in formats if fmt != "png")
+        lines += [f"![{figure_title(name)}]({name}.png)", "", f"{figure_title(name)}; also as {others}.", ""]
     lines += _section("Paired comparisons", "Difference of means (a − b) over the (id, epoch) rows both scored, "
                       "with a paired bootstrap 95 % interval.", paired_section(result, dataset),
                       "No two configurations share scored rows on this dataset.")

@@ -15,6 +15,20 @@ from .load import CONFIG_KEY, RunInfo
 
 INCOMPLETE = "†"
 DASH = "—"
+SMALL_N_MARK = "*"  # after an interval resting on fewer than SMALL_N rows
+NOT_RUN = "n/a"  # a figure cell whose category was not run at that length
+
+# The one legend: every renderer (Markdown, HTML, terminal, figures) marks things this way.
+LEGEND = (
+    "MCQ columns give accuracy and macro-F1 (the paper reports macro-F1); Localize columns give each task's "
+    "primary score. Values are unweighted means over scored (id, epoch) rows; error rows are left out and "
+    "counted under Cost and Failures. Bold = best, underline = second-best among complete cells of models on the "
+    "same dataset (reference policies are shown and never ranked); "
+    f"{INCOMPLETE} = incomplete (fewer scored rows than the column's count, or a partial run); n = scored rows "
+    "behind the value; \"common\" = the column's configurations scored different rows and are compared on the rows "
+    "they all scored. Intervals are 95 % percentile bootstraps over rows; "
+    f"{SMALL_N_MARK} = fewer than 10 rows, so the interval is rough."
+)
 
 
 @dataclass
@@ -38,7 +52,8 @@ class LeaderboardResult:
     warnings: list[str] = field(default_factory=list)
     paper: pd.DataFrame | None = None  # quoted rows, text values
     paper_counts: dict[str, str] | None = None
-    figures: dict[str, dict[str, bytes]] = field(default_factory=dict)  # dataset -> file name -> PNG
+    paper_columns: list[Column] = field(default_factory=list)  # the columns the quoted rows fill
+    figures: dict[str, dict[str, dict[str, bytes]]] = field(default_factory=dict)  # dataset -> name -> format -> bytes
     files: dict[str, Path] = field(default_factory=dict)
     n_boot: int = 1000
     seed: int = 0
@@ -67,6 +82,20 @@ class LeaderboardResult:
         hit = part[(part["dataset"] == dataset) & (part["model"] == config[0]) & (part["harness"] == config[1])
                    & (part["depth"] == config[2]) & (part["category"] == category)]
         return None if hit.empty else hit.iloc[0]
+
+    def incomplete_configs(self, dataset: str) -> set[tuple]:
+        """(model, harness, depth) of configurations with a partial run on this dataset."""
+        return {(r.model, r.harness, r.depth) for r in self.runs if r.dataset == dataset and not r.complete}
+
+    def config_name(self, dataset: str, config: tuple) -> str:
+        """The one label a configuration carries in every table and figure (model · harness · depth),
+        with † for a partial run and the reference note for a reference policy."""
+        label = f"{config[0]} · {config[1]} · depth {config[2]}"
+        if tuple(config) in self.incomplete_configs(dataset):
+            label += f" {INCOMPLETE}"
+        if note := self.reference(dataset, config):
+            label += f" (reference: {note})"
+        return label
 
     def count(self, dataset: str, category: str) -> int | None:
         hit = self.counts[(self.counts["dataset"] == dataset) & (self.counts["category"] == category)]
@@ -126,9 +155,15 @@ def display_columns(columns: list[Column]) -> list[DisplayColumn]:
 class DisplayCell:
     text: str  # the value, "—" when the configuration has no scored row there
     mark: str  # "best", "second" or ""
-    ci: str  # "[lo, hi]" or ""
+    ci: str  # "[lo, hi]" (with SMALL_N_MARK when n is small) or ""
     incomplete: bool
     n: int  # scored rows behind the value
+    common: bool = False  # the value is over the column's common rows
+    n_own: int = 0  # the configuration's own scored rows in this column
+
+    @property
+    def n_text(self) -> str:
+        return f"n={self.n} common of {self.n_own}" if self.common else f"n={self.n}"
 
 
 def display_cell(result: LeaderboardResult, dataset: str, config: tuple, column: DisplayColumn) -> DisplayCell:
@@ -138,5 +173,8 @@ def display_cell(result: LeaderboardResult, dataset: str, config: tuple, column:
         return DisplayCell(DASH, "", "", result.count(dataset, column.category) is not None, 0)
     source = "f1" if column.part == "f1" else "mean"
     interval = fmt_ci(cell[f"{source}_lo"], cell[f"{source}_hi"])
+    if interval and bool(cell.get("small_n", False)):
+        interval += SMALL_N_MARK
     return DisplayCell(fmt(cell[source]), str(cell[f"{source}_mark"] or ""), interval,
-                       bool(cell["incomplete"]), int(cell["n_scored"]))
+                       bool(cell["incomplete"]), int(cell["n_scored"]), bool(cell.get("common", False)),
+                       int(cell.get("n_own", cell["n_scored"])))

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from .columns import family_columns, is_choice, order, short_name
-from .result import DASH, LeaderboardResult, fmt, fmt_ci, fmt_count
-from .tables import config_label
+from .result import DASH, SMALL_N_MARK, LeaderboardResult, fmt, fmt_ci, fmt_count
+from .tables import SMALL_N
 
 
 def pct(value) -> str:
     return DASH if value is None or value != value else f"{100 * value:.1f} %"
+
+
+def _interval(lo, hi, n) -> str:
+    text = fmt_ci(lo, hi)
+    return text + SMALL_N_MARK if text and n < SMALL_N else text
 
 
 def cost_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], list[list]]:
@@ -16,9 +21,11 @@ def cost_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], li
     header = ["Model", "Harness", "Depth", "Rows", "Turns", "Code cells", "Sub-calls", "Tokens in", "Tokens out",
               "Sub-call tokens", "Forced final", "Errors", "$ total", "$ / row"]
     rows = []
+    incomplete = result.incomplete_configs(dataset)
     for r in part.itertuples(index=False):
         known = "" if r.cost_known == r.rows else f" ({r.cost_known}/{r.rows} known)"
-        rows.append([r.model, r.harness, r.depth, r.rows, fmt_count(r.turns), fmt_count(r.code_cells),
+        model = f"{r.model} †" if (r.model, r.harness, r.depth) in incomplete else r.model
+        rows.append([model, r.harness, r.depth, r.rows, fmt_count(r.turns), fmt_count(r.code_cells),
                      fmt_count(r.sub_calls, 2), fmt_count(r.input_tokens), fmt_count(r.output_tokens),
                      fmt_count(r.sub_call_tokens), pct(r.forced_final_rate), pct(r.error_rate),
                      DASH if r.cost_known == 0 else f"{r.cost_usd:.4f}{known}",
@@ -35,7 +42,7 @@ def length_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], 
     keyed = []
     for (model, harness, depth, category), group in part.groupby(["model", "harness", "depth", "category"], sort=True):
         at = {int(r.length): f"{r.mean:.3f} ({r.delta_pp:+.1f} pp, n={r.n})" for r in group.itertuples(index=False)}
-        label = config_label(model, harness, depth)
+        label = result.config_name(dataset, (model, harness, depth))
         keyed.append(((label, ranks.get(category, 99)),
                       [label, short_name(columns, category), *(at.get(int(x), DASH) for x in lengths)]))
     keyed.sort(key=lambda item: item[0])
@@ -48,10 +55,11 @@ def curve_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], l
     lengths = sorted(part["length"].unique())
     rows = []
     for config, group in part.groupby(["model", "harness", "depth"], sort=True):
-        at = {int(r.length): f"{r.mean:.3f}" for r in group.itertuples(index=False)}
-        rows.append([config_label(*config), group["categories"].iloc[0].replace(",", ", "),
+        at = {int(r.length): f"{r.mean:.3f} {_interval(r.lo, r.hi, r.n)} n={r.n}".replace("  ", " ")
+              for r in group.itertuples(index=False)}
+        rows.append([result.config_name(dataset, config), group["categories"].iloc[0].replace(",", ", "),
                      *(at.get(int(x), DASH) for x in lengths)])
-    return ["Configuration", "Categories averaged", *(f"L={x}" for x in lengths)], rows
+    return ["Configuration", "Categories averaged", *(f"L={x} (mean, 95 % CI, n)" for x in lengths)], rows
 
 
 def paired_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], list[list]]:
@@ -64,7 +72,7 @@ def paired_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], 
 
 def failure_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], list[list]]:
     part = result.failures[result.failures["dataset"] == dataset]
-    rows = [[config_label(r.model, r.harness, r.depth), r.cause, r.count, pct(r.share), r.example or DASH]
+    rows = [[result.config_name(dataset, (r.model, r.harness, r.depth)), r.cause, r.count, pct(r.share), r.example or DASH]
             for r in part.itertuples(index=False)]
     return ["Configuration", "Cause", "Rows", "Share", "First example"], rows
 
@@ -78,8 +86,9 @@ def paper_section(result: LeaderboardResult) -> tuple[list[str], list[list]]:
 
 
 FIGURE_TITLES = {
-    "by_length": "Per-length breakdown (like the paper's Fig. 3): mean and change in pp from the shortest L",
-    "accuracy_vs_length": "Score versus context length (like the paper's Fig. 4)",
+    "by_length": "Per-length breakdown (like the paper's Fig. 3): mean score and n per cell; change in "
+                 "percentage points from the category's shortest L",
+    "accuracy_vs_length": "Score versus context length (like the paper's Fig. 4), 95 % bootstrap bands, n per point",
 }
 
 

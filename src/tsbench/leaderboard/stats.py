@@ -23,6 +23,21 @@ def cell_seed(seed: int, *parts) -> int:
     return (seed * 1_000_003 + zlib.crc32("|".join(map(str, parts)).encode())) % (2**32)
 
 
+def bootstrap_mean_of_means(groups: Sequence[Sequence[float]], n_boot: int = 1000, seed: int = 0,
+                            alpha: float = 0.05) -> tuple[float, float]:
+    """Percentile interval of an unweighted mean of group means (Fig. 4's mean over categories),
+    resampling rows within each group, so every group keeps its size and its weight."""
+    arrays = [np.asarray(g, dtype=float) for g in groups if len(g)]
+    if not arrays:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    total = np.zeros(n_boot)
+    for values in arrays:
+        total += values[rng.integers(0, len(values), size=(n_boot, len(values)))].mean(axis=1)
+    low, high = np.quantile(total / len(arrays), [alpha / 2, 1 - alpha / 2])
+    return float(low), float(high)
+
+
 def predicted_option(parsed_answer: str | None) -> str:
     """The option text a model chose, from the parsed_answer JSON; "" when nothing parsed.
 

@@ -10,10 +10,15 @@ Conventions (they decide what a number means, so they are stated once here):
 - A cell is incomplete when it has fewer scored rows than the run has rows of that category,
   fewer rows than the column's count (the most any configuration on that dataset has), or its
   run says complete=false.
+- Configurations are compared on their common rows: when the complete cells of a column did not
+  all score the same (id, epoch) rows (different --limit draws, say), each of them is shown over
+  the rows they all scored (`common` is True, `n_own` keeps its own count) so the numbers in a
+  column mean the same thing. Incomplete cells keep their own rows and are marked.
 - Best and second-best are marked per column among configurations on the same dataset; all
   scores are "higher is better" (MMag and LL are already turned into [0, 1] scores by the scorer).
   Reference policies (run.json "reference": they see what a model does not) and incomplete cells
   are never marked.
+- `small_n`: fewer than SMALL_N scored rows, so the 95 % interval is rough (renderers flag it).
 - Columns, their order and which are multiple choice come from the family's Taskset.
 """
 
@@ -32,7 +37,11 @@ from tsbench.tasks.base import Column
 
 from .columns import columns_for, is_choice
 from .load import CONFIG_KEY
-from .stats import bootstrap_macro_f1_ci, cell_seed, gold_option, mcq_macro_f1, predicted_option
+from .stats import bootstrap_macro_f1_ci, bootstrap_mean_of_means, cell_seed, gold_option, mcq_macro_f1, predicted_option
+
+SMALL_N = 10  # below this many scored rows an interval carries a warning
+CELL_COLUMNS = CONFIG_KEY + ["category", "n_rows", "n_scored", "n_own", "common", "mean", "mean_lo", "mean_hi",
+                             "f1", "f1_lo", "f1_hi", "run_complete", "reference"]
 
 
 def dataset_columns(rows: pd.DataFrame) -> dict[str, list[Column]]:
@@ -76,26 +85,70 @@ def _cell(column: Column | None, group: pd.DataFrame, n_boot: int, seed: int) ->
     return out
 
 
+def _scored_keys(group: pd.DataFrame) -> frozenset:
+    scored = group[group["score"].notna()]
+    return frozenset(zip(scored["id"], scored["epoch"]))
+
+
 def cell_table(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
     """Long table: one line per (configuration, category) with mean, macro-F1, 95 % intervals, counts."""
     records = []
     configs = _configs(rows).set_index(CONFIG_KEY)
     columns = {d: {c.category: c for c in cols} for d, cols in dataset_columns(rows).items()}
-    for key, group in rows.groupby(CONFIG_KEY + ["category"], sort=True, dropna=False):
+    groups = dict(iter(rows.groupby(CONFIG_KEY + ["category"], sort=True, dropna=False)))
+    for key, group in groups.items():
         *config, category = key
         stats = _cell(columns.get(key[0], {}).get(category), group, n_boot, cell_seed(seed, *key))
         info = configs.loc[tuple(config)]
-        records.append({**dict(zip(CONFIG_KEY, config)), "category": category, **stats,
-                        "run_complete": bool(info["complete"]), "reference": info["reference"]})
-    cells = pd.DataFrame(records, columns=CONFIG_KEY + ["category", "n_rows", "n_scored", "mean", "mean_lo",
-                                                       "mean_hi", "f1", "f1_lo", "f1_hi", "run_complete",
-                                                       "reference"])
+        records.append({**dict(zip(CONFIG_KEY, config)), "category": category, **stats, "n_own": stats["n_scored"],
+                        "common": False, "run_complete": bool(info["complete"]), "reference": info["reference"]})
+    cells = pd.DataFrame(records, columns=CELL_COLUMNS)
     counts = column_counts(cells)
     expected = cells.merge(counts, on=["dataset", "category"], how="left")["column_n"].to_numpy()
     cells["incomplete"] = (
         (cells["n_scored"] < cells["n_rows"]) | (cells["n_rows"] < expected) | ~cells["run_complete"].astype(bool)
     )
+    cells = _on_common_rows(cells, groups, columns, n_boot, seed)
+    cells["small_n"] = cells["n_scored"] < SMALL_N
     return mark_ranks(cells.drop(columns="run_complete"))
+
+
+def _on_common_rows(cells: pd.DataFrame, groups: dict, columns: dict, n_boot: int, seed: int) -> pd.DataFrame:
+    """Recompute the complete cells of a column over the (id, epoch) rows they all scored, when
+    they did not all score the same rows; a column with no common row keeps its own numbers."""
+    cells = cells.copy()
+    cells["disjoint"] = False
+    complete = cells[~cells["incomplete"].astype(bool) & (cells["n_scored"] > 0)]
+    for (dataset, category), part in complete.groupby(["dataset", "category"], sort=False):
+        keys = {i: tuple(part.loc[i, CONFIG_KEY + ["category"]]) for i in part.index}
+        scored = {i: _scored_keys(groups[k]) for i, k in keys.items()}
+        common = frozenset.intersection(*scored.values())
+        if len(set(scored.values())) == 1:
+            continue
+        if not common:
+            cells.loc[list(keys), "disjoint"] = True
+            continue
+        for i, key in keys.items():
+            group = groups[key]
+            on_common = group[[k in common for k in zip(group["id"], group["epoch"])]]
+            stats = _cell(columns.get(dataset, {}).get(category), on_common, n_boot, cell_seed(seed, *key, "common"))
+            for name in ("n_scored", "mean", "mean_lo", "mean_hi", "f1", "f1_lo", "f1_hi"):
+                cells.at[i, name] = stats[name]
+            cells.at[i, "common"] = True
+    return cells
+
+
+def common_row_notes(cells: pd.DataFrame) -> list[str]:
+    """One warning per column whose configurations were compared on a subset of their rows."""
+    notes = []
+    for (dataset, category), part in cells[cells["common"].astype(bool)].groupby(["dataset", "category"], sort=True):
+        notes.append(f"{category} on {dataset[:40]}: configurations scored different rows; compared on the "
+                     f"{int(part['n_scored'].iloc[0])} rows all complete ones scored (their own counts: "
+                     f"{', '.join(str(int(n)) for n in part['n_own'])})")
+    for (dataset, category), part in cells[cells["disjoint"].astype(bool)].groupby(["dataset", "category"], sort=True):
+        notes.append(f"{category} on {dataset[:40]}: complete configurations share no scored row; each is shown "
+                     "over its own rows and none is ranked")
+    return notes
 
 
 def column_counts(cells: pd.DataFrame) -> pd.DataFrame:
@@ -128,6 +181,8 @@ def mark_ranks(cells: pd.DataFrame) -> pd.DataFrame:
     rankable = ~cells["incomplete"].astype(bool)
     if "reference" in cells:
         rankable &= cells["reference"].isna()
+    if "disjoint" in cells:  # complete cells that share no row cannot be ranked against each other
+        rankable &= ~cells["disjoint"].astype(bool)
     for _, index in cells[rankable].groupby(["dataset", "category"]).groups.items():
         cells.loc[index, "mean_mark"] = _ranks(cells.loc[index, "mean"])
         cells.loc[index, "f1_mark"] = _ranks(cells.loc[index, "f1"])
@@ -240,19 +295,30 @@ def length_table(rows: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def length_curves(by_length: pd.DataFrame, precise: list[str]) -> pd.DataFrame:
+def length_curves(by_length: pd.DataFrame, precise: list[str], rows: pd.DataFrame | None = None,
+                  n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
     """Fig. 4 numbers: per configuration and length, the mean over the precise (not multiple-choice)
-    categories that were run at every length that configuration has (unweighted across categories)."""
+    categories that were run at every length that configuration has (unweighted across categories),
+    the rows behind it (`n`) and, given the rows, a 95 % interval that resamples rows within each
+    category."""
     precise = by_length[by_length["category"].isin(precise)]
+    scores = {}
+    if rows is not None:
+        scored = rows[rows["score"].notna() & rows["length"].notna()]
+        scores = {key: group["score"].astype(float).to_numpy()
+                  for key, group in scored.groupby(CONFIG_KEY + ["category", "length"], sort=False)}
     records = []
     for key, group in precise.groupby(CONFIG_KEY, sort=True):
         lengths = sorted(group["length"].unique())
         swept = [c for c, g in group.groupby("category") if set(g["length"]) == set(lengths)]
         used = group[group["category"].isin(swept)]
         for length, at in used.groupby("length"):
+            arrays = [scores.get((*key, c, length), []) for c in at["category"]]
+            low, high = (bootstrap_mean_of_means(arrays, n_boot, cell_seed(seed, *key, length)) if scores
+                         else (np.nan, np.nan))
             records.append({**dict(zip(CONFIG_KEY, key)), "length": int(length), "mean": float(at["mean"].mean()),
-                            "categories": ",".join(sorted(swept))})
-    return pd.DataFrame(records, columns=CONFIG_KEY + ["length", "mean", "categories"])
+                            "lo": low, "hi": high, "n": int(at["n"].sum()), "categories": ",".join(sorted(swept))})
+    return pd.DataFrame(records, columns=CONFIG_KEY + ["length", "mean", "lo", "hi", "n", "categories"])
 
 
 def paired_table(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0, min_shared: int = 2) -> pd.DataFrame:

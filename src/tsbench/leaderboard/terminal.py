@@ -26,7 +26,8 @@ def rich_tables(result: LeaderboardResult) -> list[Table]:
     --with-paper the quoted rows follow the AnomalyXL tables, dimmed.
     """
     tables = []
-    caption = f"bold = best, underline = second-best, {INCOMPLETE} = incomplete"
+    caption = (f"bold = best, underline = second-best, {INCOMPLETE} = incomplete; intervals, n and the full "
+               "legend are in leaderboard.md / .html")
     for dataset in result.datasets:
         columns = display_columns(result.columns.get(dataset, []))
         table = Table(title=f"{result.family(dataset)} leaderboard: {short_hash(dataset)}", caption=caption)
@@ -39,6 +40,8 @@ def rich_tables(result: LeaderboardResult) -> list[Table]:
                       *(Text(f"({result.count(dataset, c.category) or 0})", style="dim") for c in columns))
         for config in result.configs(dataset):
             label = Text(str(config[0]))
+            if tuple(config) in result.incomplete_configs(dataset):
+                label.append(f" {INCOMPLETE}", style="yellow")
             if note := result.reference(dataset, config):
                 label.append(f" (reference: {note})", style="italic yellow")
             table.add_row(label, str(config[1]), str(config[2]),
