@@ -239,3 +239,23 @@ def test_score_warns_about_rows_without_a_response(small_data, tmp_path, monkeyp
     assert code == 0, err
     assert f"warning: 2 of {len(index)} rows have no response (scored 0)" in err
     assert "warning: 1 response ids are not in test-coarse.parquet" in err
+
+
+def test_describe_plot_names_the_anomaly_and_overlays_a_runs_prediction(small_data, tmp_path, monkeypatch, capsys):
+    from tsbench.core.config import build
+    from tsbench.eval.config import EvalConfig
+    from tsbench.eval.runner import run_eval
+
+    row_id = "test-classify_with_evidence-1024-00000"
+    run = run_eval(build(EvalConfig, {"model": "scripted/zscore", "harness": "single-pass-text", "data": [str(small_data)],
+                                      "sample_ids": [row_id], "concurrency": 1, "out": str(tmp_path / "run")}))
+    for suffix in ("svg", "pdf"):
+        out = tmp_path / f"row.{suffix}"
+        code, printed, err = run_in_process(monkeypatch, capsys, "describe", str(small_data), "--plot", row_id,
+                                            "--run", str(run), "--out", str(out))
+        assert code == 0, err
+        assert str(out) in printed
+    svg = (tmp_path / "row.svg").read_text()
+    assert "classify_with_evidence, L = 1,024" in svg and "σ, width" in svg  # kind and magnitude in the title
+    assert "gold window" in svg and "predicted window" in svg and "predicted: {" in svg and "zoom: ch_00" in svg
+    assert (tmp_path / "row.pdf").read_bytes()[:5] == b"%PDF-"

@@ -70,3 +70,60 @@ def test_screenshot_is_not_blank(page, tmp_path):
     assert done.returncode == 0 and shot.stat().st_size > 0, done.stderr[-2000:]
     pixels = imread(shot)
     assert pixels.shape[0] > 100 and float(np.std(pixels[..., :3])) > 0.05  # something was drawn
+
+
+# Test-only probe: where the Localize headers and the page's right edge are, at the window's size.
+GEOMETRY_PROBE = (
+    "<script>window.addEventListener('load', () => { const out = {width: document.documentElement.scrollWidth, "
+    "view: window.innerWidth, heads: []}; for (const th of document.querySelectorAll('table.t1 th.g-localize')) { "
+    "const r = th.getBoundingClientRect(); out.heads.push([r.left, r.top, r.right, r.bottom]); } "
+    "document.body.setAttribute('data-geometry', JSON.stringify(out)); });</script>"
+)
+LOCALIZE_HEADER_RGB = (0xDC, 0xEB, 0xD9)  # th.g-localize's background in html.STYLE
+
+
+@pytest.fixture(scope="module")
+def full_page(tmp_path_factory) -> Path:
+    """Every AnomalyXL column, paper-like model names, a reference policy and a partial run."""
+    from test_leaderboard import PRECISE
+    from tsbench.tasks.anomalyxl import labels as lb
+
+    root = tmp_path_factory.mktemp("full")
+    rows = [record(f"{c}-{L}-{i}", c, (i % 5) / 4, length=L) for c in PRECISE for i in range(6) for L in (16384, 131072)]
+    rows += [record(f"{c}-{i}", c, float(i % 2), gold="Yes", pred="Yes" if i % 2 else "No")
+             for c in lb.MCQ_CATEGORIES for i in range(12)]
+    names = ["openai/gpt-5.5", "vllm/Qwen/Qwen3.5-4B-Instruct", "local/checkpoints/grpo-qwen3.5-4b-step-800"]
+    for i, model in enumerate(names):
+        make_run(root, f"r{i}", model, [{**r, "score": (r["score"] + i / 7) % 1} for r in rows],
+                 harness=("rlm-image", "single-pass-text", "rlm")[i], depth=i % 2, complete=i != 2)
+    make_run(root, "det", "detector/default", rows, harness="direct", reference="knows the generator")
+    result = build_leaderboard(sorted(root.iterdir()), root / "out", with_paper=True, n_boot=100)
+    return result.files["leaderboard.html"]
+
+
+def test_localize_columns_are_visible_at_1400_px(full_page, tmp_path):
+    """The page fits a 1400 px window: the Localize headers lie inside it, and a screenshot shows
+    their colour where the layout says they are (so they are drawn, not clipped or scrolled away)."""
+    import json
+    import re
+
+    browser = find_browser()
+    probed = tmp_path / "probed.html"
+    probed.write_text(full_page.read_text().replace("</body>", GEOMETRY_PROBE + "</body>"))
+    size = ["--window-size=1400,1600", "--force-device-scale-factor=1", "--hide-scrollbars"]
+    done = chromium(browser, tmp_path / "profile", *size, "--virtual-time-budget=5000", "--dump-dom", probed.as_uri())
+    assert done.returncode == 0, done.stderr[-2000:]
+    geometry = json.loads(re.search(r"data-geometry=\"([^\"]*)\"", done.stdout).group(1).replace("&quot;", '"'))
+    assert geometry["view"] == 1400 and geometry["width"] <= 1400, geometry
+    heads = geometry["heads"]
+    assert len(heads) == 1 + 5  # the group header and the five Localize columns
+    assert all(0 <= left and right <= 1400 for left, _, right, _ in heads), heads
+
+    shot = tmp_path / "shot.png"
+    done = chromium(browser, tmp_path / "profile2", *size, f"--screenshot={shot}", full_page.as_uri())
+    assert done.returncode == 0 and shot.exists(), done.stderr[-2000:]
+    pixels = (imread(shot)[..., :3] * 255).round().astype(int)
+    assert pixels.shape[1] == 1400
+    for left, top, right, bottom in heads:
+        y, x = int((top + bottom) / 2), int(left + 3)  # inside the cell, clear of its text
+        assert np.abs(pixels[y, x] - LOCALIZE_HEADER_RGB).max() <= 3, (x, y, pixels[y, x])

@@ -41,7 +41,9 @@ def _figures(result: LeaderboardResult) -> dict[str, dict[str, dict[str, bytes]]
         drawn = {
             f"by_length{suffix}": length_heatmap(result.by_length[result.by_length["dataset"] == dataset],
                                                  result.columns.get(dataset, []), name),
-            f"accuracy_vs_length{suffix}": length_curves_figure(result.curves[result.curves["dataset"] == dataset], name),
+            f"accuracy_vs_length{suffix}": length_curves_figure(
+                result.curves[result.curves["dataset"] == dataset], name,
+                {c for c in result.configs(dataset) if result.reference(dataset, c)}),
         }
         figures[dataset] = {key: formats for key, formats in drawn.items() if formats is not None}
     return figures

@@ -56,7 +56,7 @@ class Row:
 
     def gold_text(self) -> str:
         """The gold as a user would see it: without the scorer's private keys."""
-        return json.dumps({k: v for k, v in self.gold.items() if not k.startswith("_") and k != "channels"})
+        return json.dumps({k: v for k, v in self.gold.items() if not k.startswith("_") and k not in ("channels", "options")})
 
     @property
     def series(self) -> dict[str, np.ndarray]:
