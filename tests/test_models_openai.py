@@ -279,6 +279,20 @@ def test_cost_for_known_and_unknown_models():
     assert cost_usd("my-local-model", 10, 10) is None
 
 
+def test_every_api_model_the_shipped_configs_use_has_a_price():
+    import tomllib
+    from pathlib import Path
+
+    configs = Path(__file__).resolve().parents[1].glob("experiments/**/*.toml")
+    models = {tomllib.loads(p.read_text()).get("eval", {}).get("model", "") for p in configs}
+    api = {m for m in models if m and split_spec(m)[0] == "openai"}
+    assert "gpt-5.5" in api and "gpt-4.1-mini" in api
+    assert {m: price_for(m) for m in api if price_for(m) is None} == {}
+    assert cost_usd("gpt-5.5", 100_000, 10_000) == pytest.approx(100_000 * 5.00 / 1e6 + 10_000 * 30.00 / 1e6)
+    # Past 272k prompt tokens the whole request is billed at the long-context rates.
+    assert cost_usd("gpt-5.5", 300_000, 1_000) == pytest.approx(300_000 * 10.00 / 1e6 + 1_000 * 45.00 / 1e6)
+
+
 # -- retry policy, pure ----------------------------------------------------------------------------
 
 def test_rate_limit_backs_off_longer_than_server_errors():

@@ -1,8 +1,10 @@
 """What a call to a known OpenAI model costs, so every row of a run can carry its price.
 
 The numbers are approximate list prices (standard tier, no batch or cached-input discount) in US
-dollars per million tokens, as published by OpenAI around mid-2025. They change: check them before
-quoting a cost. A model not listed here costs None (unknown), never 0.
+dollars per million tokens, as published by OpenAI (mid-2025; gpt-5.5 as listed at its April 2026
+release). They change: check them before quoting a cost. A model not listed here costs None
+(unknown), never 0. Some models bill a whole request at higher rates once its prompt passes a
+threshold (LONG_CONTEXT); a call is priced by its own prompt size, as the API bills it.
 """
 
 from __future__ import annotations
@@ -19,23 +21,36 @@ PRICES_PER_MILLION: dict[str, tuple[float, float]] = {
     "gpt-5": (1.25, 10.00),
     "gpt-5-mini": (0.25, 2.00),
     "gpt-5-nano": (0.05, 0.40),
+    "gpt-5.5": (5.00, 30.00),
+}
+
+# model -> (prompt tokens above which the whole request is billed higher, input $/1M, output $/1M).
+LONG_CONTEXT: dict[str, tuple[int, float, float]] = {
+    "gpt-5.5": (272_000, 10.00, 45.00),
 }
 
 # Dated snapshots ("gpt-4.1-mini-2025-04-14") are priced like the model they pin.
 _SNAPSHOT_SUFFIX = re.compile(r"-\d{4}-\d{2}-\d{2}$")
 
 
-def price_for(model: str) -> tuple[float, float] | None:
-    """(input, output) dollars per million tokens for `model`, or None if it is not in the table."""
+def _base_name(model: str) -> str:
     name = model.removeprefix("openai/")
-    if name in PRICES_PER_MILLION:
-        return PRICES_PER_MILLION[name]
-    return PRICES_PER_MILLION.get(_SNAPSHOT_SUFFIX.sub("", name))
+    return name if name in PRICES_PER_MILLION else _SNAPSHOT_SUFFIX.sub("", name)
+
+
+def price_for(model: str, input_tokens: int = 0) -> tuple[float, float] | None:
+    """(input, output) dollars per million tokens for `model` on a call with `input_tokens` prompt
+    tokens, or None if the model is not in the table."""
+    name = _base_name(model)
+    price = PRICES_PER_MILLION.get(name)
+    if price is not None and name in LONG_CONTEXT and input_tokens > LONG_CONTEXT[name][0]:
+        return LONG_CONTEXT[name][1:]
+    return price
 
 
 def cost_usd(model: str, input_tokens: int, output_tokens: int) -> float | None:
     """Dollar cost of one call, or None when the model's price is unknown."""
-    price = price_for(model)
+    price = price_for(model, input_tokens)
     if price is None:
         return None
     input_price, output_price = price
