@@ -70,7 +70,8 @@ def _question(length: int) -> str:
 
 @pytest.fixture(scope="module")
 def easy_data(tmp_path_factory):
-    """Twelve localize rows in the AnomalyXL row schema: white noise, ten with a +10 sigma level shift."""
+    """A seed dir of twelve localize rows in the AnomalyXL row schema (white noise, ten with a +10 sigma
+    level shift): rows 0-5 in train-precise.parquet, rows 6-11 in val-precise.parquet."""
     rng = np.random.default_rng(11)
     rows = []
     for index in range(12):
@@ -82,20 +83,22 @@ def easy_data(tmp_path_factory):
             values[start:end] += 10.0
             gold = {"_L": LENGTH, "present": True, "start": start, "end": end}
         rows.append({
-            "id": f"easy-localize-{index:03d}", "split": "test", "regime": "precise", "category": lb.LOCALIZE,
+            "id": f"easy-localize-{index:03d}", "split": "train" if index < 6 else "val", "regime": "precise", "category": lb.LOCALIZE,
             "length": LENGTH, "n_channels": 1, "channel_names": ["ch_00"], "values": [values.astype(np.float32).tolist()],
             "question": _question(LENGTH), "options": [], "gold": json.dumps(gold), "plan": "{}", "seed": 11,
             "source_id": f"easy-localize-{index:03d}",
         })
-    path = tmp_path_factory.mktemp("easy") / "test-precise.parquet"
-    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), path)
-    return path
+    folder = tmp_path_factory.mktemp("easy")
+    pq.write_table(pa.Table.from_pylist(rows[:6], schema=SCHEMA), folder / "train-precise.parquet")
+    pq.write_table(pa.Table.from_pylist(rows[6:], schema=SCHEMA), folder / "val-precise.parquet")
+    return folder
 
 
 @pytest.fixture(scope="module")
 def easy_run(easy_data, tmp_path_factory):
-    """scripted/tools under the tools harness on four of the rows: the successful trajectories."""
-    cfg = build(EvalConfig, dict(model="scripted/tools", harness="tools", data=[str(easy_data)], regime="precise", limit=4,
+    """scripted/tools under the tools harness on four of the train rows: the successful trajectories."""
+    cfg = build(EvalConfig, dict(model="scripted/tools", harness="tools", data=[str(easy_data / "train-precise.parquet")],
+                     split="train", regime="precise", limit=4,
                      concurrency=2, out=str(tmp_path_factory.mktemp("runs") / "easy")))
     run_dir = run_eval(cfg)
     samples = pd.read_parquet(run_dir / schema.SAMPLES)
@@ -114,12 +117,13 @@ def reply(source: str) -> str:
 def test_a_good_tool_is_verified_admitted_and_loads_into_the_tools_harness(easy_run, easy_data, tmp_path):
     out = tmp_path / "tools" / "easy"
     with FakeOpenAIServer([reply(GOOD_TOOL)]) as server:
-        report = evolve_tools(easy_run, fake_model(server), out, gamma=0.7, examples_per_category=3, max_heldout=6, include_test_split=True)
+        report = evolve_tools(easy_run, fake_model(server), out, gamma=0.7, examples_per_category=3, max_heldout=6)
         prompt = server.bodies[0]["messages"]
     [candidate] = report.candidates
     assert candidate.category == lb.LOCALIZE and candidate.name == "locate_zscore_window"
     assert candidate.admitted and candidate.success_rate >= 0.7 and candidate.n_heldout == 6
     assert not set(candidate.examples) & {r["id"] for r in candidate.results}  # held out: never shown
+    assert any(int(r["id"][-3:]) >= 6 for r in candidate.results)  # val rows are among the held-out tasks
     assert "robust_zscore_scan" in prompt[0]["content"] and "Example 1 (" in prompt[1]["content"]
     assert "list_channels" in prompt[1]["content"]  # the trajectories' tool calls are shown
     saved = json.loads((out / "locate_zscore_window" / "tool.json").read_text())
@@ -130,7 +134,7 @@ def test_a_good_tool_is_verified_admitted_and_loads_into_the_tools_harness(easy_
     assert spec.name == "locate_zscore_window" and spec.family == "evolved"
 
     # Admitted tools load into --harness tools --tools <out> and run in the kernel.
-    row = next(r for r in pq.read_table(easy_data).to_pylist() if r["id"] == "easy-localize-009")
+    row = next(r for r in pq.read_table(easy_data / "val-precise.parquet").to_pylist() if r["id"] == "easy-localize-009")
     gold = json.loads(row["gold"])
     task = EpisodeTask(row["id"], row["category"], row["regime"], row["question"], row["channel_names"],
                        np.asarray(row["values"], dtype=np.float32))
@@ -148,7 +152,7 @@ def test_a_good_tool_is_verified_admitted_and_loads_into_the_tools_harness(easy_
 def test_a_tool_that_fails_verification_is_rejected(easy_run, tmp_path):
     out = tmp_path / "tools" / "broken"
     with FakeOpenAIServer([reply(BROKEN_TOOL)]) as server:
-        report = evolve_tools(easy_run, fake_model(server), out, max_heldout=6, include_test_split=True)
+        report = evolve_tools(easy_run, fake_model(server), out, max_heldout=6)
     [candidate] = report.candidates
     assert candidate.name == "opening_window" and not candidate.admitted and candidate.success_rate < 0.7
     assert "rejected" in candidate.reason and len(candidate.results) == 6
@@ -165,17 +169,17 @@ def test_unusable_replies_are_rejected_without_running(easy_run, tmp_path):
                          (reply(clash), "already taken"),
                          (reply(GOOD_TOOL.replace("threshold: float = 6.0", "threshold: float")), "default")]:
         with FakeOpenAIServer([text]) as server:
-            report = evolve_tools(easy_run, fake_model(server), tmp_path / "x", max_heldout=4, include_test_split=True)
+            report = evolve_tools(easy_run, fake_model(server), tmp_path / "x", max_heldout=4)
         [candidate] = report.candidates
         assert not candidate.admitted and reason in candidate.reason, candidate.reason
         assert candidate.results == []
     with FakeOpenAIServer([reply(GOOD_TOOL)]) as server:
-        report = evolve_tools(easy_run, fake_model(server), tmp_path / "y", min_heldout=50, include_test_split=True)
+        report = evolve_tools(easy_run, fake_model(server), tmp_path / "y", min_heldout=50)
     assert "held-out" in report.candidates[0].reason and server.request_count == 0
 
 
 def test_verification_is_real_execution_with_the_task_scorer(easy_data):
-    rows = pq.read_table(easy_data).to_pylist()[8:12]  # two present, two absent
+    rows = pq.read_table(easy_data / "val-precise.parquet").to_pylist()[2:6]  # two present, two absent
     from tsbench.timeclaw.evolve import HeldOutTask
 
     tasks = [HeldOutTask(r["id"], r["category"], r["regime"], r["question"], r["channel_names"],
@@ -188,3 +192,20 @@ def test_verification_is_real_execution_with_the_task_scorer(easy_data):
     assert "discords" in Toolset.build(extra=[]).names
     messages = evolve_prompt(lb.LOCALIZE, "Q?", [])
     assert "EVERY parameter has a literal default" in messages[0].content
+
+
+def test_verification_needs_the_seed_dirs_train_or_val_files(easy_run, easy_data, tmp_path):
+    """Held-out rows come from the train/val files beside the run's data; none there is a clear error."""
+    import shutil
+
+    from tsbench.timeclaw.evolve import verification_files
+
+    assert verification_files([easy_data / "train-precise.parquet"], lb.LOCALIZE) == [
+        easy_data / "train-precise.parquet", easy_data / "val-precise.parquet"]
+    lonely = tmp_path / "seed11"
+    lonely.mkdir()
+    shutil.copy(easy_data / "train-precise.parquet", lonely / "test-precise.parquet")
+    with FakeOpenAIServer([reply(GOOD_TOOL)]) as server:
+        with pytest.raises(ValueError, match="verifies tools on train/val rows.*val-precise.parquet"):
+            evolve_tools(easy_run, fake_model(server), tmp_path / "x", data=[str(lonely / "test-precise.parquet")])
+        assert server.request_count == 0

@@ -8,8 +8,10 @@ numpy, scipy) and returns the task's answer object. The host only parses that so
 it runs only inside the sandbox.
 
 Verification, defined here: the candidate is called with its defaults on held-out tasks of the
-same category (rows of the run's dataset files that were not shown to the model), one sandbox
-kernel for all of them. Its return value is decoded the fixed way, `json.dumps(value)` taken as
+same category, one sandbox kernel for all of them. Held-out tasks are rows of the train and val
+split files beside the run's dataset files (the same seed dir), never the test split, and never a
+row shown to the model; when that seed dir has no train or val file of the category's regime,
+evolve stops with an error that says how to generate them. Its return value is decoded the fixed way, `json.dumps(value)` taken as
 the final message, and scored by the task's own scorer against the gold; a task succeeds when
 that score is >= `success_threshold` (0.5 by default: for window tasks an IoU of at least one
 half, for MCQ and kind labels the exact answer). A call that raises, times out or returns
@@ -29,6 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from tsbench.tasks.anomalyxl.labels import regime_of
 from tsbench.tasks.anomalyxl.rows import iter_rows
 from tsbench.harness.rlm import extract_code
 from tsbench.harness.runtime.sandbox import Sandbox
@@ -48,6 +51,7 @@ from tsbench.tasks.anomalyxl.scoring import metrics as score_metrics
 log = logging.getLogger(__name__)
 
 GAMMA = 0.7
+VERIFY_SPLITS = ("train", "val")  # held-out tasks come from these splits only
 SUCCESS_THRESHOLD = 0.5
 REPORT = "evolve_report.json"
 
@@ -197,6 +201,19 @@ def verify_tool(source: str, tasks: list[HeldOutTask], *, success_threshold: flo
 
 # ------------------------------------------------------------------------------ the loop --
 
+def verification_files(files: list[Path], category: str) -> list[Path]:
+    """The train and val files of `category`'s regime in the seed dir(s) of a run's dataset files."""
+    regime = regime_of(category)
+    folders = sorted({f if f.is_dir() else f.parent for f in map(Path, files)})
+    names = [f"{split}-{regime}.parquet" for split in VERIFY_SPLITS]
+    found = [folder / name for folder in folders for name in names if (folder / name).is_file()]
+    if not found:
+        where = ", ".join(str(f) for f in folders)
+        raise ValueError(f"evolve verifies tools on train/val rows, but {where} holds no {' or '.join(names)}; "
+                         "generate them for the run's seed with `tsbench generate --split all --seed <seed>`")
+    return found
+
+
 def _held_out(files: list[Path], category: str, exclude: set[str], limit: int, seed: int) -> list[HeldOutTask]:
     ids = []
     from tsbench.tasks.anomalyxl.rows import read_index
@@ -218,6 +235,8 @@ def _held_out(files: list[Path], category: str, exclude: set[str], limit: int, s
 
 def _question_of(files: list[Path], task_id: str) -> str:
     for path in files:
+        if path.is_dir():
+            continue
         for row in iter_rows(path, with_values=False, ids={task_id}):
             return row.question
     return ""
@@ -249,7 +268,7 @@ def evolve_tools(from_runs, model: ChatModel, out: str | Path, gamma: float = GA
         candidate = Candidate(category=category, examples=[e["id"] for e in examples])
         report.candidates.append(candidate)
         files = sorted({f for run in {e["run"] for e in examples} for f in run_data_files(run, data)})
-        tasks = _held_out(files, category, {e["id"] for e in examples}, max_heldout, seed)
+        tasks = _held_out(verification_files(files, category), category, {e["id"] for e in examples}, max_heldout, seed)
         candidate.n_heldout = len(tasks)
         if len(tasks) < min_heldout:
             candidate.reason = f"only {len(tasks)} held-out task(s) (need {min_heldout})"
