@@ -115,8 +115,8 @@ def test_timeclaw_memory_build_and_tools_eval_from_the_command_line(small_data, 
     bank = tmp_path / "banks" / "b.parquet"
     refused = run("memory", "build", "--from", str(env_run), "--embedder", "none", "--out", str(bank))
     assert refused.returncode == 2 and "--include-test-split" in refused.stderr and not bank.exists()
-    res = run("memory", "build", "--from", str(env_run), "--min-score", "0.0", "--embedder", "none", "--out", str(bank),
-              "--include-test-split")
+    res = run("memory", "build", str(env_run), "--min-score", "0.0", "--embedder", "none", "--out", str(bank),
+              "--include-test-split")  # run dirs as arguments, as show and leaderboard take them (--from: the same)
     assert res.returncode == 0, res.stderr[-2000:]
     assert bank.is_file()
     out = tmp_path / "tools-run"
@@ -126,7 +126,8 @@ def test_timeclaw_memory_build_and_tools_eval_from_the_command_line(small_data, 
     assert len(samples) == 5 and samples["error_type"].isna().all() and (samples["code_cells"] > 0).all()
     first_user = [e for e in json.loads(samples.iloc[0]["transcript"]) if e["role"] == "user"][0]["content"]
     assert "precedent" in first_user.lower()
-    assert run("memory", "build", "--from", str(tmp_path), "--out", str(bank)).returncode == 2
+    assert run("memory", "build", str(tmp_path), "--out", str(bank)).returncode == 2
+    assert "name at least one run dir" in run("memory", "build", "--out", str(bank)).stderr
 
 
 def test_sft_baseline_then_eval_from_the_command_line(tmp_path):

@@ -1,4 +1,8 @@
-"""TimeClaw: `memory build` and `evolve`."""
+"""TimeClaw: `memory build` and `evolve`.
+
+Run dirs are passed as every command whose subject is runs takes them (`show`, `leaderboard`):
+as arguments, `tsbench memory build RUN... --out BANK`. `--from RUN` still works (hidden).
+"""
 
 from __future__ import annotations
 
@@ -11,8 +15,19 @@ from tsbench.cli.common import console, err_console, ints, split_list
 from tsbench.core.errors import UserError
 
 
+def _runs(positional: Optional[list[Path]], legacy: Optional[list[Path]]) -> list[Path]:
+    runs = [*(positional or []), *(legacy or [])]
+    if not runs:
+        raise UserError("name at least one run dir, e.g. results/<run>")
+    for run in runs:
+        if not (run / "run.json").is_file():
+            raise UserError(f"{run} is not a run dir (no run.json)")
+    return runs
+
+
 def memory_build(
-    from_runs: list[Path] = typer.Option(..., "--from", help="Run dir(s) under results/ to learn from."),
+    runs: Optional[list[Path]] = typer.Argument(None, help="Run dir(s) under results/ to learn from."),
+    from_runs: Optional[list[Path]] = typer.Option(None, "--from", hidden=True, help="Same as the RUNS arguments."),
     out: Path = typer.Option(..., help="Bank parquet to write, e.g. banks/<name>.parquet."),
     min_score: float = typer.Option(0.5, help="Keep episodes scoring at least this."),
     embedder: str = typer.Option("minilm", help="Context encoder: minilm (offline), openai/<model>, or none."),
@@ -22,9 +37,7 @@ def memory_build(
     """Build an episodic memory bank (fingerprint, context embedding, trajectory summary) from eval runs."""
     from tsbench.timeclaw import build_memory
 
-    for run in from_runs:
-        if not (run / "run.json").is_file():
-            raise UserError(f"{run} is not a run dir (no run.json)")
+    from_runs = _runs(runs, from_runs)
     try:
         path = build_memory(from_runs, min_score=min_score, out=out, embedder=embedder, append=append,
                             include_test_split=include_test_split)
@@ -34,7 +47,8 @@ def memory_build(
 
 
 def evolve(
-    from_runs: list[Path] = typer.Option(..., "--from", help="Run dir(s) whose successful trajectories seed new tools."),
+    runs: Optional[list[Path]] = typer.Argument(None, help="Run dir(s) whose successful trajectories seed new tools."),
+    from_runs: Optional[list[Path]] = typer.Option(None, "--from", hidden=True, help="Same as the RUNS arguments."),
     model: str = typer.Option(..., help="The model that writes tools (provider/name)."),
     out: Path = typer.Option(..., help="Tools dir; admitted tools go to <out>/<name>/."),
     gamma: float = typer.Option(0.7, help="Admit a tool only if its held-out success rate is at least this."),
@@ -46,9 +60,7 @@ def evolve(
     from tsbench.timeclaw.evolve import evolve_tools
     from tsbench.models.registry import get_model
 
-    for run in from_runs:
-        if not (run / "run.json").is_file():
-            raise UserError(f"{run} is not a run dir (no run.json)")
+    from_runs = _runs(runs, from_runs)
     try:
         writer = get_model(model)
     except ValueError as exc:
