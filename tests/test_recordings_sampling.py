@@ -4,6 +4,7 @@ the classify-with-evidence scorer. No optional reader needed."""
 from __future__ import annotations
 
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -135,3 +136,27 @@ def test_the_four_families_are_registered_tasksets():
     assert [c.short for c in get_taskset("timerbed").columns()] == ["RCW", "TEE", "ECG", "EMG", "CTU", "HAR"]
     (ltaf,) = get_taskset("ltaf").columns()
     assert ltaf.options[-1] == classify.NO_ANOMALY and json.dumps(ltaf.options)
+
+
+@pytest.mark.parametrize("family, module", [("ltaf", "wfdb"), ("timerbed", "aeon.datasets")])
+def test_a_missing_reader_names_the_extra(family, module, tmp_path, monkeypatch):
+    from tsbench.core.errors import UserError
+
+    monkeypatch.setitem(sys.modules, module, None)  # import of it now fails, as without the extra
+    (tmp_path / "x_TEST.ts").write_text("")
+    (tmp_path / "r.hea").write_text("")
+    (tmp_path / "r.atr").write_text("")
+    with pytest.raises(UserError, match=r"pip install 'tsbench\[recordings\]'"):
+        get_taskset(family).generate({"path": str(tmp_path)}, tmp_path / "out")
+
+
+def test_generated_files_are_refused_by_another_family(tmp_path):
+    from tsbench.core.errors import UserError
+
+    (tmp_path / "seed1").mkdir()
+    (tmp_path / "seed1" / "test.parquet").write_bytes(b"")
+    (tmp_path / "seed1" / "manifest.json").write_text(json.dumps({"family": "ltaf", "seed": 1}))
+    with pytest.raises(UserError, match="belongs to family ltaf"):
+        get_taskset("sleep-psg").resolve([], seed=1, split="test", root=str(tmp_path), filters={})
+    with pytest.raises(UserError, match="--lengths does not apply"):
+        get_taskset("ltaf").resolve([], seed=1, split="test", root=str(tmp_path), filters={"lengths": [1024]})

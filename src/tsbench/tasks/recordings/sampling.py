@@ -129,13 +129,19 @@ def _place_positive(rng: np.random.Generator, event: Event, lo: int, hi: int, ru
 def free_gaps(rec: Recording) -> list[Span]:
     """Spans inside the regions that touch no event."""
     regions = rec.regions if rec.regions is not None else [(0, rec.length)]
-    events = sorted((e.start, e.end) for e in rec.events)
+    merged: list[list[int]] = []  # the events' union, disjoint and sorted
+    for start, end in sorted((e.start, e.end) for e in rec.events):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    ends = [end for _, end in merged]
     gaps = []
     for r0, r1 in sorted(regions):
         cursor = r0
-        for start, end in events:
-            if end <= cursor or start >= r1:
-                continue
+        for start, end in merged[bisect.bisect_right(ends, r0):]:  # the first event ending after r0 on
+            if start >= r1:
+                break
             if start > cursor:
                 gaps.append((cursor, start))
             cursor = max(cursor, end)
