@@ -63,7 +63,8 @@ _PROGRAM_STARTING_EVENTS = {"subprocess.Popen", "os.system", "os.exec", "os.posi
 
 def _apply_limits_and_exec(argv: list[str]) -> None:
     """Set rlimits given as `NAME=value` pairs (`uid=N`: drop to that uid), then become the
-    command after `--`.
+    command after `--`: `-m MODULE ARGS...` runs that module in this very process (one interpreter
+    start less for every kernel), anything else is exec'd.
 
     Limits are set soft == hard, so code in the kernel cannot raise them again.
     """
@@ -79,6 +80,12 @@ def _apply_limits_and_exec(argv: list[str]) -> None:
         resource.setrlimit(getattr(resource, f"RLIMIT_{name.upper()}"), (limit, limit))
     if drop_to is not None and os.getuid() == 0:
         _drop_privileges(drop_to)
+    if command[0] == "-m":
+        import runpy
+
+        sys.argv = [command[1], *command[2:]]
+        runpy.run_module(command[1], run_name="__main__", alter_sys=True)
+        return
     os.execvp(command[0], command)
 
 

@@ -421,7 +421,7 @@ class Sandbox:
         limits = self.limits.rlimit_args(self.task_limit)
         if self.sandbox_uid is not None:
             limits.append(f"uid={SANDBOX_UID}")
-        command = [sys.executable, "-I", BOOT_PATH, *limits, "--", sys.executable, "-m", "ipykernel_launcher",
+        command = [sys.executable, "-I", BOOT_PATH, *limits, "--", "-m", "ipykernel_launcher",
                    "-f", CONNECTION_PATH, "--HistoryManager.enabled=False"]
         self.cgroup = EpisodeCgroup.create(self._root.name, self.limits)
         jail = Jail(command=command, ipc_dir=str(self._ipc_dir), env=env, work_bytes=self.limits.work_bytes,
