@@ -239,9 +239,13 @@ class Jail:
                 self.cgroup.add(child)
             os.write(self._launch["block_w"], b"1")
         except OSError as exc:
-            raise SandboxError(f"cannot start the jail: setting it up failed ({exc}); {_FIX}") from exc
-        finally:
             self.close_launch()
+            raise SandboxError(f"cannot start the jail: setting it up failed ({exc}); {_FIX}") from exc
+        for end in ("userns_w", "block_w"):
+            if end in self._launch:
+                os.close(self._launch.pop(end))
+        # info_r stays open until the next launch or close(): bwrap may still be writing the rest of its
+        # report, and a closed pipe would kill it with SIGPIPE.
 
     def _read_child_pid(self, log_tail) -> int:
         data = b""

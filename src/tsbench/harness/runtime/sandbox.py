@@ -579,6 +579,8 @@ class Sandbox:
                 # SIGKILL to bwrap's process group; the PID namespace takes everything else with it.
                 self._kernel_manager.shutdown_kernel(now=True)
             self._kernel_manager = None
+        if self._jail is not None:
+            self._jail.close_launch()
         if self.unsafe and self.sandbox_uid is not None:
             kill_all_of_uid(self.sandbox_uid)  # children that left the process group
 
