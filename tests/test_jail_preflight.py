@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tsbench.eval.config import EvalConfig
+from tsbench.eval.runner import run_eval
+from tsbench.harness.episode import HarnessConfig
 from tsbench.harness.runtime import SandboxError, check_jail
 from tsbench.harness.runtime.jail import _preflight
 
@@ -65,7 +68,8 @@ def _eval(small_data: Path, out: Path, path: str, *extra: str) -> subprocess.Com
     return subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
 
 
-def test_eval_refuses_kernel_harnesses_without_the_jail_unless_unsafe(small_data, tmp_path):
+def test_eval_refuses_kernel_harnesses_without_the_jail_unless_unsafe(small_data, tmp_path, monkeypatch,
+                                                                      fresh_preflight):
     path = _path_without_bwrap(tmp_path)
     refused = _eval(small_data, tmp_path / "refused", path)
     assert refused.returncode == 2, refused.stderr[-2000:]
@@ -73,7 +77,10 @@ def test_eval_refuses_kernel_harnesses_without_the_jail_unless_unsafe(small_data
     assert len(lines) == 1 and lines[0].startswith("error: cannot start the jail"), refused.stderr
     assert not (tmp_path / "refused").exists()  # stopped before any episode or run directory
 
-    unsafe = _eval(small_data, tmp_path / "unsafe", path, "--unsafe-sandbox")
-    assert unsafe.returncode == 0, unsafe.stderr[-2000:]
-    info = json.loads((tmp_path / "unsafe" / "run.json").read_text())
-    assert info["unsafe_sandbox"] is True and info["complete"]
+    monkeypatch.setenv("PATH", path)
+    cfg = EvalConfig(model="scripted/zscore", harness="rlm", data=[str(small_data)], regime="precise",
+                     categories=["localize"], limit=1, concurrency=1, out=str(tmp_path / "unsafe"),
+                     harness_config=HarnessConfig(unsafe_sandbox=True))
+    run_dir = run_eval(cfg)
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["unsafe_sandbox"] is True and info["complete"] and info["error_samples"] == 0

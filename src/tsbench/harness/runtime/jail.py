@@ -341,9 +341,3 @@ def check_jail() -> None:
     reason = _preflight()
     if reason is not None:
         raise SandboxError(reason)
-
-
-def jail_status() -> dict:
-    """What the jail looks like on this machine (for reports and the bench)."""
-    return {"bwrap": shutil.which("bwrap"), "ok": _preflight() is None, "reason": _preflight(),
-            "binds": interpreter_paths() + _system_library_binds()[0]}
