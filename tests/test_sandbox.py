@@ -4,7 +4,6 @@ The jail's own walls, attacked from real episodes, are in tests/test_jail_*.py."
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import socket

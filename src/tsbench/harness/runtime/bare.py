@@ -16,7 +16,8 @@ from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpec
 
 from tsbench.harness.runtime.kernel_boot import SERIES_FILE
-from tsbench.harness.runtime.sandbox import _BOOT_FILE, _QUIET_ENV, _InMemorySpec, _series_npz
+from tsbench.harness.runtime.sandbox import _BOOT_FILE, _QUIET_ENV, _InMemorySpec
+from tsbench.harness.runtime.staging import series_npz
 
 
 class BareKernel:
@@ -49,7 +50,7 @@ class BareKernel:
     def boot(self, series: dict) -> float:
         """The sandbox's own boot (numpy, scipy, the series loaded), without its jail; returns seconds."""
         began = time.perf_counter()
-        (self._dir / SERIES_FILE).write_bytes(_series_npz(series))
+        (self._dir / SERIES_FILE).write_bytes(series_npz(series))
         config = {"workdir": str(self._dir), "capture_figures": False, "max_figures": 2, "sub_rlm": False}
         self.run(
             "import importlib.util, sys\n"

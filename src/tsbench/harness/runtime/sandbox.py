@@ -23,13 +23,11 @@ wrote are gone with the old jail's tmpfs), and the episode goes on. A kernel tha
 from __future__ import annotations
 
 import functools
-import io
 import json
 import logging
 import os
 import queue
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -51,6 +49,9 @@ from tsbench.harness.runtime.limits import (
 from tsbench.harness.runtime.observation import (
     OBSERVATION_MAX_CHARS, CellOutput, CellResult, strip_ansi, truncate_observation,
 )
+from tsbench.harness.runtime.staging import (
+    CONTEXT_FILE, checked_files, matplotlib_font_lists, series_npz, stage_copy,
+)
 from tsbench.harness.runtime.unsafe import can_drop_to_own_uid, detect_network_isolation, unsafe_command
 
 __all__ = [
@@ -65,7 +66,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-CONTEXT_FILE = "context.json"
 SubRlmHandler = Callable[[str, "dict[str, Any] | None"], str]
 _CellOutput = CellOutput  # the name older tests use
 
@@ -97,22 +97,6 @@ class _InMemorySpec(KernelSpecManager):
 # ----------------------------------------------------------- host-side helpers --
 
 @functools.lru_cache(maxsize=1)
-def _matplotlib_font_lists() -> tuple[Path, ...]:
-    """The host's matplotlib font list files, copied into every sandbox: without them the
-    first `import matplotlib.pyplot` in a kernel rebuilds the list (seconds per episode).
-    Built once here if the host has none yet."""
-    try:
-        import matplotlib
-    except ImportError:
-        return ()
-    cache_dir = Path(matplotlib.get_cachedir())
-    if not list(cache_dir.glob("fontlist-v*.json")):
-        subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"],
-                       capture_output=True, timeout=300, check=False)
-    return tuple(sorted(cache_dir.glob("fontlist-v*.json")))
-
-
-@functools.lru_cache(maxsize=1)
 def _remove_abandoned_sandboxes() -> None:
     """Once per process: remove private directories (and cgroups, and the unsafe mode's
     processes) left by host processes that died without closing their sandboxes. Each directory
@@ -135,25 +119,6 @@ def _remove_private_dir(root: Path, uid: int | None) -> None:
     if uid is not None:
         kill_all_of_uid(uid)
     shutil.rmtree(root, ignore_errors=True)
-
-
-def _series_npz(series: dict[str, np.ndarray]) -> bytes:
-    """A binary copy of the series for fast loading in the kernel (json is slow)."""
-    buffer = io.BytesIO()
-    arrays = {f"c{index}": values for index, values in enumerate(series.values())}
-    np.savez(buffer, names=np.array(list(series), dtype=str), **arrays)
-    return buffer.getvalue()
-
-
-def _checked_files(files: dict[str, bytes] | None) -> dict[str, bytes]:
-    """Relative paths only, never leaving the working directory."""
-    checked = {}
-    for name, data in (files or {}).items():
-        parts = Path(name).parts
-        if not parts or Path(name).is_absolute() or ".." in parts or name in (SERIES_FILE, CONTEXT_FILE):
-            raise ValueError(f"sandbox file names must be relative paths inside the working directory: {name!r}")
-        checked[str(Path(*parts))] = bytes(data)
-    return checked
 
 
 # -------------------------------------------------------------------- the sandbox --
@@ -190,7 +155,7 @@ class Sandbox:
         unsafe: bool = False,
     ) -> None:
         self.series = {str(name): _as_channel(name, values) for name, values in (series or {}).items()}
-        self.files = _checked_files(files)
+        self.files = checked_files(files)
         self.readonly_paths = [Path(path).absolute() for path in readonly_paths]
         self.cell_timeout_s = float(cell_timeout_s)
         self.limits = SandboxLimits(memory_bytes=int(memory_bytes), max_tasks=int(max_tasks),
@@ -411,7 +376,7 @@ class Sandbox:
         self._context_path.touch(mode=0o644)  # the writer fills this inode; the jail binds it
         readonly = {WORKDIR + "/" + CONTEXT_FILE: str(self._context_path)}
         for index, path in enumerate(self.readonly_paths):
-            readonly[str(path)] = str(_stage_copy(path, input_dir / f"ro{index}"))
+            readonly[str(path)] = str(stage_copy(path, input_dir / f"ro{index}"))
         env = {"PATH": f"{sys.prefix}/bin:/usr/bin:/bin", "HOME": WORKDIR, "TMPDIR": "/tmp",
                "LANG": os.environ.get("LANG", "C.UTF-8"), "MPLCONFIGDIR": _MATPLOTLIB_DIR,
                "IPYTHONDIR": "/tmp/.ipython", "JUPYTER_CONFIG_DIR": "/tmp/.jupyter",
@@ -433,10 +398,10 @@ class Sandbox:
         if total > self.limits.work_bytes // 2:
             raise SandboxError(f"sandbox files take {total} bytes, over half the working directory's "
                                f"quota ({self.limits.work_bytes} bytes)")
-        jail.put(f"{WORKDIR}/{SERIES_FILE}", _series_npz(self.series))
+        jail.put(f"{WORKDIR}/{SERIES_FILE}", series_npz(self.series))
         for name, data in self.files.items():
             jail.put(f"{WORKDIR}/{name}", data, mode=0o666)
-        for font_list in _matplotlib_font_lists():
+        for font_list in matplotlib_font_lists():
             jail.put(f"{_MATPLOTLIB_DIR}/{font_list.name}", font_list.read_bytes())
 
     def _stage_unsafe_workdir(self) -> None:
@@ -444,9 +409,9 @@ class Sandbox:
         self.workdir = self._root / "work"
         matplotlib_dir = self.workdir / ".matplotlib"
         matplotlib_dir.mkdir(parents=True)
-        for font_list in _matplotlib_font_lists():
+        for font_list in matplotlib_font_lists():
             shutil.copy(font_list, matplotlib_dir / font_list.name)
-        (self.workdir / SERIES_FILE).write_bytes(_series_npz(self.series))
+        (self.workdir / SERIES_FILE).write_bytes(series_npz(self.series))
         for name, data in self.files.items():
             target = self.workdir / name
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -593,22 +558,6 @@ class Sandbox:
         except (OSError, TypeError):
             return "no kernel log"
         return "kernel log: " + text[-chars:]
-
-
-def _stage_copy(source: Path, target: Path) -> Path:
-    """A world-readable copy of a host file or directory (the jail's uid may not read the original)."""
-    if source.is_dir():
-        shutil.copytree(source, target, symlinks=False)
-        for folder, subdirs, names in os.walk(target):
-            os.chmod(folder, 0o755)
-            for name in names:
-                os.chmod(os.path.join(folder, name), 0o644)
-    elif source.is_file():
-        shutil.copy(source, target)
-        os.chmod(target, 0o644)
-    else:
-        raise SandboxError(f"readonly path {source} does not exist")
-    return target
 
 
 def _as_channel(name: object, values: object) -> np.ndarray:
