@@ -15,8 +15,13 @@ Inside the jail (spec/harness.md, "Limits"):
 * private size-capped tmpfs mounts: the working directory (WORKDIR, the per-episode disk quota),
   /tmp and /dev/shm; files enter the working directory by value (copied from host file
   descriptors) or as a read-only bind of a host file only the host writes (context.json);
-* the ipc transport's socket directory, the one host directory the kernel can write. The host only
-  connects to sockets there; the connection file and the launch command stay outside the jail.
+* the ipc transport's socket directory, the one host directory in the jail. The kernel can write
+  there only while it binds its sockets (on root hosts the directory then goes back to root; where
+  the kernel shares the host's uid it stays writable, bounded by RLIMIT_FSIZE per file only). The
+  host only ever connects to sockets there; the connection file and the launch command stay outside.
+
+Not done: no seccomp filter (the kernel's full system-call surface stays reachable from uid 65534
+with no capabilities); the jail's pid 1 (bwrap) shows the host paths of the binds in its cmdline.
 
 `check_jail()` is the cheap preflight: it starts a jail running `python -c pass` once per process
 and raises SandboxError with one line saying why it failed and how to fix it.

@@ -46,6 +46,7 @@ from tsbench.harness.runtime.kernel_boot import SERIES_FILE, SUB_RLM_PROMPT_PREF
 from tsbench.harness.runtime.limits import (
     FIRST_SANDBOX_UID, EpisodeCgroup, SandboxLimits, allocate_uid, kill_all_of_uid, sweep_cgroups, task_limit_for,
 )
+from tsbench.harness.runtime.logtail import LogTail
 from tsbench.harness.runtime.observation import (
     OBSERVATION_MAX_CHARS, CellOutput, CellResult, strip_ansi, truncate_observation,
 )
@@ -186,7 +187,7 @@ class Sandbox:
         self._jail: Jail | None = None
         self._kernel_manager: KernelManager | None = None
         self._client = None
-        self._kernel_log = None
+        self._kernel_log = LogTail()
         self._launch_serial = 0
         self._context_writer: threading.Thread | None = None
         self._context_error: BaseException | None = None
@@ -248,9 +249,6 @@ class Sandbox:
         if self._context_writer is not None:
             self._context_writer.join()
             self._context_writer = None
-        if self._kernel_log is not None:
-            self._kernel_log.close()
-            self._kernel_log = None
         if self._jail is not None:
             self._jail.close()
             self._jail = None
@@ -357,15 +355,15 @@ class Sandbox:
     # ---- staging the inputs
 
     def _prepare_directories(self) -> None:
-        """ctl/ (host only), ipc/ (owned by the sandbox uid where there is one) and input/
-        (what the host writes for the kernel to read)."""
+        """ctl/ (host only: connection files), ipc/ (the sockets; on root hosts owned by the sandbox uid
+        only while a kernel starts, by root once its sockets are bound) and input/ (what the host writes
+        for the kernel to read)."""
         self._ctl_dir = self._root / "ctl"
         self._ctl_dir.mkdir(mode=0o700)
         self._ipc_dir = self._root / "ipc"
         self._ipc_dir.mkdir(mode=0o700)
         if self.sandbox_uid is not None:
             os.chown(self._ipc_dir, self.sandbox_uid, self.sandbox_uid)
-        self._kernel_log = open(self._ctl_dir / "kernel.log", "ab")
 
     def _stage_jail(self) -> None:
         """The jail's spec and what it gets by value; context.json is bound from input/."""
@@ -468,12 +466,15 @@ class Sandbox:
             passed = self._jail.open_launch()
             spec.argv = self._jail.argv()
             env, cwd = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, str(self._root)
+        if self._jail is not None and self.sandbox_uid is not None:
+            os.chown(self._ipc_dir, self.sandbox_uid, self.sandbox_uid)  # the new kernel binds its sockets
+        log_fd = self._kernel_log.writer()
         try:
-            manager.start_kernel(env=env, cwd=cwd, stdout=self._kernel_log, stderr=self._kernel_log,
-                                 pass_fds=passed)
+            manager.start_kernel(env=env, cwd=cwd, stdout=log_fd, stderr=log_fd, pass_fds=passed)
         except OSError as exc:
             raise SandboxError(f"cannot start the kernel: {exc}") from exc
         finally:
+            os.close(log_fd)
             self._kernel_manager = manager
         if not self.unsafe:
             self._jail.after_spawn(self._kernel_log_tail)
@@ -484,6 +485,8 @@ class Sandbox:
             client.wait_for_ready(timeout=_KERNEL_READY_TIMEOUT_S)
         except RuntimeError as exc:
             raise SandboxError(f"kernel did not start: {exc}; {self._kernel_log_tail()}") from exc
+        if self._jail is not None and self.sandbox_uid is not None:
+            os.chown(self._ipc_dir, 0, 0)  # sockets bound: from now on the kernel cannot write there
 
     def _unsafe_argv(self, connection_file: str) -> list[str]:
         kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file, "--HistoryManager.enabled=False"]
@@ -550,14 +553,9 @@ class Sandbox:
             kill_all_of_uid(self.sandbox_uid)  # children that left the process group
 
     def _kernel_log_tail(self, chars: int = 2000) -> str:
-        """The end of the kernel's stderr (bwrap's own errors land there too), for error messages."""
-        if self._kernel_log is not None:
-            self._kernel_log.flush()
-        try:
-            text = (self._ctl_dir / "kernel.log").read_text(errors="replace")
-        except (OSError, TypeError):
-            return "no kernel log"
-        return "kernel log: " + text[-chars:]
+        """The end of the kernel's own output (bwrap's errors land there too), for error messages."""
+        text = self._kernel_log.tail(chars, wait_s=0.5)
+        return "kernel log: " + text if text else "no kernel output"
 
 
 def _as_channel(name: object, values: object) -> np.ndarray:
