@@ -31,23 +31,28 @@ def measure(rounds: int = 5, turns: int = 60) -> dict:
     series = {"a": np.sin(np.arange(4096) / 7.0)}
     jail_starts, bare_starts = [], []
     bounds = ""
-    for _ in range(rounds):
-        with BareKernel() as bare:
-            bare_starts.append(bare.start_seconds + bare.boot(series))
-        with Sandbox(series) as box:
-            jail_starts.append(box.start_seconds)
-            bounds = box.limits_description
+    for index in range(2 * rounds):
+        if (index + index // 2) % 2:  # bare, jail, jail, bare, bare, jail, ...
+            with BareKernel() as bare:
+                bare_starts.append(bare.start_seconds + bare.boot(series))
+        else:
+            with Sandbox(series) as box:
+                jail_starts.append(box.start_seconds)
+                bounds = box.limits_description
     jail_turns, bare_turns = [], []
     with BareKernel() as bare, Sandbox(series) as box:
         bare.boot(series)
         for _ in range(5):  # warm both
             bare.run("1+1")
             box.run("1+1")
-        for _ in range(turns):
+        for index in range(turns):
+            if index % 2:  # who goes first alternates, so neither always follows the other
+                bare_turns.append(bare.roundtrip_seconds("1+1"))
             began = time.perf_counter()
             box.run("1+1")
             jail_turns.append(time.perf_counter() - began)
-            bare_turns.append(bare.roundtrip_seconds("1+1"))
+            if not index % 2:
+                bare_turns.append(bare.roundtrip_seconds("1+1"))
     start_j, start_b = statistics.median(jail_starts), statistics.median(bare_starts)
     turn_j, turn_b = statistics.median(jail_turns), statistics.median(bare_turns)
     return {"start_jail_s": start_j, "start_bare_s": start_b, "start_ratio": start_j / start_b,
