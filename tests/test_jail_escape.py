@@ -3,7 +3,6 @@ read it at restart, kill the kernel, and wait for the host to run it. Judged fro
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
