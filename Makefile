@@ -7,7 +7,9 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: setup test demo bench clean gpu
 
+# Every phony target that runs kernels depends on setup, so bubblewrap (the kernels' jail) is checked on each.
 setup: $(STAMP)
+	@sh scripts/ensure_bubblewrap.sh
 
 # torch: on a machine without an NVIDIA GPU take the pinned CPU wheel first, so the loose
 # requirement in pyproject.toml is already satisfied and pip never pulls a multi-GB CUDA build.
