@@ -220,7 +220,7 @@ def test_discords_use_stumpy_with_a_warm_compile_cache():
     x = np.sin(np.arange(4000) / 10) + 0.05 * rng.standard_normal(4000)
     x[2500:2540] = 0.0  # a flat stretch where the sine should be
     toolset = Toolset.build(include=["discords"])
-    with Sandbox({"x": x}, cell_timeout_s=300) as sandbox:
+    with Sandbox({"x": x}, cell_timeout_s=300, readonly_paths=[stumpy_cache_dir()]) as sandbox:
         assert not sandbox.run(toolset.install_code({}, numba_cache=str(stumpy_cache_dir()))).error
         began = time.perf_counter()
         cell = sandbox.run(toolset.call_code("discords", {"m": 64, "k": 2}))

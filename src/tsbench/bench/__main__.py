@@ -12,6 +12,9 @@ def main(argv: list[str]) -> None:
     from tsbench.bench import baselines
 
     sections["baselines"] = baselines.main
+    from tsbench.bench import jail
+
+    sections["jail"] = jail.main
     try:
         from tsbench.bench import eval_overhead
 

@@ -55,6 +55,8 @@ def generate(
     magnitude_range: Optional[tuple[float, float]] = typer.Option(None, help="Magnitude bounds in sigma (paper: 2 6)."),
     noise_weights: Optional[list[str]] = typer.Option(None, help="Weights of white, red, ar1 base noise (paper: 1,1,1)."),
     out: Optional[Path] = typer.Option(None, help="Output root; files go to <out>/seed<seed>/ (default: data/<family>)."),
+    path: Optional[Path] = typer.Option(None, help="ltaf, sleep-psg, arfbench, timerbed: the folder of public files "
+                                                   "you have (nothing is downloaded)."),
 ) -> None:
     """Generate a task family's dataset as parquet, with a manifest (AnomalyXL: precise + MCQ splits)."""
     from tsbench.tasks import get_taskset
@@ -69,6 +71,8 @@ def generate(
             options[name] = parse(options[name], f"--{name.replace('_', '-')}")
     if "categories" in options:
         options["categories"] = split_list(options["categories"])
+    if "path" in options:
+        options["path"] = str(options["path"])
     root = out or taskset.default_root()
     with progress_bar(TextRate()) as bars:
         def progress(description: str, total: int):
@@ -172,7 +176,8 @@ def score(
         rows.append({
             "id": rec.id, "category": rec.category, "answered": response is not None, "score": scored.score,
             "valid": scored.valid, "gold_answer": gold.get("answer") if isinstance(gold, dict) else None,
-            "parsed_answer": scored.parsed if isinstance(scored.parsed, str) else None,
+            "parsed_answer": scored.parsed if isinstance(scored.parsed, str) else
+            (scored.parsed.get("answer") if isinstance(scored.parsed, dict) else None),
             "answer_error": scored.error, "metrics": json.dumps(scored.metrics),
         })
     df = pd.DataFrame(rows)

@@ -144,7 +144,8 @@ def display_columns(columns: list[Column]) -> list[DisplayColumn]:
     shown = []
     for column in columns:
         if is_choice(column):
-            shown += [DisplayColumn(column.category, "acc", f"{column.short} acc", column.group),
+            mean = "acc" if column.metric in ("F1", "acc") else column.metric  # e.g. kind×IoU, a mean that is no accuracy
+            shown += [DisplayColumn(column.category, "acc", f"{column.short} {mean}", column.group),
                       DisplayColumn(column.category, "f1", f"{column.short} F1", column.group)]
         else:
             shown.append(DisplayColumn(column.category, "score", f"{column.short} ({column.metric})", column.group))
