@@ -112,8 +112,8 @@ def describe(
         raise UserError(f"no such file or directory: {data}")
     taskset = get_taskset(family_of(data))
     files = data_files(data)
-    taskset.index(files, {})  # a file that is not the family's ends here, in one line
     if plot is not None:
+        taskset.index(files, {})  # a file that is not the family's ends here, in one line
         from tsbench.tasks.anomalyxl.figure import plot_row
         from tsbench.tasks.anomalyxl.rows import iter_rows
 

@@ -62,15 +62,14 @@ def _csv_frame(result: LeaderboardResult) -> pd.DataFrame:
     cells = result.cells.copy()
     shown = {(d, c.category): c for d, cols in result.columns.items() for c in cols}
     cells["column"] = [getattr(shown.get((d, c)), "short", c) for d, c in zip(cells["dataset"], cells["category"])]
-    cells["metric"] = [("F1" if is_choice(shown.get((d, c))) else getattr(shown.get((d, c)), "metric", "score"))
-                       for d, c in zip(cells["dataset"], cells["category"])]
+    cells["metric"] = [getattr(shown.get((d, c)), "metric", "score") for d, c in zip(cells["dataset"], cells["category"])]
     cells.insert(0, "source", "tsbench")
     frames = [cells]
     if result.paper is not None:
         columns = {c.category: c for c in result.paper_columns}
         quoted = [{"source": "paper Table 1 (quoted, not computed)", "model": row["model"], "harness": row["section"],
                    "category": category, "column": columns[category].short,
-                   "metric": "F1" if is_choice(columns[category]) else columns[category].metric,
+                   "metric": columns[category].metric,
                    "n_rows": result.paper_counts.get(category), "paper_text": row[category]}
                   for _, row in result.paper.iterrows() for category in columns]
         frames.append(pd.DataFrame(quoted))
