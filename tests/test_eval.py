@@ -209,6 +209,7 @@ def test_answerless_replies_are_server_errors_then_fail_on_error_and_show(small_
         strict = _cli(*common)
         assert strict.exit_code == 1, strict.output
         assert strict.stderr.startswith("1/2 rows")  # progress from the start (the resumed row), as log lines
+        assert "score 1.000 ± 0.000  errors 0" in strict.stderr  # overall mean ± stderr as it goes
         assert "1 of 2 rows are errors" in strict.stderr and "nan" not in strict.stdout
         tolerant = _cli(*common, "--fail-on-error", "1")
         assert tolerant.exit_code == 0, tolerant.output
@@ -275,6 +276,16 @@ def test_selection_refuses_a_limit_below_one_and_unknown_ids(small_data):
         select_rows(taskset, files, sample_ids=["nope"], filters={"regime": "precise"})
     one = select_rows(taskset, files, sample_ids=["test-localize-1024-00001"], filters={"regime": "precise"})
     assert one["id"].tolist() == ["test-localize-1024-00001"]
+
+
+def test_a_dataset_is_its_manifest_not_the_files_a_run_selected(small_data):
+    """A --regime precise run and a --regime both run on the same generated split compare as one dataset."""
+    from tsbench.tasks import get_taskset
+
+    taskset = get_taskset("anomalyxl")
+    precise = taskset.dataset_identity([small_data / "test-precise.parquet"])
+    both = taskset.dataset_identity([small_data / "test-precise.parquet", small_data / "test-coarse.parquet"])
+    assert precise["key"] == both["key"] and (precise["family"], precise["seed"], precise["split"]) == ("anomalyxl", 42, "test")
 
 
 def test_version_and_short_help():

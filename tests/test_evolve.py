@@ -209,3 +209,17 @@ def test_verification_needs_the_seed_dirs_train_or_val_files(easy_run, easy_data
         with pytest.raises(ValueError, match="verifies tools on train/val rows.*val-precise.parquet"):
             evolve_tools(easy_run, fake_model(server), tmp_path / "x", data=[str(lonely / "test-precise.parquet")])
         assert server.request_count == 0
+
+
+def test_test_split_runs_are_refused_unless_asked(easy_run, tmp_path):
+    import shutil
+
+    run = tmp_path / "test-run"
+    shutil.copytree(easy_run, run)
+    journal = run / schema.JOURNAL  # the journal is what every reader reads first
+    lines = [json.loads(line) for line in journal.read_text().splitlines() if line.strip()]
+    journal.write_text("".join(json.dumps({**rec, "split": "test"}) + "\n" for rec in lines))
+    with FakeOpenAIServer([reply(GOOD_TOOL)]) as server:
+        with pytest.raises(ValueError, match="--include-test-split"):
+            evolve_tools(run, fake_model(server), tmp_path / "x")
+        assert server.request_count == 0

@@ -252,9 +252,9 @@ def test_rlm_trajectory_lora_warm_start_reloads_and_continues(rlm_results, tiny,
 
 
 def test_test_split_transcripts_and_missing_data_are_one_line_errors(rlm_results, tmp_path):
-    with pytest.raises(UserError, match="--split train") as caught:
+    with pytest.raises(UserError, match="--split train") as caught:  # refused whatever the rows scored
         run_sft(SFTConfig(model="local/never-loaded", format="rlm-trajectories", data=[str(rlm_results["test"])],
-                          out=str(tmp_path / "a")))
+                          min_score=0.0, out=str(tmp_path / "a")))
     assert "\n" not in str(caught.value)
     with pytest.raises(UserError, match=r"tsbench generate --seed 42 --split all") as caught:
         run_sft(SFTConfig(model="local/never-loaded", data=[str(tmp_path / "seed42")], out=str(tmp_path / "b")))
