@@ -36,7 +36,7 @@ FAMILIES = Path(__file__).parent / "families"
 sys.path.insert(0, str(FAMILIES))
 # Fast detector categories from both regime files (the all-channels ones take seconds a row).
 CATEGORIES = [lb.PRESENCE, lb.START_TIME, lb.LOCALIZE, lb.MAGNITUDE]
-LIMIT = 2
+LIMIT = 1
 ROWS = len(CATEGORIES) * LIMIT
 DETECTOR = {"model": "detector/default", "harness": "direct"}
 
@@ -109,13 +109,17 @@ def episode_workers(head) -> list[tuple[int, str]]:
     return found
 
 
-def test_without_ray_the_cli_says_how_to_install_it(small_data, tmp_path):
-    code = ("import sys; sys.modules['ray'] = None; from tsbench.cli import main; "
-            f"sys.argv = ['tsbench', 'eval', '--model', 'detector/default', '--data', {str(small_data)!r}, "
-            f"'--limit', '1', '--executor', 'ray', '--out', {str(tmp_path / 'run')!r}]; main()")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert res.returncode == 2 and "Traceback" not in res.stderr
-    assert res.stderr.strip().splitlines()[-1] == "error: --executor ray needs Ray: pip install 'tsbench[ray]'"
+def test_without_ray_the_cli_says_how_to_install_it(small_data, tmp_path, monkeypatch, capsys):
+    from tsbench.cli import main
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # what `import ray` meets without the extra
+    monkeypatch.setattr(sys, "argv", ["tsbench", "eval", "--model", "detector/default", "--data", str(small_data),
+                                      "--limit", "1", "--executor", "ray", "--out", str(tmp_path / "run")])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.strip().splitlines()[-1] == "error: --executor ray needs Ray: pip install 'tsbench[ray]'"
 
 
 def test_a_file_goes_by_path_only_when_every_node_sees_the_drivers_bytes():
@@ -127,23 +131,22 @@ def test_a_file_goes_by_path_only_when_every_node_sees_the_drivers_bytes():
     assert choose_mode(None, [None]) == "path"  # only the workers could read it: let them
 
 
-def test_ray_rows_equal_the_thread_executors(cluster, small_data, tmp_path, by_threads, monkeypatch):
+def test_ray_rows_equal_the_thread_executors(cluster, small_data, tmp_path, by_threads):
     import ray
 
     assert all(node["NodeManagerAddress"] == "127.0.0.1" for node in ray.nodes())
     assert cluster.address.startswith("127.0.0.1:")
     by_path = rows(run_eval(config(small_data, tmp_path / "path", executor="ray", ray_address=cluster.address)))
     assert by_path == by_threads and len(by_path) == ROWS
-    monkeypatch.setenv("TSBENCH_RAY_DATA", "object")  # each row shipped through the object store instead
-    by_object = rows(run_eval(config(small_data, tmp_path / "object", executor="ray")))
-    assert by_object == by_threads
 
 
-def test_a_worker_killed_mid_run_loses_and_repeats_no_row(cluster, small_data, tmp_path, by_threads):
+def test_a_worker_killed_mid_run_loses_and_repeats_no_row(cluster, small_data, tmp_path, by_threads, monkeypatch):
+    """Rows shipped through the object store here (the test before sent them by path)."""
+    monkeypatch.setenv("TSBENCH_RAY_DATA", "object")
     killed = []
 
     def kill_one_running_worker(progress) -> None:
-        if progress.done == 2 and not killed:
+        if progress.done == 1 and not killed:
             workers = episode_workers(cluster)
             running = [pid for pid, title in workers if ".run" in title] or [pid for pid, _ in workers]
             os.kill(running[0], signal.SIGKILL)
@@ -166,15 +169,14 @@ def test_a_killed_driver_resumes_where_it_stopped(cluster, small_data, tmp_path,
     journal = out / schema.JOURNAL
     deadline = time.monotonic() + 150
     while time.monotonic() < deadline and proc.poll() is None:
-        if journal.exists() and len(journal.read_text().splitlines()) >= 2:
+        if journal.exists() and journal.read_text().count("\n") >= 1:
             break
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     partial = len(journal_keys(out))
-    assert 2 <= partial < ROWS, "the driver should have been killed mid-way"
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr[-2000:]
+    assert 1 <= partial < ROWS, "the driver should have been killed mid-way"
+    run_eval(config(small_data, out, executor="ray", ray_address=cluster.address))  # the same run, resumed
     assert rows(out) == by_threads
     keys = journal_keys(out)
     assert len(keys) == ROWS and len(set(keys)) == ROWS  # finished rows were not run again
@@ -238,3 +240,13 @@ def test_first_ctrl_c_waits_for_episodes_in_flight_second_abandons_them(executor
 
     with pytest.raises(Abandoned):
         executor.run(interrupted_after(2), impatient, told.append)
+
+
+def test_the_cluster_examples_are_eval_configs():
+    import tomllib
+
+    configs = sorted((Path(__file__).parents[1] / "experiments" / "ray").glob("*.toml"))
+    assert configs
+    for path in configs:
+        cfg = build(EvalConfig, tomllib.loads(path.read_text())["eval"])
+        assert cfg.executor == "ray" and cfg.ray_address == "auto" and cfg.concurrency > 1 and cfg.harness == "rlm"

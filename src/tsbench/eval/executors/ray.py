@@ -6,6 +6,7 @@ Each of the N workers is a Ray actor (one process, `TSBENCH_RAY_WORKER_CPUS` CPU
 `TSBENCH_RAY_WORKER_GPUS` GPUs [0] reserved) that rebuilds the agent from its spec string once
 and plays one plain-data `EpisodeJob` at a time; the kernels start inside it, in their own jail.
 A worker gets work only after it has started, so a cluster smaller than N just uses fewer.
+The driver's model settings in the environment (API keys, server URLs) travel with the workers.
 
 Datasets reach workers by path or through the object store, chosen per file (ray_cluster.py).
 
@@ -34,6 +35,9 @@ from tsbench.tasks import get_taskset
 from tsbench.tasks.base import Sample
 
 WAIT_S = 1.0  # longest blocking wait, so the startup deadline is checked
+# What the model providers read from the environment: the driver's values (when set) go to the
+# workers, so an API model runs from one command; a worker node's own values serve otherwise.
+FORWARDED_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "VLLM_BASE_URL", "VLLM_API_KEY", "TSBENCH_CACHE")
 
 
 class WorkerLost(RuntimeError):
@@ -68,8 +72,10 @@ class RayExecutor:
             "TSBENCH_RAY_STARTUP_TIMEOUT", 300.0)
         self.ray, self._connected = connect(address, workers * cpus)
         self.placement = DataPlacement(self.ray, data or os.environ.get("TSBENCH_RAY_DATA", "auto"))
+        env = {name: os.environ[name] for name in FORWARDED_ENV if os.environ.get(name)}
         actor = self.ray.remote(concurrency_groups={PROBE_GROUP: 1})(EpisodeWorker).options(
-            num_cpus=cpus, num_gpus=gpus, max_restarts=-1, max_task_retries=self.retries)
+            num_cpus=cpus, num_gpus=gpus, max_restarts=-1, max_task_retries=self.retries,
+            runtime_env={"env_vars": env} if env else None)
         self.workers = [_Worker(actor.remote()) for _ in range(workers)]
         self._hello = {w.handle.hello.remote(): w for w in self.workers}
         self.hosts: dict[int, str] = {}  # worker pid -> host, as each first answered
