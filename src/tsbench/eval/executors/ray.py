@@ -122,11 +122,13 @@ class RayExecutor:
 
         try:
             for job in jobs:
-                prepared = self._prepare(job)
+                mode, prepared = self._prepare(job)  # while the workers are still busy
+                worker = free_worker()
+                if mode != self.placement.mode(os.path.abspath(job.ref.path)):  # a node that came up since
+                    mode, prepared = self._prepare(job)
                 if isinstance(prepared, dict):  # the driver could not load its sample: an error row
                     deliver(job, prepared)
                     continue
-                worker = free_worker()
                 worker.busy = True
                 busy[worker.handle.run.remote(*prepared)] = (worker, job)
                 collect(False)
@@ -153,15 +155,17 @@ class RayExecutor:
         self.placement.add_node(info["node"], worker.handle)
         worker.node = info["node"]
 
-    def _prepare(self, job: EpisodeJob) -> tuple[EpisodeJob, Sample | None] | dict:
-        """The job as the worker gets it: by absolute path, or with its sample loaded here."""
+    def _prepare(self, job: EpisodeJob) -> tuple[str, tuple[EpisodeJob, Sample | None] | dict]:
+        """(data mode, the job as the worker gets it: by absolute path, or with its sample loaded
+        here); the payload is an error row when the driver cannot load the sample."""
         path = os.path.abspath(job.ref.path)
-        if self.placement.mode(path) == "path":
-            return replace(job, ref=replace(job.ref, path=path)), None
+        mode = self.placement.mode(path)
+        if mode == "path":
+            return mode, (replace(job, ref=replace(job.ref, path=path)), None)
         try:
-            return job, get_taskset(job.ref.family).load(job.ref)
+            return mode, (job, get_taskset(job.ref.family).load(job.ref))
         except Exception as exc:
-            return failed_record(job, exc)
+            return mode, failed_record(job, exc)
 
     def _result(self, ref: Any, job: EpisodeJob) -> dict:
         try:
