@@ -28,8 +28,6 @@ from tsbench.eval.runner import run_eval
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.base import SampleRef
 
-# ray reads its settings (auth mode, loopback-only) when imported: the cluster fixture imports it.
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="needs the ray extra")
 
 SRC = Path(__file__).parents[1] / "src"
 FAMILIES = Path(__file__).parent / "families"
@@ -43,7 +41,10 @@ DETECTOR = {"model": "detector/default", "harness": "direct"}
 
 @pytest.fixture(scope="module")
 def cluster():
-    """A head node with 2 CPUs (so 2 worker processes) on 127.0.0.1, this process its driver."""
+    """A head node with 2 CPUs (so 2 worker processes) on 127.0.0.1, this process its driver.
+    Ray reads its settings (auth mode, loopback only) when imported: it is imported here first."""
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip("needs the ray extra: pip install 'tsbench[ray]'")
     from tsbench.eval.executors.ray_cluster import import_ray
 
     saved = dict(os.environ)

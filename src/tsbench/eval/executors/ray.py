@@ -8,7 +8,14 @@ and plays one plain-data `EpisodeJob` at a time; the kernels start inside it, in
 A worker gets work only after it has started, so a cluster smaller than N just uses fewer.
 The driver's model settings in the environment (API keys, server URLs) travel with the workers.
 
-Datasets reach workers by path or through the object store, chosen per file (ray_cluster.py).
+Datasets, per file: by path when every node running a worker reads the same bytes at the
+driver's (absolute) path, i.e. one machine or shared storage (each node is probed once: size and
+a hash of the first and last MiB); else the driver loads each row and ships the sample through
+Ray's object store. `TSBENCH_RAY_DATA=path|object` forces one way (ray_cluster.py).
+
+No outbound traffic: usage stats off before ray is imported; without `--ray-address`, a private
+cluster on 127.0.0.1 with no dashboard and token auth, shut down with the run; with one, the
+cluster's own token auth is used as it is.
 
 Failures. A worker process or node lost mid-episode: Ray restarts the actor (on another node if
 need be) and runs the episode again, up to `TSBENCH_RAY_RETRIES` [2] more times; the driver
