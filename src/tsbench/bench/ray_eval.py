@@ -6,7 +6,8 @@ Both executors get the same plain-data jobs (the small preset's test split, file
 timed at the executor, after a warm-up run of a few rows on the same executor (workers started,
 agents built): rows/s is rows over the wall time of the timed run; the overhead of an episode is
 the gap between two consecutive records of a one-worker run minus the later episode's own time
-(its `latency_s`). Runs alternate (threads 1, ray 1, threads 2, ray 2) so that a change in the
+(its `latency_s`). A Ray worker holds one CPU, so Ray sets its OMP_NUM_THREADS to 1; a thread
+runs with numpy's default thread pools and may use more than one core. Runs alternate (threads 1, ray 1, threads 2, ray 2) so that a change in the
 machine's other load falls on both executors.
 """
 
@@ -118,7 +119,8 @@ def main() -> dict:
         f"  threads     1: {t1['rows_s']:5.2f} rows/s   2: {t2['rows_s']:5.2f} rows/s   ratio {t2['rows_s'] / t1['rows_s']:.2f}\n"
         f"  ray workers 1: {r1['rows_s']:5.2f} rows/s   2: {r2['rows_s']:5.2f} rows/s   ratio {r2['rows_s'] / r1['rows_s']:.2f} "
         f"(goal >= 1.6)\n"
-        f"  ray 2 workers vs threads 2: {r2['rows_s'] / t2['rows_s']:.2f}x\n"
+        f"  ray 2 workers vs threads 2: {r2['rows_s'] / t2['rows_s']:.2f}x  (a Ray worker: 1 CPU, OMP_NUM_THREADS=1; "
+        f"a thread: numpy's own thread pools)\n"
         f"  this machine now, pure Python in 2 processes vs 1: {result['machine_before']:.2f} before, "
         f"{result['machine_after']:.2f} after (the ceiling for the ratios above)\n"
         f"  scheduling overhead per episode (median, 1 worker): ray {r1['overhead_s'] * 1000:6.1f} ms  "
