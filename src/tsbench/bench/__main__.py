@@ -9,12 +9,13 @@ def main(argv: list[str]) -> None:
     from tsbench.bench import generation
 
     sections = {"generate": generation.main}
-    from tsbench.bench import baselines
+    from tsbench.bench import baselines, ray_eval
 
     sections["baselines"] = baselines.main
     from tsbench.bench import jail
 
     sections["jail"] = jail.main
+    sections["ray"] = ray_eval.main
     try:
         from tsbench.bench import eval_overhead
 

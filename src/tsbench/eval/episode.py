@@ -15,7 +15,7 @@ from tsbench.eval.agents import AgentCache
 from tsbench.harness import EpisodeOutcome, HarnessConfig, get_harness, play
 from tsbench.results.records import apply_outcome, apply_score, finish, new_record
 from tsbench.tasks import get_taskset
-from tsbench.tasks.base import SampleRef
+from tsbench.tasks.base import Sample, SampleRef
 from tsbench.timeclaw.memory_wrapper import remembering
 
 
@@ -33,11 +33,12 @@ class EpisodeJob:
         return (self.ref.id, self.epoch)
 
 
-def execute_job(job: EpisodeJob, agents: AgentCache) -> dict:
-    """Load the sample, play the episode, score it, build its record. Never raises for model,
-    jail or episode failures: those are the record's error; a bad sample reference raises."""
+def execute_job(job: EpisodeJob, agents: AgentCache, sample: Sample | None = None) -> dict:
+    """Load the sample (unless it came along, e.g. through Ray's object store), play the episode,
+    score it, build its record. Never raises for model, jail or episode failures: those are the
+    record's error; a bad sample reference raises."""
     taskset = get_taskset(job.ref.family)
-    sample = taskset.load(job.ref)
+    sample = sample if sample is not None else taskset.load(job.ref)
     started = time.perf_counter()
     record = new_record(
         sample_id=job.ref.id, epoch=job.epoch, family=job.ref.family,

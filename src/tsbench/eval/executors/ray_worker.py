@@ -1,0 +1,62 @@
+"""What runs inside a Ray worker process: the episode actor, which also probes dataset files.
+
+Nothing here imports ray at module level: the driver wraps these with `ray.remote` when it runs,
+so tsbench imports (and its other executors run) without the optional extra.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+
+from tsbench.eval.agents import AgentCache
+from tsbench.eval.episode import EpisodeJob, execute_job, failed_record
+from tsbench.tasks.base import Sample
+
+FINGERPRINT_BYTES = 1 << 20  # hashed from each end of a file
+
+
+class EpisodeWorker:
+    """One per worker process: agents are built once from their spec strings (a local model is
+    loaded once per worker, not per episode) and reused by every episode this worker plays."""
+
+    def __init__(self) -> None:
+        self.agents = AgentCache()
+
+    def hello(self) -> dict:
+        """Where this worker runs; the driver gives it no work before it has answered."""
+        import ray
+
+        return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid(), "host": socket.gethostname()}
+
+    def run(self, job: EpisodeJob, sample: Sample | None = None) -> dict:
+        """The job's record; a job that cannot run (its sample will not load) is an error row,
+        exactly as with the thread executor. A dying process is left to Ray's retries."""
+        try:
+            return execute_job(job, self.agents, sample)
+        except Exception as exc:
+            return failed_record(job, exc)
+
+    def fingerprints(self, paths: list[str]) -> dict[str, tuple[int, str] | None]:
+        """Called in its own concurrency group, so it answers while an episode is running."""
+        return {path: fingerprint(path) for path in paths}
+
+    def close(self) -> None:
+        self.agents.close()
+
+
+def fingerprint(path: str) -> tuple[int, str] | None:
+    """(size, sha256 of the first and last MiB) of a file, None when it cannot be read here.
+    Parquet keeps its footer (schema, row-group statistics) at the end, so two different files
+    of one size almost surely differ in these bytes; hashing them all would cost a full read."""
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            digest = hashlib.sha256(fh.read(FINGERPRINT_BYTES))
+            if size > FINGERPRINT_BYTES:
+                fh.seek(max(FINGERPRINT_BYTES, size - FINGERPRINT_BYTES))
+                digest.update(fh.read(FINGERPRINT_BYTES))
+    except OSError:
+        return None
+    return size, digest.hexdigest()
