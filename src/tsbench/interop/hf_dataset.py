@@ -55,6 +55,10 @@ def features(schema: pa.Schema) -> list[dict[str, Any]]:
     return [{"name": f.name, **_hf_type(f.type)} for f in schema]
 
 
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")  # a table cell ends at a bare pipe
+
+
 def _fmt(value: Any, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
@@ -105,7 +109,7 @@ def card_text(source: RunSource, schema: pa.Schema, splits: dict[str, tuple[int,
           for k, v in provenance.items() if v is not None], "",
         "## Config", "", "```json", json.dumps(run.get("config") or {}, indent=2, sort_keys=True), "```", "",
         "## Columns", "", "| column | type | description |", "|---|---|---|",
-        *[f"| `{f.name}` | `{f.type}` | {DESCRIPTIONS.get(f.name, '')} |" for f in schema], "",
+        *[f"| `{f.name}` | `{f.type}` | {_cell(DESCRIPTIONS.get(f.name, ''))} |" for f in schema], "",
         "`attributes` and `metrics` are lists of {key, value}; `gold`, `parsed_answer` and `transcript` "
         "are JSON text. `tsbench/run.json` and `tsbench/results.json` are the run's own files.", "",
     ]
