@@ -23,7 +23,6 @@ EXTRAS = {
     "ray": "the ray executor",
     "gpu": "vLLM models",
     "inspect": "inspect_ai interop (export --format inspect, inspect eval tsbench/...)",
-    "hf": "Hugging Face datasets interop",
     "tracking": "experiment tracking (--report-to)",
 }
 
