@@ -75,7 +75,7 @@ def _vllm(name: str, opts: dict[str, Any]) -> ChatModel:
 
 
 def _local(name: str, opts: dict[str, Any]) -> ChatModel:
-    check("torch", "transformers", "safetensors", extra="local", what="local/ models")
+    check("torch", "transformers", "safetensors", extra="local", what="a local/ model")
     from tsbench.models.local_hf import LocalHFModel
 
     return LocalHFModel(name, name=f"local/{name}", **_options_for("local", LOCAL_OPTIONS, opts))
