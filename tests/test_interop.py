@@ -60,14 +60,17 @@ def test_inspect_log_reads_back_with_samples_scores_messages_and_usage(run_dir, 
     assert log.eval.dataset.name.startswith("anomalyxl/seed42/test/") and log.status == "success"
     assert len(log.samples) == 3 and log.results.total_samples == 3 and log.results.completed_samples == 2
     headline = log.results.scores[0]
+    assert headline.name == "tsbench_score"  # as in logs of `inspect eval tsbench/anomalyxl`
     assert headline.metrics["mean"].value == pytest.approx(rows["score"].dropna().mean())
+    for category, scores in rows["score"].dropna().groupby(rows["category"]):
+        assert headline.metrics[category].value == pytest.approx(scores.mean())
     by_id = {s.id: s for s in log.samples}
     failed = by_id["test-error-row"]
     assert failed.scores is None and failed.error is not None and failed.error.message.startswith("server:")
     for sample_id, row in rows.drop(index="test-error-row").iterrows():
         sample = by_id[sample_id]
-        assert sample.epoch == 1 and sample.scores["tsbench"].value == pytest.approx(row["score"])
-        assert sample.scores["tsbench"].answer == row["parsed_answer"]
+        assert sample.epoch == 1 and sample.scores["tsbench_score"].value == pytest.approx(row["score"])
+        assert sample.scores["tsbench_score"].answer == row["parsed_answer"]
         assert sample.output.completion == row["final_message"]
         roles = [m.role for m in sample.messages]
         assert roles == ["system", "user", "assistant", "user", "assistant"]  # rlm: code, kernel output, answer

@@ -1,7 +1,7 @@
 """A tsbench run as an inspect_ai eval log, so `inspect view` opens it.
 
 Each (id, epoch) row becomes an EvalSample: the transcript as chat messages, the final message as
-the output, our score (with the parsed answer and secondary metrics) under the scorer `tsbench`,
+the output, our score (with the parsed answer and secondary metrics) under the scorer `tsbench_score`,
 token usage and cost per sample and in total. An error row keeps its error and gets no score, as
 in our tables (an error is never a 0). Epochs are 1-based in inspect, 0-based here.
 """
@@ -25,7 +25,7 @@ from tsbench import __version__
 from tsbench.interop.inspect_messages import first_user_text, to_messages
 from tsbench.interop.source import RunSource, is_error_row, transcript_of
 
-SCORER = "tsbench"
+SCORER = "tsbench_score"  # the scorer's name in `inspect eval tsbench/...` logs too
 
 
 def inspect_model_name(model: str) -> str:
@@ -100,13 +100,12 @@ def _metrics(block: dict) -> dict[str, EvalMetric]:
 def _results(source: RunSource) -> EvalResults:
     summary = source.results.get("results") or {}
     overall = summary.get("overall") or {}
+    metrics = _metrics(overall)
+    for block in summary.get("categories", []):  # as inspect's grouped(mean(), "category") names them
+        if block.get("mean") is not None:
+            metrics[block["category"]] = EvalMetric(name=block["category"], group="grouped", value=float(block["mean"]))
     scores = [EvalScore(name=SCORER, scorer=SCORER, scored_samples=overall.get("n"),
-                        unscored_samples=overall.get("errors"), metrics=_metrics(overall))]
-    by_category = {b["category"]: EvalMetric(name=b["category"], value=float(b["mean"]))
-                   for b in summary.get("categories", []) if b.get("mean") is not None}
-    if by_category:
-        scores.append(EvalScore(name="category", scorer=SCORER, reducer=None, metrics=by_category,
-                                metadata={"what": "mean score per category (errors excluded)"}))
+                        unscored_samples=overall.get("errors"), metrics=metrics)]
     rows = len(source.samples)
     errors = int(source.samples["error_type"].notna().sum()) if rows else 0
     return EvalResults(total_samples=rows, completed_samples=rows - errors, scores=scores)
