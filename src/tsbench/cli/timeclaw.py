@@ -57,6 +57,9 @@ def evolve(
     include_test_split: bool = typer.Option(False, help="Allow trajectories of test rows (contaminates the benchmark)."),
 ) -> None:
     """Write tools from experience, verify them in the sandbox on held-out tasks, keep those that pass."""
+    from tsbench.core.extras import check
+
+    check("stumpy", "ruptures", "statsmodels", extra="timeclaw", what="evolve")
     from tsbench.timeclaw.evolve import evolve_tools
     from tsbench.models.registry import get_model
 

@@ -11,6 +11,9 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 
 from tsbench.cli.common import console, err_console, ints, split_list
 from tsbench.core.errors import UserError
+from tsbench.core.extras import check
+
+TRAIN_PACKAGES = ("torch", "transformers", "peft", "accelerate")
 
 
 def sft_baseline(
@@ -45,6 +48,7 @@ def sft_baseline(
     if model == "classical":
         _train_classical(data[0] if data else Path("data/anomalyxl") / f"seed{seed}", out or Path("models/classical"), seed)
         return
+    check(*TRAIN_PACKAGES, extra="train", what="sft-baseline of a language model")
     from tsbench.train.sft import RichSFTProgress, SFTConfig, load_sft_config, run_sft
 
     flags = {
@@ -111,6 +115,7 @@ def train_grpo_cmd(
     resume: bool = typer.Option(False, help="Continue a run from its last checkpoint (model, optimizer, scheduler, RNG, step)."),
 ) -> None:
     """GRPO post-training of an RLM agent with fresh generator tasks every step."""
+    check(*TRAIN_PACKAGES, extra="train", what="train-grpo")
     from tsbench.train import RichProgress, load_grpo_config, train_grpo
     from tsbench.train.grpo import config_from_dict
 

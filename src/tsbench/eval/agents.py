@@ -8,7 +8,7 @@ from typing import Any
 
 from tsbench.baselines import build_policy, is_reference
 from tsbench.core.errors import UserError
-from tsbench.harness import HARNESSES, REFERENCE_HARNESSES
+from tsbench.harness import HARNESSES, REFERENCE_HARNESSES, get_harness
 from tsbench.models.base import ModelUnavailableError
 from tsbench.models.registry import get_model
 
@@ -34,6 +34,7 @@ def check_pairing(spec: str, harness: str, agent: Any | None = None) -> None:
     """Refuse, before any episode runs, an agent on a harness it cannot play."""
     if harness not in HARNESSES:
         raise UserError(f"--harness must be one of {', '.join(HARNESSES)} (got {harness})")
+    get_harness(harness)  # imports it: a harness whose extra is missing says so here, not per episode
     supported = getattr(agent, "harnesses", None)
     if supported is not None and harness not in supported:
         raise UserError(f"{spec} plays {', '.join(supported)}, not {harness}")

@@ -37,6 +37,7 @@ class EvalConfig:
     fail_on_error: float = 0.0  # tolerated error rows: a share below 1, a count from 1 (inspect's rule)
     out: str | None = None
     overwrite: bool = False
+    report_to: list[str] | None = None  # tensorboard and/or wandb (offline), under the run dir
     harness_config: HarnessConfig = field(default_factory=HarnessConfig)
 
     def to_dict(self) -> dict:

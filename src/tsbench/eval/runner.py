@@ -24,6 +24,7 @@ from tsbench.eval.config import RESULT_KEYS, EvalConfig, result_settings, run_na
 from tsbench.eval.episode import EpisodeJob
 from tsbench.eval.executors import OnInterrupt, get_executor
 from tsbench.eval.selection import select_rows
+from tsbench.eval.tracking import check_targets, open_reporters
 from tsbench.harness.runtime import SandboxError, check_jail
 from tsbench.results import RESULTS_JSON, RUN_JSON, Journal, consolidate, load_run, load_samples, now_utc
 from tsbench.results.journal import read_journal_report
@@ -116,6 +117,7 @@ def run_eval(cfg: EvalConfig, progress: RunProgress | None = None,
         raise UserError("--epochs, --concurrency and --max-turns must be >= 1, --depth >= 0")
     if not cfg.model:
         raise UserError("--model is required (or a --config that sets model)")
+    check_targets(cfg.report_to)
     taskset = get_taskset(cfg.family)
     agents = AgentCache()
     agent = agents.get(cfg.model, cfg.model_options())  # fail fast on a bad spec or a missing key
@@ -132,6 +134,7 @@ def run_eval(cfg: EvalConfig, progress: RunProgress | None = None,
                        seed=cfg.seed, filters=cfg.filters())
     out = Path(cfg.out) if cfg.out else Path("results") / run_name(cfg)
     info = _open_run_dir(cfg, out, taskset.dataset_identity(files), reference_note(agent))
+    reporters = open_reporters(cfg.report_to, out, info)
 
     keys = [(rid, e) for rid in rows["id"] for e in range(cfg.epochs)]
     journal_read = read_journal_report(out)
@@ -156,6 +159,7 @@ def run_eval(cfg: EvalConfig, progress: RunProgress | None = None,
     def on_record(record: dict) -> None:
         journal.append(record)
         progress.add(record)
+        reporters.update(progress)
         if on_update is not None:
             on_update(progress)
 
@@ -169,7 +173,8 @@ def run_eval(cfg: EvalConfig, progress: RunProgress | None = None,
         if executor is not None:
             executor.close()
         agents.close()
-        _finalize(out, info, wanted, taskset)
+        reporters.finish(_finalize(out, info, wanted, taskset))
+        reporters.close()
     return out
 
 
@@ -179,7 +184,7 @@ def _executor_options(cfg: EvalConfig, agents: AgentCache) -> dict:
     return {"workers": cfg.concurrency, "address": cfg.ray_address}
 
 
-def _finalize(out: Path, info: dict, wanted: set, taskset) -> None:
+def _finalize(out: Path, info: dict, wanted: set, taskset) -> dict:
     """samples.parquet from the journal; run.json says how complete the run is; results.json."""
     consolidate(out)
     samples = load_samples(out)
@@ -191,8 +196,11 @@ def _finalize(out: Path, info: dict, wanted: set, taskset) -> None:
                 complete=finished == len(wanted), updated_at=now_utc())
     write_json(out / RUN_JSON, info)
     summary = summarize(in_selection, [c.category for c in taskset.columns()])
-    write_json(out / RESULTS_JSON, {
+    results = {
         "run_name": info["run_name"], "family": info["family"], "model": info["model"], "harness": info["harness"],
         "reference": info["reference"], "complete": info["complete"], "dataset": info["dataset"],
         "config": info["config"], "results": summary, "versions": info["versions"], "git_commit": info["git_commit"],
-    })
+        **{k: info[k] for k in ("expected_samples", "finished_samples", "error_samples", "updated_at")},
+    }
+    write_json(out / RESULTS_JSON, results)
+    return results

@@ -30,7 +30,11 @@ from tsbench.harness.toolset import (
     stumpy_cache_dir,
     warm_stumpy_cache_in_background,
 )
+from tsbench.core.extras import check
 from tsbench.models.base import ChatModel, Message
+
+# The seed tools import these inside the kernel; without them every call would fail mid-episode.
+check("stumpy", "ruptures", "statsmodels", extra="timeclaw", what="the tools harness")
 
 TOOLS_SYSTEM = """You analyse long time series with tools. The series is held in a workspace at full numerical \
 precision and you never see it whole: you call typed tools that compute on it and return compact JSON observations.

@@ -1,17 +1,22 @@
 """Read run directories into one frame of rows, and say what could not be read.
 
-Only files are read (run.json and the samples journal/parquet through tsbench.results.schema): the
-leaderboard must work on results copied from another machine, with no model or harness around.
+Only files are read (run.json, results.json and the samples journal/parquet through tsbench.results):
+the leaderboard must work on results copied from another machine, with no model or harness around.
+results.json, when a run has one, gives the run's summary without re-reading its rows
+(`read_summary`) and is cross-checked against the rows the tables are built from.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from tsbench.results import COLUMN_NAMES, JOURNAL, RUN_JSON, SAMPLES, load_run, load_samples
+from tsbench.results import COLUMN_NAMES, JOURNAL, RESULTS_JSON, RUN_JSON, SAMPLES, load_run, load_samples
+from tsbench.results.summary import summarize
 
 # A table row is one configuration on one dataset: these columns identify it.
 CONFIG_KEY = ["dataset", "model", "harness", "depth"]
@@ -34,6 +39,7 @@ class RunInfo:
     complete: bool
     expected_samples: int | None
     n_rows: int
+    summary: dict | None = None  # results.json's "results" (per category and overall), when the run has one
 
 
 def discover_runs(paths: list[Path], skip: Path | None = None) -> tuple[list[Path], list[str]]:
@@ -61,6 +67,53 @@ def discover_runs(paths: list[Path], skip: Path | None = None) -> tuple[list[Pat
     return unique, notes
 
 
+def read_results_json(run_dir: Path) -> dict | None:
+    """results.json, or None when the run has none (runs from before it) or it is unreadable."""
+    path = Path(run_dir) / RESULTS_JSON
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) and isinstance(value.get("results"), dict) else None
+
+
+def read_summary(run_dir: Path) -> dict:
+    """A run's per-category and overall numbers: results.json's when present (no rows are read),
+    else the same summary computed from the rows."""
+    saved = read_results_json(run_dir)
+    if saved is not None:
+        return saved["results"]
+    return summarize(load_samples(run_dir))
+
+
+def _close(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
+
+
+def summary_mismatch(info: RunInfo, frame: pd.DataFrame) -> str | None:
+    """Why results.json disagrees with the rows (None when it agrees or is absent): rows, errors or mean."""
+    if info.summary is None or "overall" not in info.summary:
+        return None
+    saved = info.summary["overall"]
+    errors = int(frame["error_type"].notna().sum())
+    scored = frame.loc[frame["error_type"].isna() & frame["score"].notna(), "score"].astype(float)
+    mean = float(scored.mean()) if len(scored) else None
+    problems = []
+    if saved.get("rows") != len(frame):
+        problems.append(f"{saved.get('rows')} rows against {len(frame)}")
+    if saved.get("errors") != errors:
+        problems.append(f"{saved.get('errors')} errors against {errors}")
+    if not _close(saved.get("mean"), mean):
+        problems.append(f"mean {saved.get('mean')} against {mean}")
+    if not problems:
+        return None
+    return (f"run {info.run_name}: results.json disagrees with its samples ({'; '.join(problems)}): "
+            "it is rewritten when an eval ends, so a run still going or narrowed by a later --limit differs; "
+            "the tables use the samples")
+
+
 def _first(frame: pd.DataFrame, column: str, default):
     values = frame[column].dropna() if column in frame else pd.Series(dtype=object)
     return values.iloc[0] if len(values) else default
@@ -86,6 +139,7 @@ def read_run(run_dir: Path) -> tuple[RunInfo, pd.DataFrame]:
         complete=bool(meta.get("complete", False)),
         expected_samples=meta.get("expected_samples"),
         n_rows=len(frame),
+        summary=(read_results_json(run_dir) or {}).get("results"),
     )
     frame = frame.assign(
         model=info.model, harness=info.harness, depth=info.depth, dataset=info.dataset, family=info.family,
@@ -121,6 +175,8 @@ def load_results(run_dirs: list[Path]) -> tuple[pd.DataFrame, list[RunInfo], lis
             continue
         infos.append(info)
         frames.append(frame)
+        if note := summary_mismatch(info, frame):
+            warnings.append(note)
         if info.n_rows == 0:
             warnings.append(f"run {info.run_name} has no finished rows yet")
         if info.unsafe_sandbox:

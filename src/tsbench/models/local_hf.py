@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tsbench.core.extras import check, require
 from tsbench.models.base import Completion, Message, ModelError, ModelUnavailableError, TaskInfo
 
 log = logging.getLogger(__name__)
@@ -105,6 +106,7 @@ def _drop_gguf_quantization(model: Any) -> None:
 
 def _write_dequantized(gguf: Path, target: Path) -> None:
     """Load the GGUF through transformers (float32) and save it as a plain safetensors model dir."""
+    check("gguf", extra="local", what="reading the SmolLM2 GGUF")
     transformers = offline_transformers()
     import torch
 
@@ -216,8 +218,7 @@ class LocalHFModel:
         model = transformers.AutoModelForCausalLM.from_pretrained(
             str(self.weights_dir), local_files_only=True, **dtype_option(dtype))
         if self.adapter_dir is not None:
-            from peft import PeftModel
-
+            PeftModel = require("peft", extra="local", what="a LoRA adapter").PeftModel
             model = PeftModel.from_pretrained(model, str(self.adapter_dir), is_trainable=False)
             model = model.merge_and_unload()  # plain weights generate faster than a LoRA wrapper
         model.to(self.device)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from tsbench.core.extras import check
 from tsbench.models.base import ChatModel
 
 OPENAI_OPTIONS = {"base_url", "api_key", "timeout_s", "retry", "extra_body", "max_attempts", "retry_delay_s"}
@@ -74,6 +75,7 @@ def _vllm(name: str, opts: dict[str, Any]) -> ChatModel:
 
 
 def _local(name: str, opts: dict[str, Any]) -> ChatModel:
+    check("torch", "transformers", "safetensors", extra="local", what="a local/ model")
     from tsbench.models.local_hf import LocalHFModel
 
     return LocalHFModel(name, name=f"local/{name}", **_options_for("local", LOCAL_OPTIONS, opts))

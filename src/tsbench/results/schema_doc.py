@@ -1,0 +1,71 @@
+"""docs/results-schema.md, written from the schema itself so the two never drift.
+
+    python -m tsbench.results.schema_doc > docs/results-schema.md
+
+tests/test_results_schema_doc.py fails when the file differs from what this prints.
+"""
+
+from __future__ import annotations
+
+from tsbench.results.schema import COLUMNS, JOURNAL, JSON_COLUMNS, RESULTS_JSON, RUN_JSON, SAMPLES
+
+# results.json (lm-eval style): what eval/runner.py writes at the end of every run.
+RESULTS_FIELDS = {
+    "run_name": "the run directory's name",
+    "family, model, harness": "what was evaluated, as run.json says",
+    "reference": "what a reference policy knows that a model does not; null for models",
+    "complete": "every selected (id, epoch) has a finished row",
+    "expected_samples, finished_samples, error_samples": "rows selected, finished, and errors among them",
+    "dataset": "the dataset's identity: family, seed, split, key (content hash), paths, file_sha256",
+    "config": "every setting of the run (the flat [eval] table)",
+    "results.categories[]": "one block per category, in the family's table order",
+    "results.overall": "the same block over every row",
+    "versions, git_commit, updated_at": "provenance",
+}
+BLOCK_FIELDS = {
+    "rows": "rows in the cell, errors included",
+    "n": "scored rows (errors never enter a mean)",
+    "errors": "error rows",
+    "mean, stderr": "mean score and its standard error",
+    "ci95": "95 % percentile-bootstrap interval of the mean (1000 resamples, seed 0)",
+    "small_n": "fewer than 10 scored rows: the interval is rough",
+    "valid_rate": "share of scored rows whose answer parsed and passed the type check",
+    "mean_turns, forced_final_rate": "episode shape",
+    "input_tokens, output_tokens": "token sums",
+    "cost_usd, cost_known_rows": "API dollars over the rows whose price is known",
+}
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")  # a table cell ends at a bare pipe
+
+
+def _table(rows: dict[str, str], head: tuple[str, str]) -> list[str]:
+    return [f"| {head[0]} | {head[1]} |", "|---|---|", *[f"| `{k}` | {v} |" for k, v in rows.items()]]
+
+
+def render() -> str:
+    lines = [
+        "# Results schema", "",
+        "<!-- Written by `python -m tsbench.results.schema_doc`; edit src/tsbench/results/schema.py, not this file. -->", "",
+        "A run directory `results/<run>/` holds:", "",
+        f"- `{RUN_JSON}`: the run's config and provenance (model, harness, dataset identity, versions, git commit).",
+        f"- `{RESULTS_JSON}`: the summary (below), lm-eval style.",
+        f"- `{JOURNAL}`: the crash-safe journal, one JSON line per finished (id, epoch); a later line supersedes.",
+        f"- `{SAMPLES}`: the journal consolidated, one row per (id, epoch), typed as below. Each field's "
+        "description is also in the parquet schema (field metadata `description`).", "",
+        "## samples.parquet", "",
+        "| column | type | description |", "|---|---|---|",
+        *[f"| `{f.name}` | `{f.type}` | {_cell(f.metadata[b'description'].decode())} |" for f in COLUMNS], "",
+        f"JSON-text columns ({', '.join(f'`{c}`' for c in JSON_COLUMNS)}) hold values whose shape differs per "
+        "family or category. An error row has `error_type` set and `score` null: an error is never a 0.", "",
+        "Reading it: `tsbench.results.load_samples(run_dir)` (maps as dicts), or `pandas.read_parquet`. "
+        "`tsbench export RUN --format hf|csv|inspect` writes it for other tools.", "",
+        f"## {RESULTS_JSON}", "", *_table(RESULTS_FIELDS, ("key", "meaning")), "",
+        "Each block (a category's, or `overall`):", "", *_table(BLOCK_FIELDS, ("key", "meaning")), "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(render(), end="")
