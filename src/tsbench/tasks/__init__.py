@@ -11,6 +11,7 @@ from tsbench.tasks.base import Taskset
 
 BUILTIN = {
     "anomalyxl": "tsbench.tasks.anomalyxl.taskset:AnomalyXL",
+    "timesage": "tsbench.tasks.timesage.taskset:TimeSage",
 }
 
 
