@@ -17,7 +17,7 @@ import pandas as pd
 
 KINDS = (
     "bands", "latest", "direction", "change", "run_length", "baseline_dev", "record", "rank", "top_components",
-    "dominant", "shares", "buckets", "flag_events", "event_class", "yoy",
+    "dominant", "shares", "buckets", "flag_events", "event_class", "yoy", "largest_change", "next_changes",
 )
 
 
@@ -109,6 +109,13 @@ def derive(table: pd.DataFrame, rule: dict[str, Any]) -> Any:
         flagged = [dates[t + 1] for t in range(last - rule["window"] + 1, last + 1)
                    if abs(robust_z(diffs, t, rule["baseline"])) > rule["z"]]
         return sorted(flagged)
+    if kind in ("largest_change", "next_changes"):
+        moves = {name: abs(float(table[col].iloc[-1] - table[col].iloc[-2]))
+                 for col, name in zip(rule["columns"], rule["names"])}
+        order = sorted(moves, key=lambda name: (-moves[name], name))
+        if kind == "largest_change":
+            return order[0]
+        return sorted(n for n in order[1: 1 + rule.get("n", 2)] if moves[n] >= rule.get("share", 0.35) * moves[order[0]])
     if kind == "yoy":
         x = _col(table, rule)
         lag = rule["lag"]
@@ -129,4 +136,6 @@ def rows_needed(rule: dict[str, Any]) -> int:
         return rule["baseline"] + rule.get("window", 1) + 1
     if kind == "yoy":
         return rule["lag"] + 1
+    if kind in ("largest_change", "next_changes"):
+        return 2
     return 1
