@@ -55,7 +55,7 @@ _scorers: dict[tuple, Callable] = {}
 _scorers_lock = threading.Lock()
 
 
-def _completer(model: Any) -> Callable[[str], str]:
+def judge_completer(model: Any) -> Callable[[str], str]:
     """A judge model as the plain `prompt -> reply` callable a family's scorer takes."""
     def complete(prompt: str) -> str:
         return model.generate([Message("user", prompt)], temperature=0.0).text
@@ -70,7 +70,7 @@ def scorer_for(taskset: Any, job: EpisodeJob, agents: AgentCache) -> Callable[[s
     key = (job.ref.family, job.scoring, id(agents))
     with _scorers_lock:
         if key not in _scorers:
-            _scorers[key] = taskset.scorer(dict(job.scoring), lambda spec: _completer(agents.get(spec, {})))
+            _scorers[key] = taskset.scorer(dict(job.scoring), lambda spec: judge_completer(agents.get(spec, {})))
         return _scorers[key]
 
 

@@ -110,6 +110,17 @@ def _figures(result: LeaderboardResult, dataset: str) -> str:
 
 def _dataset(result: LeaderboardResult, dataset: str) -> str:
     names = sorted({r.run_name for r in result.runs if r.dataset == dataset})
+    if dataset in result.family_sections:  # a family with its own boards (TimeSage)
+        return "".join([
+            f'<section class="dataset" data-dataset="{escape(dataset)}">',
+            f"<h2>Dataset {escape(short_hash(dataset))}</h2><p>Runs: {escape(', '.join(names))}</p>",
+            "<h3>Overall by tier</h3>", _main_table(result, dataset),
+            *(_section(title, table, "family", "No rows.", intro) for title, intro, table in result.family_sections[dataset]),
+            "<h3>Figures</h3>", _figures(result, dataset),
+            _section("Failures", failure_section(result, dataset), "failures", "No errors and no unparseable answers.",
+                     "Rows that errored (no score) or finished without a usable answer, by cause."),
+            "</section>",
+        ])
     return "".join([
         f'<section class="dataset" data-dataset="{escape(dataset)}">',
         f"<h2>Dataset {escape(short_hash(dataset))}</h2><p>Runs: {escape(', '.join(names))}</p>",
@@ -130,7 +141,7 @@ def _dataset(result: LeaderboardResult, dataset: str) -> str:
 
 
 def render_html(result: LeaderboardResult) -> str:
-    parts = [f"<h1>AnomalyXL leaderboard</h1><p>{len(result.runs)} run(s) on {len(result.datasets)} dataset(s); "
+    parts = [f"<h1>{escape(result.title)}</h1><p>{len(result.runs)} run(s) on {len(result.datasets)} dataset(s); "
              f"bootstrap {result.n_boot} resamples, seed {result.seed}.</p>"]
     if result.warnings:
         parts.append('<div class="warnings"><strong>Warnings</strong><ul>'
@@ -145,4 +156,4 @@ def render_html(result: LeaderboardResult) -> str:
     body = "\n".join(parts)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>AnomalyXL leaderboard</title><style>{STYLE}</style></head>\n<body>\n{body}\n</body></html>\n")
+            f"<title>{escape(result.title)}</title><style>{STYLE}</style></head>\n<body>\n{body}\n</body></html>\n")

@@ -42,6 +42,14 @@ class LeaderboardResult:
     files: dict[str, Path] = field(default_factory=dict)
     n_boot: int = 1000
     seed: int = 0
+    # dataset -> extra (title, intro, (header, rows)) sections a family's boards add (TimeSage)
+    family_sections: dict[str, list] = field(default_factory=dict)
+
+    @property
+    def title(self) -> str:
+        names = {"anomalyxl": "AnomalyXL", "timesage": "TimeSage-EV"}
+        families = {run.family for run in self.runs} or {"anomalyxl"}
+        return f"{names.get(families.pop(), 'tsbench')} leaderboard" if len(families) == 1 else "tsbench leaderboard"
 
     @property
     def datasets(self) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .columns import family_columns, is_choice, order, short_name
 from .result import DASH, LeaderboardResult, fmt, fmt_ci, fmt_count
 from .tables import config_label
+from .timesage_render import FIGURE_TITLES as TIMESAGE_FIGURE_TITLES
 
 
 def pct(value) -> str:
@@ -80,6 +81,7 @@ def paper_section(result: LeaderboardResult) -> tuple[list[str], list[list]]:
 FIGURE_TITLES = {
     "by_length": "Per-length breakdown (like the paper's Fig. 3): mean and change in pp from the shortest L",
     "accuracy_vs_length": "Score versus context length (like the paper's Fig. 4)",
+    **TIMESAGE_FIGURE_TITLES,
 }
 
 
