@@ -9,9 +9,10 @@ def main(argv: list[str]) -> None:
     from tsbench.bench import generation
 
     sections = {"generate": generation.main}
-    from tsbench.bench import baselines
+    from tsbench.bench import baselines, timesage
 
     sections["baselines"] = baselines.main
+    sections["timesage"] = timesage.main
     try:
         from tsbench.bench import eval_overhead
 

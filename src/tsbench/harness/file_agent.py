@@ -59,6 +59,37 @@ class Session:
         result = EpisodeResult()
         started = time.monotonic()
         facts: dict[str, Any] = {"compacted": 0, "induced": [], "rejected": {}, "invoked": [], "retrieved": []}
+        self._open_period(task, result, facts)
+        kernel = _Kernel(self, task)
+        final: dict | None = None
+        try:
+            for step in range(1, self.cfg.period_steps + 1):
+                if time.monotonic() - started >= self.cfg.period_wall_s:
+                    result.transcript.append({"role": "notice", "content": f"period wall clock "
+                                              f"{self.cfg.period_wall_s:g} s reached without final_answer"})
+                    break
+                self._check_tokens(result)
+                if step == self.cfg.period_steps:
+                    result.forced_final = True
+                    self._append_to_last_user(prompts.LAST_STEP, result)
+                final = self._step(task, kernel, step, result, facts)
+                if final is not None:
+                    break
+            if self.skills_enabled and facts.get("candidates"):
+                self._check_skills(kernel.get(), task, facts, final, result)
+        finally:
+            kernel.close()
+        if final is not None:
+            result.final_message = json.dumps({"answer": final["answer"], "report": final["report"]}, ensure_ascii=False)
+        else:
+            result.transcript.append({"role": "notice", "content": "the period ended without final_answer"})
+        result.latency_s = time.monotonic() - started
+        self._record(result, facts, final)
+        return result
+
+    def _open_period(self, task: EpisodeTask, result: EpisodeResult, facts: dict) -> None:
+        """Compact at the boundary if due (sequential), start or continue the conversation, and
+        add the period's prompt (feedback, skill index, question, memory instruction)."""
         system = prompts.system_prompt(task.meta, steps=self.cfg.period_steps, sequential=self.sequential,
                                        skills=self.skills_enabled)
         if self.sequential and self.messages and self._compaction_due():
@@ -68,60 +99,40 @@ class Session:
             result.transcript.append({"role": "system", "content": system})
         self._add_user(self._period_prompt(task), result)
         self.feedback = None
-        sandbox = Sandbox({}, cell_timeout_s=self.cfg.cell_timeout_s, memory_bytes=int(self.cfg.memory_gib * 2**30))
-        final: dict | None = None
-        with sandbox:
-            self._prepare(sandbox, task)
-            for step in range(1, self.cfg.period_steps + 1):
-                if time.monotonic() - started >= self.cfg.period_wall_s:
-                    result.transcript.append({"role": "notice", "content": f"period wall clock {self.cfg.period_wall_s:g} s "
-                                              "reached without final_answer"})
-                    break
-                self._check_tokens(result)
-                if step == self.cfg.period_steps:
-                    result.forced_final = True
-                    self._append_to_last_user(prompts.LAST_STEP, result)
-                info = replace(task.info(code_execution=True), meta={**task.meta, **self._meta("period")})
-                completion = self.model.generate(self.messages, max_tokens=self.cfg.max_tokens,
-                                                 temperature=self.cfg.temperature, task=info)
-                result.add_completion(completion)
-                self.last_input_tokens = completion.input_tokens
-                self.messages.append(Message("assistant", completion.text))
-                result.transcript.append({"role": "assistant", "turn": step, "content": completion.text,
-                                          "input_tokens": completion.input_tokens,
-                                          "output_tokens": completion.output_tokens,
-                                          "latency_s": round(completion.latency_s, 3)})
-                blocks = extract_code(completion.text)
-                if not blocks:
-                    self._add_user(prompts.NO_CODE, result, role="tool", turn=step)
-                    continue
-                outputs, cells = [], []
-                for code in blocks:
-                    cell = sandbox.run(code)
-                    result.code_cells += 1
-                    outputs.append(cell.observation(max_chars=10 * self.cfg.observation_chars))
-                    cells.append({"code": code, "timed_out": cell.timed_out, "restarted": cell.restarted,
-                                  "seconds": round(cell.seconds, 3)})
-                    if cell.restarted:  # a fresh kernel lost the tools (and maybe the files): set them up again
-                        self._prepare(sandbox, task)
-                    final = self._harvest(sandbox, facts) or final
-                    if final is not None:
-                        break
-                observation = truncate_observation("Output:\n" + ("\n".join(o for o in outputs if o) or "(no output)"),
-                                                   self.cfg.observation_chars)
-                self.messages.append(Message("user", observation))
-                result.transcript.append({"role": "tool", "turn": step, "cells": cells, "observation": observation})
-                if final is not None:
-                    break
-            if self.skills_enabled:
-                self._check_skills(sandbox, task, facts, final, result)
-        if final is not None:
-            result.final_message = json.dumps({"answer": final["answer"], "report": final["report"]}, ensure_ascii=False)
-        else:
-            result.transcript.append({"role": "notice", "content": "the period ended without final_answer"})
-        result.latency_s = time.monotonic() - started
-        self._record(result, facts, final)
-        return result
+
+    def _step(self, task: EpisodeTask, kernel: _Kernel, step: int, result: EpisodeResult, facts: dict) -> dict | None:
+        """One model reply and its code; the final_answer event if the reply made one."""
+        info = replace(task.info(code_execution=True), meta={**task.meta, **self._meta("period")})
+        completion = self.model.generate(self.messages, max_tokens=self.cfg.max_tokens,
+                                         temperature=self.cfg.temperature, task=info)
+        result.add_completion(completion)
+        self.last_input_tokens = completion.input_tokens
+        self.messages.append(Message("assistant", completion.text))
+        result.transcript.append({"role": "assistant", "turn": step, "content": completion.text,
+                                  "input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens,
+                                  "latency_s": round(completion.latency_s, 3)})
+        blocks = extract_code(completion.text)
+        if not blocks:
+            self._add_user(prompts.NO_CODE, result, role="tool", turn=step)
+            return None
+        sandbox = kernel.get()
+        final, outputs, cells = None, [], []
+        for code in blocks:
+            cell = sandbox.run(code)
+            result.code_cells += 1
+            outputs.append(cell.observation(max_chars=10 * self.cfg.observation_chars))
+            cells.append({"code": code, "timed_out": cell.timed_out, "restarted": cell.restarted,
+                          "seconds": round(cell.seconds, 3)})
+            if cell.restarted:  # a fresh kernel lost the tools (and maybe the files): set them up again
+                self._prepare(sandbox, task)
+            final = self._harvest(sandbox, facts)
+            if final is not None:
+                break
+        observation = truncate_observation("Output:\n" + ("\n".join(o for o in outputs if o) or "(no output)"),
+                                           self.cfg.observation_chars)
+        self.messages.append(Message("user", observation))
+        result.transcript.append({"role": "tool", "turn": step, "cells": cells, "observation": observation})
+        return final
 
     def end_period(self, feedback: str | None) -> None:
         """Between periods: remember the feedback for the next period's prompt (sequential)."""
@@ -261,6 +272,28 @@ class Session:
             "skills_retrieved": float(len(facts["retrieved"])), "compactions": float(facts["compacted"]),
             "tokens": float(result.input_tokens + result.output_tokens),
         })
+
+
+class _Kernel:
+    """The period's sandbox, started (with the period's files, tools and skills) at the first code
+    the agent writes: a period of prose alone never starts a kernel."""
+
+    def __init__(self, session: Session, task: EpisodeTask):
+        self.session, self.task = session, task
+        self.sandbox: Sandbox | None = None
+
+    def get(self) -> Sandbox:
+        if self.sandbox is None:
+            cfg = self.session.cfg
+            self.sandbox = Sandbox({}, cell_timeout_s=cfg.cell_timeout_s, memory_bytes=int(cfg.memory_gib * 2**30))
+            self.sandbox.start()
+            self.session._prepare(self.sandbox, self.task)
+        return self.sandbox
+
+    def close(self) -> None:
+        if self.sandbox is not None:
+            self.sandbox.close()
+            self.sandbox = None
 
 
 def run_file_agent(model: Any, task: EpisodeTask, cfg: HarnessConfig) -> EpisodeResult:

@@ -3,7 +3,7 @@ block, the compaction request, and the notices a period may need."""
 
 from __future__ import annotations
 
-SYSTEM = """You are a {role}. All files you need are in the CURRENT WORKING DIRECTORY. The cwd contains:
+SYSTEM = """You are {role}. All files you need are in the CURRENT WORKING DIRECTORY. The cwd contains:
 * timeseries.csv -- the historical data series
 * answer_schema.json -- required JSON shape for your answer
 * gt_source/<prior>.* -- prior-period reports
@@ -85,7 +85,9 @@ LAST_STEP = ("LAST STEP: this is your final reply for this period. Call final_an
 
 def system_prompt(meta: dict, *, steps: int, sequential: bool, skills: bool) -> str:
     extra = (COMPACTION_TOOL if sequential else "") + (SKILL_TOOLS if skills else "")
-    return SYSTEM.format(role=meta.get("role", "data analyst"), extra_tools=extra, tier=meta.get("tier", "?"),
+    role = meta.get("role", "data analyst")
+    article = "an " if role[:1].lower() in "aeiou" else "a "
+    return SYSTEM.format(role=article + role, extra_tools=extra, tier=meta.get("tier", "?"),
                          required_keys=", ".join(meta.get("required_keys", [])), steps=steps)
 
 

@@ -5,7 +5,7 @@ paper is silent the choices are stated here once:
 - label: equal after str(), stripping and lower-casing (an enum answered "Cool_Watch" matches).
 - boolean: bool(a) == bool(b), reading the strings "false", "no", "0", "" and "none" as False.
 - text: stripped strings equal (case kept, as the paper says).
-- numeric: pass when |a-b| <= abs_tol, or |a-b|/|b| <= rel_tol (rel_tol set and b != 0); with no
+- numeric: pass when |a-b| <= abs_tol (plus 1e-9 of float slack), or |a-b|/|b| <= rel_tol (rel_tol set and b != 0); with no
   tolerance only exact equality passes. A value that does not parse as a finite number scores 0;
   numeric strings such as "1,234.5" or "12.5%" parse.
 - set: Dice 2|A∩B|/(|A|+|B|) on normalised items (as for label); both empty 1, one empty 0. A
@@ -26,6 +26,7 @@ from typing import Any, Callable
 from tsbench.tasks.timesage.contract import FieldSpec
 
 _FALSE_STRINGS = {"false", "no", "0", "", "none", "null", "n"}
+_SLACK = 1e-9  # float subtraction noise: |-0.31 - -0.30| is 0.0100000000000000089
 _NOT_APPLICABLE = {"n/a", "na", "none", "null", ""}
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
@@ -79,9 +80,9 @@ def numeric_check(a: Any, b: Any, abs_tol: float | None = None, rel_tol: float |
     diff = abs(x - y)
     if abs_tol is None and rel_tol is None:
         return float(x == y)
-    if abs_tol is not None and diff <= abs_tol:
+    if abs_tol is not None and diff <= abs_tol + _SLACK * max(1.0, abs(y)):
         return 1.0
-    if rel_tol is not None and y != 0 and diff / abs(y) <= rel_tol:
+    if rel_tol is not None and y != 0 and diff / abs(y) <= rel_tol + _SLACK:
         return 1.0
     return 0.0
 

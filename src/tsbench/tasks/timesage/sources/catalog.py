@@ -26,6 +26,16 @@ HARD_POOL = ("status", "primary_driver", "secondary_drivers", "guidance", "yoy_c
              "outlook", "flagged_periods")
 
 
+# The taxonomy tag each question kind asks (build() gives the same tag).
+KIND_TAGS = {
+    "status": "A1", "latest_value": "A2", "latest_direction": "A3", "change": "B1", "yoy_direction": "B2",
+    "trend_3": "B3", "run_length": "B4", "vs_baseline": "B5", "is_record": "B6", "rank": "B7", "top_components": "C1",
+    "dominant_component": "C2", "component_shares": "C3", "major_components": "C4", "flagged_periods": "D1",
+    "event_type": "D2", "primary_driver": "E2", "secondary_drivers": "E3", "guidance": "E6", "yoy_comparison": "E7",
+    "risks": "F1", "outlook_direction": "F2", "outlook": "F3", "summary": SUMMARY_TAG, "evidence": EVIDENCE_TAG,
+}
+
+
 @dataclass
 class Vocabulary:
     """What the questions of one scenario are about."""
