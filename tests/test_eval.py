@@ -13,34 +13,35 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tsbench.testing.fake_openai_server import FakeOpenAIServer
-from tsbench.tasks.anomalyxl import labels as lb
-from tsbench.eval import schema
+from tsbench import results as schema
+from tsbench.core.config import build
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
 from tsbench.harness.prompts import FINAL_TURN_NOTICE
-from tsbench.models.openai_model import OpenAIChatModel
-from tsbench.models.registry import get_model
-from tsbench.models.retry import RetryPolicy
+from tsbench.tasks.anomalyxl import labels as lb
+from tsbench.testing.fake_openai_server import FakeOpenAIServer
 
-FAST_RETRY = RetryPolicy(max_attempts=3, base_delay_s=0.01, max_delay_s=0.02, rate_limit_base_delay_s=0.01, jitter=0.0)
-
-
-def scripted(cfg: EvalConfig):
-    return get_model(cfg.model)
+ATTEMPTS = 3
 
 
-def fake_model_factory(server: FakeOpenAIServer, timeout_s: float = 10.0):
-    def build(cfg: EvalConfig):
-        return OpenAIChatModel("fake-model", base_url=server.base_url, api_key="test", timeout_s=timeout_s, retry=FAST_RETRY)
+def config(**settings) -> EvalConfig:
+    """Flat settings, harness ones included, as a TOML [eval] table would give them."""
+    return build(EvalConfig, settings)
 
-    return build
+
+def fake(server: FakeOpenAIServer, timeout_s: float = 10.0, **settings) -> EvalConfig:
+    return config(model="openai/fake-model", base_url=server.base_url, client_timeout_s=timeout_s,
+                  max_attempts=ATTEMPTS, retry_delay_s=0.005, **settings)
 
 
 @pytest.mark.parametrize("harness", ["single-pass-text", "single-pass-image", "rlm", "rlm-image"])
 def test_every_harness_and_regime_with_the_scripted_policy(small_data, tmp_path, harness):
-    cfg = EvalConfig(model="scripted/zscore", harness=harness, data=[str(small_data)], limit=1, concurrency=2, out=str(tmp_path / "run"))
-    run_dir = run_eval(cfg, scripted)
+    if harness == "single-pass-image":  # the scripted policy reads text; an image harness refuses it up front
+        with pytest.raises(Exception, match="plays"):
+            run_eval(config(model="scripted/zscore", harness=harness, data=[str(small_data)], out=str(tmp_path / "x")))
+        return
+    cfg = config(model="scripted/zscore", harness=harness, data=[str(small_data)], limit=1, concurrency=2, out=str(tmp_path / "run"))
+    run_dir = run_eval(cfg)
     samples = pd.read_parquet(run_dir / schema.SAMPLES)
     assert set(samples["category"]) == set(lb.ALL_CATEGORIES)
     assert samples["error_type"].isna().all(), samples["error"].dropna().tolist()
@@ -53,7 +54,7 @@ def test_every_harness_and_regime_with_the_scripted_policy(small_data, tmp_path,
         tool = [e for e in transcript if e["role"] == "tool"][0]
         assert "ZSCORE_SUMMARY" in tool["observation"]
     info = json.loads((run_dir / schema.RUN_JSON).read_text())
-    assert info["complete"] and info["expected_samples"] == 11 and info["dataset"]["manifest_sha256"]
+    assert info["complete"] and info["expected_samples"] == 11 and info["dataset"]["key"].startswith("anomalyxl/seed42/test/")
     assert "git_commit" in info and info["versions"]["tsbench"]
 
 
@@ -78,22 +79,23 @@ def test_resume_after_kill_runs_every_id_exactly_once(small_data, tmp_path):
     assert len(samples) == 15 and samples["id"].is_unique
     assert samples["error_type"].isna().all()
     assert json.loads((out / schema.RUN_JSON).read_text())["complete"]
-    again = subprocess.run(cmd[:-2] + ["--limit", "2", "--out", str(out)], capture_output=True, text=True, timeout=120)
+    again = subprocess.run(cmd[:-2] + ["--max-turns", "2", "--out", str(out)], capture_output=True, text=True, timeout=120)
     assert again.returncode == 2 and "different settings" in again.stderr
 
 
 def test_api_failures_become_error_rows_and_are_rerun_on_resume(small_data, tmp_path):
-    cfg = EvalConfig(model="openai/fake-model", harness="single-pass-text", data=[str(small_data)], regime="coarse",
-                     categories=[lb.PRESENCE], concurrency=1, out=str(tmp_path / "run"))
     with FakeOpenAIServer(default="500") as server:
-        run_dir = run_eval(cfg, fake_model_factory(server))
+        cfg = fake(server, harness="single-pass-text", data=[str(small_data)], regime="coarse",
+                   categories=[lb.PRESENCE], concurrency=1, out=str(tmp_path / "run"))
+        run_dir = run_eval(cfg)
         first = pd.read_parquet(run_dir / schema.SAMPLES)
         assert len(first) == 2 and (first["error_type"] == "server").all() and first["score"].isna().all()
-        assert server.request_count == 2 * FAST_RETRY.max_attempts
+        assert (first["attempts"] == ATTEMPTS).all()
+        assert server.request_count == 2 * ATTEMPTS
         assert not json.loads((run_dir / schema.RUN_JSON).read_text())["complete"]
         server.default = 'ok:{"answer": "Yes"}'
         server.push("429")  # one rate limit, retried, then answered
-        run_eval(cfg, fake_model_factory(server))
+        run_eval(cfg)
     second = pd.read_parquet(run_dir / schema.SAMPLES)
     assert len(second) == 2 and second["error_type"].isna().all()
     gold = second["gold"].map(lambda g: json.loads(g)["answer"])
@@ -101,10 +103,10 @@ def test_api_failures_become_error_rows_and_are_rerun_on_resume(small_data, tmp_
 
 
 def test_timeouts_are_retried_with_a_bound(small_data, tmp_path):
-    cfg = EvalConfig(model="openai/fake-model", harness="single-pass-text", data=[str(small_data)], regime="coarse",
-                     categories=[lb.PRESENCE], limit=1, concurrency=1, out=str(tmp_path / "run"))
     with FakeOpenAIServer(["sleep:3"], default='ok:{"answer": "No"}') as server:
-        run_dir = run_eval(cfg, fake_model_factory(server, timeout_s=0.5))
+        cfg = fake(server, timeout_s=0.5, harness="single-pass-text", data=[str(small_data)], regime="coarse",
+                   categories=[lb.PRESENCE], limit=1, concurrency=1, out=str(tmp_path / "run"))
+        run_dir = run_eval(cfg)
         assert server.request_count == 2
     samples = pd.read_parquet(run_dir / schema.SAMPLES)
     assert samples["error_type"].isna().all()
@@ -112,10 +114,10 @@ def test_timeouts_are_retried_with_a_bound(small_data, tmp_path):
 
 def test_forced_final_and_observation_truncation(small_data, tmp_path):
     code = 'ok:Looking.\n```python\nprint("x" * 20000)\n```'
-    cfg = EvalConfig(model="openai/fake-model", harness="rlm", data=[str(small_data)], regime="precise",
-                     categories=[lb.LOCALIZE], limit=1, max_turns=3, concurrency=1, out=str(tmp_path / "run"))
     with FakeOpenAIServer(default=code) as server:
-        run_dir = run_eval(cfg, fake_model_factory(server))
+        cfg = fake(server, harness="rlm", data=[str(small_data)], regime="precise", categories=[lb.LOCALIZE],
+                   limit=1, max_turns=3, concurrency=1, out=str(tmp_path / "run"))
+        run_dir = run_eval(cfg)
         last_request = server.bodies[-1]["messages"][-1]["content"]
     row = pd.read_parquet(run_dir / schema.SAMPLES).iloc[0]
     assert row["forced_final"] and row["turns"] == 3 and row["code_cells"] == 2
@@ -131,10 +133,10 @@ def test_sub_rlm_recursion_counts_sub_calls(small_data, tmp_path):
         'ok:The nested agent says {"present": false}',
         'ok:{"present": false}',
     ]
-    cfg = EvalConfig(model="openai/fake-model", harness="rlm", data=[str(small_data)], regime="precise",
-                     categories=[lb.LOCALIZE], limit=1, depth=1, concurrency=1, out=str(tmp_path / "run"))
     with FakeOpenAIServer(script) as server:
-        run_dir = run_eval(cfg, fake_model_factory(server))
+        cfg = fake(server, harness="rlm", data=[str(small_data)], regime="precise", categories=[lb.LOCALIZE],
+                   limit=1, depth=1, concurrency=1, out=str(tmp_path / "run"))
+        run_dir = run_eval(cfg)
     row = pd.read_parquet(run_dir / schema.SAMPLES).iloc[0]
     assert pd.isna(row["error_type"]), row["error"]
     assert row["sub_calls"] == 1 and row["sub_call_tokens"] > 0 and row["turns"] == 2
@@ -144,9 +146,9 @@ def test_sub_rlm_recursion_counts_sub_calls(small_data, tmp_path):
 
 @pytest.mark.slow
 def test_local_smollm2_under_rlm(small_data, tmp_path):
-    cfg = EvalConfig(model="local/smollm2-135m", harness="rlm", data=[str(small_data)], regime="precise",
-                     categories=[lb.LOCALIZE], limit=1, max_turns=2, max_tokens=48, concurrency=1, out=str(tmp_path / "run"))
-    run_dir = run_eval(cfg, lambda c: get_model(c.model, max_new_tokens=c.max_tokens))
+    cfg = config(model="local/smollm2-135m", harness="rlm", data=[str(small_data)], regime="precise",
+                 categories=[lb.LOCALIZE], limit=1, max_turns=2, max_tokens=48, concurrency=1, out=str(tmp_path / "run"))
+    run_dir = run_eval(cfg)
     row = pd.read_parquet(run_dir / schema.SAMPLES).iloc[0]
     assert pd.isna(row["error_type"]), row["error"]
     assert row["output_tokens"] > 0 and row["input_tokens"] > 0 and 1 <= row["turns"] <= 2

@@ -13,7 +13,8 @@ import pytest
 
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.rows import SCHEMA
-from tsbench.eval import schema
+from tsbench import results as schema
+from tsbench.core.config import build
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
 from tsbench.harness import EpisodeTask, HarnessConfig, get_harness
@@ -94,9 +95,9 @@ def easy_data(tmp_path_factory):
 @pytest.fixture(scope="module")
 def easy_run(easy_data, tmp_path_factory):
     """scripted/tools under the tools harness on four of the rows: the successful trajectories."""
-    cfg = EvalConfig(model="scripted/tools", harness="tools", data=[str(easy_data)], regime="precise", limit=4,
-                     concurrency=2, out=str(tmp_path_factory.mktemp("runs") / "easy"))
-    run_dir = run_eval(cfg, lambda c: get_model(c.model))
+    cfg = build(EvalConfig, dict(model="scripted/tools", harness="tools", data=[str(easy_data)], regime="precise", limit=4,
+                     concurrency=2, out=str(tmp_path_factory.mktemp("runs") / "easy")))
+    run_dir = run_eval(cfg)
     samples = pd.read_parquet(run_dir / schema.SAMPLES)
     assert (samples["score"] >= 0.5).sum() >= 3, samples[["id", "score", "final_message"]]
     return run_dir
@@ -113,7 +114,7 @@ def reply(source: str) -> str:
 def test_a_good_tool_is_verified_admitted_and_loads_into_the_tools_harness(easy_run, easy_data, tmp_path):
     out = tmp_path / "tools" / "easy"
     with FakeOpenAIServer([reply(GOOD_TOOL)]) as server:
-        report = evolve_tools(easy_run, fake_model(server), out, gamma=0.7, examples_per_category=3, max_heldout=6)
+        report = evolve_tools(easy_run, fake_model(server), out, gamma=0.7, examples_per_category=3, max_heldout=6, include_test_split=True)
         prompt = server.bodies[0]["messages"]
     [candidate] = report.candidates
     assert candidate.category == lb.LOCALIZE and candidate.name == "locate_zscore_window"
@@ -147,7 +148,7 @@ def test_a_good_tool_is_verified_admitted_and_loads_into_the_tools_harness(easy_
 def test_a_tool_that_fails_verification_is_rejected(easy_run, tmp_path):
     out = tmp_path / "tools" / "broken"
     with FakeOpenAIServer([reply(BROKEN_TOOL)]) as server:
-        report = evolve_tools(easy_run, fake_model(server), out, max_heldout=6)
+        report = evolve_tools(easy_run, fake_model(server), out, max_heldout=6, include_test_split=True)
     [candidate] = report.candidates
     assert candidate.name == "opening_window" and not candidate.admitted and candidate.success_rate < 0.7
     assert "rejected" in candidate.reason and len(candidate.results) == 6
@@ -164,12 +165,12 @@ def test_unusable_replies_are_rejected_without_running(easy_run, tmp_path):
                          (reply(clash), "already taken"),
                          (reply(GOOD_TOOL.replace("threshold: float = 6.0", "threshold: float")), "default")]:
         with FakeOpenAIServer([text]) as server:
-            report = evolve_tools(easy_run, fake_model(server), tmp_path / "x", max_heldout=4)
+            report = evolve_tools(easy_run, fake_model(server), tmp_path / "x", max_heldout=4, include_test_split=True)
         [candidate] = report.candidates
         assert not candidate.admitted and reason in candidate.reason, candidate.reason
         assert candidate.results == []
     with FakeOpenAIServer([reply(GOOD_TOOL)]) as server:
-        report = evolve_tools(easy_run, fake_model(server), tmp_path / "y", min_heldout=50)
+        report = evolve_tools(easy_run, fake_model(server), tmp_path / "y", min_heldout=50, include_test_split=True)
     assert "held-out" in report.candidates[0].reason and server.request_count == 0
 
 

@@ -14,8 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
-from tsbench.results.schema import COLUMN_NAMES, RUN_JSON, SAMPLES, Journal, to_table
-from tsbench.leaderboard import build_leaderboard, rich_table
+from tsbench.leaderboard import build_leaderboard, rich_tables
+from tsbench.leaderboard.columns import family_columns
+from tsbench.results import COLUMN_NAMES, RUN_JSON, SAMPLES, Journal, to_table
 from tsbench.leaderboard.paper_rows import paper_table
 from tsbench.leaderboard.stats import (
     _f1_of_codes,
@@ -26,7 +27,7 @@ from tsbench.leaderboard.stats import (
 from tsbench.leaderboard.tables import cell_table, length_curves, length_table
 from tsbench.core.stats import macro_f1
 
-PAPER_TEXT = Path("/work/shared/papers/timerlm-anomalyxl.txt")
+PRECISE = [c.category for c in family_columns("anomalyxl") if c.options is None]
 
 
 def record(id: str, category: str, score: float | None, **overrides) -> dict:
@@ -35,13 +36,14 @@ def record(id: str, category: str, score: float | None, **overrides) -> dict:
                            "lead_lag_with_magnitude"}
     gold, pred = overrides.pop("gold", "Yes"), overrides.pop("pred", "Yes")
     row = {
-        "id": id, "epoch": 0, "split": "test", "regime": "coarse" if mcq else "precise", "category": category,
-        "length": 1024, "n_channels": 4, "model": "?", "harness": "?", "depth": 0, "final_message": "…",
+        "id": id, "epoch": 0, "family": "anomalyxl", "split": "test", "regime": "coarse" if mcq else "precise",
+        "category": category, "length": 1024, "n_channels": 4, "attributes": {}, "model": "?", "harness": "?",
+        "depth": 0, "final_message": "…", "answer_error": None, "attempts": None,
         "parsed_answer": json.dumps(pred) if mcq else json.dumps({"start": 1, "end": 2}),
         "gold": json.dumps({"answer": gold}) if mcq else json.dumps({"present": True}),
-        "score": score, "valid": True, "metrics": "{}", "turns": 3, "code_cells": 2, "sub_calls": 0,
+        "score": score, "valid": True, "metrics": {}, "turns": 3, "code_cells": 2, "sub_calls": 0,
         "forced_final": False, "input_tokens": 1000, "output_tokens": 100, "sub_call_tokens": 0, "latency_s": 1.0,
-        "cost_usd": None, "error_type": None, "error": None, "transcript": "{}", "finished_at": "2025-01-01T00:00:00",
+        "cost_usd": None, "error_type": None, "error": None, "transcript": "{}", "finished_at": "2025-01-01T00:00:00+00:00",
     }
     row.update(overrides)
     assert set(row) == set(COLUMN_NAMES)
@@ -49,13 +51,13 @@ def record(id: str, category: str, score: float | None, **overrides) -> dict:
 
 
 def make_run(root: Path, name: str, model: str, records: list[dict], *, dataset: str = "a" * 64,
-             harness: str = "rlm", depth: int = 0, complete: bool = True) -> Path:
+             harness: str = "rlm", depth: int = 0, complete: bool = True, reference: str | None = None) -> Path:
     """A run directory as eval writes it: run.json + samples.parquet (through schema.to_table)."""
     run_dir = root / name
     run_dir.mkdir(parents=True)
     rows = [{**r, "model": model, "harness": harness, "depth": depth} for r in records]
     pq.write_table(to_table(rows), run_dir / SAMPLES)
-    meta = {"run_name": name, "model": model, "harness": harness, "depth": depth, "config": {},
+    meta = {"run_name": name, "model": model, "harness": harness, "depth": depth, "config": {}, "reference": reference,
             "dataset": {"paths": ["x.parquet"], "manifest_sha256": dataset},
             "expected_samples": len(rows) + (0 if complete else 5),
             "complete": complete, "versions": {}, "git_commit": None, "created_at": "", "updated_at": ""}
@@ -81,8 +83,17 @@ def run_b() -> list[dict]:
     return [
         *(record(f"L{i}", "localize", 0.5, length=1024 if i < 2 else 2048, cost_usd=0.01) for i in range(4)),
         record("L4", "localize", 0.0, length=2048, valid=False, parsed_answer=None, cost_usd=0.01, forced_final=True,
-               metrics=json.dumps({"error": "no JSON object"})),
+               answer_error="no JSON object"),
         *(record(f"P{i}", "presence", 1.0, gold="Yes", pred="Yes", cost_usd=0.01) for i in range(3)),
+    ]
+
+
+def run_d() -> list[dict]:
+    golds = ["Yes", "Yes", "Yes", "No", "No", "No"]
+    preds = ["Yes", "Yes", "Yes", "No", "No", "Yes"]
+    return [
+        *(record(f"P{i}", "presence", float(g == p), gold=g, pred=p) for i, (g, p) in enumerate(zip(golds, preds))),
+        *(record(f"L{i}", "localize", 0.2, length=1024 if i < 2 else 2048) for i in range(5)),
     ]
 
 
@@ -93,6 +104,10 @@ def results(tmp_path_factory) -> tuple[Path, list[Path]]:
         make_run(root, "a", "m-a", run_a()),
         make_run(root, "b", "m-b", run_b(), complete=False),
         make_run(root, "c", "m-a", [record("L0", "localize", 0.3)], dataset="b" * 64),
+        make_run(root, "d", "m-d", run_d()),
+        make_run(root, "e", "detector/default", [*(record(f"L{i}", "localize", 1.0) for i in range(5)),
+                                                 *(record(f"P{i}", "presence", 1.0) for i in range(6))],
+                 harness="direct", reference="knows the generator"),
     ]
     return root, runs
 
@@ -127,10 +142,14 @@ def test_cell_means_counts_and_incomplete_marks(board):
 
 
 def test_best_and_second_best_marks_per_column(board):
-    assert cell(board, "m-a", "localize")["mean_mark"] == "best"  # 0.4375 > 0.4
-    assert cell(board, "m-b", "localize")["mean_mark"] == "second"
-    assert cell(board, "m-b", "presence")["mean_mark"] == "best"
+    """Marks go to complete cells of models only: never to an incomplete cell, never to a reference policy."""
+    assert cell(board, "m-d", "presence")["mean_mark"] == "best"  # 5/6 > 4/6
+    assert cell(board, "m-a", "presence")["mean_mark"] == "second"
     assert cell(board, "m-a", "presence")["f1_mark"] == "second"
+    assert cell(board, "m-b", "presence")["mean_mark"] == ""  # 1.000, but 3 of 6 rows and a partial run
+    assert cell(board, "detector/default", "presence")["mean"] == 1.0
+    assert cell(board, "detector/default", "presence")["mean_mark"] == ""  # a reference: shown, never ranked
+    assert cell(board, "m-a", "localize")["mean_mark"] == ""  # incomplete: its error row was left out
     assert cell(board, "m-a", "localize", "b" * 64)["mean_mark"] == ""  # alone on its dataset: nothing to rank
 
 
@@ -142,7 +161,8 @@ def test_mismatched_datasets_are_kept_apart_with_a_warning(board):
 
 
 def test_paired_comparison_over_shared_scored_ids(board):
-    paired = board.paired.set_index("category")
+    paired = board.paired[(board.paired["a"].str.startswith("m-a")) & (board.paired["b"].str.startswith("m-b"))]
+    paired = paired.set_index("category")
     loc = paired.loc["localize"]
     assert loc["n"] == 4  # L4 errored in run a, so only L0..L3 are shared
     assert loc["diff"] == pytest.approx(np.mean([0.5, 0.0, -0.25, -0.5]))
@@ -176,14 +196,14 @@ def test_curves_average_only_categories_run_at_every_length():
         for c, L, s in [("localize", 1, 1.0), ("localize", 2, 0.0), ("classify_with_evidence", 1, 0.5),
                         ("classify_with_evidence", 2, 0.5), ("measure_magnitude", 2, 0.9)]
     ])
-    curves = length_curves(length_table(rows)).set_index("length")
+    curves = length_curves(length_table(rows), PRECISE).set_index("length")
     assert curves.loc[1, "mean"] == pytest.approx(0.75) and curves.loc[2, "mean"] == pytest.approx(0.25)
 
 
 def test_epochs_count_as_separate_rows():
     rows = pd.DataFrame([record("x", "localize", 1.0, epoch=0), record("x", "localize", 0.0, epoch=1),
                          record("y", "localize", 1.0, epoch=0)])
-    rows = rows.assign(dataset="d", run_complete=True)
+    rows = rows.assign(dataset="d", run_complete=True, reference=None)
     cells = cell_table(rows, n_boot=50)
     assert cells.iloc[0]["mean"] == pytest.approx(2 / 3) and cells.iloc[0]["n_scored"] == 3
 
@@ -196,10 +216,10 @@ def test_macro_f1_by_hand_on_three_classes():
     # A: 1 TP, 1 FP, 1 FN -> 2/4; B: 2 TP, 1 FP -> 4/5; C: 1 TP, 1 FN -> 2/3
     expected = (0.5 + 0.8 + 2 / 3) / 3
     assert macro_f1(golds, preds) == pytest.approx(expected)
-    assert mcq_macro_f1("identification", golds, preds) == pytest.approx(expected)
+    assert mcq_macro_f1((), golds, preds) == pytest.approx(expected)  # () = options differ per row
     # An unparsed answer ("") is a miss for its gold class, not a class of its own.
     unparsed_last = ["A", "B", "B", "B", "C", ""]
-    assert mcq_macro_f1("identification", golds, unparsed_last) == pytest.approx((2 / 3 + 0.8 + 2 / 3) / 3)
+    assert mcq_macro_f1((), golds, unparsed_last) == pytest.approx((2 / 3 + 0.8 + 2 / 3) / 3)
 
 
 def test_vectorised_f1_matches_macro_f1():
@@ -212,7 +232,7 @@ def test_vectorised_f1_matches_macro_f1():
         g = np.array([[code[x] for x in golds]])
         p = np.array([[code.get(x, -1) for x in preds]])
         assert _f1_of_codes(g, p, len(options))[0] == pytest.approx(macro_f1(golds, preds, options=options))
-        low, high = bootstrap_macro_f1_ci("start_time", golds, preds, n_boot=200, seed=1)
+        low, high = bootstrap_macro_f1_ci(options, golds, preds, n_boot=200, seed=1)
         assert 0.0 <= low <= high <= 1.0
 
 
@@ -228,7 +248,7 @@ def test_bootstrap_interval_covers_the_mean_and_narrows_with_n():
     for n in (20, 500):
         scores = rng.uniform(size=n)
         rows = pd.DataFrame([record(f"r{i}", "localize", float(s)) for i, s in enumerate(scores)])
-        cells = cell_table(rows.assign(dataset="d", run_complete=True), n_boot=500, seed=2)
+        cells = cell_table(rows.assign(dataset="d", run_complete=True, reference=None), n_boot=500, seed=2)
         c = cells.iloc[0]
         assert c["mean_lo"] <= c["mean"] <= c["mean_hi"]
         widths.append(c["mean_hi"] - c["mean_lo"])
@@ -238,8 +258,8 @@ def test_bootstrap_interval_covers_the_mean_and_narrows_with_n():
 def test_macro_f1_interval_covers_the_point_estimate():
     golds = ["Yes"] * 30 + ["No"] * 30
     preds = ["Yes"] * 25 + ["No"] * 5 + ["No"] * 20 + ["Yes"] * 10
-    point = mcq_macro_f1("presence", golds, preds)
-    low, high = bootstrap_macro_f1_ci("presence", golds, preds, n_boot=500, seed=0)
+    point = mcq_macro_f1(("Yes", "No"), golds, preds)
+    low, high = bootstrap_macro_f1_ci(("Yes", "No"), golds, preds, n_boot=500, seed=0)
     assert low <= point <= high and high - low < 0.5
 
 
@@ -253,7 +273,8 @@ def test_files_written_and_html_is_self_contained(board):
     html = (out / "leaderboard.html").read_text()
     assert "<script" not in html and "<link" not in html and not re.search(r'src="(?!data:)', html)
     assert html.count('<img alt=') == sum(len(f) for f in board.figures.values()) == 4
-    assert html.count('<tr class="config">') == 3
+    assert html.count('<tr class="config">') == 5
+    assert "reference: knows the generator" in html
     assert "Quoted from the paper" in html and "Failures" in html and "Paired comparisons" in html
 
 
@@ -261,20 +282,22 @@ def test_markdown_layout(board):
     md = board.files["leaderboard.md"].read_text()
     assert "| Model | Harness | Depth | Pres acc | Pres F1 |" in md
     assert "| Samples |  |  | (6) | (6) |" in md  # counts under the headers
-    assert "**1.000**" in md and "† (n=3)" in md
+    assert "**0.833**" in md and "† (n=3)" in md and "detector/default (reference: knows the generator)" in md
     assert "## Paper Table 1 (quoted)" in md and "GPT-5.5 (depth-1)" in md
 
 
 def test_csv_has_one_row_per_configuration_plus_quoted_paper_rows(board):
     frame = pd.read_csv(board.files["leaderboard.csv"])
     ours = frame[frame["source"] == "tsbench"]
-    assert len(ours) == 3 and {"presence_acc", "presence_f1_lo", "localize_score", "turns"} <= set(frame.columns)
+    assert len(ours) == 5 and {"presence_acc", "presence_f1_lo", "localize_score", "turns"} <= set(frame.columns)
+    assert ours.set_index("model").loc["detector/default", "reference"] == "knows the generator"
     assert (frame["source"].str.startswith("paper")).sum() == 20
 
 
 def test_rich_table_renders(board):
     console = Console(record=True, width=300)
-    console.print(rich_table(board))
+    for table in rich_tables(board):
+        console.print(table)
     text = console.export_text()
     assert "m-a" in text and "Pres F1" in text and "[paper] GPT-5.5" in text and "(6)" in text
 
@@ -301,12 +324,15 @@ def test_paper_rows_are_quoted_exactly():
     assert len(rows) == 20 and counts["localize"] == "200" and counts["indicator"] == "42"
     chatts = rows[rows["model"] == "ChatTS Qwen3.5-4B"].iloc[0]
     assert chatts["identification"] == "OOM*" and chatts["presence"] == "0.467"
-    if not PAPER_TEXT.exists():
-        pytest.skip("paper text not available to cross-check every row")
-    paper = PAPER_TEXT.read_text()
-    values = rows.columns[2:]
-    for _, r in rows.iterrows():
-        assert "\t".join([r["model"], *r[values]]) in paper, r["model"]
+    # Three rows copied by hand from the paper's Table 1 (TimeRLM GPT-5.5, and its single-pass text and image).
+    by_section = {(r["section"], r["model"]): list(r[rows.columns[2:]]) for _, r in rows.iterrows()}
+    quoted = {
+        "GPT-5.5 (text)": "0.886 0.620 0.420 0.774 0.803 0.476 0.096 0.001 0.506 0.170 0.212",
+        "GPT-5.5 (image)": "1.000 0.929 0.189 0.671 0.520 0.784 0.329 0.043 0.440 0.120 0.753",
+        "GPT-5.5": "0.640 0.916 0.567 0.793 0.845 0.952 0.677 0.717 0.496 0.461 0.958",
+    }
+    for model, values in quoted.items():
+        assert values.split() in [v for (_, m), v in by_section.items() if m == model], model
 
 
 def test_leaderboard_imports_no_harness_model_or_trainer():

@@ -10,13 +10,16 @@ import pandas as pd
 import pytest
 
 from tsbench.tasks.anomalyxl.rows import iter_rows
-from tsbench.eval import schema
+from tsbench import results as schema
+from tsbench.core.config import build
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
 from tsbench.harness import EpisodeTask, HarnessConfig, get_harness
+from tsbench.timeclaw.memory_wrapper import remembering
 from tsbench.timeclaw import DIM, FEATURE_NAMES, MemoryBank, build_memory, fingerprint, fingerprint_dict, load_bank
 from tsbench.timeclaw.bank import MEMORY_HEADER, bank_scaler, render_precedents
 from tsbench.timeclaw.embed import OpenAIEmbedder, context_descriptor, get_embedder
+from tsbench.baselines import build_policy
 from tsbench.models.registry import get_model
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
 
@@ -219,16 +222,16 @@ def test_openai_embedder_against_the_loopback_server():
 @pytest.fixture(scope="module")
 def tools_run(small_data, tmp_path_factory):
     out = tmp_path_factory.mktemp("memory") / "run"
-    cfg = EvalConfig(model="scripted/tools", harness="tools", data=[str(small_data)], limit=1, concurrency=2,
-                     out=str(out))
-    return run_eval(cfg, lambda c: get_model(c.model))
+    cfg = build(EvalConfig, dict(model="scripted/tools", harness="tools", data=[str(small_data)], limit=1, concurrency=2,
+                     out=str(out)))
+    return run_eval(cfg)
 
 
 def test_build_memory_from_a_run(tools_run, tmp_path):
     samples = pd.read_parquet(tools_run / schema.SAMPLES)
     wanted = samples[samples["score"] >= 0.5]
     assert 0 < len(wanted) < len(samples)
-    path = build_memory(tools_run, min_score=0.5, out=tmp_path / "banks" / "b.parquet")
+    path = build_memory(tools_run, min_score=0.5, out=tmp_path / "banks" / "b.parquet", include_test_split=True)
     bank = load_bank(path)
     assert sorted(bank.records["id"]) == sorted(wanted["id"])
     assert bank.embedder == "minilm" and bank.phi_dim == 384 and bank.has_phi.all()
@@ -242,18 +245,18 @@ def test_build_memory_from_a_run(tools_run, tmp_path):
         assert [s["tool"] for s in steps] == ["list_channels", "robust_zscore_scan"]
         assert finals[record["id"]] not in record["summary"] and finals[record["id"]] not in record["trajectory"]
         assert "robust_zscore_scan" in record["summary"] and record["rationale"] in record["summary"]
-    strict = load_bank(build_memory(tools_run, min_score=1.0, out=tmp_path / "strict.parquet", embedder="none"))
+    strict = load_bank(build_memory(tools_run, min_score=1.0, out=tmp_path / "strict.parquet", embedder="none", include_test_split=True))
     assert len(strict) == (samples["score"] >= 1.0).sum() and not strict.has_phi.any()
 
 
 def test_memory_prefixes_precedents_without_answers(tools_run, small_data, tmp_path):
-    path = build_memory(tools_run, min_score=0.0, out=tmp_path / "all.parquet")
+    path = build_memory(tools_run, min_score=0.0, out=tmp_path / "all.parquet", include_test_split=True)
     samples = pd.read_parquet(tools_run / schema.SAMPLES)
     row = next(r for r in iter_rows(small_data / "test-coarse.parquet") if r.id in set(samples["id"]))
     task = EpisodeTask(row.id, row.category, row.regime, row.question, row.channel_names, row.values, row.options)
     cfg = HarnessConfig(memory_bank=str(path), top_k=3)
     for harness in ("single-pass-text", "tools"):
-        result = get_harness(harness)(get_model("scripted/tools"), task, cfg)
+        result = remembering(get_harness(harness))(build_policy("scripted/tools"), task, cfg)
         event = result.transcript[0]
         assert event["role"] == "memory" and len(event["precedents"]) == 3
         ids = [p["id"] for p in event["precedents"]]
@@ -264,5 +267,5 @@ def test_memory_prefixes_precedents_without_answers(tools_run, small_data, tmp_p
             final = samples.loc[samples["id"] == rid, "final_message"].iloc[0]
             assert final not in prompt
         assert result.final_message
-    unchanged = get_harness("single-pass-text")(get_model("scripted/zscore"), task, HarnessConfig())
+    unchanged = remembering(get_harness("single-pass-text"))(build_policy("scripted/zscore"), task, HarnessConfig())
     assert unchanged.transcript[0]["role"] == "system"

@@ -183,10 +183,18 @@ def test_registry_rejects_unknown_things(no_openai_env):
         get_model("meta-llama/Llama-3-8B")
     with pytest.raises(ValueError, match="do not apply"):
         get_model("gpt-4.1-mini", api_key="k", max_new_tokens=3)
+    with pytest.raises(ValueError, match="unknown model provider"):  # reference policies are not models
+        get_model("scripted/zscore")
+
+
+def test_reference_policies_are_built_apart_from_models():
+    from tsbench.baselines import build_policy
+
     with pytest.raises(ValueError, match="unknown scripted policy"):
-        get_model("scripted/no-such-policy-anywhere")
-    with pytest.raises(ValueError, match="unknown detector"):
-        get_model("detector/no-such-detector-anywhere")
+        build_policy("scripted/no-such-policy-anywhere")
+    with pytest.raises(ValueError, match="unknown detector policy"):
+        build_policy("detector/no-such-detector-anywhere")
+    assert build_policy("detector/default").harnesses == ("direct",)
 
 
 # -- vLLM -------------------------------------------------------------------------------------------

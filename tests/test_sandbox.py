@@ -1,8 +1,9 @@
-"""The sandbox against a real kernel: data loading, observations and every wall."""
+"""The sandbox against a real kernel: data loading, observations, limits and the unsafe mode's walls.
+
+The jail's own walls, attacked from real episodes, are in tests/test_jail_*.py."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import socket
@@ -13,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tsbench.harness.runtime.observation import dropped_characters
 from tsbench.harness.runtime.sandbox import (
     OBSERVATION_MAX_CHARS,
     CellResult,
@@ -68,9 +70,31 @@ def test_flooding_output_keeps_head_and_tail_and_counts_the_rest():
         output.add({"msg_type": "stream", "content": {"name": "stdout", "text": f"{index:04d}\n"}})
     stdout = output.result().stdout
     assert stdout.startswith("0000\n0001\n") and stdout.endswith("0998\n0999\n")
-    head, dropped, tail = re.split(r"\n\[\.\.\. (\d+) characters of output dropped \.\.\.\]\n", stdout)
+    head, dropped, tail = re.split(r"\n\[\.\.\. truncated (\d+) characters \.\.\.\]\n", stdout)
     assert len(head) == 100 and 100 <= len(tail) <= 200
     assert len(head) + int(dropped) + len(tail) == 5000
+
+
+def test_nested_truncation_counts_every_dropped_character():
+    """The buffer's cut, the cell's cut and the turn's cut leave one marker with the real total."""
+    output = _CellOutput(max_figures=2, keep_chars=1000)
+    text = "".join(f"<{i:07d}>" for i in range(50_000))  # 450,000 distinct characters
+    for start in range(0, len(text), 4096):
+        output.add({"msg_type": "stream", "content": {"name": "stdout", "text": text[start:start + 4096]}})
+    cell = output.result().observation(max_chars=1500)
+    turn = truncate_observation("Output:\n" + cell, 300)
+    assert len(turn) <= 300 and turn.count("truncated") == 1
+    head, tail = re.split(r"\n\[\.\.\. truncated \d+ characters \.\.\.\]\n", turn)
+    assert head.startswith("Output:\n<0000000>") and text.endswith(tail)
+    assert len(head) - len("Output:\n") + dropped_characters(turn) + len(tail) == len(text)
+
+
+def test_truncation_never_splits_an_earlier_marker():
+    inner = truncate_observation("x" * 5000, 200)
+    for cut in range(60, 260, 7):
+        outer = truncate_observation("y" * 100 + inner + "z" * 100, cut)
+        assert len(outer) <= cut and outer.count("truncated") == 1
+        assert outer.count("x") + outer.count("y") + outer.count("z") + dropped_characters(outer) == 5200
 
 
 def test_observation_joins_stdout_result_and_error():
@@ -92,10 +116,42 @@ def test_series_and_context_are_loaded(sandbox):
     assert "'flow': ('float64', (500,))" in result.stdout
     assert "numpy scipy" in result.stdout
     assert result.result_repr == "499.0"
-    context = json.loads((sandbox.workdir / "context.json").read_text())
-    assert list(context) == list(SERIES)
-    assert np.allclose(context["flow"], SERIES["flow"])
-    assert sandbox.run("import json; len(json.load(open('context.json'))['flow'])").result_repr == "500"
+    context = sandbox.run("import json; context = json.load(open('context.json')); list(context)")
+    assert context.result_repr == repr(list(SERIES))
+    flow = sandbox.run("np.allclose(context['flow'], series['flow']), len(context['flow'])")
+    assert flow.result_repr == "(True, 500)"
+    assert str(sandbox.workdir) == "/sandbox" and sandbox.run("import os; os.getcwd()").result_repr == "'/sandbox'"
+
+
+def test_files_enter_by_value_and_series_may_be_empty(tmp_path):
+    files = {"data/table.csv": b"a,b\n1,2\n", "notes.json": b'{"k": 3}'}
+    with Sandbox({}, files=files) as box:
+        result = box.run(
+            "import json\n"
+            "print(open('data/table.csv').read().split())\n"
+            "print(json.load(open('notes.json')))\n"
+            "open('data/table.csv', 'a').write('3,4\\n')\n"
+            "print(len(open('data/table.csv').read().split()), L, channels, series)"
+        )
+        assert result.error == "", result.error
+        assert "['a,b', '1,2']" in result.stdout and "{'k': 3}" in result.stdout
+        assert "3 0 [] {}" in result.stdout
+    with pytest.raises(ValueError, match="relative paths"):
+        Sandbox({}, files={"../escape.txt": b"x"})
+
+
+def test_readonly_paths_are_copies_mounted_read_only(tmp_path):
+    cache = tmp_path / "cache"
+    (cache / "sub").mkdir(parents=True)
+    (cache / "sub" / "blob.bin").write_bytes(b"compiled")
+    cache.chmod(0o700)
+    with Sandbox({}, readonly_paths=[cache]) as box:
+        read = box.run(f"open({str(cache / 'sub' / 'blob.bin')!r}, 'rb').read()")
+        assert read.result_repr == "b'compiled'"
+        write = box.run(f"open({str(cache / 'sub' / 'new.bin')!r}, 'wb')")
+        assert "Read-only file system" in write.error
+        sibling = box.run(f"import os; os.listdir({str(tmp_path)!r})")
+        assert sibling.result_repr == "['cache']"  # only the copied path, not its neighbours
 
 
 def test_state_persists_and_observation_has_all_parts(sandbox):
@@ -128,6 +184,26 @@ def test_timing_is_recorded(sandbox):
     assert 0 < bare_roundtrip_seconds(repeats=3) < 5
 
 
+def test_kernel_runs_unprivileged_in_its_own_namespaces(sandbox):
+    result = sandbox.run(
+        "import os, socket\n"
+        "status = dict(l.split(':', 1) for l in open('/proc/self/status').read().splitlines())\n"
+        "print(os.getuid(), os.getgid(), os.getgroups(), socket.gethostname())\n"
+        "print(*(status[k].strip() for k in ('CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb', 'NoNewPrivs')))\n"
+        "print(sorted(p for p in os.listdir('/proc') if p.isdigit()))\n"
+        "print(sorted(os.listdir('/')))"
+    )
+    assert result.error == "", result.error
+    ids, caps, pids, top = result.stdout.splitlines()
+    assert ids == "65534 65534 [] sandbox"
+    assert caps == "0000000000000000 " * 5 + "1"
+    assert len(eval(pids)) <= 3  # bwrap's init, the kernel (and a reaped helper at most)
+    assert set(eval(top)) <= {"bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "opt", "proc", "root",
+                              "sandbox", "tmp", "usr", "work", "home"}
+    if os.geteuid() == 0:  # root hosts: uid 65534 in the jail is a throw-away host uid, not root
+        assert sandbox.sandbox_uid is not None and sandbox.sandbox_uid >= 2**30
+
+
 # ----------------------------------------------------------- timeouts and crashes --
 
 def test_busy_loop_is_interrupted_and_state_kept():
@@ -145,7 +221,7 @@ def test_endless_printing_times_out_with_bounded_output():
         result = box.run("while True:\n    print('z' * 1000)")
         assert result.timed_out
         assert len(result.stdout) < 600_000
-        assert "characters of output dropped" in result.stdout
+        assert dropped_characters(result.stdout) > 0
         assert len(result.observation()) <= OBSERVATION_MAX_CHARS
         assert box.run("len(channels)").result_repr == "3"
 
@@ -223,7 +299,7 @@ def test_kernel_cannot_reach_a_host_listener():
 
 
 def test_in_kernel_guard_refuses_sockets_where_no_namespace_is_used():
-    """Forces the fallback used on machines without namespaces, so it is tested here too.
+    """Forces the unsafe mode's fallback for machines without namespaces, so it is tested here too.
     Only the guard stands between the kernel and the listener in this mode."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
@@ -231,7 +307,7 @@ def test_in_kernel_guard_refuses_sockets_where_no_namespace_is_used():
     listener.settimeout(0.5)
     port = listener.getsockname()[1]
     try:
-        box = Sandbox(SERIES)
+        box = Sandbox(SERIES, unsafe=True)
         box.network_mode = "guard"
         with box:
             result = box.run(f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=3)")
@@ -246,8 +322,7 @@ def test_in_kernel_guard_refuses_sockets_where_no_namespace_is_used():
 
 def test_fork_loop_is_bounded_and_host_survives():
     with Sandbox(SERIES, cell_timeout_s=20, max_tasks=64) as box:
-        if box.task_limit is None:
-            pytest.skip("no task limit on this machine (root without setpriv)")
+        assert box.task_limit == 64 or box.cgroup is not None, box.limits_description
         result = box.run(
             "import os, time\n"
             "children = 0\n"
@@ -277,11 +352,22 @@ def test_fork_loop_is_bounded_and_host_survives():
         assert owners == []
 
 
-def test_writes_outside_the_working_directory_are_refused(tmp_path):
+def test_jailed_writes_never_reach_the_host(tmp_path):
+    target = tmp_path / "escape.txt"
+    in_tmp = Path("/tmp") / f"tsbench-escape-{uuid.uuid4().hex}"
+    with Sandbox(SERIES) as box:
+        assert box.run("open('notes.txt', 'w').write('ok')").error == ""
+        assert "FileNotFoundError" in box.run(f"open({str(target)!r}, 'w').write('escaped')").error
+        assert box.run(f"open({str(in_tmp)!r}, 'w').write('private')").error == ""  # the jail's own /tmp
+        assert "Read-only file system" in box.run("open('/etc/hostname', 'w')").error
+    assert not target.exists() and not in_tmp.exists()
+
+
+def test_unsafe_mode_refuses_writes_outside_the_working_directory(tmp_path):
     target = tmp_path / "escape.txt"
     in_tmp = Path("/tmp") / f"tsbench-escape-{uuid.uuid4().hex}"
     try:
-        with Sandbox(SERIES) as box:
+        with Sandbox(SERIES, unsafe=True) as box:
             inside = box.run("open('notes.txt', 'w').write('ok')")
             assert inside.error == "" and (box.workdir / "notes.txt").read_text() == "ok"
             for path in (target, in_tmp):
@@ -302,14 +388,21 @@ def test_writes_outside_the_working_directory_are_refused(tmp_path):
             in_tmp.unlink()
 
 
-def test_working_directory_is_removed_after_close():
-    box = Sandbox(SERIES).start()
-    workdir = box.workdir
+@pytest.mark.parametrize("unsafe", [False, True])
+def test_private_directory_is_removed_after_close(unsafe):
+    box = Sandbox(SERIES, unsafe=unsafe).start()
+    root = box._root
     assert box.run("1").error == ""
-    assert (workdir / "context.json").exists()
+    assert (root / "ipc").is_dir() and not list(root.rglob("kernel.json"))  # no kernelspec on disk
     box.close()
-    assert not workdir.exists()
-    assert not workdir.parent.exists()
+    assert not root.exists()
+
+
+def test_unsafe_mode_still_runs_the_episode():
+    with Sandbox(SERIES, unsafe=True) as box:
+        assert box.network_mode in ("netns", "userns", "guard")
+        result = box.run("import os\nos._exit(3)")
+        assert result.restarted and box.run("len(channels)").result_repr == "3"
 
 
 def test_directories_of_dead_hosts_are_swept(tmp_path, monkeypatch):

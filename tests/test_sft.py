@@ -17,7 +17,8 @@ from tsbench.tasks.anomalyxl.config import preset
 from tsbench.tasks.anomalyxl.generate import generate_split, update_manifest
 from tsbench.tasks.anomalyxl.rows import iter_rows, read_index
 from tsbench.core.errors import UserError
-from tsbench.eval import schema
+from tsbench import results as schema
+from tsbench.core.config import build
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
 from tsbench.harness.episode import EpisodeTask, HarnessConfig
@@ -61,9 +62,9 @@ def rlm_results(data_dir, tmp_path_factory) -> dict[str, Path]:
     runs = {}
     small = {"regime": "coarse", "categories": [lb.PRESENCE, lb.INDICATOR]}
     for split, extra in (("train", {}), ("val", small), ("test", small)):
-        cfg = EvalConfig(model="scripted/zscore", harness="rlm", data=[str(data_dir)], split=split, limit=1,
-                         concurrency=2, out=str(root / split), **extra)
-        runs[split] = run_eval(cfg, lambda c: get_model(c.model))
+        cfg = build(EvalConfig, dict(model="scripted/zscore", harness="rlm", data=[str(data_dir)], split=split, limit=1,
+                         concurrency=2, out=str(root / split), **extra))
+        runs[split] = run_eval(cfg)
     return runs
 
 

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from tsbench.tasks.anomalyxl import labels as lb
-from tsbench.eval import schema
+from tsbench import results as schema
+from tsbench.core.config import build
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
 from tsbench.harness import HARNESSES, EpisodeTask, HarnessConfig, get_harness
@@ -31,6 +32,7 @@ from tsbench.harness.toolset import (
 )
 from tsbench.models.base import Message, ToolCall
 from tsbench.models.openai_model import OpenAIChatModel, message_payload
+from tsbench.baselines import build_policy
 from tsbench.models.registry import get_model
 from tsbench.models.retry import RetryPolicy
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
@@ -137,11 +139,11 @@ def test_json_text_protocol_parsing():
     assert parse_json_calls('Sure. {"name": "list_channels", "arguments": {}}', names) == [("list_channels", {}, None)]
     assert parse_json_calls('{"present": true, "start": 3, "end": 9}', names) == []  # a final answer
     assert parse_json_calls('{"name": "not_a_tool", "arguments": {}}', names) == []
-    assert isinstance(choose_protocol(get_model("scripted/tools")), NativeProtocol)
-    assert isinstance(choose_protocol(get_model("scripted/tools-json")), JsonTextProtocol)
-    assert isinstance(choose_protocol(get_model("scripted/tools"), "json"), JsonTextProtocol)
+    assert isinstance(choose_protocol(build_policy("scripted/tools")), NativeProtocol)
+    assert isinstance(choose_protocol(build_policy("scripted/tools-json")), JsonTextProtocol)
+    assert isinstance(choose_protocol(build_policy("scripted/tools"), "json"), JsonTextProtocol)
     with pytest.raises(ValueError, match="no native function calling"):
-        choose_protocol(get_model("scripted/tools-json"), "native")
+        choose_protocol(build_policy("scripted/tools-json"), "native")
 
 
 def test_openai_wire_format_for_tool_messages():
@@ -218,7 +220,7 @@ def test_discords_use_stumpy_with_a_warm_compile_cache():
     x = np.sin(np.arange(4000) / 10) + 0.05 * rng.standard_normal(4000)
     x[2500:2540] = 0.0  # a flat stretch where the sine should be
     toolset = Toolset.build(include=["discords"])
-    with Sandbox({"x": x}, cell_timeout_s=300) as sandbox:
+    with Sandbox({"x": x}, cell_timeout_s=300, readonly_paths=[stumpy_cache_dir()]) as sandbox:
         assert not sandbox.run(toolset.install_code({}, numba_cache=str(stumpy_cache_dir()))).error
         began = time.perf_counter()
         cell = sandbox.run(toolset.call_code("discords", {"m": 64, "k": 2}))
@@ -231,16 +233,18 @@ def test_discords_use_stumpy_with_a_warm_compile_cache():
 
 # -- episodes ---------------------------------------------------------------------------------------
 
-def test_tools_harness_is_registered():
-    assert "tools" in HARNESSES and "tools-image" in HARNESSES
-    assert callable(get_harness("tools")) and callable(get_harness("tools-image"))
+def test_tools_harnesses_resolve_by_name_and_differ_only_in_images():
+    tools, with_images = get_harness("tools"), get_harness("tools-image")
+    assert tools.func is with_images.func and tools.keywords == {"image": False} and with_images.keywords == {"image": True}
+    with pytest.raises(ValueError, match="tools-image"):  # an unknown name lists the choices
+        get_harness("tool")
 
 
 @pytest.mark.parametrize("model, regime", [("scripted/tools", "both"), ("scripted/tools-json", "coarse")])
 def test_end_to_end_with_the_scripted_tool_policy(small_data, tmp_path, model, regime):
-    cfg = EvalConfig(model=model, harness="tools", data=[str(small_data)], regime=regime, limit=1, concurrency=2,
-                     out=str(tmp_path / "run"))
-    run_dir = run_eval(cfg, lambda c: get_model(c.model))
+    cfg = build(EvalConfig, dict(model=model, harness="tools", data=[str(small_data)], regime=regime, limit=1, concurrency=2,
+                     out=str(tmp_path / "run")))
+    run_dir = run_eval(cfg)
     samples = pd.read_parquet(run_dir / schema.SAMPLES)
     expected = lb.ALL_CATEGORIES if regime == "both" else lb.MCQ_CATEGORIES
     assert set(samples["category"]) == set(expected)
@@ -258,9 +262,9 @@ def test_end_to_end_with_the_scripted_tool_policy(small_data, tmp_path, model, r
         assert json.loads(calls[1]["observation"])["scan"]
         assert transcript[-1]["content"] == row.final_message
     # The tool observations carry scripted/zscore's whole analysis: the same decisions, from the kernel.
-    reference = EvalConfig(model="scripted/zscore", harness="single-pass-text", data=[str(small_data)], regime=regime,
-                           limit=1, out=str(tmp_path / "reference"))
-    zscore = pd.read_parquet(run_eval(reference, lambda c: get_model(c.model)) / schema.SAMPLES)
+    reference = build(EvalConfig, dict(model="scripted/zscore", harness="single-pass-text", data=[str(small_data)], regime=regime,
+                           limit=1, out=str(tmp_path / "reference")))
+    zscore = pd.read_parquet(run_eval(reference) / schema.SAMPLES)
     both = samples.set_index("id")["score"].to_frame("tools").join(zscore.set_index("id")["score"].rename("zscore"))
     assert len(both) == len(samples) and (both["tools"] - both["zscore"]).abs().max() < 1e-3
 
@@ -324,10 +328,10 @@ def test_plot_window_returns_an_image_for_vision_models():
 
 @pytest.mark.slow
 def test_local_smollm2_under_the_tools_harness(small_data, tmp_path):
-    cfg = EvalConfig(model="local/smollm2-135m", harness="tools", data=[str(small_data)], regime="precise",
+    cfg = build(EvalConfig, dict(model="local/smollm2-135m", harness="tools", data=[str(small_data)], regime="precise",
                      categories=[lb.LOCALIZE], limit=1, max_turns=2, max_tokens=48, concurrency=1,
-                     out=str(tmp_path / "run"))
-    run_dir = run_eval(cfg, lambda c: get_model(c.model, max_new_tokens=c.max_tokens))
+                     out=str(tmp_path / "run")))
+    run_dir = run_eval(cfg)
     row = pd.read_parquet(run_dir / schema.SAMPLES).iloc[0]
     assert pd.isna(row["error_type"]), row["error"]
     assert 1 <= row["turns"] <= 2 and row["output_tokens"] > 0 and 0.0 <= row["score"] <= 1.0

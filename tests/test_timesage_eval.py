@@ -105,7 +105,7 @@ def test_rescore_with_a_model_judge_on_a_loopback_server(independent_run, tmp_pa
 def test_leaderboard_shows_the_timesage_boards(independent_run, sequential_run, tmp_path):
     result = build_leaderboard([independent_run, sequential_run], tmp_path / "board", n_boot=200)
     html = (tmp_path / "board" / "leaderboard.html").read_text()
-    for title in ("TimeSage-EV leaderboard", "Axes by tier (paper Table 12)", "Per question family (paper Table 2)",
+    for title in ("tsbench leaderboard", "Axes by tier (paper Table 12)", "Per question family (paper Table 2)",
                   "Overall by period (paper Fig. 7)", "Sequential vs independent (paper Fig. 9)",
                   "Skill induction and reuse", "Tokens and cost", "judge/rules", "data:image/png;base64"):
         assert title in html, title

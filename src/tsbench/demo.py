@@ -15,13 +15,13 @@ STEPS = [
     ["describe", "data/demo/seed42/test-precise.parquet"],
     ["eval", "--model", "scripted/zscore", "--harness", "rlm", "--data", "data/demo/seed42",
      "--limit", "2", "--concurrency", "2", "--out", "results/demo/scripted-zscore__rlm"],
-    ["eval", "--model", "detector/default", "--harness", "single-pass-text", "--data", "data/demo/seed42",
-     "--limit", "2", "--out", "results/demo/detector__single-pass-text"],
+    ["eval", "--model", "detector/default", "--harness", "direct", "--data", "data/demo/seed42",
+     "--limit", "2", "--out", "results/demo/detector__direct"],
     ["eval", "--model", "local/smollm2-135m", "--harness", "rlm", "--data", "data/demo/seed42", "--limit", "1",
      "--max-turns", "3", "--max-tokens", "160", "--concurrency", "1", "--out", "results/demo/smollm2-135m__rlm"],
     ["show", "results/demo/smollm2-135m__rlm", "--id", "test-localize-1024-00000"],
 ]
-LEADERBOARD = ["leaderboard", "results/demo/scripted-zscore__rlm", "results/demo/detector__single-pass-text",
+LEADERBOARD = ["leaderboard", "results/demo/scripted-zscore__rlm", "results/demo/detector__direct",
                "results/demo/smollm2-135m__rlm", "--out", "results/demo/leaderboard"]
 # TimeSage-EV: a few synthetic scenarios (one per tier), the scripted agent, the offline rules judge.
 TS_DATA, TS_RUNS = "data/demo-timesage/seed42", "results/demo/timesage"

@@ -76,10 +76,6 @@ def identification_option(options: Sequence[str], probability: Mapping[str, floa
     return best
 
 
-def mcq_text(option: str) -> str:
-    return json.dumps({"answer": option}, ensure_ascii=False)
-
-
 def answer_text(answer: dict) -> str:
     return json.dumps(answer, ensure_ascii=False)
 

@@ -13,6 +13,9 @@ def main(argv: list[str]) -> None:
 
     sections["baselines"] = baselines.main
     sections["timesage"] = timesage.main
+    from tsbench.bench import jail
+
+    sections["jail"] = jail.main
     try:
         from tsbench.bench import eval_overhead
 

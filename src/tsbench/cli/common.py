@@ -25,24 +25,22 @@ def split_list(values: Optional[list[str]]) -> Optional[list[str]]:
     return [v.strip() for item in values for v in str(item).split(",") if v.strip()]
 
 
-def ints(values: Optional[list[str]], flag: str) -> Optional[list[int]]:
+def _numbers(values: Optional[list[str]], flag: str, cast, word: str) -> Optional[list]:
     items = split_list(values)
     if items is None:
         return None
     try:
-        return [int(v) for v in items]
+        return [cast(v) for v in items]
     except ValueError:
-        raise UserError(f"{flag} takes integers (got {' '.join(items)})") from None
+        raise UserError(f"{flag} takes {word} (got {' '.join(items)})") from None
+
+
+def ints(values: Optional[list[str]], flag: str) -> Optional[list[int]]:
+    return _numbers(values, flag, int, "integers")
 
 
 def floats(values: Optional[list[str]], flag: str) -> Optional[list[float]]:
-    items = split_list(values)
-    if items is None:
-        return None
-    try:
-        return [float(v) for v in items]
-    except ValueError:
-        raise UserError(f"{flag} takes numbers (got {' '.join(items)})") from None
+    return _numbers(values, flag, float, "numbers")
 
 
 def given(ctx: typer.Context, names: set[str] | None = None) -> dict[str, Any]:

@@ -57,8 +57,10 @@ def generate(
     source: Optional[str] = typer.Option(None, help="TimeSage: synthetic (default), replay (real series statsmodels ships) or released (--path)."),
     scenarios: Optional[int] = typer.Option(None, help="TimeSage: number of scenarios (default 60: 20 per tier)."),
     periods: Optional[int] = typer.Option(None, help="TimeSage: periods per scenario (default 24)."),
-    path: Optional[Path] = typer.Option(None, help="TimeSage --source released: the folder to read (the paper's layout)."),
     out: Optional[Path] = typer.Option(None, help="Output root; files go to <out>/seed<seed>/ (default: data/<family>)."),
+    path: Optional[Path] = typer.Option(None, help="ltaf, sleep-psg, arfbench, timerbed: the folder of public files "
+                                                   "you have (nothing is downloaded); TimeSage --source released: "
+                                                   "the folder in the paper's layout."),
 ) -> None:
     """Generate a task family's dataset as parquet, with a manifest (AnomalyXL: precise + MCQ splits;
     TimeSage: scenarios + periods, audited before they are written)."""
@@ -74,6 +76,8 @@ def generate(
             options[name] = parse(options[name], f"--{name.replace('_', '-')}")
     if "categories" in options:
         options["categories"] = split_list(options["categories"])
+    if "path" in options:
+        options["path"] = str(options["path"])
     root = out or taskset.default_root()
     with progress_bar(TextRate()) as bars:
         def progress(description: str, total: int):
@@ -176,7 +180,8 @@ def score(
         rows.append({
             "id": rec.id, "category": rec.category, "answered": response is not None, "score": scored.score,
             "valid": scored.valid, "gold_answer": gold.get("answer") if isinstance(gold, dict) else None,
-            "parsed_answer": scored.parsed if isinstance(scored.parsed, str) else None,
+            "parsed_answer": scored.parsed if isinstance(scored.parsed, str) else
+            (scored.parsed.get("answer") if isinstance(scored.parsed, dict) else None),
             "answer_error": scored.error, "metrics": json.dumps(scored.metrics),
         })
     df = pd.DataFrame(rows)

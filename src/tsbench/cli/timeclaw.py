@@ -17,6 +17,7 @@ def memory_build(
     min_score: float = typer.Option(0.5, help="Keep episodes scoring at least this."),
     embedder: str = typer.Option("minilm", help="Context encoder: minilm (offline), openai/<model>, or none."),
     append: bool = typer.Option(False, help="Add to an existing bank instead of replacing it."),
+    include_test_split: bool = typer.Option(False, help="Allow episodes of test rows (contaminates the benchmark)."),
 ) -> None:
     """Build an episodic memory bank (fingerprint, context embedding, trajectory summary) from eval runs."""
     from tsbench.timeclaw import build_memory
@@ -25,7 +26,8 @@ def memory_build(
         if not (run / "run.json").is_file():
             raise UserError(f"{run} is not a run dir (no run.json)")
     try:
-        path = build_memory(from_runs, min_score=min_score, out=out, embedder=embedder, append=append)
+        path = build_memory(from_runs, min_score=min_score, out=out, embedder=embedder, append=append,
+                            include_test_split=include_test_split)
     except ValueError as exc:
         raise UserError(str(exc)) from None
     console.print(f"wrote {path}")
@@ -38,6 +40,7 @@ def evolve(
     gamma: float = typer.Option(0.7, help="Admit a tool only if its held-out success rate is at least this."),
     min_score: float = typer.Option(0.5, help="Trajectories scoring at least this count as successful."),
     categories: Optional[list[str]] = typer.Option(None, help="Only these categories (comma-separated)."),
+    include_test_split: bool = typer.Option(False, help="Allow trajectories of test rows (contaminates the benchmark)."),
 ) -> None:
     """Write tools from experience, verify them in the sandbox on held-out tasks, keep those that pass."""
     from tsbench.timeclaw.evolve import evolve_tools
@@ -51,7 +54,8 @@ def evolve(
     except ValueError as exc:
         raise UserError(str(exc)) from None
     try:
-        report = evolve_tools(from_runs, writer, out, gamma=gamma, min_score=min_score, categories=split_list(categories))
+        report = evolve_tools(from_runs, writer, out, gamma=gamma, min_score=min_score, categories=split_list(categories),
+                              include_test_split=include_test_split)
     except ValueError as exc:
         raise UserError(str(exc)) from None
     finally:

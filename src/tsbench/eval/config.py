@@ -32,6 +32,8 @@ class EvalConfig:
     ray_address: str | None = None
     base_url: str | None = None  # OpenAI-compatible server
     client_timeout_s: float | None = None  # per model call
+    max_attempts: int | None = None  # model calls per request before an error row (provider default: 6)
+    retry_delay_s: float | None = None  # first backoff delay; later ones double (provider default: 1 s)
     fail_on_error: float = 0.0  # tolerated error rows: a share below 1, a count from 1 (inspect's rule)
     out: str | None = None
     overwrite: bool = False
@@ -43,7 +45,8 @@ class EvalConfig:
 
     def model_options(self) -> dict:
         """Provider options (the registry rejects those a provider does not take)."""
-        return {"base_url": self.base_url, "timeout_s": self.client_timeout_s}
+        return {"base_url": self.base_url, "timeout_s": self.client_timeout_s, "max_attempts": self.max_attempts,
+                "retry_delay_s": self.retry_delay_s}
 
     def filters(self) -> dict:
         return {"regime": self.regime, "lengths": self.lengths}

@@ -285,7 +285,8 @@ class _Kernel:
     def get(self) -> Sandbox:
         if self.sandbox is None:
             cfg = self.session.cfg
-            self.sandbox = Sandbox({}, cell_timeout_s=cfg.cell_timeout_s, memory_bytes=int(cfg.memory_gib * 2**30))
+            self.sandbox = Sandbox({}, cell_timeout_s=cfg.cell_timeout_s, memory_bytes=int(cfg.memory_gib * 2**30),
+                                   unsafe=cfg.unsafe_sandbox)
             self.sandbox.start()
             self.session._prepare(self.sandbox, self.task)
         return self.sandbox

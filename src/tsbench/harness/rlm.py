@@ -62,7 +62,8 @@ def run_rlm(model: ChatModel, task: EpisodeTask, cfg: HarnessConfig, *, image: b
     result.transcript += [{"role": "system", "content": system}, {"role": "user", "content": task.question}]
     sandbox = Sandbox(
         task.series, cell_timeout_s=cfg.cell_timeout_s, memory_bytes=int(cfg.memory_gib * 2**30),
-        capture_figures=image, max_figures=cfg.max_figures, sub_rlm_handler=handler,
+        capture_figures=image, max_figures=cfg.max_figures, sub_rlm_handler=handler, unsafe=cfg.unsafe_sandbox,
+        files=task.files,
     )
     with sandbox:
         for turn in range(1, cfg.max_turns + 1):

@@ -104,7 +104,8 @@ def run_tools(model: ChatModel, task: EpisodeTask, cfg: HarnessConfig, *, image:
     info = replace(task.info(), tool_calling=protocol.name)
     install_code = toolset.install_code(task_metadata(task), numba_cache=str(stumpy_cache_dir()))
     sandbox = Sandbox(task.series, cell_timeout_s=cfg.cell_timeout_s, memory_bytes=int(cfg.memory_gib * 2**30),
-                      capture_figures=False)
+                      capture_figures=False, unsafe=cfg.unsafe_sandbox,
+                      readonly_paths=[path for path in (stumpy_cache_dir(),) if path.is_dir()])
     with sandbox:
         install_tools(sandbox, install_code)
         for turn in range(1, cfg.max_turns + 1):

@@ -141,7 +141,7 @@ def _dataset(result: LeaderboardResult, dataset: str) -> str:
 
 
 def render_html(result: LeaderboardResult) -> str:
-    parts = [f"<h1>{escape(result.title)}</h1><p>{len(result.runs)} run(s) on {len(result.datasets)} dataset(s); "
+    parts = [f"<h1>tsbench leaderboard</h1><p>{len(result.runs)} run(s) on {len(result.datasets)} dataset(s); "
              f"bootstrap {result.n_boot} resamples, seed {result.seed}.</p>"]
     if result.warnings:
         parts.append('<div class="warnings"><strong>Warnings</strong><ul>'
@@ -156,4 +156,4 @@ def render_html(result: LeaderboardResult) -> str:
     body = "\n".join(parts)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{escape(result.title)}</title><style>{STYLE}</style></head>\n<body>\n{body}\n</body></html>\n")
+            f"<title>tsbench leaderboard</title><style>{STYLE}</style></head>\n<body>\n{body}\n</body></html>\n")

@@ -95,7 +95,7 @@ def _dataset(result: LeaderboardResult, dataset: str) -> list[str]:
 
 
 def render_markdown(result: LeaderboardResult) -> str:
-    lines = [f"# {result.title}", "",
+    lines = ["# tsbench leaderboard", "",
              f"{len(result.runs)} run(s) on {len(result.datasets)} dataset(s); bootstrap {result.n_boot} resamples, "
              f"seed {result.seed}.", ""]
     if result.warnings:

@@ -46,12 +46,6 @@ class LeaderboardResult:
     family_sections: dict[str, list] = field(default_factory=dict)
 
     @property
-    def title(self) -> str:
-        names = {"anomalyxl": "AnomalyXL", "timesage": "TimeSage-EV"}
-        families = {run.family for run in self.runs} or {"anomalyxl"}
-        return f"{names.get(families.pop(), 'tsbench')} leaderboard" if len(families) == 1 else "tsbench leaderboard"
-
-    @property
     def datasets(self) -> list[str]:
         """Every dataset a run was on, including runs with no rows yet (they get an empty section)."""
         return sorted({run.dataset for run in self.runs} | set(self.cells["dataset"]))
@@ -123,7 +117,8 @@ def display_columns(columns: list[Column]) -> list[DisplayColumn]:
     shown = []
     for column in columns:
         if is_choice(column):
-            shown += [DisplayColumn(column.category, "acc", f"{column.short} acc", column.group),
+            mean = "acc" if column.metric in ("F1", "acc") else column.metric  # e.g. kind×IoU, a mean that is no accuracy
+            shown += [DisplayColumn(column.category, "acc", f"{column.short} {mean}", column.group),
                       DisplayColumn(column.category, "f1", f"{column.short} F1", column.group)]
         else:
             shown.append(DisplayColumn(column.category, "score", f"{column.short} ({column.metric})", column.group))

@@ -52,6 +52,8 @@ def _configs(rows: pd.DataFrame) -> pd.DataFrame:
     """One line per configuration, in a stable order: all its runs complete? a reference policy?"""
     if rows.empty:
         return pd.DataFrame(columns=CONFIG_KEY + ["complete", "reference"])
+    if "reference" not in rows:
+        rows = rows.assign(reference=None)
     grouped = rows.groupby(CONFIG_KEY, sort=True, dropna=False).agg(
         complete=("run_complete", "all"), reference=("reference", "first")).reset_index()
     return grouped

@@ -14,11 +14,11 @@ from typing import Any
 
 from tsbench.models.base import ChatModel
 
-OPENAI_OPTIONS = {"base_url", "api_key", "timeout_s", "retry", "extra_body"}
+OPENAI_OPTIONS = {"base_url", "api_key", "timeout_s", "retry", "extra_body", "max_attempts", "retry_delay_s"}
 VLLM_OPTIONS = OPENAI_OPTIONS | {"port", "extra_args", "startup_timeout_s"}
 LOCAL_OPTIONS = {"device", "dtype", "max_new_tokens", "seed"}
 # Options every caller may pass whatever the provider; those a provider cannot use are dropped.
-GENERIC_OPTIONS = {"base_url", "timeout_s"}
+GENERIC_OPTIONS = {"base_url", "timeout_s", "max_attempts", "retry_delay_s"}
 
 
 def split_spec(spec: str) -> tuple[str, str]:
@@ -43,16 +43,34 @@ def _options_for(provider: str, allowed: set[str], opts: dict[str, Any]) -> dict
     return given
 
 
+def _with_retry(opts: dict[str, Any]) -> dict[str, Any]:
+    """Plain-number retry settings (they travel in jobs to other processes) -> a RetryPolicy."""
+    attempts, delay = opts.pop("max_attempts", None), opts.pop("retry_delay_s", None)
+    if attempts is None and delay is None:
+        return opts
+    from tsbench.models.retry import RetryPolicy
+
+    base = RetryPolicy()
+    delay = base.base_delay_s if delay is None else float(delay)
+    scale = delay / base.base_delay_s
+    opts["retry"] = RetryPolicy(
+        max_attempts=base.max_attempts if attempts is None else int(attempts), base_delay_s=delay,
+        max_delay_s=base.max_delay_s * scale, max_total_s=base.max_total_s * max(scale, 0.01),
+        rate_limit_base_delay_s=base.rate_limit_base_delay_s * scale,
+    )
+    return opts
+
+
 def _openai(name: str, opts: dict[str, Any]) -> ChatModel:
     from tsbench.models.openai_model import OpenAIChatModel
 
-    return OpenAIChatModel(name, name=f"openai/{name}", **_options_for("openai", OPENAI_OPTIONS, opts))
+    return OpenAIChatModel(name, name=f"openai/{name}", **_with_retry(_options_for("openai", OPENAI_OPTIONS, opts)))
 
 
 def _vllm(name: str, opts: dict[str, Any]) -> ChatModel:
     from tsbench.models.vllm_server import VLLMChatModel
 
-    return VLLMChatModel(name, **_options_for("vllm", VLLM_OPTIONS, opts))
+    return VLLMChatModel(name, **_with_retry(_options_for("vllm", VLLM_OPTIONS, opts)))
 
 
 def _local(name: str, opts: dict[str, Any]) -> ChatModel:

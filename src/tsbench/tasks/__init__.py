@@ -11,6 +11,10 @@ from tsbench.tasks.base import Taskset
 
 BUILTIN = {
     "anomalyxl": "tsbench.tasks.anomalyxl.taskset:AnomalyXL",
+    "ltaf": "tsbench.tasks.ltaf.taskset:LTAF",
+    "sleep-psg": "tsbench.tasks.sleep_psg.taskset:SleepPSG",
+    "arfbench": "tsbench.tasks.arfbench.taskset:ARFBench",
+    "timerbed": "tsbench.tasks.timerbed.taskset:TimerBed",
     "timesage": "tsbench.tasks.timesage.taskset:TimeSage",
 }
 

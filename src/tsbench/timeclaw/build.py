@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from tsbench.results import is_run_dir, load_samples
 from tsbench.tasks.anomalyxl.rows import iter_rows
 from tsbench.timeclaw.bank import COLUMNS, MemoryBank, make_rationale, make_summary, trajectory_steps
 from tsbench.timeclaw.embed import DEFAULT_EMBEDDER, context_descriptor, get_embedder
@@ -31,19 +32,18 @@ def _as_list(from_runs) -> list[Path]:
 
 
 def read_run_samples(run_dir: str | Path) -> pd.DataFrame:
-    """A run's rows: samples.parquet, or the journal (last line per (id, epoch)) when that is missing."""
+    """A run's rows through the one results reader (journal first, torn lines skipped)."""
     run_dir = Path(run_dir)
-    parquet, journal = run_dir / "samples.parquet", run_dir / "samples.jsonl"
-    if parquet.is_file():
-        return pd.read_parquet(parquet)
-    if journal.is_file():
-        latest: dict[tuple[str, int], dict] = {}
-        for line in journal.read_text().splitlines():
-            if line.strip():
-                record = json.loads(line)
-                latest[(record["id"], int(record["epoch"]))] = record
-        return pd.DataFrame(list(latest.values()))
-    raise FileNotFoundError(f"{run_dir} holds no samples.parquet or samples.jsonl (is it a results run dir?)")
+    if not is_run_dir(run_dir):
+        raise FileNotFoundError(f"{run_dir} is not a results run dir (no run.json)")
+    return load_samples(run_dir)
+
+
+def refuse_test_split(samples: pd.DataFrame, run_dir, allow: bool) -> None:
+    """Learning from test-split episodes contaminates the benchmark: refused unless asked for."""
+    if not allow and "split" in samples and (samples["split"] == "test").any():
+        raise ValueError(f"{run_dir} holds test-split episodes; learning from them contaminates the benchmark "
+                         "(evaluate on --split train or val, or pass --include-test-split)")
 
 
 def run_data_files(run_dir: str | Path, data: Iterable[str] | None = None) -> list[Path]:
@@ -57,11 +57,12 @@ def run_data_files(run_dir: str | Path, data: Iterable[str] | None = None) -> li
     return [Path(f) for f in files]
 
 
-def successful_rows(from_runs, min_score: float) -> pd.DataFrame:
+def successful_rows(from_runs, min_score: float, include_test_split: bool = False) -> pd.DataFrame:
     """Finished rows scoring >= min_score across the runs, best episode per id (earliest on ties)."""
     frames = []
     for run_dir in _as_list(from_runs):
         samples = read_run_samples(run_dir)
+        refuse_test_split(samples, run_dir, include_test_split)
         if "error_type" in samples:
             samples = samples[samples["error_type"].isna()]
         samples = samples[samples["score"].notna() & (samples["score"] >= min_score)].copy()
@@ -90,7 +91,8 @@ def load_task_rows(files: Iterable[Path], ids: set[str]) -> dict:
 
 
 def build_memory(from_runs, min_score: float = DEFAULT_MIN_SCORE, out: str | Path = "banks/memory.parquet", *,
-                 embedder: str = DEFAULT_EMBEDDER, data: list[str] | None = None, append: bool = False) -> Path:
+                 embedder: str = DEFAULT_EMBEDDER, data: list[str] | None = None, append: bool = False,
+                 include_test_split: bool = False) -> Path:
     """Write a bank of the runs' successful episodes to `out`; returns its path.
 
     `from_runs`: one run dir or several. `embedder`: "minilm" (offline, default), "openai/<model>"
@@ -98,7 +100,7 @@ def build_memory(from_runs, min_score: float = DEFAULT_MIN_SCORE, out: str | Pat
     `append`: add to an existing bank at `out` (a task id already there is replaced).
     """
     runs = _as_list(from_runs)
-    chosen = successful_rows(runs, min_score)
+    chosen = successful_rows(runs, min_score, include_test_split)
     records = []
     if not chosen.empty:
         for run_dir, group in chosen.groupby("run", sort=False):

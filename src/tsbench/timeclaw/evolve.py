@@ -227,7 +227,8 @@ def evolve_tools(from_runs, model: ChatModel, out: str | Path, gamma: float = GA
                  min_score: float = 0.5, success_threshold: float = SUCCESS_THRESHOLD, examples_per_category: int = 3,
                  max_heldout: int = 10, min_heldout: int = 3, categories: list[str] | None = None,
                  data: list[str] | None = None, max_tokens: int | None = 2048, temperature: float | None = None,
-                 cell_timeout_s: float = 120.0, memory_bytes: int = 4 * 2**30, seed: int = 0) -> EvolveReport:
+                 cell_timeout_s: float = 120.0, memory_bytes: int = 4 * 2**30, seed: int = 0,
+                 include_test_split: bool = False) -> EvolveReport:
     """Propose one tool per category of the runs' successful trajectories, verify each on held-out
     tasks in the sandbox, admit those with success rate >= gamma into `out` (see the module doc)."""
     from tsbench.timeclaw.build import _as_list, run_data_files, successful_rows
@@ -237,7 +238,7 @@ def evolve_tools(from_runs, model: ChatModel, out: str | Path, gamma: float = GA
     out.mkdir(parents=True, exist_ok=True)
     report = EvolveReport(out=str(out), gamma=gamma, success_threshold=success_threshold,
                           model=getattr(model, "name", "?"), runs=[str(r) for r in runs])
-    chosen = successful_rows(runs, min_score)
+    chosen = successful_rows(runs, min_score, include_test_split)
     taken = set(seed_specs()) | {p.name for p in out.iterdir() if (p / TOOL_FILE).is_file()}
     if chosen.empty:
         log.warning("no successful trajectories (score >= %s) in %s", min_score, runs)

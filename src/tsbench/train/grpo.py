@@ -220,7 +220,7 @@ def train_grpo(cfg: GRPOConfig, progress: ProgressFn | None = None) -> Path:
     """Train; returns the run dir (checkpoints/step-NNNNNN/ in Hugging Face format, `final` -> the last)."""
     from accelerate import Accelerator
 
-    from tsbench.eval import schema
+    from tsbench import results as schema
     from tsbench.harness import HarnessConfig, get_harness
     from tsbench.train.policy import (BatchingEngine, ChatTokens, load_policy, load_tokenizer, resolve_model)
     from tsbench.train.rollouts import RolloutSettings, collect_rollouts, rollout_record
@@ -258,7 +258,7 @@ def train_grpo(cfg: GRPOConfig, progress: ProgressFn | None = None) -> Path:
     chat = ChatTokens(tokenizer)
     harness_cfg = HarnessConfig(
         max_turns=cfg.max_turns, max_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
-        cell_timeout_s=cfg.cell_timeout_s, memory_bytes=int(cfg.memory_gib * 2**30),
+        cell_timeout_s=cfg.cell_timeout_s, memory_gib=cfg.memory_gib,
     )
     judge = None
     if cfg.reward == "composite" and cfg.judge:

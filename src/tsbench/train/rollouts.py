@@ -19,7 +19,6 @@ import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -211,24 +210,30 @@ def ask_judge(judge: ChatModel, tagged: rw.Tagged) -> float:
 
 
 def rollout_record(rollout: Rollout, *, step: int, model: str, harness: str) -> dict[str, Any]:
-    """The rollout as one row of the results schema (eval/schema.py); `epoch` is its index in the group."""
+    """The rollout as one row of the results schema (tsbench.results); `epoch` is its index in the group."""
+    from tsbench.core.episode import EpisodeOutcome, EpisodeResult
+    from tsbench.results.records import apply_outcome, apply_score, finish, new_record
+
     plan = rollout.plan
-    extra = {
-        "step": step, "reward": rollout.reward, "advantage": rollout.advantage, "kappa": rollout.kappa,
-        "token_penalty": rollout.token_penalty, "fail_penalty": rollout.fail_penalty, "dropped": rollout.dropped,
-        **rollout.metrics,
-    }
+    record = new_record(
+        sample_id=plan.id, epoch=rollout.index, family="anomalyxl",
+        columns={"split": plan.split, "regime": plan.regime, "category": plan.category, "length": plan.length,
+                 "n_channels": len(plan.channel_names), "attributes": {"step": step}},
+        model=model, harness=harness, depth=0, gold=plan.gold,
+    )
+    result = EpisodeResult(final_message=rollout.final_message, turns=rollout.turns, code_cells=rollout.code_cells,
+                           forced_final=rollout.forced_final, input_tokens=rollout.input_tokens,
+                           output_tokens=rollout.output_tokens, transcript=rollout.transcript)
     failed = rollout.infra_failure
-    return {
-        "id": plan.id, "epoch": rollout.index, "split": plan.split, "regime": plan.regime, "category": plan.category,
-        "length": plan.length, "n_channels": len(plan.channel_names), "model": model, "harness": harness, "depth": 0,
-        "final_message": rollout.final_message,
-        "parsed_answer": None if rollout.parsed is None else json.dumps(rollout.parsed, ensure_ascii=False, default=str),
-        "gold": json.dumps(plan.gold, sort_keys=True), "score": None if failed else rollout.score,
-        "valid": rollout.valid, "metrics": json.dumps(extra, ensure_ascii=False, default=str), "turns": rollout.turns,
-        "code_cells": rollout.code_cells, "sub_calls": 0, "forced_final": rollout.forced_final,
-        "input_tokens": rollout.input_tokens, "output_tokens": rollout.output_tokens, "sub_call_tokens": 0,
-        "latency_s": rollout.latency_s, "cost_usd": None, "error_type": rollout.error_type, "error": rollout.error,
-        "transcript": json.dumps(rollout.transcript, ensure_ascii=False, default=str),
-        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
+    apply_outcome(record, EpisodeOutcome(result, rollout.error_type if failed else None, rollout.error if failed else None))
+    if not failed:
+        extra = {"step": step, "reward": rollout.reward, "advantage": rollout.advantage, "kappa": rollout.kappa,
+                 "token_penalty": rollout.token_penalty, "fail_penalty": rollout.fail_penalty,
+                 "dropped": float(rollout.dropped), **rollout.metrics}
+        numbers = {k: v for k, v in extra.items() if isinstance(v, (int, float)) and not isinstance(v, bool) or isinstance(v, bool)}
+        apply_score(record, score=rollout.score, valid=rollout.valid, parsed=rollout.parsed,
+                    answer_error=rollout.metrics.get("error") if isinstance(rollout.metrics.get("error"), str) else None,
+                    metrics={k: float(v) for k, v in numbers.items() if v is not None})
+        if rollout.error_type is not None:  # a cap the policy hit: scored (0) and noted
+            record["error"] = rollout.error
+    return finish(record, rollout.latency_s)

@@ -276,7 +276,7 @@ def transcript_messages(transcript: list[dict]) -> list[dict]:
 
 
 def results_fingerprint(run_dir: Path) -> dict[str, Any]:
-    from tsbench.eval import schema
+    from tsbench import results as schema
 
     files = [run_dir / name for name in (schema.SAMPLES, schema.JOURNAL, schema.RUN_JSON) if (run_dir / name).is_file()]
     info = {"path": str(run_dir), "files": {f.name: sha256_file(f) for f in files}}
@@ -294,7 +294,7 @@ def _finite(value: Any) -> bool:
 def load_trajectories(run_dirs: list[str | Path], *, min_score: float, regimes: tuple[str, ...],
                       include_test_split: bool = False) -> tuple[list[Trajectory], dict[str, Any]]:
     """Finished RLM episodes scoring at least `min_score`, from eval run dirs; identical ones kept once."""
-    from tsbench.eval import schema
+    from tsbench import results as schema
 
     kept: list[Trajectory] = []
     skipped: Counter = Counter()

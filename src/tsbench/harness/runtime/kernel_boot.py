@@ -3,17 +3,19 @@
 It has two roles, and imports nothing from tsbench so that it works from a bare path:
 
 * Run as a script, it is the first link of the kernel's launch command: it sets the
-  resource limits (address space, tasks, file size, core dumps) and then `exec`s the
-  rest of the command line, so the limits hold for the kernel and everything it forks.
+  resource limits (address space, tasks, file size, core dumps), inside a jail started by
+  root drops from the namespace's root to the sandbox uid with every capability set emptied,
+  and then `exec`s the rest of the command line, so all of it holds for the kernel and
+  everything it forks.
 * Loaded inside the started kernel (by a hidden cell the host sends), `boot()` fills the
   user namespace (numpy, scipy, `series`, `L`, `channels`, optionally `sub_rlm`), hooks
   figure capture and installs the in-process guards.
 
-The guards are audit hooks (PEP 578). They stop ordinary Python code from writing outside
-the working directory, starting other programs or (where no network namespace exists)
-opening network connections, but they are not a jail: code that reaches for ctypes can
-step around them. The operating-system walls (network namespace,
-unprivileged user, rlimits) are set up by the host in `sandbox.py`.
+The guards are audit hooks (PEP 578), installed only in the weaker `--unsafe-sandbox` mode.
+They stop ordinary Python code from writing outside the working directory, starting other
+programs or (where no network namespace exists) opening network connections, but they are
+not a jail: code that reaches for ctypes can step around them. The jail itself (bubblewrap:
+namespaces, read-only root, tmpfs quotas) is built by the host in `jail.py`.
 """
 
 from __future__ import annotations
@@ -60,17 +62,59 @@ _PROGRAM_STARTING_EVENTS = {"subprocess.Popen", "os.system", "os.exec", "os.posi
 # ---------------------------------------------------------------- launcher (script) --
 
 def _apply_limits_and_exec(argv: list[str]) -> None:
-    """Set rlimits given as `NAME=value` pairs, then become the command after `--`.
+    """Set rlimits given as `NAME=value` pairs (`uid=N`: drop to that uid), then become the
+    command after `--`: `-m MODULE ARGS...` runs that module in this very process (one interpreter
+    start less for every kernel), anything else is exec'd.
 
     Limits are set soft == hard, so code in the kernel cannot raise them again.
     """
     split = argv.index("--")
     settings, command = argv[:split], argv[split + 1:]
+    drop_to = None
     for setting in settings:
         name, value = setting.split("=", 1)
+        if name == "uid":
+            drop_to = int(value)
+            continue
         limit = int(value)
         resource.setrlimit(getattr(resource, f"RLIMIT_{name.upper()}"), (limit, limit))
+    if drop_to is not None and os.getuid() == 0:
+        _drop_privileges(drop_to)
+    if command[0] == "-m":
+        import runpy
+
+        sys.argv = [command[1], *command[2:]]
+        runpy.run_module(command[1], run_name="__main__", alter_sys=True)
+        return
     os.execvp(command[0], command)
+
+
+def _drop_privileges(uid: int) -> None:
+    """From the jail's root (which holds only CAP_SETUID, CAP_SETGID and CAP_SETPCAP) to `uid`,
+    with the bounding, inheritable, permitted, effective and ambient sets all empty."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_capbset_drop = 24
+    for cap in range(64):
+        if libc.prctl(pr_capbset_drop, cap, 0, 0, 0) != 0 and ctypes.get_errno() != 22:  # EINVAL: no such cap
+            raise OSError(ctypes.get_errno(), f"cannot drop capability {cap} from the bounding set")
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)  # clears the permitted, effective and ambient sets
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]
+
+    header, data = Header(0x20080522, 0), (Data * 2)()  # _LINUX_CAPABILITY_VERSION_3, all zero
+    if libc.capset(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), "cannot clear the inheritable capabilities")
+    if os.getuid() != uid or os.geteuid() != uid:
+        raise OSError("the sandbox uid did not stick")
 
 
 # ----------------------------------------------------------------- boot (in kernel) --
@@ -78,8 +122,9 @@ def _apply_limits_and_exec(argv: list[str]) -> None:
 def boot(shell, config: dict) -> None:
     """Prepare a fresh kernel for an episode: data, helpers, figure hook, guards.
 
-    `config` keys: workdir, capture_figures, max_figures, sub_rlm, network_guard.
-    Guards go last so that the imports above them are not slowed by the hooks.
+    `config` keys: workdir, capture_figures, max_figures, sub_rlm, guards (the audit hooks of
+    the unsafe mode), network_guard. Guards go last so that the imports above them are not
+    slowed by the hooks.
     """
     import numpy as np
     import scipy
@@ -100,8 +145,9 @@ def boot(shell, config: dict) -> None:
         _hook_figure_capture(shell, int(config.get("max_figures", 2)))
     if config.get("network_guard"):
         sys.addaudithook(_network_guard)
-    sys.addaudithook(_make_filesystem_guard(workdir))
-    sys.addaudithook(_program_guard)
+    if config.get("guards"):
+        sys.addaudithook(_make_filesystem_guard(workdir))
+        sys.addaudithook(_program_guard)
 
 
 def _load_series(np, path: str):

@@ -1,0 +1,86 @@
+"""stumpy's numba-compiled functions, compiled once per machine and copied into each kernel
+(kernels cannot write the host's cache), so `discords` does not compile in every episode."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+STUMPY_READY = "READY"
+_warm_lock = threading.Lock()
+_warm_thread: threading.Thread | None = None
+_WARM_CODE = """
+import importlib, warnings
+import numpy as np
+import stumpy
+from stumpy import cache
+warnings.simplefilter("ignore")
+for module_name, function_name in cache.get_njit_funcs():
+    getattr(importlib.import_module(f"stumpy.{module_name}"), function_name).enable_caching()
+stumpy.stump(np.random.default_rng(0).standard_normal(256), 16)
+"""
+
+
+def stumpy_cache_dir() -> Path:
+    """Where the host keeps stumpy's numba-compiled functions (kernels copy it; they cannot write it)."""
+    from tsbench.models.local_hf import cache_root
+
+    try:
+        from importlib.metadata import version
+
+        tag = version("stumpy")
+    except Exception:  # stumpy missing: discords reports it when called
+        tag = "none"
+    return cache_root() / "numba" / f"stumpy-{tag}-py{sys.version_info.major}{sys.version_info.minor}"
+
+
+def stumpy_cache_ready() -> bool:
+    return (stumpy_cache_dir() / STUMPY_READY).is_file()
+
+
+def warm_stumpy_cache(timeout_s: float = 900.0) -> bool:
+    """Compile stumpy's matrix profile once per machine (about a minute) into stumpy_cache_dir(), in a
+    child process. Without it, every episode's first `discords` call compiles from scratch."""
+    target = stumpy_cache_dir()
+    if (target / STUMPY_READY).is_file():
+        return True
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".stumpy-", dir=target.parent))
+    try:
+        env = dict(os.environ, NUMBA_CACHE_DIR=str(staging))
+        done = subprocess.run([sys.executable, "-c", _WARM_CODE], env=env, capture_output=True, timeout=timeout_s)
+        if done.returncode != 0:
+            log.warning("stumpy warm-up failed: %s", done.stderr.decode(errors="replace")[-500:])
+            return False
+        (staging / STUMPY_READY).write_text("ok\n")
+        try:
+            os.rename(staging, target)
+        except OSError:
+            if not (target / STUMPY_READY).is_file():
+                raise
+        return True
+    except (OSError, subprocess.SubprocessError) as exc:
+        log.warning("stumpy warm-up failed: %s", exc)
+        return False
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def warm_stumpy_cache_in_background() -> None:
+    """Start warm_stumpy_cache() on a daemon thread once per process (no-op when the cache is ready
+    or TSBENCH_STUMPY_WARMUP=0)."""
+    global _warm_thread
+    if os.environ.get("TSBENCH_STUMPY_WARMUP", "1") == "0" or stumpy_cache_ready():
+        return
+    with _warm_lock:
+        if _warm_thread is None:
+            _warm_thread = threading.Thread(target=warm_stumpy_cache, name="stumpy-warmup", daemon=True)
+            _warm_thread.start()

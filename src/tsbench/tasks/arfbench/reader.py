@@ -1,0 +1,159 @@
+"""ARFBench's released files, as published (Datadog/ARFBench on Hugging Face).
+
+Accepted layout under --path DIR:
+
+    DIR/arfbench-qa.csv          one question per line; columns question, task_category,
+                                 correct_answer, query_group (comma-separated series ids) and
+                                 options_str or options (a JSON list of option texts, or of
+                                 objects with a "value"/"text"/"option"/"answer" key)
+    DIR/arfbench-data/           <query_group>_<interval>.parquet per series and resolution,
+                                 interval in seconds (10, 60, 300, 1800, 3600, 86400); numeric
+                                 columns other than "timestamp"/"epoch" are channels
+                                 (arfbench-ts-data/ or DIR itself are looked in too)
+
+A question's series are read at the finest interval whose longest series fits `max_length`
+samples (the coarsest one otherwise). Series of two query groups are aligned on their timestamps
+(union of the grids, linear interpolation in between, nearest value at the ends); without a
+time column they are cut to the shortest. Read with pandas (parquet via pyarrow).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from tsbench.core.errors import UserError
+from tsbench.tasks.recordings.sources import nothing_found
+
+FAMILY = "arfbench"
+QA_FILE = "arfbench-qa.csv"
+DATA_DIRS = ("arfbench-data", "arfbench-ts-data", ".")
+INTERVALS = (10, 60, 300, 1800, 3600, 86400)
+TIME_COLUMNS = ("timestamp", "epoch", "time", "ts")
+REQUIRED = ("question", "task_category", "correct_answer", "query_group")
+TIERS = {
+    "Tier 1": ("Anomaly Presence",),
+    "Tier 2": ("Anomaly Identification", "Anomaly Start", "Anomaly End", "Anomaly Magnitude", "Anomaly Categorization"),
+    "Tier 3": ("Anomaly Indicator", "Anomaly Correlation"),
+}
+
+
+def category_id(task_category: str) -> str:
+    return "_".join(str(task_category).strip().lower().split())
+
+
+@dataclass
+class Series:
+    names: list[str]
+    values: np.ndarray  # (channels, L) float64
+    start: str | None  # first timestamp, ISO 8601 UTC
+    interval_s: int
+    files: list[Path]
+
+
+def find_questions(path: Path) -> Path:
+    if path.is_file():
+        return path
+    candidate = path / QA_FILE
+    if candidate.is_file():
+        return candidate
+    others = sorted(path.glob("*.csv"))
+    if len(others) == 1:
+        return others[0]
+    raise nothing_found(path, FAMILY, f"{QA_FILE}")
+
+
+def read_questions(csv: Path) -> pd.DataFrame:
+    frame = pd.read_csv(csv)
+    if "options_str" not in frame.columns and "options" in frame.columns:
+        frame = frame.rename(columns={"options": "options_str"})
+    missing = [c for c in (*REQUIRED, "options_str") if c not in frame.columns]
+    if missing:
+        raise UserError(f"{csv} lacks column(s) {', '.join(missing)}: not an ARFBench question file")
+    return frame
+
+
+def parse_options(raw) -> list[str]:
+    """Option texts from the released JSON list (strings or small objects)."""
+    try:
+        items = json.loads(raw) if isinstance(raw, str) else list(raw)
+    except (TypeError, ValueError):
+        return []
+    texts = []
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict):
+            item = next((item[k] for k in ("value", "text", "option", "answer") if item.get(k) not in (None, "")), None)
+        if item is not None and str(item).strip():
+            texts.append(str(item).strip())
+    return texts
+
+
+def data_dir(path: Path) -> Path:
+    base = path if path.is_dir() else path.parent
+    for name in DATA_DIRS:
+        folder = base / name
+        if folder.is_dir() and any(folder.glob("*.parquet")):
+            return folder
+    raise nothing_found(base, FAMILY, "<query_group>_<interval>.parquet series (arfbench-data/)")
+
+
+def _frame(file: Path) -> tuple[pd.Series | None, pd.DataFrame]:
+    frame = pd.read_parquet(file)
+    time_col = next((c for c in frame.columns if str(c).lower() in TIME_COLUMNS), None)
+    values = frame[[c for c in frame.select_dtypes(include=[np.number]).columns if c != time_col]]
+    if time_col is None:
+        return None, values.reset_index(drop=True)
+    times = frame[time_col]
+    if pd.api.types.is_numeric_dtype(times):
+        unit = "ms" if times.abs().max() > 1e11 else "s"
+        times = pd.to_datetime(times, unit=unit, utc=True)
+    else:
+        times = pd.to_datetime(times, utc=True)
+    return times.reset_index(drop=True), values.reset_index(drop=True)
+
+
+def read_series(folder: Path, groups: list[str], max_length: int) -> Series | None:
+    """The question's channels at the finest interval that fits, aligned; None if no file exists."""
+    available = [i for i in INTERVALS if all((folder / f"{g}_{i}.parquet").is_file() for g in groups)]
+    if not available:
+        return None
+    chosen = available[-1]
+    for interval in available:
+        lengths = [pq_rows(folder / f"{g}_{interval}.parquet") for g in groups]
+        if max(lengths) <= max_length:
+            chosen = interval
+            break
+    files = [folder / f"{g}_{chosen}.parquet" for g in groups]
+    parts = [_frame(f) for f in files]
+    names, columns, times = [], [], []
+    for group, (stamp, frame) in zip(groups, parts):
+        for column in frame.columns:
+            names.append(str(column) if len(groups) == 1 else f"{group}/{column}")
+            columns.append(frame[column].astype(float))
+            times.append(stamp)
+    if not columns:
+        return None
+    if all(t is not None for t in times):
+        grid = pd.DatetimeIndex(sorted(set().union(*[set(t) for t in times])))
+        aligned = []
+        for stamp, column in zip(times, columns):
+            s = pd.Series(column.to_numpy(), index=pd.DatetimeIndex(stamp)).groupby(level=0).mean()
+            s = s.reindex(grid.union(s.index)).interpolate(method="time", limit_area="inside").reindex(grid)
+            aligned.append(s.ffill().bfill().to_numpy())
+        start = grid[0].isoformat()
+    else:
+        shortest = min(len(c) for c in columns)
+        aligned = [c.to_numpy()[:shortest] for c in columns]
+        start = times[0][0].isoformat() if times[0] is not None else None
+    values = np.nan_to_num(np.vstack(aligned), nan=0.0)
+    return Series(names, values, start, chosen, files)
+
+
+def pq_rows(file: Path) -> int:
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(file).metadata.num_rows

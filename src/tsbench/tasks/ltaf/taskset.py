@@ -1,0 +1,35 @@
+"""LTAF ECG as a Taskset (paper Table 10: 128 Hz, 2 channels, 250 windows of 60-1017 s, 200 with
+one premature beat split evenly between PVC and APC, 50 anomaly-free)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tsbench.tasks.ltaf import reader
+from tsbench.tasks.recordings.clinical import ClinicalFamily, Prompt, Source
+from tsbench.tasks.recordings.sampling import WindowRules
+
+PROMPT = Prompt(
+    recording="ECG recording",
+    what="premature beat",
+    kinds={
+        reader.PVC: "an early, wide and abnormally shaped QRS complex with no preceding P wave, "
+                    "usually followed by a compensatory pause",
+        reader.APC: "an early beat with a premature, often differently shaped P wave and a normal narrow QRS "
+                    "complex, usually followed by a non-compensatory pause",
+    },
+)
+
+
+class LTAF(ClinicalFamily):
+    name = "ltaf"
+    dataset = "LTAF ECG generalization set (LTAFDB)"
+    default_root_dir = "data/ltaf"
+    rules = WindowRules(min_s=60.0, max_s=1017.0, cap=131_072, n_windows=250, negative_share=0.2,
+                        edge_fraction=0.05, positive_in_regions=True)
+    prompt = PROMPT
+    short = "LTAF"
+    group = "LTAF (ECG)"
+
+    def read_sources(self, path: Path) -> tuple[list[Source], list[Path]]:
+        return reader.read_sources(path)

@@ -1,0 +1,72 @@
+"""Where each public dataset comes from, and the checks `generate` makes before reading any of it.
+
+Nothing is downloaded: the user points --path at files they already have. When the path is
+missing or holds nothing usable, the one-line error says where the files are published.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from pathlib import Path
+from types import ModuleType
+from typing import Iterable
+
+from tsbench.core.errors import UserError
+from tsbench.core.provenance import sha256_file
+
+EXTRA = "pip install 'tsbench[recordings]'"
+
+SOURCES = {
+    "ltaf": "the Long-Term AF Database (LTAFDB, Petrutiu et al. 2007) on PhysioNet (physionet.org/content/ltafdb): "
+            "a folder of WFDB records, <record>.hea + .dat with .atr beat/rhythm annotations",
+    "sleep-psg": "the PhysioNet/CinC Challenge 2018 polysomnograms (Ghassemi et al. 2018, "
+                 "physionet.org/content/challenge-2018), the Sleep-PSG source the paper cites, exported as EDF+ "
+                 "with the respiratory events as annotations; or its WFDB records (<record>.hea + .arousal) as released",
+    "arfbench": "ARFBench (Xie et al. 2026), the Datadog/ARFBench dataset on Hugging Face: a folder with "
+                "arfbench-qa.csv and arfbench-data/<query_group>_<interval>.parquet",
+    "timerbed": "TimerBed (VL-Time, Liu et al. 2025; used by TimeMaster): the UCR/UEA-format .ts files of its six tasks "
+                "(RCW, TEE, ECG, EMG, CTU, HAR), as <DIR>/<Task>/<Task>_TEST.ts (and _TRAIN.ts)",
+}
+
+
+def require(module: str, family: str) -> ModuleType:
+    """Import an optional reader, or say which extra brings it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise UserError(f"--family {family} reads its files with {module.split('.')[0]}: {EXTRA}") from None
+
+
+def source_path(options: dict, family: str) -> Path:
+    """The --path folder (or file), which must exist."""
+    raw = options.get("path")
+    if not raw:
+        raise UserError(f"--family {family} needs --path DIR: {SOURCES[family]}")
+    path = Path(raw).expanduser()
+    if not path.exists():
+        raise UserError(f"--path {path} does not exist; --family {family} reads {SOURCES[family]}")
+    return path
+
+
+def nothing_found(path: Path, family: str, what: str) -> UserError:
+    return UserError(f"no {what} under {path}; --family {family} reads {SOURCES[family]}")
+
+
+def refuse_unknown(options: dict, allowed: Iterable[str], family: str) -> None:
+    unknown = sorted(set(options) - set(allowed) - {"seed"})
+    if unknown:
+        flags = ", ".join("--" + u.replace("_", "-") for u in unknown)
+        raise UserError(f"option(s) {flags} do not apply to --family {family}")
+
+
+def file_hashes(files: Iterable[Path], root: Path) -> dict[str, str]:
+    """sha256 of every source file read, keyed by its path relative to --path."""
+    base = root if root.is_dir() else root.parent
+    return {str(Path(f).relative_to(base)) if Path(f).is_relative_to(base) else str(f): sha256_file(f)
+            for f in sorted(set(map(Path, files)))}
+
+
+def stable_id(*parts: object) -> str:
+    """A short id that depends only on where a row came from."""
+    return hashlib.blake2b("|".join(map(str, parts)).encode(), digest_size=6).hexdigest()

@@ -1,0 +1,86 @@
+"""Where bubblewrap cannot start, eval stops before any episode with one line saying why and how to
+fix it; `--unsafe-sandbox` runs the weaker mode instead and says so in run.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tsbench.eval.config import EvalConfig
+from tsbench.eval.runner import run_eval
+from tsbench.harness.episode import HarnessConfig
+from tsbench.harness.runtime import SandboxError, check_jail
+from tsbench.harness.runtime.jail import _preflight
+
+pytestmark = pytest.mark.timeout(300)
+
+NO_USERNS = ("bwrap: No permissions to creating new namespace, likely because the kernel does not allow "
+             "non-privileged user namespaces.")
+
+
+def _path_without_bwrap(tmp_path: Path, fake_bwrap: str | None = None) -> str:
+    """A PATH with the tools the unsafe mode uses, and no (or a broken) bwrap."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("unshare", "setpriv", "nsenter", "sh", "true", "env"):
+        found = shutil.which(tool)
+        if found:
+            (bin_dir / tool).symlink_to(found)
+    if fake_bwrap is not None:
+        script = bin_dir / "bwrap"
+        script.write_text(f"#!/bin/sh\necho '{fake_bwrap}' >&2\nexit 1\n")
+        script.chmod(0o755)
+    return str(bin_dir)
+
+
+@pytest.fixture
+def fresh_preflight():
+    _preflight.cache_clear()
+    yield
+    _preflight.cache_clear()
+
+
+def test_the_jail_starts_here(fresh_preflight):
+    check_jail()
+
+
+@pytest.mark.parametrize("fake, reason", [(None, "not on PATH"), (NO_USERNS, "No permissions to creating new namespace")])
+def test_preflight_says_why_in_one_line(tmp_path, monkeypatch, fresh_preflight, fake, reason):
+    monkeypatch.setenv("PATH", _path_without_bwrap(tmp_path, fake))
+    with pytest.raises(SandboxError) as caught:
+        check_jail()
+    message = str(caught.value)
+    assert "\n" not in message and reason in message
+    assert "install bubblewrap" in message and "--unsafe-sandbox" in message
+
+
+def _eval(small_data: Path, out: Path, path: str, *extra: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PATH=path)
+    cmd = [sys.executable, "-m", "tsbench.cli", "eval", "--model", "scripted/zscore", "--harness", "rlm",
+           "--data", str(small_data), "--regime", "precise", "--categories", "localize", "--limit", "1",
+           "--out", str(out), *extra]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
+
+
+def test_eval_refuses_kernel_harnesses_without_the_jail_unless_unsafe(small_data, tmp_path, monkeypatch,
+                                                                      fresh_preflight):
+    path = _path_without_bwrap(tmp_path)
+    refused = _eval(small_data, tmp_path / "refused", path)
+    assert refused.returncode == 2, refused.stderr[-2000:]
+    lines = [line for line in refused.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: cannot start the jail"), refused.stderr
+    assert not (tmp_path / "refused").exists()  # stopped before any episode or run directory
+
+    monkeypatch.setenv("PATH", path)
+    cfg = EvalConfig(model="scripted/zscore", harness="rlm", data=[str(small_data)], regime="precise",
+                     categories=["localize"], limit=1, concurrency=1, out=str(tmp_path / "unsafe"),
+                     harness_config=HarnessConfig(unsafe_sandbox=True))
+    run_dir = run_eval(cfg)
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["unsafe_sandbox"] is True and info["complete"] and info["error_samples"] == 0
