@@ -9,9 +9,9 @@ import pytest
 
 from tsbench.tasks.timesage.axes import score_period
 from tsbench.tasks.timesage.contract import FieldSpec
-from tsbench.tasks.timesage.judge import (
-    Asker, JudgeCache, RulesJudge, parse_claims, parse_coverage, parse_quality, parse_verdict,
-)
+from tsbench.tasks.timesage.judge import parse_claims, parse_coverage, parse_quality, parse_verdict
+from tsbench.tasks.timesage.judge_cache import Asker, JudgeCache
+from tsbench.tasks.timesage.judge_rules import RulesJudge
 from tsbench.tasks.timesage.scoring import parse_message, score_message
 
 FIELDS = [

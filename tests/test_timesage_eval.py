@@ -97,6 +97,7 @@ def test_rescore_with_a_model_judge_on_a_loopback_server(independent_run, tmp_pa
     # "YES" answers coverage; it is no claim list and no quality verdict: those axes stay unscored
     assert (_metric(samples, "coverage") == 100.0).all()
     assert _metric(samples, "faithfulness").isna().all() and _metric(samples, "quality").isna().all()
+    assert (_metric(samples, "judge_unparsed") == 2.0).all()  # the claim list and the quality verdict
     assert json.loads((out / RUN_JSON).read_text())["variant"].endswith("openai/fake-model")
     again, second = rescore_run(independent_run, "openai/fake-model", tmp_path / "again")  # no server now
     assert second.hit_rate == 1.0

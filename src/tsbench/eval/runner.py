@@ -123,8 +123,8 @@ def run_eval(cfg: EvalConfig, progress: RunProgress | None = None,
              on_interrupt: OnInterrupt | None = None) -> Path:
     """Evaluate, resuming whatever the run dir already holds; returns the run dir."""
     hc = cfg.harness_config
-    if cfg.epochs < 1 or cfg.concurrency < 1 or hc.max_turns < 1 or hc.depth < 0:
-        raise UserError("--epochs, --concurrency and --max-turns must be >= 1, --depth >= 0")
+    if cfg.epochs < 1 or cfg.concurrency < 1 or hc.max_turns < 1 or hc.period_steps < 1 or hc.depth < 0:
+        raise UserError("--epochs, --concurrency, --max-turns and --period-steps must be >= 1, --depth >= 0")
     if not cfg.model:
         raise UserError("--model is required (or a --config that sets model)")
     taskset = get_taskset(cfg.family)

@@ -19,9 +19,11 @@ from typing import Any
 
 from tsbench.tasks.timesage.contract import FieldSpec
 from tsbench.tasks.timesage.judge import (
-    CLAIMS_PROMPT, COVERAGE_PROMPT, QUALITY_PROMPT, SUPPORTED, VERIFY_PROMPT, Asker, JudgeCall, literal_coverage,
-    parse_claims, parse_coverage, parse_quality, parse_verdict,
+    CLAIMS_PROMPT, COVERAGE_PROMPT, QUALITY_PROMPT, SUPPORTED, VERIFY_PROMPT, JudgeCall, parse_claims, parse_coverage,
+    parse_quality, parse_verdict,
 )
+from tsbench.tasks.timesage.judge_cache import Asker
+from tsbench.tasks.timesage.judge_rules import literal_coverage
 from tsbench.tasks.timesage.rules import field_score
 
 AXES = ("accuracy", "coverage", "faithfulness", "quality")
@@ -76,7 +78,7 @@ def _judge_coverage(asker: Asker | None, description: str, verify: str, report: 
         return None
     prompt = COVERAGE_PROMPT.format(description=description, verify=verify, report=report)
     reply = asker.ask(JudgeCall("coverage", prompt, {"report": report, "truth": truth, "truth_text": truth_text}))
-    return None if reply is None else parse_coverage(reply)
+    return None if reply is None else asker.parsed(parse_coverage(reply))
 
 
 def keypoint_coverage(keypoints: list[dict], report: str, tier: str, asker: Asker
@@ -128,7 +130,7 @@ def report_faithfulness(report: str, keypoints: list[dict], context: list[str], 
     if not report.strip():
         return 0.0, []
     reply = asker.ask(JudgeCall("claims", CLAIMS_PROMPT.format(report=report), {"report": report}))
-    claims = None if reply is None else parse_claims(reply)
+    claims = None if reply is None else asker.parsed(parse_claims(reply))
     if claims is None:
         return None, []
     if not claims:
@@ -141,7 +143,7 @@ def report_faithfulness(report: str, keypoints: list[dict], context: list[str], 
         prompt = VERIFY_PROMPT.format(claim=claim, references="\n".join(tier1 + tier2))
         ctx = {"claim": claim, "tier1": tier1, "tier2": tier2, "labels": labels, "truth_labels": truth_labels}
         answer = asker.ask(JudgeCall("verify", prompt, ctx))
-        verdicts.append((claim, None if answer is None else parse_verdict(answer)))
+        verdicts.append((claim, None if answer is None else asker.parsed(parse_verdict(answer))))
     if any(v is None for _, v in verdicts):
         return None, verdicts
     return 100.0 * sum(v in SUPPORTED for _, v in verdicts) / len(verdicts), verdicts
@@ -156,7 +158,7 @@ def report_quality(report: str, rubric: dict, period: str, extra: dict, asker: A
         forbidden="\n".join(f"- {s}" for s in forbidden), exemplar=rubric["exemplar"], report=report)
     ctx = {"report": report, "period": period, "required": rubric["required"], "forbidden": rubric["forbidden"], **extra}
     reply = asker.ask(JudgeCall("quality", prompt, ctx))
-    placed = None if reply is None else parse_quality(reply, required, forbidden)
+    placed = None if reply is None else asker.parsed(parse_quality(reply, required, forbidden))
     if placed is None:
         return None, {}
     if not required:

@@ -15,7 +15,7 @@ from typing import Any
 from tsbench.core.text import json_object_spans, strip_reasoning
 from tsbench.tasks.base import Scored
 from tsbench.tasks.timesage.axes import AXES, PeriodScore, score_period
-from tsbench.tasks.timesage.judge import Asker
+from tsbench.tasks.timesage.judge_cache import Asker
 
 
 def parse_message(message: str) -> tuple[dict | None, str, str | None]:
@@ -49,7 +49,7 @@ def metrics_of(result: PeriodScore, asker: Asker) -> dict[str, float | None]:
     out.update({f"field:{name}": value for name, value in result.fields.items()})
     supported = [v for _, v in result.verdicts]
     out.update(judge_calls=float(asker.calls), judge_cache_hits=float(asker.hits), judge_errors=float(asker.errors),
-               claims=float(len(supported)))
+               judge_unparsed=float(asker.unparsed), claims=float(len(supported)))
     return out
 
 

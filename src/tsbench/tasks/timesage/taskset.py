@@ -15,7 +15,9 @@ from tsbench.core.episode import EpisodeTask
 from tsbench.core.errors import UserError
 from tsbench.core.provenance import read_json, sha256_file
 from tsbench.tasks.base import Column, Sample, SampleRef, Scored
-from tsbench.tasks.timesage.judge import RULES_JUDGE, Asker, JudgeCache, ModelJudge, RulesJudge
+from tsbench.tasks.timesage.judge import RULES_JUDGE, ModelJudge
+from tsbench.tasks.timesage.judge_cache import Asker, JudgeCache
+from tsbench.tasks.timesage.judge_rules import RulesJudge
 from tsbench.tasks.timesage.scoring import feedback_text, score_message
 from tsbench.tasks.timesage.store import MANIFEST, PERIODS, files_of, read_index, read_periods
 from tsbench.tasks.timesage.taxonomy import TIERS

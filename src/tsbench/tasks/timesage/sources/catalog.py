@@ -9,7 +9,6 @@ what the withheld release will say: prior releases show how the issuer decides.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from tsbench.tasks.timesage.contract import FieldSpec, KeypointSpec
 from tsbench.tasks.timesage.taxonomy import EVIDENCE_TAG, SUMMARY_TAG
