@@ -30,12 +30,12 @@ TIMESAGE_STEPS = [
      "data/demo-timesage"],
     ["audit", "--family", "timesage", TS_DATA],
     ["eval", "--family", "timesage", "--model", "scripted/timesage", "--data", TS_DATA, "--mode", "independent",
-     "--judge", "judge/rules", "--concurrency", "2", "--out", f"{TS_RUNS}/scripted__independent"],
+     "--skills", "--judge", "judge/rules", "--concurrency", "2", "--out", f"{TS_RUNS}/scripted__independent-skills"],
     ["eval", "--family", "timesage", "--model", "scripted/timesage", "--data", TS_DATA, "--mode", "sequential",
      "--skills", "--judge", "judge/rules", "--concurrency", "2", "--out", f"{TS_RUNS}/scripted__sequential-skills"],
     ["rescore", f"{TS_RUNS}/scripted__sequential-skills", "--judge", "judge/rules", "--out",
      f"{TS_RUNS}/rescored/scripted__sequential-skills"],
-    ["leaderboard", f"{TS_RUNS}/scripted__independent", f"{TS_RUNS}/scripted__sequential-skills", "--out",
+    ["leaderboard", f"{TS_RUNS}/scripted__independent-skills", f"{TS_RUNS}/scripted__sequential-skills", "--out",
      f"{TS_RUNS}/leaderboard"],
 ]
 
