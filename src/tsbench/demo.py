@@ -23,10 +23,25 @@ STEPS = [
 ]
 LEADERBOARD = ["leaderboard", "results/demo/scripted-zscore__rlm", "results/demo/detector__direct",
                "results/demo/smollm2-135m__rlm", "--out", "results/demo/leaderboard"]
+# TimeSage-EV: a few synthetic scenarios (one per tier), the scripted agent, the offline rules judge.
+TS_DATA, TS_RUNS = "data/demo-timesage/seed42", "results/demo/timesage"
+TIMESAGE_STEPS = [
+    ["generate", "--family", "timesage", "--seed", "42", "--scenarios", "3", "--periods", "4", "--out",
+     "data/demo-timesage"],
+    ["audit", "--family", "timesage", TS_DATA],
+    ["eval", "--family", "timesage", "--model", "scripted/timesage", "--data", TS_DATA, "--mode", "independent",
+     "--skills", "--judge", "judge/rules", "--concurrency", "2", "--out", f"{TS_RUNS}/scripted__independent-skills"],
+    ["eval", "--family", "timesage", "--model", "scripted/timesage", "--data", TS_DATA, "--mode", "sequential",
+     "--skills", "--judge", "judge/rules", "--concurrency", "2", "--out", f"{TS_RUNS}/scripted__sequential-skills"],
+    ["rescore", f"{TS_RUNS}/scripted__sequential-skills", "--judge", "judge/rules", "--out",
+     f"{TS_RUNS}/rescored/scripted__sequential-skills"],
+    ["leaderboard", f"{TS_RUNS}/scripted__independent-skills", f"{TS_RUNS}/scripted__sequential-skills", "--out",
+     f"{TS_RUNS}/leaderboard"],
+]
 
 
 def main() -> None:
-    steps = [*STEPS, LEADERBOARD]
+    steps = [*STEPS, LEADERBOARD, *TIMESAGE_STEPS]
     started = time.monotonic()
     for args in steps:
         print(f"\n$ tsbench {shlex.join(args)}", flush=True)

@@ -19,6 +19,7 @@ import json
 import re
 import time
 
+from tsbench.baselines.scripted_timesage import TimeSagePolicy
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.mcq import magnitude_band, start_bin
 from tsbench.models.base import Completion, Message, TaskInfo, ToolCall
@@ -285,6 +286,7 @@ class ToolsPolicy:
 POLICIES = {
     "zscore": ZScorePolicy, "trivial-code": TrivialCodePolicy,
     "tools": ToolsPolicy, "tools-json": lambda: ToolsPolicy(native=False),
+    "timesage": TimeSagePolicy,
 }
 
 

@@ -9,9 +9,10 @@ def main(argv: list[str]) -> None:
     from tsbench.bench import generation
 
     sections = {"generate": generation.main}
-    from tsbench.bench import baselines, ray_eval
+    from tsbench.bench import baselines, ray_eval, timesage
 
     sections["baselines"] = baselines.main
+    sections["timesage"] = timesage.main
     from tsbench.bench import jail
 
     sections["jail"] = jail.main

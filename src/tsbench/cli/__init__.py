@@ -10,7 +10,7 @@ import sys
 import typer
 
 from tsbench import __version__
-from tsbench.cli import data, eval as eval_commands, export, leaderboard, timeclaw, train
+from tsbench.cli import data, eval as eval_commands, export, leaderboard, timeclaw, timesage, train
 from tsbench.cli.common import err_console
 from tsbench.core.errors import UserError
 
@@ -50,6 +50,7 @@ memory_app = typer.Typer(help="TimeClaw episodic memory banks.", no_args_is_help
 memory_app.command("build")(timeclaw.memory_build)
 app.add_typer(memory_app, name="memory")
 app.command()(timeclaw.evolve)
+timesage.register(app)
 
 
 def main() -> None:

@@ -54,11 +54,16 @@ def generate(
     width_range: Optional[tuple[int, int]] = typer.Option(None, help="Window width bounds in samples (paper: 8 256)."),
     magnitude_range: Optional[tuple[float, float]] = typer.Option(None, help="Magnitude bounds in sigma (paper: 2 6)."),
     noise_weights: Optional[list[str]] = typer.Option(None, help="Weights of white, red, ar1 base noise (paper: 1,1,1)."),
+    source: Optional[str] = typer.Option(None, help="TimeSage: synthetic (default), replay (real series statsmodels ships) or released (--path)."),
+    scenarios: Optional[int] = typer.Option(None, help="TimeSage: number of scenarios (default 60: 20 per tier)."),
+    periods: Optional[int] = typer.Option(None, help="TimeSage: periods per scenario (default 24)."),
     out: Optional[Path] = typer.Option(None, help="Output root; files go to <out>/seed<seed>/ (default: data/<family>)."),
     path: Optional[Path] = typer.Option(None, help="ltaf, sleep-psg, arfbench, timerbed: the folder of public files "
-                                                   "you have (nothing is downloaded)."),
+                                                   "you have (nothing is downloaded); TimeSage --source released: "
+                                                   "the folder in the paper's layout."),
 ) -> None:
-    """Generate a task family's dataset as parquet, with a manifest (AnomalyXL: precise + MCQ splits)."""
+    """Generate a task family's dataset as parquet, with a manifest (AnomalyXL: precise + MCQ splits;
+    TimeSage: scenarios + periods, audited before they are written)."""
     from tsbench.tasks import get_taskset
 
     taskset = get_taskset(family)

@@ -81,6 +81,9 @@ class EpisodeResult:
     transcript: list[dict[str, Any]] = field(default_factory=list)
     # Per model reply: prompt and output token ids as generated (local models), for training.
     token_trace: list[dict[str, Any]] = field(default_factory=list)
+    # Harness facts for the results row's `attributes` (strings) and `metrics` (numbers) maps.
+    attributes: dict[str, str] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
 
     def add_completion(self, completion) -> None:
         """Count one model reply (a models.base.Completion)."""

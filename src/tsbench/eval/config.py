@@ -38,6 +38,7 @@ class EvalConfig:
     out: str | None = None
     overwrite: bool = False
     report_to: list[str] | None = None  # tensorboard and/or wandb (offline), under the run dir
+    judge: str | None = None  # families scored by a judge (TimeSage): a model spec or judge/rules [judge/rules]
     harness_config: HarnessConfig = field(default_factory=HarnessConfig)
 
     def to_dict(self) -> dict:
@@ -56,8 +57,9 @@ HARNESS_RESULT_KEYS = (
     "max_turns", "depth", "observation_chars", "max_figures", "max_tokens", "temperature", "episode_token_cap",
     "text_budget_chars", "tools_dir", "tool_protocol", "max_tool_calls", "memory_bank", "top_k", "memory_pool",
     "memory_family_filter", "memory_exclude_self", "embedder", "unsafe_sandbox",
+    "mode", "skills", "period_steps", "period_wall_s", "compaction_tokens",
 )
-RESULT_KEYS = ("model", "family", "harness") + HARNESS_RESULT_KEYS
+RESULT_KEYS = ("model", "family", "harness", "judge") + HARNESS_RESULT_KEYS
 
 
 def result_settings(cfg: EvalConfig) -> dict:
@@ -69,4 +71,7 @@ def run_name(cfg: EvalConfig) -> str:
     slug = cfg.model.replace("/", "_").replace(":", "_")
     family = "" if cfg.family == "anomalyxl" else f"{cfg.family.replace(':', '_').replace('.', '_')}__"
     depth = f"__d{cfg.harness_config.depth}" if cfg.harness_config.depth else ""
-    return f"{family}{slug}__{cfg.harness}{depth}"
+    hc = cfg.harness_config
+    variant = (f"__{hc.mode}" if hc.mode != "independent" else "") + ("__skills" if hc.skills else "")
+    judge = f"__judge-{cfg.judge.replace('/', '_').replace(':', '_')}" if cfg.judge else ""
+    return f"{family}{slug}__{cfg.harness}{depth}{variant}{judge}"

@@ -2,17 +2,25 @@
 
 A job names its sample by reference (family, file, id), its agent by spec string and its harness
 by name, so a thread, a process or a Ray worker on another machine can run it from the job
-alone. The record it returns is the results schema's row; the coordinator journals it.
+alone. The records it returns are results-schema rows; the coordinator journals them.
+
+A job may be a chain (TimeSage sequential mode): `ref` then `chain`, played in order by one agent
+state through the harness module's `run_chain`, each sample scored as it ends so the next one can
+start with its feedback. A family that scores with a judge gets its options in `scoring`.
 """
 
 from __future__ import annotations
 
+import importlib
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from tsbench.eval.agents import AgentCache
-from tsbench.harness import EpisodeOutcome, HarnessConfig, get_harness, play
+from tsbench.harness import HARNESSES, EpisodeOutcome, HarnessConfig, get_harness, play
+from tsbench.models.base import Message
 from tsbench.results.records import apply_outcome, apply_score, finish, new_record
 from tsbench.tasks import get_taskset
 from tsbench.tasks.base import Sample, SampleRef
@@ -27,39 +35,102 @@ class EpisodeJob:
     harness: str
     harness_config: HarnessConfig = field(default_factory=HarnessConfig)
     model_options: tuple[tuple[str, object], ...] = ()  # (name, value) pairs, None values dropped
+    chain: tuple[SampleRef, ...] = ()  # samples the same agent state plays after `ref`, in order
+    scoring: tuple[tuple[str, object], ...] = ()  # the family scorer's options (judge, run_dir)
 
     @property
     def key(self) -> tuple[str, int]:
         return (self.ref.id, self.epoch)
 
+    @property
+    def refs(self) -> tuple[SampleRef, ...]:
+        return (self.ref, *self.chain)
 
-def execute_job(job: EpisodeJob, agents: AgentCache, sample: Sample | None = None) -> dict:
-    """Load the sample (unless it came along, e.g. through Ray's object store), play the episode,
-    score it, build its record. Never raises for model, jail or episode failures: those are the
-    record's error; a bad sample reference raises."""
-    taskset = get_taskset(job.ref.family)
-    sample = sample if sample is not None else taskset.load(job.ref)
-    started = time.perf_counter()
+    @property
+    def keys(self) -> list[tuple[str, int]]:
+        return [(ref.id, self.epoch) for ref in self.refs]
+
+
+_scorers: dict[tuple, Callable] = {}
+_scorers_lock = threading.Lock()
+
+
+def judge_completer(model: Any) -> Callable[[str], str]:
+    """A judge model as the plain `prompt -> reply` callable a family's scorer takes."""
+    def complete(prompt: str) -> str:
+        return model.generate([Message("user", prompt)], temperature=0.0).text
+
+    return complete
+
+
+def scorer_for(taskset: Any, job: EpisodeJob, agents: AgentCache) -> Callable[[str, Any, str], Any]:
+    """taskset.score, or the family's scorer bound to the job's scoring options (one per process)."""
+    if not job.scoring or not hasattr(taskset, "scorer"):
+        return taskset.score
+    key = (job.ref.family, job.scoring, id(agents))
+    with _scorers_lock:
+        if key not in _scorers:
+            _scorers[key] = taskset.scorer(dict(job.scoring), lambda spec: judge_completer(agents.get(spec, {})))
+        return _scorers[key]
+
+
+def _record(job: EpisodeJob, sample: Sample, outcome: EpisodeOutcome, score, seconds: float) -> tuple[dict, Any]:
     record = new_record(
-        sample_id=job.ref.id, epoch=job.epoch, family=job.ref.family,
+        sample_id=sample.ref.id, epoch=job.epoch, family=sample.ref.family,
         columns={"category": sample.task.category, **sample.columns}, model=job.model, harness=job.harness,
         depth=job.harness_config.depth, gold=sample.gold,
     )
-    agent = agents.get(job.model, dict(job.model_options))
-    outcome = play(agent, remembering(get_harness(job.harness)), sample.task, job.harness_config)
     apply_outcome(record, outcome)
+    scored = None
     if outcome.finished:
-        scored = taskset.score(sample.task.category, sample.gold, outcome.result.final_message)
+        scored = score(sample.task.category, sample.gold, outcome.result.final_message)
         apply_score(record, score=scored.score, valid=scored.valid, parsed=scored.parsed,
                     answer_error=scored.error, metrics=scored.metrics)
-    return finish(record, time.perf_counter() - started)
+    return finish(record, seconds), scored
 
 
-def failed_record(job: EpisodeJob, exc: BaseException, kind: str = "internal") -> dict:
-    """The error row for a job that could not run at all (its worker died, its sample would not
+def execute_job(job: EpisodeJob, agents: AgentCache, samples: list[Sample] | None = None) -> list[dict]:
+    """Load the samples (unless they came along, e.g. through Ray's object store), play them, score
+    them, build their records. Never raises for model, jail or episode failures: those are the
+    records' errors; a bad sample reference raises."""
+    taskset = get_taskset(job.ref.family)
+    score = scorer_for(taskset, job, agents)
+    agent = agents.get(job.model, dict(job.model_options))
+    if samples is None:
+        samples = [taskset.load(ref) for ref in job.refs]
+    if not job.chain:
+        sample = samples[0]
+        started = time.perf_counter()
+        outcome = play(agent, remembering(get_harness(job.harness)), sample.task, job.harness_config)
+        return [_record(job, sample, outcome, score, time.perf_counter() - started)[0]]
+    module, _, kwargs = HARNESSES[job.harness]
+    run_chain = getattr(importlib.import_module(module), "run_chain", None)
+    if run_chain is None:
+        raise ValueError(f"harness {job.harness} cannot play a chain of samples")
+    records: list[dict] = []
+    clock = [time.perf_counter()]
+
+    def after(index: int, outcome: EpisodeOutcome) -> str | None:
+        now = time.perf_counter()
+        record, scored = _record(job, samples[index], outcome, score, now - clock[0])
+        clock[0] = now
+        records.append(record)
+        if scored is None or not hasattr(taskset, "feedback"):
+            return None
+        return taskset.feedback(samples[index], scored)
+
+    run_chain(agent, [s.task for s in samples], job.harness_config, after, **kwargs)
+    return records
+
+
+def failed_record(job: EpisodeJob, exc: BaseException, kind: str = "internal") -> list[dict]:
+    """The error rows for a job that could not run at all (its worker died, its sample would not
     load): recorded, never scored, run again on resume."""
-    record = new_record(sample_id=job.ref.id, epoch=job.epoch, family=job.ref.family, columns={}, model=job.model,
-                        harness=job.harness, depth=job.harness_config.depth, gold=None)
     detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    apply_outcome(record, EpisodeOutcome(None, kind, detail))
-    return finish(record, 0.0)
+    records = []
+    for ref in job.refs:
+        record = new_record(sample_id=ref.id, epoch=job.epoch, family=ref.family, columns={}, model=job.model,
+                            harness=job.harness, depth=job.harness_config.depth, gold=None)
+        apply_outcome(record, EpisodeOutcome(None, kind, detail))
+        records.append(finish(record, 0.0))
+    return records

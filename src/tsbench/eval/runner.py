@@ -33,7 +33,7 @@ from tsbench.tasks import get_taskset
 from tsbench.tasks.base import SampleRef
 
 
-KERNEL_HARNESSES = ("rlm", "rlm-image", "tools", "tools-image")  # model code runs in a jailed kernel
+KERNEL_HARNESSES = ("rlm", "rlm-image", "tools", "tools-image", "file-agent")  # model code runs in a jailed kernel
 
 
 @dataclass
@@ -72,7 +72,7 @@ class RunProgress:
         return mean, (var / len(values)) ** 0.5
 
 
-def _open_run_dir(cfg: EvalConfig, out: Path, identity: dict, reference: str | None) -> dict:
+def _open_run_dir(cfg: EvalConfig, out: Path, identity: dict, reference: str | None, variant: str = "") -> dict:
     """Create or reopen the run dir; refuse to mix results of different settings unless --overwrite."""
     settings = result_settings(cfg)
     if (out / RUN_JSON).exists() and not cfg.overwrite:
@@ -96,16 +96,27 @@ def _open_run_dir(cfg: EvalConfig, out: Path, identity: dict, reference: str | N
         "settings": settings, "config": flat(cfg), "dataset": identity, "complete": False,
         "versions": versions(), "git_commit": git_commit(), "created_at": created, "updated_at": now_utc(),
     }
+    if variant:  # what else tells this configuration apart (the family says; see leaderboard/load.py)
+        info["variant"] = variant
     write_json(out / RUN_JSON, info)
     return info
 
 
-def _jobs(cfg: EvalConfig, rows: pd.DataFrame, pending: dict[str, list[int]]) -> Iterator[EpisodeJob]:
+def _jobs(cfg: EvalConfig, rows: pd.DataFrame, pending: dict[str, list[int]], chains: list[list[str]] | None,
+          scoring: tuple) -> Iterator[EpisodeJob]:
     options = tuple(sorted((k, v) for k, v in cfg.model_options().items() if v is not None))
+    if chains is not None:  # the family plays these rows in order with one agent state; a chain with
+        paths = dict(zip(rows["id"], rows["path"]))  # any unfinished row is played again whole
+        for chain in chains:
+            refs = [SampleRef(cfg.family, paths[rid], rid) for rid in chain]
+            for epoch in sorted({e for rid in chain for e in pending.get(rid, ())}):
+                yield EpisodeJob(refs[0], epoch, cfg.model, cfg.harness, cfg.harness_config, options,
+                                 chain=tuple(refs[1:]), scoring=scoring)
+        return
     for row in rows.itertuples(index=False):  # file order: consecutive jobs share row groups
         for epoch in pending.get(row.id, ()):
             yield EpisodeJob(SampleRef(cfg.family, row.path, row.id), epoch, cfg.model, cfg.harness,
-                             cfg.harness_config, options)
+                             cfg.harness_config, options, scoring=scoring)
 
 
 def run_eval(cfg: EvalConfig, progress: RunProgress | None = None,
@@ -113,16 +124,19 @@ def run_eval(cfg: EvalConfig, progress: RunProgress | None = None,
              on_interrupt: OnInterrupt | None = None) -> Path:
     """Evaluate, resuming whatever the run dir already holds; returns the run dir."""
     hc = cfg.harness_config
-    if cfg.epochs < 1 or cfg.concurrency < 1 or hc.max_turns < 1 or hc.depth < 0:
-        raise UserError("--epochs, --concurrency and --max-turns must be >= 1, --depth >= 0")
+    if cfg.epochs < 1 or cfg.concurrency < 1 or hc.max_turns < 1 or hc.period_steps < 1 or hc.depth < 0:
+        raise UserError("--epochs, --concurrency, --max-turns and --period-steps must be >= 1, --depth >= 0")
     if not cfg.model:
         raise UserError("--model is required (or a --config that sets model)")
     check_targets(cfg.report_to)
     taskset = get_taskset(cfg.family)
     agents = AgentCache()
     agent = agents.get(cfg.model, cfg.model_options())  # fail fast on a bad spec or a missing key
-    cfg.harness = cfg.harness or (getattr(agent, "harnesses", None) or (default_harness(cfg.model),))[0]
+    cfg.harness = (cfg.harness or getattr(taskset, "default_harness", None)
+                   or (getattr(agent, "harnesses", None) or (default_harness(cfg.model),))[0])
     check_pairing(cfg.model, cfg.harness, agent)
+    if cfg.harness not in getattr(taskset, "harnesses", (cfg.harness,)):
+        raise UserError(f"family {cfg.family} is played by {', '.join(taskset.harnesses)}, not {cfg.harness}")
     if cfg.harness in KERNEL_HARNESSES and not hc.unsafe_sandbox:
         try:
             check_jail()  # one clear line, before any episode, where kernels cannot be jailed
@@ -133,7 +147,11 @@ def run_eval(cfg: EvalConfig, progress: RunProgress | None = None,
     rows = select_rows(taskset, files, categories=cfg.categories, sample_ids=cfg.sample_ids, limit=cfg.limit,
                        seed=cfg.seed, filters=cfg.filters())
     out = Path(cfg.out) if cfg.out else Path("results") / run_name(cfg)
-    info = _open_run_dir(cfg, out, taskset.dataset_identity(files), reference_note(agent))
+    settings = result_settings(cfg)
+    variant = taskset.variant(settings) if hasattr(taskset, "variant") else ""
+    info = _open_run_dir(cfg, out, taskset.dataset_identity(files), reference_note(agent), variant)
+    chains = taskset.chains(rows, settings) if hasattr(taskset, "chains") else None
+    scoring = (("judge", cfg.judge), ("run_dir", str(out))) if hasattr(taskset, "scorer") else ()
     reporters = open_reporters(cfg.report_to, out, info)
 
     keys = [(rid, e) for rid in rows["id"] for e in range(cfg.epochs)]
@@ -167,7 +185,7 @@ def run_eval(cfg: EvalConfig, progress: RunProgress | None = None,
     try:
         if pending:
             executor = get_executor(cfg.executor, **_executor_options(cfg, agents))
-            executor.run(_jobs(cfg, rows, pending), on_record, on_interrupt)
+            executor.run(_jobs(cfg, rows, pending, chains, scoring), on_record, on_interrupt)
     finally:
         journal.close()
         if executor is not None:

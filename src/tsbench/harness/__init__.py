@@ -26,6 +26,7 @@ HARNESSES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "tools": ("tsbench.harness.tools", "run_tools", {"image": False}),
     "tools-image": ("tsbench.harness.tools", "run_tools", {"image": True}),
     "direct": ("tsbench.harness.direct", "run_direct", {}),
+    "file-agent": ("tsbench.harness.file_agent", "run_file_agent", {}),
 }
 REFERENCE_HARNESSES = ("direct",)  # played by reference policies, never by chat models
 

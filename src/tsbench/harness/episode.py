@@ -34,6 +34,12 @@ class HarnessConfig:
     memory_family_filter: bool = False  # only precedents of the task's own category
     memory_exclude_self: bool = True  # never retrieve the task's own record (bank and eval set may overlap)
     embedder: str | None = None  # context encoder for queries; None: the one the bank was built with
+    # File agent (TimeSage-EV, harness "file-agent"): the paper's per-period limits and modes.
+    mode: str = "independent"  # independent: fresh state each period; sequential: carried across a scenario
+    skills: bool = False  # the TimeSage-1.0 skill library (induct_skill / retrieve_skill)
+    period_steps: int = 20  # model replies per period
+    period_wall_s: float = 2700.0  # seconds per period; past it the period ends without an answer
+    compaction_tokens: int = 64_000  # compact at the next period boundary once a step's input exceeds this
 
 
 class EpisodeError(Exception):

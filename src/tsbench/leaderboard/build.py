@@ -13,6 +13,7 @@ from .load import discover_runs, load_results
 from .markdown import render_markdown
 from .paper_rows import paper_table
 from .result import LeaderboardResult, short_hash
+from .timesage_render import attach as attach_timesage
 from .tables import (
     SMALL_N,
     cell_table,
@@ -117,6 +118,7 @@ def build_leaderboard(run_dirs: list[Path], out: Path, with_paper: bool = False,
         result.paper, result.paper_counts = paper_table()
         result.paper_columns = list(family_columns("anomalyxl") or ())
     result.figures = _figures(result)
+    family_frames = attach_timesage(result, rows)  # TimeSage boards: sections, figures, CSVs
     out.mkdir(parents=True, exist_ok=True)
     for figures in result.figures.values():
         for name, formats in figures.items():
@@ -129,7 +131,8 @@ def build_leaderboard(run_dirs: list[Path], out: Path, with_paper: bool = False,
     _csv_frame(result).to_csv(out / "leaderboard.csv", index=False)
     result.files["leaderboard.csv"] = out / "leaderboard.csv"
     extras = {"costs.csv": result.costs, "paired.csv": result.paired, "by_length.csv": result.by_length,
-              "curves.csv": result.curves, "failures.csv": result.failures}
+              "curves.csv": result.curves, "failures.csv": result.failures,
+              **family_frames}
     for name, frame in extras.items():
         frame.to_csv(out / name, index=False)
         result.files[name] = out / name

@@ -132,6 +132,17 @@ def _figures(result: LeaderboardResult, dataset: str) -> str:
 
 def _dataset(result: LeaderboardResult, dataset: str) -> str:
     names = sorted({r.run_name for r in result.runs if r.dataset == dataset})
+    if dataset in result.family_sections:  # a family with its own boards (TimeSage)
+        return "".join([
+            f'<section class="dataset" data-dataset="{escape(dataset)}">',
+            f"<h2>Dataset {escape(short_hash(dataset))}</h2><p>Runs: {escape(', '.join(names))}</p>",
+            "<h3>Overall by tier</h3>", _main_table(result, dataset),
+            *(_section(title, table, "family", "No rows.", intro) for title, intro, table in result.family_sections[dataset]),
+            "<h3>Figures</h3>", _figures(result, dataset),
+            _section("Failures", failure_section(result, dataset), "failures", "No errors and no unparseable answers.",
+                     "Rows that errored (no score) or finished without a usable answer, by cause."),
+            "</section>",
+        ])
     return "".join([
         f'<section class="dataset" data-dataset="{escape(dataset)}">',
         f"<h2>Dataset {escape(short_hash(dataset))}</h2><p>Runs: {escape(', '.join(names))}</p>",

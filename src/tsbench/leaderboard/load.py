@@ -130,7 +130,8 @@ def read_run(run_dir: Path) -> tuple[RunInfo, pd.DataFrame]:
         path=run_dir,
         run_name=str(meta.get("run_name") or run_dir.name),
         model=str(meta.get("model") or _first(frame, "model", "?")),
-        harness=str(meta.get("harness") or _first(frame, "harness", "?")),
+        harness=str(meta.get("harness") or _first(frame, "harness", "?"))
+        + (f" [{meta['variant']}]" if meta.get("variant") else ""),  # e.g. TimeSage's mode, skills, judge
         depth=int(meta.get("depth") if meta.get("depth") is not None else _first(frame, "depth", 0)),
         dataset=str(dataset),
         family=str(meta.get("family") or "anomalyxl"),

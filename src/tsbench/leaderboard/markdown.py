@@ -65,6 +65,12 @@ def _dataset(result: LeaderboardResult, dataset: str) -> list[str]:
     names = sorted({r.run_name for r in result.runs if r.dataset == dataset})
     lines = [f"## Dataset {short_hash(dataset)}", "", f"Runs: {', '.join(names)}", ""]
     lines += _main_tables(result, dataset)
+    if dataset in result.family_sections:  # a family with its own boards (TimeSage)
+        for title, intro, table in result.family_sections[dataset]:
+            lines += _section(title, intro, table, "No rows.")
+        lines += [f"![{figure_title(name)}]({name})" for name in result.figures.get(dataset, {})] + [""]
+        return lines + _section("Failures", "Rows that errored or finished without a usable answer, by cause.",
+                                failure_section(result, dataset), "No errors and no unparseable answers.")
     lines += _section("Cost", "Means per row; forced-final rate over finished rows; dollars where known.",
                       cost_section(result, dataset), "No rows.")
     lines += _section("Per-length breakdown", "Mean score per category and length L, with the change in percentage "

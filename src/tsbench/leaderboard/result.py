@@ -57,6 +57,8 @@ class LeaderboardResult:
     files: dict[str, Path] = field(default_factory=dict)
     n_boot: int = 1000
     seed: int = 0
+    # dataset -> extra (title, intro, (header, rows)) sections a family's boards add (TimeSage)
+    family_sections: dict[str, list] = field(default_factory=dict)
 
     @property
     def datasets(self) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .columns import family_columns, is_choice, order, short_name
 from .result import DASH, SMALL_N_MARK, LeaderboardResult, fmt, fmt_ci, fmt_count
 from .tables import SMALL_N
+from .timesage_render import FIGURE_TITLES as TIMESAGE_FIGURE_TITLES
 
 
 def pct(value) -> str:
@@ -89,6 +90,7 @@ FIGURE_TITLES = {
     "by_length": "Per-length breakdown (like the paper's Fig. 3): mean score and n per cell; change in "
                  "percentage points from the category's shortest L",
     "accuracy_vs_length": "Score versus context length (like the paper's Fig. 4), 95 % bootstrap bands, n per point",
+    **TIMESAGE_FIGURE_TITLES,
 }
 
 

@@ -41,6 +41,8 @@ def apply_outcome(record: dict[str, Any], outcome: EpisodeOutcome) -> dict[str, 
             input_tokens=result.input_tokens, output_tokens=result.output_tokens, cost_usd=result.cost_usd,
             transcript=json.dumps(result.transcript, ensure_ascii=False, default=str),
         )
+        record["attributes"] = {**record["attributes"], **{str(k): str(v) for k, v in result.attributes.items()}}
+        record["metrics"] = {**record["metrics"], **{str(k): float(v) for k, v in result.metrics.items()}}
     if outcome.error_type is not None:
         record.update(error_type=outcome.error_type, error=(outcome.error or "")[:MAX_ERROR_CHARS],
                       attempts=outcome.attempts, score=None)
@@ -55,7 +57,7 @@ def apply_score(record: dict[str, Any], *, score: float, valid: bool, parsed: An
     record.update(
         score=float(score), valid=bool(valid), answer_error=answer_error,
         parsed_answer=None if parsed is None else json.dumps(parsed, ensure_ascii=False, default=str),
-        metrics={k: float(v) for k, v in metrics.items() if v is not None},
+        metrics={**(record.get("metrics") or {}), **{k: float(v) for k, v in metrics.items() if v is not None}},
     )
     return record
 

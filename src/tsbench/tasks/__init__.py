@@ -15,6 +15,7 @@ BUILTIN = {
     "sleep-psg": "tsbench.tasks.sleep_psg.taskset:SleepPSG",
     "arfbench": "tsbench.tasks.arfbench.taskset:ARFBench",
     "timerbed": "tsbench.tasks.timerbed.taskset:TimerBed",
+    "timesage": "tsbench.tasks.timesage.taskset:TimeSage",
 }
 
 

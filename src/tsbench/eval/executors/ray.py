@@ -93,10 +93,11 @@ class RayExecutor:
         busy: dict[Any, tuple[_Worker, EpisodeJob]] = {}
         recorded: set[tuple[str, int]] = set()
 
-        def deliver(job: EpisodeJob, record: dict) -> None:
-            if job.key not in recorded:  # one record per (id, epoch), however Ray retried it
+        def deliver(job: EpisodeJob, records: list[dict]) -> None:
+            if job.key not in recorded:  # one set of records per job, however Ray retried it
                 recorded.add(job.key)
-                on_record(record)
+                for record in records:
+                    on_record(record)
 
         def collect(block: bool) -> None:
             refs = [*busy, *self._hello]
@@ -133,7 +134,7 @@ class RayExecutor:
                 worker = free_worker()
                 if mode != self.placement.mode(os.path.abspath(job.ref.path)):  # a node that came up since
                     mode, prepared = self._prepare(job)
-                if isinstance(prepared, dict):  # the driver could not load its sample: an error row
+                if isinstance(prepared, list):  # the driver could not load its samples: error rows
                     deliver(job, prepared)
                     continue
                 worker.busy = True
@@ -162,19 +163,21 @@ class RayExecutor:
         self.placement.add_node(info["node"], worker.handle)
         worker.node = info["node"]
 
-    def _prepare(self, job: EpisodeJob) -> tuple[str, tuple[EpisodeJob, Sample | None] | dict]:
-        """(data mode, the job as the worker gets it: by absolute path, or with its sample loaded
-        here); the payload is an error row when the driver cannot load the sample."""
+    def _prepare(self, job: EpisodeJob) -> tuple[str, tuple[EpisodeJob, list[Sample] | None] | list[dict]]:
+        """(data mode, the job as the worker gets it: by absolute path, or with its samples loaded
+        here); the payload is the error rows when the driver cannot load the samples."""
         path = os.path.abspath(job.ref.path)
         mode = self.placement.mode(path)
         if mode == "path":
-            return mode, (replace(job, ref=replace(job.ref, path=path)), None)
+            absolute = tuple(replace(ref, path=os.path.abspath(ref.path)) for ref in job.chain)
+            return mode, (replace(job, ref=replace(job.ref, path=path), chain=absolute), None)
         try:
-            return mode, (job, get_taskset(job.ref.family).load(job.ref))
+            taskset = get_taskset(job.ref.family)
+            return mode, (job, [taskset.load(ref) for ref in job.refs])
         except Exception as exc:
             return mode, failed_record(job, exc)
 
-    def _result(self, ref: Any, job: EpisodeJob) -> dict:
+    def _result(self, ref: Any, job: EpisodeJob) -> list[dict]:
         try:
             return self.ray.get(ref)
         except self.ray.exceptions.RayError as exc:

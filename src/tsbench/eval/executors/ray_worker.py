@@ -30,11 +30,11 @@ class EpisodeWorker:
 
         return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid(), "host": socket.gethostname()}
 
-    def run(self, job: EpisodeJob, sample: Sample | None = None) -> dict:
-        """The job's record; a job that cannot run (its sample will not load) is an error row,
+    def run(self, job: EpisodeJob, samples: list[Sample] | None = None) -> list[dict]:
+        """The job's records; a job that cannot run (its samples will not load) gives error rows,
         exactly as with the thread executor. A dying process is left to Ray's retries."""
         try:
-            return execute_job(job, self.agents, sample)
+            return execute_job(job, self.agents, samples)
         except Exception as exc:
             return failed_record(job, exc)
 

@@ -22,10 +22,10 @@ class ThreadExecutor:
         self.agents = agents or AgentCache()
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="episode")
 
-    def _run_one(self, job: EpisodeJob) -> dict:
+    def _run_one(self, job: EpisodeJob) -> list[dict]:
         try:
             return execute_job(job, self.agents)
-        except Exception as exc:  # the job could not run at all: an error row, not a dead run
+        except Exception as exc:  # the job could not run at all: error rows, not a dead run
             return failed_record(job, exc)
 
     def run(self, jobs: Iterable[EpisodeJob], on_record: OnRecord, on_interrupt: OnInterrupt | None = None) -> None:
@@ -36,7 +36,8 @@ class ThreadExecutor:
                 {f for f in in_flight if f.done()}, None)
             for future in done:
                 in_flight.discard(future)
-                on_record(future.result())
+                for record in future.result():
+                    on_record(record)
 
         try:
             for job in jobs:

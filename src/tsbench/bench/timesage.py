@@ -1,0 +1,66 @@
+"""TimeSage-EV benchmarks: generating the default set (60 scenarios x 24 periods: seconds, MB on
+disk, peak RSS), the scripted agent's seconds per period, and the judge-cache hit rate of a rescore."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+from tsbench.bench.common import measure_in_child
+
+
+def run_generate(out: str) -> int:
+    from tsbench.tasks.timesage.generate import generate_from_options
+
+    _, lines = generate_from_options({"seed": 42}, out)
+    return sum(line["bytes"] for line in lines)
+
+
+def run_scripted(data: str, out: str, mode: str, skills: bool) -> dict:
+    from tsbench.eval.config import EvalConfig
+    from tsbench.eval.runner import run_eval
+    from tsbench.harness.episode import HarnessConfig
+    from tsbench.results import load_samples
+
+    cfg = EvalConfig(model="scripted/timesage", family="timesage", data=[data], concurrency=1, out=out,
+                     harness_config=HarnessConfig(mode=mode, skills=skills))
+    started = time.perf_counter()
+    run_eval(cfg)
+    wall = time.perf_counter() - started
+    samples = load_samples(out)
+    return {"rows": len(samples), "wall_s": wall, "errors": int(samples["error_type"].notna().sum()),
+            "mean_overall": float(samples["score"].mean()) * 100}
+
+
+def main(scenarios: int = 3, periods: int = 3) -> dict:
+    from tsbench.eval.rescore import rescore_run
+    from tsbench.tasks.timesage.generate import generate_from_options
+
+    with tempfile.TemporaryDirectory() as tmp:
+        gen_s, gen_rss, gen_bytes = measure_in_child(run_generate, tmp)
+        small = Path(tmp) / "small"
+        generate_from_options({"seed": 42, "scenarios": scenarios, "periods": periods}, small)
+        data = str(small / "seed42")
+        independent = run_scripted(data, str(Path(tmp) / "ind"), "independent", False)
+        sequential = run_scripted(data, str(Path(tmp) / "seq"), "sequential", True)
+        _, stats = rescore_run(Path(tmp) / "seq", "judge/rules", Path(tmp) / "rescored")
+    result = {
+        "generate_s": gen_s, "generate_MB": gen_bytes / 2**20, "generate_peak_rss_GiB": gen_rss / 2**30,
+        "scripted_s_per_period_independent": independent["wall_s"] / max(1, independent["rows"]),
+        "scripted_s_per_period_sequential_skills": sequential["wall_s"] / max(1, sequential["rows"]),
+        "rescore_judge_calls": stats.judge_calls, "rescore_cache_hit_rate": stats.hit_rate,
+    }
+    print(
+        f"timesage:\n"
+        f"  generate default set (60 scenarios x 24 periods, synthetic, audited): {gen_s:6.2f} s, "
+        f"{gen_bytes / 2**20:.1f} MB on disk, peak RSS {gen_rss / 2**30:.2f} GiB\n"
+        f"  scripted/timesage, {independent['rows']} periods, concurrency 1: "
+        f"{result['scripted_s_per_period_independent']:.2f} s/period independent, "
+        f"{result['scripted_s_per_period_sequential_skills']:.2f} s/period sequential+skills "
+        f"(overall {independent['mean_overall']:.1f} / {sequential['mean_overall']:.1f}, errors "
+        f"{independent['errors']} / {sequential['errors']})\n"
+        f"  rescore with judge/rules: {stats.judge_calls} judge calls, cache hit rate "
+        f"{100 * (stats.hit_rate or 0):.1f} %"
+    )
+    return result

@@ -1,0 +1,186 @@
+"""TimeSage-EV boards: the paper's Table 12, Table 2, Figs. 7, 9 and 10, and tokens and cost, from
+results rows alone (pure pandas; figures in timesage_figures.py).
+
+Conventions: a configuration is (model, harness with its variant: mode, skills, judge), so runs
+scored by the offline judge/rules are labelled as such in every table. Axis values are the
+row-level 0-100 numbers in `metrics`; means are over scored rows (error rows are left out and
+counted in the tokens table). Family scores are the mean accuracy of a row's fields of that
+family, with a percentile bootstrap 95 % interval over rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from tsbench.core.stats import bootstrap_ci
+from tsbench.results import load_run
+
+from .load import RunInfo
+from .stats import cell_seed
+
+AXES = ("accuracy", "coverage", "faithfulness", "quality", "overall")
+FAMILIES = {"A": "State ID", "B": "Change Det.", "C": "Comp. ID", "D": "Event Det.", "E": "Attribution",
+            "F": "Forecast"}
+TIERS = ("easy", "medium", "hard")
+RULES_JUDGE = "judge/rules"
+
+
+@dataclass
+class Boards:
+    """Every TimeSage table of one dataset, as frames, plus the settings of each configuration."""
+
+    axes: pd.DataFrame
+    families: pd.DataFrame
+    by_period: pd.DataFrame
+    seq_vs_ind: pd.DataFrame
+    skills: pd.DataFrame
+    skills_by_tier: pd.DataFrame
+    tokens: pd.DataFrame
+    settings: dict[str, dict] = field(default_factory=dict)  # config label -> run settings
+
+
+def config_of(model: str, harness: str, reference) -> str:
+    note = f" (reference: {reference})" if isinstance(reference, str) and reference else ""
+    return f"{model} · {harness}{note}"
+
+
+def _metric(rows: pd.DataFrame, name: str) -> pd.Series:
+    return rows["metrics"].map(lambda m: (m or {}).get(name)).astype(float)
+
+
+def prepare(rows: pd.DataFrame) -> pd.DataFrame:
+    """TimeSage rows with the columns the boards read: config, tier, period_index, axes, tokens."""
+    out = rows.copy()
+    out["config"] = [config_of(m, h, r) for m, h, r in zip(out["model"], out["harness"], out["reference"])]
+    out["tier"] = out["category"]
+    out["period_index"] = out["attributes"].map(lambda a: int((a or {}).get("period_index", 0) or 0))
+    for axis in AXES:
+        out[axis] = _metric(out, axis)
+    for letter in FAMILIES:
+        out[f"family_{letter}"] = _metric(out, f"family_{letter}")
+    for name in ("skills_induced", "skill_calls", "judge_calls", "judge_cache_hits", "compactions"):
+        out[name] = _metric(out, name).fillna(0.0)
+    out["tokens"] = out["input_tokens"].fillna(0) + out["output_tokens"].fillna(0)
+    out["scored"] = out["error_type"].isna() & out["score"].notna()
+    return out
+
+
+def axes_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Table 12: per configuration, the four axes and the overall by tier and over all tiers."""
+    records = []
+    scored = rows[rows["scored"]]
+    for config, part in scored.groupby("config", sort=True):
+        for tier in ("overall", *TIERS):
+            cut = part if tier == "overall" else part[part["tier"] == tier]
+            if cut.empty:
+                continue
+            records.append({"config": config, "tier": tier, "n": len(cut),
+                            **{axis: float(cut[axis].mean()) for axis in AXES}})
+    return pd.DataFrame(records, columns=["config", "tier", "n", *AXES])
+
+
+def family_table(rows: pd.DataFrame, n_boot: int, seed: int) -> pd.DataFrame:
+    """Table 2: per configuration and question family, the mean with a bootstrap 95 % interval."""
+    records = []
+    for config, part in rows[rows["scored"]].groupby("config", sort=True):
+        for letter, name in FAMILIES.items():
+            values = part[f"family_{letter}"].dropna().to_numpy()
+            if not len(values):
+                continue
+            lo, hi = bootstrap_ci(values, n_boot=n_boot, seed=cell_seed(seed, config, letter))
+            records.append({"config": config, "family": letter, "name": name, "n": len(values),
+                            "mean": float(values.mean()), "lo": lo, "hi": hi})
+    return pd.DataFrame(records, columns=["config", "family", "name", "n", "mean", "lo", "hi"])
+
+
+def period_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 7: the overall score by period index (t-23 .. t when 24 periods)."""
+    scored = rows[rows["scored"]]
+    if scored.empty:
+        return pd.DataFrame(columns=["config", "period_index", "n", "overall"])
+    table = scored.groupby(["config", "period_index"]).agg(n=("overall", "size"), overall=("overall", "mean"))
+    return table.reset_index()
+
+
+def seq_vs_ind_table(rows: pd.DataFrame, settings: dict[str, dict]) -> pd.DataFrame:
+    """Fig. 9: configurations equal but for the mode, side by side by period."""
+    columns = ["model", "independent", "sequential", "period_index", "overall_independent", "overall_sequential",
+               "difference"]
+    periods = period_table(rows)
+    by_mode: dict[tuple, dict[str, str]] = {}
+    for config, s in settings.items():
+        key = (s.get("model"), s.get("harness"), bool(s.get("skills")), s.get("judge") or RULES_JUDGE)
+        by_mode.setdefault(key, {})[s.get("mode") or "independent"] = config
+    records = []
+    for (model, *_), modes in sorted(by_mode.items(), key=lambda kv: str(kv[0])):
+        if "independent" not in modes or "sequential" not in modes:
+            continue
+        a = periods[periods["config"] == modes["independent"]].set_index("period_index")["overall"]
+        b = periods[periods["config"] == modes["sequential"]].set_index("period_index")["overall"]
+        for index in sorted(set(a.index) & set(b.index)):
+            records.append({"model": model, "independent": modes["independent"], "sequential": modes["sequential"],
+                            "period_index": int(index), "overall_independent": float(a[index]),
+                            "overall_sequential": float(b[index]), "difference": float(b[index] - a[index])})
+    return pd.DataFrame(records, columns=columns)
+
+
+def skills_tables(rows: pd.DataFrame, settings: dict[str, dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Fig. 10: skill induction and reuse rates and tokens per period (c, d), and by tier (a, b),
+    for configurations that ran with the skill library."""
+    with_skills = [c for c, s in settings.items() if s.get("skills")]
+    part = rows[rows["config"].isin(with_skills) & rows["error_type"].isna()]
+    by_period = part.groupby(["config", "period_index"]).agg(
+        rows=("id", "size"), induction_rate=("skills_induced", lambda s: float((s > 0).mean())),
+        reuse_rate=("skill_calls", lambda s: float((s > 0).mean())), tokens=("tokens", "mean")).reset_index()
+    by_tier = part.groupby(["config", "tier"]).agg(
+        rows=("id", "size"), skill_call_rate=("skill_calls", lambda s: float((s > 0).mean())),
+        calls_per_period=("skill_calls", "mean"), tokens=("tokens", "mean"),
+        overall=("overall", "mean")).reset_index()
+    by_tier = by_tier.sort_values(["config", "tier"], key=lambda c: c.map(TIERS.index) if c.name == "tier" else c)
+    return by_period, by_tier.reset_index(drop=True)
+
+
+def tokens_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Tokens and cost per configuration; error rows count here (they spent their tokens)."""
+    records = []
+    for config, part in rows.groupby("config", sort=True):
+        known = part["cost_usd"].dropna()
+        calls, hits = float(part["judge_calls"].sum()), float(part["judge_cache_hits"].sum())
+        records.append({
+            "config": config, "rows": len(part), "errors": int(part["error_type"].notna().sum()),
+            "input_tokens": int(part["input_tokens"].fillna(0).sum()),
+            "output_tokens": int(part["output_tokens"].fillna(0).sum()),
+            "tokens_per_period": float(part["tokens"].mean()), "cost_usd": float(known.sum()) if len(known) else np.nan,
+            "cost_known": len(known), "compactions": int(part["compactions"].sum()),
+            "judge_calls": int(calls), "judge_cache_hit_rate": hits / calls if calls else np.nan,
+        })
+    return pd.DataFrame(records, columns=["config", "rows", "errors", "input_tokens", "output_tokens",
+                                          "tokens_per_period", "cost_usd", "cost_known", "compactions", "judge_calls",
+                                          "judge_cache_hit_rate"])
+
+
+def run_settings(runs: list[RunInfo], dataset: str) -> dict[str, dict]:
+    """config label -> the run's settings (mode, skills, judge), read from run.json."""
+    out = {}
+    for run in runs:
+        if run.dataset != dataset:
+            continue
+        try:
+            settings = dict(load_run(run.path).get("settings", {}))
+        except (OSError, ValueError):
+            settings = {}
+        settings.setdefault("model", run.model)
+        out[config_of(run.model, run.harness, run.reference)] = settings
+    return out
+
+
+def boards(rows: pd.DataFrame, runs: list[RunInfo], dataset: str, n_boot: int = 1000, seed: int = 0) -> Boards:
+    part = prepare(rows[rows["dataset"] == dataset])
+    settings = run_settings(runs, dataset)
+    by_period, by_tier = skills_tables(part, settings)
+    return Boards(axes=axes_table(part), families=family_table(part, n_boot, seed), by_period=period_table(part),
+                  seq_vs_ind=seq_vs_ind_table(part, settings), skills=by_period, skills_by_tier=by_tier,
+                  tokens=tokens_table(part), settings=settings)

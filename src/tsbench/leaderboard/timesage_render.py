@@ -1,0 +1,161 @@
+"""TimeSage boards as (title, intro, (header, rows)) sections and figures (PNG, SVG, PDF), attached to a
+LeaderboardResult so the HTML and Markdown renderers show them under the dataset's main table."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from .figures import render
+from .result import DASH, LeaderboardResult
+from .timesage import AXES, FAMILIES, RULES_JUDGE, TIERS, Boards, boards
+
+Section = tuple[str, str, tuple[list, list[list]]]
+
+
+def _f(value, digits: int = 1) -> str:
+    return DASH if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
+
+
+def _pct(value) -> str:
+    return DASH if value is None or (isinstance(value, float) and math.isnan(value)) else f"{100 * value:.1f} %"
+
+
+def sections(b: Boards) -> list[Section]:
+    out: list[Section] = []
+    header = ["Configuration", "Tier", "n", "Accuracy", "Coverage", "Faithfulness", "Quality", "Overall"]
+    rows = [[r.config, r.tier.capitalize(), r.n, *(_f(getattr(r, a), 2) for a in AXES)]
+            for r in b.axes.itertuples(index=False)]
+    note = ("Scores of configurations judged by judge/rules (offline literal and numeric matching) are labelled "
+            "'judge/rules' and are not comparable with a model judge's." if any(RULES_JUDGE in r[0] for r in rows) else "")
+    out.append(("Axes by tier (paper Table 12)", "Means over scored periods, each axis 0-100; overall = mean of the "
+                "scored axes. " + note, (header, rows)))
+    wide = b.families.pivot_table(index="config", columns="family", values=["mean", "lo", "hi", "n"], aggfunc="first")
+    rows = []
+    for config in sorted(b.families["config"].unique()):
+        cells = []
+        for letter in FAMILIES:
+            if ("mean", letter) in wide.columns and not pd.isna(wide.loc[config, ("mean", letter)]):
+                m, lo, hi = (wide.loc[config, (k, letter)] for k in ("mean", "lo", "hi"))
+                cells.append(f"{m:.1f} [+{hi - m:.1f} −{m - lo:.1f}]")
+            else:
+                cells.append(DASH)
+        rows.append([config, *cells])
+    out.append(("Per question family (paper Table 2)", "Mean field accuracy of each family, with a percentile "
+                "bootstrap 95 % interval over periods (x [+high −low]).", (["Configuration", *FAMILIES.values()], rows)))
+    periods = sorted(b.by_period["period_index"].unique()) if len(b.by_period) else []
+    last = max(periods) if periods else 0
+    rows = []
+    for config, part in b.by_period.groupby("config", sort=True):
+        at = dict(zip(part["period_index"], part["overall"]))
+        rows.append([config, *(_f(at.get(p)) for p in periods)])
+    out.append(("Overall by period (paper Fig. 7)", "Mean overall score at each period index (t-k = k periods before "
+                "the latest).", (["Configuration", *(f"t-{last - p}" if p != last else "t" for p in periods)], rows)))
+    rows = [[r.model, r.period_index, _f(r.overall_independent), _f(r.overall_sequential), f"{r.difference:+.1f}"]
+            for r in b.seq_vs_ind.itertuples(index=False)]
+    out.append(("Sequential vs independent (paper Fig. 9)", "Configurations equal but for the mode, overall by period.",
+                (["Model", "Period", "Independent", "Sequential", "Seq − ind"], rows)))
+    rows = [[r.config, r.period_index, r.rows, _pct(r.induction_rate), _pct(r.reuse_rate), _f(r.tokens, 0)]
+            for r in b.skills.itertuples(index=False)]
+    out.append(("Skill induction and reuse (paper Fig. 10 c, d)", "Share of periods that admitted a new skill and "
+                "that called a registered one; mean tokens per period.",
+                (["Configuration", "Period", "Rows", "Induction", "Reuse", "Tokens / period"], rows)))
+    rows = [[r.config, r.tier.capitalize(), r.rows, _pct(r.skill_call_rate), _f(r.calls_per_period, 2),
+             _f(r.tokens, 0), _f(r.overall)] for r in b.skills_by_tier.itertuples(index=False)]
+    out.append(("Skills by tier (paper Fig. 10 a, b)", "", (["Configuration", "Tier", "Rows", "Skill use",
+                                                            "Calls / period", "Tokens / period", "Overall"], rows)))
+    rows = [[r.config, r.rows, r.errors, f"{r.input_tokens:,}", f"{r.output_tokens:,}", _f(r.tokens_per_period, 0),
+             DASH if r.cost_known == 0 else f"{r.cost_usd:.4f}" + ("" if r.cost_known == r.rows else
+                                                                  f" ({r.cost_known}/{r.rows} known)"),
+             r.compactions, r.judge_calls, _pct(r.judge_cache_hit_rate)] for r in b.tokens.itertuples(index=False)]
+    out.append(("Tokens and cost", "Totals over all rows (error rows spent tokens too); judge calls and the share "
+                "answered from the run's judge cache.", (["Configuration", "Rows", "Errors", "Tokens in", "Tokens out",
+                                                          "Tokens / period", "$ total", "Compactions", "Judge calls",
+                                                          "Judge cache hits"], rows)))
+    return out
+
+
+def _period_figure(b: Boards) -> dict[str, bytes] | None:
+    if b.by_period.empty:
+        return None
+    fig = Figure(figsize=(7.5, 3.6), layout="constrained")
+    ax = fig.add_subplot(1, 1, 1)
+    for config, part in b.by_period.groupby("config", sort=True):
+        ax.plot(part["period_index"], part["overall"], marker="o", label=config)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("period index (1 = oldest)")
+    ax.set_ylabel("overall score")
+    ax.set_ylim(0, 100)
+    ax.legend(fontsize=7, loc="lower left")
+    return render(fig)
+
+
+def _seq_figure(b: Boards) -> dict[str, bytes] | None:
+    if b.seq_vs_ind.empty:
+        return None
+    models = sorted(b.seq_vs_ind["model"].unique())
+    fig = Figure(figsize=(7.5, 2.8 * len(models)), layout="constrained")
+    for i, model in enumerate(models):
+        ax = fig.add_subplot(len(models), 1, i + 1)
+        part = b.seq_vs_ind[b.seq_vs_ind["model"] == model]
+        ax.plot(part["period_index"], part["overall_independent"], marker="o", label="independent")
+        ax.plot(part["period_index"], part["overall_sequential"], marker="s", label="sequential")
+        ax.set_title(model, fontsize=9)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylim(0, 100)
+        ax.legend(fontsize=7)
+    return render(fig)
+
+
+def _skills_figure(b: Boards) -> dict[str, bytes] | None:
+    if b.skills.empty:
+        return None
+    fig = Figure(figsize=(10, 3.4), layout="constrained")
+    rates, tokens = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+    for config, part in b.skills.groupby("config", sort=True):
+        rates.plot(part["period_index"], 100 * part["induction_rate"], marker="o", label=f"induction: {config}")
+        rates.plot(part["period_index"], 100 * part["reuse_rate"], marker="s", ls="--", label=f"reuse: {config}")
+    rates.xaxis.set_major_locator(MaxNLocator(integer=True))
+    rates.set_xlabel("period index")
+    rates.set_ylabel("% of periods")
+    rates.legend(fontsize=6)
+    tiers = [t for t in TIERS if t in set(b.skills_by_tier["tier"])]
+    configs = sorted(b.skills_by_tier["config"].unique())
+    width = 0.8 / max(1, len(configs))
+    for j, config in enumerate(configs):
+        part = b.skills_by_tier[b.skills_by_tier["config"] == config].set_index("tier")
+        tokens.bar(np.arange(len(tiers)) + j * width, [part["tokens"].get(t, 0) / 1000 for t in tiers], width,
+                   label=config)
+    tokens.set_xticks(np.arange(len(tiers)) + width * (len(configs) - 1) / 2, tiers)
+    tokens.set_ylabel("tokens / period (K)")
+    tokens.legend(fontsize=6)
+    return render(fig)
+
+
+FIGURE_TITLES = {
+    "timesage_by_period": "Overall score by period (like the paper's Fig. 7)",
+    "timesage_seq_vs_ind": "Sequential vs independent evaluation (like the paper's Fig. 9)",
+    "timesage_skills": "Skill induction and reuse by period, tokens per period by tier (like the paper's Fig. 10)",
+}
+
+
+def attach(result: LeaderboardResult, rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Add the boards of every TimeSage dataset to `result`; returns the CSV frames to write."""
+    frames: dict[str, list[pd.DataFrame]] = {}
+    for dataset in result.datasets:
+        if result.family(dataset) != "timesage":
+            continue
+        b = boards(rows, result.runs, dataset, result.n_boot, result.seed)
+        result.family_sections[dataset] = sections(b)
+        suffix = f"-{dataset.split('/')[-1][:6]}" if len(result.datasets) > 1 else ""
+        drawn = {"timesage_by_period": _period_figure(b), "timesage_seq_vs_ind": _seq_figure(b),
+                 "timesage_skills": _skills_figure(b)}
+        result.figures.setdefault(dataset, {}).update(
+            {f"{name}{suffix}": formats for name, formats in drawn.items() if formats is not None})
+        for name in ("axes", "families", "by_period", "seq_vs_ind", "skills", "tokens"):
+            frames.setdefault(f"timesage_{name}.csv", []).append(getattr(b, name).assign(dataset=dataset))
+    return {name: pd.concat(parts, ignore_index=True) for name, parts in frames.items()}

@@ -1,0 +1,189 @@
+"""The four axes of a period's score (paper A.4), each 0-100, and the overall mean.
+
+- accuracy: the structured answer, field by field with the field's rule; mean over scored fields.
+- coverage: per keypoint, a literal match of the truth scalar (easy and medium tiers: covered
+  without a judge call) else the judge's YES / PARTIAL / NO = 1 / 0.5 / 0; mean.
+- faithfulness: the judge splits the report into <= 10 atomic claims and labels each against
+  keypoints (tier 1) and cutoff-valid context (tier 2); the supported share (tiers 1-3).
+- quality: the judge places each required signal as hit (1) / partial (0.5) / miss and flags
+  forbidden ones; (hits + partials/2 - violations) / required, clipped to [0, 100].
+overall = the mean of the axes that were scored (an axis whose judge failed is left out).
+
+Pure functions of the gold, the answer, the report and an `Asker` (the injected judge).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tsbench.tasks.timesage.contract import FieldSpec
+from tsbench.tasks.timesage.judge import (
+    CLAIMS_PROMPT, COVERAGE_PROMPT, QUALITY_PROMPT, SUPPORTED, VERIFY_PROMPT, JudgeCall, parse_claims, parse_coverage,
+    parse_quality, parse_verdict,
+)
+from tsbench.tasks.timesage.judge_cache import Asker
+from tsbench.tasks.timesage.judge_rules import literal_coverage
+from tsbench.tasks.timesage.rules import field_score
+
+AXES = ("accuracy", "coverage", "faithfulness", "quality")
+
+
+@dataclass
+class PeriodScore:
+    accuracy: float | None = None
+    coverage: float | None = None
+    faithfulness: float | None = None
+    quality: float | None = None
+    fields: dict[str, float | None] = field(default_factory=dict)
+    families: dict[str, float] = field(default_factory=dict)  # family letter -> mean field score, 0-100
+    keypoints: dict[str, float | None] = field(default_factory=dict)
+    verdicts: list[tuple[str, str | None]] = field(default_factory=list)
+    quality_lists: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def overall(self) -> float | None:
+        scored = [v for v in (self.accuracy, self.coverage, self.faithfulness, self.quality) if v is not None]
+        return sum(scored) / len(scored) if scored else None
+
+
+def _mean(values: list[float]) -> float | None:
+    return 100.0 * sum(values) / len(values) if values else None
+
+
+def keypoint_accuracy(fields: list[FieldSpec], answer: dict, truth: dict, asker: Asker | None = None
+                      ) -> tuple[float | None, dict[str, float | None]]:
+    def judge_field(spec: FieldSpec, value: Any, expected: Any) -> float:
+        covered = _judge_coverage(asker, f"{spec.question}: {expected}", spec.question, str(value or ""), expected)
+        return 0.0 if covered is None else covered
+
+    per_field = {spec.name: field_score(spec, answer.get(spec.name), truth.get(spec.name),
+                                        judge_field if asker is not None else None)
+                 for spec in fields if spec.in_accuracy}
+    return _mean([v for v in per_field.values() if v is not None]), per_field
+
+
+def family_scores(fields: list[FieldSpec], per_field: dict[str, float | None]) -> dict[str, float]:
+    grouped: dict[str, list[float]] = {}
+    for spec in fields:
+        value = per_field.get(spec.name)
+        if spec.family is not None and value is not None:
+            grouped.setdefault(spec.family, []).append(value)
+    return {family: 100.0 * sum(v) / len(v) for family, v in grouped.items()}
+
+
+def _judge_coverage(asker: Asker | None, description: str, verify: str, report: str, truth: Any,
+                    truth_text: str | None = None) -> float | None:
+    if asker is None:
+        return None
+    prompt = COVERAGE_PROMPT.format(description=description, verify=verify, report=report)
+    reply = asker.ask(JudgeCall("coverage", prompt, {"report": report, "truth": truth, "truth_text": truth_text}))
+    return None if reply is None else asker.parsed(parse_coverage(reply))
+
+
+def keypoint_coverage(keypoints: list[dict], report: str, tier: str, asker: Asker
+                      ) -> tuple[float | None, dict[str, float | None]]:
+    """Keypoints carry id, description, verify, truth (the anchored field's value or None) and
+    truth_text (what the report must convey)."""
+    per_kp: dict[str, float | None] = {}
+    for kp in keypoints:
+        truth, text = kp.get("truth"), kp.get("truth_text")
+        literal = literal_coverage(truth, report) if tier in ("easy", "medium") and not isinstance(truth, list) else None
+        if literal == 1.0:
+            per_kp[kp["id"]] = 1.0
+            continue
+        description = f"{kp['description']}: {text}" if text else kp["description"]
+        per_kp[kp["id"]] = _judge_coverage(asker, description, kp["verify"], report, truth, text)
+    scored = [v for v in per_kp.values() if v is not None]
+    if len(scored) < len(per_kp):  # a failed judge call: the axis is not scored
+        return None, per_kp
+    return _mean(scored), per_kp
+
+
+def references(keypoints: list[dict], context: list[str]) -> tuple[list[str], list[str]]:
+    tier1 = [f"[keypoint] {kp['description']}: {kp['truth_text']}" for kp in keypoints if kp.get("truth_text")]
+    tier2 = [f"[context] {line}" for line in context]
+    return tier1, tier2
+
+
+def enum_options(schema: dict) -> list[str]:
+    """Every enum label a field's schema allows, its items' and sub-fields' included."""
+    found = list(schema.get("enum", []))
+    found += enum_options(schema.get("items", {})) if isinstance(schema.get("items"), dict) else []
+    for sub in schema.get("properties", {}).values():
+        found += enum_options(sub)
+    return [str(x) for x in found]
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in _strings(item)]
+    return []
+
+
+def report_faithfulness(report: str, keypoints: list[dict], context: list[str], fields: list[FieldSpec],
+                        truth: dict, asker: Asker) -> tuple[float | None, list[tuple[str, str | None]]]:
+    if not report.strip():
+        return 0.0, []
+    reply = asker.ask(JudgeCall("claims", CLAIMS_PROMPT.format(report=report), {"report": report}))
+    claims = None if reply is None else asker.parsed(parse_claims(reply))
+    if claims is None:
+        return None, []
+    if not claims:
+        return 0.0, []
+    tier1, tier2 = references(keypoints, context)
+    labels = {f.name: enum_options(f.schema) for f in fields if enum_options(f.schema)}
+    truth_labels = sorted({value for name in labels for value in _strings(truth.get(name))})
+    verdicts = []
+    for claim in claims:
+        prompt = VERIFY_PROMPT.format(claim=claim, references="\n".join(tier1 + tier2))
+        ctx = {"claim": claim, "tier1": tier1, "tier2": tier2, "labels": labels, "truth_labels": truth_labels}
+        answer = asker.ask(JudgeCall("verify", prompt, ctx))
+        verdicts.append((claim, None if answer is None else asker.parsed(parse_verdict(answer))))
+    if any(v is None for _, v in verdicts):
+        return None, verdicts
+    return 100.0 * sum(v in SUPPORTED for _, v in verdicts) / len(verdicts), verdicts
+
+
+def report_quality(report: str, rubric: dict, period: str, extra: dict, asker: Asker
+                   ) -> tuple[float | None, dict[str, list[str]]]:
+    required = [s["text"] for s in rubric["required"]]
+    forbidden = [s["text"] for s in rubric["forbidden"]]
+    prompt = QUALITY_PROMPT.format(
+        period=period, genre=rubric["genre"], required="\n".join(f"- {s}" for s in required),
+        forbidden="\n".join(f"- {s}" for s in forbidden), exemplar=rubric["exemplar"], report=report)
+    ctx = {"report": report, "period": period, "required": rubric["required"], "forbidden": rubric["forbidden"], **extra}
+    reply = asker.ask(JudgeCall("quality", prompt, ctx))
+    placed = None if reply is None else asker.parsed(parse_quality(reply, required, forbidden))
+    if placed is None:
+        return None, {}
+    if not required:
+        return None, placed
+    raw = (len(placed["hits"]) + 0.5 * len(placed["partial"]) - len(placed["violations"])) / len(required)
+    return min(100.0, max(0.0, 100.0 * raw)), placed
+
+
+def score_period(gold: dict, answer: dict | None, report: str, asker: Asker) -> PeriodScore:
+    """All four axes for one period. A missing answer (no final_answer) scores 0 on accuracy;
+    an empty report 0 on coverage, faithfulness and quality (no judge call is made)."""
+    fields = [FieldSpec(**f) for f in gold["fields"]]
+    result = PeriodScore()
+    if answer is None:
+        result.accuracy = 0.0
+        result.fields = {f.name: 0.0 for f in fields if f.in_accuracy}
+    else:
+        result.accuracy, result.fields = keypoint_accuracy(fields, answer, gold["truth"], asker)
+    result.families = family_scores(fields, result.fields)
+    if not report.strip():
+        result.coverage = result.faithfulness = result.quality = 0.0
+        return result
+    result.coverage, result.keypoints = keypoint_coverage(gold["keypoints"], report, gold["tier"], asker)
+    result.faithfulness, result.verdicts = report_faithfulness(
+        report, gold["keypoints"], gold["context"], fields, gold["truth"], asker)
+    extra = {"target_name": gold.get("target_name", ""), "prior_docs": gold.get("prior_docs", [])}
+    result.quality, result.quality_lists = report_quality(report, gold["quality"], gold["period_label"], extra, asker)
+    return result

@@ -1,0 +1,94 @@
+"""The run's cache of judge calls (judge_cache.jsonl) and a row's counted access to the judge.
+
+Every call is keyed by the sha256 of the judge name, the kind of call and the prompt (a judge that
+reads the structured context hashes that too), so re-scoring a run with the same judge costs
+nothing and a new judge's calls join the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from tsbench.tasks.timesage.judge import Judge, JudgeCall
+
+class JudgeCache:
+    """judge_cache.jsonl in a run directory: one line per distinct call, appended and flushed;
+    None keeps the cache in memory only. Safe to share between threads."""
+
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path is not None else None
+        self._replies: dict[str, str] = {}
+        self._lock = threading.Lock()
+        if self.path is not None and self.path.exists():
+            for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
+                try:
+                    entry = json.loads(line)
+                    self._replies[entry["key"]] = entry["reply"]
+                except (json.JSONDecodeError, KeyError, TypeError):
+                    continue  # a torn last line from a killed run
+
+    @staticmethod
+    def key(judge: Any, call: JudgeCall) -> str:
+        basis = f"{getattr(judge, 'name', 'judge')}\n{call.kind}\n{call.prompt}"
+        if getattr(judge, "reads_context", False):
+            basis += "\n" + json.dumps(call.context, sort_keys=True, default=str)
+        return hashlib.sha256(basis.encode()).hexdigest()
+
+    def get(self, key: str) -> str | None:
+        with self._lock:
+            return self._replies.get(key)
+
+    def put(self, key: str, judge_name: str, kind: str, reply: str) -> None:
+        with self._lock:
+            if key in self._replies:
+                return
+            self._replies[key] = reply
+            if self.path is not None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with open(self.path, "a", encoding="utf-8") as handle:
+                    handle.write(json.dumps({"key": key, "judge": judge_name, "kind": kind, "reply": reply}) + "\n")
+
+    def __len__(self) -> int:
+        return len(self._replies)
+
+
+class Asker:
+    """One row's access to the judge: every call through the cache, counted."""
+
+    def __init__(self, judge: Judge, cache: JudgeCache | None = None):
+        self.judge = judge
+        self.cache = cache if cache is not None else JudgeCache()
+        self.calls = 0
+        self.hits = 0
+        self.errors = 0
+        self.unparsed = 0  # replies the parsers could not read (counted by the axes)
+
+    @property
+    def name(self) -> str:
+        return getattr(self.judge, "name", "judge")
+
+    def parsed(self, value):
+        """Pass a parser's result through, counting the replies it could not read."""
+        if value is None:
+            self.unparsed += 1
+        return value
+
+    def ask(self, call: JudgeCall) -> str | None:
+        """The reply, or None when the judge failed (counted in `errors`; the axis goes unscored)."""
+        self.calls += 1
+        key = JudgeCache.key(self.judge, call)
+        cached = self.cache.get(key)
+        if cached is not None:
+            self.hits += 1
+            return cached
+        try:
+            reply = self.judge(call)
+        except Exception:  # a judge outage leaves the axis unscored, never a 0
+            self.errors += 1
+            return None
+        self.cache.put(key, self.name, call.kind, reply)
+        return reply

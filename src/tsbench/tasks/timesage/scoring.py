@@ -1,0 +1,77 @@
+"""A period's final message -> Scored: parse {"answer": ..., "report": ...}, run the four axes with
+the configured judge, and lay the numbers out for the results row.
+
+`score` in [0, 1] is the overall (mean of the scored axes) / 100; `metrics` holds the four axes,
+the overall, per-family accuracy (family_A .. family_F), per-field scores (field:<name>) and the
+judge's call counts; `valid` is False when there is no usable answer dict (a period that ended
+without final_answer: every axis 0, recorded as a failure of the agent, not an error row).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tsbench.core.text import json_object_spans, strip_reasoning
+from tsbench.tasks.base import Scored
+from tsbench.tasks.timesage.axes import AXES, PeriodScore, score_period
+from tsbench.tasks.timesage.judge_cache import Asker
+
+
+def parse_message(message: str) -> tuple[dict | None, str, str | None]:
+    """(answer dict or None, report text, why the answer is unusable)."""
+    text = strip_reasoning(message or "").strip()
+    if not text:
+        return None, "", "no final_answer"
+    candidates: list[Any] = []
+    try:
+        candidates.append(json.loads(text))
+    except json.JSONDecodeError:
+        for start, end in reversed(json_object_spans(text)):
+            try:
+                candidates.append(json.loads(text[start:end]))
+            except json.JSONDecodeError:
+                continue
+    for value in candidates:
+        if isinstance(value, dict) and "answer" in value:
+            answer, report = value.get("answer"), value.get("report")
+            report = report if isinstance(report, str) else ""
+            if isinstance(answer, dict):
+                return answer, report, None
+            return None, report, f"answer is a {type(answer).__name__}, not an object"
+    return None, "", "no {\"answer\": ..., \"report\": ...} object in the final message"
+
+
+def metrics_of(result: PeriodScore, asker: Asker) -> dict[str, float | None]:
+    out: dict[str, float | None] = {axis: getattr(result, axis) for axis in AXES}
+    out["overall"] = result.overall
+    out.update({f"family_{family}": value for family, value in result.families.items()})
+    out.update({f"field:{name}": value for name, value in result.fields.items()})
+    supported = [v for _, v in result.verdicts]
+    out.update(judge_calls=float(asker.calls), judge_cache_hits=float(asker.hits), judge_errors=float(asker.errors),
+               judge_unparsed=float(asker.unparsed), claims=float(len(supported)))
+    return out
+
+
+def score_message(gold: dict, message: str, asker: Asker) -> Scored:
+    answer, report, error = parse_message(message)
+    result = score_period(gold, answer, report, asker)
+    overall = result.overall
+    parsed = {"answer": answer, "report": report, "keypoints": result.keypoints,
+              "verdicts": [{"claim": c, "verdict": v} for c, v in result.verdicts], "quality": result.quality_lists}
+    return Scored(score=0.0 if overall is None else overall / 100.0, valid=answer is not None, parsed=parsed,
+                  error=error, metrics=metrics_of(result, asker))
+
+
+def feedback_text(label: str, scored: Scored) -> str:
+    """What a sequential agent is told after a period: its four scores, nothing of the truth."""
+    m = scored.metrics
+
+    def show(name: str) -> str:
+        value = m.get(name)
+        return "not scored" if value is None else f"{value:.1f}"
+
+    note = "" if scored.valid else f" (no usable answer: {scored.error})"
+    return (f"Feedback for period {label}{note}: keypoint accuracy {show('accuracy')}, keypoint coverage "
+            f"{show('coverage')}, report faithfulness {show('faithfulness')}, report quality {show('quality')}, "
+            f"overall {show('overall')} (each 0-100).")

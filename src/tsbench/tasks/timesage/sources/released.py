@@ -1,0 +1,160 @@
+"""The released source: a local folder in the paper's per-instance layout.
+
+Accepted layout (one folder per scenario, one sub-folder per period instance)::
+
+    <root>/
+      <scenario id>/
+        scenario.json                # the contract, see below
+        <period label>/              # e.g. 2024-11 or 2024-11-29: how the issuer names the period
+          timeseries.csv             # cumulative table: a `date` column, rows ascending, last row = the label
+          answer_schema.json         # JSON Schema of the answer (properties may carry x-rule)
+          gt_source/<label>.<ext>    # releases of PRIOR periods only, each named by its period label
+          ground_truth.json          # {field: truth}; never copied into the jail
+          keypoints.json             # optional: {keypoint id: truth} for keypoints without a field
+          context.json               # optional: ["reference excerpt", ...] (faithfulness level 2)
+          target/<label>.<ext>       # optional: the withheld release of this period
+
+scenario.json holds id, domain, cadence, tier, role, publisher, release_name, background and
+`fields`: [{name, tag, rule, question, abs_tol?, rel_tol?, parts?, item_key?, value_rule?}] (each
+field's JSON schema and x-rule come from answer_schema.json); optionally `columns` (name ->
+meaning; default: the CSV header), `keypoints` ([{id, description, verify, field?}]; default one
+per scored field) and `quality` ({genre, required, forbidden, exemplar}, signals as {text}; default
+the tier's rubric). `export_released` writes any set in this layout, so a set round-trips.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from tsbench.core.errors import UserError
+from tsbench.tasks.timesage.contract import (
+    SCHEMA_FILE, SOURCE_DIR, TABLE_FILE, FieldSpec, KeypointSpec, Period, Rubric, Scenario, Signal,
+)
+from tsbench.tasks.timesage.sources.catalog import keypoints_for
+from tsbench.tasks.timesage.sources.render import context_lines, rubric
+
+TRUTH_FILE = "ground_truth.json"
+KEYPOINTS_FILE = "keypoints.json"
+CONTEXT_FILE = "context.json"
+TARGET_DIR = "target"
+SCENARIO_FILE = "scenario.json"
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UserError(f"cannot read {path}: {exc}") from None
+
+
+def _fields(spec: dict, schema: dict) -> list[FieldSpec]:
+    fields = []
+    for entry in spec.get("fields", []):
+        prop = dict(schema.get("properties", {}).get(entry["name"], {}))
+        rule = prop.pop("x-rule", None)
+        note = prop.pop("x-scoring", "")
+        prop.pop("description", None)
+        fields.append(FieldSpec(
+            name=entry["name"], tag=entry["tag"], rule=entry["rule"], question=entry["question"], schema=prop,
+            abs_tol=entry.get("abs_tol"), rel_tol=entry.get("rel_tol"), parts=entry.get("parts", {}),
+            item_key=entry.get("item_key"), value_rule=entry.get("value_rule"),
+            derive=rule if rule and rule.get("kind") != "issuer" else None, note=note,
+        ))
+    return fields
+
+
+def _scenario(folder: Path, first_instance: Path) -> Scenario:
+    spec = _read_json(folder / SCENARIO_FILE)
+    schema = _read_json(first_instance / SCHEMA_FILE)
+    fields = _fields(spec, schema)
+    if not fields:
+        raise UserError(f"{folder / SCENARIO_FILE} lists no fields")
+    header = (first_instance / TABLE_FILE).read_text().splitlines()[0].split(",")
+    columns = spec.get("columns") or {c: c for c in header}
+    keypoints = ([KeypointSpec(**k) for k in spec["keypoints"]] if spec.get("keypoints")
+                 else keypoints_for(fields, "state", spec["tier"]))
+    if "quality" in spec:
+        q = spec["quality"]
+        quality = Rubric(q["genre"], [Signal(**s) for s in q["required"]], [Signal(**s) for s in q["forbidden"]],
+                         q.get("exemplar", ""))
+    else:
+        quality = rubric(spec["tier"], status_name="state", labels=[], units=[], drivers=[], components=[],
+                         has_status=False)
+    return Scenario(
+        id=spec.get("id", folder.name), source="released", domain=spec["domain"], cadence=spec["cadence"],
+        tier=spec["tier"], role=spec.get("role", "analyst"), publisher=spec.get("publisher", ""),
+        release_name=spec.get("release_name", "release"), background=spec.get("background", ""), columns=columns,
+        fields=fields, keypoints=keypoints, quality=quality,
+    )
+
+
+def _period(scenario: Scenario, folder: Path, index: int) -> Period:
+    label = folder.name
+    files = {TABLE_FILE: (folder / TABLE_FILE).read_bytes(), SCHEMA_FILE: (folder / SCHEMA_FILE).read_bytes()}
+    source = folder / SOURCE_DIR
+    prior = sorted(p for p in source.iterdir() if p.is_file()) if source.is_dir() else []
+    for path in prior:
+        files[f"{SOURCE_DIR}/{path.name}"] = path.read_bytes()
+    truth = _read_json(folder / TRUTH_FILE)
+    extra = _read_json(folder / KEYPOINTS_FILE) if (folder / KEYPOINTS_FILE).exists() else {}
+    keypoint_truths = {kp.id: truth.get(kp.field) if kp.field else extra.get(kp.id) for kp in scenario.keypoints}
+    targets = sorted((folder / TARGET_DIR).glob(f"{label}.*")) if (folder / TARGET_DIR).is_dir() else []
+    target_name = f"{SOURCE_DIR}/{targets[0].name}" if targets else f"{SOURCE_DIR}/{label}.withheld"
+    if (folder / CONTEXT_FILE).exists():
+        context = _read_json(folder / CONTEXT_FILE)
+    else:
+        table = pd.read_csv(io.BytesIO(files[TABLE_FILE]), dtype=str)
+        rows = table.tail(3).to_dict("records")
+        latest = (f"{SOURCE_DIR}/{prior[-1].name}", prior[-1].read_text(errors="replace")) if prior else None
+        context = context_lines(scenario.background, scenario.columns, rows, latest)
+    return Period(scenario=scenario.id, index=index, label=label, cutoff=label, files=files, truth=truth,
+                  keypoint_truths=keypoint_truths, context=context, target_name=target_name,
+                  target_doc=targets[0].read_bytes() if targets else b"")
+
+
+def read_released(root: Path, n_scenarios: int | None = None, n_periods: int | None = None
+                  ) -> list[tuple[Scenario, list[Period]]]:
+    if not root.is_dir():
+        raise UserError(f"--path {root} is not a folder")
+    folders = sorted(p for p in root.iterdir() if (p / SCENARIO_FILE).is_file())
+    if not folders:
+        raise UserError(f"no <scenario>/{SCENARIO_FILE} under {root} (see the layout in "
+                        "tsbench/tasks/timesage/sources/released.py)")
+    sets = []
+    for folder in folders[: n_scenarios or None]:
+        instances = sorted(p for p in folder.iterdir() if p.is_dir() and (p / TRUTH_FILE).is_file())
+        if n_periods:
+            instances = instances[-n_periods:]
+        if not instances:
+            raise UserError(f"{folder} has no period folders with {TRUTH_FILE}")
+        scenario = _scenario(folder, instances[0])
+        sets.append((scenario, [_period(scenario, p, i) for i, p in enumerate(instances, 1)]))
+    return sets
+
+
+def export_released(sets: list[tuple[Scenario, list[Period]]], root: Path) -> None:
+    """Write scenarios and periods in the layout above (the truth outside each instance's files)."""
+    for scenario, periods in sets:
+        folder = root / scenario.id
+        folder.mkdir(parents=True, exist_ok=True)
+        contract = scenario.to_dict()
+        keep = ("name", "tag", "rule", "question", "abs_tol", "rel_tol", "parts", "item_key", "value_rule")
+        contract["fields"] = [{k: f[k] for k in keep} for f in contract["fields"]]
+        (folder / SCENARIO_FILE).write_text(json.dumps(contract, indent=2))
+        for period in periods:
+            instance = folder / period.label
+            for name, body in period.files.items():
+                (instance / name).parent.mkdir(parents=True, exist_ok=True)
+                (instance / name).write_bytes(body)
+            (instance / TRUTH_FILE).write_text(json.dumps(period.truth, indent=2))
+            extra = {k: v for k, v in period.keypoint_truths.items()
+                     if not any(kp.id == k and kp.field for kp in scenario.keypoints)}
+            (instance / KEYPOINTS_FILE).write_text(json.dumps(extra, indent=2, sort_keys=True))
+            (instance / CONTEXT_FILE).write_text(json.dumps(period.context, indent=2))
+            (instance / TARGET_DIR).mkdir(exist_ok=True)
+            (instance / TARGET_DIR / period.target_name.split("/")[-1]).write_bytes(period.target_doc)

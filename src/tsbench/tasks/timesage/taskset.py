@@ -1,0 +1,152 @@
+"""TimeSage-EV as a Taskset: where its files are, what a period looks like to a harness, how it is
+scored, and the two family hooks the eval layer uses (periods grouped into one chain per scenario
+for sequential play; a scorer bound to the run's judge and judge cache)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+from tsbench.core.episode import EpisodeTask
+from tsbench.core.errors import UserError
+from tsbench.core.provenance import read_json, sha256_file
+from tsbench.tasks.base import Column, Sample, SampleRef, Scored
+from tsbench.tasks.timesage.judge import RULES_JUDGE, ModelJudge
+from tsbench.tasks.timesage.judge_cache import Asker, JudgeCache
+from tsbench.tasks.timesage.judge_rules import RulesJudge
+from tsbench.tasks.timesage.scoring import feedback_text, score_message
+from tsbench.tasks.timesage.store import MANIFEST, PERIODS, files_of, read_index, read_periods
+from tsbench.tasks.timesage.taxonomy import TIERS
+
+DEFAULT_ROOT = "data/timesage"
+JUDGE_CACHE = "judge_cache.jsonl"
+MODES = ("independent", "sequential")
+
+COLUMNS = tuple(Column(tier, tier.capitalize(), "overall", "TimeSage-EV (overall, 0-1)") for tier in TIERS)
+
+# complete(prompt) -> reply, for a judge model spec; supplied by the eval layer.
+JudgeModels = Callable[[str], Callable[[str], str]]
+
+
+class TimeSage:
+    name = "timesage"
+    strata = ("domain",)
+    default_harness = "file-agent"
+    harnesses = ("file-agent",)
+
+    def resolve(self, data: list[str], *, seed: int, split: str, root: str | None, filters: dict[str, Any]) -> list[Path]:
+        if data:
+            files = [Path(d) / PERIODS if Path(d).is_dir() else Path(d) for d in data]
+        else:
+            files = [Path(root or DEFAULT_ROOT) / f"seed{seed}" / PERIODS]
+        missing = [str(f) for f in files if not f.is_file()]
+        if missing:
+            raise UserError(f"dataset file not found: {missing[0]} (create it with: tsbench generate --family timesage "
+                            f"--seed {seed})")
+        return files
+
+    def index(self, files: list[Path], filters: dict[str, Any]) -> pd.DataFrame:
+        frames = []
+        for path in files:
+            try:
+                frame = read_index(path)
+            except Exception as exc:  # pyarrow raises several types for a file that is not ours
+                raise UserError(f"{path} is not a TimeSage periods.parquet ({type(exc).__name__}: {str(exc)[:120]})") from None
+            frames.append(frame.assign(path=str(path), category=frame["tier"]))
+        rows = pd.concat(frames, ignore_index=True)
+        return rows.sort_values(["scenario", "period_index"], kind="stable").reset_index(drop=True)
+
+    def load(self, ref: SampleRef) -> Sample:
+        frame = read_periods(ref.path)
+        if ref.id not in frame.index:
+            raise UserError(f"no period {ref.id!r} in {ref.path}")
+        row = frame.loc[ref.id]
+        meta = json.loads(row["meta"])
+        task = EpisodeTask(row_id=ref.id, category=row["tier"], regime=row["tier"], question=row["question"],
+                           files=files_of(row["files"]), meta=meta)
+        attributes = {"scenario": row["scenario"], "period": row["period_label"], "period_index": int(row["period_index"]),
+                      "domain": row["domain"], "cadence": row["cadence"], "tier": row["tier"], "source": row["source"]}
+        return Sample(ref=ref, task=task, gold=json.loads(row["gold"]),
+                      columns={"split": "test", "regime": row["tier"], "attributes": attributes})
+
+    def score(self, category: str, gold: Any, message: str) -> Scored:
+        """With the offline rules judge (what a run without --judge uses)."""
+        return score_message(gold, message, Asker(RulesJudge()))
+
+    def scorer(self, options: dict[str, Any], judge_models: JudgeModels | None = None
+               ) -> Callable[[str, Any, str], Scored]:
+        """score(category, gold, message) bound to the run's judge (options["judge"], a model spec or
+        judge/rules) and its cache (judge_cache.jsonl in options["run_dir"]; in memory without one)."""
+        spec = options.get("judge") or RULES_JUDGE
+        if spec == RULES_JUDGE:
+            judge: Any = RulesJudge()
+        else:
+            if judge_models is None:
+                raise UserError(f"judge {spec} is a model, and no model can be built here")
+            judge = ModelJudge(spec, judge_models(spec))
+        run_dir = options.get("run_dir")
+        cache = JudgeCache(Path(run_dir) / JUDGE_CACHE if run_dir else None)
+
+        def score(category: str, gold: Any, message: str) -> Scored:
+            return score_message(gold, message, Asker(judge, cache))
+
+        return score
+
+    def feedback(self, sample: Sample, scored: Scored) -> str:
+        return feedback_text(sample.gold.get("period_label", sample.ref.id), scored)
+
+    def chains(self, rows: pd.DataFrame, settings: dict[str, Any]) -> list[list[str]] | None:
+        """Sequential mode and the skill library play a scenario's selected periods in order, with
+        one agent state: one chain per scenario. Independent mode: None (one job per period)."""
+        if settings.get("mode", "independent") not in MODES:
+            raise UserError(f"--mode must be independent or sequential (got {settings.get('mode')})")
+        if settings.get("mode") != "sequential" and not settings.get("skills"):
+            return None
+        ordered = rows.sort_values(["scenario", "period_index"], kind="stable")
+        return [list(group["id"]) for _, group in ordered.groupby("scenario", sort=False)]
+
+    def variant(self, settings: dict[str, Any]) -> str:
+        """What besides model and harness tells configurations apart on the leaderboard."""
+        parts = [settings.get("mode") or "independent"]
+        if settings.get("skills"):
+            parts.append("skills")
+        parts.append(settings.get("judge") or RULES_JUDGE)
+        return ", ".join(parts)
+
+    def columns(self) -> list[Column]:
+        return list(COLUMNS)
+
+    def dataset_identity(self, files: list[Path]) -> dict[str, Any]:
+        manifest_path = files[0].parent / MANIFEST
+        manifest = read_json(manifest_path) if manifest_path.exists() else {}
+        recorded = manifest.get("files", {})
+        hashes = {f.name: recorded.get(f.name, {}).get("sha256") or sha256_file(f) for f in files}
+        basis = json.dumps(manifest.get("config") or hashes, sort_keys=True)
+        seed = manifest.get("seed")
+        return {"family": self.name, "seed": seed, "split": "test",
+                "key": f"{self.name}/seed{seed}/test/{hashlib.sha256(basis.encode()).hexdigest()[:12]}",
+                "paths": [str(f) for f in files], "file_sha256": hashes}
+
+    def generate(self, options: dict[str, Any], out: Path, progress=None) -> tuple[Path, list[dict]]:
+        from tsbench.tasks.timesage.generate import generate_from_options
+
+        return generate_from_options(options, out, progress)
+
+    def default_root(self) -> Path:
+        return Path(DEFAULT_ROOT)
+
+    def describe(self, files: list[Path]) -> list[tuple[str, pd.DataFrame]]:
+        tables = []
+        for path in files:
+            if path.name != PERIODS:
+                continue
+            index = read_index(path)
+            per = index.groupby(["tier", "domain"]).agg(scenarios=("scenario", "nunique"), periods=("id", "size"))
+            tables.append((f"{path.name}: scenarios and periods by tier x domain", per.reset_index()))
+            cadence = index.groupby(["cadence"]).agg(scenarios=("scenario", "nunique")).reset_index()
+            tables.append((f"{path.name}: release cadences", cadence))
+        return tables

@@ -1,0 +1,108 @@
+"""The fixed vocabularies: the 27 question tags in six families (paper Table 6), the scoring rule
+each tag takes (Table 7), the domains, cadences and tiers, and the tier coverage rule (A.3.2 Step 5)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+DOMAINS = ("agriculture", "climate", "energy", "finance", "healthcare", "transportation")
+CADENCES = ("monthly", "weekly", "daily", "irregular")
+TIERS = ("easy", "medium", "hard")
+
+FAMILIES = {
+    "A": "State identification",
+    "B": "Change detection",
+    "C": "Composition identification",
+    "D": "Event detection",
+    "E": "Attribution",
+    "F": "Outlook",
+}
+FAMILY_SHORT = {"A": "State ID", "B": "Change Det.", "C": "Comp. ID", "D": "Event Det.", "E": "Attribution",
+                "F": "Forecast"}
+
+TAGS = {
+    "A1": "The current categorical state of the target.",
+    "A2": "The latest reported value.",
+    "A3": "The direction of the latest reading (up / down / flat).",
+    "B1": "The change from the previous period.",
+    "B2": "The direction of the period-over-period change.",
+    "B3": "The magnitude of the recent multi-period trend.",
+    "B4": "How many consecutive periods the trend has lasted.",
+    "B5": "The deviation from a declared baseline (e.g., five-year average).",
+    "B6": "Whether this period is a record extremum within a time window.",
+    "B7": "The ordinal rank of this period within its history.",
+    "C1": "The set of leading contributors (top-N).",
+    "C2": "The single dominant contributor.",
+    "C3": "The breakdown of the whole into components with their values or shares.",
+    "C4": "The assignment of entities into named buckets.",
+    "D1": "The anomalies or unusual values flagged this period.",
+    "D2": "The classification or enumeration of discrete events.",
+    "E1": "The single cause attributed to the change.",
+    "E2": "The primary driver among several.",
+    "E3": "The secondary drivers.",
+    "E4": "The set of drivers, each paired with traceable evidence.",
+    "E5": "The stakeholders affected by the change.",
+    "E6": "The issuer's forward guidance or committed response.",
+    "E7": "A comparison with a named earlier period or season.",
+    "F1": "The forward risks, paired with traceable evidence.",
+    "F2": "The direction, regime, or tone of the outlook.",
+    "F3": "The outlook with its confidence and horizon.",
+    "F4": "A conditional outlook (\"if X, then Y\").",
+}
+SUMMARY_TAG = "summary"
+EVIDENCE_TAG = "evidence"
+
+# The scoring rules a field may take (Table 11 primitives, Table 7 composites). "judge" fields are
+# judged by the coverage judge when they have a textual truth, and left out of accuracy when not.
+RULES = ("label", "boolean", "text", "numeric", "set", "judge", "joint", "itemwise")
+RULES_BY_TAG = {
+    "label": {"A1", "A3", "B2", "C2", "D2", "E1", "E2", "E5", "F2"},
+    "boolean": {"B6"},
+    "numeric": {"A2", "B1", "B3", "B4", "B5", "B7"},
+    "set": {"C1", "C4", "D1", "D2", "E3", "E5"},
+    "judge": {"E1", SUMMARY_TAG, EVIDENCE_TAG},
+    "joint": {"E6", "E7", "F3", "F4"},
+    "itemwise": {"C3", "E4", "F1"},
+}
+
+
+def family_of(tag: str) -> str | None:
+    """"A".."F" for a taxonomy tag; None for summary and evidence fields."""
+    return tag[0] if tag in TAGS else None
+
+
+def rule_allowed(tag: str, rule: str) -> bool:
+    """Whether Table 7 lets a field of this tag take this rule (text matching is allowed for any
+    text-valued tag; boolean for B6, the only yes/no intent)."""
+    if rule == "text":
+        return tag in TAGS or tag in (SUMMARY_TAG, EVIDENCE_TAG)
+    return tag in RULES_BY_TAG.get(rule, set())
+
+
+def coverage_problems(tier: str, tags: Iterable[str]) -> list[str]:
+    """Why a scenario's fields do not meet its tier's coverage rule (empty when they do).
+
+    easy: >= 1 family-A field; medium: >= 3 fields across A-D plus a summary; hard: >= 3 fields
+    across E/F/D plus a summary and cited evidence.
+    """
+    tags = list(tags)
+    families = [family_of(t) for t in tags]
+    problems = []
+    if tier == "easy":
+        if "A" not in families:
+            problems.append("easy needs at least one family-A field")
+    elif tier == "medium":
+        if sum(f in ("A", "B", "C", "D") for f in families) < 3:
+            problems.append("medium needs at least three fields across families A-D")
+        if SUMMARY_TAG not in tags:
+            problems.append("medium needs a summary field")
+    elif tier == "hard":
+        if sum(f in ("D", "E", "F") for f in families) < 3:
+            problems.append("hard needs at least three fields across families E/F/D")
+        if SUMMARY_TAG not in tags:
+            problems.append("hard needs a summary field")
+        if EVIDENCE_TAG not in tags:
+            problems.append("hard needs a cited-evidence field")
+    else:
+        problems.append(f"unknown tier {tier!r}")
+    return problems

@@ -1,0 +1,194 @@
+"""The four TimeSage-EV axes on hand-built reports: the worked example's arithmetic with a scripted
+judge (spec/timesage-example.md), the judge cache, failures of the judge, and the offline rules judge."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tsbench.tasks.timesage.axes import score_period
+from tsbench.tasks.timesage.contract import FieldSpec
+from tsbench.tasks.timesage.judge import parse_claims, parse_coverage, parse_quality, parse_verdict
+from tsbench.tasks.timesage.judge_cache import Asker, JudgeCache
+from tsbench.tasks.timesage.judge_rules import RulesJudge
+from tsbench.tasks.timesage.scoring import parse_message, score_message
+
+FIELDS = [
+    FieldSpec("alert_status", "A1", "label", "What is this month's alert status?",
+              {"type": "string", "enum": ["warm_advisory", "warm_watch", "neutral", "cool_watch", "cool_advisory"]}),
+    FieldSpec("latest_value", "A2", "numeric", "What is the latest index value?", {"type": "number"}, abs_tol=0.01),
+    FieldSpec("mom_direction", "B2", "label", "Did the index rise, fall or stay flat?",
+              {"type": "string", "enum": ["up", "down", "flat"]}),
+    FieldSpec("run_length", "B4", "numeric", "For how many consecutive months?", {"type": "integer"}),
+    FieldSpec("summary", "summary", "judge", "Summarise the state.", {"type": "string"}),
+]
+TRUTH = {"alert_status": "cool_watch", "latest_value": -0.30, "mom_direction": "down", "run_length": 3, "summary": None}
+SIGNALS = ["issue month stated", "alert label stated", "latest value with unit", ">= 1 driver or uncertainty with evidence"]
+
+
+def gold(tier: str = "medium") -> dict:
+    def kp(id_, field, description, truth):
+        return {"id": id_, "field": field, "description": description, "verify": f"Does the report give {description}?",
+                "truth": truth, "truth_text": None if truth is None else str(truth)}
+
+    return {
+        "scenario": "climate-enso-monthly", "period_label": "2024-11", "period_index": 1, "tier": tier,
+        "fields": [vars(f) for f in FIELDS], "truth": TRUTH,
+        "keypoints": [kp("kp_status", "alert_status", "the alert status", "cool_watch"),
+                      kp("kp_value", "latest_value", "the latest index value", -0.30),
+                      kp("kp_direction", "mom_direction", "which way the index moved", "down"),
+                      kp("kp_driver", None, "a driver named in the prior release", "trade winds")],
+        "quality": {"genre": "monthly monitoring note", "required": [{"text": s, "check": {}} for s in SIGNALS],
+                    "forbidden": [{"text": "citing the current period's release", "check": {}}],
+                    "exemplar": "A four-sentence note."},
+        "context": ["Row date=2024-10, sst_anom=-0.21", "gt_source/2024-10.html: alert status La Nina Watch"],
+        "target_name": "gt_source/2024-11.html", "prior_docs": ["gt_source/2024-10.html"],
+    }
+
+
+ANSWER = {"alert_status": "cool_watch", "latest_value": -0.31, "mom_direction": "down", "run_length": 4,
+          "summary": "Cool watch continues."}
+REPORT = ("Issued for 2024-11. The alert status is cool_watch. The index fell to -0.31 degC. "
+          "It has stayed below the threshold for four months.")
+CLAIMS = [f"claim {i}" for i in range(10)]
+VERDICTS = ["tier1_supported"] * 7 + ["tier2_supported"] + ["speculation"] * 2
+
+
+class ScriptedJudge:
+    """Replies as a model judge would, per kind of call; counts what it was asked."""
+
+    name = "scripted/judge"
+    reads_context = False
+
+    def __init__(self, fail: set[str] = frozenset()):
+        self.calls: list[str] = []
+        self.fail = fail
+
+    def __call__(self, call) -> str:
+        self.calls.append(call.kind)
+        if call.kind in self.fail:
+            raise RuntimeError("judge unavailable")
+        if call.kind == "coverage":
+            if "latest index value" in call.prompt:
+                return "YES"
+            if "which way the index moved" in call.prompt:
+                return "<think>it says fell</think>PARTIAL"
+            return "NO"
+        if call.kind == "claims":
+            return "Here are the claims:\n" + json.dumps(CLAIMS)
+        if call.kind == "verify":
+            index = CLAIMS.index(call.prompt.split("Claim: ", 1)[1].split("\n", 1)[0])
+            return json.dumps({"verdict": VERDICTS[index]})
+        return json.dumps({"required_hits": SIGNALS[:3], "required_partial": [SIGNALS[3]], "required_misses": [],
+                           "forbidden_violations": [], "rationale": "ok"})
+
+
+def test_worked_example_arithmetic():
+    judge = ScriptedJudge()
+    result = score_period(gold(), ANSWER, REPORT, Asker(judge))
+    assert result.accuracy == 75.0  # status 1, value 1 (|-0.31 - -0.30| <= 0.01), direction 1, run length 0
+    assert result.fields == {"alert_status": 1.0, "latest_value": 1.0, "mom_direction": 1.0, "run_length": 0.0}
+    assert result.coverage == 62.5  # YES 1 (literal, no call), YES 1, PARTIAL 0.5, NO 0
+    assert result.keypoints == {"kp_status": 1.0, "kp_value": 1.0, "kp_direction": 0.5, "kp_driver": 0.0}
+    assert result.faithfulness == 80.0  # 7 tier1 + 1 tier2 of 10
+    assert result.quality == 87.5  # 3 hits + 1 partial over 4
+    assert result.overall == 76.25
+    assert result.families == {"A": 100.0, "B": 50.0}
+    # the status keypoint's truth is literally in an easy/medium report: no judge call for it
+    assert judge.calls.count("coverage") == 3 and judge.calls.count("verify") == 10
+
+
+def test_hard_tier_asks_the_judge_for_every_keypoint():
+    judge = ScriptedJudge()
+    score_period(gold("hard"), ANSWER, REPORT, Asker(judge))
+    assert judge.calls.count("coverage") == 4
+
+
+def test_quality_subtracts_violations_and_clips():
+    def judge(call):
+        if call.kind != "quality":
+            return ScriptedJudge()(call)
+        return json.dumps({"required_hits": [SIGNALS[0]], "required_partial": [], "required_misses": SIGNALS[1:],
+                           "forbidden_violations": ["citing the current period's release"]})
+
+    result = score_period(gold(), ANSWER, REPORT, Asker(judge))
+    assert result.quality == 0.0  # (1 - 1) / 4, clipped at 0
+
+
+def test_cache_makes_a_rescore_free():
+    cache = JudgeCache()
+    first, second = ScriptedJudge(), ScriptedJudge()
+    a = score_period(gold(), ANSWER, REPORT, Asker(first, cache))
+    asker = Asker(second, cache)
+    b = score_period(gold(), ANSWER, REPORT, asker)
+    assert (a.coverage, a.faithfulness, a.quality) == (b.coverage, b.faithfulness, b.quality)
+    assert second.calls == [] and asker.hits == asker.calls == len(first.calls)
+
+
+def test_cache_file_survives_reopening(tmp_path):
+    path = tmp_path / "judge_cache.jsonl"
+    score_period(gold(), ANSWER, REPORT, Asker(ScriptedJudge(), JudgeCache(path)))
+    later = ScriptedJudge()
+    score_period(gold(), ANSWER, REPORT, Asker(later, JudgeCache(path)))
+    assert later.calls == []
+    with open(path, "a") as handle:  # a torn last line from a killed run is skipped
+        handle.write('{"key": "abc", "rep')
+    assert len(JudgeCache(path)) == 15
+
+
+def test_a_failing_judge_leaves_its_axes_unscored_never_zero():
+    asker = Asker(ScriptedJudge(fail={"claims", "quality"}))
+    result = score_period(gold(), ANSWER, REPORT, asker)
+    assert result.faithfulness is None and result.quality is None
+    assert result.overall == pytest.approx((75.0 + 62.5) / 2)  # the mean of the scored axes
+    assert asker.errors == 2
+
+
+def test_no_answer_and_empty_report():
+    judge = ScriptedJudge()
+    result = score_period(gold(), None, "", Asker(judge))
+    assert (result.accuracy, result.coverage, result.faithfulness, result.quality) == (0.0, 0.0, 0.0, 0.0)
+    assert judge.calls == []
+    scored = score_message(gold(), "", Asker(judge))
+    assert not scored.valid and scored.score == 0.0 and scored.error == "no final_answer"
+
+
+def test_parse_message_reads_the_final_answer_object():
+    message = json.dumps({"answer": ANSWER, "report": REPORT})
+    assert parse_message(message) == (ANSWER, REPORT, None)
+    assert parse_message(f"Done.\n{message}")[0] == ANSWER
+    assert parse_message(json.dumps({"answer": [1, 2], "report": "r"}))[2] == "answer is a list, not an object"
+
+
+def test_reply_parsers_tolerate_prose():
+    assert parse_coverage("yes") == 1.0 and parse_coverage("It is PARTIAL.") == 0.5 and parse_coverage("?") is None
+    assert parse_claims('Sure:\n["a", "b"]\nDone') == ["a", "b"]
+    assert parse_claims(json.dumps([str(i) for i in range(15)])) == [str(i) for i in range(10)]
+    assert parse_claims("no list") is None
+    assert parse_verdict('{"verdict": "speculation"}') == "speculation"
+    assert parse_verdict("I think tier2_supported") == "tier2_supported"
+    placed = parse_quality('{"required_hits": ["Issue month stated"], "required_partial": ["alert label"]}', SIGNALS, [])
+    assert placed["hits"] == [SIGNALS[0]] and placed["partial"] == [SIGNALS[1]] and placed["misses"] == SIGNALS[2:]
+
+
+def test_rules_judge_on_a_hand_built_report():
+    g = gold()
+    g["quality"] = {"genre": "note", "exemplar": "", "required": [
+        {"text": "issue month stated", "check": {"kind": "period"}},
+        {"text": "alert label stated", "check": {"kind": "any", "words": ["cool_watch", "neutral"]}},
+        {"text": "latest value with unit", "check": {"kind": "number_unit", "units": ["degC"]}},
+        {"text": "cites CSV or prior files", "check": {"kind": "cites"}}],
+        "forbidden": [{"text": "citing the current release", "check": {"kind": "current_doc"}}]}
+    report = ("Issued for 2024-11. The alert status is cool_watch. The index fell to -0.30 degC (timeseries.csv). "
+              "Warm advisory conditions are expected soon. Markets rallied by 17 percent.")
+    asker = Asker(RulesJudge())
+    result = score_period(g, ANSWER, report, asker)
+    verdicts = dict(result.verdicts)
+    assert verdicts["The alert status is cool_watch."] == "tier1_supported"
+    assert verdicts["Warm advisory conditions are expected soon."] == "contradicts_keypoint"
+    assert verdicts["Markets rallied by 17 percent."] == "speculation"
+    assert result.quality == 100.0
+    leaky = report + " See gt_source/2024-11.html for details."
+    assert score_period(g, ANSWER, leaky, Asker(RulesJudge())).quality == 75.0  # one violation
+    assert score_period(g, ANSWER, report, asker).coverage == result.coverage  # deterministic
