@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from tsbench.cli.common import console, err_console, ints, split_list
+from tsbench.cli.common import console, split_list
 from tsbench.core.errors import UserError
 
 

@@ -5,11 +5,6 @@ the sandbox boot and the install cell (see harness/toolset.py); the host only re
 """
 # ruff: noqa: F821  (kernel globals)
 
-import json
-import math
-
-from tsbench.harness.tool_constants import MAX_VALUES, RESULT_TAG  # noqa: F401  (also defined in the kernel)
-
 
 def _tc_names(limit=20):
     shown = ", ".join(channels[:limit])

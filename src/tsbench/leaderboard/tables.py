@@ -25,7 +25,6 @@ Conventions (they decide what a number means, so they are stated once here):
 from __future__ import annotations
 
 import itertools
-import json
 from collections import Counter
 
 import numpy as np
