@@ -152,11 +152,11 @@ def test_sft_baseline_then_eval_from_the_command_line(tmp_path):
 def test_train_grpo_one_step_then_eval_the_checkpoint(small_data, tmp_path):
     out = tmp_path / "grpo"
     res = run("train-grpo", "--model", "local/smollm2-135m", "--lora", "4", "--steps", "1", "--group-size", "2",
-              "--batch-size", "2", "--max-turns", "1", "--max-new-tokens", "8", "--preset", "small",
+              "--batch-size", "2", "--max-turns", "1", "--max-tokens", "8", "--preset", "small",
               "--categories", "localize", "--lengths", "1024", "--out", str(out))
     assert res.returncode == 0, res.stderr[-3000:]
     metrics = __import__("pandas").read_parquet(out / "metrics.parquet")
-    assert list(metrics["step"]) == [1] and metrics["rollouts"].iloc[0] == 2
+    assert list(metrics["step"]) == [1] and metrics["groups"].iloc[0] == 1
     assert (out / "final" / "adapter_config.json").is_file()
     res = run("eval", "--model", f"local/{out / 'final'}", "--harness", "rlm", "--data", str(small_data), "--regime", "precise",
               "--categories", "localize", "--limit", "1", "--max-turns", "1", "--max-tokens", "8", "--out", str(tmp_path / "run"))

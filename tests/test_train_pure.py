@@ -216,3 +216,42 @@ def test_launch_command_runs_this_command_under_accelerate():
     assert command[-5:] == ["-m", "tsbench.cli", "train-grpo", "--config", "x.toml"]
     with pytest.raises(UserError, match="accelerate config"):
         launch_command(LaunchConfig(2, "nope.yaml"), [])
+
+
+def test_batches_are_rounds_of_the_live_episodes_whatever_the_timing():
+    """With fewer workers than episodes and random pauses between turns (the sandbox), every batch
+    is one round of the episodes alive at that point, so two runs batch identically."""
+    import random
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tsbench.train.agent import Batcher, Reply, Request
+
+    def run(pause_seed: int) -> list[list[tuple[int, int]]]:
+        batches: list[list[tuple[int, int]]] = []
+
+        class Recorder:
+            def generate(self, requests):
+                batches.append([(r.seed // 100, r.seed % 100) for r in requests])
+                return [Reply([r.seed]) for r in requests]
+
+        batcher = Batcher(Recorder(), episodes=6, workers=3)
+        pauses = random.Random(pause_seed)
+        lock = threading.Lock()
+
+        def episode(e: int) -> None:
+            with batcher.episode():
+                for turn in range(1 + e % 3):  # episodes of 1, 2 or 3 turns
+                    with lock:
+                        pause = pauses.random() * 0.02
+                    time.sleep(pause)
+                    assert batcher.generate(Request([e], 1, 1.0, 100 * e + turn)).ids == [100 * e + turn]
+
+        with ThreadPoolExecutor(3) as pool:
+            list(pool.map(episode, range(6)))
+        return batches
+
+    first = run(1)
+    assert first == run(2) and sum(len(b) for b in first) == 1 + 2 + 3 + 1 + 2 + 3
+    assert first[0] == [(0, 0), (1, 0), (2, 0)]

@@ -137,6 +137,7 @@ def train_grpo_cmd(
     engine: str = typer.Option(RO.engine, help="Rollouts: hf (the training model), vllm-colocate or vllm-server (GPU)."),
     vllm_server_url: str = typer.Option(RO.vllm_server_url, help="vllm-server: the `trl vllm-serve` URL."),
     rollout_workers: int = typer.Option(RO.rollout_workers, help="Episodes in flight per process."),
+    unsafe_sandbox: bool = typer.Option(False, help="Run kernels WITHOUT the bubblewrap jail."),
     num_processes: int = typer.Option(L.num_processes, help="Processes (GPUs): more than 1 relaunches under accelerate."),
     accelerate_config: Optional[Path] = typer.Option(None, help="An accelerate YAML (experiments/grpo/accelerate/)."),
     seed: int = typer.Option(G.seed, help="Seed for tasks, sampling and init."),

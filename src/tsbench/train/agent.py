@@ -183,14 +183,18 @@ class VLLMServer:
 class Batcher:
     """Episode threads share one backend: each asks for one reply; waiting requests go out as one batch.
 
-    With `wait_s=None` a batch leaves only when every running episode is waiting, so (with as many
-    workers as episodes) which requests share a batch depends on nothing but the episodes
-    themselves: a seeded CPU run is reproducible. With a float, a batch leaves after that long.
+    With `wait_s=None` a batch leaves only when every episode that can be running is waiting:
+    min(workers, episodes not yet finished), when the caller says how many there are, else the
+    episodes inside `episode()`. Each batch is then one round of every live episode, whatever the
+    threads' timing, so a seeded CPU run is reproducible. With a float, a batch leaves after that long.
     """
 
-    def __init__(self, backend: Backend, *, wait_s: float | None = None, max_batch: int = 256):
+    def __init__(self, backend: Backend, *, wait_s: float | None = None, episodes: int | None = None,
+                 workers: int | None = None, max_batch: int = 256):
         self.backend = backend
         self.wait_s = wait_s
+        self.pending = episodes  # episodes of this rollout not yet finished
+        self.slots = workers or episodes
         self.max_batch = max_batch
         self.running = 0
         self.batches = 0
@@ -207,10 +211,13 @@ class Batcher:
         finally:
             with self._cond:
                 self.running -= 1
+                if self.pending is not None:
+                    self.pending -= 1
                 self._cond.notify_all()
 
     def _ready(self, deadline: float | None) -> bool:
-        if len(self._queue) >= min(max(self.running, 1), self.max_batch):
+        live = self.running if self.pending is None else min(self.slots, self.pending)
+        if len(self._queue) >= min(max(live, 1), self.max_batch):
             return True
         return deadline is not None and time.monotonic() >= deadline
 
@@ -228,6 +235,7 @@ class Batcher:
                 while not self._ready(deadline):
                     self._cond.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
                 batch, self._queue = self._queue[:self.max_batch], self._queue[self.max_batch:]
+                batch.sort(key=lambda s: (s["request"].seed, s["request"].prompt_ids))  # not the threads' arrival order
                 self._cond.release()
                 try:
                     replies, error = self.backend.generate([s["request"] for s in batch]), None

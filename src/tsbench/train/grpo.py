@@ -81,6 +81,7 @@ def build_trainer(cfg: GRPOConfig, progress: ProgressFn | None = None) -> Run:
     warnings.filterwarnings("ignore", category=FutureWarning, module="transformers")  # TRL 1.16 on transformers 5.24
     import torch
     from accelerate import PartialState
+    from accelerate.utils import DistributedType
     from trl import GRPOTrainer
 
     from tsbench.train.policy import load_policy
@@ -89,6 +90,9 @@ def build_trainer(cfg: GRPOConfig, progress: ProgressFn | None = None) -> Run:
     state = PartialState()
     cfg.validate(state.num_processes)
     on_gpu = torch.cuda.is_available()
+    if cfg.rollout.engine == "hf" and state.distributed_type == DistributedType.FSDP:
+        raise UserError("FSDP shards the weights the hf engine would generate with: use --engine vllm-colocate "
+                        "or vllm-server (or DeepSpeed ZeRO-3, experiments/grpo/accelerate/zero3.yaml)")
     if cfg.rollout.engine != "hf" and not on_gpu:
         raise UserError(f"--engine {cfg.rollout.engine} needs vLLM on a GPU machine (pip install 'tsbench[gpu]'); "
                         "use --engine hf on CPU")

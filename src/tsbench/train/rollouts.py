@@ -82,10 +82,10 @@ class Environment:
 
         step = parse_key(prompts[0])[0]
         started = time.perf_counter()
+        jobs = [(key, prompts[:i].count(key)) for i, key in enumerate(prompts)]
+        workers = min(self.cfg.rollout.rollout_workers, len(jobs))
         with self.backend(trainer) as (backend, wait_s):
-            batcher = Batcher(backend, wait_s=wait_s)
-            jobs = [(key, prompts[:i].count(key)) for i, key in enumerate(prompts)]
-            workers = min(self.cfg.rollout.rollout_workers, len(jobs))
+            batcher = Batcher(backend, wait_s=wait_s, episodes=len(jobs), workers=workers)
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollout") as pool:
                 episodes = list(pool.map(lambda job: self.play(job[0], job[1], batcher), jobs))
         columns = self.columns(episodes)
