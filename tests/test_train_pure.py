@@ -255,3 +255,14 @@ def test_batches_are_rounds_of_the_live_episodes_whatever_the_timing():
     first = run(1)
     assert first == run(2) and sum(len(b) for b in first) == 1 + 2 + 3 + 1 + 2 + 3
     assert first[0] == [(0, 0), (1, 0), (2, 0)]
+
+
+def test_cli_flags_override_the_preset_and_bad_ones_are_one_line_errors():
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "tsbench.cli", "train-grpo", "--config",
+                          str(ROOT / "experiments/grpo/timemaster_qwen2.5-3b.toml"), "--soft-weight", "1"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2 and res.stderr.strip().count("\n") == 0
+    assert "needs --judge" in res.stderr

@@ -147,7 +147,7 @@ class VLLMColocate:
     def generate(self, requests: list[Request]) -> list[Reply]:
         from vllm import SamplingParams
 
-        params = [SamplingParams(n=1, temperature=r.temperature, top_p=1.0, top_k=-1, max_tokens=r.max_new_tokens,
+        params = [SamplingParams(n=1, temperature=r.temperature, top_p=1.0, top_k=0, max_tokens=r.max_new_tokens,
                                  logprobs=0, seed=r.seed) for r in requests]
         outputs = self.llm.generate([{"prompt_token_ids": list(r.prompt_ids)} for r in requests], params, use_tqdm=False)
         replies = []

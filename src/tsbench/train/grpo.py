@@ -196,9 +196,8 @@ def prepare_run_dir(cfg: GRPOConfig, out: Path, main: bool) -> Path | None:
         from tsbench.core.provenance import git_commit, versions, write_json
 
         if latest is None:  # a fresh start: whatever an aborted run left here goes
-            for name in (METRICS,):
-                (out / name).unlink(missing_ok=True)
-            for name in ("rollouts", "tensorboard", "runs"):
+            (out / METRICS).unlink(missing_ok=True)
+            for name in ("rollouts", f"{CHECKPOINTS}/runs"):  # the journal, TensorBoard's event files
                 shutil.rmtree(out / name, ignore_errors=True)
         out.mkdir(parents=True, exist_ok=True)
         write_json(info_path, {
