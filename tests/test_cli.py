@@ -124,14 +124,15 @@ def test_timeclaw_memory_build_and_tools_eval_from_the_command_line(small_data, 
 
 
 def test_sft_baseline_then_eval_from_the_command_line(tmp_path):
-    """A tiny random Llama trained by `sft-baseline` loads in `eval`, which reuses its prompt budget."""
+    """A tiny random Llama trained by `sft-baseline` loads in `eval`, which reuses its prompt budget.
+    (A 23-word vocabulary: TRL scores every position over the whole vocabulary on a CPU.)"""
     from tsbench.tasks.anomalyxl.generate import generate_split
-    from tsbench.testing.tiny import make_tiny_random_llama
+    from tsbench.testing.tiny import make_small_vocab_llama
 
     cfg = __import__("tsbench.tasks.anomalyxl.config", fromlist=["preset"]).preset("small")
     for split in ("train", "val", "test"):
         generate_split(cfg, split, tmp_path / "data")
-    tiny = make_tiny_random_llama(tmp_path / "tiny")
+    tiny = make_small_vocab_llama(tmp_path / "tiny")
     out = tmp_path / "models" / "tiny-sft"
     res = run("sft-baseline", "--model", str(tiny), "--data", str(tmp_path / "data" / "seed42"), "--regime", "coarse",
               "--epochs", "1", "--train-rows", "4", "--val-rows", "2", "--full", "--lr", "1e-3", "--out", str(out))

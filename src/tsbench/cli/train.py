@@ -18,7 +18,6 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from tsbench.cli.common import console, err_console, given, ints, split_list
 from tsbench.core.config import build, field_names, read_toml_table
 from tsbench.core.errors import UserError
-from tsbench.harness.episode import HarnessConfig
 from tsbench.train.config import (GRPOConfig, LaunchConfig, PolicyConfig, RewardConfig, RolloutConfig, SFTConfig,
                                   TaskConfig)
 

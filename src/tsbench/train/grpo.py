@@ -138,11 +138,9 @@ def trl_args(cfg: GRPOConfig, out: Path, reward_weights: list[float], *, on_gpu:
 
 
 def report_to() -> list[str]:
-    try:
-        import tensorboard  # noqa: F401
-    except ImportError:
-        return []
-    return ["tensorboard"]
+    import importlib.util
+
+    return ["tensorboard"] if importlib.util.find_spec("tensorboard") else []
 
 
 def dataset(keys: list[str]) -> Any:

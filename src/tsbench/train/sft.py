@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 import time
 import warnings
