@@ -1,245 +1,244 @@
-"""train-grpo end to end with the real SmolLM2-135M (LoRA), the real rlm harness and sandbox.
-
-Kept tiny for CPU: G = 2, 2 rollouts per step, 2 turns, 24 new tokens, L = 1024 localize tasks.
-"""
+"""train-grpo on TRL with real models: the episode seam (ids and masks through the real rlm harness
+and jail), two SmolLM2 LoRA steps with a checkpoint that `tsbench eval` loads and an exact resume,
+the KL reference after an SFT warm start, and TimeMaster's composite reward with a scripted judge
+(a real OpenAI-wire server on 127.0.0.1)."""
 
 from __future__ import annotations
 
-import itertools
 import json
-import math
-import subprocess
-import sys
+import shutil
+import types
+from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
 
+from tsbench.core.config import build
+from tsbench.harness import EpisodeTask, HarnessConfig, play
+from tsbench.models.resolve import resolve_model
+from tsbench.tasks.anomalyxl.taskset import AnomalyXL
+from tsbench.tasks.base import Scored
+from tsbench.testing.fake_openai_server import FakeOpenAIServer
 from tsbench.core.errors import UserError
-from tsbench.harness import EpisodeTask, HarnessConfig
-from tsbench.harness.rlm import run_rlm
-from tsbench.models.base import Message
-from tsbench.train.grpo import GRPOConfig, Sample, train_grpo, update_policy
-from tsbench.train.policy import (VLLM_MISSING, BatchingEngine, ChatTokens, PolicyChatModel, VLLMEngine,
-                                  load_policy, load_tokenizer, resolve_model)
-from tsbench.train import grpo as grpo_module
-from tsbench.train import rollouts as rollout_module
-from tsbench.train.rollouts import assemble_sequence
+from tsbench.testing.tiny import make_small_vocab_llama, make_tiny_random_llama
+from tsbench.train import rewards as rw
+from tsbench.train.agent import Batcher, ChatTokens, PolicyAgent, Reply, assemble
+from tsbench.train.config import GRPOConfig
+from tsbench.train.grpo import build_trainer, train_grpo
+from tsbench.train.policy import load_tokenizer
+from tsbench.train.rollouts import Environment
 
-pytestmark = pytest.mark.slow
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """The CI box's 2 cores are shared: OpenMP barriers across busy cores cost more than they gain."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
-def smol():
+def smol_tokenizer():
     source = resolve_model("local/smollm2-135m")
-    return source, load_tokenizer(source)
+    return load_tokenizer(source.weights, True)
 
 
-class ScriptedEngine:
-    """Hands out fixed output ids, one list per request, and records the prompts it was given."""
+class Scripted:
+    """A backend that hands out fixed replies (token ids), one per request, and records the prompts."""
 
-    def __init__(self, outputs: list[list[int]]):
-        self.outputs = list(outputs)
+    def __init__(self, replies: list[list[int]]):
+        self.replies = list(replies)
         self.prompts: list[list[int]] = []
 
     def generate(self, requests):
         self.prompts += [list(r.prompt_ids) for r in requests]
-        return [self.outputs.pop(0) for _ in requests]
-
-    def sync_weights(self, model):
-        pass
-
-    def close(self):
-        pass
+        return [Reply(self.replies.pop(0)) for _ in requests]
 
 
-def test_three_turn_episode_keeps_ids_as_generated(smol):
-    source, tokenizer = smol
-    chat = ChatTokens(tokenizer)
-    eos = tokenizer.eos_token_id
-    encode = lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
-    # reply 1 spells "print" one character per token: decoding and re-tokenising would merge them
-    spelled = [encode(c)[0] for c in "print"]
+def test_three_turn_rlm_episode_keeps_ids_and_masks_observations(smol_tokenizer):
+    tok = smol_tokenizer
+    encode = lambda text: tok(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    eos = tok.eos_token_id
+    spelled = [encode(c)[0] for c in "print"]  # decoding and re-tokenising would merge these
     reply1 = encode("```python\n") + spelled + encode("(L)\n```") + [eos]
     reply2 = encode("```python\nprint(len(channels))\n```")  # cut off by the length limit: no end token
     reply3 = encode('{"present": false}') + [eos]
-    engine = ScriptedEngine([reply1, reply2, reply3])
-    session = PolicyChatModel(BatchingEngine(engine), chat, max_new_tokens=64, max_seq_len=4096)
-    values = torch.linspace(0, 1, 64).numpy()[None, :]
-    task = EpisodeTask("t-1", "localize", "precise", "Is there an anomaly?", ["ch_00"], values)
-    result = run_rlm(session, task, HarnessConfig(max_turns=3), image=False)
-
-    assert result.turns == 3 and result.forced_final and result.final_message == '{"present": false}'
-    observations = [e["observation"] for e in result.transcript if e["role"] == "tool"]
+    chat = ChatTokens(tok)
+    agent = PolicyAgent(Batcher(Scripted([reply1, reply2, reply3])), chat, max_new_tokens=64, max_seq_len=4096)
+    task = EpisodeTask("t-1", "localize", "precise", "Is there an anomaly?", ["ch_00"],
+                       torch.linspace(0, 1, 64).numpy()[None, :])
+    outcome = play(agent, "rlm", task, HarnessConfig(max_turns=3))
+    assert outcome.finished and outcome.result.turns == 3 and outcome.result.forced_final
+    observations = [e["observation"] for e in outcome.result.transcript if e["role"] == "tool"]
     assert observations[0].strip().endswith("64") and observations[1].strip().endswith("1")
-    (p1, o1), (p2, o2), (p3, o3) = session.turns
-    assert [t["prompt_ids"] for t in result.token_trace] == [p1, p2, p3]
-    messages = [Message("system", result.transcript[0]["content"]), Message("user", "Is there an anomaly?")]
-    assert p1 == chat.first_prompt(messages) == list(tokenizer.apply_chat_template(
-        [{"role": m.role, "content": m.content} for m in messages], add_generation_prompt=True, return_dict=True)["input_ids"])
-    # after a reply that ended itself, only the newline of the closing "<|im_end|>\n" is added
-    assert p2 == p1 + reply1 + encode(f"\n<|im_start|>user\n{observations[0]}<|im_end|>\n<|im_start|>assistant\n")
-    # after a cut-off reply the template's closing comes in full; the last turn carries the notice
-    closing = encode(f"<|im_end|>\n<|im_start|>user\n{observations[1]}")
-    assert p3[: len(p2) + len(reply2) + len(closing)] == p2 + reply2 + closing
-    assert "FINAL TURN" in tokenizer.decode(p3[len(p2) + len(reply2):])
-    ids, mask = assemble_sequence(session.turns)
-    assert ids == p3 + reply3
-    assert [t for t, m in zip(ids, mask) if m] == reply1 + reply2 + reply3  # spelled ids kept as generated
-    assert encode(tokenizer.decode(reply1)) != reply1
+
+    prompt, completion, mask, logprobs = assemble(agent.turns)
+    assert prompt == agent.turns[0].prompt_ids and logprobs is None
+    generated = [t for t, m in zip(completion, mask) if m]
+    assert generated == reply1 + reply2 + reply3  # every reply exactly as generated, in order
+    assert completion[:len(reply1)] == reply1 and mask[:len(reply1)] == [1] * len(reply1)
+    shown = tok.decode([t for t, m in zip(completion, mask) if not m])
+    assert "Output:" in shown and "64" in shown and "FINAL TURN" in shown  # observations and notice: masked
+    assert "print" not in shown and "present" not in shown
+    # after a reply that closed itself only the template's newline + the next message are added
+    glue = agent.turns[1].prompt_ids[len(prompt) + len(reply1):]
+    assert tok.decode(glue[:1]) == "\n" and eos not in glue[:1]
+    assert [t["prompt_ids"] for t in outcome.result.token_trace] == [t.prompt_ids for t in agent.turns]
 
 
-def test_a_changed_history_is_refused(smol):
-    _, tokenizer = smol
-    eos = tokenizer.eos_token_id
-    session = PolicyChatModel(BatchingEngine(ScriptedEngine([[eos], [eos]])), ChatTokens(tokenizer))
-    first = [Message("system", "s"), Message("user", "u")]
-    reply = session.generate(first)
-    with pytest.raises(RuntimeError, match="changed"):
-        session.generate([Message("system", "edited"), Message("user", "u"), Message("assistant", reply.text),
-                          Message("user", "more")])
+class WordCount(AnomalyXL):
+    """AnomalyXL tasks scored 1 / (1 + words in the reply): a reward that differs between rollouts."""
+
+    name = "word-count"
+
+    def score(self, category, gold, message):
+        return Scored(score=1.0 / (1 + len(message.split())), valid=True)
 
 
-def test_context_budget_caps_replies(smol):
-    _, tokenizer = smol
-    engine = ScriptedEngine([[5, 6]])
-    session = PolicyChatModel(BatchingEngine(engine), ChatTokens(tokenizer), max_new_tokens=50, max_seq_len=40)
-    from tsbench.models.base import ModelError
-
-    with pytest.raises(ModelError, match="context full"):
-        session.generate([Message("user", "word " * 60)])
-
-
-def test_vllm_engine_missing_is_one_clear_line():
-    pytest.importorskip("transformers")
-    try:
-        import vllm  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        pytest.skip("vLLM is installed here")
-    with pytest.raises(UserError) as caught:
-        VLLMEngine("some/model", "some/model", max_seq_len=1024, gpu_memory_utilization=0.3, seed=0)
-    assert str(caught.value) == VLLM_MISSING and "\n" not in VLLM_MISSING
+def run_config(model: str, out: Path, **extra) -> GRPOConfig:
+    return build(GRPOConfig, {
+        "model": model, "lora": 4, "lora_target": "q_proj,v_proj", "steps": 2, "group_size": 2, "batch_size": 2,
+        "micro_batch_size": 1, "lr": 1e-3, "max_seq_len": 1024, "harness": "single-pass-text", "max_tokens": 12,
+        "text_budget_chars": 120, "family": f"{__name__}:WordCount", "preset": "small", "lengths": [1024],
+        "categories": ["localize"], "save_every": 1, "rollout_workers": 2, "out": str(out), **extra,
+    })
 
 
-def test_update_moves_only_the_lora_weights(smol):
-    from accelerate import Accelerator
+@pytest.mark.slow
+def test_smollm2_lora_two_steps_then_eval_the_checkpoint(tmp_path, small_data):
+    run = tmp_path / "run"
+    train_grpo(run_config("local/smollm2-135m", run))
+    metrics = pd.read_parquet(run / "metrics.parquet")
+    print(metrics[["step", "mean_score", "reward", "loss", "grad_norm", "step_time"]].to_string(index=False))
+    assert metrics["step"].tolist() == [1, 2] and metrics["loss"].notna().all()
+    assert (metrics["dropped_groups"] == 0).all() and (metrics["grad_norm"] > 0).all()
+    adapter = json.loads((run / "final" / "adapter_config.json").read_text())
+    assert adapter["base_model_name_or_path"] == "smollm2-135m" and adapter["r"] == 4
+    rollouts = pd.read_json(run / "rollouts" / "samples.jsonl", lines=True)
+    assert len(rollouts) == 4 and rollouts["family"].eq("word-count").all() and rollouts["output_tokens"].gt(0).all()
+    assert (run / "checkpoints" / "checkpoint-2" / "adapter_model.safetensors").is_file()
 
-    source, tokenizer = smol
-    model = load_policy(source, lora_rank=4)
-    before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    accelerator = Accelerator(cpu=True)
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3)
-    model, optimizer = accelerator.prepare(model, optimizer)
-    model.train()
-    ids = tokenizer("The series rises and then falls back to its level.", add_special_tokens=False)["input_ids"]
-    samples = [Sample(ids, [0] * 4 + [1] * (len(ids) - 4), 1.0), Sample(ids[:8], [0] * 4 + [1] * 4, -1.0)]
-    cfg = GRPOConfig(model="local/smollm2-135m", lora=4, max_grad_norm=1e9)
-    stats = update_policy(accelerator, model, None, optimizer, samples, cfg, tokenizer.pad_token_id)
-    assert all(math.isfinite(v) for v in stats.values())
-    n = len(ids) - 4 + 4
-    assert stats["trained_tokens"] == n
-    assert stats["policy_loss"] == pytest.approx(-((len(ids) - 4) - 4) / n, abs=1e-5)  # on-policy: -mean(A)
-    changed = {name for name, p in model.named_parameters() if not torch.equal(p.detach(), before[name])}
-    assert changed and all("lora_" in name for name in changed)
-    assert any("lora_B" in name for name in changed)
+    # The checkpoint loads as `local/<run>/final` in eval.
+    from tsbench.eval.config import EvalConfig
+    from tsbench.eval.runner import run_eval
 
-
-def _config(tmp_path, **changes) -> GRPOConfig:
-    settings = dict(
-        model="local/smollm2-135m", lora=8, steps=2, group_size=2, batch_size=2, max_turns=2, max_new_tokens=24,
-        preset="small", lengths=(1024,), categories=("localize",), rollout_workers=1, lr=1e-4, save_every=1,
-        out=str(tmp_path / "run"), seed=1,
-    )
-    settings.update(changes)
-    return GRPOConfig(**settings)
+    cfg = build(EvalConfig, {"model": f"local/{run / 'final'}", "harness": "single-pass-text", "data": [str(small_data)],
+                             "regime": "precise", "categories": ["localize"], "limit": 1, "max_tokens": 6,
+                             "text_budget_chars": 120, "out": str(tmp_path / "eval")})
+    samples = pd.read_parquet(run_eval(cfg) / "samples.parquet")
+    assert samples["error_type"].isna().all() and samples["output_tokens"].gt(0).all()
 
 
-def test_two_steps_checkpoint_eval_and_resume(tmp_path, small_data, monkeypatch):
-    # SmolLM2 almost never scores on AnomalyXL, which would drop every group; a scorer that alternates
-    # 1, 0 gives each group of two a reward spread, so every step really updates the LoRA.
-    calls = itertools.count()
-    monkeypatch.setattr(rollout_module, "score_metrics", lambda category, gold, message: {
-        "score": float(next(calls) % 2 == 0), "valid": True, "parsed": None, "error": None})
-    seen = []
-    cfg = _config(tmp_path)
-    out = train_grpo(cfg, progress=lambda step, total, row: seen.append((step, total, row)))
-    assert [s[0] for s in seen] == [1, 2] and all(s[1] == 2 for s in seen)
-    metrics = pd.read_parquet(out / "metrics.parquet")
-    assert metrics["step"].tolist() == [1, 2]
-    for column in ("loss", "mean_score", "mean_reward", "grad_norm", "lr", "step_s", "dropped_groups",
-                   "forced_final_rate", "mean_turns", "mean_tokens", "kl", "token_penalty", "fail_penalty"):
-        assert metrics[column].map(math.isfinite).all(), column
-    assert metrics["p_present"].tolist() == [1.0, 0.8]  # round(2 * 220 / 300) = 1 warm step
-    assert (metrics["dropped_groups"] == 0).all() and (metrics["trained_tokens"] > 0).all()
-    assert (metrics["grad_norm"] > 0).all()  # (the on-policy loss value itself is 0 when both replies are equally long)
-    checkpoint = out / "checkpoints" / "step-000002"
-    adapter = json.loads((checkpoint / "adapter_config.json").read_text())
-    assert adapter["base_model_name_or_path"] == "smollm2-135m" and adapter["r"] == 8
-    assert (out / "final").resolve() == checkpoint.resolve()
-    rollouts = pd.read_parquet(out / "rollouts" / "samples.parquet")
-    assert len(rollouts) == 4 and set(rollouts["epoch"]) == {0, 1} and rollouts["id"].nunique() == 2
-    assert {json.loads(m)["step"] for m in rollouts["metrics"]} == {1, 2}
+def test_resume_continues_exactly(tmp_path):
+    """A run cut after step 1 and resumed draws the same step-2 episodes and ends with the same weights."""
+    from safetensors.torch import load_file
 
-    # the checkpoint is a model that `tsbench eval --model local/<dir>` runs
-    res = subprocess.run(
-        [sys.executable, "-m", "tsbench.cli", "eval", "--model", f"local/{checkpoint}", "--harness", "rlm",
-         "--data", str(small_data), "--regime", "precise", "--categories", "localize", "--lengths", "1024",
-         "--limit", "1", "--max-turns", "1", "--max-tokens", "8", "--concurrency", "1", "--out", str(tmp_path / "eval")],
-        capture_output=True, text=True, timeout=600,
-    )
-    assert res.returncode == 0, res.stderr[-2000:]
-    evaluated = pd.read_parquet(tmp_path / "eval" / "samples.parquet")
-    assert len(evaluated) == 1 and evaluated["error_type"].isna().all()
-
-    # without --resume the run dir is not overwritten; with it, training continues at step 3
+    model = f"local/{make_small_vocab_llama(tmp_path / 'small')}"
+    run = tmp_path / "run"
+    train_grpo(run_config(model, run, lr=1e-2, max_tokens=4, group_size=4, batch_size=8, rollout_workers=8))
+    again = tmp_path / "again"
+    shutil.copytree(run, again, ignore=shutil.ignore_patterns("checkpoint-2", "final", "rollouts"))
     with pytest.raises(UserError, match="--resume"):
-        train_grpo(_config(tmp_path, steps=3))
-    seen.clear()
-    def equal_rewards(group, cfg):  # every group is dropped, so step 3 skips the (slow on CPU) update
-        for r in group:
-            r.reward = 0.0
-
-    monkeypatch.setattr(grpo_module, "assign_rewards", equal_rewards)
-    train_grpo(_config(tmp_path, steps=3, resume=True), progress=lambda step, total, row: seen.append(step))
-    assert seen == [3]
-    metrics = pd.read_parquet(out / "metrics.parquet")
-    assert metrics["step"].tolist() == [1, 2, 3] and math.isfinite(metrics["loss"].iloc[-1])
-    assert metrics["dropped_groups"].tolist()[-1] == 1
-    state = torch.load(out / "checkpoints" / "step-000003" / "trainer_state.pt", weights_only=False)
-    assert state["step"] == 3 and state["optimizer"]["state"]  # Adam's moments came back from step 2
-    assert [p.name for p in sorted((out / "checkpoints").glob("step-*"))] == ["step-000002", "step-000003"]
-    with pytest.raises(UserError, match="different"):
-        train_grpo(_config(tmp_path, steps=4, resume=True, group_size=4, batch_size=4))
+        train_grpo(run_config(model, again, lr=1e-2, max_tokens=4, group_size=4, batch_size=8))
+    train_grpo(run_config(model, again, lr=1e-2, max_tokens=4, group_size=4, batch_size=8, rollout_workers=8,
+                          resume=True))
+    first = pd.read_json(run / "rollouts" / "samples.jsonl", lines=True)
+    second = pd.read_json(again / "rollouts" / "samples.jsonl", lines=True)
+    assert second["id"].tolist() == first["id"].tolist()[8:]  # only step 2 ran again
+    assert second["final_message"].tolist() == first["final_message"].tolist()[8:]
+    a, b = (load_file(str(d / "final" / "adapter_model.safetensors")) for d in (run, again))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    step1 = load_file(str(run / "checkpoints" / "checkpoint-1" / "adapter_model.safetensors"))
+    assert any(not torch.equal(step1[k], a[k]) for k in a)  # step 2 moved the adapter
+    assert pd.read_parquet(again / "metrics.parquet")["step"].tolist() == [1, 2]
 
 
-def test_full_parameter_run_with_kl_saves_a_plain_model(tmp_path, monkeypatch):
-    """Full fine-tuning of a tiny random Llama (SmolLM2's tokenizer), TimeMaster's advantage and KL:
-    the checkpoint is a plain Hugging Face model dir that `local/<dir>` loads."""
-    import transformers
+def test_kl_reference_after_an_sft_warm_start_is_the_warm_start_policy(tmp_path):
+    """--model is an SFT LoRA adapter: it is folded into <run>/warm_start, a NEW adapter of the --lora
+    rank trains on top, and TRL's reference (the adapter switched off) is exactly the warm start;
+    with full training TRL's reference model loads from the same directory."""
+    from peft import LoraConfig, PeftModel, get_peft_model
+    from transformers import AutoModelForCausalLM
 
     from tsbench.models.registry import get_model
-    from tsbench.testing.tiny import make_tiny_random_llama
 
-    base = make_tiny_random_llama(tmp_path / "tiny", hidden_size=16, layers=1, heads=2, kv_heads=1,
-                                  intermediate_size=32, context=4096)
-    calls = itertools.count()
-    monkeypatch.setattr(rollout_module, "score_metrics", lambda category, gold, message: {
-        "score": float(next(calls) % 2 == 0), "valid": True, "parsed": None, "error": None})
-    cfg = _config(tmp_path, model=f"local/{base}", lora=None, full=True, steps=1, max_turns=1, max_new_tokens=8,
-                  advantage="grpo", kl_beta=0.001, lr=1e-3)
-    out = train_grpo(cfg)
-    metrics = pd.read_parquet(out / "metrics.parquet")
-    assert metrics["trained_tokens"].iloc[0] > 0 and metrics["grad_norm"].iloc[0] > 0
-    assert math.isfinite(metrics["kl"].iloc[0]) and metrics["forced_final_rate"].iloc[0] == 1.0  # one turn: forced
-    checkpoint = out / "final"
-    assert (checkpoint / "config.json").is_file() and not (checkpoint / "adapter_config.json").exists()
-    trained = transformers.AutoModelForCausalLM.from_pretrained(checkpoint)
-    original = transformers.AutoModelForCausalLM.from_pretrained(base)
-    assert not torch.equal(trained.model.norm.weight, original.model.norm.weight)
-    model = get_model(f"local/{checkpoint}", max_new_tokens=4)
-    try:
-        assert model.generate([Message("user", "hello")]).output_tokens > 0
-    finally:
-        model.close()
+    base_dir = make_tiny_random_llama(tmp_path / "base")
+    base = AutoModelForCausalLM.from_pretrained(base_dir)
+    torch.manual_seed(1)
+    sft = get_peft_model(base, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+    sft.save_pretrained(tmp_path / "sft")
+    ids = torch.tensor([[1, 17, 423, 99, 5000, 12, 7]])
+
+    def logits(model) -> torch.Tensor:
+        with torch.no_grad():
+            return model(input_ids=ids).logits.float()
+
+    warm = get_model(f"local/{tmp_path / 'sft'}")  # the warm-start policy as eval loads it
+    expected, pre_sft = logits(warm.model), logits(AutoModelForCausalLM.from_pretrained(base_dir))
+    warm.close()
+    assert not torch.allclose(expected, pre_sft, atol=1e-4)  # the adapter does change the policy
+
+    common = {"model": f"local/{tmp_path / 'sft'}", "beta": 0.001, "steps": 1, "group_size": 2, "batch_size": 2,
+              "harness": "single-pass-text", "preset": "small"}
+    run = build_trainer(build(GRPOConfig, {**common, "lora": 4, "out": str(tmp_path / "lora")}))
+    model = run.trainer.model
+    assert isinstance(model, PeftModel) and list(model.peft_config) == ["default"] and model.peft_config["default"].r == 4
+    assert (tmp_path / "lora" / "warm_start" / "config.json").is_file()
+    assert run.base_record == str((tmp_path / "lora" / "warm_start").resolve())
+    with model.disable_adapter():  # how TRL scores the reference for a LoRA policy
+        assert torch.allclose(logits(model), expected, atol=1e-5)
+
+    full = build_trainer(build(GRPOConfig, {**common, "lora": 0, "out": str(tmp_path / "full")}))
+    assert full.trainer.ref_model is not None
+    assert torch.allclose(logits(full.trainer.ref_model), expected, atol=1e-5)
+    assert torch.allclose(logits(full.trainer.model), expected, atol=1e-5)
+
+
+def test_timemaster_composite_reward_with_a_scripted_judge(tmp_path, smol_tokenizer):
+    from accelerate import Accelerator
+
+    tok = smol_tokenizer
+    judge_json = '{"specificity": 0.8, "appropriateness": 0.6, "relevance": 1.0, "depth": 0.2}'
+    with FakeOpenAIServer(default=f"ok:{judge_json}") as server:
+        cfg = build(GRPOConfig, {"model": "local/smollm2-135m", "reward": "composite", "judge": "openai/fake-model",
+                                 "judge_base_url": server.base_url, "group_size": 3, "batch_size": 3, "steps": 1,
+                                 "harness": "single-pass-text", "text_budget_chars": 80, "preset": "small",
+                                 "categories": ["localize"], "lengths": [1024], "loss": "grpo", "beta": 0.001})
+        cfg.validate()
+        key = "step-000001/task-00"
+
+        class ScriptedEnvironment(Environment):
+            def backend(self, trainer):
+                import contextlib
+
+                return contextlib.nullcontext((scripted, None))
+
+        env = ScriptedEnvironment(cfg, tok, tmp_path, model_name="scripted")
+        gold = env.stream.plan(key).gold
+        answer = json.dumps({"present": True, "start": gold["start"], "end": gold["end"]} if gold["present"]
+                            else {"present": False})
+        replies = [f"<think>a step up</think>\n<class>{answer}</class><extension>Replace the sensor.</extension>",
+                   f"Answer: <class>{answer}</class>",  # right class, broken format
+                   '<think>flat</think><class>{"present": false, "start": 0, "end": 0}</class><extension>x</extension>']
+        if not gold["present"]:
+            replies[2] = replies[2].replace("false", "true").replace('"end": 0', '"end": 9')
+        scripted = Scripted([tok(r, add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for r in replies])
+        trainer = types.SimpleNamespace(accelerator=Accelerator(cpu=True))
+        out = env([key] * 3, trainer)
+        assert server.request_count == 1  # only the well-formed, correct rollout is judged
+        assert "Replace the sensor." in server.bodies[0]["messages"][0]["content"]
+
+    assert out["judge_score"] == [pytest.approx(0.65), None, None]
+    fmt, hard, soft = (fn(prompts=[key] * 3, completions=None, **out) for fn in env.functions)
+    assert fmt == [1.0, 0.0, 1.0] and hard == [1.0, 1.0, 0.0] and soft == [pytest.approx(0.65), 0.0, 0.0]
+    totals = rw.weighted_total(env.functions, env.weights, [key] * 3, out)
+    assert env.weights == [0.1, 0.9, 1.0]
+    assert totals == pytest.approx([0.1 + 0.9 + 0.65, 0.9, 0.1])
+    assert all(sum(m) > 0 for m in out["env_mask"])  # rewards differ: the group trains
+    assert "<think></think>" in tok.decode(scripted.prompts[0])  # the format instructions reach the policy
+    assert env.last["mean_reward"] == pytest.approx(sum(totals) / 3)
+    rows = pd.read_json(tmp_path / "rollouts" / "samples.jsonl", lines=True)
+    assert rows["metrics"].iloc[0]["judge"] == pytest.approx(0.65) and rows["score"].notna().all()
+

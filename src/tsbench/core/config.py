@@ -32,8 +32,19 @@ def field_names(cls: type) -> set[str]:
     return names
 
 
-def build(cls: type[T], values: dict[str, Any], *, where: str = "settings") -> T:
-    """`cls(**values)`, routing flat keys to nested dataclasses and rejecting unknown keys."""
+def _field_default(cls: type, name: str) -> Any:
+    """The default a dataclass field would get (its factory called), or None when it has none."""
+    found = next(f for f in dataclasses.fields(cls) if f.name == name)
+    if found.default_factory is not dataclasses.MISSING:
+        return found.default_factory()
+    return None if found.default is dataclasses.MISSING else found.default
+
+
+def build(cls: type[T], values: dict[str, Any], *, where: str = "settings", base: Any = None) -> T:
+    """`cls(**values)`, routing flat keys to nested dataclasses and rejecting unknown keys.
+
+    A nested dataclass starts from its field's own default (so `field(default_factory=lambda:
+    HarnessConfig(temperature=1.0))` keeps temperature 1.0 unless a value overrides it)."""
     values = dict(values)
     nested = _nested(cls)
     own = {f.name for f in dataclasses.fields(cls)}
@@ -47,10 +58,11 @@ def build(cls: type[T], values: dict[str, Any], *, where: str = "settings") -> T
         for key in field_names(inner):
             if key in values and key not in own:
                 given[key] = values.pop(key)
-        kwargs[name] = given if dataclasses.is_dataclass(given) else build(inner, given, where=where)
+        start = getattr(base, name) if base is not None else _field_default(cls, name)
+        kwargs[name] = build(inner, given, where=where, base=start if dataclasses.is_dataclass(start) else None)
     kwargs.update({k: v for k, v in values.items() if k in own})
     try:
-        return cls(**kwargs)
+        return dataclasses.replace(base, **kwargs) if base is not None else cls(**kwargs)
     except TypeError as exc:
         raise UserError(f"bad {where}: {exc}") from None
 

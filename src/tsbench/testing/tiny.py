@@ -36,3 +36,37 @@ def make_tiny_random_llama(path: str | Path, *, hidden_size: int = 64, layers: i
     model.save_pretrained(path, safe_serialization=True)
     tokenizer.save_pretrained(path)
     return path
+
+
+SMALL_VOCAB_WORDS = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p")
+
+
+def make_small_vocab_llama(path: str | Path, *, words: tuple[str, ...] = SMALL_VOCAB_WORDS, seed: int = 0) -> Path:
+    """A random 2-layer Llama whose word-level tokenizer knows only `words`, the chat markers and <unk>.
+
+    Every other word is <unk>, so prompts still render through a real chat template (ChatML-like,
+    incremental), while the LM head has ~25 rows instead of 49k: training steps on a CPU take
+    milliseconds instead of seconds (TRL scores every position over the whole vocabulary there)."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    special = ["<pad>", "<|im_start|>", "<|im_end|>", "<unk>"]
+    vocab = {w: i for i, w in enumerate(special + ["system", "user", "assistant"] + list(words))}
+    core = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core, pad_token="<pad>", eos_token="<|im_end|>", unk_token="<unk>", bos_token="<|im_start|>",
+        chat_template=("{% for m in messages %}<|im_start|> {{ m['role'] }} {{ m['content'] }} <|im_end|> {% endfor %}"
+                       "{% if add_generation_prompt %}<|im_start|> assistant {% endif %}"))
+    config = LlamaConfig(vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=4096,
+                         bos_token_id=1, eos_token_id=2, pad_token_id=0, tie_word_embeddings=False)
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(config)
+    model.generation_config = GenerationConfig(eos_token_id=2, pad_token_id=0, bos_token_id=1)
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(path, safe_serialization=True)
+    tokenizer.save_pretrained(path)
+    return path

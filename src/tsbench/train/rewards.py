@@ -1,15 +1,20 @@
-"""Rollout rewards, as pure functions of plain data.
+"""Rewards, as pure functions of plain data, and the TRL reward functions built from them.
 
 * The paper's penalised reward (timerlm-anomalyxl §4.1): R_i = s_i - lambda_tok * s_i * kappa_i -
-  lambda_fail * 1[forced final_i], with kappa_i = T_i / max_j T_j over the G rollouts of one task and
-  T the tokens the model generated (all turns, observations excluded). The token cost only bites
-  when s_i > 0, which the product s_i * kappa_i already says.
-* TimeMaster's composite reward (timemaster §3.3, Appendix G/H): a binary format reward for
-  well-formed `<think>`, `<class>`, `<extension>` tags, a binary hard reward for the exact class,
-  and a soft reward from an LLM judge (mean of specificity, appropriateness, relevance and depth,
-  counted only when the class is right), weighted (0.1, 0.9, 0) or (0.1, 0.9, 1).
+  lambda_fail * 1[forced final_i], kappa_i = T_i / max_j T_j over the G rollouts of one task, T the
+  tokens the model generated (all turns, observations excluded). The token cost applies only when
+  s_i > 0. To TRL it is three reward functions (score, token cost, forced final) whose
+  `reward_weights` are (1, lambda_tok, lambda_fail), so each part is logged on its own.
+* TimeMaster's composite reward (timemaster §3.3): a binary format reward (<think>, <class> and
+  <extension> correctly nested and in order, non-empty reasoning and class; text outside them is
+  allowed), a binary hard reward (the class in <class> equals the gold class, as the family's
+  `answer_class` / `gold_class` say) and a soft reward from an LLM judge (mean of specificity,
+  appropriateness, relevance and depth, counted only when the class is right), weighted (0.1, 0.9, 0)
+  or (0.1, 0.9, 1).
 
-Nothing here calls a model: the judge's reply is parsed here, but asked for in rollouts.py.
+A rollout that failed for a reason outside the policy (the jail crashed, a bug) has score None:
+every reward function returns None for it, which TRL turns into an advantage of 0.
+Nothing here calls a model: the judge is asked in rollouts.py and its reply parsed here.
 """
 
 from __future__ import annotations
@@ -18,39 +23,31 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Sequence
-
-from tsbench.tasks.anomalyxl.answer_class import answer_class, gold_class
+from typing import Any, Callable, Sequence
 
 LAMBDA_TOK = 0.1
 LAMBDA_FAIL = 0.25
-COMPOSITE_WEIGHTS = (0.1, 0.9, 0.0)  # (format, hard, soft); TimeMaster's case studies use soft = 1
 JUDGE_CRITERIA = ("specificity", "appropriateness", "relevance", "depth")
+ZERO_VARIANCE_TOL = 1e-12
 
 
 # -- the paper's penalised reward ----------------------------------------------------------------
-@dataclass(frozen=True)
-class Penalised:
-    reward: float
-    kappa: float  # group-normalised token cost in [0, 1]
-    token_penalty: float  # lambda_tok * s * kappa (0 when s == 0)
-    fail_penalty: float  # lambda_fail when the episode was forced to its final turn, else 0
-
-
 def token_costs(tokens: Sequence[int]) -> list[float]:
     """kappa_i = T_i / max_j T_j; all zeros when no rollout generated anything."""
     most = max(tokens, default=0)
     return [t / most if most > 0 else 0.0 for t in tokens]
 
 
-def penalised_rewards(
-    scores: Sequence[float],
-    tokens: Sequence[int],
-    forced_final: Sequence[bool],
-    *,
-    lambda_tok: float = LAMBDA_TOK,
-    lambda_fail: float = LAMBDA_FAIL,
-) -> list[Penalised]:
+@dataclass(frozen=True)
+class Penalised:
+    reward: float
+    kappa: float
+    token_penalty: float  # lambda_tok * s * kappa, 0 unless s > 0
+    fail_penalty: float  # lambda_fail when the episode was forced to its final turn
+
+
+def penalised_rewards(scores: Sequence[float], tokens: Sequence[int], forced_final: Sequence[bool], *,
+                      lambda_tok: float = LAMBDA_TOK, lambda_fail: float = LAMBDA_FAIL) -> list[Penalised]:
     """The penalised reward of every rollout in ONE group (the G rollouts of one task)."""
     if not len(scores) == len(tokens) == len(forced_final):
         raise ValueError("scores, tokens and forced_final must have one entry per rollout")
@@ -62,19 +59,35 @@ def penalised_rewards(
     return out
 
 
+def groups_of(keys: Sequence[str]) -> list[list[int]]:
+    """Row indices grouped by task key, in first-seen order (a group = the G rollouts of one task)."""
+    found: dict[str, list[int]] = {}
+    for i, key in enumerate(keys):
+        found.setdefault(key, []).append(i)
+    return list(found.values())
+
+
+def zero_variance(rewards: Sequence[float | None], keys: Sequence[str]) -> list[bool]:
+    """Per row: does its group carry no signal (every scored reward equal, or fewer than two scored)?
+    Such groups are dropped: their tokens leave the loss."""
+    out = [False] * len(rewards)
+    for members in groups_of(keys):
+        scored = [rewards[i] for i in members if rewards[i] is not None]
+        flat = len(scored) < 2 or max(scored) - min(scored) <= ZERO_VARIANCE_TOL
+        for i in members:
+            out[i] = flat
+    return out
+
+
 # -- TimeMaster's composite reward ---------------------------------------------------------------
-_TAGGED = re.compile(
-    r"\A\s*<think>(?P<think>.*?)</think>\s*<class>(?P<cls>.*?)</class>\s*"
-    r"<extension>(?P<ext>.*?)</extension>\s*\Z",
-    re.DOTALL,
-)
-_TAG = re.compile(r"</?(think|class|extension)>")
+_TAG = re.compile(r"<(/?)(think|class|extension)>")
+TAG_ORDER = ("think", "class", "extension")
 
 FORMAT_INSTRUCTIONS = (
-    "Structure your FINAL answer (the reply without code) in exactly three tagged parts, in this order and "
-    "nothing outside them: your step-by-step reasoning about the series inside <think></think>; your answer, "
-    "in exactly the format the question asks for, inside <class></class>; then a recommendation, suggestion "
-    "or interpretation that follows from your reasoning and answer inside <extension></extension>."
+    "Structure your FINAL answer (the reply without code) in three tagged parts, in this order: your "
+    "step-by-step reasoning about the series inside <think></think>; your answer, in exactly the format the "
+    "question asks for, inside <class></class>; then a recommendation, suggestion or interpretation that "
+    "follows from your reasoning and answer inside <extension></extension>."
 )
 
 
@@ -86,26 +99,22 @@ class Tagged:
 
 
 def parse_tagged(text: str) -> Tagged | None:
-    """The three spans when the message is exactly <think>..</think><class>..</class><extension>..</extension>
-    (white space around them allowed), each tag once, with non-empty reasoning and class; else None."""
-    match = _TAGGED.match(text or "")
-    if match is None:
+    """The three spans when <think>, <class> and <extension> each open and close exactly once, in that
+    order, none inside another, with non-empty reasoning and class; text around them is allowed."""
+    tags = [(m.group(1) == "/", m.group(2), m.start(), m.end()) for m in _TAG.finditer(text or "")]
+    expected = [(closing, name) for name in TAG_ORDER for closing in (False, True)]
+    if [(closing, name) for closing, name, _, _ in tags] != expected:
         return None
-    if len(_TAG.findall(text)) != 6:  # a tag nested or repeated inside a span
+    spans = [(text[tags[k][3]:tags[k + 1][2]]).strip() for k in (0, 2, 4)]
+    if not spans[0] or not spans[1]:
         return None
-    think, cls, ext = (match.group(k).strip() for k in ("think", "cls", "ext"))
-    if not think or not cls:
-        return None
-    return Tagged(think, cls, ext)
+    return Tagged(*spans)
 
 
-def format_reward(text: str) -> float:
-    return 1.0 if parse_tagged(text) is not None else 0.0
-
-
-def hard_reward(category: str, gold: dict, class_text: str) -> float:
-    predicted = answer_class(category, gold, class_text)
-    return 1.0 if predicted is not None and predicted == gold_class(category, gold) else 0.0
+def class_span(text: str) -> str | None:
+    """What the message puts inside its last <class>...</class>, or None."""
+    found = re.findall(r"<class>(.*?)</class>", text or "", re.DOTALL)
+    return found[-1].strip() if found else None
 
 
 def judge_prompt(tagged: Tagged) -> str:
@@ -134,7 +143,7 @@ def parse_judge_scores(reply: str) -> float | None:
         if end < 0:
             break
         try:
-            obj: Any = json.loads(text[start : end + 1])
+            obj: Any = json.loads(text[start:end + 1])
         except ValueError:
             continue
         if isinstance(obj, dict) and all(k in obj for k in JUDGE_CRITERIA):
@@ -142,9 +151,7 @@ def parse_judge_scores(reply: str) -> float | None:
             if all(v is not None for v in values):
                 return sum(values) / len(values)  # type: ignore[arg-type]
     numbers = re.findall(r"-?\d+(?:\.\d+)?", text)
-    if len(numbers) == 1:
-        return _unit(float(numbers[0]))
-    return None
+    return _unit(float(numbers[0])) if len(numbers) == 1 else None
 
 
 def _unit(value: Any) -> float | None:
@@ -153,18 +160,73 @@ def _unit(value: Any) -> float | None:
     return min(1.0, max(0.0, float(value)))
 
 
-@dataclass(frozen=True)
-class Composite:
-    reward: float
-    format: float
-    hard: float
-    soft: float
+def class_matches(taskset: Any, category: str, gold: Any, message: str) -> bool:
+    """TimeMaster's hard reward: the class in the message's <class> span is exactly the gold class
+    (the family's `answer_class` / `gold_class`)."""
+    answer = class_span(message)
+    predicted = None if answer is None else taskset.answer_class(category, gold, answer)
+    return predicted is not None and predicted == taskset.gold_class(category, gold)
 
 
-def composite_reward(
-    fmt: float, hard: float, soft: float | None, weights: Sequence[float] = COMPOSITE_WEIGHTS
-) -> Composite:
-    """r = w_fmt * r_fmt + w_hard * r_hard + w_soft * r_soft, the soft part gated on a correct class."""
+def composite_reward(fmt: float, hard: float, soft: float | None, weights: Sequence[float]) -> float:
+    """w_fmt * r_fmt + w_hard * r_hard + w_soft * r_soft, the soft part counted only with the right class."""
     w_fmt, w_hard, w_soft = weights
-    soft_value = (soft or 0.0) if hard > 0 else 0.0
-    return Composite(w_fmt * fmt + w_hard * hard + w_soft * soft_value, fmt, hard, soft_value)
+    return w_fmt * fmt + w_hard * hard + w_soft * ((soft or 0.0) if hard > 0 else 0.0)
+
+
+# -- TRL reward functions ------------------------------------------------------------------------
+# TRL calls each with the prompts (our task keys), the decoded completions and every column the
+# rollout function returned, one value per rollout; they return one reward (or None) per rollout.
+RewardFn = Callable[..., list]
+
+
+def reward_functions(rewards: Any, taskset: Any) -> tuple[list[RewardFn], list[float]]:
+    """The reward functions for `rewards.reward` (a RewardConfig) and their weights."""
+    if rewards.reward == "anomalyxl":
+        return [task_score, token_cost, forced_final], [1.0, rewards.lambda_tok, rewards.lambda_fail]
+
+    def hard_reward(final_message: list, category: list, gold: list, score: list, **_: Any) -> list:
+        return [None if s is None else float(class_matches(taskset, cat, json.loads(g), text))
+                for text, cat, g, s in zip(final_message, category, gold, score)]
+
+    def soft_reward(final_message: list, category: list, gold: list, score: list, judge_score: list, **_: Any) -> list:
+        hard = hard_reward(final_message, category, gold, score)
+        return [None if h is None else (j or 0.0) * h for h, j in zip(hard, judge_score)]
+
+    return [format_reward, hard_reward, soft_reward], [rewards.format_weight, rewards.hard_weight, rewards.soft]
+
+
+def task_score(score: list, **_: Any) -> list:
+    """s_i: the family's score of the final message."""
+    return list(score)
+
+
+def token_cost(prompts: list, score: list, generated_tokens: list, **_: Any) -> list:
+    """-s_i * kappa_i, kappa_i relative to the longest scored rollout of the same task; 0 unless s_i > 0."""
+    out: list = [None] * len(score)
+    for members in groups_of(prompts):
+        scored = [i for i in members if score[i] is not None]
+        for i, k in zip(scored, token_costs([generated_tokens[i] for i in scored])):
+            out[i] = -score[i] * k if score[i] > 0 else 0.0
+    return out
+
+
+def forced_final(score: list, forced_final: list, **_: Any) -> list:
+    """-1 when the episode was forced to its final turn (or ran out of context), else 0."""
+    return [None if s is None else (-1.0 if forced else 0.0) for s, forced in zip(score, forced_final)]
+
+
+def format_reward(final_message: list, score: list, **_: Any) -> list:
+    """1 when the three tags are well formed (see parse_tagged), else 0."""
+    return [None if s is None else float(parse_tagged(text) is not None) for text, s in zip(final_message, score)]
+
+
+def weighted_total(functions: Sequence[RewardFn], weights: Sequence[float], prompts: list,
+                   columns: dict[str, list]) -> list[float | None]:
+    """What TRL will sum: sum_k w_k * f_k per rollout (None where every function said None)."""
+    parts = [fn(prompts=prompts, completions=None, **columns) for fn in functions]
+    totals: list[float | None] = []
+    for values in zip(*parts):
+        scored = [(w, v) for w, v in zip(weights, values) if v is not None]
+        totals.append(sum(w * v for w, v in scored) if scored else None)
+    return totals

@@ -1,239 +1,230 @@
-"""Rollouts: G episodes per task through the real harness, driven by the live policy, then scored.
+"""The environment: TRL's `rollout_func` playing our harness episodes.
 
-Each episode gets its own `PolicyChatModel` (policy.py) over a shared `BatchingEngine`, so its
-turns' token ids are kept exactly as generated; `assemble_sequence` lays them end to end and marks
-which ids the model generated (mask 1) and which it was shown (prompt, template glue, sandbox
-observations: mask 0).
+TRL hands this process's slice of the step's prompts, each task key repeated G times. For every
+one an episode runs through `tsbench.harness.play` with a `PolicyAgent` over the live policy; the
+family's Taskset scores its final message; the one record builder logs it to the run's journal.
+What goes back to TRL: the first prompt's ids, the rest of the episode as "completion" ids (every
+reply exactly as generated, plus the template glue and sandbox observations between replies),
+an env mask (1 = the model generated it), the sampler's logprobs when vLLM reports them, and the
+columns the reward functions read.
 
-Failures: running out of context (the prompt leaves no room under max_seq_len) or hitting an
-episode cap is the policy's doing: the rollout keeps its tokens, scores 0 and counts as a forced
-final. A sandbox crash or an internal error is not: the rollout is marked `infra_failure` and its
-whole group is left out of the update.
+Failures: an episode the policy ran into a wall (context full, a token or wall-clock cap) keeps
+its tokens, scores 0 and counts as a forced final; a jail crash or an internal error is not the
+policy's doing: its score is None (no reward, advantage 0) and its tokens leave the loss. Groups
+whose rewards are all equal carry no signal and leave the loss too (timerlm-anomalyxl §4.1).
 """
 
 from __future__ import annotations
 
-import json
-import re
+import contextlib
 import time
-import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from pathlib import Path
+from typing import Any, Iterator
 
 import numpy as np
 
-from tsbench.tasks.anomalyxl.rowplan import RowPlan, materialize
-from tsbench.tasks.anomalyxl.seeds import derive_seed
-from tsbench.harness import EpisodeError, EpisodeResult, EpisodeTask, HarnessConfig
-from tsbench.harness.runtime.sandbox import SandboxError
-from tsbench.models.base import ChatModel, Message, ModelError
-from tsbench.tasks.anomalyxl.scoring import metrics as score_metrics
+from tsbench.harness import EpisodeOutcome, play
+from tsbench.models.base import Message
+from tsbench.results import Journal, apply_outcome, apply_score, finish, new_record
+from tsbench.tasks import get_taskset
 from tsbench.train import rewards as rw
-from tsbench.train.policy import BatchingEngine, ChatTokens, PolicyChatModel
+from tsbench.train.agent import Batcher, ChatTokens, HFBackend, PolicyAgent, VLLMColocate, VLLMServer, assemble
+from tsbench.train.curriculum import TaskStream, episode_task, parse_key, record_columns
+from tsbench.tasks.anomalyxl.seeds import derive_seed
 
-_CLASS_SPAN = re.compile(r"<class>(.*?)</class>", re.DOTALL)
-
-
-def assemble_sequence(turns: Sequence[tuple[Sequence[int], Sequence[int]]]) -> tuple[list[int], list[int]]:
-    """One episode's ids and loss mask from its turns (prompt ids, output ids), in order.
-
-    Turn k's prompt must begin with every id of the turns before it (prompt + output), which is how
-    PolicyChatModel builds it; the ids it adds (template glue, observation, generation prompt) get
-    mask 0, the model's outputs mask 1.
-    """
-    ids: list[int] = []
-    mask: list[int] = []
-    for number, (prompt, output) in enumerate(turns, 1):
-        prompt, output = list(prompt), list(output)
-        if prompt[: len(ids)] != ids:
-            raise ValueError(f"turn {number}'s prompt does not extend the ids of the turns before it")
-        shown = prompt[len(ids):]
-        ids += shown + output
-        mask += [0] * len(shown) + [1] * len(output)
-    return ids, mask
+POLICY_FAILURES = {"bad_request", "token_cap", "wall_clock"}  # the policy's own doing: score 0, forced final
+ROLLOUTS = "rollouts"
 
 
 @dataclass
-class Rollout:
-    plan: RowPlan
+class Episode:
+    key: str
     index: int  # position in its group
-    final_message: str = ""
-    turns: int = 0
-    code_cells: int = 0
+    record: dict[str, Any]
+    prompt_ids: list[int] = field(default_factory=list)
+    completion_ids: list[int] = field(default_factory=list)
+    env_mask: list[int] = field(default_factory=list)
+    logprobs: list[float] | None = None
+    score: float | None = None  # None: an infrastructure failure, no reward
     forced_final: bool = False
-    input_tokens: int = 0
-    output_tokens: int = 0  # T_i: tokens the model generated, all turns
-    ids: list[int] = field(default_factory=list)
-    mask: list[int] = field(default_factory=list)
-    transcript: list[dict[str, Any]] = field(default_factory=list)
-    latency_s: float = 0.0
-    error_type: str | None = None
-    error: str | None = None
-    infra_failure: bool = False
-    # scoring
-    score: float = 0.0  # s_i: the task's scorer on the final message (on the <class> span for composite)
-    valid: bool = False
-    parsed: Any = None
-    metrics: dict[str, Any] = field(default_factory=dict)
-    composite: rw.Composite | None = None
-    # filled by the trainer
-    reward: float = 0.0
-    advantage: float = 0.0
-    kappa: float = 0.0
-    token_penalty: float = 0.0
-    fail_penalty: float = 0.0
-    dropped: bool = False
+    generated_tokens: int = 0  # T_i: all replies, observations excluded
+    final_message: str = ""
+    judge_score: float | None = None
 
 
-@dataclass
-class RolloutSettings:
-    harness: Callable[[ChatModel, EpisodeTask, HarnessConfig], EpisodeResult]
-    harness_config: HarnessConfig
-    model_name: str = "policy"
-    max_new_tokens: int = 4096
-    max_seq_len: int = 65536
-    temperature: float = 1.0
-    workers: int = 8
-    seed: int = 0
-    reward: str = "anomalyxl"  # or "composite"
-    composite_weights: tuple[float, float, float] = rw.COMPOSITE_WEIGHTS
-    judge: ChatModel | None = None
+class Environment:
+    """Callable as TRL's rollout_func(prompts, trainer) -> dict."""
 
+    def __init__(self, cfg: Any, tokenizer: Any, run_dir: Path, *, model_name: str):
+        self.cfg = cfg
+        self.chat = ChatTokens(tokenizer)
+        self.tokenizer = tokenizer
+        self.model_name = model_name
+        self.stream = TaskStream(cfg.tasks, steps=cfg.steps, warm_steps=cfg.warm_steps,
+                                 tasks_per_step=cfg.tasks_per_step, seed=cfg.seed)
+        self.taskset = get_taskset(cfg.tasks.family)
+        self.functions, self.weights = rw.reward_functions(cfg.rewards, self.taskset)
+        self.instructions = rw.FORMAT_INSTRUCTIONS if cfg.rewards.reward == "composite" else ""
+        self.judge = None
+        if cfg.rewards.reward == "composite" and cfg.rewards.soft > 0:
+            from tsbench.models.registry import get_model
 
-def episode_task(plan: RowPlan, values: np.ndarray, *, composite: bool) -> EpisodeTask:
-    question = plan.question + (f"\n\n{rw.FORMAT_INSTRUCTIONS}" if composite else "")
-    return EpisodeTask(plan.id, plan.category, plan.regime, question, list(plan.channel_names), values, list(plan.options))
+            self.judge = get_model(cfg.rewards.judge, base_url=cfg.rewards.judge_base_url)
+        self.journal_dir = run_dir / ROLLOUTS
+        self.server: VLLMServer | None = None
+        self.last: dict[str, float] = {}  # the latest step's numbers, for metrics.parquet
 
+    # -- the rollout function ------------------------------------------------------------------
+    def __call__(self, prompts: list[str], trainer: Any) -> dict[str, list]:
+        from accelerate.utils import gather_object
 
-def collect_rollouts(
-    plans: Sequence[RowPlan],
-    group_size: int,
-    engine: BatchingEngine,
-    chat: ChatTokens,
-    settings: RolloutSettings,
-    *,
-    step: int,
-    on_episode: Callable[[Rollout], None] | None = None,
-) -> list[list[Rollout]]:
-    """G scored rollouts for every task, grouped by task in the order of `plans`."""
-    composite = settings.reward == "composite"
-    tasks = [episode_task(p, materialize(p.plan), composite=composite) for p in plans]
-    jobs = [(t, g) for t in range(len(plans)) for g in range(group_size)]
+        step = parse_key(prompts[0])[0]
+        started = time.perf_counter()
+        jobs = [(key, prompts[:i].count(key)) for i, key in enumerate(prompts)]
+        workers = min(self.cfg.rollout.rollout_workers, len(jobs))
+        with self.backend(trainer) as (backend, wait_s):
+            batcher = Batcher(backend, wait_s=wait_s, episodes=len(jobs), workers=workers)
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollout") as pool:
+                episodes = list(pool.map(lambda job: self.play(job[0], job[1], batcher), jobs))
+        columns = self.columns(episodes)
+        totals = rw.weighted_total(self.functions, self.weights, prompts, columns)
+        dropped = rw.zero_variance(totals, prompts)
+        for episode, total, drop in zip(episodes, totals, dropped):
+            if total is None or drop:
+                episode.env_mask = [0] * len(episode.env_mask)
+            episode.record["metrics"].update(step=float(step), dropped=float(drop),
+                                             **({} if total is None else {"reward": float(total)}))
+        records = gather_object([e.record for e in episodes])
+        stats = gather_object([(e.score, t, d, e.forced_final, e.generated_tokens, e.record["turns"])
+                               for e, t, d in zip(episodes, totals, dropped)])
+        if trainer.accelerator.is_main_process:
+            self.log(records)
+            self.last = self.summary(step, stats, batcher.batches, time.perf_counter() - started)
+        return {
+            "prompt_ids": [e.prompt_ids for e in episodes],
+            "completion_ids": [e.completion_ids for e in episodes],
+            "logprobs": [e.logprobs for e in episodes] if all(e.logprobs is not None for e in episodes) else None,
+            "env_mask": [e.env_mask for e in episodes],
+            **columns,
+        }
 
-    def run(job: tuple[int, int]) -> Rollout:
-        t, g = job
-        rollout = run_episode(plans[t], tasks[t], g, engine, chat, settings, step=step)
-        score_rollout(rollout, settings)
-        if on_episode is not None:
-            on_episode(rollout)
-        return rollout
+    @contextlib.contextmanager
+    def backend(self, trainer: Any) -> Iterator[tuple[Any, float | None]]:
+        engine = self.cfg.rollout.engine
+        if engine == "vllm-colocate":
+            yield VLLMColocate(trainer.vllm_generation.llm), 0.05
+        elif engine == "vllm-server":
+            if self.server is None:
+                self.server = VLLMServer(self.cfg.rollout.vllm_server_url)
+            yield self.server, 0.05
+        else:  # the training model itself, gathered once for the whole rollout phase (ZeRO-3)
+            from trl.models.utils import unwrap_model_for_generation
 
-    with ThreadPoolExecutor(max_workers=max(1, settings.workers), thread_name_prefix="rollout") as pool:
-        done = list(pool.map(run, jobs))
-    return [done[t * group_size:(t + 1) * group_size] for t in range(len(plans))]
+            with unwrap_model_for_generation(
+                trainer.model_wrapped, trainer.accelerator, gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
+                gradient_checkpointing_kwargs=trainer.args.gradient_checkpointing_kwargs,
+            ) as model:
+                yield HFBackend(model, self.tokenizer), None
 
+    # -- one episode ---------------------------------------------------------------------------
+    def play(self, key: str, index: int, batcher: Batcher) -> Episode:
+        plan = self.stream.plan(key)
+        task = episode_task(plan, self.instructions)
+        hc = self.cfg.harness_config
+        record = new_record(sample_id=plan.id, epoch=index, family=self.taskset.name, columns=record_columns(plan),
+                            model=self.model_name, harness=self.cfg.harness, depth=hc.depth, gold=plan.gold)
+        agent = PolicyAgent(batcher, self.chat, max_new_tokens=hc.max_tokens or self.cfg.max_seq_len,
+                            max_seq_len=self.cfg.max_seq_len, temperature=self.cfg.temperature,
+                            seed=derive_seed(self.cfg.seed, "rollout", key, index) % 2**31, name=self.model_name)
+        started = time.perf_counter()
+        with batcher.episode():
+            outcome = play(agent, self.cfg.harness, task, hc)
+        apply_outcome(record, outcome)
+        episode = Episode(key, index, record)
+        episode.prompt_ids, episode.completion_ids, episode.env_mask, episode.logprobs = self.sequence(agent)
+        episode.generated_tokens = sum(len(t.output_ids) for t in agent.turns)
+        self.score(episode, outcome, plan.category, plan.gold)
+        finish(record, time.perf_counter() - started)
+        return episode
 
-def run_episode(plan: RowPlan, task: EpisodeTask, index: int, engine: BatchingEngine, chat: ChatTokens,
-                settings: RolloutSettings, *, step: int) -> Rollout:
-    """One episode; never raises for model, sandbox or episode failures (see the module notes)."""
-    session = PolicyChatModel(
-        engine, chat, name=settings.model_name, max_new_tokens=settings.max_new_tokens,
-        max_seq_len=settings.max_seq_len, temperature=settings.temperature,
-        seed=derive_seed(settings.seed, "rollout", step, plan.id, index) % 2**31,
-    )
-    rollout = Rollout(plan, index)
-    started = time.perf_counter()
-    result: EpisodeResult | None = None
-    with engine.episode():
+    def sequence(self, agent: PolicyAgent) -> tuple[list[int], list[int], list[int], list[float] | None]:
+        prompt, completion, mask, logprobs = assemble(agent.turns)
+        if not completion:  # nothing generated (the episode failed first): one masked end token
+            end = self.tokenizer.eos_token_id
+            prompt, completion, mask = prompt or [end], [end], [0]
+            logprobs = [0.0] if logprobs is not None else None
+        return prompt, completion, mask, logprobs
+
+    def score(self, episode: Episode, outcome: EpisodeOutcome, category: str, gold: Any) -> None:
+        record = episode.record
+        if outcome.finished:
+            message = outcome.result.final_message
+            episode.final_message, episode.forced_final = message, outcome.result.forced_final
+            scored_text = message
+            if self.instructions:  # composite: the task is scored on the <class> span
+                scored_text = rw.class_span(message) or ""
+            scored = self.taskset.score(category, gold, scored_text)
+            apply_score(record, score=scored.score, valid=scored.valid, parsed=scored.parsed,
+                        answer_error=scored.error, metrics=scored.metrics)
+            episode.score = float(scored.score)
+            tagged = rw.parse_tagged(message) if self.judge is not None else None
+            if tagged is not None and rw.class_matches(self.taskset, category, gold, message):  # soft needs the class
+                episode.judge_score = self.ask_judge(tagged)
+                record["metrics"]["judge"] = episode.judge_score
+        elif outcome.error_type in POLICY_FAILURES:
+            episode.score, episode.forced_final = 0.0, True  # the budget ran out before an answer
+        record["metrics"].update(train_score=episode.score if episode.score is not None else float("nan"),
+                                 generated_tokens=float(episode.generated_tokens))
+
+    def ask_judge(self, tagged: rw.Tagged) -> float:
+        """The soft reward's judge; 0 when it cannot be reached or its reply holds no scores."""
         try:
-            result = settings.harness(session, task, settings.harness_config)
-        except ModelError as exc:
-            rollout.error_type, rollout.error = exc.kind, str(exc)[:2000]
-            rollout.infra_failure = exc.kind != "bad_request"  # bad_request: the context is full
-        except EpisodeError as exc:
-            result = exc.result
-            rollout.error_type, rollout.error = exc.kind, str(exc)[:2000]
-        except SandboxError as exc:
-            rollout.error_type, rollout.error, rollout.infra_failure = "sandbox", str(exc)[:2000], True
-        except Exception as exc:  # a bug must not kill a long run: the group is dropped, the error kept
-            rollout.error_type, rollout.infra_failure = "internal", True
-            rollout.error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-1500:]}"
-    rollout.latency_s = time.perf_counter() - started
-    rollout.ids, rollout.mask = assemble_sequence(session.turns)
-    rollout.turns = len(session.turns)
-    rollout.output_tokens = sum(len(out) for _, out in session.turns)
-    rollout.input_tokens = sum(len(prompt) for prompt, _ in session.turns)
-    if result is not None:
-        rollout.final_message = result.final_message
-        rollout.code_cells = result.code_cells
-        rollout.forced_final = result.forced_final
-        rollout.transcript = result.transcript
-    if rollout.error_type is not None and not rollout.infra_failure:
-        rollout.final_message = ""
-        rollout.forced_final = True  # the budget ran out before an answer: penalised like a forced final
-    return rollout
+            reply = self.judge.generate([Message("user", rw.judge_prompt(tagged))], max_tokens=200, temperature=0.0)
+        except Exception:  # a judge outage must not stop training: the rollout earns no soft reward
+            return 0.0
+        value = rw.parse_judge_scores(reply.text)
+        return 0.0 if value is None else value
 
+    # -- what goes back, what is kept ----------------------------------------------------------
+    @staticmethod
+    def columns(episodes: list[Episode]) -> dict[str, list]:
+        return {
+            "score": [e.score for e in episodes],
+            "forced_final": [e.forced_final for e in episodes],
+            "generated_tokens": [e.generated_tokens for e in episodes],
+            "final_message": [e.final_message for e in episodes],
+            "category": [e.record["category"] for e in episodes],
+            "gold": [e.record["gold"] for e in episodes],
+            "judge_score": [e.judge_score for e in episodes],
+        }
 
-def score_rollout(rollout: Rollout, settings: RolloutSettings) -> None:
-    """s_i from the task's scorer; for `composite`, also TimeMaster's format / hard / soft parts."""
-    plan = rollout.plan
-    if rollout.infra_failure:
-        return
-    if settings.reward != "composite":
-        scored = score_metrics(plan.category, plan.gold, rollout.final_message)
-        rollout.score, rollout.valid, rollout.parsed = float(scored["score"]), bool(scored["valid"]), scored["parsed"]
-        rollout.metrics = {k: v for k, v in scored.items() if k not in ("score", "parsed")}
-        return
-    tagged = rw.parse_tagged(rollout.final_message)
-    spans = _CLASS_SPAN.findall(rollout.final_message)
-    class_text = tagged.cls if tagged else (spans[-1].strip() if spans else "")
-    scored = score_metrics(plan.category, plan.gold, class_text)
-    rollout.score, rollout.valid, rollout.parsed = float(scored["score"]), bool(scored["valid"]), scored["parsed"]
-    fmt = 1.0 if tagged else 0.0
-    hard = rw.hard_reward(plan.category, plan.gold, class_text)
-    soft = None
-    if hard > 0 and tagged is not None and settings.composite_weights[2] > 0 and settings.judge is not None:
-        soft = ask_judge(settings.judge, tagged)
-    rollout.composite = rw.composite_reward(fmt, hard, soft, settings.composite_weights)
-    rollout.metrics = {"format": fmt, "hard": hard, "soft": rollout.composite.soft, "composite": rollout.composite.reward}
+    def log(self, records: list[dict]) -> None:
+        if not self.cfg.log_rollouts:
+            return
+        journal = Journal(self.journal_dir)
+        try:
+            for record in records:
+                record["metrics"] = {k: v for k, v in record["metrics"].items() if v is not None and v == v}
+                journal.append(record)
+        finally:
+            journal.close()
 
+    def summary(self, step: int, stats: list[tuple], batches: int, seconds: float) -> dict[str, float]:
+        scored = [s for s in stats if s[0] is not None]
+        groups = len(stats) // self.cfg.group_size
+        gen = self.stream.generator(step)
 
-def ask_judge(judge: ChatModel, tagged: rw.Tagged) -> float:
-    """The soft reward from the LLM judge; 0 when it cannot be reached or its reply has no scores."""
-    try:
-        reply = judge.generate([Message("user", rw.judge_prompt(tagged))], max_tokens=200, temperature=0.0)
-    except Exception:  # a judge outage must not stop training; the rollout simply earns no soft reward
-        return 0.0
-    value = rw.parse_judge_scores(reply.text)
-    return 0.0 if value is None else value
+        def mean(values: list) -> float:
+            return float(np.mean(values)) if values else float("nan")
 
+        return {
+            "mean_score": mean([s[0] for s in scored]), "mean_reward": mean([s[1] for s in scored]),
+            "forced_final_rate": mean([float(s[3]) for s in scored]), "mean_generated_tokens": mean([s[4] for s in scored]),
+            "mean_turns": mean([s[5] for s in scored]), "infra_failures": float(len(stats) - len(scored)),
+            "dropped_groups": float(sum(s[2] for s in stats) // self.cfg.group_size), "groups": float(groups),
+            "p_present": float(gen.p_present), "min_k": float(gen.min_k), "generation_batches": float(batches),
+            "rollout_s": seconds,
+        }
 
-def rollout_record(rollout: Rollout, *, step: int, model: str, harness: str) -> dict[str, Any]:
-    """The rollout as one row of the results schema (tsbench.results); `epoch` is its index in the group."""
-    from tsbench.core.episode import EpisodeOutcome, EpisodeResult
-    from tsbench.results.records import apply_outcome, apply_score, finish, new_record
-
-    plan = rollout.plan
-    record = new_record(
-        sample_id=plan.id, epoch=rollout.index, family="anomalyxl",
-        columns={"split": plan.split, "regime": plan.regime, "category": plan.category, "length": plan.length,
-                 "n_channels": len(plan.channel_names), "attributes": {"step": step}},
-        model=model, harness=harness, depth=0, gold=plan.gold,
-    )
-    result = EpisodeResult(final_message=rollout.final_message, turns=rollout.turns, code_cells=rollout.code_cells,
-                           forced_final=rollout.forced_final, input_tokens=rollout.input_tokens,
-                           output_tokens=rollout.output_tokens, transcript=rollout.transcript)
-    failed = rollout.infra_failure
-    apply_outcome(record, EpisodeOutcome(result, rollout.error_type if failed else None, rollout.error if failed else None))
-    if not failed:
-        extra = {"step": step, "reward": rollout.reward, "advantage": rollout.advantage, "kappa": rollout.kappa,
-                 "token_penalty": rollout.token_penalty, "fail_penalty": rollout.fail_penalty,
-                 "dropped": float(rollout.dropped), **rollout.metrics}
-        numbers = {k: v for k, v in extra.items() if isinstance(v, (int, float)) and not isinstance(v, bool) or isinstance(v, bool)}
-        apply_score(record, score=rollout.score, valid=rollout.valid, parsed=rollout.parsed,
-                    answer_error=rollout.metrics.get("error") if isinstance(rollout.metrics.get("error"), str) else None,
-                    metrics={k: float(v) for k, v in numbers.items() if v is not None})
-        if rollout.error_type is not None:  # a cap the policy hit: scored (0) and noted
-            record["error"] = rollout.error
-    return finish(record, rollout.latency_s)

@@ -276,14 +276,14 @@ def transcript_messages(transcript: list[dict]) -> list[dict]:
 
 
 def results_fingerprint(run_dir: Path) -> dict[str, Any]:
-    from tsbench import results as schema
+    from tsbench import results
 
-    files = [run_dir / name for name in (schema.SAMPLES, schema.JOURNAL, schema.RUN_JSON) if (run_dir / name).is_file()]
+    files = [run_dir / name for name in (results.SAMPLES, results.JOURNAL, results.RUN_JSON) if (run_dir / name).is_file()]
     info = {"path": str(run_dir), "files": {f.name: sha256_file(f) for f in files}}
-    if (run_dir / schema.RUN_JSON).is_file():
-        run = schema.load_run(run_dir)
+    if (run_dir / results.RUN_JSON).is_file():
+        run = results.load_run(run_dir)
         info.update(model=run.get("model"), harness=run.get("harness"),
-                    dataset_manifest_sha256=run.get("dataset", {}).get("manifest_sha256"))
+                    dataset_key=run.get("dataset", {}).get("key"))
     return info
 
 
@@ -308,12 +308,12 @@ def load_trajectories(run_dirs: list[str | Path], *, min_score: float, regimes: 
                 skipped["not_an_rlm_run"] += 1
             elif isinstance(record["error_type"], str) or not _finite(record["score"]):
                 skipped["error_row"] += 1
+            elif record["split"] == "test" and not include_test_split:
+                skipped["test_split"] += 1
             elif record["score"] < min_score:
                 skipped["below_min_score"] += 1
             elif record["regime"] not in regimes:
                 skipped["other_regime"] += 1
-            elif record["split"] == "test" and not include_test_split:
-                skipped["test_split"] += 1
             else:
                 try:
                     messages = transcript_messages(json.loads(record["transcript"]))

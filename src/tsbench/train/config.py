@@ -1,0 +1,276 @@
+"""Training settings: one dataclass per concern, nested in `GRPOConfig` and `SFTConfig`.
+
+Defaults are the papers' (GRPO: timerlm-anomalyxl §4.1, Qwen3.5-4B, full parameters; SFT:
+Appendix C). Every field is a TOML key (flat under [grpo] / [sft], or as a nested table such as
+[grpo.rewards]) and the ones users change are CLI flags; `tsbench.core.config.build` fills them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tsbench.core.errors import UserError
+from tsbench.harness.episode import HarnessConfig
+from tsbench.tasks.anomalyxl import labels as lb
+
+REWARDS = ("anomalyxl", "composite")
+LOSSES = ("dr_grpo", "grpo")
+ENGINES = ("hf", "vllm-colocate", "vllm-server")
+GRIDS = ("paper", "small")
+CURRICULUM_FRACTION = 220 / 300  # anomaly-free cases withheld for the first 220 of 300 steps
+
+
+@dataclass
+class PolicyConfig:
+    """Which weights train: every parameter (lora = 0) or a LoRA adapter of rank `lora`."""
+
+    model: str = ""  # local/smollm2-135m, local/<dir> (a model or an SFT adapter), a path, or a hub id
+    lora: int = 0  # LoRA rank; 0 trains every parameter (the paper's run)
+    lora_alpha: int | None = None  # default 2 x rank
+    lora_dropout: float = 0.0
+    lora_target: str = "all-linear"  # comma-separated module names, or all-linear
+    dtype: str | None = None  # weights' dtype; default bfloat16 on GPU, float32 on CPU
+    gradient_checkpointing: bool = True
+
+    def targets(self) -> str | list[str]:
+        names = [t.strip() for t in self.lora_target.split(",") if t.strip()]
+        return "all-linear" if names == ["all-linear"] else names
+
+    def problems(self) -> list[str]:
+        found = []
+        if not self.model:
+            found.append("--model is required")
+        if self.lora < 0 or (self.lora_alpha is not None and self.lora_alpha <= 0):
+            found.append("--lora takes a rank >= 1 (0 trains every parameter) and lora_alpha must be > 0")
+        if not 0 <= self.lora_dropout < 1:
+            found.append("lora_dropout must lie in [0, 1)")
+        if self.lora and not self.targets():
+            found.append("lora_target names no module")
+        if self.dtype not in (None, "float32", "bfloat16", "float16"):
+            found.append("dtype must be float32, bfloat16 or float16")
+        return found
+
+
+@dataclass
+class RewardConfig:
+    """`anomalyxl`: R = s - lambda_tok * s * kappa - lambda_fail * 1[forced final] (the paper).
+    `composite`: TimeMaster's w_fmt * format + w_hard * hard + w_soft * soft (an LLM judge)."""
+
+    reward: str = "anomalyxl"
+    lambda_tok: float = 0.1
+    lambda_fail: float = 0.25
+    format_weight: float = 0.1
+    hard_weight: float = 0.9
+    soft_weight: float | None = None  # None: 1.0 when a judge is given (TimeMaster's case studies), else 0
+    judge: str | None = None  # provider/name of the soft-reward judge (TimeMaster: GPT-4o)
+    judge_base_url: str | None = None  # an OpenAI-compatible server for the judge
+
+    @property
+    def soft(self) -> float:
+        return self.soft_weight if self.soft_weight is not None else (1.0 if self.judge else 0.0)
+
+    def problems(self) -> list[str]:
+        found = []
+        if self.reward not in REWARDS:
+            found.append(f"--reward must be one of {', '.join(REWARDS)}")
+        if min(self.lambda_tok, self.lambda_fail, self.format_weight, self.hard_weight, self.soft) < 0:
+            found.append("reward weights and penalties must be >= 0")
+        if self.reward == "composite" and self.soft > 0 and not self.judge:
+            found.append("--reward composite with a soft weight needs --judge <provider/name>")
+        if self.judge and self.reward != "composite":
+            found.append("--judge only scores the composite reward's soft part (add --reward composite)")
+        return found
+
+
+@dataclass
+class TaskConfig:
+    """The task stream: fresh generator tasks every step, scored by the family's Taskset."""
+
+    family: str = "anomalyxl"  # whose `score` judges the final messages
+    categories: list[str] = field(default_factory=lambda: list(lb.PRECISE_CATEGORIES))
+    lengths: list[int] | None = None  # None: the preset's grid (paper: 16k-131k single, 32k/131k multi)
+    preset: str = "paper"  # generator grid: paper, or small (L 1024/2048) for tests and demos
+    curriculum_fraction: float = CURRICULUM_FRACTION
+    warm_steps: int | None = None  # steps without anomaly-free cases; None: curriculum_fraction x steps
+
+    def problems(self) -> list[str]:
+        found = []
+        unknown = [c for c in self.categories if c not in lb.ALL_CATEGORIES]
+        if unknown or not self.categories:
+            found.append(f"unknown --categories {', '.join(unknown) or '(none given)'}")
+        if any(c in lb.MCQ_CATEGORIES for c in self.categories):
+            found.append("train-grpo draws precise (Localize) tasks; MCQ templates are not generated per step")
+        if self.lengths is not None and (not self.lengths or min(self.lengths) < 16):
+            found.append("--lengths must be series lengths >= 16")
+        if self.preset not in GRIDS:
+            found.append(f"--preset must be one of {', '.join(GRIDS)}")
+        if not 0.0 <= self.curriculum_fraction <= 1.0 or (self.warm_steps is not None and self.warm_steps < 0):
+            found.append("curriculum_fraction must lie in [0, 1] and warm_steps be >= 0")
+        return found
+
+
+@dataclass
+class RolloutConfig:
+    """Who generates the rollouts: the training model itself (hf) or vLLM (TRL's colocate or server mode)."""
+
+    engine: str = "hf"
+    vllm_server_url: str = "http://127.0.0.1:8000"  # `trl vllm-serve --model <weights>` (engine vllm-server)
+    vllm_gpu_memory: float = 0.3  # colocate: share of the GPU vLLM may take
+    rollout_workers: int = 32  # episodes in flight per process, each with its own kernel
+
+    def problems(self) -> list[str]:
+        found = []
+        if self.engine not in ENGINES:
+            found.append(f"--engine must be one of {', '.join(ENGINES)}")
+        if self.rollout_workers < 1 or not 0 < self.vllm_gpu_memory <= 1:
+            found.append("rollout_workers must be >= 1 and vllm_gpu_memory in (0, 1]")
+        return found
+
+
+@dataclass
+class LaunchConfig:
+    """How many processes train (`accelerate launch`), and with which accelerate config."""
+
+    num_processes: int = 1
+    accelerate_config: str | None = None  # e.g. experiments/grpo/accelerate/zero3.yaml
+
+
+def _training_harness() -> HarnessConfig:
+    return HarnessConfig(max_tokens=4096, temperature=1.0)
+
+
+@dataclass
+class GRPOConfig:
+    """`tsbench train-grpo`. `batch_size` counts ROLLOUTS per optimizer step: tasks per step =
+    batch_size / group_size (the paper: 128 rollouts = 16 tasks x G 8)."""
+
+    steps: int = 300
+    group_size: int = 8  # G rollouts per task
+    batch_size: int = 128
+    micro_batch_size: int = 1  # sequences per forward/backward on one process (gradient accumulation fills the rest)
+    max_seq_len: int = 65536  # first prompt + every turn of one episode, in tokens
+    lr: float = 1e-6
+    weight_decay: float = 0.0
+    warmup_steps: int = 0
+    max_grad_norm: float = 1.0
+    loss: str = "dr_grpo"  # TRL loss_type: dr_grpo (constant normaliser, the paper) or grpo (TimeMaster eq. 7)
+    scale_rewards: str | None = None  # None: "none" for dr_grpo (no std division), "group" for grpo
+    beta: float = 0.0  # KL weight to the reference (= the starting policy); TimeMaster 0.001
+    epsilon: float = 0.2  # PPO clip
+    harness: str = "rlm"
+    out: str | None = None  # default runs/grpo__<model>
+    resume: bool = False
+    save_every: int = 50
+    keep_checkpoints: int = 2
+    log_rollouts: bool = True
+    seed: int = 0
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    rewards: RewardConfig = field(default_factory=RewardConfig)
+    tasks: TaskConfig = field(default_factory=TaskConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    launch: LaunchConfig = field(default_factory=LaunchConfig)
+    harness_config: HarnessConfig = field(default_factory=_training_harness)
+
+    @property
+    def tasks_per_step(self) -> int:
+        return self.batch_size // self.group_size
+
+    @property
+    def temperature(self) -> float:
+        return float(self.harness_config.temperature)
+
+    @property
+    def warm_steps(self) -> int:
+        """The curriculum's cut-over: steps 1..warm_steps draw no anomaly-free cases."""
+        if self.tasks.warm_steps is not None:
+            return self.tasks.warm_steps
+        return int(round(self.steps * self.tasks.curriculum_fraction))
+
+    @property
+    def reward_scaling(self) -> str:
+        return self.scale_rewards or ("none" if self.loss == "dr_grpo" else "group")
+
+    def episode_tokens(self) -> int:
+        """The most tokens one episode can generate: Dr. GRPO's constant loss normaliser."""
+        per_reply = self.harness_config.max_tokens or self.max_seq_len
+        return min(self.max_seq_len, self.harness_config.max_turns * per_reply)
+
+    def run_dir(self) -> Path:
+        if self.out:
+            return Path(self.out)
+        slug = self.policy.model.removeprefix("local/").strip("/").replace("/", "_").replace(":", "_")
+        return Path("runs") / f"grpo__{slug}"
+
+    def validate(self, world_size: int = 1) -> None:
+        from tsbench.harness import HARNESSES, REFERENCE_HARNESSES
+
+        found = self.policy.problems() + self.rewards.problems() + self.tasks.problems() + self.rollout.problems()
+        if self.group_size < 2:
+            found.append("--group-size must be >= 2 (advantages are relative to the group)")
+        per_process = self.batch_size // max(world_size, 1)
+        if self.batch_size % self.group_size or self.batch_size % world_size or per_process % self.group_size:
+            found.append(f"--batch-size ({self.batch_size} rollouts) must split into whole groups of {self.group_size} "
+                         f"on each of {world_size} process(es)")
+        elif per_process % self.micro_batch_size:
+            found.append(f"--micro-batch-size ({self.micro_batch_size}) must divide the {per_process} rollouts "
+                         "each process trains on per step")
+        if self.steps < 1 or self.micro_batch_size < 1 or self.max_seq_len < 2:
+            found.append("--steps and --micro-batch-size must be >= 1 and --max-seq-len >= 2")
+        if self.loss not in LOSSES or self.reward_scaling not in ("none", "group", "batch"):
+            found.append(f"--loss must be one of {', '.join(LOSSES)} and scale_rewards none, group or batch")
+        if not 0 < self.epsilon < 1 or self.beta < 0 or self.lr <= 0 or self.warmup_steps < 0:
+            found.append("need 0 < epsilon < 1, beta >= 0, lr > 0 and warmup_steps >= 0")
+        if not self.harness_config.temperature or self.harness_config.temperature <= 0:
+            found.append("training samples at a temperature > 0 (--temperature)")
+        if self.save_every < 1 or self.keep_checkpoints < 1:
+            found.append("save_every and keep_checkpoints must be >= 1")
+        if self.harness not in HARNESSES or self.harness in REFERENCE_HARNESSES:
+            found.append(f"--harness must be a model harness: {', '.join(h for h in HARNESSES if h not in REFERENCE_HARNESSES)}")
+        if self.launch.num_processes < 1:
+            found.append("--num-processes must be >= 1")
+        if found:
+            raise UserError("; ".join(found))
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+SINGLE_PASS = "single-pass-text"
+RLM_TRAJECTORIES = "rlm-trajectories"
+FORMATS = (SINGLE_PASS, RLM_TRAJECTORIES)
+
+
+def _sft_policy() -> PolicyConfig:
+    return PolicyConfig(lora=16, lora_alpha=32, lora_dropout=0.05, lora_target="q_proj,v_proj",
+                        gradient_checkpointing=False)
+
+
+@dataclass
+class SFTConfig:
+    """`tsbench sft-baseline` for a language model; defaults are the paper's (Appendix C)."""
+
+    format: str = SINGLE_PASS  # single-pass-text | rlm-trajectories
+    # single-pass-text: one dataset seed dir ({train,val}-<regime>.parquet; default data/anomalyxl/seed42);
+    # rlm-trajectories: one or more eval run dirs (results/<run>).
+    data: list[str] = field(default_factory=list)
+    regime: str | None = None  # precise | coarse (| both for rlm-trajectories); None: precise | both
+    epochs: int = 5
+    lr: float = 1e-4
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0  # max gradient norm; 0 disables clipping
+    warmup: float = 0.03  # fraction of the optimizer steps, rounded DOWN (a 1-step run does not warm up)
+    batch_size: int = 1
+    patience: int = 3  # epochs without a lower val loss before stopping
+    val_rows: int = 500
+    train_rows: int | None = None  # None: all (paper: ~5,000); else spread round-robin over categories
+    min_score: float = 0.5  # rlm-trajectories: keep episodes scoring at least this
+    include_test_split: bool = False  # rlm-trajectories: allow episodes on test rows (contaminates the benchmark)
+    max_seq_len: int | None = None  # None: the model's context; longer examples are dropped
+    text_budget_chars: int | None = None  # single-pass-text: serialized characters; None: fitted to max_seq_len
+    val_max_new_tokens: int = 128
+    out: str | None = None  # default models/sft-<model>-<format>-<regime>
+    seed: int = 0
+    overwrite: bool = False
+    policy: PolicyConfig = field(default_factory=_sft_policy)
