@@ -18,6 +18,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from tsbench.cli.common import console, err_console, given, ints, split_list
 from tsbench.core.config import build, field_names, read_toml_table
 from tsbench.core.errors import UserError
+from tsbench.core.extras import check
 from tsbench.train.config import (GRPOConfig, LaunchConfig, PolicyConfig, RewardConfig, RolloutConfig, SFTConfig,
                                   TaskConfig)
 
@@ -25,6 +26,8 @@ G, P, R, T, RO, L, S = GRPOConfig(), PolicyConfig(), RewardConfig(), TaskConfig(
 SP, HC = S.policy, G.harness_config
 LAUNCHED = "TSBENCH_LAUNCHED"  # set in the processes `accelerate launch` starts, so they do not relaunch
 
+
+TRAIN_PACKAGES = ("torch", "transformers", "peft", "accelerate", "trl")
 
 def sft_baseline(
     ctx: typer.Context,
@@ -60,6 +63,7 @@ def sft_baseline(
         _train_classical(data[0] if data else Path("data/anomalyxl") / "seed42", out or Path("models/classical"),
                          seed if "seed" in given(ctx) else 42)
         return
+    check(*TRAIN_PACKAGES, extra="train", what="sft-baseline of a language model")
     from tsbench.train.sft import RichSFTProgress, run_sft
 
     settings = read_toml_table(config, "sft") if config else {}
@@ -164,6 +168,7 @@ def train_grpo_cmd(
     if (cfg.launch.num_processes > 1 or cfg.launch.accelerate_config) and not os.environ.get(LAUNCHED):
         raise typer.Exit(relaunch(cfg.launch))
 
+    check(*TRAIN_PACKAGES, extra="train", what="train-grpo")
     from tsbench.train.grpo import LineProgress, train_grpo
 
     run_dir = train_grpo(cfg, LineProgress(err_console))
