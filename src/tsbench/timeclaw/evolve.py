@@ -175,7 +175,9 @@ def verify_tool(source: str, tasks: list[HeldOutTask], *, success_threshold: flo
              for index, task in enumerate(tasks) for name, values in zip(task.channel_names, task.values)}
     placeholder = tasks[0].meta()
     results = []
-    with Sandbox(union, cell_timeout_s=cell_timeout_s, memory_bytes=memory_bytes) as sandbox:
+    cache = stumpy_cache_dir()  # discords' compiled functions, read-only in the jail
+    with Sandbox(union, cell_timeout_s=cell_timeout_s, memory_bytes=memory_bytes,
+                 readonly_paths=[cache] if cache.is_dir() else []) as sandbox:
         install = toolset.install_code(placeholder, numba_cache=str(stumpy_cache_dir()), verification=True)
         setup = sandbox.run(install)
         if setup.error:

@@ -23,12 +23,10 @@ past any series length) are rejected.
 
 from __future__ import annotations
 
-import json
 import math
-import re
 from typing import Any, NamedTuple
 
-from tsbench.core.text import json_object_spans, strip_reasoning
+from tsbench.core.answers import as_integer, extract_choice, last_json_object
 from tsbench.tasks.anomalyxl.labels import (
     ALL_CATEGORIES,
     ALL_CHANNELS,
@@ -42,11 +40,8 @@ from tsbench.tasks.anomalyxl.labels import (
     NO_ANOMALY_KIND,
 )
 
-INTEGER_LIMIT = 2**53
 INDEPENDENT = "independent"
 
-_ANSWER_LINE = re.compile(r"^[ \t]*answer:([^\r\n]*)", re.IGNORECASE | re.MULTILINE)
-_QUOTES = ("'", '"')
 
 
 class Extraction(NamedTuple):
@@ -60,62 +55,14 @@ class Extraction(NamedTuple):
         return self.error is None
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def parse_json_object(block: str) -> Extraction:
-    """Strict JSON parse of one ``{...}`` block (NaN and Infinity literals rejected)."""
-    try:
-        value = json.loads(block, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
-        return Extraction(None, "invalid JSON")
-    if not isinstance(value, dict):
-        return Extraction(None, "not a JSON object")
-    return Extraction(value, None)
-
-
 def extract_json_answer(response: str) -> Extraction:
     """The last top-level JSON object of the response, reasoning dropped; no type check."""
-    text = strip_reasoning(response)
-    spans = json_object_spans(text)
-    if not spans:
-        return Extraction(None, "no JSON object")
-    start, end = spans[-1]
-    return parse_json_object(text[start:end])
-
-
-def _trim_answer(text: str) -> str:
-    text = text.strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in _QUOTES:
-        text = text[1:-1].strip()
-    return text
-
-
-def _answer_line(text: str) -> str | None:
-    last = None
-    for last in _ANSWER_LINE.finditer(text):
-        pass
-    if last is None:
-        return None
-    rest = last.group(1)
-    if rest.strip():
-        return rest
-    for line in text[last.end() :].splitlines():
-        if line.strip():
-            return line
-    return ""
+    return Extraction(*last_json_object(response))
 
 
 def extract_mcq_answer(response: str) -> str:
     """The chosen option text of an MCQ response (may be empty; never raises)."""
-    text = strip_reasoning(response)
-    for start, end in reversed(json_object_spans(text)):
-        parsed = parse_json_object(text[start:end])
-        if parsed.valid and isinstance(parsed.answer.get("answer"), str):
-            return _trim_answer(parsed.answer["answer"])
-    line = _answer_line(text)
-    return _trim_answer(text if line is None else line)
+    return extract_choice(response)
 
 
 def mcq_options(category: str, gold: dict) -> tuple[str, ...] | None:
@@ -124,19 +71,6 @@ def mcq_options(category: str, gold: dict) -> tuple[str, ...] | None:
     if isinstance(listed, list) and all(isinstance(o, str) for o in listed):
         return tuple(listed)
     return MCQ_OPTIONS.get(category)
-
-
-def as_integer(value: Any) -> int | None:
-    """``value`` as an int under the integer rule above, or None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        number = value
-    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        number = int(value)
-    else:
-        return None
-    return number if abs(number) <= INTEGER_LIMIT else None
 
 
 def as_finite_number(value: Any) -> float | None:
