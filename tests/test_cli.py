@@ -158,8 +158,12 @@ def test_sft_baseline_then_eval_from_the_command_line(tmp_path):
 
 @pytest.mark.slow
 def test_train_grpo_one_step_then_eval_the_checkpoint(small_data, tmp_path):
+    """The command line end to end on a tiny model (tests/test_train_grpo.py trains the real SmolLM2)."""
+    from tsbench.testing.tiny import make_small_vocab_llama
+
+    tiny = make_small_vocab_llama(tmp_path / "tiny")
     out = tmp_path / "grpo"
-    res = run("train-grpo", "--model", "local/smollm2-135m", "--lora", "4", "--steps", "1", "--group-size", "2",
+    res = run("train-grpo", "--model", f"local/{tiny}", "--lora", "4", "--steps", "1", "--group-size", "2",
               "--batch-size", "2", "--max-turns", "1", "--max-tokens", "8", "--preset", "small",
               "--categories", "localize", "--lengths", "1024", "--out", str(out))
     assert res.returncode == 0, res.stderr[-3000:]

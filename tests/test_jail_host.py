@@ -198,7 +198,8 @@ print('HELD', total // 2**20)
 
 
 def test_whole_episode_memory_bound():
-    with Sandbox({}, memory_bytes=256 * 2**20, work_bytes=32 * 2**20, tmp_bytes=16 * 2**20, cell_timeout_s=60) as box:
+    # RLIMIT_AS must leave room for the interpreter's address space (a booted kernel maps ~400 MB)
+    with Sandbox({}, memory_bytes=768 * 2**20, work_bytes=32 * 2**20, tmp_bytes=16 * 2**20, cell_timeout_s=60) as box:
         if box.cgroup is None:
             pytest.skip(f"no writable cgroup here: the bound is {box.limits_description}")
         directories = list(box.cgroup.directories)

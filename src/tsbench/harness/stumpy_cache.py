@@ -36,10 +36,18 @@ def stumpy_cache_dir() -> Path:
     try:
         from importlib.metadata import version
 
-        tag = version("stumpy")
+        tag = f"{version('stumpy')}-numba{version('numba')}"  # numba's cache is only valid for its own version
     except Exception:  # stumpy missing: discords reports it when called
         tag = "none"
     return cache_root() / "numba" / f"stumpy-{tag}-py{sys.version_info.major}{sys.version_info.minor}"
+
+
+def _readable_by_all(root: Path) -> None:
+    """The jail's kernel runs as another uid: it must be able to read (never write) the cache."""
+    for folder, _dirs, files in os.walk(root):
+        os.chmod(folder, 0o755)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o644)
 
 
 def stumpy_cache_ready() -> bool:
@@ -61,6 +69,7 @@ def warm_stumpy_cache(timeout_s: float = 900.0) -> bool:
             log.warning("stumpy warm-up failed: %s", done.stderr.decode(errors="replace")[-500:])
             return False
         (staging / STUMPY_READY).write_text("ok\n")
+        _readable_by_all(staging)
         try:
             os.rename(staging, target)
         except OSError:
