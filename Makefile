@@ -11,7 +11,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 setup: $(STAMP)
 	@sh scripts/ensure_bubblewrap.sh
 
-# Installs everything that runs on a CPU: `.[all,dev]` (see docs/install.md for the lean base install).
+# Installs everything that runs on a CPU: `.[all,dev]` (the README's Install section lists the lean extras).
 # torch: on a machine without an NVIDIA GPU take the pinned CPU wheel first, so the loose
 # requirement in pyproject.toml is already satisfied and pip never pulls a multi-GB CUDA build.
 # xgboost: [classical] asks for the CPU-only build (xgboost-cpu); a venv made before holds the CUDA
@@ -36,9 +36,12 @@ $(STAMP): pyproject.toml
 gpu: setup
 	$(BIN)/pip install -q -e '.[gpu]'
 
+# Two pytest workers (CI has two cores); each takes whole files, so a file's fixtures are built once.
+TEST_JOBS ?= 2
+
 test: setup
 	@sh scripts/ensure_chromium.sh
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadfile
 
 demo: setup
 	$(BIN)/python -m tsbench.demo

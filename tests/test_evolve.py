@@ -21,7 +21,6 @@ from tsbench.harness import EpisodeTask, HarnessConfig, get_harness
 from tsbench.timeclaw.evolve import REPORT, evolve_prompt, evolve_tools, verify_tool
 from tsbench.harness.toolset import Toolset, ToolSourceError, load_tools_dir
 from tsbench.models.openai_model import OpenAIChatModel
-from tsbench.models.registry import get_model
 from tsbench.models.retry import RetryPolicy
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
 

@@ -20,7 +20,6 @@ from tsbench.timeclaw import DIM, FEATURE_NAMES, MemoryBank, build_memory, finge
 from tsbench.timeclaw.bank import MEMORY_HEADER, bank_scaler, render_precedents
 from tsbench.timeclaw.embed import OpenAIEmbedder, context_descriptor, get_embedder
 from tsbench.baselines import build_policy
-from tsbench.models.registry import get_model
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
 
 F = {name: index for index, name in enumerate(FEATURE_NAMES)}

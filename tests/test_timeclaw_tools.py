@@ -32,7 +32,6 @@ from tsbench.harness.toolset import (
 from tsbench.models.base import Message, ToolCall
 from tsbench.models.openai_model import OpenAIChatModel, message_payload
 from tsbench.baselines import build_policy
-from tsbench.models.registry import get_model
 from tsbench.models.retry import RetryPolicy
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
 

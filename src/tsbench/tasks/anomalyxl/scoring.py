@@ -5,14 +5,13 @@ Note that the name ``metrics`` here is the function; import per-category helpers
 ``from tsbench.tasks.anomalyxl.metrics import ...``.
 """
 
+from tsbench.core.text import json_object_spans, strip_reasoning
 from tsbench.core.stats import bootstrap_ci, category_means, macro_f1, overall_mean, paired_bootstrap_diff
 from .extract import (
     Extraction,
     extract_answer,
     extract_json_answer,
     extract_mcq_answer,
-    json_object_spans,
-    strip_reasoning,
 )
 from .metrics import iou, match_events, metrics, score
 
