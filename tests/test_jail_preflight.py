@@ -84,3 +84,22 @@ def test_eval_refuses_kernel_harnesses_without_the_jail_unless_unsafe(small_data
     run_dir = run_eval(cfg)
     info = json.loads((run_dir / "run.json").read_text())
     assert info["unsafe_sandbox"] is True and info["complete"] and info["error_samples"] == 0
+
+
+def test_a_virtualenv_under_tmp_stays_visible_inside_the_jail():
+    """The jail mounts a private /tmp; a checkout made with mktemp keeps its venv under /tmp, so the
+    interpreter's binds must come after that mount, not be hidden beneath it."""
+    import site
+    import tempfile
+
+    src = Path(__file__).resolve().parents[1] / "src"
+    with tempfile.TemporaryDirectory(prefix="tsb-venv-", dir="/tmp") as root:
+        venv = Path(root) / "venv"
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), *site.getsitepackages()])}
+        probe = ("import sys; from tsbench.harness.runtime.jail import _preflight; "
+                 "assert sys.prefix.startswith('/tmp/'), sys.prefix; print(_preflight())")
+        done = subprocess.run([str(venv / "bin" / "python"), "-c", probe], env=env, capture_output=True,
+                              text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "None"

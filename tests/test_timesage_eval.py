@@ -136,3 +136,27 @@ def test_resume_after_kill_9_runs_every_period_exactly_once(ts_data, tmp_path):
     assert json.loads((out / RUN_JSON).read_text())["complete"]
     with pytest.raises(UserError, match="different settings"):  # a resumed run must keep its mode
         run_eval(_config(ts_data, out, "sequential", ["medium"]))
+
+
+def test_the_shipped_timesage_configs_build_and_the_floor_runs_from_the_command_line(ts_data, tmp_path):
+    import tomllib
+
+    from tsbench.core.config import build
+
+    root = Path(__file__).resolve().parents[1] / "experiments" / "timesage"
+    configs = sorted(root.glob("*.toml"))
+    assert len(configs) >= 3
+    for path in configs:
+        cfg = build(EvalConfig, tomllib.loads(path.read_text())["eval"])
+        assert cfg.family == "timesage" and cfg.harness == "file-agent" and cfg.judge
+    sequential = build(EvalConfig, tomllib.loads((root / "openai_gpt-5.5__sequential__skills.toml").read_text())["eval"])
+    assert (sequential.harness_config.mode, sequential.harness_config.skills) == ("sequential", True)
+
+    out = tmp_path / "floor"
+    cmd = [sys.executable, "-m", "tsbench.cli", "eval", "--config", str(root / "scripted_timesage__independent.toml"),
+           "--data", str(ts_data), "--categories", "easy", "--out", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    samples = load_samples(out)
+    assert len(samples) == 2 and samples["error"].isna().all()
+    assert json.loads((out / RUN_JSON).read_text())["config"]["judge"] == "judge/rules"

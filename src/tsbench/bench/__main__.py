@@ -4,31 +4,26 @@ from __future__ import annotations
 
 import sys
 
+from tsbench.bench import baselines, eval_overhead, generation, jail, ray_eval, timesage
+
+SECTIONS = {
+    "generate": generation.main,
+    "baselines": baselines.main,
+    "timesage": timesage.main,
+    "jail": jail.main,
+    "ray": ray_eval.main,
+    "eval": eval_overhead.main,
+}
+
 
 def main(argv: list[str]) -> None:
-    from tsbench.bench import generation
-
-    sections = {"generate": generation.main}
-    from tsbench.bench import baselines, ray_eval, timesage
-
-    sections["baselines"] = baselines.main
-    sections["timesage"] = timesage.main
-    from tsbench.bench import jail
-
-    sections["jail"] = jail.main
-    sections["ray"] = ray_eval.main
-    try:
-        from tsbench.bench import eval_overhead
-
-        sections["eval"] = eval_overhead.main
-    except ImportError:
-        pass
-    wanted = argv or list(sections)
+    wanted = argv or list(SECTIONS)
     for name in wanted:
-        if name not in sections:
-            print(f"error: unknown benchmark {name!r}; choose from {', '.join(sections)}", file=sys.stderr)
+        if name not in SECTIONS:
+            print(f"error: unknown benchmark {name!r}; choose from {', '.join(SECTIONS)}", file=sys.stderr)
             sys.exit(2)
-        sections[name]()
+    for name in wanted:
+        SECTIONS[name]()
 
 
 if __name__ == "__main__":

@@ -176,6 +176,13 @@ class Jail:
                     args.extend(["--perms", mode, "--dir", parent])
                 made.add(parent)
 
+        # The private mounts go first: a later bind shows through them, an earlier one would be hidden
+        # (a virtualenv under /tmp, as in a checkout made with mktemp, must stay visible).
+        args += ["--proc", "/proc", "--dev", "/dev",
+                 "--perms", "01777", "--size", str(self.tmp_bytes), "--tmpfs", "/dev/shm",
+                 "--perms", "01777", "--size", str(self.tmp_bytes), "--tmpfs", "/tmp"]
+        bound += ["/proc", "/dev"]
+        made.add("/tmp")
         libraries, links = _system_library_binds()
         interpreter = interpreter_paths()
         for path in _outermost([*libraries, *interpreter]):
@@ -185,11 +192,6 @@ class Jail:
         for target, link in links:
             args.extend(["--symlink", target, link])
             made.add(link)
-        args += ["--proc", "/proc", "--dev", "/dev",
-                 "--perms", "01777", "--size", str(self.tmp_bytes), "--tmpfs", "/dev/shm",
-                 "--perms", "01777", "--size", str(self.tmp_bytes), "--tmpfs", "/tmp"]
-        bound += ["/proc", "/dev"]
-        made.add("/tmp")
         parents(WORKDIR)
         args += ["--perms", "0777", "--size", str(self.work_bytes), "--tmpfs", WORKDIR]
         made.add(WORKDIR)
