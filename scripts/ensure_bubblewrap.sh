@@ -21,31 +21,12 @@ if command -v bwrap >/dev/null 2>&1; then
     exit 0
 fi
 
-if [ "$(id -u)" != "0" ]; then
-    echo "ensure_bubblewrap: no bwrap on PATH and not root; install the package bubblewrap" \
-        "(kernel harnesses refuse to run without it, unless --unsafe-sandbox)." >&2
-    exit 0
-fi
-if ! command -v apt-get >/dev/null 2>&1; then
-    echo "ensure_bubblewrap: no bwrap on PATH and no apt-get; install bubblewrap by hand." >&2
-    exit 0
-fi
-
 echo "ensure_bubblewrap: installing Debian's bubblewrap (limit ${LIMIT}s)..." >&2
-if command -v timeout >/dev/null 2>&1; then
-    RUN="timeout $LIMIT"
-else
-    RUN=""
-fi
-export DEBIAN_FRONTEND=noninteractive
-# Try the existing package lists first; refresh them only when that fails (stale or empty lists).
-$RUN sh -c '
-    apt-get install -y -q --no-install-recommends bubblewrap >/dev/null 2>&1 ||
-    { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q --no-install-recommends bubblewrap >/dev/null 2>&1; }
-'
+sh "$(dirname "$0")/apt_install.sh" bubblewrap "$LIMIT"
 status=$?
 if [ "$status" -ne 0 ]; then
-    echo "ensure_bubblewrap: install failed or timed out (status $status); kernel harnesses will refuse to run." >&2
+    echo "ensure_bubblewrap: could not install bubblewrap (status $status); install the package by hand:" \
+        "kernel harnesses refuse to run without it, unless --unsafe-sandbox." >&2
 elif ! probe; then
     echo "ensure_bubblewrap: bwrap installed but cannot create a jail here (user namespaces disabled?)." >&2
 fi

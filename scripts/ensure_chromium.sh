@@ -15,29 +15,10 @@ for name in chromium chromium-browser; do
     fi
 done
 
-if [ "$(id -u)" != "0" ]; then
-    echo "ensure_chromium: no chromium on PATH and not root; the browser test will skip." >&2
-    exit 0
-fi
-if ! command -v apt-get >/dev/null 2>&1; then
-    echo "ensure_chromium: no chromium on PATH and no apt-get; the browser test will skip." >&2
-    exit 0
-fi
-
 echo "ensure_chromium: installing Debian's chromium (limit ${LIMIT}s)..." >&2
-# Try the existing package lists first; refresh them only when that fails (stale or empty lists).
-if command -v timeout >/dev/null 2>&1; then
-    RUN="timeout $LIMIT"
-else
-    RUN=""
-fi
-export DEBIAN_FRONTEND=noninteractive
-$RUN sh -c '
-    apt-get install -y -q --no-install-recommends chromium >/dev/null 2>&1 ||
-    { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q --no-install-recommends chromium >/dev/null 2>&1; }
-'
+sh "$(dirname "$0")/apt_install.sh" chromium "$LIMIT"
 status=$?
 if [ "$status" -ne 0 ]; then
-    echo "ensure_chromium: install failed or timed out (status $status); the browser test will skip." >&2
+    echo "ensure_chromium: could not install chromium (status $status); the browser test will skip." >&2
 fi
 exit 0

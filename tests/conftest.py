@@ -22,3 +22,15 @@ def small_data(tmp_path_factory) -> Path:
     entries = {"test": generate_split(cfg, "test", root)}
     update_manifest(cfg, root, entries)
     return root / "seed42"
+
+
+@pytest.fixture
+def one_torch_thread():
+    """Training tests: the CI box's 2 cores are shared, and OpenMP barriers across busy cores cost more
+    than they gain."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

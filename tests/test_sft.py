@@ -35,13 +35,7 @@ from tsbench.testing.tiny import make_small_vocab_llama, make_tiny_random_llama
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments" / "sft"
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """The CI box's 2 cores are shared: OpenMP barriers across busy cores cost more than they gain."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

@@ -30,13 +30,7 @@ from tsbench.train.policy import load_tokenizer
 from tsbench.train.rollouts import Environment
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """The CI box's 2 cores are shared: OpenMP barriers across busy cores cost more than they gain."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

@@ -33,15 +33,7 @@ class SaysG(AnomalyXL):
         return Scored(score=words.count(TARGET) / REPLY_TOKENS, valid=bool(words))
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """The CI box's 2 cores are shared: OpenMP barriers across busy cores cost more than they gain."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_mean_reward_rises(tmp_path):

@@ -5,9 +5,7 @@ and where the row came from. Written in row groups of bounded size, read back on
 
 from __future__ import annotations
 
-import functools
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -15,6 +13,9 @@ from typing import Any, Iterator
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from tsbench.tasks import series_file
+from tsbench.tasks.series_file import SeriesWriter, iter_records, read_record, values_array
 
 SCHEMA = pa.schema(
     [
@@ -67,63 +68,26 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-def _values_array(blocks: list[np.ndarray]) -> pa.Array:
-    flat = pa.array(np.concatenate([b.ravel() for b in blocks]), type=pa.float32())
-    inner, outer = [0], [0]
-    for block in blocks:
-        for _ in range(block.shape[0]):
-            inner.append(inner[-1] + block.shape[1])
-        outer.append(outer[-1] + block.shape[0])
-    channels = pa.ListArray.from_arrays(pa.array(inner, type=pa.int32()), flat)
-    return pa.ListArray.from_arrays(pa.array(outer, type=pa.int32()), channels)
+class RowWriter(SeriesWriter):
+    """Appends recording rows to one parquet file."""
 
-
-class RowWriter:
-    """Appends rows to one parquet file; a row group holds about ROW_GROUP_BYTES of values."""
-
-    def __init__(self, path: Path):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._writer = pq.ParquetWriter(self.path, SCHEMA, compression=COMPRESSION)
-        self._pending: list[Row] = []
-        self._bytes = 0
-        self.rows = 0
+    schema, compression, group_bytes = SCHEMA, COMPRESSION, ROW_GROUP_BYTES
 
     def write(self, row: Row) -> None:
         if row.values is None:
             raise ValueError(f"row {row.id} has no values")
-        self._pending.append(row)
-        self._bytes += row.values.nbytes
-        self.rows += 1
-        if self._bytes >= ROW_GROUP_BYTES:
-            self.flush()
+        self._append(row, row.values.nbytes)
 
-    def flush(self) -> None:
-        if not self._pending:
-            return
-        rows = self._pending
-        columns = {
+    def columns(self, rows: list[Row]) -> dict:
+        return {
             "id": [r.id for r in rows], "split": [r.split for r in rows], "category": [r.category for r in rows],
             "regime": [r.regime for r in rows], "length": [r.length for r in rows],
             "n_channels": [len(r.channel_names) for r in rows], "channel_names": [r.channel_names for r in rows],
-            "values": _values_array([r.values for r in rows]), "question": [r.question for r in rows],
+            "values": values_array([r.values for r in rows]), "question": [r.question for r in rows],
             "options": [r.options for r in rows], "gold": [_json(r.gold) for r in rows],
             "meta": [_json(r.meta) for r in rows], "source": [_json(r.source) for r in rows],
             "seed": [r.seed for r in rows],
         }
-        arrays = [c if isinstance(c := columns[f.name], pa.Array) else pa.array(c, type=f.type) for f in SCHEMA]
-        self._writer.write_table(pa.Table.from_arrays(arrays, schema=SCHEMA))
-        self._pending, self._bytes = [], 0
-
-    def close(self) -> None:
-        self.flush()
-        self._writer.close()
-
-    def __enter__(self) -> "RowWriter":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 def _to_row(rec: dict, values: np.ndarray | None) -> Row:
@@ -137,13 +101,9 @@ def _to_row(rec: dict, values: np.ndarray | None) -> Row:
     return row
 
 
-def _values(cell, n_channels: int, length: int) -> np.ndarray:
-    return cell.values.flatten().to_numpy(zero_copy_only=False).reshape(n_channels, length)
-
-
 def read_index(path: str | Path):
     """Every column but `values`, as a pandas DataFrame."""
-    return pq.read_table(path, columns=LIGHT_COLUMNS).to_pandas()
+    return series_file.read_index(path, LIGHT_COLUMNS)
 
 
 def is_row_file(path: str | Path) -> bool:
@@ -155,38 +115,10 @@ def is_row_file(path: str | Path) -> bool:
 
 
 def iter_rows(path: str | Path, *, with_values: bool = True) -> Iterator[Row]:
-    pf = pq.ParquetFile(path)
-    columns = LIGHT_COLUMNS + (["values"] if with_values else [])
-    for batch in pf.iter_batches(batch_size=8, columns=columns):
-        light = batch.select(LIGHT_COLUMNS).to_pylist()
-        for i, rec in enumerate(light):
-            values = _values(batch.column("values")[i], rec["n_channels"], rec["length"]) if with_values else None
-            yield _to_row(rec, values)
-
-
-@functools.lru_cache(maxsize=16)
-def _locations(path: str, mtime_ns: int) -> dict[str, tuple[int, int]]:
-    pf = pq.ParquetFile(path)
-    found = {}
-    for group in range(pf.num_row_groups):
-        for offset, row_id in enumerate(pf.read_row_group(group, columns=["id"]).column(0).to_pylist()):
-            found[row_id] = (group, offset)
-    return found
-
-
-@functools.lru_cache(maxsize=2)
-def _row_group(path: str, mtime_ns: int, group: int) -> pa.Table:
-    return pq.ParquetFile(path).read_row_group(group)
+    for rec, values in iter_records(path, LIGHT_COLUMNS, with_values=with_values):
+        yield _to_row(rec, values)
 
 
 def read_row(path: str | Path, row_id: str) -> Row:
-    """One row with its values, by id (the id map and the last row groups are cached)."""
-    path = str(path)
-    mtime = os.stat(path).st_mtime_ns
-    try:
-        group, offset = _locations(path, mtime)[row_id]
-    except KeyError:
-        raise KeyError(f"no row {row_id!r} in {path}") from None
-    table = _row_group(path, mtime, group).slice(offset, 1)
-    rec = table.select(LIGHT_COLUMNS).to_pylist()[0]
-    return _to_row(rec, _values(table.column("values")[0], rec["n_channels"], rec["length"]))
+    """One row with its values, by id (see `series_file.read_record` for the caching)."""
+    return _to_row(*read_record(path, row_id, LIGHT_COLUMNS))
