@@ -19,7 +19,8 @@ STEPS = [
      "--limit", "2", "--out", "results/demo/detector__direct"],
     ["eval", "--model", "local/smollm2-135m", "--harness", "rlm", "--data", "data/demo/seed42", "--limit", "1",
      "--max-turns", "3", "--max-tokens", "160", "--concurrency", "1", "--out", "results/demo/smollm2-135m__rlm"],
-    ["show", "results/demo/smollm2-135m__rlm", "--id", "test-localize-1024-00000"],
+    ["show", "results/demo/smollm2-135m__rlm"],
+    ["show", "results/demo/smollm2-135m__rlm", "--id", "{first localize row}"],
 ]
 LEADERBOARD = ["leaderboard", "results/demo/scripted-zscore__rlm", "results/demo/detector__direct",
                "results/demo/smollm2-135m__rlm", "--out", "results/demo/leaderboard"]
@@ -40,10 +41,19 @@ TIMESAGE_STEPS = [
 ]
 
 
+def _first_localize_row(run: str) -> str:
+    """The id a user would pick from the listing: `--limit` draws rows by seed, so no id is fixed."""
+    from tsbench.results import load_samples
+
+    ids = load_samples(run)["id"]
+    return next((i for i in ids if i.startswith("test-localize-")), ids.iloc[0])
+
+
 def main() -> None:
     steps = [*STEPS, LEADERBOARD, *TIMESAGE_STEPS]
     started = time.monotonic()
     for args in steps:
+        args = [_first_localize_row(args[1]) if a == "{first localize row}" else a for a in args]
         print(f"\n$ tsbench {shlex.join(args)}", flush=True)
         res = subprocess.run([sys.executable, "-m", "tsbench.cli", *args])
         if res.returncode != 0:
