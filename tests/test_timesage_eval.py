@@ -115,6 +115,17 @@ def test_leaderboard_shows_the_timesage_boards(independent_run, sequential_run, 
     assert set(seq["period_index"]) == {1, 2}
     assert len(result.configs(result.datasets[0])) == 2  # the two modes are two configurations
 
+    from rich.console import Console
+
+    from tsbench.leaderboard.terminal import rich_tables
+
+    console = Console(width=200, record=True)
+    for table in rich_tables(result):
+        console.print(table)
+    shown = console.export_text()
+    assert "file-agent [independent, skills, judge/rules]" in shown  # the variant is text, not markup
+    assert "file-agent [sequential, skills, judge/rules]" in shown
+
 
 def test_resume_after_kill_9_runs_every_period_exactly_once(ts_data, tmp_path):
     out = tmp_path / "run"

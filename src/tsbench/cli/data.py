@@ -9,6 +9,7 @@ from typing import Optional
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from tsbench.cli.common import console, err_console, floats, given, ints, progress_bar, require_file, split_list
 from tsbench.core.errors import UserError
@@ -132,7 +133,7 @@ def describe(
     for title, frame in taskset.describe(files):
         table = Table(*[str(c) for c in frame.columns], title=title)
         for values in frame.itertuples(index=False):
-            table.add_row(*[str(v) for v in values])
+            table.add_row(*[Text(str(v)) for v in values])  # literal: cells may hold [lists]
         console.print(table)
 
 

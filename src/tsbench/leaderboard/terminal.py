@@ -44,7 +44,7 @@ def rich_tables(result: LeaderboardResult) -> list[Table]:
                 label.append(f" {INCOMPLETE}", style="yellow")
             if note := result.reference(dataset, config):
                 label.append(f" (reference: {note})", style="italic yellow")
-            table.add_row(label, str(config[1]), str(config[2]),
+            table.add_row(label, Text(str(config[1])), str(config[2]),
                           *(_value(display_cell(result, dataset, config, c)) for c in columns))
         if result.paper is not None and result.family(dataset) == "anomalyxl":
             table.add_row(Text(f"Paper Table 1 (quoted): {PAPER_LABEL}", style="italic dim"), "", "",
