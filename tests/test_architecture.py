@@ -66,3 +66,22 @@ def test_every_harness_setting_is_a_config_key():
         assert getattr(cfg.harness_config, f.name) == new, f.name
     with pytest.raises(UserError, match="no_such_key"):
         build(EvalConfig, {"model": "m", "no_such_key": 1})
+
+
+def test_every_module_imports():
+    """A renamed helper must not leave a module that only fails when someone runs it (a bench, a
+    CLI path no test takes): import them all, as `make setup` installs them."""
+    import importlib
+    import pkgutil
+
+    import tsbench
+
+    failed = {}
+    for module in pkgutil.walk_packages(tsbench.__path__, "tsbench."):
+        if module.name.endswith("__main__"):
+            continue
+        try:
+            importlib.import_module(module.name)
+        except Exception as exc:  # noqa: BLE001 - every failure is reported, whatever its type
+            failed[module.name] = repr(exc)[:200]
+    assert failed == {}

@@ -12,7 +12,8 @@ import pyarrow.parquet as pq
 from tsbench.tasks.anomalyxl.config import preset
 from tsbench.tasks.anomalyxl.generate import generate_split, plan_split
 from tsbench.tasks.anomalyxl.mcq import TEMPLATES_BY_SOURCE, select_sources
-from tsbench.tasks.anomalyxl.rows import COMPRESSION, ROW_GROUP_BYTES, _values_array
+from tsbench.tasks.anomalyxl.rows import COMPRESSION, ROW_GROUP_BYTES
+from tsbench.tasks.series_file import values_array
 from tsbench.bench.common import measure_in_child
 
 
@@ -44,10 +45,10 @@ def run_floor(preset_name: str, out: str) -> int:
             pending.append(block)
             size += block.nbytes
             if size >= ROW_GROUP_BYTES:
-                writer.write_table(pa.Table.from_arrays([_values_array(pending)], schema=schema))
+                writer.write_table(pa.Table.from_arrays([values_array(pending)], schema=schema))
                 pending, size = [], 0
         if pending:
-            writer.write_table(pa.Table.from_arrays([_values_array(pending)], schema=schema))
+            writer.write_table(pa.Table.from_arrays([values_array(pending)], schema=schema))
     return path.stat().st_size
 
 
