@@ -17,8 +17,6 @@ from tsbench.eval.runner import run_eval
 from tsbench.harness import EpisodeTask, HarnessConfig
 from tsbench.harness.rlm import run_rlm
 from tsbench.harness.runtime.sandbox import Sandbox, bare_roundtrip_seconds
-from tsbench.models.openai_model import OpenAIChatModel
-from tsbench.models.retry import RetryPolicy
 from tsbench.baselines.scripted import TrivialCodePolicy
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
 
@@ -49,15 +47,12 @@ def rlm_turn_overhead_seconds(turns: int = 60) -> float:
 
 
 def rows_per_second(data_dir: Path, concurrency: int, latency_s: float = 0.2) -> float:
+    """Rows/s of a whole eval run against a loopback server that answers after `latency_s`."""
     with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer(default='ok:{"answer": "Yes"}', latency_s=latency_s) as server:
         cfg = EvalConfig(model="openai/fake-model", harness="single-pass-text", data=[str(data_dir)], regime="both",
-                         concurrency=concurrency, out=str(Path(tmp) / "run"))
-
-        def factory(_cfg):
-            return OpenAIChatModel("fake-model", base_url=server.base_url, api_key="bench", retry=RetryPolicy(max_attempts=1))
-
+                         concurrency=concurrency, base_url=server.base_url, max_attempts=1, out=str(Path(tmp) / "run"))
         began = time.perf_counter()
-        run_eval(cfg, factory)
+        run_eval(cfg)
         elapsed = time.perf_counter() - began
         return server.request_count / elapsed
 
@@ -75,7 +70,7 @@ def main() -> dict:
     print(
         "eval:\n"
         f"  sandbox kernel start (16 x 131072 series loaded)  {start:6.2f} s\n"
-        f"  RLM turn with `1+1` {turn * 1000:7.1f} ms  vs bare jupyter_client execute {bare * 1000:6.1f} ms  "
+        f"  RLM turn with `1+1` {turn * 1000:7.1f} ms  vs bare ipykernel (ipc) execute {bare * 1000:6.1f} ms  "
         f"ratio {turn / bare:.2f} (goal <= 1.5)\n"
         f"  rows/s against a 200 ms loopback server: concurrency 1 {r1:5.2f}, concurrency 8 {r8:5.2f}  "
         f"ratio {r8 / r1:.2f} (goal >= 6)"
