@@ -98,6 +98,12 @@ def test_rescore_with_a_model_judge_on_a_loopback_server(independent_run, tmp_pa
     assert (_metric(samples, "coverage") == 100.0).all()
     assert _metric(samples, "faithfulness").isna().all() and _metric(samples, "quality").isna().all()
     assert (_metric(samples, "judge_unparsed") == 2.0).all()  # the claim list and the quality verdict
+    # The judge's own spend: the loopback server counts usage in words; fake-model has no price.
+    assert (_metric(samples, "judge_tokens") > 0).all() and stats.judge_tokens == _metric(samples, "judge_tokens").sum()
+    assert _metric(samples, "judge_cost_usd").isna().all()
+    build_leaderboard([out], tmp_path / "board", n_boot=50)
+    board = (tmp_path / "board" / "leaderboard.md").read_text()
+    assert "Judge tokens" in board and f"{stats.judge_tokens:,}" in board
     assert json.loads((out / RUN_JSON).read_text())["variant"].endswith("openai/fake-model")
     again, second = rescore_run(independent_run, "openai/fake-model", tmp_path / "again")  # no server now
     assert second.hit_rate == 1.0

@@ -58,7 +58,7 @@ def rescore(
     target, stats = rescore_run(run, judge, out)
     rate = "—" if stats.hit_rate is None else f"{100 * stats.hit_rate:.1f} %"
     console.print(f"re-scored {stats.rescored} of {stats.rows} rows with {judge}: {stats.judge_calls} judge calls, "
-                  f"{stats.cache_hits} from the cache ({rate}); wrote {target}")
+                  f"{stats.cache_hits} from the cache ({rate}), {stats.judge_tokens:,} judge tokens spent; wrote {target}")
 
 
 def register(app: typer.Typer) -> None:

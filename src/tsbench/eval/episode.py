@@ -23,7 +23,7 @@ from tsbench.harness import HARNESSES, EpisodeOutcome, HarnessConfig, get_harnes
 from tsbench.models.base import Message
 from tsbench.results.records import apply_outcome, apply_score, finish, new_record
 from tsbench.tasks import get_taskset
-from tsbench.tasks.base import Sample, SampleRef
+from tsbench.tasks.base import JudgeReply, Sample, SampleRef
 from tsbench.timeclaw.memory_wrapper import remembering
 
 
@@ -55,10 +55,11 @@ _scorers: dict[tuple, Callable] = {}
 _scorers_lock = threading.Lock()
 
 
-def judge_completer(model: Any) -> Callable[[str], str]:
-    """A judge model as the plain `prompt -> reply` callable a family's scorer takes."""
-    def complete(prompt: str) -> str:
-        return model.generate([Message("user", prompt)], temperature=0.0).text
+def judge_completer(model: Any) -> Callable[[str], JudgeReply]:
+    """A judge model as the `prompt -> reply` callable a family's scorer takes, with its tokens and cost."""
+    def complete(prompt: str) -> JudgeReply:
+        completion = model.generate([Message("user", prompt)], temperature=0.0)
+        return JudgeReply(completion.text, completion.input_tokens, completion.output_tokens, completion.cost_usd)
 
     return complete
 

@@ -30,6 +30,7 @@ class RescoreStats:
     rescored: int = 0
     judge_calls: int = 0
     cache_hits: int = 0
+    judge_tokens: int = 0
 
     @property
     def hit_rate(self) -> float | None:
@@ -68,6 +69,7 @@ def rescore_run(run_dir: Path, judge: str, out: Path | None = None) -> tuple[Pat
             stats.rescored += 1
             stats.judge_calls += int(scored.metrics.get("judge_calls") or 0)
             stats.cache_hits += int(scored.metrics.get("judge_cache_hits") or 0)
+            stats.judge_tokens += int(scored.metrics.get("judge_tokens") or 0)
     finally:
         agents.close()
     if out.exists():

@@ -61,8 +61,9 @@ def prepare(rows: pd.DataFrame) -> pd.DataFrame:
         out[axis] = _metric(out, axis)
     for letter in FAMILIES:
         out[f"family_{letter}"] = _metric(out, f"family_{letter}")
-    for name in ("skills_induced", "skill_calls", "judge_calls", "judge_cache_hits", "compactions"):
+    for name in ("skills_induced", "skill_calls", "judge_calls", "judge_cache_hits", "judge_tokens", "compactions"):
         out[name] = _metric(out, name).fillna(0.0)
+    out["judge_cost_usd"] = _metric(out, "judge_cost_usd")  # NaN: the judge's price is unknown (or no judge ran)
     out["tokens"] = out["input_tokens"].fillna(0) + out["output_tokens"].fillna(0)
     out["scored"] = out["error_type"].isna() & out["score"].notna()
     return out
@@ -148,6 +149,7 @@ def tokens_table(rows: pd.DataFrame) -> pd.DataFrame:
     records = []
     for config, part in rows.groupby("config", sort=True):
         known = part["cost_usd"].dropna()
+        judge_known = part["judge_cost_usd"].dropna()
         calls, hits = float(part["judge_calls"].sum()), float(part["judge_cache_hits"].sum())
         records.append({
             "config": config, "rows": len(part), "errors": int(part["error_type"].notna().sum()),
@@ -156,10 +158,12 @@ def tokens_table(rows: pd.DataFrame) -> pd.DataFrame:
             "tokens_per_period": float(part["tokens"].mean()), "cost_usd": float(known.sum()) if len(known) else np.nan,
             "cost_known": len(known), "compactions": int(part["compactions"].sum()),
             "judge_calls": int(calls), "judge_cache_hit_rate": hits / calls if calls else np.nan,
+            "judge_tokens": int(part["judge_tokens"].sum()),
+            "judge_cost_usd": float(judge_known.sum()) if len(judge_known) else np.nan, "judge_cost_known": len(judge_known),
         })
     return pd.DataFrame(records, columns=["config", "rows", "errors", "input_tokens", "output_tokens",
                                           "tokens_per_period", "cost_usd", "cost_known", "compactions", "judge_calls",
-                                          "judge_cache_hit_rate"])
+                                          "judge_cache_hit_rate", "judge_tokens", "judge_cost_usd", "judge_cost_known"])
 
 
 def run_settings(runs: list[RunInfo], dataset: str) -> dict[str, dict]:

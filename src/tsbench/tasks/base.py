@@ -53,6 +53,18 @@ class Scored:
 
 
 @dataclass(frozen=True)
+class JudgeReply:
+    """What a judge model returns to a family scored by a judge (the optional `scorer(options,
+    judge_models)` hook, where `judge_models(spec)` gives a `prompt -> JudgeReply` callable): the reply
+    and what it cost, so a run reports its judge's tokens and dollars apart from the agent's."""
+
+    text: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None  # None: the judge model has no known price
+
+
+@dataclass(frozen=True)
 class Column:
     """One column of the family's results table, in display order.
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from tsbench.core.text import strip_reasoning
+from tsbench.tasks.base import JudgeReply
 
 RULES_JUDGE = "judge/rules"
 VERDICTS = ("tier1_supported", "tier2_supported", "tier3_general_knowledge", "contradicts_keypoint", "speculation")
@@ -71,19 +72,19 @@ class JudgeCall:
     context: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
 
-Judge = Callable[[JudgeCall], str]
+Judge = Callable[[JudgeCall], "str | JudgeReply"]
 
 
 class ModelJudge:
-    """A judge that is a model: `complete(prompt) -> reply text`, injected by the eval layer."""
+    """A judge that is a model: `complete(prompt) -> JudgeReply` (or plain text), injected by the eval layer."""
 
     reads_context = False
 
-    def __init__(self, name: str, complete: Callable[[str], str]):
+    def __init__(self, name: str, complete: Callable[[str], "str | JudgeReply"]):
         self.name = name
         self._complete = complete
 
-    def __call__(self, call: JudgeCall) -> str:
+    def __call__(self, call: JudgeCall) -> "str | JudgeReply":
         return self._complete(call.prompt)
 
 

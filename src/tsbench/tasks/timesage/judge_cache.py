@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from tsbench.tasks.timesage.judge import Judge, JudgeCall
+from tsbench.tasks.timesage.judge import Judge, JudgeCall, JudgeReply
 
 class JudgeCache:
     """judge_cache.jsonl in a run directory: one line per distinct call, appended and flushed;
@@ -66,6 +66,9 @@ class Asker:
         self.hits = 0
         self.errors = 0
         self.unparsed = 0  # replies the parsers could not read (counted by the axes)
+        self.tokens = 0  # judge tokens spent by this row's uncached calls (a cache hit costs nothing)
+        self.cost_usd = 0.0
+        self.unpriced = 0  # uncached model calls without a known price
 
     @property
     def name(self) -> str:
@@ -90,5 +93,16 @@ class Asker:
         except Exception:  # a judge outage leaves the axis unscored, never a 0
             self.errors += 1
             return None
+        if isinstance(reply, JudgeReply):
+            self.tokens += reply.input_tokens + reply.output_tokens
+            if reply.cost_usd is None:
+                self.unpriced += 1
+            else:
+                self.cost_usd += reply.cost_usd
+            reply = reply.text
         self.cache.put(key, self.name, call.kind, reply)
         return reply
+
+    def spent_usd(self) -> float | None:
+        """Dollars this row's judge calls cost; None when a call's price is unknown."""
+        return None if self.unpriced else self.cost_usd

@@ -49,7 +49,8 @@ def metrics_of(result: PeriodScore, asker: Asker) -> dict[str, float | None]:
     out.update({f"field:{name}": value for name, value in result.fields.items()})
     supported = [v for _, v in result.verdicts]
     out.update(judge_calls=float(asker.calls), judge_cache_hits=float(asker.hits), judge_errors=float(asker.errors),
-               judge_unparsed=float(asker.unparsed), claims=float(len(supported)))
+               judge_unparsed=float(asker.unparsed), claims=float(len(supported)), judge_tokens=float(asker.tokens),
+               judge_cost_usd=asker.spent_usd())
     return out
 
 

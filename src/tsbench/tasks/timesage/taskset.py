@@ -14,7 +14,7 @@ import pandas as pd
 from tsbench.core.episode import EpisodeTask
 from tsbench.core.errors import UserError
 from tsbench.core.provenance import read_json, sha256_file
-from tsbench.tasks.base import Column, Sample, SampleRef, Scored
+from tsbench.tasks.base import Column, JudgeReply, Sample, SampleRef, Scored
 from tsbench.tasks.timesage.judge import RULES_JUDGE, ModelJudge
 from tsbench.tasks.timesage.judge_cache import Asker, JudgeCache
 from tsbench.tasks.timesage.judge_rules import RulesJudge
@@ -29,7 +29,7 @@ MODES = ("independent", "sequential")
 COLUMNS = tuple(Column(tier, tier.capitalize(), "overall", "TimeSage-EV (overall, 0-1)") for tier in TIERS)
 
 # complete(prompt) -> reply, for a judge model spec; supplied by the eval layer.
-JudgeModels = Callable[[str], Callable[[str], str]]
+JudgeModels = Callable[[str], Callable[[str], JudgeReply]]
 
 
 class TimeSage:
