@@ -414,3 +414,31 @@ def test_figures_show_n_per_cell_not_run_cells_and_bands(tmp_path):
     assert "mean score (0 to 1)" in heat and "Loc (IoU)" in heat
     curves = (tmp_path / "out" / "accuracy_vs_length.svg").read_text()
     assert "n=16" in curves and "95 % bootstrap" in curves and "m-a · rlm · depth 0" in curves
+
+
+def test_a_recordings_board_shows_f1_over_kinds_and_iou_over_anomalous_windows(tmp_path):
+    """Paper Table 3's layout: LTAF F1 (macro over the kinds, "No anomaly" included) and IoU, the
+    mean of metrics["iou"] over the anomalous windows only (an anomaly-free window has none)."""
+    from tsbench.tasks.ltaf.reader import APC, PVC
+
+    kinds = [PVC, APC, "No anomaly"]
+
+    def window(id, gold, pred, iou):
+        parsed = {"answer": pred} if iou is None else {"answer": pred, "start": 0, "end": 10}
+        row = record(id, "classify_with_evidence", (1.0 if gold == pred else 0.0) * (1.0 if iou is None else iou),
+                     family="ltaf", metrics={} if iou is None else {"iou": iou})
+        return {**row, "gold": json.dumps({"answer": gold}), "parsed_answer": json.dumps(parsed)}
+
+    rows = [window("w0", PVC, PVC, 0.8), window("w1", APC, PVC, 0.4), window("w2", APC, APC, 0.6),
+            window("w3", "No anomaly", "No anomaly", None), window("w4", "No anomaly", "No anomaly", None)]
+    run = make_run(tmp_path, "ltaf_run", "m", rows)
+    meta = json.loads((run / RUN_JSON).read_text())
+    (run / RUN_JSON).write_text(json.dumps({**meta, "family": "ltaf"}))
+    result = build_leaderboard([run], tmp_path / "board", n_boot=50)
+    dataset = result.datasets[0]
+    cell = result.cell(dataset, result.configs(dataset)[0], "classify_with_evidence")
+    assert cell["mean"] == pytest.approx((0.8 + 0.4 + 0.6) / 3)  # not the row scores' 0.64, not over 5 rows
+    f1 = macro_f1([PVC, APC, APC, "No anomaly", "No anomaly"], [PVC, PVC, APC, "No anomaly", "No anomaly"], kinds)
+    assert cell["f1"] == pytest.approx(f1) and f1 < 1.0
+    board = (tmp_path / "board" / "leaderboard.md").read_text()
+    assert "LTAF IoU" in board and "LTAF F1" in board

@@ -146,7 +146,7 @@ def display_columns(columns: list[Column]) -> list[DisplayColumn]:
     shown = []
     for column in columns:
         if is_choice(column):
-            mean = "acc" if column.metric in ("F1", "acc") else column.metric  # e.g. kind×IoU, a mean that is no accuracy
+            mean = "acc" if column.metric in ("F1", "acc") else column.metric  # e.g. IoU, a mean that is no accuracy
             shown += [DisplayColumn(column.category, "acc", f"{column.short} {mean}", column.group),
                       DisplayColumn(column.category, "f1", f"{column.short} F1", column.group)]
         else:

@@ -74,8 +74,12 @@ def _cell(column: Column | None, group: pd.DataFrame, n_boot: int, seed: int) ->
     if scored.empty:
         return out
     scores = scored["score"].astype(float).to_numpy()
-    out["mean"] = float(scores.mean())
-    out["mean_lo"], out["mean_hi"] = bootstrap_ci(scores, n_boot=n_boot, seed=seed)
+    if column is not None and column.mean_metric:
+        reported = scored["metrics"].map(lambda m: (m or {}).get(column.mean_metric))
+        scores = reported.dropna().astype(float).to_numpy()
+    if len(scores):
+        out["mean"] = float(scores.mean())
+        out["mean_lo"], out["mean_hi"] = bootstrap_ci(scores, n_boot=n_boot, seed=seed)
     if is_choice(column):
         golds = [gold_option(g) for g in scored["gold"]]
         preds = [predicted_option(p) for p in scored["parsed_answer"]]

@@ -57,6 +57,10 @@ def render() -> str:
         "## samples.parquet", "",
         "| column | type | description |", "|---|---|---|",
         *[f"| `{f.name}` | `{f.type}` | {_cell(f.metadata[b'description'].decode())} |" for f in COLUMNS], "",
+        "TimeSage-EV rows keep their judge's accounting in `metrics`: `judge_calls`, `judge_cache_hits`, "
+        "`judge_errors`, `judge_unparsed`, `judge_tokens` (tokens of the uncached judge calls) and `judge_cost_usd` "
+        "(absent when the judge model has no known price), apart from the agent's `input_tokens`, `output_tokens` "
+        "and `cost_usd`.", "",
         f"JSON-text columns ({', '.join(f'`{c}`' for c in JSON_COLUMNS)}) hold values whose shape differs per "
         "family or category. An error row has `error_type` set and `score` null: an error is never a 0.", "",
         "Reading it: `tsbench.results.load_samples(run_dir)` (maps as dicts), or `pandas.read_parquet`. "

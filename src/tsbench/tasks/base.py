@@ -77,6 +77,9 @@ class Column:
     metric: str  # what the number is ("IoU", "F1", ...)
     group: str  # the header it sits under ("MCQ", "Localize", ...)
     options: tuple[str, ...] | None = None
+    # The mean shown is of metrics[mean_metric] over the rows that report it (e.g. IoU over anomalous
+    # windows only, as a paper's table has it), not of the row score.
+    mean_metric: str | None = None
 
 
 @dataclass
