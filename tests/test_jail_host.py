@@ -208,3 +208,35 @@ def test_whole_episode_memory_bound():
         assert flood.restarted and "kernel died" in flood.error
         assert box.run("len(series)").result_repr == "0"  # the episode goes on
     assert not any(directory.exists() for directory in directories)
+
+
+SYSCALLS = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+status = [l.split(':')[1].strip() for l in open('/proc/self/status') if l.startswith('Seccomp:')]
+print('SECCOMP', status)
+for name, nr, args in [('ptrace_traceme', 101, (0, 0, 0, 0)), ('unshare_user', 272, (0x10000000,)),
+                       ('bpf', 321, (0, 0, 0)), ('keyctl', 250, (0, 0)), ('perf_event_open', 298, (0, 0, -1, -1, 0)),
+                       ('userfaultfd', 323, (0,)), ('io_uring_setup', 425, (1, 0))]:
+    ctypes.set_errno(0)
+    rc = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) for a in args])
+    print('CALL', name, rc, errno_name := os.strerror(ctypes.get_errno()) if rc < 0 else 'ok')
+print('GETPID', libc.syscall(ctypes.c_long(39)) > 0)
+"""
+
+
+def test_the_seccomp_filter_refuses_dangerous_system_calls():
+    """PTRACE_TRACEME succeeds for any unprivileged process and perf/bpf/io_uring calls fail with other
+    errors than EPERM when merely misused: EPERM on every one of them is the filter's doing."""
+    from tsbench.harness.runtime.seccomp import program
+
+    if program() is None:
+        pytest.skip("no seccomp table for this architecture")
+    outcome, observations = play_attack([SYSCALLS])
+    seen = observations[0]
+    assert "SECCOMP ['2']" in seen  # filter mode, inherited by everything the kernel starts
+    for name in ("ptrace_traceme", "unshare_user", "bpf", "keyctl", "perf_event_open", "userfaultfd",
+                 "io_uring_setup"):
+        assert f"CALL {name} -1 {os.strerror(1)}" in seen, (name, seen)
+    assert "GETPID True" in seen  # ordinary calls still work, and the episode finished

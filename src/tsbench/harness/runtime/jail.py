@@ -20,8 +20,12 @@ Inside the jail (spec/harness.md, "Limits"):
   the kernel shares the host's uid it stays writable, bounded by RLIMIT_FSIZE per file only). The
   host only ever connects to sockets there; the connection file and the launch command stay outside.
 
-Not done: no seccomp filter (the kernel's full system-call surface stays reachable from uid 65534
-with no capabilities); the jail's pid 1 (bwrap) shows the host paths of the binds in its cmdline.
+* a seccomp filter (runtime/seccomp.py, x86_64): system calls that debug other processes, change
+  namespaces or mounts, or reach bpf, perf, userfaultfd, io_uring, keyrings, modules or the clock
+  fail with EPERM; 32-bit and x32 calls are refused.
+
+Not done: the jail's pid 1 (bwrap) shows the host paths of the binds in its cmdline; no seccomp table
+for architectures other than x86_64.
 
 `check_jail()` is the cheap preflight: it starts a jail running `python -c pass` once per process
 and raises SandboxError with one line saying why it failed and how to fix it.
@@ -40,6 +44,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tsbench.harness.runtime import seccomp
 from tsbench.harness.runtime.errors import SandboxError
 from tsbench.harness.runtime.limits import EpisodeCgroup
 
@@ -144,6 +149,8 @@ class Jail:
             argv.append("--unshare-net")
         argv += ["--die-with-parent", "--new-session", "--info-fd", str(self._launch["info_w"]),
                  "--block-fd", str(self._launch["block_r"]), "--cap-drop", "ALL"]
+        if "seccomp" in self._launch:
+            argv += ["--seccomp", str(self._launch["seccomp"])]
         if self.host_uid is not None:
             # bwrap runs as root: the host writes the uid map; the launcher drops to 65534 itself.
             argv += ["--userns-block-fd", str(self._launch["userns_r"]),
@@ -226,6 +233,9 @@ class Jail:
         if self.host_uid is not None:
             self._launch["userns_r"], self._launch["userns_w"] = os.pipe()
             passed.append(self._launch["userns_r"])
+        if (program := seccomp.program()) is not None:
+            self._launch["seccomp"] = _memfd("seccomp", program)
+            passed.append(self._launch["seccomp"])
         return passed + list(self._fds.values())
 
     def after_spawn(self, log_tail=lambda: "") -> None:
