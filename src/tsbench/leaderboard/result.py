@@ -108,6 +108,13 @@ def missing(value) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
+def fmt_dollars(total: float, known: int, rows: int) -> str:
+    """A dollar total, DASH when no row's price is known, and how many rows it covers when some are."""
+    if known == 0:
+        return DASH
+    return f"{total:.4f}" + ("" if known == rows else f" ({known}/{rows} known)")
+
+
 def fmt(value, digits: int = 3) -> str:
     return DASH if missing(value) else f"{float(value):.{digits}f}"
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .columns import family_columns, is_choice, order, short_name
-from .result import DASH, SMALL_N_MARK, LeaderboardResult, fmt, fmt_ci, fmt_count
+from .result import DASH, SMALL_N_MARK, LeaderboardResult, fmt, fmt_ci, fmt_count, fmt_dollars
 from .tables import SMALL_N
 from .timesage_render import FIGURE_TITLES as TIMESAGE_FIGURE_TITLES
 
@@ -24,12 +24,11 @@ def cost_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], li
     rows = []
     incomplete = result.incomplete_configs(dataset)
     for r in part.itertuples(index=False):
-        known = "" if r.cost_known == r.rows else f" ({r.cost_known}/{r.rows} known)"
         model = f"{r.model} †" if (r.model, r.harness, r.depth) in incomplete else r.model
         rows.append([model, r.harness, r.depth, r.rows, fmt_count(r.turns), fmt_count(r.code_cells),
                      fmt_count(r.sub_calls, 2), fmt_count(r.input_tokens), fmt_count(r.output_tokens),
                      fmt_count(r.sub_call_tokens), pct(r.forced_final_rate), pct(r.error_rate),
-                     DASH if r.cost_known == 0 else f"{r.cost_usd:.4f}{known}",
+                     fmt_dollars(r.cost_usd, r.cost_known, r.rows),
                      DASH if r.cost_known == 0 else f"{r.cost_per_row_usd:.5f}"])
     return header, rows
 

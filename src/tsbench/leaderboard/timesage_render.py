@@ -11,17 +11,10 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from .figures import render
-from .result import DASH, LeaderboardResult
+from .result import DASH, LeaderboardResult, fmt_dollars
 from .timesage import AXES, FAMILIES, RULES_JUDGE, TIERS, Boards, boards
 
 Section = tuple[str, str, tuple[list, list[list]]]
-
-
-def _dollars(total: float, known: int, rows: int) -> str:
-    """A dollar total, DASH when no row's price is known, and how many rows it covers when some are."""
-    if known == 0:
-        return DASH
-    return f"{total:.4f}" + ("" if known == rows else f" ({known}/{rows} known)")
 
 
 def _f(value, digits: int = 1) -> str:
@@ -76,8 +69,8 @@ def sections(b: Boards) -> list[Section]:
     out.append(("Skills by tier (paper Fig. 10 a, b)", "", (["Configuration", "Tier", "Rows", "Skill use",
                                                             "Calls / period", "Tokens / period", "Overall"], rows)))
     rows = [[r.config, r.rows, r.errors, f"{r.input_tokens:,}", f"{r.output_tokens:,}", _f(r.tokens_per_period, 0),
-             _dollars(r.cost_usd, r.cost_known, r.rows), r.compactions, r.judge_calls, _pct(r.judge_cache_hit_rate),
-             f"{r.judge_tokens:,}", _dollars(r.judge_cost_usd, r.judge_cost_known, r.rows)]
+             fmt_dollars(r.cost_usd, r.cost_known, r.rows), r.compactions, r.judge_calls, _pct(r.judge_cache_hit_rate),
+             f"{r.judge_tokens:,}", fmt_dollars(r.judge_cost_usd, r.judge_cost_known, r.rows)]
             for r in b.tokens.itertuples(index=False)]
     out.append(("Tokens and cost", "Totals over all rows (error rows spent tokens too); judge calls, the share "
                 "answered from the run's judge cache, and what the judge's own calls spent (cached calls cost nothing).",
