@@ -34,9 +34,14 @@ def stumpy_cache_dir() -> Path:
     from tsbench.models.local_hf import cache_root
 
     try:
+        import hashlib
         from importlib.metadata import version
+        from importlib.util import find_spec
 
-        tag = f"{version('stumpy')}-numba{version('numba')}"  # numba's cache is only valid for its own version
+        # numba's cache is valid only for its own version and for the stumpy sources at one path (it keys
+        # entries by the source file's location): two virtualenvs never share a directory.
+        where = hashlib.sha256(str(find_spec("stumpy").origin).encode()).hexdigest()[:10]
+        tag = f"{version('stumpy')}-numba{version('numba')}-{where}"
     except Exception:  # stumpy missing: discords reports it when called
         tag = "none"
     return cache_root() / "numba" / f"stumpy-{tag}-py{sys.version_info.major}{sys.version_info.minor}"
