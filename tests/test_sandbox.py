@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tsbench.harness.runtime.jail import interpreter_paths
 from tsbench.harness.runtime.observation import dropped_characters
 from tsbench.harness.runtime.sandbox import (
     OBSERVATION_MAX_CHARS,
@@ -198,8 +199,12 @@ def test_kernel_runs_unprivileged_in_its_own_namespaces(sandbox):
     assert ids == "65534 65534 [] sandbox"
     assert caps == "0000000000000000 " * 5 + "1"
     assert len(eval(pids)) <= 3  # bwrap's init, the kernel (and a reaped helper at most)
-    assert set(eval(top)) <= {"bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "opt", "proc", "root",
-                              "sandbox", "tmp", "usr", "work", "home"}
+    # the system directories, plus the first component of what is bound at its host path: the
+    # interpreter (a checkout may live anywhere, e.g. /check/...) and the transport's socket directory
+    bound_at_host_path = [*interpreter_paths(), str(sandbox._ipc_dir)]
+    allowed = {"bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "opt", "proc", "sandbox", "tmp", "usr"}
+    allowed |= {Path(path).parts[1] for path in bound_at_host_path}
+    assert set(eval(top)) <= allowed
     if os.geteuid() == 0:  # root hosts: uid 65534 in the jail is a throw-away host uid, not root
         assert sandbox.sandbox_uid is not None and sandbox.sandbox_uid >= 2**30
 
