@@ -209,6 +209,19 @@ def test_a_one_step_run_trains(data_dir, small, tmp_path):
     assert pd.read_parquet(out / "steps.parquet")["lr"].tolist() == [pytest.approx(1e-2)]
 
 
+def test_report_to_writes_tensorboard_events_and_an_offline_wandb_run(data_dir, small, tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    out = run_sft(sft(f"local/{small}", data=[str(data_dir)], regime="coarse", epochs=1, lr=1e-2, train_rows=2,
+                      val_rows=0, text_budget_chars=100, report_to=["tensorboard", "wandb"], out=str(tmp_path / "tracked")))
+    events = EventAccumulator(str(out / "tensorboard")).Reload()
+    assert len(events.Scalars("train/loss")) == 2  # one point per optimizer step
+    offline = list((out / "wandb").glob("offline-run-*/run-*.wandb"))
+    assert len(offline) == 1 and offline[0].stat().st_size > 0
+    with pytest.raises(UserError, match="--report-to takes tensorboard, wandb"):
+        run_sft(sft(f"local/{small}", data=[str(data_dir)], report_to=["mlflow"], out=str(tmp_path / "never")))
+
+
 def test_early_stopping_when_val_loss_stops_improving(data_dir, small, tmp_path):
     """lr 0 leaves the weights as they are: the val loss never improves after epoch 1.
 

@@ -149,6 +149,17 @@ def test_resume_continues_exactly(tmp_path):
     assert pd.read_parquet(again / "metrics.parquet")["step"].tolist() == [1, 2]
 
 
+def test_report_to_tensorboard_logs_each_step_under_the_run_dir(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    model = f"local/{make_small_vocab_llama(tmp_path / 'small')}"
+    run = tmp_path / "run"
+    train_grpo(run_config(model, run, max_tokens=4, report_to=["tensorboard"]))
+    events = EventAccumulator(str(run / "tensorboard")).Reload()
+    assert [e.step for e in events.Scalars("train/loss")] == [1, 2]
+    assert not (run / "checkpoints" / "runs").exists()  # nothing left in TRL's default place
+
+
 def test_kl_reference_after_an_sft_warm_start_is_the_warm_start_policy(tmp_path):
     """--model is an SFT LoRA adapter: it is folded into <run>/warm_start, a NEW adapter of the --lora
     rank trains on top, and TRL's reference (the adapter switched off) is exactly the warm start;

@@ -15,7 +15,8 @@ from rich.progress import TextColumn
 from rich.table import Table
 from rich.text import Text
 
-from tsbench.cli.common import console, err_console, given, ints, is_terminal, progress_bar, require_run_dir, split_list
+from tsbench.cli.common import (REPORT_TO_HELP, console, err_console, given, ints, is_terminal, progress_bar,
+                                 require_run_dir, split_list)
 from tsbench.core.config import build, field_names, read_toml_table
 from tsbench.core.errors import UserError
 from tsbench.eval.config import EvalConfig
@@ -77,8 +78,7 @@ def eval_cmd(
     fail_on_error: float = typer.Option(EC.fail_on_error, help="Error rows tolerated before a non-zero exit: a share below 1, a count from 1."),
     out: Optional[Path] = typer.Option(None, help="Run dir [results/<model>__<harness>]."),
     overwrite: bool = typer.Option(False, help="Discard an existing run with different settings."),
-    report_to: Optional[list[str]] = typer.Option(None, help="Track the run: tensorboard and/or wandb (offline), "
-                                                  "under the run dir (pip install 'tsbench[tracking]')."),
+    report_to: Optional[list[str]] = typer.Option(None, help=REPORT_TO_HELP),
 ) -> None:
     """Evaluate a model under a harness; re-running the same command resumes."""
     from tsbench.eval.runner import RunProgress, run_eval

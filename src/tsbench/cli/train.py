@@ -15,7 +15,7 @@ from typing import Optional
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from tsbench.cli.common import console, err_console, given, ints, split_list
+from tsbench.cli.common import REPORT_TO_HELP, console, err_console, given, ints, split_list
 from tsbench.core.config import build, field_names, read_toml_table
 from tsbench.core.errors import UserError
 from tsbench.core.extras import check
@@ -56,6 +56,7 @@ def sft_baseline(
     max_seq_len: Optional[int] = typer.Option(None, help="Longest example in tokens [the model's context]."),
     text_budget_chars: Optional[int] = typer.Option(None, help="single-pass-text: serialized characters [fitted to max_seq_len]."),
     out: Optional[Path] = typer.Option(None, help="Output dir [models/<name>]."),
+    report_to: Optional[list[str]] = typer.Option(None, help=REPORT_TO_HELP),
     overwrite: bool = typer.Option(False, help="Replace an existing output dir."),
 ) -> None:
     """Supervised baselines: the classical features + gradient-boosted heads, or LoRA/full SFT of a language model."""
@@ -72,6 +73,8 @@ def sft_baseline(
         flags["lora"] = 0
     if "data" in flags:
         flags["data"] = [str(d) for d in flags["data"]]
+    if "report_to" in flags:
+        flags["report_to"] = split_list(flags["report_to"])
     if "out" in flags:
         flags["out"] = str(flags["out"])
     settings.update(flags)
@@ -147,14 +150,16 @@ def train_grpo_cmd(
     save_every: int = typer.Option(G.save_every, help="Checkpoint every N steps."),
     out: Optional[Path] = typer.Option(None, help="Run dir [runs/grpo__<model>]."),
     resume: bool = typer.Option(False, help="Continue a run from its last checkpoint (same settings)."),
+    report_to: Optional[list[str]] = typer.Option(None, help=REPORT_TO_HELP),
 ) -> None:
     """GRPO post-training on TRL with fresh generator tasks every step, episodes in our harness."""
     settings = read_toml_table(config, "grpo") if config else {}
     flags = given(ctx, field_names(GRPOConfig))
     if full:
         flags["lora"] = 0
-    if "categories" in flags:
-        flags["categories"] = split_list(flags["categories"])
+    for name in ("categories", "report_to"):
+        if name in flags:
+            flags[name] = split_list(flags[name])
     if "lengths" in flags:
         flags["lengths"] = ints(flags["lengths"], "--lengths")
     for name in ("out", "accelerate_config"):

@@ -19,12 +19,13 @@ import pandas as pd
 from tsbench.core.config import flat
 from tsbench.core.errors import UserError
 from tsbench.core.provenance import git_commit, versions, write_json
+from tsbench.core.tracking import check_targets
 from tsbench.eval.agents import AgentCache, check_pairing, default_harness, reference_note
 from tsbench.eval.config import RESULT_KEYS, EvalConfig, result_settings, run_name
 from tsbench.eval.episode import EpisodeJob
 from tsbench.eval.executors import OnInterrupt, get_executor
 from tsbench.eval.selection import select_rows
-from tsbench.eval.tracking import check_targets, open_reporters
+from tsbench.eval.tracking import open_reporters
 from tsbench.harness.runtime import SandboxError, check_jail
 from tsbench.results import RESULTS_JSON, RUN_JSON, Journal, consolidate, load_run, load_samples, now_utc
 from tsbench.results.journal import read_journal_report

@@ -4,7 +4,7 @@ A reporter sees the running totals after every finished row (scores so far per c
 tokens, cost) and the run's summary (results.json) at the end, and writes them under the run
 directory: `<run>/tensorboard/` (event files; `tensorboard --logdir results`) and `<run>/wandb/`
 (an offline run; `wandb sync` uploads it if you ever want to). Training reports through TRL's own
-`report_to`. The packages are the `[tracking]` extra.
+`report_to` into the same places (train/tracking.py). The packages are the `[tracking]` extra.
 """
 
 from __future__ import annotations
@@ -14,10 +14,8 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
-from tsbench.core.errors import UserError
-from tsbench.core.extras import check, require
-
-TARGETS = ("tensorboard", "wandb")
+from tsbench.core.extras import require
+from tsbench.core.tracking import check_targets
 
 
 class Reporter(Protocol):
@@ -126,17 +124,6 @@ class Reporters:
     def close(self) -> None:
         for reporter in self.reporters:
             reporter.close()
-
-
-def check_targets(targets: list[str] | None) -> list[str]:
-    """The --report-to values, checked before a run starts (`none` reports nowhere)."""
-    chosen = [t for t in (targets or []) if t != "none"]
-    unknown = [t for t in chosen if t not in TARGETS]
-    if unknown:
-        raise UserError(f"--report-to takes {', '.join(TARGETS)} or none (got {', '.join(unknown)})")
-    for target in chosen:
-        check(target, extra="tracking", what=f"--report-to {target}")
-    return chosen
 
 
 def open_reporters(targets: list[str] | None, run_dir: Path, info: dict) -> Reporters:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tsbench.core.errors import UserError
+from tsbench.core.tracking import check_targets
 from tsbench.harness.episode import HarnessConfig
 from tsbench.tasks.anomalyxl import labels as lb
 
@@ -165,6 +166,7 @@ class GRPOConfig:
     save_every: int = 50
     keep_checkpoints: int = 2
     log_rollouts: bool = True
+    report_to: list[str] = field(default_factory=list)  # tensorboard and/or wandb (offline), under the run dir
     seed: int = 0
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     rewards: RewardConfig = field(default_factory=RewardConfig)
@@ -230,6 +232,10 @@ class GRPOConfig:
             found.append(f"--harness must be a model harness: {', '.join(h for h in HARNESSES if h not in REFERENCE_HARNESSES)}")
         if self.launch.num_processes < 1:
             found.append("--num-processes must be >= 1")
+        try:
+            check_targets(self.report_to)
+        except UserError as error:
+            found.append(str(error))
         if found:
             raise UserError("; ".join(found))
 
@@ -271,6 +277,7 @@ class SFTConfig:
     text_budget_chars: int | None = None  # single-pass-text: serialized characters; None: fitted to max_seq_len
     val_max_new_tokens: int = 128
     out: str | None = None  # default models/sft-<model>-<format>-<regime>
+    report_to: list[str] = field(default_factory=list)  # tensorboard and/or wandb (offline), under the out dir
     seed: int = 0
     overwrite: bool = False
     policy: PolicyConfig = field(default_factory=_sft_policy)

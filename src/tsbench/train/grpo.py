@@ -33,6 +33,7 @@ from transformers import PrinterCallback, TrainerCallback
 
 from tsbench.core.errors import UserError
 from tsbench.train.config import GRPOConfig
+from tsbench.train.tracking import trainer_report_to
 
 log = logging.getLogger(__name__)
 
@@ -132,15 +133,9 @@ def trl_args(cfg: GRPOConfig, out: Path, reward_weights: list[float], *, on_gpu:
         vllm_server_base_url=cfg.rollout.vllm_server_url if cfg.rollout.engine == "vllm-server" else None,
         vllm_gpu_memory_utilization=cfg.rollout.vllm_gpu_memory, vllm_max_model_length=cfg.max_seq_len,
         save_strategy="steps", save_steps=cfg.save_every, save_total_limit=cfg.keep_checkpoints,
-        logging_steps=1, report_to=report_to(), disable_tqdm=True, log_completions=False,
+        logging_steps=1, report_to=trainer_report_to(cfg.report_to, out), disable_tqdm=True, log_completions=False,
         dataloader_num_workers=0,
     )
-
-
-def report_to() -> list[str]:
-    import importlib.util
-
-    return ["tensorboard"] if importlib.util.find_spec("tensorboard") else []
 
 
 def dataset(keys: list[str]) -> Any:

@@ -36,9 +36,11 @@ from transformers import TrainerCallback
 
 from tsbench.core.errors import UserError
 from tsbench.core.provenance import TRACKED_PACKAGES, git_commit, versions, write_json
+from tsbench.core.tracking import check_targets
 from tsbench.tasks import get_taskset
 from tsbench.train import sft_data as sd
 from tsbench.train.config import FORMATS, RLM_TRAJECTORIES, SINGLE_PASS, SFTConfig
+from tsbench.train.tracking import trainer_report_to
 
 DEFAULT_DATA = "data/anomalyxl/seed42"
 RUN_JSON = "run.json"
@@ -79,6 +81,7 @@ def checked(cfg: SFTConfig) -> SFTConfig:
     problems = [message for ok, message in checks if not ok] + cfg.policy.problems()
     if problems:
         raise UserError("; ".join(problems))
+    check_targets(cfg.report_to)
     if cfg.out is None:
         slug = cfg.policy.model.removeprefix("local/").strip("/").replace("/", "_").replace(":", "_")
         cfg.out = str(Path("models") / f"sft-{slug}-{cfg.format}-{cfg.regime}")
@@ -273,7 +276,7 @@ def run_sft(cfg: SFTConfig, progress: ProgressFn | None = None) -> Path:
         load_best_model_at_end=bool(val), metric_for_best_model="eval_primary" if val else None,
         greater_is_better=True, max_length=None, packing=False, completion_only_loss=False,
         gradient_checkpointing=cfg.policy.gradient_checkpointing, bf16=on_gpu, fp16=False, use_cpu=not on_gpu,
-        logging_steps=1, report_to=[], disable_tqdm=True, dataset_num_proc=None, eos_token=None,
+        logging_steps=1, report_to=trainer_report_to(cfg.report_to, out), disable_tqdm=True, dataset_num_proc=None, eos_token=None,
     )
     manifest = {
         "kind": "sft-baseline", "config": asdict(cfg), "data": data_info,
