@@ -14,7 +14,9 @@ from tsbench.core.config import build
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
 from tsbench.harness import EpisodeTask, HarnessConfig, get_harness
+from tsbench.harness.runtime.observation import dropped_characters
 from tsbench.harness.runtime.sandbox import Sandbox
+from tsbench.harness.tool_constants import RESULT_TAG
 from tsbench.harness.tool_protocol import JsonTextProtocol, NativeProtocol, choose_protocol, parse_json_calls
 from tsbench.harness.tools import TOOLS_FINAL_NOTICE
 from tsbench.harness.toolset import (
@@ -212,6 +214,17 @@ def test_seed_tools_in_the_kernel_return_compact_exact_observations():
 
 
 @pytest.mark.slow
+def test_a_tools_observation_counts_every_printed_character_it_hides():
+    """Output printed beside a result is cut with a marker; cutting the JSON again keeps the real count."""
+    with Sandbox({"x": np.zeros(4)}) as sandbox:
+        for payload in ({"ok": {"n": 1}}, {"error": "boom"}):
+            cell = sandbox.run(f"print('q' * 5000)\nprint({RESULT_TAG!r} + {json.dumps(payload)!r})")
+            for max_chars in (8192, 600, 300):
+                observation = read_observation(cell, max_chars)
+                assert len(observation.text) <= max_chars and observation.error == ("error" in payload)
+                assert observation.text.count("q") + dropped_characters(observation.text) == 5000
+
+
 def test_discords_use_stumpy_with_a_warm_compile_cache():
     assert warm_stumpy_cache() and stumpy_cache_ready()  # about a minute, once per machine
     rng = np.random.default_rng(3)

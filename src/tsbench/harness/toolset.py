@@ -173,6 +173,7 @@ def read_observation(cell: CellResult, max_chars: int) -> Observation:
     else:
         body, error, data = payload.get("ok"), False, payload.get("ok")
     if stray:
-        body = {"result": body, "printed": truncate_observation(stray, 1000)} if not error else {**body, "printed": stray[:1000]}
+        printed = truncate_observation(stray, 1000)
+        body = {**body, "printed": printed} if error else {"result": body, "printed": printed}
     rendered = json.dumps(body, ensure_ascii=False, separators=(", ", ": "))
     return Observation(truncate_observation(rendered, max_chars), error=error, data=data, images=images, stdout=stray)

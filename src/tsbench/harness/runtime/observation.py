@@ -18,7 +18,8 @@ OBSERVATION_MAX_CHARS = 8192
 KEEP_CHARS = 256 * 1024  # per stream in the host's buffer, far above what an observation shows
 
 _MARKER = "\n[... truncated {} characters ...]\n"
-_MARKER_PATTERN = re.compile(r"\n\[\.\.\. truncated (\d+) characters \.\.\.\]\n")
+# A marker as written, or inside a JSON string (a tool's observation), where its newlines are escaped.
+_MARKER_PATTERN = re.compile(r"(?:\n|\\n)\[\.\.\. truncated (\d+) characters \.\.\.\](?:\n|\\n)")
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 
 
