@@ -145,6 +145,17 @@ def test_a_failing_judge_leaves_its_axes_unscored_never_zero():
     assert asker.errors == 2
 
 
+def test_a_failing_judge_on_a_judged_field_leaves_accuracy_unscored():
+    cause = FieldSpec("cause", "E1", "judge", "What single cause does the issuer give?", {"type": "string"})
+    judged = {**gold(), "fields": [vars(f) for f in [*FIELDS, cause]], "truth": {**TRUTH, "cause": "trade winds"}}
+    answer = {**ANSWER, "cause": "solar cycle"}
+    scored = score_period(judged, answer, REPORT, Asker(ScriptedJudge()))
+    assert scored.fields["cause"] == 0.0 and scored.accuracy == 60.0  # the judge said NO: the agent's own 0
+    failing = Asker(ScriptedJudge(fail={"coverage"}))
+    unscored = score_period(judged, answer, REPORT, failing)
+    assert unscored.fields["cause"] is None and unscored.accuracy is None and failing.errors > 0
+
+
 def test_no_answer_and_empty_report():
     judge = ScriptedJudge()
     result = score_period(gold(), None, "", Asker(judge))

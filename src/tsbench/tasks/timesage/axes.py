@@ -53,13 +53,19 @@ def _mean(values: list[float]) -> float | None:
 
 def keypoint_accuracy(fields: list[FieldSpec], answer: dict, truth: dict, asker: Asker | None = None
                       ) -> tuple[float | None, dict[str, float | None]]:
-    def judge_field(spec: FieldSpec, value: Any, expected: Any) -> float:
+    failed: list[str] = []
+
+    def judge_field(spec: FieldSpec, value: Any, expected: Any) -> float | None:
         covered = _judge_coverage(asker, f"{spec.question}: {expected}", spec.question, str(value or ""), expected)
-        return 0.0 if covered is None else covered
+        if covered is None:
+            failed.append(spec.name)
+        return covered
 
     per_field = {spec.name: field_score(spec, answer.get(spec.name), truth.get(spec.name),
                                         judge_field if asker is not None else None)
                  for spec in fields if spec.in_accuracy}
+    if failed:  # a failed judge call: the axis is not scored (never a 0 the agent did not earn)
+        return None, per_field
     return _mean([v for v in per_field.values() if v is not None]), per_field
 
 
