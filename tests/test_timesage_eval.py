@@ -119,6 +119,7 @@ def test_leaderboard_shows_the_timesage_boards(independent_run, sequential_run, 
     assert "Axes by tier" in (tmp_path / "board" / "leaderboard.md").read_text()
     seq = pd.read_csv(tmp_path / "board" / "timesage_seq_vs_ind.csv")
     assert set(seq["period_index"]) == {1, 2}
+    assert set(seq["pair"]) == {"scripted/timesage file-agent [skills, judge/rules]"}  # what the two modes share
     assert len(result.configs(result.datasets[0])) == 2  # the two modes are two configurations
 
     from rich.console import Console

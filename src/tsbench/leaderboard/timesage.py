@@ -108,21 +108,22 @@ def period_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 def seq_vs_ind_table(rows: pd.DataFrame, settings: dict[str, dict]) -> pd.DataFrame:
     """Fig. 9: configurations equal but for the mode, side by side by period."""
-    columns = ["model", "independent", "sequential", "period_index", "overall_independent", "overall_sequential",
-               "difference"]
+    columns = ["pair", "model", "independent", "sequential", "period_index", "overall_independent",
+               "overall_sequential", "difference"]
     periods = period_table(rows)
     by_mode: dict[tuple, dict[str, str]] = {}
     for config, s in settings.items():
         key = (s.get("model"), s.get("harness"), bool(s.get("skills")), s.get("judge") or RULES_JUDGE)
         by_mode.setdefault(key, {})[s.get("mode") or "independent"] = config
     records = []
-    for (model, *_), modes in sorted(by_mode.items(), key=lambda kv: str(kv[0])):
+    for (model, harness, skills, judge), modes in sorted(by_mode.items(), key=lambda kv: str(kv[0])):
         if "independent" not in modes or "sequential" not in modes:
             continue
+        pair = f"{model} {harness} [{'skills, ' if skills else ''}{judge}]"  # everything the two runs share
         a = periods[periods["config"] == modes["independent"]].set_index("period_index")["overall"]
         b = periods[periods["config"] == modes["sequential"]].set_index("period_index")["overall"]
         for index in sorted(set(a.index) & set(b.index)):
-            records.append({"model": model, "independent": modes["independent"], "sequential": modes["sequential"],
+            records.append({"pair": pair, "model": model, "independent": modes["independent"], "sequential": modes["sequential"],
                             "period_index": int(index), "overall_independent": float(a[index]),
                             "overall_sequential": float(b[index]), "difference": float(b[index] - a[index])})
     return pd.DataFrame(records, columns=columns)

@@ -55,10 +55,10 @@ def sections(b: Boards) -> list[Section]:
         rows.append([config, *(_f(at.get(p)) for p in periods)])
     out.append(("Overall by period (paper Fig. 7)", "Mean overall score at each period index (t-k = k periods before "
                 "the latest).", (["Configuration", *(f"t-{last - p}" if p != last else "t" for p in periods)], rows)))
-    rows = [[r.model, r.period_index, _f(r.overall_independent), _f(r.overall_sequential), f"{r.difference:+.1f}"]
+    rows = [[r.pair, r.period_index, _f(r.overall_independent), _f(r.overall_sequential), f"{r.difference:+.1f}"]
             for r in b.seq_vs_ind.itertuples(index=False)]
     out.append(("Sequential vs independent (paper Fig. 9)", "Configurations equal but for the mode, overall by period.",
-                (["Model", "Period", "Independent", "Sequential", "Seq − ind"], rows)))
+                (["Configuration pair", "Period", "Independent", "Sequential", "Seq − ind"], rows)))
     rows = [[r.config, r.period_index, r.rows, _pct(r.induction_rate), _pct(r.reuse_rate), _f(r.tokens, 0)]
             for r in b.skills.itertuples(index=False)]
     out.append(("Skill induction and reuse (paper Fig. 10 c, d)", "Share of periods that admitted a new skill and "
@@ -97,14 +97,14 @@ def _period_figure(b: Boards) -> dict[str, bytes] | None:
 def _seq_figure(b: Boards) -> dict[str, bytes] | None:
     if b.seq_vs_ind.empty:
         return None
-    models = sorted(b.seq_vs_ind["model"].unique())
-    fig = Figure(figsize=(7.5, 2.8 * len(models)), layout="constrained")
-    for i, model in enumerate(models):
-        ax = fig.add_subplot(len(models), 1, i + 1)
-        part = b.seq_vs_ind[b.seq_vs_ind["model"] == model]
+    pairs = sorted(b.seq_vs_ind["pair"].unique())  # one panel per pair: a model may run with and without skills
+    fig = Figure(figsize=(7.5, 2.8 * len(pairs)), layout="constrained")
+    for i, pair in enumerate(pairs):
+        ax = fig.add_subplot(len(pairs), 1, i + 1)
+        part = b.seq_vs_ind[b.seq_vs_ind["pair"] == pair]
         ax.plot(part["period_index"], part["overall_independent"], marker="o", label="independent")
         ax.plot(part["period_index"], part["overall_sequential"], marker="s", label="sequential")
-        ax.set_title(model, fontsize=9)
+        ax.set_title(pair, fontsize=9)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylim(0, 100)
         ax.legend(fontsize=7)
