@@ -47,6 +47,21 @@ def sequential_run(ts_data, tmp_path_factory) -> Path:
     return run_eval(_config(ts_data, tmp_path_factory.mktemp("runs") / "sequential", "sequential", ["easy"]))
 
 
+def test_limit_takes_whole_scenarios_when_periods_are_chained(ts_data):
+    from tsbench.eval.selection import select_rows
+    from tsbench.tasks import get_taskset
+
+    taskset, files = get_taskset("timesage"), [ts_data / "periods.parquet"]
+    scattered = select_rows(taskset, files, limit=1, settings={"mode": "independent"})
+    assert scattered.groupby("category").size().eq(1).all()  # one period per tier
+    for settings in ({"mode": "sequential"}, {"mode": "independent", "skills": True}):
+        chained = select_rows(taskset, files, limit=1, settings=settings)
+        assert chained.groupby("category")["scenario"].nunique().eq(1).all()  # one scenario per tier ...
+        every = taskset.index(files, {})
+        for scenario, periods in chained.groupby("scenario"):  # ... with every one of its periods, in order
+            assert periods["period_index"].tolist() == every[every["scenario"] == scenario]["period_index"].tolist()
+
+
 def _metric(samples: pd.DataFrame, name: str) -> pd.Series:
     return samples["metrics"].map(lambda m: m.get(name))
 

@@ -41,7 +41,7 @@ def eval_cmd(
     categories: Optional[list[str]] = typer.Option(None, help="Only these categories (comma-separated)."),
     lengths: Optional[list[str]] = typer.Option(None, help="Only these series lengths (comma-separated)."),
     sample_ids: Optional[list[str]] = typer.Option(None, "--sample-id", help="Only these sample ids (repeat or comma-separate)."),
-    limit: Optional[int] = typer.Option(None, help="At most N rows per category, spread over lengths, shuffled by --seed; a larger N extends the run."),
+    limit: Optional[int] = typer.Option(None, help="At most N rows per category, spread over lengths, shuffled by --seed; a larger N extends the run (TimeSage sequential or with skills: N whole scenarios per tier)."),
     epochs: int = typer.Option(EC.epochs, help="Episodes per row."),
     executor: str = typer.Option(EC.executor, help="threads (this process) or ray (pip install 'tsbench[ray]')."),
     concurrency: int = typer.Option(EC.concurrency, "--concurrency", "--workers", help="Episodes in parallel (threads) or Ray workers."),

@@ -145,10 +145,10 @@ def run_eval(cfg: EvalConfig, progress: RunProgress | None = None,
             raise UserError(str(exc)) from None
     files = taskset.resolve(cfg.data, seed=cfg.seed, split=cfg.split, root=cfg.data_root, filters=cfg.filters())
     cfg.data = [str(f) for f in files]
-    rows = select_rows(taskset, files, categories=cfg.categories, sample_ids=cfg.sample_ids, limit=cfg.limit,
-                       seed=cfg.seed, filters=cfg.filters())
-    out = Path(cfg.out) if cfg.out else Path("results") / run_name(cfg)
     settings = result_settings(cfg)
+    rows = select_rows(taskset, files, categories=cfg.categories, sample_ids=cfg.sample_ids, limit=cfg.limit,
+                       seed=cfg.seed, filters=cfg.filters(), settings=settings)
+    out = Path(cfg.out) if cfg.out else Path("results") / run_name(cfg)
     variant = taskset.variant(settings) if hasattr(taskset, "variant") else ""
     info = _open_run_dir(cfg, out, taskset.dataset_identity(files), reference_note(agent), variant)
     chains = taskset.chains(rows, settings) if hasattr(taskset, "chains") else None

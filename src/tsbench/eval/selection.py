@@ -5,6 +5,10 @@ AnomalyXL: the series lengths), each cell in an order shuffled by --seed. Each r
 cells in a seeded order too, so a limit smaller than the number of cells still reaches the long
 series (the first rows of a file are the shortest). The whole order is fixed for a seed, so a
 larger --limit selects a superset and extends a run instead of replacing it.
+
+Where the family plays rows as chains (TimeSage in sequential mode or with skills: a scenario's
+periods in order, with one agent state), --limit counts whole chains per category, so no chain
+skips a period.
 """
 
 from __future__ import annotations
@@ -46,8 +50,16 @@ def draw(rows: pd.DataFrame, strata: tuple[str, ...], limit: int, seed: int) -> 
     return rows[rows["id"].isin(chosen)]
 
 
+def draw_chains(rows: pd.DataFrame, chains: list[list[str]], strata: tuple[str, ...], limit: int,
+                seed: int) -> pd.DataFrame:
+    """At most `limit` whole chains per category, each drawn by its first row."""
+    heads = rows[rows["id"].isin([chain[0] for chain in chains])]
+    picked = set(draw(heads, strata, limit, seed)["id"])
+    return rows[rows["id"].isin({rid for chain in chains if chain[0] in picked for rid in chain})]
+
+
 def select_rows(taskset: Taskset, files, *, categories=None, sample_ids=None, limit=None, seed=42,
-                filters=None) -> pd.DataFrame:
+                filters=None, settings=None) -> pd.DataFrame:
     if limit is not None and limit < 1:
         raise UserError(f"--limit must be at least 1 (got {limit})")
     rows = taskset.index(list(files), filters or {})
@@ -62,7 +74,9 @@ def select_rows(taskset: Taskset, files, *, categories=None, sample_ids=None, li
             raise UserError(f"no sample {missing[0]!r} in the selected data")
         rows = rows[rows["id"].isin(sample_ids)]
     if limit is not None:
-        rows = draw(rows, tuple(taskset.strata), limit, seed)
+        chains = taskset.chains(rows, settings or {}) if hasattr(taskset, "chains") else None
+        strata = tuple(taskset.strata)
+        rows = draw(rows, strata, limit, seed) if chains is None else draw_chains(rows, chains, strata, limit, seed)
     if rows.empty:
         raise UserError("no rows match the selection (check --regime, --categories, --lengths, --sample-id)")
     return rows.reset_index(drop=True)
