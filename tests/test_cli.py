@@ -233,6 +233,22 @@ def test_foreign_files_are_one_line_errors_and_describe_takes_a_seed_dir(small_d
     assert "test-precise.parquet" in out and "test-coarse.parquet" in out
 
 
+def test_broken_run_dirs_and_bad_output_paths_are_one_line_errors(small_data, tmp_path, monkeypatch, capsys):
+    listed = tmp_path / "listed"
+    listed.mkdir()
+    (listed / "run.json").write_text("[1, 2]")  # valid JSON, not a run
+    taken = tmp_path / "taken.parquet"
+    taken.write_text("a file where the board's folder would go")
+    first = "test-classify_with_evidence-1024-00000"
+    for args, needle in ((["leaderboard", str(listed), "--out", str(tmp_path / "board")], "no run could be read"),
+                         (["leaderboard", str(listed), "--out", str(taken)], "is a file"),
+                         (["describe", str(small_data), "--plot", first, "--out", str(tmp_path / "plot.txt")],
+                          "must be .png, .svg or .pdf")):
+        code, _, err = run_in_process(monkeypatch, capsys, *args)
+        assert code == 2 and needle in err, (args, err)
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
 def test_score_warns_about_rows_without_a_response(small_data, tmp_path, monkeypatch, capsys):
     from tsbench.tasks.anomalyxl.rows import read_index
 

@@ -48,6 +48,16 @@ def test_valid_json_that_is_not_a_record_is_reported_not_a_crash(tmp_path):
     assert schema.load_samples(tmp_path)["id"].tolist() == ["a"]  # the table readers agree
 
 
+def test_a_record_with_wrongly_typed_values_is_reported_not_a_crash(tmp_path):
+    path = tmp_path / schema.JOURNAL
+    wrong = [{**record("s"), "score": "abc"}, {**record("t"), "turns": "many"}, {**record("u"), "valid": "yes"},
+             {**record("v"), "metrics": [1, 2]}]
+    path.write_text("\n".join(json.dumps(r, default=str) for r in [record("a"), *wrong]) + "\n")
+    read = read_journal_report(tmp_path)
+    assert [r["id"] for r in read.records] == ["a"] and read.bad_lines == [2, 3, 4, 5]
+    assert schema.load_samples(tmp_path)["id"].tolist() == ["a"]
+
+
 def test_a_later_line_supersedes_an_error_row(tmp_path):
     journal = Journal(tmp_path)
     journal.append(record("a", error="server"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from tsbench.bench import baselines, eval_overhead, generation, jail, ray_eval, timesage
+from tsbench.bench import baselines, eval_overhead, generation, jail, ray_eval, timesage, train_grpo
 
 SECTIONS = {
     "generate": generation.main,
@@ -13,6 +13,7 @@ SECTIONS = {
     "jail": jail.main,
     "ray": ray_eval.main,
     "eval": eval_overhead.main,
+    "train": train_grpo.main,
 }
 
 

@@ -120,6 +120,11 @@ def describe(
     files = data_files(data)
     if plot is not None:
         taskset.index(files, {})  # a file that is not the family's ends here, in one line
+        out = out or Path(f"{plot}.png")
+        if not out.suffix:
+            out = out.with_suffix(".png")
+        if out.suffix.lower() not in (".png", ".svg", ".pdf"):
+            raise UserError(f"--out {out}: the image must be .png, .svg or .pdf")
         from tsbench.tasks.anomalyxl.figure import plot_row
         from tsbench.tasks.anomalyxl.rows import iter_rows
 
@@ -127,7 +132,7 @@ def describe(
         for path in files:
             row = next(iter_rows(path, ids={plot}), None)
             if row is not None:
-                console.print(f"wrote {plot_row(row, out or Path(f'{plot}.png'), predicted=predicted)}")
+                console.print(f"wrote {plot_row(row, out, predicted=predicted)}")
                 return
         raise UserError(f"no row with id {plot!r} in {data}")
     for title, frame in taskset.describe(files):

@@ -97,10 +97,14 @@ def build_leaderboard(run_dirs: list[Path], out: Path, with_paper: bool = False,
     run.json are skipped with a note. Raises ValueError when no run directory is found at all.
     """
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file; the leaderboard writes a folder")
     found, notes = discover_runs([Path(p) for p in run_dirs], skip=out)
     if not found:
         raise ValueError("no run directories (with run.json) among " + ", ".join(map(str, run_dirs)))
     rows, runs, warnings = load_results(found)
+    if not runs:
+        raise ValueError("no run could be read: " + "; ".join(w for w in warnings if w.startswith("skipped")))
     cells = cell_table(rows, n_boot=n_boot, seed=seed)
     columns = dataset_columns(rows)
     for run in runs:  # a run with no rows yet still gets its family's columns

@@ -67,8 +67,24 @@ def key_of(record: dict) -> tuple[str, int]:
 RECORD_KEYS = ("id", "epoch", "category", "score", "error_type")
 
 
+def fits(value: object, kind: pa.DataType) -> bool:
+    """Whether a JSON value can fill a column of this type (null fills any)."""
+    if value is None:
+        return True
+    if pa.types.is_boolean(kind):
+        return isinstance(value, bool)
+    if pa.types.is_integer(kind):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if pa.types.is_floating(kind):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if pa.types.is_map(kind):
+        return isinstance(value, (dict, str))  # a JSON text in journals written before maps
+    return isinstance(value, str)  # strings, and timestamps as ISO text
+
+
 def is_record(value: object) -> bool:
     """A journal line that is a results record (valid JSON can still be something else: a stray
-    `{"id": ..., "epoch": 0}` must not count as a finished row)."""
+    `{"id": ..., "epoch": 0}` must not count as a finished row, nor a score of "abc" break the table)."""
     return (isinstance(value, dict) and all(k in value for k in RECORD_KEYS) and isinstance(value["id"], str)
-            and isinstance(value["epoch"], int) and not isinstance(value["epoch"], bool))
+            and value["epoch"] is not None
+            and all(fits(v, COLUMNS.field(k).type) for k, v in value.items() if k in COLUMN_NAMES))

@@ -63,7 +63,11 @@ def load_samples(run_dir: str | Path) -> pd.DataFrame:
 
 
 def load_run(run_dir: str | Path) -> dict:
-    return json.loads((Path(run_dir) / RUN_JSON).read_text())
+    """run.json as a dict; ValueError when it is not a JSON object."""
+    info = json.loads((Path(run_dir) / RUN_JSON).read_text())
+    if not isinstance(info, dict):
+        raise ValueError(f"{Path(run_dir) / RUN_JSON} is not a JSON object")
+    return info
 
 
 def update_run(run_dir: str | Path, **changes) -> dict:
