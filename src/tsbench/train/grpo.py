@@ -33,6 +33,7 @@ from transformers import PrinterCallback, TrainerCallback
 
 from tsbench.core.errors import UserError
 from tsbench.train.config import GRPOConfig
+from tsbench.train.cpu_memory import limit_malloc_arenas
 from tsbench.train.tracking import trainer_report_to
 
 log = logging.getLogger(__name__)
@@ -91,6 +92,8 @@ def build_trainer(cfg: GRPOConfig, progress: ProgressFn | None = None) -> Run:
     state = PartialState()
     cfg.validate(state.num_processes)
     on_gpu = torch.cuda.is_available()
+    if not on_gpu:
+        limit_malloc_arenas()  # a lower CPU peak (train/cpu_memory.py)
     if cfg.rollout.engine == "hf" and state.distributed_type == DistributedType.FSDP:
         raise UserError("FSDP shards the weights the hf engine would generate with: use --engine vllm-colocate "
                         "or vllm-server (or DeepSpeed ZeRO-3, experiments/grpo/accelerate/zero3.yaml)")

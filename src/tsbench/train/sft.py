@@ -40,6 +40,7 @@ from tsbench.core.tracking import check_targets
 from tsbench.tasks import get_taskset
 from tsbench.train import sft_data as sd
 from tsbench.train.config import FORMATS, RLM_TRAJECTORIES, SINGLE_PASS, SFTConfig
+from tsbench.train.cpu_memory import limit_malloc_arenas
 from tsbench.train.tracking import trainer_report_to
 
 DEFAULT_DATA = "data/anomalyxl/seed42"
@@ -248,6 +249,8 @@ def run_sft(cfg: SFTConfig, progress: ProgressFn | None = None) -> Path:
     out = _prepare_out(cfg)
     started = time.perf_counter()
     on_gpu = torch.cuda.is_available()
+    if not on_gpu:
+        limit_malloc_arenas()  # a lower CPU peak (train/cpu_memory.py)
     emit("load_start", model=cfg.policy.model)
     torch.manual_seed(cfg.seed)
     policy = load_policy(cfg.policy, out, on_gpu=on_gpu)
