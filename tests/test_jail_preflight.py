@@ -86,6 +86,22 @@ def test_eval_refuses_kernel_harnesses_without_the_jail_unless_unsafe(small_data
     assert info["unsafe_sandbox"] is True and info["complete"] and info["error_samples"] == 0
 
 
+def test_train_grpo_refuses_kernel_harnesses_without_the_jail(tmp_path, monkeypatch, fresh_preflight):
+    """Training would otherwise run a whole step of sandbox-error episodes and learn from nothing."""
+    pytest.importorskip("trl")
+    from tsbench.core.config import build
+    from tsbench.core.errors import UserError
+    from tsbench.train.config import GRPOConfig
+    from tsbench.train.grpo import train_grpo
+
+    monkeypatch.setenv("PATH", _path_without_bwrap(tmp_path))
+    cfg = build(GRPOConfig, {"model": "local/never-loaded", "harness": "rlm", "group_size": 2, "batch_size": 2,
+                             "out": str(tmp_path / "run")})
+    with pytest.raises(UserError, match="cannot start the jail"):
+        train_grpo(cfg)
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_virtualenv_under_tmp_stays_visible_inside_the_jail():
     """The jail mounts a private /tmp; a checkout made with mktemp keeps its venv under /tmp, so the
     interpreter's binds must come after that mount, not be hidden beneath it."""

@@ -26,7 +26,7 @@ from tsbench.eval.episode import EpisodeJob
 from tsbench.eval.executors import OnInterrupt, get_executor
 from tsbench.eval.selection import select_rows
 from tsbench.eval.tracking import open_reporters
-from tsbench.harness.runtime import SandboxError, check_jail
+from tsbench.harness import require_jail
 from tsbench.results import RESULTS_JSON, RUN_JSON, Journal, consolidate, load_run, load_samples, now_utc
 from tsbench.results.journal import read_journal_report
 from tsbench.results.summary import summarize
@@ -34,7 +34,6 @@ from tsbench.tasks import get_taskset
 from tsbench.tasks.base import SampleRef
 
 
-KERNEL_HARNESSES = ("rlm", "rlm-image", "tools", "tools-image", "file-agent")  # model code runs in a jailed kernel
 
 
 @dataclass
@@ -138,11 +137,7 @@ def run_eval(cfg: EvalConfig, progress: RunProgress | None = None,
     check_pairing(cfg.model, cfg.harness, agent)
     if cfg.harness not in getattr(taskset, "harnesses", (cfg.harness,)):
         raise UserError(f"family {cfg.family} is played by {', '.join(taskset.harnesses)}, not {cfg.harness}")
-    if cfg.harness in KERNEL_HARNESSES and not hc.unsafe_sandbox:
-        try:
-            check_jail()  # one clear line, before any episode, where kernels cannot be jailed
-        except SandboxError as exc:
-            raise UserError(str(exc)) from None
+    require_jail(cfg.harness, hc.unsafe_sandbox)
     files = taskset.resolve(cfg.data, seed=cfg.seed, split=cfg.split, root=cfg.data_root, filters=cfg.filters())
     cfg.data = [str(f) for f in files]
     settings = result_settings(cfg)

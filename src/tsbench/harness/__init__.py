@@ -13,6 +13,7 @@ import importlib
 import traceback
 from typing import Any, Callable
 
+from tsbench.core.errors import UserError
 from tsbench.harness.episode import EpisodeError, EpisodeOutcome, EpisodeResult, EpisodeTask, HarnessConfig
 from tsbench.harness.runtime.sandbox import SandboxError
 from tsbench.models.base import ModelError
@@ -29,6 +30,18 @@ HARNESSES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "file-agent": ("tsbench.harness.file_agent", "run_file_agent", {}),
 }
 REFERENCE_HARNESSES = ("direct",)  # played by reference policies, never by chat models
+KERNEL_HARNESSES = ("rlm", "rlm-image", "tools", "tools-image", "file-agent")  # model code runs in a jailed kernel
+
+
+def require_jail(harness: str, unsafe_sandbox: bool) -> None:
+    """One clear line before any episode (eval or training) where this harness's kernels cannot be jailed."""
+    if harness in KERNEL_HARNESSES and not unsafe_sandbox:
+        from tsbench.harness.runtime import check_jail
+
+        try:
+            check_jail()
+        except SandboxError as exc:
+            raise UserError(str(exc)) from None
 
 Harness = Callable[[Any, EpisodeTask, HarnessConfig], EpisodeResult]
 

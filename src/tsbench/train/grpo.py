@@ -32,6 +32,7 @@ from typing import Any, Callable
 from transformers import PrinterCallback, TrainerCallback
 
 from tsbench.core.errors import UserError
+from tsbench.harness import require_jail
 from tsbench.train.config import GRPOConfig
 from tsbench.train.cpu_memory import limit_malloc_arenas
 from tsbench.train.tracking import trainer_report_to
@@ -91,6 +92,7 @@ def build_trainer(cfg: GRPOConfig, progress: ProgressFn | None = None) -> Run:
 
     state = PartialState()
     cfg.validate(state.num_processes)
+    require_jail(cfg.harness, cfg.harness_config.unsafe_sandbox)  # not a run of error episodes
     on_gpu = torch.cuda.is_available()
     if not on_gpu:
         limit_malloc_arenas()  # a lower CPU peak (train/cpu_memory.py)
