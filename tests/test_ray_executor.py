@@ -141,6 +141,15 @@ def test_ray_rows_equal_the_thread_executors(cluster, small_data, tmp_path, by_t
     assert by_path == by_threads and len(by_path) == ROWS
 
 
+def test_a_kernel_harness_runs_jailed_on_the_workers(cluster, small_data, tmp_path):
+    """rlm episodes through Ray: each worker checks its own node's jail and plays the episode in it."""
+    settings = {"model": "scripted/zscore", "harness": "rlm", "categories": ["localize"], "limit": 1}
+    local = rows(run_eval(config(small_data, tmp_path / "threads", **settings)))
+    remote = rows(run_eval(config(small_data, tmp_path / "ray", executor="ray", ray_address=cluster.address,
+                                  **settings)))
+    assert remote == local and len(remote) == 1
+
+
 def test_a_worker_killed_mid_run_loses_and_repeats_no_row(cluster, small_data, tmp_path, by_threads, monkeypatch):
     """Rows shipped through the object store here (the test before sent them by path)."""
     monkeypatch.setenv("TSBENCH_RAY_DATA", "object")

@@ -137,7 +137,8 @@ def run_eval(cfg: EvalConfig, progress: RunProgress | None = None,
     check_pairing(cfg.model, cfg.harness, agent)
     if cfg.harness not in getattr(taskset, "harnesses", (cfg.harness,)):
         raise UserError(f"family {cfg.family} is played by {', '.join(taskset.harnesses)}, not {cfg.harness}")
-    require_jail(cfg.harness, hc.unsafe_sandbox)
+    if cfg.executor != "ray":  # Ray workers check their own nodes, where the kernels run
+        require_jail(cfg.harness, hc.unsafe_sandbox)
     files = taskset.resolve(cfg.data, seed=cfg.seed, split=cfg.split, root=cfg.data_root, filters=cfg.filters())
     cfg.data = [str(f) for f in files]
     settings = result_settings(cfg)

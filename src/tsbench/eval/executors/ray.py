@@ -38,6 +38,7 @@ from tsbench.eval.episode import EpisodeJob, failed_record
 from tsbench.eval.executors import Abandoned, OnInterrupt, OnRecord
 from tsbench.eval.executors.ray_cluster import PROBE_GROUP, DataPlacement, connect
 from tsbench.eval.executors.ray_worker import EpisodeWorker
+from tsbench.harness import KERNEL_HARNESSES
 from tsbench.tasks import get_taskset
 from tsbench.tasks.base import Sample
 
@@ -57,6 +58,8 @@ class _Worker:
     node: str | None = None  # set once it has answered hello
     dead: bool = False
     busy: bool = False
+    no_jail: str | None = None  # why this worker's node cannot jail kernels
+    host: str = "?"
 
 
 def _env_number(name: str, default: float) -> float:
@@ -132,6 +135,8 @@ class RayExecutor:
             for job in jobs:
                 mode, prepared = self._prepare(job)  # while the workers are still busy
                 worker = free_worker()
+                if worker.no_jail and job.harness in KERNEL_HARNESSES and not job.harness_config.unsafe_sandbox:
+                    raise UserError(f"Ray worker on {worker.host}: {worker.no_jail}")
                 if mode != self.placement.mode(os.path.abspath(job.ref.path)):  # a node that came up since
                     mode, prepared = self._prepare(job)
                 if isinstance(prepared, list):  # the driver could not load its samples: error rows
@@ -161,7 +166,7 @@ class RayExecutor:
             return
         self.hosts[info["pid"]] = info["host"]
         self.placement.add_node(info["node"], worker.handle)
-        worker.node = info["node"]
+        worker.node, worker.host, worker.no_jail = info["node"], info["host"], info.get("jail")
 
     def _prepare(self, job: EpisodeJob) -> tuple[str, tuple[EpisodeJob, list[Sample] | None] | list[dict]]:
         """(data mode, the job as the worker gets it: by absolute path, or with its samples loaded

@@ -25,10 +25,19 @@ class EpisodeWorker:
         self.agents = AgentCache()
 
     def hello(self) -> dict:
-        """Where this worker runs; the driver gives it no work before it has answered."""
+        """Where this worker runs, and why it cannot jail kernels (None when it can); the driver
+        gives it no work before it has answered."""
         import ray
 
-        return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid(), "host": socket.gethostname()}
+        from tsbench.harness.runtime import SandboxError, check_jail
+
+        try:
+            check_jail()
+            jail = None
+        except SandboxError as exc:
+            jail = str(exc)
+        return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid(), "host": socket.gethostname(),
+                "jail": jail}
 
     def run(self, job: EpisodeJob, samples: list[Sample] | None = None) -> list[dict]:
         """The job's records; a job that cannot run (its samples will not load) gives error rows,
