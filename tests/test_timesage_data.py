@@ -132,6 +132,16 @@ def test_audit_catches_a_truth_its_rule_does_not_reproduce(small_sets):
     assert "rule_reproduces" in _checks(audit(_planted(small_sets, wrong)))
 
 
+def test_audit_catches_a_rule_its_tag_does_not_allow(small_sets):
+    scenario, periods = small_sets[1]
+    numeric = next(f for f in scenario.fields if f.rule == "numeric")
+    relabelled = dataclasses.replace(numeric, rule="label")  # a number scored as a label: Table 7 says no
+    fields = [relabelled if f is numeric else f for f in scenario.fields]
+    report = audit([(dataclasses.replace(scenario, fields=fields), periods)])
+    assert "rule_matches_tag" in _checks(report)
+    assert any(numeric.name in detail for _, check, detail in report.failures if check == "rule_matches_tag")
+
+
 def test_generate_refuses_a_failing_set(small_sets, tmp_path, monkeypatch):
     def leak(p):
         p.files[p.target_name] = p.target_doc

@@ -23,10 +23,10 @@ import pandas as pd
 
 from tsbench.tasks.timesage.contract import SCHEMA_FILE, SOURCE_DIR, TABLE_FILE, Period, Scenario, dumps, validate
 from tsbench.tasks.timesage.derive import derive, rows_needed
-from tsbench.tasks.timesage.taxonomy import coverage_problems
+from tsbench.tasks.timesage.taxonomy import coverage_problems, rule_allowed
 
 CHECKS = ("visible_files", "table_order", "no_future_rows", "no_target_release", "truth_outside_jail", "schema",
-          "rule_reproduces", "coverage", "completeness")
+          "rule_reproduces", "coverage", "completeness", "rule_matches_tag")
 
 
 @dataclass
@@ -130,6 +130,9 @@ def audit(sets: Iterable[tuple[Scenario, list[Period]]]) -> AuditReport:
         report.scenarios += 1
         for problem in coverage_problems(scenario.tier, scenario.tags):
             report.fail(scenario.id, "coverage", problem)
+        for spec in scenario.fields:  # Table 7: which scoring rules a question's intent allows
+            if not rule_allowed(spec.tag, spec.rule):
+                report.fail(scenario.id, "rule_matches_tag", f"{spec.name}: tag {spec.tag} is not scored by rule {spec.rule!r}")
         indexes = [p.index for p in periods]
         if indexes != list(range(1, len(periods) + 1)):
             report.fail(scenario.id, "completeness", f"period indexes {indexes[:5]}... are not 1..{len(periods)}")
