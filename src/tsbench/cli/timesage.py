@@ -18,7 +18,8 @@ def audit(
     show: int = typer.Option(10, help="Failures and warnings to list."),
 ) -> None:
     """Check every period instance: no visible row after the cutoff, no target-period release, truth
-    never in the jail, schema, rule reproduction, scoring rules their tags allow, tier coverage. Exit 1 on any failure."""
+    never in the jail, schema, rule reproduction, scoring rules their tags allow, tier coverage.
+    Exit 1 on any failure."""
     if family != "timesage":
         raise UserError(f"tsbench audit checks TimeSage sets (--family timesage), not {family}")
     from tsbench.tasks.timesage.audit import CHECKS, audit as run_audit, periods_from_frame
