@@ -249,6 +249,23 @@ def test_broken_run_dirs_and_bad_output_paths_are_one_line_errors(small_data, tm
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
+def test_a_log_gets_a_progress_line_while_no_row_finishes(small_data, tmp_path, monkeypatch, capsys):
+    """Not a terminal: a slow server still shows the run is alive, every LOG_EVERY_S."""
+    from tsbench.cli import eval as eval_cli
+    from tsbench.testing.fake_openai_server import FakeOpenAIServer
+
+    monkeypatch.setattr(eval_cli, "LOG_EVERY_S", 0.5)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    with FakeOpenAIServer(["sleep:3"], default='ok:{"answer": "Yes"}') as server:
+        code, _, err = run_in_process(monkeypatch, capsys, "eval", "--model", "openai/fake-model", "--base-url",
+                                      server.base_url, "--harness", "single-pass-text", "--data", str(small_data),
+                                      "--sample-id", "test-localize-1024-00000", "--out", str(tmp_path / "run"))
+    assert code == 0, err
+    waiting = [line for line in err.splitlines() if line.startswith("0/1 rows")]
+    assert len(waiting) >= 3, err  # about one per half second of the 3 s wait
+    assert any(line.startswith("1/1 rows") for line in err.splitlines())
+
+
 def test_score_warns_about_rows_without_a_response(small_data, tmp_path, monkeypatch, capsys):
     from tsbench.tasks.anomalyxl.rows import read_index
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Optional
@@ -106,7 +107,11 @@ def eval_cmd(
     state = RunProgress()
     bars = progress_bar(TextColumn("{task.fields[info]}"))
     bar = bars.add_task(cfg.model, total=None, info="starting")
-    last_log = [0.0]
+    started, last_log = time.monotonic(), [0.0]
+
+    def log_line(p: RunProgress) -> None:
+        last_log[0] = time.monotonic()
+        err_console.print(f"{p.done}/{p.total} rows  {_info(p)}  {last_log[0] - started:.0f} s", markup=False)
 
     def on_update(p: RunProgress) -> None:
         if is_terminal():
@@ -114,8 +119,17 @@ def eval_cmd(
                 bars.start()
             bars.update(bar, description=f"{cfg.model} / {cfg.harness}", total=p.total, completed=p.done, info=_info(p))
         elif time.monotonic() - last_log[0] >= LOG_EVERY_S or p.done == p.total:
-            last_log[0] = time.monotonic()
-            err_console.print(f"{p.done}/{p.total} rows  {_info(p)}", markup=False)
+            log_line(p)
+
+    def heartbeat() -> None:
+        """In a log, a line every LOG_EVERY_S even while no row finishes (a slow or hung server)."""
+        while not finished.wait(LOG_EVERY_S):
+            if state.total and time.monotonic() - last_log[0] >= LOG_EVERY_S:
+                log_line(state)
+
+    finished = threading.Event()
+    if not is_terminal():
+        threading.Thread(target=heartbeat, name="eval-heartbeat", daemon=True).start()
 
     def on_interrupt(in_flight: int) -> None:
         bars.stop()
@@ -134,6 +148,8 @@ def eval_cmd(
             os._exit(130)  # worker threads may still be inside a model call; do not wait for them
         err_console.print("interrupted: finished rows are saved; run the same command to resume", markup=False)
         raise typer.Exit(130)
+    finally:
+        finished.set()
     bars.stop()
     for note in state.notes:
         err_console.print(f"warning: {note}", markup=False)
