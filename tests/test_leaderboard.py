@@ -200,6 +200,15 @@ def test_curves_average_only_categories_run_at_every_length():
     assert curves.loc[1, "mean"] == pytest.approx(0.75) and curves.loc[2, "mean"] == pytest.approx(0.25)
 
 
+def test_a_board_says_why_there_is_no_length_curve(tmp_path):
+    """--limit 1 over two lengths: no category was run at both, so Fig. 4 has nothing to average."""
+    rows = [record("a", "localize", 1.0, length=1024), record("b", "measure_magnitude", 0.5, length=2048)]
+    run = make_run(tmp_path / "runs", "limited", "m", rows)
+    build_leaderboard([run], tmp_path / "board", n_boot=20)
+    for name in ("leaderboard.md", "leaderboard.html"):
+        assert "No precise category was run at every length" in (tmp_path / "board" / name).read_text()
+
+
 def test_epochs_count_as_separate_rows():
     rows = pd.DataFrame([record("x", "localize", 1.0, epoch=0), record("x", "localize", 0.0, epoch=1),
                          record("y", "localize", 1.0, epoch=0)])

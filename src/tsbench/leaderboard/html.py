@@ -13,6 +13,7 @@ from html import escape
 from .paper_rows import PAPER_LABEL
 from .result import DASH, INCOMPLETE, LEGEND, LeaderboardResult, display_cell, display_columns, short_hash
 from .sections import (
+    NO_CURVE,
     cost_section,
     curve_section,
     failure_section,
@@ -151,7 +152,7 @@ def _dataset(result: LeaderboardResult, dataset: str) -> str:
                  "Means per row; forced-final rate over finished rows; dollars where known."),
         "<h3>Per-length breakdown and score versus length</h3>", _figures(result, dataset),
         _section("Per-length table (Fig. 3)", length_section(result, dataset), "lengths", "No scored rows."),
-        _section("Score versus length (Fig. 4)", curve_section(result, dataset), "curves", "No precise rows."),
+        _section("Score versus length (Fig. 4)", curve_section(result, dataset), "curves", NO_CURVE),
         _section("Paired comparisons", paired_section(result, dataset), "paired",
                  "No two configurations share scored rows on this dataset.",
                  "Difference of means (a − b) over the (id, epoch) rows both scored, "

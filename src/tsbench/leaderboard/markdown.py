@@ -9,6 +9,7 @@ from __future__ import annotations
 from .paper_rows import PAPER_LABEL
 from .result import DASH, INCOMPLETE, LEGEND, LeaderboardResult, display_cell, display_columns, short_hash
 from .sections import (
+    NO_CURVE,
     cost_section,
     curve_section,
     failure_section,
@@ -77,7 +78,7 @@ def _dataset(result: LeaderboardResult, dataset: str) -> list[str]:
                       "points from that category's shortest L (the paper's Fig. 3).",
                       length_section(result, dataset), "No scored rows.")
     lines += _section("Score versus length", "Mean over the precise categories run at every length (the paper's "
-                      "Fig. 4).", curve_section(result, dataset), "No precise rows.")
+                      "Fig. 4).", curve_section(result, dataset), NO_CURVE)
     for name, formats in result.figures.get(dataset, {}).items():
         others = ", ".join(f"[{fmt.upper()}]({name}.{fmt})" for fmt in formats if fmt != "png")
         lines += [f"![{figure_title(name)}]({name}.png)", "", f"{figure_title(name)}; also as {others}.", ""]

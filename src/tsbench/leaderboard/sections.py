@@ -49,6 +49,11 @@ def length_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], 
     return ["Configuration", "Category", *(f"L={x}" for x in lengths)], [row for _, row in keyed]
 
 
+# Fig. 4 averages only the precise categories run at every length of a configuration.
+NO_CURVE = ("No precise category was run at every length of a configuration (--limit N gives each category "
+            "at most N lengths: use N >= the number of lengths for this figure).")
+
+
 def curve_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], list[list]]:
     """Fig. 4 as a table: one line per configuration, one column per length."""
     part = result.curves[result.curves["dataset"] == dataset]
