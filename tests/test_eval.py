@@ -287,6 +287,26 @@ def test_a_dataset_is_its_manifest_not_the_files_a_run_selected(small_data):
     assert precise["key"] == both["key"] and (precise["family"], precise["seed"], precise["split"]) == ("anomalyxl", 42, "test")
 
 
+def test_test_rows_shared_by_two_grids_are_one_dataset(tmp_path):
+    """Two generations that differ only in grid sizes hold the same rows under shared ids: one dataset key.
+    A setting that changes what a row holds gives another key."""
+    from tsbench.tasks import get_taskset
+    from tsbench.tasks.anomalyxl.rows import iter_rows
+
+    taskset = get_taskset("anomalyxl")
+    base = {"preset": "small", "split": "test", "categories": ["localize"], "lengths": [1024]}
+    grids = {"a": base, "b": {**base, "rows_per_cell": 6, "train_rows": 64}, "c": {**base, "p_present": 0.5}}
+    keys, rows = {}, {}
+    for name, options in grids.items():
+        manifest, _ = taskset.generate(options, tmp_path / name)
+        path = manifest.parent / "test-precise.parquet"
+        keys[name] = taskset.dataset_identity([path])["key"]
+        rows[name] = {r.id: r.question for r in iter_rows(path)}
+    assert keys["a"] == keys["b"] != keys["c"]
+    shared = rows["a"].keys() & rows["b"].keys()
+    assert len(shared) == len(rows["a"]) < len(rows["b"]) and all(rows["a"][i] == rows["b"][i] for i in shared)
+
+
 def test_version_and_short_help():
     from typer.testing import CliRunner
 

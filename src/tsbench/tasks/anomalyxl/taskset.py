@@ -36,6 +36,10 @@ COLUMNS = (
 )
 
 
+# Generator settings that choose which rows exist, not what a row holds.
+GRID_SETTINGS = frozenset({"preset", "categories", "single_lengths", "multi_lengths", "rows_per_cell", "train_rows",
+                           "val_rows"})
+
 class AnomalyXL:
     name = "anomalyxl"
     strata = ("length",)
@@ -92,11 +96,15 @@ class AnomalyXL:
 
     def dataset_identity(self, files: list[Path]) -> dict[str, Any]:
         """Runs on the same generated split are comparable whatever regime they selected: the key is
-        (family, seed, split, generator config), read from the manifest beside the files."""
+        (family, seed, split, the generator settings that shape a row), read from the manifest beside
+        the files. Settings that only choose which rows exist (the grid and its sizes) are left out:
+        a row's draws hash its place in the grid (seeds.py), so a shared id is the same row and the
+        leaderboard compares runs on their common ids."""
         splits = sorted({_split_of(f) for f in files})
         manifest_path = files[0].parent / "manifest.json"
         manifest = read_json(manifest_path) if manifest_path.exists() else {}
         configs = [manifest.get("splits", {}).get(s, {}).get("config") for s in splits]
+        configs = [{k: v for k, v in c.items() if k not in GRID_SETTINGS} if c is not None else None for c in configs]
         hashes = {}
         for path in files:
             recorded = manifest.get("splits", {}).get(_split_of(path), {}).get("files", {}).get(path.name, {})
