@@ -22,8 +22,9 @@ from tsbench.core.config import build, field_names, read_toml_table
 from tsbench.core.errors import UserError
 from tsbench.eval.config import EvalConfig
 from tsbench.harness.episode import HarnessConfig
+from tsbench.models.retry import DEFAULT_TIMEOUT_S, RetryPolicy
 
-EC, HC = EvalConfig(), HarnessConfig()
+EC, HC, RETRY = EvalConfig(), HarnessConfig(), RetryPolicy()
 LOG_EVERY_S = 5.0
 
 
@@ -73,9 +74,10 @@ def eval_cmd(
     period_steps: int = typer.Option(HC.period_steps, help="TimeSage: model replies per period."),
     period_wall_s: float = typer.Option(HC.period_wall_s, help="TimeSage: seconds per period; past it the period ends without an answer."),
     base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible server URL (or OPENAI_BASE_URL)."),
-    client_timeout_s: Optional[float] = typer.Option(None, "--client-timeout", help="Seconds per model call before it is retried (provider default: 300)."),
-    max_attempts: Optional[int] = typer.Option(None, help="Tries per model call before the row becomes an error row (provider default: 6)."),
-    retry_delay_s: Optional[float] = typer.Option(None, "--retry-delay", help="First retry delay in seconds, doubled each time (provider default: 1; 429s wait 5x longer)."),
+    client_timeout_s: Optional[float] = typer.Option(None, "--client-timeout", help=f"Seconds per model call before it is retried (provider default: {DEFAULT_TIMEOUT_S:.0f})."),
+    max_attempts: Optional[int] = typer.Option(None, help=f"Tries per model call before the row becomes an error row (provider default: {RETRY.max_attempts})."),
+    retry_delay_s: Optional[float] = typer.Option(None, "--retry-delay", help=f"First retry delay in seconds, doubled each time (provider default: {RETRY.base_delay_s:g}; "
+                                     f"429s wait {RETRY.rate_limit_base_delay_s / RETRY.base_delay_s:g}x longer)."),
     fail_on_error: float = typer.Option(EC.fail_on_error, help="Error rows tolerated before a non-zero exit: a share below 1, a count from 1."),
     out: Optional[Path] = typer.Option(None, help="Run dir [results/<model>__<harness>]."),
     overwrite: bool = typer.Option(False, help="Discard an existing run with different settings."),

@@ -19,8 +19,8 @@ from tsbench.cli.common import REPORT_TO_HELP, console, err_console, given, ints
 from tsbench.core.config import build, field_names, read_toml_table
 from tsbench.core.errors import UserError
 from tsbench.core.extras import check
-from tsbench.train.config import (GRPOConfig, LaunchConfig, PolicyConfig, RewardConfig, RolloutConfig, SFTConfig,
-                                  TaskConfig)
+from tsbench.train.config import (CURRICULUM_FRACTION, GRPOConfig, LaunchConfig, PolicyConfig, RewardConfig,
+                                  RolloutConfig, SFTConfig, TaskConfig)
 
 G, P, R, T, RO, L, S = GRPOConfig(), PolicyConfig(), RewardConfig(), TaskConfig(), RolloutConfig(), LaunchConfig(), SFTConfig()
 SP, HC = S.policy, G.harness_config
@@ -139,7 +139,7 @@ def train_grpo_cmd(
     categories: Optional[list[str]] = typer.Option(None, help="Task categories (comma-separated) [the five precise ones]."),
     lengths: Optional[list[str]] = typer.Option(None, help="Series lengths (comma-separated) [the preset's grid]."),
     preset: str = typer.Option(T.preset, help="Generator grid: paper or small."),
-    warm_steps: Optional[int] = typer.Option(None, help="Steps without anomaly-free tasks [curriculum_fraction x steps = 220 of 300]."),
+    warm_steps: Optional[int] = typer.Option(None, help=f"Steps without anomaly-free tasks [{CURRICULUM_FRACTION * G.steps:.0f} of {G.steps} steps, scaled with --steps]."),
     engine: str = typer.Option(RO.engine, help="Rollouts: hf (the training model), vllm-colocate or vllm-server (GPU)."),
     vllm_server_url: str = typer.Option(RO.vllm_server_url, help="vllm-server: the `trl vllm-serve` URL."),
     rollout_workers: int = typer.Option(RO.rollout_workers, help="Episodes in flight per process."),

@@ -94,11 +94,14 @@ def tsbench_score():
     return score
 
 
+_HC = HarnessConfig()  # the task's defaults are the harness's own
+
 @task
 def anomalyxl(data: str | None = None, seed: int = 42, split: str = "test", regime: str = "both",
               categories: str | None = None, sample_ids: str | None = None, limit: int | None = None,
-              harness: str = "single-pass-text", max_turns: int = 15, depth: int = 0, max_tokens: int | None = None,
-              text_budget_chars: int = 200_000, cell_timeout_s: float = 300.0, unsafe_sandbox: bool = False) -> Task:
+              harness: str = "single-pass-text", max_turns: int = _HC.max_turns, depth: int = _HC.depth,
+              max_tokens: int | None = None, text_budget_chars: int = _HC.text_budget_chars,
+              cell_timeout_s: float = _HC.cell_timeout_s, unsafe_sandbox: bool = False) -> Task:
     """AnomalyXL (data: a seed dir or files [data/anomalyxl/seed<seed>]; limit: rows per category)."""
     settings = dict(max_turns=max_turns, depth=depth, max_tokens=max_tokens, text_budget_chars=text_budget_chars,
                     cell_timeout_s=cell_timeout_s, unsafe_sandbox=unsafe_sandbox)

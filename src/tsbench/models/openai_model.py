@@ -24,7 +24,7 @@ import openai
 
 from tsbench.models.base import Completion, Message, ModelError, TaskInfo, ToolCall
 from tsbench.models.pricing import cost_usd
-from tsbench.models.retry import RetryPolicy, call_with_retries
+from tsbench.models.retry import DEFAULT_TIMEOUT_S, RetryPolicy, call_with_retries
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ class OpenAIChatModel:
         model_name: str,
         base_url: str | None = None,
         api_key: str | None = None,
-        timeout_s: float = 300.0,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
         retry: RetryPolicy | None = None,
         extra_body: dict[str, Any] | None = None,
         *,
