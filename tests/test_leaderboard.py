@@ -200,6 +200,18 @@ def test_curves_average_only_categories_run_at_every_length():
     assert curves.loc[1, "mean"] == pytest.approx(0.75) and curves.loc[2, "mean"] == pytest.approx(0.25)
 
 
+def test_a_run_without_the_jail_is_marked_in_every_table(tmp_path):
+    jailed = make_run(tmp_path / "runs", "jailed", "m", [record("a", "localize", 1.0)])
+    unjailed = make_run(tmp_path / "runs", "unjailed", "m", [record("a", "localize", 0.0)])
+    info = json.loads((unjailed / RUN_JSON).read_text())
+    (unjailed / RUN_JSON).write_text(json.dumps({**info, "unsafe_sandbox": True}))
+    result = build_leaderboard([jailed, unjailed], tmp_path / "board", n_boot=20)
+    assert sorted(r.harness for r in result.runs) == ["rlm", "rlm [no jail]"]  # two rows, never merged
+    for name in ("leaderboard.md", "leaderboard.html", "leaderboard.csv"):
+        assert "rlm [no jail]" in (tmp_path / "board" / name).read_text()
+    assert any("WITHOUT the jail" in w for w in result.warnings)
+
+
 def test_a_board_says_why_there_is_no_length_curve(tmp_path):
     """--limit 1 over two lengths: no category was run at both, so Fig. 4 has nothing to average."""
     rows = [record("a", "localize", 1.0, length=1024), record("b", "measure_magnitude", 0.5, length=2048)]

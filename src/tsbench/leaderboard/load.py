@@ -21,6 +21,7 @@ from tsbench.results.summary import summarize
 # A table row is one configuration on one dataset: these columns identify it.
 CONFIG_KEY = ["dataset", "model", "harness", "depth"]
 UNKNOWN_DATASET = "unknown"
+UNJAILED = "[no jail]"  # beside the harness of a run made with --unsafe-sandbox, in every table
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,8 @@ def read_run(run_dir: Path) -> tuple[RunInfo, pd.DataFrame]:
         run_name=str(meta.get("run_name") or run_dir.name),
         model=str(meta.get("model") or _first(frame, "model", "?")),
         harness=str(meta.get("harness") or _first(frame, "harness", "?"))
-        + (f" [{meta['variant']}]" if meta.get("variant") else ""),  # e.g. TimeSage's mode, skills, judge
+        + (f" [{meta['variant']}]" if meta.get("variant") else "")  # e.g. TimeSage's mode, skills, judge
+        + (f" {UNJAILED}" if meta.get("unsafe_sandbox") else ""),  # never merged with, or mistaken for, a jailed run
         depth=int(meta.get("depth") if meta.get("depth") is not None else _first(frame, "depth", 0)),
         dataset=str(dataset),
         family=str(meta.get("family") or "anomalyxl"),
