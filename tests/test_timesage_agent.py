@@ -4,6 +4,7 @@ next-period registration and light check, and a period that never calls final_an
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -159,3 +160,21 @@ def test_a_period_without_final_answer_is_a_failure_not_an_error(tasks):
     assert result.attributes["final_answer"] == "no"
     assert "No code block found" in policy.calls[-1]["messages"][-1][1]
     assert "LAST STEP" in policy.calls[-1]["messages"][-1][1]
+
+
+def test_the_period_wall_clock_cuts_a_running_cell_and_a_late_answer_does_not_count(tasks):
+    slow = code("import time", "time.sleep(30)", FINISH.split("\n")[1])  # sleeps past the 2 s period, then answers
+    result = run_file_agent(ScriptPolicy(lambda period, step: slow), tasks[0], HarnessConfig(period_wall_s=2))
+    assert result.final_message == "" and result.attributes["final_answer"] == "no"
+    assert result.latency_s < 20  # the cell was cut at the period's end, not at the 300 s cell timeout
+    assert [c["timed_out"] for e in result.transcript if e["role"] == "tool" for c in e["cells"]] == [True]
+
+    class SlowModel(ScriptPolicy):  # thinks past the period's end, then answers at once
+        def generate(self, messages, **kwargs) -> Completion:
+            time.sleep(2.5)
+            return super().generate(messages, **kwargs)
+
+    late = run_file_agent(SlowModel(lambda period, step: FINISH), tasks[0], HarnessConfig(period_wall_s=2))
+    assert late.final_message == "" and late.attributes["final_answer"] == "no"
+    notices = " ".join(e["content"] for e in late.transcript if e["role"] == "notice")
+    assert "wall clock" in notices and "the period ended without final_answer" in notices

@@ -58,6 +58,7 @@ class Session:
     def play(self, task: EpisodeTask) -> EpisodeResult:
         result = EpisodeResult()
         started = time.monotonic()
+        deadline = started + self.cfg.period_wall_s  # cells are cut at it; an answer after it does not count
         facts: dict[str, Any] = {"compacted": 0, "induced": [], "rejected": {}, "invoked": [], "retrieved": []}
         self._open_period(task, result, facts)
         kernel = _Kernel(self, task)
@@ -72,7 +73,12 @@ class Session:
                 if step == self.cfg.period_steps:
                     result.forced_final = True
                     self._append_to_last_user(prompts.LAST_STEP, result)
-                final = self._step(task, kernel, step, result, facts)
+                final = self._step(task, kernel, step, result, facts, deadline)
+                if final is not None and time.monotonic() > deadline:
+                    result.transcript.append({"role": "notice", "content": f"final_answer came after the period wall "
+                                              f"clock of {self.cfg.period_wall_s:g} s and does not count"})
+                    final = None
+                    break
                 if final is not None:
                     break
             if self.skills_enabled and facts.get("candidates"):
@@ -100,7 +106,8 @@ class Session:
         self._add_user(self._period_prompt(task), result)
         self.feedback = None
 
-    def _step(self, task: EpisodeTask, kernel: _Kernel, step: int, result: EpisodeResult, facts: dict) -> dict | None:
+    def _step(self, task: EpisodeTask, kernel: _Kernel, step: int, result: EpisodeResult, facts: dict,
+              deadline: float) -> dict | None:
         """One model reply and its code; the final_answer event if the reply made one."""
         info = replace(task.info(code_execution=True), meta={**task.meta, **self._meta("period")})
         completion = self.model.generate(self.messages, max_tokens=self.cfg.max_tokens,
@@ -118,7 +125,7 @@ class Session:
         sandbox = kernel.get()
         final, outputs, cells = None, [], []
         for code in blocks:
-            cell = sandbox.run(code)
+            cell = sandbox.run(code, timeout_s=deadline - time.monotonic())
             result.code_cells += 1
             outputs.append(cell.observation(max_chars=10 * self.cfg.observation_chars))
             cells.append({"code": code, "timed_out": cell.timed_out, "restarted": cell.restarted,

@@ -261,8 +261,9 @@ class Sandbox:
 
     # ---- running code
 
-    def run(self, code: str) -> CellResult:
-        """Run one cell and collect what it printed, returned, raised and drew."""
+    def run(self, code: str, timeout_s: float | None = None) -> CellResult:
+        """Run one cell and collect what it printed, returned, raised and drew; `timeout_s` can
+        only shorten the sandbox's own cell timeout (an episode's remaining wall clock)."""
         if self._client is None:
             raise SandboxError("sandbox is not started")
         began = time.perf_counter()
@@ -271,7 +272,8 @@ class Sandbox:
         msg_id = self._client.execute(
             code, store_history=True, allow_stdin=self.sub_rlm_handler is not None, stop_on_error=False
         )
-        outcome = self._collect(msg_id, output, self.cell_timeout_s, answer_stdin=True)
+        cell_timeout = self.cell_timeout_s if timeout_s is None else max(0.0, min(self.cell_timeout_s, timeout_s))
+        outcome = self._collect(msg_id, output, cell_timeout, answer_stdin=True)
         timed_out = outcome == "timeout"
         lost = "kernel restarted, series reloaded, earlier variables" + (" are lost" if self.unsafe else
                                                                          " and written files are lost")
@@ -282,7 +284,7 @@ class Sandbox:
             except (OSError, RuntimeError):  # it died meanwhile; the next wait reports "dead"
                 pass
             outcome = self._collect(msg_id, output, self.interrupt_grace_s, answer_stdin=False)
-            limit = f"{self.cell_timeout_s:g} s"
+            limit = f"{cell_timeout:g} s"
             reason = (f"cell timed out after {limit} and was interrupted; variables are kept"
                       if outcome == "done" else
                       f"cell timed out after {limit} and did not stop when interrupted; {lost}")
