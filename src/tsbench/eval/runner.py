@@ -126,6 +126,8 @@ def run_eval(cfg: EvalConfig, progress: RunProgress | None = None,
     hc = cfg.harness_config
     if cfg.epochs < 1 or cfg.concurrency < 1 or hc.max_turns < 1 or hc.period_steps < 1 or hc.depth < 0:
         raise UserError("--epochs, --concurrency, --max-turns and --period-steps must be >= 1, --depth >= 0")
+    if cfg.fail_on_error < 0 or (cfg.client_timeout_s is not None and cfg.client_timeout_s <= 0):
+        raise UserError("--fail-on-error must be >= 0 and --client-timeout > 0")
     if not cfg.model:
         raise UserError("--model is required (or a --config that sets model)")
     check_targets(cfg.report_to)

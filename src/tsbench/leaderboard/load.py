@@ -185,9 +185,10 @@ def load_results(run_dirs: list[Path]) -> tuple[pd.DataFrame, list[RunInfo], lis
         if info.unsafe_sandbox:
             warnings.append(f"run {info.run_name} ran its kernels WITHOUT the jail (--unsafe-sandbox)")
         if not info.complete and info.n_rows:
+            errors = int(frame["error_type"].notna().sum()) if "error_type" in frame else 0
             warnings.append(
-                f"run {info.run_name} is incomplete ({info.n_rows} of {info.expected_samples or '?'} rows); "
-                "its cells are marked †"
+                f"run {info.run_name} is incomplete ({info.n_rows - errors} of {info.expected_samples or '?'} rows "
+                f"scored, {errors} error rows); its cells are marked †"
             )
     datasets = sorted({i.dataset for i in infos})
     if len(datasets) > 1:
