@@ -82,16 +82,19 @@ GEOMETRY_PROBE = (
 LOCALIZE_HEADER_RGB = (0xDC, 0xEB, 0xD9)  # th.g-localize's background in html.STYLE
 
 
-@pytest.fixture(scope="module")
-def full_page(tmp_path_factory) -> Path:
-    """Every AnomalyXL column, paper-like model names, a reference policy and a partial run."""
+@pytest.fixture(scope="module", params=[6, 1], ids=["n12", "n2"])
+def full_page(request, tmp_path_factory) -> Path:
+    """Every AnomalyXL column, paper-like model names, a reference policy and a partial run; with
+    12 rows per cell, and with 2 (a --limit 2 run: every interval flagged n < 10, the widest cells)."""
     from test_leaderboard import PRECISE
     from tsbench.tasks.anomalyxl import labels as lb
 
+    per_length = request.param
     root = tmp_path_factory.mktemp("full")
-    rows = [record(f"{c}-{L}-{i}", c, (i % 5) / 4, length=L) for c in PRECISE for i in range(6) for L in (16384, 131072)]
+    rows = [record(f"{c}-{L}-{i}", c, (i % 5) / 4, length=L) for c in PRECISE for i in range(per_length)
+            for L in (16384, 131072)]
     rows += [record(f"{c}-{i}", c, float(i % 2), gold="Yes", pred="Yes" if i % 2 else "No")
-             for c in lb.MCQ_CATEGORIES for i in range(12)]
+             for c in lb.MCQ_CATEGORIES for i in range(2 * per_length)]
     names = ["openai/gpt-5.5", "vllm/Qwen/Qwen3.5-4B-Instruct", "local/checkpoints/grpo-qwen3.5-4b-step-800"]
     for i, model in enumerate(names):
         make_run(root, f"r{i}", model, [{**r, "score": (r["score"] + i / 7) % 1} for r in rows],

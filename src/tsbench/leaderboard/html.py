@@ -41,6 +41,7 @@ td strong { font-weight: 700; } td u { text-decoration-thickness: 2px; }
 td.incomplete { background: #fff7e0; }
 .ref { display: block; font-size: 0.68rem; color: #8a5a00; font-style: italic; }
 .ci, .n { display: block; font-size: 0.64rem; color: #666; white-space: nowrap; }
+table.t1 .ci { white-space: normal; }  /* "[lo, hi]" may break after its comma: 17 columns fit 1400 px at any n */
 td.wrap { text-align: left; max-width: 28rem; overflow-wrap: anywhere; }
 .warnings { background: #fff3cd; border: 1px solid #e0c870; padding: 0.5rem 1rem; overflow-wrap: anywhere; }
 .legend { color: #444; max-width: 60rem; }
