@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -29,22 +30,29 @@ stumpy.stump(np.random.default_rng(0).standard_normal(256), 16)
 """
 
 
-def stumpy_cache_dir() -> Path:
-    """Where the host keeps stumpy's numba-compiled functions (kernels copy it; they cannot write it)."""
-    from tsbench.models.local_hf import cache_root
-
+@functools.lru_cache(maxsize=1)
+def _stumpy_tag() -> str:
+    """numba's cache is valid only for its own version and for the stumpy sources exactly as they are
+    on disk: it keys entries by each source file's location and checks its mtime and size. So two
+    virtualenvs never share a directory, nor does a venv recreated at the same path."""
     try:
         import hashlib
         from importlib.metadata import version
         from importlib.util import find_spec
 
-        # numba's cache is valid only for its own version and for the stumpy sources at one path (it keys
-        # entries by the source file's location): two virtualenvs never share a directory.
-        where = hashlib.sha256(str(find_spec("stumpy").origin).encode()).hexdigest()[:10]
-        tag = f"{version('stumpy')}-numba{version('numba')}-{where}"
+        package = Path(find_spec("stumpy").origin).parent
+        stamps = sorted((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in package.glob("*.py"))
+        where = hashlib.sha256(repr((str(package), stamps)).encode()).hexdigest()[:10]
+        return f"{version('stumpy')}-numba{version('numba')}-{where}"
     except Exception:  # stumpy missing: discords reports it when called
-        tag = "none"
-    return cache_root() / "numba" / f"stumpy-{tag}-py{sys.version_info.major}{sys.version_info.minor}"
+        return "none"
+
+
+def stumpy_cache_dir() -> Path:
+    """Where the host keeps stumpy's numba-compiled functions (kernels copy it; they cannot write it)."""
+    from tsbench.models.local_hf import cache_root
+
+    return cache_root() / "numba" / f"stumpy-{_stumpy_tag()}-py{sys.version_info.major}{sys.version_info.minor}"
 
 
 def _readable_by_all(root: Path) -> None:
