@@ -33,10 +33,12 @@ def main() -> dict:
         seconds, _, rss = measure_in_child(run_cli, str(out))
         step = pd.read_parquet(out / "metrics.parquet").iloc[0]
     rest = seconds - step["rollout_s"]
+    verdict = "met" if rss < RSS_GOAL_BYTES else "MISSED"
     print(
         "train-grpo (CPU, one step of experiments/grpo/cpu_smoke.toml, SmolLM2-135M LoRA 8, G 4):\n"
         f"  {seconds:6.1f} s in all = rollouts {step['rollout_s']:6.1f} s "
-        f"({step['mean_generated_tokens']:.0f} generated tokens per episode) + start, load and TRL update {rest:6.1f} s\n"
-        f"  peak RSS {rss / 2**30:.2f} GiB ({rss / 1e9:.2f} GB; goal < 4 GB: {'met' if rss < RSS_GOAL_BYTES else 'MISSED'})"
+        f"({step['mean_generated_tokens']:.0f} generated tokens per episode) "
+        f"+ start, load and TRL update {rest:6.1f} s\n"
+        f"  peak RSS {rss / 2**30:.2f} GiB ({rss / 1e9:.2f} GB; goal < 4 GB: {verdict})"
     )
     return {"seconds": seconds, "peak_rss": rss, "rollout_s": float(step["rollout_s"])}

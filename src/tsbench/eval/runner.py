@@ -34,8 +34,6 @@ from tsbench.tasks import get_taskset
 from tsbench.tasks.base import SampleRef
 
 
-
-
 @dataclass
 class RunProgress:
     """Running totals the CLI shows; updated by the coordinator as records arrive."""

@@ -74,12 +74,11 @@ class Session:
                     result.forced_final = True
                     self._append_to_last_user(prompts.LAST_STEP, result)
                 final = self._step(task, kernel, step, result, facts, deadline)
-                if final is not None and time.monotonic() > deadline:
-                    result.transcript.append({"role": "notice", "content": f"final_answer came after the period wall "
-                                              f"clock of {self.cfg.period_wall_s:g} s and does not count"})
-                    final = None
-                    break
                 if final is not None:
+                    if time.monotonic() > deadline:
+                        result.transcript.append({"role": "notice", "content": "final_answer came after the period "
+                                                  f"wall clock of {self.cfg.period_wall_s:g} s and does not count"})
+                        final = None
                     break
             if self.skills_enabled and facts.get("candidates"):
                 self._check_skills(kernel.get(), task, facts, final, result)

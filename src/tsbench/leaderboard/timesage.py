@@ -123,9 +123,10 @@ def seq_vs_ind_table(rows: pd.DataFrame, settings: dict[str, dict]) -> pd.DataFr
         a = periods[periods["config"] == modes["independent"]].set_index("period_index")["overall"]
         b = periods[periods["config"] == modes["sequential"]].set_index("period_index")["overall"]
         for index in sorted(set(a.index) & set(b.index)):
-            records.append({"pair": pair, "model": model, "independent": modes["independent"], "sequential": modes["sequential"],
-                            "period_index": int(index), "overall_independent": float(a[index]),
-                            "overall_sequential": float(b[index]), "difference": float(b[index] - a[index])})
+            records.append({"pair": pair, "model": model, "independent": modes["independent"],
+                            "sequential": modes["sequential"], "period_index": int(index),
+                            "overall_independent": float(a[index]), "overall_sequential": float(b[index]),
+                            "difference": float(b[index] - a[index])})
     return pd.DataFrame(records, columns=columns)
 
 

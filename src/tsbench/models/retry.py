@@ -23,6 +23,7 @@ T = TypeVar("T")
 
 DEFAULT_TIMEOUT_S = 300.0  # per API call; a call that times out is retried like a 5xx
 
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """How many times and how long to retry.

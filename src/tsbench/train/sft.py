@@ -279,7 +279,8 @@ def run_sft(cfg: SFTConfig, progress: ProgressFn | None = None) -> Path:
         load_best_model_at_end=bool(val), metric_for_best_model="eval_primary" if val else None,
         greater_is_better=True, max_length=None, packing=False, completion_only_loss=False,
         gradient_checkpointing=cfg.policy.gradient_checkpointing, bf16=on_gpu, fp16=False, use_cpu=not on_gpu,
-        logging_steps=1, report_to=trainer_report_to(cfg.report_to, out), disable_tqdm=True, dataset_num_proc=None, eos_token=None,
+        logging_steps=1, report_to=trainer_report_to(cfg.report_to, out), disable_tqdm=True, dataset_num_proc=None,
+        eos_token=None,
     )
     manifest = {
         "kind": "sft-baseline", "config": asdict(cfg), "data": data_info,

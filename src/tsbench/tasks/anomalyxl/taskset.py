@@ -40,6 +40,7 @@ COLUMNS = (
 GRID_SETTINGS = frozenset({"preset", "categories", "single_lengths", "multi_lengths", "rows_per_cell", "train_rows",
                            "val_rows"})
 
+
 class AnomalyXL:
     name = "anomalyxl"
     strata = ("length",)

@@ -132,7 +132,8 @@ def audit(sets: Iterable[tuple[Scenario, list[Period]]]) -> AuditReport:
             report.fail(scenario.id, "coverage", problem)
         for spec in scenario.fields:  # Table 7: which scoring rules a question's intent allows
             if not rule_allowed(spec.tag, spec.rule):
-                report.fail(scenario.id, "rule_matches_tag", f"{spec.name}: tag {spec.tag} is not scored by rule {spec.rule!r}")
+                report.fail(scenario.id, "rule_matches_tag",
+                            f"{spec.name}: tag {spec.tag} is not scored by rule {spec.rule!r}")
         indexes = [p.index for p in periods]
         if indexes != list(range(1, len(periods) + 1)):
             report.fail(scenario.id, "completeness", f"period indexes {indexes[:5]}... are not 1..{len(periods)}")
