@@ -6,6 +6,7 @@ Training runs are kept to a handful of rows and short prompts so the file fits a
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -218,6 +219,11 @@ def test_report_to_writes_tensorboard_events_and_an_offline_wandb_run(data_dir, 
     assert len(events.Scalars("train/loss")) == 2  # one point per optimizer step
     offline = list((out / "wandb").glob("offline-run-*/run-*.wandb"))
     assert len(offline) == 1 and offline[0].stat().st_size > 0
+    # the trackers' places held for this run only: a later eval in this process writes to its own dir
+    assert os.environ.get("WANDB_DIR") != str(out) and os.environ.get("TENSORBOARD_LOGGING_DIR") is None
+    import wandb
+
+    assert wandb.run is None  # the training run is finished, not left open for the next run to log into
     with pytest.raises(UserError, match="--report-to takes tensorboard, wandb"):
         run_sft(sft(f"local/{small}", data=[str(data_dir)], report_to=["mlflow"], out=str(tmp_path / "never")))
 

@@ -32,10 +32,11 @@ from typing import Any, Callable
 from transformers import PrinterCallback, TrainerCallback
 
 from tsbench.core.errors import UserError
+from tsbench.core.tracking import check_targets
 from tsbench.harness import require_jail
 from tsbench.train.config import GRPOConfig
 from tsbench.train.cpu_memory import limit_malloc_arenas
-from tsbench.train.tracking import trainer_report_to
+from tsbench.train.tracking import tracking
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +58,9 @@ ProgressFn = Callable[[int, int, dict], None]  # (step, total steps, that step's
 
 def train_grpo(cfg: GRPOConfig, progress: ProgressFn | None = None) -> Path:
     """Train; returns the run dir. <run>/final loads as `local/<run>/final`."""
-    run = build_trainer(cfg, progress)
-    run.trainer.train(resume_from_checkpoint=str(run.checkpoint) if run.checkpoint else None)
+    with tracking(cfg.report_to, cfg.run_dir()):
+        run = build_trainer(cfg, progress)
+        run.trainer.train(resume_from_checkpoint=str(run.checkpoint) if run.checkpoint else None)
     final = run.out / FINAL
     run.trainer.save_model(str(final))
     if run.trainer.accelerator.is_main_process:
@@ -138,7 +140,7 @@ def trl_args(cfg: GRPOConfig, out: Path, reward_weights: list[float], *, on_gpu:
         vllm_server_base_url=cfg.rollout.vllm_server_url if cfg.rollout.engine == "vllm-server" else None,
         vllm_gpu_memory_utilization=cfg.rollout.vllm_gpu_memory, vllm_max_model_length=cfg.max_seq_len,
         save_strategy="steps", save_steps=cfg.save_every, save_total_limit=cfg.keep_checkpoints,
-        logging_steps=1, report_to=trainer_report_to(cfg.report_to, out), disable_tqdm=True, log_completions=False,
+        logging_steps=1, report_to=check_targets(cfg.report_to), disable_tqdm=True, log_completions=False,
         dataloader_num_workers=0,
     )
 

@@ -41,7 +41,7 @@ from tsbench.tasks import get_taskset
 from tsbench.train import sft_data as sd
 from tsbench.train.config import FORMATS, RLM_TRAJECTORIES, SINGLE_PASS, SFTConfig
 from tsbench.train.cpu_memory import limit_malloc_arenas
-from tsbench.train.tracking import trainer_report_to
+from tsbench.train.tracking import tracking
 
 DEFAULT_DATA = "data/anomalyxl/seed42"
 RUN_JSON = "run.json"
@@ -279,7 +279,7 @@ def run_sft(cfg: SFTConfig, progress: ProgressFn | None = None) -> Path:
         load_best_model_at_end=bool(val), metric_for_best_model="eval_primary" if val else None,
         greater_is_better=True, max_length=None, packing=False, completion_only_loss=False,
         gradient_checkpointing=cfg.policy.gradient_checkpointing, bf16=on_gpu, fp16=False, use_cpu=not on_gpu,
-        logging_steps=1, report_to=trainer_report_to(cfg.report_to, out), disable_tqdm=True, dataset_num_proc=None,
+        logging_steps=1, report_to=check_targets(cfg.report_to), disable_tqdm=True, dataset_num_proc=None,
         eos_token=None,
     )
     manifest = {
@@ -295,15 +295,16 @@ def run_sft(cfg: SFTConfig, progress: ProgressFn | None = None) -> Path:
         "created_at": _now(), "complete": False,
     }
     write_json(out / RUN_JSON, manifest)
-    trainer = SFTTrainer(model=policy.model, args=args, train_dataset=as_dataset(train),
-                         eval_dataset=as_dataset(val) if val else None, processing_class=policy.tokenizer,
-                         peft_config=policy.peft_config, callbacks=[validation, StepEvents(emit)])
     from transformers import PrinterCallback
 
-    trainer.remove_callback(PrinterCallback)
-    n_train = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
-    n_all = sum(p.numel() for p in trainer.model.parameters())
-    trainer.train()
+    with tracking(cfg.report_to, out):
+        trainer = SFTTrainer(model=policy.model, args=args, train_dataset=as_dataset(train),
+                             eval_dataset=as_dataset(val) if val else None, processing_class=policy.tokenizer,
+                             peft_config=policy.peft_config, callbacks=[validation, StepEvents(emit)])
+        trainer.remove_callback(PrinterCallback)
+        n_train = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
+        n_all = sum(p.numel() for p in trainer.model.parameters())
+        trainer.train()
     trainer.save_model(str(out))  # the best epoch when there is validation data, else the last
     name_base(out, policy.base_record)
     shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
