@@ -10,6 +10,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # Every phony target that runs kernels depends on setup, so bubblewrap (the kernels' jail) is checked on each.
 setup: $(STAMP)
 	@sh scripts/ensure_bubblewrap.sh
+	@sh scripts/ensure_strace.sh
 
 # Installs everything that runs on a CPU: `.[all,dev]` (the README's Install section lists the lean extras).
 # torch: on a machine without an NVIDIA GPU take the pinned CPU wheel first, so the loose

@@ -57,11 +57,16 @@ def test_every_harness_setting_is_a_config_key():
     from tsbench.eval.config import EvalConfig
     from tsbench.harness.episode import HarnessConfig
 
-    defaults = HarnessConfig()
+    from tsbench.core.settings import spec_map
+
+    specs = spec_map(HarnessConfig)
     for f in fields(HarnessConfig):
-        value = getattr(defaults, f.name)
+        spec = specs[f.name]  # a value of the field's declared type, inside its declared bounds
+        value = spec.default if spec.default is not None else {int: 0, float: 0.5, str: ""}.get(spec.base, False)
         changed = {bool: lambda v: not v, int: lambda v: v + 1, float: lambda v: v + 0.5, str: lambda v: v + "x"}
-        new = changed.get(type(value), lambda v: "x")(value)
+        new = changed[spec.base](value)
+        if spec.meta.get("choices"):
+            new = next(c for c in spec.meta["choices"] if c != spec.default)
         cfg = build(EvalConfig, {"model": "m", f.name: new})
         assert getattr(cfg.harness_config, f.name) == new, f.name
     with pytest.raises(UserError, match="no_such_key"):

@@ -245,9 +245,9 @@ def test_broken_run_dirs_and_bad_output_paths_are_one_line_errors(small_data, tm
                          (["describe", str(small_data), "--plot", first, "--out", str(tmp_path / "plot.txt")],
                           "must be .png, .svg or .pdf"),
                          (["eval", "--model", "scripted/zscore", "--data", str(small_data), "--fail-on-error", "-1",
-                           "--out", str(tmp_path / "never")], "--fail-on-error must be >= 0"),
+                           "--out", str(tmp_path / "never")], "fail_on_error (--fail-on-error) must be >= 0, got -1"),
                          (["eval", "--model", "scripted/zscore", "--data", str(small_data), "--client-timeout", "0",
-                           "--out", str(tmp_path / "never")], "--client-timeout > 0")):
+                           "--out", str(tmp_path / "never")], "client_timeout_s (--client-timeout-s) must be > 0")):
         code, _, err = run_in_process(monkeypatch, capsys, *args)
         assert code == 2 and needle in err, (args, err)
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err

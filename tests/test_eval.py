@@ -151,7 +151,10 @@ def test_local_smollm2_under_rlm(small_data, tmp_path):
     row = pd.read_parquet(run_dir / schema.SAMPLES).iloc[0]
     assert pd.isna(row["error_type"]), row["error"]
     assert row["output_tokens"] > 0 and row["input_tokens"] > 0 and 1 <= row["turns"] <= 2
-    assert 0.0 <= row["score"] <= 1.0 and row["final_message"]
+    assert 0.0 <= row["score"] <= 1.0
+    # 48 tokens rarely finish a reply: a cut-off reply is never the answer, and the row says so.
+    assert row["final_message"] or row["truncated_replies"] >= 1
+    assert [c["finish_reason"] for c in json.loads(row["calls"])] and row["truncated_replies"] <= row["turns"]
 
 
 def test_ctrl_c_keeps_finished_rows_and_exits_130(small_data, tmp_path):
@@ -204,7 +207,8 @@ def test_answerless_replies_are_server_errors_then_fail_on_error_and_show(small_
         server.default = "500"
         common = ["eval", "--model", "openai/fake-model", "--harness", "single-pass-text", "--data", str(small_data),
                   "--regime", "coarse", "--categories", lb.PRESENCE, "--concurrency", "1", "--base-url", server.base_url,
-                  "--max-attempts", "1", "--retry-delay", "0.005", "--out", str(out)]
+                  "--max-attempts", str(ATTEMPTS), "--retry-delay", "0.005", "--client-timeout", "10",  # as the run
+                  "--out", str(out)]  # was made: retry settings change answers, so a resume must match them
         strict = _cli(*common)
         assert strict.exit_code == 1, strict.output
         assert strict.stderr.startswith("1/2 rows")  # progress from the start (the resumed row), as log lines

@@ -22,6 +22,7 @@ from tsbench.timeclaw.evolve import REPORT, evolve_prompt, evolve_tools, verify_
 from tsbench.harness.toolset import Toolset, ToolSourceError, load_tools_dir
 from tsbench.models.openai_model import OpenAIChatModel
 from tsbench.models.retry import RetryPolicy
+from tsbench.tasks import get_taskset
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
 
 FAST_RETRY = RetryPolicy(max_attempts=2, base_delay_s=0.01, max_delay_s=0.02, rate_limit_base_delay_s=0.01, jitter=0.0)
@@ -183,11 +184,12 @@ def test_verification_is_real_execution_with_the_task_scorer(easy_data):
 
     tasks = [HeldOutTask(r["id"], r["category"], r["regime"], r["question"], r["channel_names"],
                          np.asarray(r["values"], dtype=np.float32), [], json.loads(r["gold"])) for r in rows]
-    results = verify_tool(GOOD_TOOL, tasks)
+    anomalyxl = get_taskset("anomalyxl")
+    results = verify_tool(GOOD_TOOL, tasks, anomalyxl)
     assert [r["success"] for r in results] == [True] * 4
     assert [json.loads(r["answer"])["present"] for r in results] == [True, True, False, False]
     with pytest.raises(ToolSourceError, match="seed tool"):
-        verify_tool(GOOD_TOOL.replace("locate_zscore_window", "find_peaks"), tasks)
+        verify_tool(GOOD_TOOL.replace("locate_zscore_window", "find_peaks"), tasks, anomalyxl)
     assert "discords" in Toolset.build(extra=[]).names
     messages = evolve_prompt(lb.LOCALIZE, "Q?", [])
     assert "EVERY parameter has a literal default" in messages[0].content
@@ -199,13 +201,13 @@ def test_verification_needs_the_seed_dirs_train_or_val_files(easy_run, easy_data
 
     from tsbench.timeclaw.evolve import verification_files
 
-    assert verification_files([easy_data / "train-precise.parquet"], lb.LOCALIZE) == [
+    assert verification_files(get_taskset("anomalyxl"), [easy_data / "train-precise.parquet"]) == [
         easy_data / "train-precise.parquet", easy_data / "val-precise.parquet"]
     lonely = tmp_path / "seed11"
     lonely.mkdir()
     shutil.copy(easy_data / "train-precise.parquet", lonely / "test-precise.parquet")
     with FakeOpenAIServer([reply(GOOD_TOOL)]) as server:
-        with pytest.raises(ValueError, match="verifies tools on train/val rows.*val-precise.parquet"):
+        with pytest.raises(ValueError, match="verifies tools on train/val rows.*no anomalyxl train or val split"):
             evolve_tools(easy_run, fake_model(server), tmp_path / "x", data=[str(lonely / "test-precise.parquet")])
         assert server.request_count == 0
 
@@ -222,3 +224,61 @@ def test_test_split_runs_are_refused_unless_asked(easy_run, tmp_path):
         with pytest.raises(ValueError, match="--include-test-split"):
             evolve_tools(run, fake_model(server), tmp_path / "x")
         assert server.request_count == 0
+
+
+# -- a family other than AnomalyXL: TimerBed classification rows (aeon's shipped GunPoint) -----------
+
+FIRST_OPTION_TOOL = '''def first_option(k: int = 0) -> dict:
+    """Answer with the k-th of the task's class options.
+
+    Args:
+        k: which option
+    """
+    return {"answer": TASK["options"][k]}
+'''
+
+
+@pytest.fixture(scope="module")
+def timerbed_run(tmp_path_factory):
+    """GunPoint rows in TimerBed's published format (train and test splits), and a run on six train rows
+    whose answers (always class "1") are right about half the time."""
+    datasets = pytest.importorskip("aeon.datasets")
+    import shutil
+    from pathlib import Path
+
+    release = tmp_path_factory.mktemp("timerbed-release")
+    shipped = Path(datasets.__file__).parent / "data" / "GunPoint"
+    (release / "GunPoint").mkdir()
+    for split in ("TRAIN", "TEST"):
+        shutil.copy(shipped / f"GunPoint_{split}.ts", release / "GunPoint" / f"GunPoint_{split}.ts")
+    out = tmp_path_factory.mktemp("timerbed")
+    get_taskset("timerbed").generate({"path": str(release), "seed": 1, "split": "all", "rows_per_cell": 12}, out)
+    with FakeOpenAIServer(default='ok:{"answer": "1"}') as server:
+        cfg = build(EvalConfig, {"family": "timerbed", "model": "openai/fake-model", "base_url": server.base_url,
+                                 "harness": "single-pass-text", "data": [str(out / "seed1")], "split": "train",
+                                 "limit": 6, "concurrency": 2, "out": str(tmp_path_factory.mktemp("runs") / "timerbed")})
+        return run_eval(cfg)
+
+
+def test_evolve_and_memory_build_on_a_timerbed_run(timerbed_run, tmp_path):
+    from tsbench.tasks.base import SampleRef
+    from tsbench.timeclaw import build_memory, load_bank
+
+    samples = pd.read_parquet(timerbed_run / schema.SAMPLES)
+    assert set(samples["category"]) == {"gunpoint"} and 0 < (samples["score"] >= 0.5).sum() < len(samples)
+    bank = load_bank(build_memory(timerbed_run, out=tmp_path / "bank.parquet", embedder="none"))
+    assert sorted(bank.records["id"]) == sorted(samples.loc[samples["score"] >= 0.5, "id"])
+    assert (bank.records["family"] == "gunpoint").all() and (bank.records["length"] > 0).all()
+
+    with FakeOpenAIServer([reply(FIRST_OPTION_TOOL)]) as server:
+        report = evolve_tools(timerbed_run, fake_model(server), tmp_path / "tools", gamma=0.0, max_heldout=6)
+    [candidate] = report.candidates
+    assert candidate.category == "gunpoint" and candidate.name == "first_option" and candidate.n_heldout == 6
+    assert not set(candidate.examples) & {r["id"] for r in candidate.results}
+    timerbed = get_taskset("timerbed")
+    data = json.loads((timerbed_run / "run.json").read_text())["config"]["data"][0]
+    for result in candidate.results:  # each held-out train row scored by TimerBed's own scorer
+        sample = timerbed.load(SampleRef("timerbed", data, result["id"]))
+        assert sample.columns["split"] == "train"
+        assert result["success"] == (sample.gold["answer"] == sample.task.options[0]), result
+    assert candidate.admitted and (tmp_path / "tools" / "first_option" / "tool.py").is_file()

@@ -46,6 +46,9 @@ def record(id: str, category: str, score: float | None, **overrides) -> dict:
         "cost_usd": None, "error_type": None, "error": None, "transcript": "{}", "finished_at": "2025-01-01T00:00:00+00:00",
     }
     row.update(overrides)
+    for later in ("calls", "truncated_replies"):  # columns added after the first schema (null in old rows)
+        if later in COLUMN_NAMES:
+            row.setdefault(later, None)
     assert set(row) == set(COLUMN_NAMES)
     return row
 
@@ -463,3 +466,52 @@ def test_a_recordings_board_shows_f1_over_kinds_and_iou_over_anomalous_windows(t
     assert cell["f1"] == pytest.approx(f1) and f1 < 1.0
     board = (tmp_path / "board" / "leaderboard.md").read_text()
     assert "LTAF IoU" in board and "LTAF F1" in board
+
+
+def _with_settings(run_dir: Path, **settings) -> Path:
+    meta = json.loads((run_dir / RUN_JSON).read_text())
+    meta["settings"] = {"model": meta["model"], "harness": meta["harness"], "depth": meta["depth"],
+                        "base_url": None, "cell_timeout_s": 300.0, "max_turns": 15, **settings}
+    (run_dir / RUN_JSON).write_text(json.dumps(meta))
+    return run_dir
+
+
+def test_a_complete_run_is_not_incomplete_beside_a_two_epoch_run(tmp_path):
+    """Completeness counts per epoch: 6 ids x 1 epoch is complete next to 6 ids x 2 epochs."""
+    golds = ["Yes", "No"] * 3
+    one = [record(f"P{i}", "presence", 1.0, gold=g, pred=g) for i, g in enumerate(golds)]
+    two = [record(f"P{i}", "presence", 0.0, gold=g, pred="No" if g == "Yes" else "Yes", epoch=e)
+           for e in (0, 1) for i, g in enumerate(golds)]
+    runs = [make_run(tmp_path, "one", "m-one", one), make_run(tmp_path, "two", "m-two", two)]
+    result = build_leaderboard(runs, tmp_path / "board", n_boot=50)
+    cells = result.cells.set_index("model")
+    assert not cells.loc["m-one", "incomplete"] and not cells.loc["m-two", "incomplete"]
+    assert cells.loc["m-one", "n_rows"] == 6 and cells.loc["m-two", "n_rows"] == 12
+    assert result.count(result.datasets[0], "presence") == 6  # the header counts rows, not episodes
+    md = (tmp_path / "board" / "leaderboard.md").read_text()
+    assert "†" not in md.split("### Table 1 layout")[1].split("### 95 % confidence intervals")[0]
+    short = make_run(tmp_path, "short", "m-short", one[:4])  # fewer ids than the column: still incomplete
+    cells = build_leaderboard(runs + [short], tmp_path / "board2", n_boot=50).cells.set_index("model")
+    assert cells.loc["m-short", "incomplete"] and not cells.loc["m-one", "incomplete"]
+
+
+def test_runs_of_one_model_on_different_servers_or_settings_are_separate_rows(tmp_path):
+    rows = [record(f"L{i}", "localize", s) for i, s in enumerate((1.0, 0.5, 0.0))]
+    a = _with_settings(make_run(tmp_path, "a", "openai/m", rows), base_url="http://127.0.0.1:8001/v1")
+    b = _with_settings(make_run(tmp_path, "b", "openai/m", [{**r, "score": 0.0} for r in rows]),
+                       base_url="http://127.0.0.1:8002/v1")
+    c = _with_settings(make_run(tmp_path, "c", "openai/m", rows), base_url="http://127.0.0.1:8001/v1")
+    d = _with_settings(make_run(tmp_path, "d", "openai/m", rows), base_url="http://127.0.0.1:8001/v1",
+                       cell_timeout_s=10.0)
+    result = build_leaderboard([a, b, c, d], tmp_path / "board", n_boot=50)
+    harnesses = sorted(result.cells["harness"].unique())
+    assert harnesses == ["rlm [base_url=127.0.0.1:8001, cell_timeout_s=10.0]",
+                         "rlm [base_url=127.0.0.1:8001, cell_timeout_s=300.0]",
+                         "rlm [base_url=127.0.0.1:8002, cell_timeout_s=300.0]"]  # a and c share a row
+    means = result.cells.set_index("harness")["mean"]
+    assert means[next(h for h in harnesses if "8002" in h)] == 0.0
+    assert any("runs a, c merged" in w for w in result.warnings)
+    md = (tmp_path / "board" / "leaderboard.md").read_text()
+    assert "base_url=127.0.0.1:8002" in md and "cell_timeout_s=10.0" in md
+    same = build_leaderboard([a, c], tmp_path / "board2", n_boot=50)  # nothing differs: no suffix
+    assert list(same.cells["harness"].unique()) == ["rlm"]

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -268,3 +272,47 @@ def test_memory_prefixes_precedents_without_answers(tools_run, small_data, tmp_p
         assert result.final_message
     unchanged = remembering(get_harness("single-pass-text"))(build_policy("scripted/zscore"), task, HarnessConfig())
     assert unchanged.transcript[0]["role"] == "system"
+
+
+# -- any family with a series builds a bank (through its TaskFamily hooks) ---------------------------
+
+FAMILIES = Path(__file__).parent / "families"
+
+
+@pytest.fixture(scope="module")
+def spike_run(tmp_path_factory):
+    """The test family tests/families/spike_count.py, answered by the loopback server: one in three right."""
+    sys.path.insert(0, str(FAMILIES))
+    from spike_count import FAMILY, write_dataset
+
+    root = tmp_path_factory.mktemp("spikes")
+    data = root / "data"
+    write_dataset(data, rows=3)
+    with FakeOpenAIServer(default='ok:I count them. {"count": 2}') as server:
+        cfg = build(EvalConfig, {"family": FAMILY, "model": "openai/fake-model", "base_url": server.base_url,
+                                 "harness": "single-pass-text", "data": [str(data)], "concurrency": 2,
+                                 "out": str(root / "run")})
+        return run_eval(cfg)
+
+
+def test_memory_build_from_a_second_family_run_through_the_cli(spike_run, tmp_path):
+    samples = pd.read_parquet(spike_run / schema.SAMPLES)
+    wanted = samples[samples["score"] >= 0.5]
+    assert 0 < len(wanted) < len(samples)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(FAMILIES), os.environ.get("PYTHONPATH", "")]))
+    refused = subprocess.run([sys.executable, "-m", "tsbench.cli", "memory", "build", str(spike_run), "--out",
+                              str(tmp_path / "bank.parquet"), "--embedder", "none"], capture_output=True, text=True,
+                             env=env, timeout=300, check=False)
+    assert refused.returncode == 2 and "test-split" in refused.stderr and "Traceback" not in refused.stderr
+    res = subprocess.run([sys.executable, "-m", "tsbench.cli", "memory", "build", str(spike_run), "--out",
+                          str(tmp_path / "bank.parquet"), "--embedder", "none", "--include-test-split"],
+                         capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert res.returncode == 0, res.stderr[-2000:]
+    bank = load_bank(tmp_path / "bank.parquet")
+    assert sorted(bank.records["id"]) == sorted(wanted["id"])
+    series = pd.read_parquet(spike_run.parent / "data" / "test.parquet").set_index("id")["values"]
+    for record in bank.records.to_dict("records"):
+        np.testing.assert_allclose(record["psi"], fingerprint(np.asarray([series[record["id"]]], dtype=np.float32)))
+        assert record["family"] in ("few", "many") and record["source_id"] == record["id"]
+        assert record["length"] == 256 and record["n_channels"] == 1
+        assert record["descriptor"].startswith(f"task: {record['family']}\nregime: all\nchannels: x\nHow many spikes")

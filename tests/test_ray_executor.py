@@ -45,7 +45,7 @@ def cluster():
     Ray reads its settings (auth mode, loopback only) when imported: it is imported here first."""
     if importlib.util.find_spec("ray") is None:
         pytest.skip("needs the ray extra: pip install 'tsbench[ray]'")
-    from tsbench.eval.executors.ray_cluster import import_ray
+    from tsbench.eval.executors.ray_cluster import head_without_dashboard, import_ray
 
     saved = dict(os.environ)
     os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16), TSBENCH_STUMPY_WARMUP="0",
@@ -53,7 +53,8 @@ def cluster():
     ray = import_ray(local=True)
     from ray.cluster_utils import Cluster
 
-    head = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False})
+    with head_without_dashboard(ray):  # its usage-stats module would probe cloud metadata (test_egress.py)
+        head = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False})
     ray.init(address=head.address, log_to_driver=False, logging_level=logging.WARNING)
     try:
         yield head

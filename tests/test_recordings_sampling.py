@@ -11,7 +11,7 @@ import pytest
 
 from tsbench.core.answers import extract_choice, iou, last_json_object
 from tsbench.tasks import family_names, get_taskset
-from tsbench.tasks.base import Taskset
+from tsbench.tasks.base import TaskFamily
 from tsbench.tasks.recordings import classify
 from tsbench.tasks.recordings.sampling import Event, Recording, WindowRules, free_gaps, plan_windows
 
@@ -130,7 +130,7 @@ def test_the_four_families_are_registered_tasksets():
     for name in ("ltaf", "sleep-psg", "arfbench", "timerbed"):
         assert name in family_names()
         taskset = get_taskset(name)
-        assert isinstance(taskset, Taskset) and taskset.name == name and taskset.columns()
+        assert isinstance(taskset, TaskFamily) and taskset.name == name and taskset.columns()
     columns = get_taskset("arfbench").columns()
     assert [c.short for c in columns[:5]] == ["Iden.", "Start", "End", "Magn.", "Categ."]  # paper Table 2
     assert [c.short for c in get_taskset("timerbed").columns()] == ["RCW", "TEE", "ECG", "EMG", "CTU", "HAR"]

@@ -417,8 +417,8 @@ def test_lead_lag_type_checks():
 
 
 def test_lead_lag_independent():
-    assert score("lead_lag_with_magnitude", LL_INDEPENDENT, ll("independent")) == 1.0
-    assert score("lead_lag_with_magnitude", LL_INDEPENDENT, ll("independent", "n/a")) == 1.0
+    assert score("lead_lag_with_magnitude", LL_INDEPENDENT, ll("independent", 0)) == 1.0
+    assert score("lead_lag_with_magnitude", LL_INDEPENDENT, ll("independent", 250.0)) == 1.0  # integral float
     result = metrics("lead_lag_with_magnitude", LL_INDEPENDENT, ll("lead", 0))
     assert result["score"] == 0.0 and result["lag_acc_1pct"] is None
     assert score("lead_lag_with_magnitude", LL_GOLD, ll("independent")) == 0.0
@@ -486,13 +486,37 @@ def test_mcq_valid_only_for_one_of_the_options():
     assert metrics("identification", {"answer": "ch_01"}, "anything")["valid"]  # options unknown: not judged
 
 
-def test_lead_lag_independent_needs_no_integer_lag():
-    for lag in (None, "n/a", 12.5, "0"):
+# The shapes of the 15 rows where the authors' scorer disagreed: their schema check
+# (`_valid_lead_lag_with_magnitude`) wants an integer lag_samples in EVERY answer, independent included.
+AUTHORS_DISAGREEING_SHAPES = [
+    '{"direction": "independent"}',
+    '{"direction": "independent", "lag_samples": null}',
+    '{"direction": "independent", "lag_samples": 12.5}',
+    '{"direction": "independent", "lag_samples": "0"}',
+    '{"direction": "independent", "lag_samples": "n/a"}',
+    '{"direction": "independent", "lag_samples": true}',
+    '{"direction": "independent", "lag_samples": false}',
+    '{"direction": "lead", "lag_samples": 1000.5}',
+    '{"direction": "lag", "lag_samples": "1000"}',
+    '{"direction": "lead", "lag_samples": null}',
+    '{"direction": "lag", "lag_samples": true}',
+    '{"direction": "lead"}',
+]
+
+
+@pytest.mark.parametrize("answer", AUTHORS_DISAGREEING_SHAPES)
+def test_lead_lag_needs_an_integer_lag_in_every_answer(answer):
+    for gold in (LL_INDEPENDENT, LL_GOLD):
+        result = metrics("lead_lag_with_magnitude", gold, answer)
+        assert not result["valid"] and result["score"] == 0.0, (answer, gold["direction"])
+        assert result["error"] == "'lag_samples' is not an integer"
+
+
+def test_lead_lag_independent_with_an_integer_lag_is_valid():
+    for lag in (0, 17, 3.0):
         answer = json.dumps({"direction": "independent", "lag_samples": lag})
-        assert metrics("lead_lag_with_magnitude", LL_INDEPENDENT, answer)["valid"], lag
-    assert metrics("lead_lag_with_magnitude", LL_INDEPENDENT, '{"direction": "independent"}')["score"] == 1.0
-    coupled = metrics("lead_lag_with_magnitude", LL_GOLD, '{"direction": "lead", "lag_samples": "n/a"}')
-    assert not coupled["valid"] and coupled["score"] == 0.0  # a coupled answer still needs its integer lag
+        result = metrics("lead_lag_with_magnitude", LL_INDEPENDENT, answer)
+        assert result["valid"] and result["score"] == 1.0, lag
 
 
 def test_generated_mcq_golds_list_their_options(small_data):

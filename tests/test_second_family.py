@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
 
@@ -53,3 +55,65 @@ def test_a_family_from_outside_the_package_runs_end_to_end(tmp_path):
                      str(tmp_path / "scores.parquet"))
     assert scored.returncode == 0, scored.stderr[-2000:]
     assert (pd.read_parquet(tmp_path / "scores.parquet")["score"] == 1.0).all()
+
+
+def test_describe_and_plot_go_through_the_familys_defaults(tmp_path):
+    data = tmp_path / "spikes"
+    write_dataset(data)
+    described = tsbench("describe", str(data))
+    assert described.returncode == 0, described.stderr[-2000:]
+    assert "test.parquet: 12" in described.stdout  # the title (rich may wrap it)
+    assert re.search(r"few\s*│\s*6\s*│", described.stdout) and re.search(r"many\s*│\s*6\s*│", described.stdout)
+    png = tmp_path / "few.png"
+    plotted = tsbench("describe", str(data), "--plot", "few-01", "--out", str(png))
+    assert plotted.returncode == 0, plotted.stderr[-2000:]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    missing = tsbench("describe", str(data), "--plot", "no-such-row")
+    assert missing.returncode == 2 and "no row with id 'no-such-row'" in missing.stderr
+
+
+def test_one_cpu_train_grpo_step_on_its_train_split(tmp_path):
+    """SmolLM2-135M + LoRA (as experiments/grpo/cpu_smoke.toml, shrunk to one step of 2 rollouts):
+    the tasks are the family's train rows, the reward its scorer, both found through the seam."""
+    data = tmp_path / "spikes"
+    write_dataset(data, split="train")
+    run = tmp_path / "grpo"
+    res = tsbench("train-grpo", "--model", "local/smollm2-135m", "--lora", "4", "--lora-target", "q_proj,v_proj",
+                  "--family", FAMILY, "--data", str(data), "--steps", "1", "--group-size", "2", "--batch-size", "2",
+                  "--harness", "single-pass-text", "--max-tokens", "8", "--max-seq-len", "1024",
+                  "--rollout-workers", "2", "--out", str(run))
+    assert res.returncode == 0, res.stderr[-3000:]
+    rollouts = pd.read_json(run / "rollouts" / "samples.jsonl", lines=True)
+    train_ids = set(pd.read_parquet(data / "train.parquet")["id"])
+    assert len(rollouts) == 2 and rollouts["id"].nunique() == 1 and set(rollouts["id"]) <= train_ids
+    assert (rollouts["family"] == "spike_count").all() and (rollouts["split"] == "train").all()
+    assert rollouts["metrics"].map(lambda m: "train_score" in m).all()
+    metrics = pd.read_parquet(run / "metrics.parquet")
+    assert metrics["step"].tolist() == [1] and metrics["epoch"].tolist() == [0.0]
+    assert (run / "final" / "adapter_config.json").is_file()
+
+    refused = tsbench("train-grpo", "--model", "local/smollm2-135m", "--family", FAMILY, "--data", str(data),
+                      "--preset", "small", "--out", str(tmp_path / "refused"))
+    assert refused.returncode == 2 and "--preset" in refused.stderr and refused.stderr.strip().count("\n") == 0
+
+
+def test_its_training_stream_is_shuffled_epochs_of_its_train_split(tmp_path):
+    """TaskFamily's default stream: each epoch every train row once, a new seeded order each epoch."""
+    from tsbench.core.errors import UserError
+    from tsbench.tasks import get_taskset
+    from tsbench.tasks.base import TrainingRequest
+
+    data = tmp_path / "spikes"
+    write_dataset(data, split="train")
+    family = get_taskset(FAMILY)
+
+    def drawn(seed: int, **extra) -> list[str]:
+        stream = family.training_stream(TrainingRequest(seed=seed, steps=6, tasks_per_step=4, data=(str(data),), **extra))
+        return [stream.sample(s, j).ref.id for s in range(1, 7) for j in range(4)]
+
+    first, rows = drawn(0), sorted(pd.read_parquet(data / "train.parquet")["id"])
+    assert sorted(first[:12]) == rows and sorted(first[12:]) == rows and first[:12] != first[12:]
+    assert drawn(0) == first and drawn(1) != first
+    assert set(drawn(0, categories=("many",))) == {r for r in rows if "many" in r}
+    with pytest.raises(UserError, match="no training rows of categories"):
+        drawn(0, categories=("lots",))

@@ -28,12 +28,15 @@ from tsbench.harness.single_pass import run_single_pass
 from tsbench.models.base import Message
 from tsbench.models.registry import get_model
 from tsbench.tasks.anomalyxl.scoring import metrics as score_metrics
+from tsbench.tasks import get_taskset
+from tsbench.tasks.base import SampleRef
 from tsbench.train import sft_data as sd
 from tsbench.train.config import SFTConfig
 from tsbench.train.sft import as_dataset, run_sft
 from tsbench.testing.tiny import make_small_vocab_llama, make_tiny_random_llama
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments" / "sft"
+ANOMALYXL = get_taskset("anomalyxl")
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -139,7 +142,8 @@ def test_transcript_rebuilds_the_prompt_the_rlm_harness_sent(data_dir, tiny_chat
 def test_single_pass_example_is_the_harness_prompt_plus_the_gold(data_dir, tiny_chat):
     path = data_dir / "train-precise.parquet"
     row = next(iter_rows(path))
-    example = sd.single_pass_example(tiny_chat.tokenizer, row, 300, {tiny_chat.tokenizer.eos_token_id})
+    sample = ANOMALYXL.load(SampleRef("anomalyxl", str(path), row.id))
+    example = sd.single_pass_example(tiny_chat.tokenizer, ANOMALYXL, sample, 300, {tiny_chat.tokenizer.eos_token_id})
     task = EpisodeTask(row.id, row.category, row.regime, row.question, row.channel_names, row.values, row.options)
     result = run_single_pass(tiny_chat, task, HarnessConfig(text_budget_chars=300, max_tokens=1), image=False)
     prompt = result.token_trace[0]["prompt_ids"]
@@ -153,12 +157,13 @@ def test_single_pass_example_is_the_harness_prompt_plus_the_gold(data_dir, tiny_
 def test_fitted_text_budget_keeps_prompts_inside_the_context(data_dir, tiny_chat):
     path = data_dir / "train-precise.parquet"
     index = read_index(path)
-    rows = list(iter_rows(path, ids=set(sd.balanced_ids(path, index["category"].nunique()))))
+    rows = [ANOMALYXL.load(r).task for r in sd.balanced_refs(ANOMALYXL, [path], index["category"].nunique())]
     assert {r.category for r in rows} == set(index["category"])
     budget = sd.fit_text_budget(tiny_chat.tokenizer, rows, 1024, 64)
     assert 300 < budget < 1024 * 4
-    examples, stats = sd.single_pass_examples(tiny_chat.tokenizer, path, text_budget_chars=budget, max_seq_len=1024,
-                                              eos_ids={tiny_chat.tokenizer.eos_token_id}, limit=10)
+    examples, stats = sd.single_pass_examples(tiny_chat.tokenizer, ANOMALYXL, sd.balanced_refs(ANOMALYXL, [path], 10),
+                                              text_budget_chars=budget, max_seq_len=1024,
+                                              eos_ids={tiny_chat.tokenizer.eos_token_id})
     assert stats.examples == 10 and not stats.skipped and stats.max_tokens <= 1024
     assert len({e.category for e in examples}) == index["category"].nunique()  # round-robin over categories
 
@@ -186,7 +191,7 @@ def test_full_finetune_loss_falls_and_the_model_reloads(data_dir, small, tmp_pat
     info = json.loads((out / "run.json").read_text())
     assert info["complete"] and info["epochs_run"] == 3 and not info["stopped_early"]
     assert info["best_epoch"] in (1, 2, 3) and epochs.loc[epochs["saved"], "epoch"].max() == info["best_epoch"]
-    assert info["data"]["files"]["train"]["sha256"] and info["versions"]["trl"] and "git_commit" in info
+    assert info["data"]["files"]["train"][0]["sha256"] and info["versions"]["trl"] and "git_commit" in info
     assert info["eval_hint"]["text_budget_chars"] == 300 and info["model"]["trainable_params"] == info["model"]["total_params"]
     assert info["data"]["train"]["examples"] == 4 and info["optimizer"]["warmup_steps"] == 0
     assert {"step", "val_row", "epoch_end", "done"} <= set(events)
@@ -250,9 +255,9 @@ def test_trl_trains_exactly_the_assistant_masks(data_dir, tiny_chat):
     from trl import SFTConfig as TRLConfig
     from trl import SFTTrainer
 
-    rows = list(iter_rows(data_dir / "train-precise.parquet"))[:2]
-    examples = [sd.single_pass_example(tiny_chat.tokenizer, r, 200 + 100 * i, {tiny_chat.tokenizer.eos_token_id})
-                for i, r in enumerate(rows)]
+    refs = sd.balanced_refs(ANOMALYXL, [data_dir / "train-precise.parquet"], None)[:2]
+    examples = [sd.single_pass_example(tiny_chat.tokenizer, ANOMALYXL, ANOMALYXL.load(r), 200 + 100 * i,
+                                       {tiny_chat.tokenizer.eos_token_id}) for i, r in enumerate(refs)]
     args = TRLConfig(output_dir="/tmp/unused-sft-out", max_length=None, report_to=[], use_cpu=True, bf16=False)
     trainer = SFTTrainer(model=tiny_chat.model, args=args, train_dataset=as_dataset(examples),
                          processing_class=tiny_chat.tokenizer)
@@ -337,3 +342,65 @@ def test_smollm2_lora_single_pass_learns_the_answer_format(data_dir, tmp_path):
     finally:
         model.close()
     assert score_metrics(row.category, row.gold, text)["valid"], text
+
+
+# -- single-pass-text SFT data from families other than AnomalyXL -------------------------------------
+
+def test_single_pass_examples_of_the_spike_count_family(tiny_chat, tmp_path):
+    """The test family's default `sft_target` (its gold as JSON) is an answer its scorer accepts."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent / "families"))
+    from spike_count import FAMILY, write_dataset
+
+    family = get_taskset(FAMILY)
+    path = write_dataset(tmp_path / "spikes", rows=2)
+    refs = sd.balanced_refs(family, [path], 3)
+    assert [r.id for r in refs] == ["few-00", "few-01", "many-00"]  # round-robin, in file order
+    examples, stats = sd.single_pass_examples(tiny_chat.tokenizer, family, refs, text_budget_chars=200,
+                                              max_seq_len=4096, eos_ids={tiny_chat.tokenizer.eos_token_id})
+    assert stats.examples == 3 and stats.categories == {"few": 2, "many": 1}
+    for ref, example in zip(refs, examples):
+        sample = family.load(ref)
+        [span] = trained_spans(example)
+        reply = tiny_chat.tokenizer.decode(span).removesuffix(tiny_chat.tokenizer.eos_token)
+        assert json.loads(reply) == sample.gold and family.score(example.category, example.gold, reply).score == 1.0
+        prompt = sd.single_pass_messages(sample.task, 200)
+        assert sd.prompt_ids(tiny_chat.tokenizer, prompt) == example.input_ids[: len(sd.prompt_ids(
+            tiny_chat.tokenizer, prompt))].tolist()
+    # Rows the family labels "test" never train, whatever file they were found in; a dir without a
+    # train split is one line that names the fix.
+    kept, skipped = sd.single_pass_examples(tiny_chat.tokenizer, family, refs, text_budget_chars=200, max_seq_len=4096,
+                                            eos_ids={tiny_chat.tokenizer.eos_token_id}, split="train")
+    assert kept == [] and skipped.skipped == {"other_split": 3}
+    with pytest.raises(UserError, match="no spike_count train split in .*tsbench generate"):
+        run_sft(sft("local/never-loaded", family=FAMILY, data=[str(path.parent)], out=str(tmp_path / "never")))
+
+
+@pytest.fixture(scope="module")
+def timerbed_data(tmp_path_factory) -> Path:
+    """GunPoint (shipped in aeon's wheel) in TimerBed's published format: a train and a test split, no val."""
+    datasets = pytest.importorskip("aeon.datasets")
+    import shutil
+
+    release = tmp_path_factory.mktemp("timerbed-release")
+    shipped = Path(datasets.__file__).parent / "data" / "GunPoint"
+    (release / "GunPoint").mkdir()
+    for split in ("TRAIN", "TEST"):
+        shutil.copy(shipped / f"GunPoint_{split}.ts", release / "GunPoint" / f"GunPoint_{split}.ts")
+    out = tmp_path_factory.mktemp("timerbed")
+    get_taskset("timerbed").generate({"path": str(release), "seed": 1, "split": "all", "rows_per_cell": 10}, out)
+    return out / "seed1"
+
+
+def test_sft_on_timerbed_trains_on_its_train_split_and_holds_out_part_of_it(timerbed_data, small, tmp_path):
+    out = run_sft(sft(f"local/{small}", family="timerbed", data=[str(timerbed_data)], epochs=1, lr=1e-2,
+                      train_rows=3, val_rows=1, text_budget_chars=60, val_max_new_tokens=4, out=str(tmp_path / "tb")))
+    info = json.loads((out / "run.json").read_text())
+    data = info["data"]
+    assert data["family"] == "timerbed" and data["val_from"] == "train" and data["regime"] is None
+    assert data["train"]["examples"] == 3 and data["val"]["examples"] == 1 and not data["train"]["skipped"]
+    assert [f["path"] for f in data["files"]["train"]] == [str(timerbed_data / "train.parquet")]
+    assert data["train"]["categories"] == {"gunpoint": 3}
+    epochs = pd.read_parquet(out / "metrics.parquet")
+    assert list(epochs["epoch"]) == [1] and epochs["val_primary"].between(0, 1).all()

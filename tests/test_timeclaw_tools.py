@@ -35,6 +35,7 @@ from tsbench.models.base import Message, ToolCall
 from tsbench.models.openai_model import OpenAIChatModel, message_payload
 from tsbench.baselines import build_policy
 from tsbench.models.retry import RetryPolicy
+from tsbench.results.records import transcript_events
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
 
 FAST_RETRY = RetryPolicy(max_attempts=2, base_delay_s=0.01, max_delay_s=0.02, rate_limit_base_delay_s=0.01, jitter=0.0)
@@ -267,7 +268,7 @@ def test_end_to_end_with_the_scripted_tool_policy(small_data, tmp_path, model, r
     assert samples["valid"].all() and samples["score"].between(0, 1).all()
     assert (samples["turns"] == 2).all() and (samples["code_cells"] == 2).all() and not samples["forced_final"].any()
     for row in samples.itertuples():
-        transcript = json.loads(row.transcript)
+        transcript = transcript_events(row._asdict())
         kinds = [e["role"] for e in transcript]
         assert kinds == ["system", "user", "tools", "assistant", "tool", "tool", "assistant"]
         assert transcript[2]["protocol"] == ("native" if model == "scripted/tools" else "json")

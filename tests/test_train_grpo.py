@@ -10,6 +10,7 @@ import shutil
 import types
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -221,7 +222,7 @@ def test_timemaster_composite_reward_with_a_scripted_judge(tmp_path, smol_tokeni
                 return contextlib.nullcontext((scripted, None))
 
         env = ScriptedEnvironment(cfg, tok, tmp_path, model_name="scripted")
-        gold = env.stream.plan(key).gold
+        gold = env.sample(key).gold
         answer = json.dumps({"present": True, "start": gold["start"], "end": gold["end"]} if gold["present"]
                             else {"present": False})
         replies = [f"<think>a step up</think>\n<class>{answer}</class><extension>Replace the sensor.</extension>",
@@ -247,3 +248,45 @@ def test_timemaster_composite_reward_with_a_scripted_judge(tmp_path, smol_tokeni
     rows = pd.read_json(tmp_path / "rollouts" / "samples.jsonl", lines=True)
     assert rows["metrics"].iloc[0]["judge"] == pytest.approx(0.65) and rows["score"].notna().all()
 
+
+
+@pytest.fixture(scope="module")
+def timerbed_train(tmp_path_factory) -> Path:
+    """Two TimerBed-named tasks (CTU, ECG) as published `.ts` TRAIN files, generated as split train."""
+    datasets = pytest.importorskip("aeon.datasets")
+    from tsbench.tasks import get_taskset
+
+    release = tmp_path_factory.mktemp("timerbed-release")
+    rng = np.random.default_rng(0)
+    for task, classes in (("CTU", ["1", "2"]), ("ECG", ["N", "A", "O"])):
+        series = [rng.standard_normal((1, 48)) for _ in range(2 * len(classes))]
+        datasets.save_to_ts_file(series, np.array(classes * 2), label_type="classification",
+                                 path=str(release / task), problem_name=task, file_suffix="_TRAIN")
+    out = tmp_path_factory.mktemp("timerbed-data")
+    get_taskset("timerbed").generate({"path": str(release), "seed": 1, "split": "train"}, out)
+    return out / "seed1"
+
+
+def test_one_cpu_step_on_timerbed_rows_draws_timerbed_tasks(tmp_path, timerbed_train):
+    """family = "timerbed" and data = <dir> (the TOML keys): the tasks are TimerBed's train rows in
+    shuffled epochs, the reward TimerBed's scorer; nothing of AnomalyXL's generator is drawn."""
+    rows = pd.read_parquet(timerbed_train / "train.parquet", columns=["id", "category"])
+    settings = {"model": "local/smollm2-135m", "lora": 4, "lora_target": "q_proj,v_proj", "steps": 1, "group_size": 2,
+                "batch_size": 2, "max_seq_len": 1024, "harness": "single-pass-text", "max_tokens": 8,
+                "text_budget_chars": 120, "family": "timerbed", "data": [str(timerbed_train)], "rollout_workers": 2,
+                "out": str(tmp_path / "run")}
+    cfg = build(GRPOConfig, settings)
+    epoch = [cfg.training_stream().sample(1 + n // cfg.tasks_per_step, n % cfg.tasks_per_step) for n in range(len(rows))]
+    assert sorted(s.ref.id for s in epoch) == sorted(rows["id"])  # one epoch = every train row once
+    assert {s.task.category for s in epoch} == {"ctu", "ecg"} and all(s.columns["split"] == "train" for s in epoch)
+    assert "electricity consumption" in next(s for s in epoch if s.task.category == "ctu").task.question
+
+    run = train_grpo(cfg)
+    rollouts = pd.read_json(run / "rollouts" / "samples.jsonl", lines=True)
+    assert len(rollouts) == 2 and rollouts["id"].tolist() == [epoch[0].ref.id] * 2
+    assert rollouts["id"].str.startswith("timerbed-").all() and rollouts["category"].isin(["ctu", "ecg"]).all()
+    assert (rollouts["family"] == "timerbed").all() and (rollouts["split"] == "train").all()
+    assert json.loads(rollouts["gold"].iloc[0])["options"] == epoch[0].gold["options"]
+    assert pd.read_parquet(run / "metrics.parquet")["step"].tolist() == [1]
+    with pytest.raises(UserError, match="--preset"):
+        build(GRPOConfig, {**settings, "preset": "small"}).validate()

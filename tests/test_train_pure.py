@@ -12,10 +12,11 @@ from tsbench.core.config import build, read_toml_table
 from tsbench.core.errors import UserError
 from tsbench.tasks import get_taskset
 from tsbench.tasks.anomalyxl import labels as lb
+from tsbench.tasks.anomalyxl.curriculum import generator_config
 from tsbench.train import rewards as rw
 from tsbench.train.agent import Turn, assemble
 from tsbench.train.config import GRPOConfig, RewardConfig, SFTConfig
-from tsbench.train.curriculum import TaskStream, generator_config, parse_key, task_key
+from tsbench.train.curriculum import parse_key, task_key, task_keys
 from tsbench.train.grpo import prepare_run_dir
 from tsbench.train.sft import warmup_steps
 
@@ -108,16 +109,18 @@ def test_curriculum_withholds_anomaly_free_cases_during_the_warm_steps():
 
 
 def test_task_stream_is_fresh_every_step_and_reproducible():
-    tasks = build(GRPOConfig, {"preset": "small"}).tasks
-    stream = TaskStream(tasks, steps=3, warm_steps=2, tasks_per_step=4, seed=0)
-    keys = stream.keys()
+    def stream(seed: int):
+        return build(GRPOConfig, {"preset": "small", "steps": 3, "warm_steps": 2, "batch_size": 32,
+                                  "seed": seed}).training_stream()
+
+    keys = task_keys(3, 4)
     assert keys[:2] == ["step-000001/task-00", "step-000001/task-01"] and len(keys) == 12
     assert parse_key(task_key(12, 3)) == (12, 3)
-    plans = [stream.plan(k) for k in keys]
-    assert len({p.id for p in plans}) == 12 and all(p.split == "train" for p in plans)
-    again = TaskStream(tasks, steps=3, warm_steps=2, tasks_per_step=4, seed=0)
-    assert [again.plan(k).gold for k in keys] == [p.gold for p in plans]
-    assert TaskStream(tasks, steps=3, warm_steps=2, tasks_per_step=4, seed=1).plan(keys[0]).plan != plans[0].plan
+    samples = [stream(0).sample(*parse_key(k)) for k in keys]
+    assert len({s.ref.id for s in samples}) == 12 and all(s.columns["split"] == "train" for s in samples)
+    assert [stream(0).sample(*parse_key(k)).gold for k in keys] == [s.gold for s in samples]
+    first = stream(1).sample(1, 0)
+    assert first.gold != samples[0].gold or not (first.task.values == samples[0].task.values).all()
 
 
 # -- masks ---------------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """A second task family that lives entirely in this file: count the spikes in a short series.
 
-It proves the seam: eval, score and the leaderboard run it with no edit anywhere in tsbench.
-Its rows are a small parquet file with the same light columns every family's index has.
+It proves the seam: eval, score, describe, the leaderboard and train-grpo run it with no edit
+anywhere in tsbench. It writes only the six hooks a family must have; every other hook (describe,
+--plot, the training stream over its train split, ...) is TaskFamily's default. Its rows are one
+small parquet file per split with the same light columns every family's index has.
 """
 
 from __future__ import annotations
@@ -18,16 +20,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tsbench.core.episode import EpisodeTask
-from tsbench.tasks.base import Column, Sample, SampleRef, Scored
+from tsbench.tasks.base import Column, Sample, SampleRef, Scored, TaskFamily
 
 FAMILY = "spike_count:SpikeCount"
 CATEGORIES = ("few", "many")
 LENGTH = 256
 
 
-def write_dataset(folder: Path, rows: int = 6, seed: int = 0) -> Path:
-    """`rows` series per category, each with a known number of unit spikes, plus a manifest."""
-    rng = np.random.default_rng(seed)
+def write_dataset(folder: Path, rows: int = 6, seed: int = 0, split: str = "test") -> Path:
+    """`rows` series per category of `split`, each with a known number of unit spikes, plus a manifest."""
+    rng = np.random.default_rng(seed if split == "test" else [seed, 1])
+    prefix = "" if split == "test" else f"{split}-"
     records = []
     for category, spikes in (("few", (1, 3)), ("many", (4, 6))):
         for index in range(rows):
@@ -35,23 +38,23 @@ def write_dataset(folder: Path, rows: int = 6, seed: int = 0) -> Path:
             values = rng.normal(0.0, 0.05, LENGTH)
             values[rng.choice(np.arange(8, LENGTH - 8, 12), size=count, replace=False)] += 1.0
             records.append({
-                "id": f"{category}-{index:02d}", "category": category, "length": LENGTH,
+                "id": f"{prefix}{category}-{index:02d}", "category": category, "length": LENGTH,
                 "question": 'How many spikes (values above 0.5) does channel x hold? Answer {"count": <int>}.',
                 "gold": json.dumps({"count": count}), "values": values.astype(np.float32).tolist(),
             })
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "test.parquet"
+    path = folder / f"{split}.parquet"
     pq.write_table(pa.Table.from_pylist(records), path)
-    (folder / "manifest.json").write_text(json.dumps({"family": FAMILY, "seed": seed, "split": "test"}))
+    (folder / "manifest.json").write_text(json.dumps({"family": FAMILY, "seed": seed, "split": split}))
     return path
 
 
-class SpikeCount:
+class SpikeCount(TaskFamily):
     name = "spike_count"
     strata = ()
 
     def resolve(self, data, *, seed, split, root, filters):
-        return [Path(d) / "test.parquet" if Path(d).is_dir() else Path(d) for d in data]
+        return [Path(d) / f"{split}.parquet" if Path(d).is_dir() else Path(d) for d in data]
 
     def index(self, files, filters) -> pd.DataFrame:
         frames = [pq.read_table(f, columns=["id", "category", "length", "question", "gold"]).to_pandas().assign(path=str(f))
@@ -63,7 +66,7 @@ class SpikeCount:
         row = table[table["id"] == ref.id].iloc[0]
         values = np.asarray([row["values"]], dtype=np.float32)
         task = EpisodeTask(row["id"], row["category"], "all", row["question"], ["x"], values)
-        columns = {"split": "test", "regime": "all", "length": LENGTH, "n_channels": 1}
+        columns = {"split": Path(ref.path).stem, "regime": "all", "length": LENGTH, "n_channels": 1}
         return Sample(ref, task, json.loads(row["gold"]), columns)
 
     def score(self, category: str, gold: Any, message: str) -> Scored:

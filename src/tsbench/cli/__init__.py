@@ -5,6 +5,8 @@ Bad input ends with one line on stderr and exit code 2, never a traceback.
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 
 import typer
@@ -13,6 +15,7 @@ from tsbench import __version__
 from tsbench.cli import data, eval as eval_commands, export, leaderboard, timeclaw, timesage, train
 from tsbench.cli.common import err_console
 from tsbench.core.errors import UserError
+from tsbench.core.sanitize import terminal_text
 
 app = typer.Typer(
     help="Long-context time-series benchmarks for language-model agents.",
@@ -53,11 +56,35 @@ app.command()(timeclaw.evolve)
 timesage.register(app)
 
 
+DISK_FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+
+
+def _disk_full(exc: BaseException) -> OSError | None:
+    """The disk-full OSError behind ``exc`` (itself, or one it was raised while handling)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and (exc.errno in DISK_FULL or any(
+                os.strerror(code) in str(exc) for code in DISK_FULL)):  # pyarrow's errors carry no errno
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def main() -> None:
     try:
         app()
     except (UserError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {terminal_text(exc)}", file=sys.stderr)
+        sys.exit(2)
+    except Exception as exc:
+        full = _disk_full(exc)
+        if full is None:
+            raise
+        where = f" writing {full.filename}" if full.filename else ""
+        reason = os.strerror(full.errno) if full.errno in DISK_FULL else "disk full"
+        print(f"error: no space left{where} ({reason}): free some space and run the same command again "
+              "(an eval keeps its finished rows and resumes)", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("interrupted", markup=False)

@@ -18,10 +18,6 @@ console = Console(highlight=False, width=_WIDTH)
 err_console = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
 
 
-REPORT_TO_HELP = ("Track the run: tensorboard and/or wandb (offline), under the run dir "
-                  "(pip install 'tsbench[tracking]').")
-
-
 def split_list(values: Optional[list[str]]) -> Optional[list[str]]:
     """Accept `--x a,b` and `--x a --x b` alike."""
     if not values:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.table import Table
@@ -68,8 +68,6 @@ def generate(
     from tsbench.tasks import get_taskset
 
     taskset = get_taskset(family)
-    if not hasattr(taskset, "generate"):
-        raise UserError(f"family {family} has no generator")
     options = {k: v for k, v in given(ctx).items() if k not in ("family", "out")}
     options.setdefault("seed", seed)
     for name, parse in LIST_OPTIONS.items():
@@ -107,8 +105,8 @@ def TextRate():
 
 def describe(
     data: Path = typer.Argument(..., help="A generated parquet file or a seed dir."),
-    plot: Optional[str] = typer.Option(None, help="AnomalyXL: draw this row id (full series, gold window shaded, zoom inset)."),
-    run: Optional[Path] = typer.Option(None, help="With --plot: overlay this run's predicted window for the row."),
+    plot: Optional[str] = typer.Option(None, help="Draw this row id (AnomalyXL: full series, gold window shaded, zoom inset)."),
+    run: Optional[Path] = typer.Option(None, help="With --plot: overlay this run's parsed answer for the row (AnomalyXL: its window)."),
     out: Optional[Path] = typer.Option(None, help="Image path for --plot (.png, .svg or .pdf) [<row id>.png]."),
 ) -> None:
     """Print what a generated file holds, or draw one row."""
@@ -119,22 +117,17 @@ def describe(
     taskset = get_taskset(family_of(data))
     files = data_files(data)
     if plot is not None:
-        taskset.index(files, {})  # a file that is not the family's ends here, in one line
         out = out or Path(f"{plot}.png")
         if not out.suffix:
             out = out.with_suffix(".png")
         if out.suffix.lower() not in (".png", ".svg", ".pdf"):
             raise UserError(f"--out {out}: the image must be .png, .svg or .pdf")
-        from tsbench.tasks.anomalyxl.figure import plot_row
-        from tsbench.tasks.anomalyxl.rows import iter_rows
-
-        predicted = _predicted_window(run, plot) if run is not None else None
-        for path in files:
-            row = next(iter_rows(path, ids={plot}), None)
-            if row is not None:
-                console.print(f"wrote {plot_row(row, out, predicted=predicted)}")
-                return
-        raise UserError(f"no row with id {plot!r} in {data}")
+        predicted = _predicted_answer(run, plot) if run is not None else None
+        written = taskset.plot(files, plot, out, predicted)  # a file that is not the family's ends in one line
+        if written is None:
+            raise UserError(f"no row with id {plot!r} in {data}")
+        console.print(f"wrote {written}")
+        return
     for title, frame in taskset.describe(files):
         table = Table(*[str(c) for c in frame.columns], title=title)
         for values in frame.itertuples(index=False):
@@ -142,7 +135,8 @@ def describe(
         console.print(table)
 
 
-def _predicted_window(run: Path, row_id: str) -> dict | None:
+def _predicted_answer(run: Path, row_id: str) -> Any:
+    """The run's parsed answer for the row (JSON), or None when it has none."""
     from tsbench.results import is_run_dir, load_samples
 
     if not is_run_dir(run):
@@ -151,8 +145,7 @@ def _predicted_window(run: Path, row_id: str) -> dict | None:
     hit = samples[(samples["id"] == row_id) & samples["parsed_answer"].notna()]
     if hit.empty:
         return None
-    answer = json.loads(hit.iloc[0]["parsed_answer"])
-    return answer if isinstance(answer, dict) else None
+    return json.loads(hit.iloc[0]["parsed_answer"])
 
 
 def score(
@@ -168,17 +161,14 @@ def score(
 
     require_file(data)
     require_file(responses)
-    given_responses = {}
-    for n, line in enumerate(responses.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-            given_responses[str(rec["id"])] = str(rec["response"])
-        except (json.JSONDecodeError, KeyError, TypeError):
-            raise UserError(f"{responses}:{n}: each line must be a JSON object with 'id' and 'response'") from None
+    if out is not None and out.is_dir():
+        raise UserError(f"--out {out} is a directory; give the parquet file to write")
+    given_responses = _read_responses(responses)
     taskset = get_taskset(family_of(data))
     index = taskset.index([data], {})
+    if not set(given_responses) & set(index["id"]):
+        raise UserError(f"none of the {len(given_responses)} response ids in {responses} is a row of {data}: "
+                        "wrong --data file?")
     rows = []
     for rec in index.itertuples():
         gold = json.loads(rec.gold)
@@ -212,3 +202,35 @@ def score(
         out.parent.mkdir(parents=True, exist_ok=True)
         df.to_parquet(out, index=False)
         console.print(f"wrote {out}")
+
+
+def _response_text(value) -> str:
+    """A response as the text a model would have sent: a JSON object or list (a structured answer
+    written straight into the JSONL) becomes its JSON text, not Python's repr."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False)
+    return "" if value is None else json.dumps(value)
+
+
+def _read_responses(path: Path) -> dict[str, str]:
+    """id -> response text from a JSONL file; bad encodings, bad lines and repeated ids are one line each."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path} is not UTF-8 text (byte {exc.start}): save it as UTF-8") from None
+    found: dict[str, str] = {}
+    first_line: dict[str, int] = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            rid, response = str(rec["id"]), _response_text(rec["response"])
+        except (json.JSONDecodeError, KeyError, TypeError):
+            raise UserError(f"{path}:{n}: each line must be a JSON object with 'id' and 'response'") from None
+        if rid in found:
+            raise UserError(f"{path}:{n}: id {rid!r} repeats line {first_line[rid]}; give one response per id")
+        found[rid], first_line[rid] = response, n
+    return found

@@ -16,93 +16,36 @@ from rich.progress import TextColumn
 from rich.table import Table
 from rich.text import Text
 
-from tsbench.cli.common import (REPORT_TO_HELP, console, err_console, given, ints, is_terminal, progress_bar,
-                                 require_run_dir, split_list)
-from tsbench.core.config import build, field_names, read_toml_table
+from tsbench.cli.common import console, err_console, is_terminal, progress_bar, require_run_dir
+from tsbench.cli.options import given_settings, settings_options
+from tsbench.core.config import build, read_toml_table
 from tsbench.core.errors import UserError
+from tsbench.core.sanitize import terminal_text
 from tsbench.eval.config import EvalConfig
-from tsbench.harness.episode import HarnessConfig
-from tsbench.models.retry import DEFAULT_TIMEOUT_S, RetryPolicy
-
-EC, HC, RETRY = EvalConfig(), HarnessConfig(), RetryPolicy()
+from tsbench.results.records import transcript_events
 LOG_EVERY_S = 5.0
 
 
+@settings_options(EvalConfig)
 def eval_cmd(
     ctx: typer.Context,
-    model: str = typer.Option("", show_default=False, help="provider/name: gpt-4.1-mini, openai/..., vllm/<hf-id>, local/smollm2-135m, "
-                                       "scripted/zscore, classical/<dir>, detector/default."),
-    harness: str = typer.Option("", show_default=False, help="single-pass-text, single-pass-image, rlm, rlm-image, tools, tools-image, or "
-                                         "direct (reference policies) [default: rlm; direct for detector/ and classical/]."),
-    family: str = typer.Option(EC.family, help="Task family (or module:attribute for one of your own)."),
-    config: Optional[Path] = typer.Option(None, help="A TOML file from experiments/ ([eval] table); flags override it."),
-    data: Optional[list[Path]] = typer.Option(None, help="Dataset file(s) or a seed dir [data/<family>/seed<seed>]."),
-    seed: int = typer.Option(EC.seed, help="Dataset seed; also shuffles the --limit draw."),
-    split: str = typer.Option(EC.split, help="Dataset split."),
-    regime: str = typer.Option(EC.regime, help="AnomalyXL: precise, coarse or both."),
-    categories: Optional[list[str]] = typer.Option(None, help="Only these categories (comma-separated)."),
-    lengths: Optional[list[str]] = typer.Option(None, help="Only these series lengths (comma-separated)."),
-    sample_ids: Optional[list[str]] = typer.Option(None, "--sample-id", help="Only these sample ids (repeat or comma-separate)."),
-    limit: Optional[int] = typer.Option(None, help="At most N rows per category, spread over lengths, shuffled by --seed; a larger N extends the run (TimeSage sequential or with skills: N whole scenarios per tier)."),
-    epochs: int = typer.Option(EC.epochs, help="Episodes per row."),
-    executor: str = typer.Option(EC.executor, help="threads (this process) or ray (pip install 'tsbench[ray]')."),
-    concurrency: int = typer.Option(EC.concurrency, "--concurrency", "--workers", help="Episodes in parallel (threads) or Ray workers."),
-    ray_address: Optional[str] = typer.Option(None, help="Ray cluster: auto or HOST:PORT [a local cluster]."),
-    max_turns: int = typer.Option(HC.max_turns, help="Model replies per episode."),
-    depth: int = typer.Option(HC.depth, help="sub_rlm recursion depth."),
-    max_tokens: Optional[int] = typer.Option(None, help="Max tokens per model reply (also local models' max new tokens)."),
-    temperature: Optional[float] = typer.Option(None, help="Sampling temperature [provider default]."),
-    observation_chars: int = typer.Option(HC.observation_chars, help="Characters of kernel output shown per turn."),
-    max_figures: int = typer.Option(HC.max_figures, help="Figures returned per turn (image harnesses)."),
-    cell_timeout_s: float = typer.Option(HC.cell_timeout_s, "--cell-timeout", help="Seconds per code cell before interrupt/restart."),
-    memory_gib: float = typer.Option(HC.memory_gib, help="Kernel memory cap in GiB."),
-    episode_token_cap: Optional[int] = typer.Option(None, help="End an episode (as an error) past this many tokens."),
-    episode_wall_s: Optional[float] = typer.Option(None, "--episode-timeout", "--episode-wall-s",
-                                                   help="End an episode (as an error) past this many seconds."),
-    text_budget_chars: int = typer.Option(HC.text_budget_chars, help="single-pass-text: characters of serialized values."),
-    tools_dir: Optional[Path] = typer.Option(None, "--tools", help="Evolved tools dir (tsbench evolve --out) for --harness tools."),
-    tool_protocol: str = typer.Option(HC.tool_protocol, help="Tool calls: native (OpenAI tools), json (text protocol) or auto."),
-    max_tool_calls: int = typer.Option(HC.max_tool_calls, help="Tool calls per reply."),
-    memory_bank: Optional[Path] = typer.Option(None, "--memory", help="Episodic memory bank (tsbench memory build) prefixed to prompts."),
-    top_k: int = typer.Option(HC.top_k, help="Precedents retrieved from --memory."),
-    memory_pool: int = typer.Option(HC.memory_pool, help="Stage-1 retrieval pool (cosine on the context embedding)."),
-    unsafe_sandbox: bool = typer.Option(False, help="Run kernels WITHOUT the bubblewrap jail (recorded in run.json and on the leaderboard)."),
-    mode: str = typer.Option(HC.mode, help="TimeSage: independent (fresh state each period) or sequential (state, score feedback and compaction carried across a scenario's periods)."),
-    skills: bool = typer.Option(HC.skills, help="TimeSage: the TimeSage-1.0 skill library (induct_skill / retrieve_skill, usable from the next period)."),
-    judge: Optional[str] = typer.Option(None, help="TimeSage: judge of coverage, faithfulness and quality, a model spec or judge/rules (offline) [judge/rules]."),
-    compaction_tokens: int = typer.Option(HC.compaction_tokens, help="TimeSage sequential: compact memory at the next period once a step's input exceeds this."),
-    period_steps: int = typer.Option(HC.period_steps, help="TimeSage: model replies per period."),
-    period_wall_s: float = typer.Option(HC.period_wall_s, help="TimeSage: seconds per period; past it the period ends without an answer."),
-    base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible server URL (or OPENAI_BASE_URL)."),
-    client_timeout_s: Optional[float] = typer.Option(None, "--client-timeout", help=f"Seconds per model call before it is retried (provider default: {DEFAULT_TIMEOUT_S:.0f})."),
-    max_attempts: Optional[int] = typer.Option(None, help=f"Tries per model call before the row becomes an error row (provider default: {RETRY.max_attempts})."),
-    retry_delay_s: Optional[float] = typer.Option(None, "--retry-delay", help=f"First retry delay in seconds, doubled each time (provider default: {RETRY.base_delay_s:g}; "
-                                     f"429s wait {RETRY.rate_limit_base_delay_s / RETRY.base_delay_s:g}x longer)."),
-    fail_on_error: float = typer.Option(EC.fail_on_error, help="Error rows tolerated before a non-zero exit: a share below 1, a count from 1."),
-    out: Optional[Path] = typer.Option(None, help="Run dir [results/<model>__<harness>]."),
-    overwrite: bool = typer.Option(False, help="Discard an existing run with different settings."),
-    report_to: Optional[list[str]] = typer.Option(None, help=REPORT_TO_HELP),
+    config: Optional[Path] = typer.Option(None, help="A TOML file from experiments/ ([eval] table; harness "
+                                          "sections [eval.rlm], [eval.tools], [eval.memory], [eval.file-agent]); "
+                                          "flags override it."),
 ) -> None:
-    """Evaluate a model under a harness; re-running the same command resumes."""
+    """Evaluate a model under a harness; re-running the same command resumes.
+
+    Every setting is a flag of its field's name and a key of the [eval] table (src/tsbench/eval/config.py,
+    src/tsbench/harness/episode.py)."""
     from tsbench.eval.runner import RunProgress, run_eval
 
     settings = read_toml_table(config, "eval") if config else {}
-    flags = given(ctx, field_names(EvalConfig))
-    for name in ("categories", "sample_ids", "report_to"):
-        if name in flags:
-            flags[name] = split_list(flags[name])
-    if "lengths" in flags:
-        flags["lengths"] = ints(flags["lengths"], "--lengths")
-    for name in ("data",):
-        if name in flags:
-            flags[name] = [str(p) for p in flags[name]]
-    for name in ("tools_dir", "memory_bank", "out"):
-        if name in flags:
-            if name != "out" and not Path(flags[name]).exists():
-                raise UserError(f"no such file or directory: {flags[name]}")
-            flags[name] = str(flags[name])
+    flags = given_settings(ctx, EvalConfig)
+    for name in ("tools_dir", "memory_bank"):
+        if flags.get(name) is not None and not Path(flags[name]).exists():
+            raise UserError(f"no such file or directory: {flags[name]}")
     settings.update(flags)
-    if "text_budget_chars" not in settings and (trained := _trained_text_budget(settings.get("model", ""))):
+    if "text_budget_chars" not in settings and (trained := _trained_text_budget(str(settings.get("model", "")))):
         settings["text_budget_chars"] = trained
     cfg = build(EvalConfig, settings, where=f"setting in {config}" if config else "setting")
 
@@ -228,8 +171,8 @@ def show(
         table = Table("id", "epoch", "score", "turns", "error", title=str(run))
         for rec in samples.to_dict("records"):
             failed = isinstance(rec["error_type"], str)
-            table.add_row(Text(rec["id"]), str(rec["epoch"]), "-" if failed else f"{rec['score']:.3f}", str(rec["turns"]),
-                          Text(rec["error_type"] if failed else ""))
+            table.add_row(Text(terminal_text(rec["id"])), str(rec["epoch"]), "-" if failed else f"{rec['score']:.3f}",
+                          str(rec["turns"]), Text(terminal_text(rec["error_type"]) if failed else ""))
         console.print(table)
         return
     match = samples[(samples["id"] == sample_id) & (samples["epoch"] == epoch)]
@@ -237,14 +180,15 @@ def show(
         raise UserError(f"no sample {sample_id!r} (epoch {epoch}) in {run}")
     rec = match.iloc[0].to_dict()
 
-    def panel(body: str, title: str, style: str) -> Panel:  # model text is shown literally, never as markup
-        return Panel(Text(str(body)), title=escape(title), border_style=style)
+    def panel(body: str, title: str, style: str) -> Panel:  # model text: never markup, never a terminal control
+        return Panel(Text(terminal_text(body)), title=escape(terminal_text(title)), border_style=style)
 
-    for event in json.loads(rec["transcript"]):
+    for event in transcript_events(rec):
         role = event.get("role")
         if role == "tool":
             for cell in event.get("cells", []):
-                console.print(Panel(Syntax(cell["code"], "python", word_wrap=True), title=f"code (turn {event['turn']})",
+                console.print(Panel(Syntax(terminal_text(cell["code"]), "python", word_wrap=True),
+                                    title=escape(terminal_text(f"code (turn {event['turn']})")),
                                     border_style="cyan"))
             if "cells" not in event and event.get("name"):
                 console.print(panel(json.dumps(event.get("arguments")), f"tool call {event['name']} (turn {event.get('turn')})", "cyan"))

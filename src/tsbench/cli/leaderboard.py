@@ -9,6 +9,7 @@ import typer
 
 from tsbench.cli.common import console, err_console
 from tsbench.core.errors import UserError
+from tsbench.core.sanitize import terminal_text
 
 
 def leaderboard(
@@ -26,7 +27,7 @@ def leaderboard(
     except ValueError as exc:
         raise UserError(str(exc)) from None
     for warning in result.warnings:
-        err_console.print(f"warning: {warning}", markup=False)
+        err_console.print(f"warning: {terminal_text(warning)}", markup=False)
     for table in rich_tables(result):
         console.print(table)
     console.print(f"wrote {out}/leaderboard.md, leaderboard.html, leaderboard.csv (long form), costs/by_length/curves/paired/failures CSVs, figures as PNG, SVG and PDF")

@@ -34,7 +34,8 @@ def memory_build(
     append: bool = typer.Option(False, help="Add to an existing bank instead of replacing it."),
     include_test_split: bool = typer.Option(False, help="Allow episodes of test rows (contaminates the benchmark)."),
 ) -> None:
-    """Build an episodic memory bank (fingerprint, context embedding, trajectory summary) from eval runs."""
+    """Build an episodic memory bank (fingerprint, context embedding, trajectory summary) from eval runs of any
+    task family whose rows hold a series (read through the run's family)."""
     from tsbench.timeclaw import build_memory
 
     from_runs = _runs(runs, from_runs)

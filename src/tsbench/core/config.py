@@ -1,33 +1,33 @@
 """Settings dataclasses from TOML tables and flags, one rule for every stage.
 
-A config dataclass may nest others (EvalConfig holds a HarnessConfig). Keys may be given flat
-(`max_turns = 15` under [eval]) or as the nested table ([eval.harness_config]); a key that no
-dataclass has is an error naming it, never silently dropped.
+A config dataclass may nest others (EvalConfig holds a HarnessConfig, which holds one section per
+harness). Keys may be given flat (`max_turns = 15` under [eval]) or as the nested table
+([eval.harness_config], [eval.harness_config.rlm]); a key or table that no dataclass has is an
+error naming it with a did-you-mean, never silently dropped. Every value is converted to its
+field's type and checked against the field's declared bounds (core/settings.py) before anything
+runs: a bad one is one line.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import tomllib
-import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
 from tsbench.core.errors import UserError
+from tsbench.core.settings import check, convert, nested, sections, spec_map, suggest
 
 T = TypeVar("T")
-
-
-def _nested(cls: type) -> dict[str, type]:
-    """Fields of `cls` whose type is itself a dataclass: name -> that dataclass."""
-    hints = typing.get_type_hints(cls)
-    return {f.name: hints[f.name] for f in dataclasses.fields(cls) if dataclasses.is_dataclass(hints[f.name])}
+# The top-level tables a config file may hold: one per command that reads configs.
+CONFIG_TABLES = ("eval", "grpo", "sft")
+_nested = nested
 
 
 def field_names(cls: type) -> set[str]:
     """Every key `build` accepts for `cls`, nested dataclasses' fields included."""
     names = {f.name for f in dataclasses.fields(cls)}
-    for inner in _nested(cls).values():
+    for inner in nested(cls).values():
         names |= field_names(inner)
     return names
 
@@ -40,31 +40,65 @@ def _field_default(cls: type, name: str) -> Any:
     return None if found.default is dataclasses.MISSING else found.default
 
 
-def build(cls: type[T], values: dict[str, Any], *, where: str = "settings", base: Any = None) -> T:
-    """`cls(**values)`, routing flat keys to nested dataclasses and rejecting unknown keys.
+def _unknown(cls: type, values: dict[str, Any], where: str) -> None:
+    known = field_names(cls) | {name.replace("-", "_") for name in sections(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        first = unknown[0]
+        raise UserError(f"unknown setting(s) {', '.join(unknown)}{suggest(first, known)} ({where})")
+
+
+def _open_sections(cls: type, values: dict[str, Any]) -> None:
+    """Inline section tables ([eval.rlm] depth = 1 is depth = 1), refusing keys the section lacks."""
+    known = field_names(cls)
+    for name, members in sections(cls).items():
+        key = name.replace("-", "_")
+        if key in known or not isinstance(values.get(key), dict):
+            continue
+        for inner, value in values.pop(key).items():
+            inner = str(inner).replace("-", "_")
+            if inner not in members:
+                raise UserError(f"unknown key {inner} in [{name}]{suggest(inner, members)}; "
+                                f"[{name}] holds {', '.join(members)}")
+            values[inner] = value
+
+
+def build(cls: type[T], values: dict[str, Any], *, where: str = "settings", base: Any = None,
+          _top: bool = True) -> T:
+    """`cls(**values)`, routing flat keys to nested dataclasses, converting every value to its
+    field's type and rejecting unknown keys and values out of their declared range.
 
     A nested dataclass starts from its field's own default (so `field(default_factory=lambda:
     HarnessConfig(temperature=1.0))` keeps temperature 1.0 unless a value overrides it)."""
-    values = dict(values)
-    nested = _nested(cls)
+    values = {str(k).replace("-", "_"): v for k, v in values.items()}  # [eval.file-agent] = file_agent
+    _open_sections(cls, values)
+    inner_classes = nested(cls)
     own = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - field_names(cls) - set(nested))
-    if unknown:
-        raise UserError(f"unknown {where} key(s): {', '.join(unknown)}")
+    _unknown(cls, values, where)
+    table = {name: spec for name, spec in spec_map(cls).items() if name in own}
     kwargs: dict[str, Any] = {}
-    for name, inner in nested.items():
+    for name, inner in inner_classes.items():
         given = values.pop(name, None)
+        if given is not None and not isinstance(given, dict):
+            raise UserError(f"{name} is a table of settings, got {given!r}")
         given = dict(given) if isinstance(given, dict) else {}
         for key in field_names(inner):
             if key in values and key not in own:
                 given[key] = values.pop(key)
         start = getattr(base, name) if base is not None else _field_default(cls, name)
-        kwargs[name] = build(inner, given, where=where, base=start if dataclasses.is_dataclass(start) else None)
-    kwargs.update({k: v for k, v in values.items() if k in own})
+        kwargs[name] = build(inner, given, where=where, base=start if dataclasses.is_dataclass(start) else None,
+                             _top=False)
     try:
-        return dataclasses.replace(base, **kwargs) if base is not None else cls(**kwargs)
+        kwargs.update({k: convert(table[k], v) if k in table else v for k, v in values.items() if k in own})
+    except UserError as error:
+        raise UserError(f"{error} ({where})" if " in " in where else str(error)) from None
+    try:
+        built = dataclasses.replace(base, **kwargs) if base is not None else cls(**kwargs)
     except TypeError as exc:
         raise UserError(f"bad {where}: {exc}") from None
+    if _top:
+        check(built)
+    return built
 
 
 def flat(obj: Any) -> dict[str, Any]:
@@ -73,18 +107,32 @@ def flat(obj: Any) -> dict[str, Any]:
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
         if dataclasses.is_dataclass(value):
-            out.update(flat(value))
-        else:
+            for key, inner in flat(value).items():
+                out.setdefault(key, inner)
+        elif f.name not in out:
             out[f.name] = value
     return out
 
 
 def read_toml_table(path: Path, table: str) -> dict[str, Any]:
-    """The [table] of a TOML file (or the whole file when it has no such table)."""
+    """The [table] of a TOML file (or the whole file when it names no command's table). A table
+    that is no command's ([evaluation]) is refused with a did-you-mean."""
     if not Path(path).is_file():
         raise UserError(f"no such file: {path}")
     try:
         data = tomllib.loads(Path(path).read_text())
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path}: {exc}") from None
-    return dict(data.get(table, data))
+    except UnicodeDecodeError:
+        raise UserError(f"{path} is not UTF-8 text") from None
+    if not any(name in data for name in CONFIG_TABLES):
+        for name, value in data.items():
+            if isinstance(value, dict) and suggest(name, CONFIG_TABLES, 0.5):
+                raise UserError(f"{path}: unknown table [{name}]{suggest(name, CONFIG_TABLES, 0.5)}")
+        return dict(data)
+    for name, value in data.items():
+        if name not in CONFIG_TABLES:
+            kind = "table" if isinstance(value, dict) else "key"
+            raise UserError(f"{path}: unknown {kind} [{name}]{suggest(name, CONFIG_TABLES, 0.5)}; "
+                            f"settings go under [{table}]")
+    return dict(data.get(table, {}))

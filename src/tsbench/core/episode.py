@@ -84,9 +84,14 @@ class EpisodeResult:
     # Harness facts for the results row's `attributes` (strings) and `metrics` (numbers) maps.
     attributes: dict[str, str] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)
+    # One entry per model call (Completion.accounting(): finish_reason, usage, attempts, latency, ...);
+    # a failed last call adds its error entry. Stored in the row's `calls` column.
+    calls: list[dict[str, Any]] = field(default_factory=list)
 
     def add_completion(self, completion) -> None:
         """Count one model reply (a models.base.Completion)."""
+        accounting = getattr(completion, "accounting", None)
+        self.calls.append({"turn": self.turns + 1, **(accounting() if accounting else {})})
         self.turns += 1
         self.input_tokens += completion.input_tokens
         self.output_tokens += completion.output_tokens

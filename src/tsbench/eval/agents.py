@@ -8,9 +8,9 @@ from typing import Any
 
 from tsbench.baselines import build_policy, is_reference
 from tsbench.core.errors import UserError
-from tsbench.harness import HARNESSES, REFERENCE_HARNESSES, get_harness
+from tsbench.harness import HARNESSES, REFERENCE_HARNESSES, HarnessConfig, get_harness
 from tsbench.models.base import ModelUnavailableError
-from tsbench.models.registry import get_model
+from tsbench.models.registry import get_model, split_spec
 
 
 def build_agent(spec: str, options: dict[str, Any] | None = None) -> Any:
@@ -30,8 +30,32 @@ def default_harness(spec: str) -> str:
     return "rlm"
 
 
-def check_pairing(spec: str, harness: str, agent: Any | None = None) -> None:
-    """Refuse, before any episode runs, an agent on a harness it cannot play."""
+TOOL_HARNESSES = ("tools", "tools-image")
+IMAGE_HARNESSES = ("single-pass-image", "rlm-image", "tools-image")
+NO_NATIVE_TOOLS = ("vllm", "local")  # providers without native function calling (no `native_tools`)
+TEXT_ONLY = ("local",)  # providers whose models drop image parts
+
+
+def check_combination(spec: str, harness: str, hc: HarnessConfig | None = None) -> None:
+    """Refuse, from the spec alone (before a vLLM server starts or weights load), settings that cannot
+    work together: every row would otherwise fail the same way, or be scored blind."""
+    if is_reference(spec) or "/" not in spec.strip():
+        return
+    try:
+        provider = split_spec(spec)[0]
+    except ValueError:
+        return  # build_agent says what is wrong with the spec
+    if provider in NO_NATIVE_TOOLS and harness in TOOL_HARNESSES and hc is not None and hc.tool_protocol == "native":
+        raise UserError(f"{provider}/ models have no native function calling: use --tool-protocol json (or auto) "
+                        f"with --harness {harness}")
+    if provider in TEXT_ONLY and harness in IMAGE_HARNESSES:
+        raise UserError(f"{provider}/ models read text only, and --harness {harness} shows the series as an image: "
+                        "use a text harness (single-pass-text, rlm, tools)")
+
+
+def check_pairing(spec: str, harness: str, agent: Any | None = None, hc: HarnessConfig | None = None) -> None:
+    """Refuse, before any episode runs, an agent on a harness it cannot play, or with settings it
+    cannot honour (native tool calls from a model without them)."""
     if harness not in HARNESSES:
         raise UserError(f"--harness must be one of {', '.join(HARNESSES)} (got {harness})")
     get_harness(harness)  # imports it: a harness whose extra is missing says so here, not per episode
@@ -40,6 +64,11 @@ def check_pairing(spec: str, harness: str, agent: Any | None = None) -> None:
         raise UserError(f"{spec} plays {', '.join(supported)}, not {harness}")
     if harness in REFERENCE_HARNESSES and not is_reference(spec):
         raise UserError(f"--harness {harness} is for reference policies (detector/, classical/); {spec} is a model")
+    check_combination(spec, harness, hc)
+    if (agent is not None and hc is not None and harness in TOOL_HARNESSES and hc.tool_protocol == "native"
+            and not getattr(agent, "native_tools", False)):
+        raise UserError(f"{spec} has no native function calling: use --tool-protocol json (or auto) "
+                        f"with --harness {harness}")
 
 
 def reference_note(agent: Any) -> str | None:

@@ -66,12 +66,13 @@ def judge_completer(model: Any) -> Callable[[str], JudgeReply]:
 
 def scorer_for(taskset: Any, job: EpisodeJob, agents: AgentCache) -> Callable[[str, Any, str], Any]:
     """taskset.score, or the family's scorer bound to the job's scoring options (one per process)."""
-    if not job.scoring or not hasattr(taskset, "scorer"):
+    if not job.scoring:
         return taskset.score
     key = (job.ref.family, job.scoring, id(agents))
     with _scorers_lock:
         if key not in _scorers:
-            _scorers[key] = taskset.scorer(dict(job.scoring), lambda spec: judge_completer(agents.get(spec, {})))
+            options = dict(dict(job.scoring).get("judge_options", ()))  # the judge's own (--judge-base-url ...)
+            _scorers[key] = taskset.scorer(dict(job.scoring), lambda spec: judge_completer(agents.get(spec, options)))
         return _scorers[key]
 
 
@@ -116,9 +117,7 @@ def execute_job(job: EpisodeJob, agents: AgentCache, samples: list[Sample] | Non
         record, scored = _record(job, samples[index], outcome, score, now - clock[0])
         clock[0] = now
         records.append(record)
-        if scored is None or not hasattr(taskset, "feedback"):
-            return None
-        return taskset.feedback(samples[index], scored)
+        return None if scored is None else taskset.feedback(samples[index], scored)
 
     run_chain(agent, [s.task for s in samples], job.harness_config, after, **kwargs)
     return records

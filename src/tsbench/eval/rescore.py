@@ -41,13 +41,15 @@ def _slug(text: str) -> str:
     return text.replace("/", "_").replace(":", "_")
 
 
-def rescore_run(run_dir: Path, judge: str, out: Path | None = None) -> tuple[Path, RescoreStats]:
+def rescore_run(run_dir: Path, judge: str, out: Path | None = None,
+                judge_options: dict | None = None) -> tuple[Path, RescoreStats]:
+    """`judge_options`: the judge model's provider options (JudgeSettings.judge_options())."""
     run_dir = Path(run_dir)
     if not (run_dir / RUN_JSON).is_file():
         raise UserError(f"{run_dir} is not a run dir (no run.json)")
     info = load_run(run_dir)
     taskset = get_taskset(info.get("family") or "anomalyxl")
-    if not hasattr(taskset, "scorer"):
+    if not taskset.judged:
         raise UserError(f"family {taskset.name} is not scored by a judge; nothing to re-score")
     out = Path(out) if out is not None else run_dir.with_name(f"{run_dir.name}__rescored-{_slug(judge)}")
     if out.resolve() == run_dir.resolve():
@@ -55,7 +57,7 @@ def rescore_run(run_dir: Path, judge: str, out: Path | None = None) -> tuple[Pat
     agents = AgentCache()
     try:
         score = taskset.scorer({"judge": judge, "run_dir": str(run_dir)},
-                               lambda spec: judge_completer(agents.get(spec, {})))
+                               lambda spec: judge_completer(agents.get(spec, dict(judge_options or {}))))
         records = read_journal(run_dir)
         stats = RescoreStats(rows=len(records))
         for record in records:
@@ -85,8 +87,7 @@ def rescore_run(run_dir: Path, judge: str, out: Path | None = None) -> tuple[Pat
     settings = {**info.get("settings", {}), "judge": judge}
     info.update(run_name=out.name, settings=settings, rescored_from=str(run_dir), updated_at=now_utc(),
                 config={**info.get("config", {}), "judge": judge})
-    if hasattr(taskset, "variant"):
-        info["variant"] = taskset.variant(settings)
+    info["variant"] = taskset.variant(settings)
     write_json(out / RUN_JSON, info)
     samples = load_samples(out)
     write_json(out / RESULTS_JSON, {

@@ -18,17 +18,18 @@ import pandas as pd
 
 from tsbench.core.config import flat
 from tsbench.core.errors import UserError
-from tsbench.core.provenance import git_commit, versions, write_json
+from tsbench.core.settings import check as check_settings
+from tsbench.core.provenance import checked_identity, git_commit, versions, write_json
 from tsbench.core.tracking import check_targets
-from tsbench.eval.agents import AgentCache, check_pairing, default_harness, reference_note
-from tsbench.eval.config import RESULT_KEYS, EvalConfig, result_settings, run_name
+from tsbench.eval.agents import AgentCache, check_combination, check_pairing, default_harness, reference_note
+from tsbench.eval.config import EvalConfig, result_settings, run_name, settings_diff
 from tsbench.eval.episode import EpisodeJob
-from tsbench.eval.executors import OnInterrupt, get_executor
+from tsbench.eval.executors import ExecutorOptions, OnInterrupt, executor_class
 from tsbench.eval.selection import select_rows
 from tsbench.eval.tracking import open_reporters
-from tsbench.harness import require_jail
 from tsbench.results import RESULTS_JSON, RUN_JSON, Journal, consolidate, load_run, load_samples, now_utc
 from tsbench.results.journal import read_journal_report
+from tsbench.results.lock import LOCK_FILE, RunDirLock
 from tsbench.results.summary import summarize
 from tsbench.tasks import get_taskset
 from tsbench.tasks.base import SampleRef
@@ -76,16 +77,16 @@ def _open_run_dir(cfg: EvalConfig, out: Path, identity: dict, reference: str | N
     if (out / RUN_JSON).exists() and not cfg.overwrite:
         previous = load_run(out)
         old = previous.get("settings", {})
-        changed = [k for k in RESULT_KEYS if k in old and old.get(k) != settings[k]]
-        if previous.get("dataset", {}).get("key") != identity["key"]:
-            changed.append("dataset")
+        changed = settings_diff(old, settings)
+        if (was := previous.get("dataset", {}).get("key")) != identity["key"]:
+            changed.append(f"dataset: {was!r} → {identity['key']!r}")
         if changed:
-            raise UserError(f"{out} holds a run with different settings ({', '.join(changed)}); "
+            raise UserError(f"{out} holds a run made with different settings ({'; '.join(changed)}); "
                             "use another --out, or --overwrite to discard it")
         created = previous.get("created_at", now_utc())
     else:
         if cfg.overwrite and out.exists():
-            shutil.rmtree(out)
+            _empty_run_dir(out)
         created = now_utc()
     out.mkdir(parents=True, exist_ok=True)
     info = {
@@ -122,34 +123,45 @@ def run_eval(cfg: EvalConfig, progress: RunProgress | None = None,
              on_interrupt: OnInterrupt | None = None) -> Path:
     """Evaluate, resuming whatever the run dir already holds; returns the run dir."""
     hc = cfg.harness_config
-    if cfg.epochs < 1 or cfg.concurrency < 1 or hc.max_turns < 1 or hc.period_steps < 1 or hc.depth < 0:
-        raise UserError("--epochs, --concurrency, --max-turns and --period-steps must be >= 1, --depth >= 0")
-    if cfg.fail_on_error < 0 or (cfg.client_timeout_s is not None and cfg.client_timeout_s <= 0):
-        raise UserError("--fail-on-error must be >= 0 and --client-timeout > 0")
+    check_settings(cfg)  # declared types and bounds (core/settings.py), also for configs built in Python
     if not cfg.model:
         raise UserError("--model is required (or a --config that sets model)")
     check_targets(cfg.report_to)
     taskset = get_taskset(cfg.family)
     agents = AgentCache()
+    if cfg.harness and (foreign := hc.foreign_settings(cfg.harness)):  # before a vLLM server starts, too
+        raise UserError("; ".join(foreign))
+    check_combination(cfg.model, cfg.harness, hc)  # before a vLLM server starts or weights load
     agent = agents.get(cfg.model, cfg.model_options())  # fail fast on a bad spec or a missing key
-    cfg.harness = (cfg.harness or getattr(taskset, "default_harness", None)
+    cfg.harness = (cfg.harness or taskset.default_harness
                    or (getattr(agent, "harnesses", None) or (default_harness(cfg.model),))[0])
-    check_pairing(cfg.model, cfg.harness, agent)
-    if cfg.harness not in getattr(taskset, "harnesses", (cfg.harness,)):
+    check_pairing(cfg.model, cfg.harness, agent, hc)
+    if foreign := hc.foreign_settings(cfg.harness):
+        raise UserError("; ".join(foreign))
+    if taskset.judged and cfg.judge and not cfg.judge.startswith("judge/"):
+        agents.get(cfg.judge, cfg.judge_options())  # the judge's spec, server and key, checked before any episode
+    if taskset.harnesses is not None and cfg.harness not in taskset.harnesses:
         raise UserError(f"family {cfg.family} is played by {', '.join(taskset.harnesses)}, not {cfg.harness}")
-    if cfg.executor != "ray":  # Ray workers check their own nodes, where the kernels run
-        require_jail(cfg.harness, hc.unsafe_sandbox)
+    executor_cls = executor_class(cfg.executor)
+    executor_cls.preflight(cfg.harness, hc.unsafe_sandbox)  # e.g. the jail, where this executor runs kernels
     files = taskset.resolve(cfg.data, seed=cfg.seed, split=cfg.split, root=cfg.data_root, filters=cfg.filters())
     cfg.data = [str(f) for f in files]
     settings = result_settings(cfg)
     rows = select_rows(taskset, files, categories=cfg.categories, sample_ids=cfg.sample_ids, limit=cfg.limit,
                        seed=cfg.seed, filters=cfg.filters(), settings=settings)
     out = Path(cfg.out) if cfg.out else Path("results") / run_name(cfg)
-    variant = taskset.variant(settings) if hasattr(taskset, "variant") else ""
-    info = _open_run_dir(cfg, out, taskset.dataset_identity(files), reference_note(agent), variant)
-    chains = taskset.chains(rows, settings) if hasattr(taskset, "chains") else None
-    scoring = (("judge", cfg.judge), ("run_dir", str(out))) if hasattr(taskset, "scorer") else ()
-    reporters = open_reporters(cfg.report_to, out, info)
+    variant = taskset.variant(settings)
+    identity = checked_identity(taskset.dataset_identity(files), files, cfg.allow_modified_data)  # bytes read
+    lock = RunDirLock(out)  # one writer per run dir, held until the run is summarised
+    try:
+        info = _open_run_dir(cfg, out, identity, reference_note(agent), variant)
+        chains = taskset.chains(rows, settings)
+        scoring = ((("judge", cfg.judge), ("judge_options", tuple(sorted(cfg.judge_options().items()))),
+                    ("run_dir", str(out))) if taskset.judged else ())
+        reporters = open_reporters(cfg.report_to, out, info)
+    except BaseException:
+        lock.release()
+        raise
 
     keys = [(rid, e) for rid in rows["id"] for e in range(cfg.epochs)]
     journal_read = read_journal_report(out)
@@ -181,22 +193,43 @@ def run_eval(cfg: EvalConfig, progress: RunProgress | None = None,
     executor = None
     try:
         if pending:
-            executor = get_executor(cfg.executor, **_executor_options(cfg, agents))
+            forward_env = tuple(name for name in (cfg.api_key_env, cfg.judge_api_key_env) if name)
+            executor = executor_cls.from_options(ExecutorOptions(cfg.concurrency, agents, cfg.ray_address, forward_env))
             executor.run(_jobs(cfg, rows, pending, chains, scoring), on_record, on_interrupt)
     finally:
-        journal.close()
-        if executor is not None:
-            executor.close()
-        agents.close()
-        reporters.finish(_finalize(out, info, wanted, taskset))
-        reporters.close()
+        try:
+            _close_all(journal.close, executor.close if executor is not None else None, agents.close)
+            reporters.finish(_finalize(out, info, wanted, taskset))
+            reporters.close()
+        finally:
+            lock.release()
     return out
 
 
-def _executor_options(cfg: EvalConfig, agents: AgentCache) -> dict:
-    if cfg.executor == "threads":
-        return {"concurrency": cfg.concurrency, "agents": agents}
-    return {"workers": cfg.concurrency, "address": cfg.ray_address}
+def _close_all(*closers) -> None:
+    """Call every closer even when one fails (a full disk fails the journal's last flush; the
+    executor and model clients must still be shut down); the first failure is raised after."""
+    failure = None
+    for close in closers:
+        if close is None:
+            continue
+        try:
+            close()
+        except Exception as exc:  # noqa: BLE001 - re-raised below
+            failure = failure or exc
+    if failure is not None:
+        raise failure
+
+
+def _empty_run_dir(out: Path) -> None:
+    """--overwrite: everything in the run dir goes but the lock file this process holds."""
+    for child in out.iterdir():
+        if child.name == LOCK_FILE:
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
 
 
 def _finalize(out: Path, info: dict, wanted: set, taskset) -> dict:

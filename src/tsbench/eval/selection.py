@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from tsbench.core.errors import UserError
-from tsbench.tasks.base import Taskset
+from tsbench.tasks.base import TaskFamily
 
 
 def _rng(*key) -> np.random.Generator:
@@ -58,7 +58,7 @@ def draw_chains(rows: pd.DataFrame, chains: list[list[str]], strata: tuple[str, 
     return rows[rows["id"].isin({rid for chain in chains if chain[0] in picked for rid in chain})]
 
 
-def select_rows(taskset: Taskset, files, *, categories=None, sample_ids=None, limit=None, seed=42,
+def select_rows(taskset: TaskFamily, files, *, categories=None, sample_ids=None, limit=None, seed=42,
                 filters=None, settings=None) -> pd.DataFrame:
     if limit is not None and limit < 1:
         raise UserError(f"--limit must be at least 1 (got {limit})")
@@ -74,7 +74,7 @@ def select_rows(taskset: Taskset, files, *, categories=None, sample_ids=None, li
             raise UserError(f"no sample {missing[0]!r} in the selected data")
         rows = rows[rows["id"].isin(sample_ids)]
     if limit is not None:
-        chains = taskset.chains(rows, settings or {}) if hasattr(taskset, "chains") else None
+        chains = taskset.chains(rows, settings or {})
         strata = tuple(taskset.strata)
         rows = draw(rows, strata, limit, seed) if chains is None else draw_chains(rows, chains, strata, limit, seed)
     if rows.empty:

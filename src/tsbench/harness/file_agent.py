@@ -30,6 +30,7 @@ from typing import Any, Callable
 from tsbench.core.text import strip_reasoning
 from tsbench.harness import file_agent_kernel as kernel
 from tsbench.harness import file_agent_prompts as prompts
+from tsbench.harness.accounting import spending
 from tsbench.harness.episode import EpisodeError, EpisodeOutcome, EpisodeResult, EpisodeTask, HarnessConfig
 from tsbench.harness.rlm import extract_code
 from tsbench.harness.runtime.sandbox import Sandbox, SandboxError, truncate_observation
@@ -109,8 +110,9 @@ class Session:
               deadline: float) -> dict | None:
         """One model reply and its code; the final_answer event if the reply made one."""
         info = replace(task.info(code_execution=True), meta={**task.meta, **self._meta("period")})
-        completion = self.model.generate(self.messages, max_tokens=self.cfg.max_tokens,
-                                         temperature=self.cfg.temperature, task=info)
+        with spending(result):  # a failing call's error row keeps the period's spend (harness/accounting.py)
+            completion = self.model.generate(self.messages, max_tokens=self.cfg.max_tokens,
+                                             temperature=self.cfg.temperature, task=info)
         result.add_completion(completion)
         self.last_input_tokens = completion.input_tokens
         self.messages.append(Message("assistant", completion.text))
@@ -184,8 +186,9 @@ class Session:
         request = self.messages + [Message("user", (self.feedback + "\n\n" if self.feedback else "")
                                            + prompts.COMPACTION_REQUEST)]
         info = replace(task.info(code_execution=False), meta={**task.meta, **self._meta("compaction")})
-        completion = self.model.generate(request, max_tokens=self.cfg.max_tokens, temperature=self.cfg.temperature,
-                                         task=info)
+        with spending(result):
+            completion = self.model.generate(request, max_tokens=self.cfg.max_tokens,
+                                             temperature=self.cfg.temperature, task=info)
         result.add_completion(completion)
         summary = strip_reasoning(completion.text).strip()
         self.messages = [Message("system", system), Message("user", prompts.COMPACTED.format(summary=summary))]

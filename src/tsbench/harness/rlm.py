@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from tsbench.harness.accounting import CUT_OFF_NOTICE, cut_off, nested, spending
 from tsbench.harness.episode import EpisodeError, EpisodeResult, EpisodeTask, HarnessConfig
 from tsbench.harness.prompts import FINAL_TURN_NOTICE, observation_message, rlm_system_prompt
 from tsbench.harness.runtime.sandbox import Sandbox, truncate_observation
@@ -51,7 +52,8 @@ def run_rlm(model: ChatModel, task: EpisodeTask, cfg: HarnessConfig, *, image: b
     handler = None
     if depth > 0:
         def handler(question: str, data: dict | None) -> str:
-            sub = run_rlm(model, _sub_task(task, question, data), cfg, image=image, depth=depth - 1)
+            sub = nested(result, lambda: run_rlm(model, _sub_task(task, question, data), cfg, image=image,
+                                                  depth=depth - 1))  # its cost and calls join this row's
             result.sub_calls += 1 + sub.sub_calls
             result.sub_call_tokens += sub.input_tokens + sub.output_tokens + sub.sub_call_tokens
             result.transcript.append({"role": "sub_rlm", "question": question, "final": sub.final_message, "turns": sub.turns})
@@ -73,24 +75,37 @@ def run_rlm(model: ChatModel, task: EpisodeTask, cfg: HarnessConfig, *, image: b
                 messages[-1] = Message("user", f"{messages[-1].content}\n\n{FINAL_TURN_NOTICE}", images=messages[-1].images)
                 result.transcript.append({"role": "notice", "content": FINAL_TURN_NOTICE})
             _check_caps(result, cfg, started)
-            completion = model.generate(messages, max_tokens=cfg.max_tokens, temperature=cfg.temperature, task=task.info(code_execution=True))
+            with spending(result):
+                completion = model.generate(messages, max_tokens=cfg.max_tokens, temperature=cfg.temperature, task=task.info(code_execution=True))
             result.add_completion(completion)
             messages.append(Message("assistant", completion.text))
             result.transcript.append({
                 "role": "assistant", "turn": turn, "content": completion.text, "input_tokens": completion.input_tokens,
                 "output_tokens": completion.output_tokens, "latency_s": round(completion.latency_s, 3),
+                "finish_reason": completion.extra.get("finish_reason"),
             })
             blocks = [] if last else extract_code(completion.text)
             if not blocks:
+                if cut_off(completion):  # never a final answer (harness/accounting.py)
+                    if not last:
+                        messages.append(Message("user", CUT_OFF_NOTICE))
+                        result.transcript.append({"role": "notice", "content": CUT_OFF_NOTICE})
+                    continue
                 result.final_message = completion.text
                 break
             outputs, images, events = [], [], []
+            skipped, blocks = max(0, len(blocks) - cfg.max_blocks_per_reply), blocks[: cfg.max_blocks_per_reply]
             for code in blocks:
-                cell = sandbox.run(code)
+                remaining = _remaining_s(cfg, started)
+                if remaining is not None and remaining <= 0:
+                    break  # the episode's wall clock is spent: the check below ends it
+                cell = sandbox.run(code, timeout_s=remaining)
                 result.code_cells += 1
                 outputs.append(cell.observation(max_chars=10 * cfg.observation_chars))
                 images.extend(cell.images)
                 events.append({"code": code, "timed_out": cell.timed_out, "restarted": cell.restarted, "seconds": round(cell.seconds, 3)})
+            if skipped:
+                outputs.append(f"[{skipped} more code block(s) not run: at most {cfg.max_blocks_per_reply} per reply]")
             images = images[: cfg.max_figures] if image else []
             observation = truncate_observation(observation_message(outputs, len(images)), cfg.observation_chars)
             messages.append(Message("user", observation, images=images))
@@ -98,6 +113,7 @@ def run_rlm(model: ChatModel, task: EpisodeTask, cfg: HarnessConfig, *, image: b
                 "role": "tool", "turn": turn, "cells": events, "observation": observation,
                 "images": [hashlib.sha256(png).hexdigest()[:16] for png in images],
             })
+            _check_caps(result, cfg, started)  # a spent wall clock ends the episode here, not after another reply
     return result
 
 
@@ -106,3 +122,8 @@ def _check_caps(result: EpisodeResult, cfg: HarnessConfig, started: float) -> No
         raise EpisodeError("token_cap", f"episode used {result.input_tokens + result.output_tokens} tokens (cap {cfg.episode_token_cap})", result)
     if cfg.episode_wall_s is not None and time.monotonic() - started >= cfg.episode_wall_s:
         raise EpisodeError("wall_clock", f"episode ran past {cfg.episode_wall_s} s", result)
+
+
+def _remaining_s(cfg: HarnessConfig, started: float) -> float | None:
+    """Seconds left of the episode's wall clock (None: no cap); each cell's timeout is at most this."""
+    return None if cfg.episode_wall_s is None else cfg.episode_wall_s - (time.monotonic() - started)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
+from tsbench.harness.accounting import cut_off
 from tsbench.harness.episode import EpisodeResult, EpisodeTask, HarnessConfig
 from tsbench.harness.plots import render_series_png
 from tsbench.harness.prompts import SINGLE_PASS_SYSTEM, single_pass_image_prompt, single_pass_text_prompt
@@ -21,13 +22,15 @@ def run_single_pass(model: ChatModel, task: EpisodeTask, cfg: HarnessConfig, *, 
         meta = {"stride": stride}
     messages = [Message("system", SINGLE_PASS_SYSTEM), user]
     completion = model.generate(messages, max_tokens=cfg.max_tokens, temperature=cfg.temperature, task=task.info())
-    result = EpisodeResult(final_message=completion.text)
+    # A reply the token cap cut off is never the answer (harness/accounting.py): this is the only turn.
+    result = EpisodeResult(final_message="" if cut_off(completion) else completion.text)
     result.add_completion(completion)
     result.transcript = [
         {"role": "system", "content": SINGLE_PASS_SYSTEM},
         {"role": "user", "content": _abridged(user.content), "images": len(user.images), **meta},
         {"role": "assistant", "content": completion.text, "input_tokens": completion.input_tokens,
-         "output_tokens": completion.output_tokens, "latency_s": round(completion.latency_s, 3)},
+         "output_tokens": completion.output_tokens, "latency_s": round(completion.latency_s, 3),
+         "finish_reason": completion.extra.get("finish_reason")},
     ]
     return result
 

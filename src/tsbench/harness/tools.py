@@ -18,6 +18,7 @@ import hashlib
 import time
 from dataclasses import replace
 
+from tsbench.harness.accounting import CUT_OFF_NOTICE, cut_off, spending
 from tsbench.harness.episode import EpisodeError, EpisodeResult, EpisodeTask, HarnessConfig
 from tsbench.harness.rlm import _check_caps
 from tsbench.harness.runtime.sandbox import Sandbox, SandboxError
@@ -119,17 +120,24 @@ def run_tools(model: ChatModel, task: EpisodeTask, cfg: HarnessConfig, *, image:
                 protocol.add_notice(messages, TOOLS_FINAL_NOTICE)
                 result.transcript.append({"role": "notice", "content": TOOLS_FINAL_NOTICE})
             _check_caps(result, cfg, started)
-            completion = protocol.generate(model, messages, toolset, final=last, max_tokens=cfg.max_tokens,
-                                           temperature=cfg.temperature, task=info)
+            with spending(result):
+                completion = protocol.generate(model, messages, toolset, final=last, max_tokens=cfg.max_tokens,
+                                               temperature=cfg.temperature, task=info)
             result.add_completion(completion)
             calls = [] if last else protocol.calls(completion, toolset, turn)
             result.transcript.append({
                 "role": "assistant", "turn": turn, "content": completion.text,
                 "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls],
                 "input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens,
-                "latency_s": round(completion.latency_s, 3),
+                "latency_s": round(completion.latency_s, 3), "finish_reason": completion.extra.get("finish_reason"),
             })
             if not calls:
+                if cut_off(completion):  # never a final answer (harness/accounting.py)
+                    if not last:
+                        messages.append(Message("assistant", completion.text))
+                        protocol.add_notice(messages, CUT_OFF_NOTICE)
+                        result.transcript.append({"role": "notice", "content": CUT_OFF_NOTICE})
+                    continue
                 result.final_message = completion.text
                 break
             messages.append(protocol.assistant_message(completion))

@@ -22,6 +22,7 @@ from inspect_ai.scorer import Score, Target, grouped, mean, scorer, stderr
 from inspect_ai.solver import Generate, TaskState, solver
 
 from tsbench.eval.selection import select_rows
+from tsbench.core.config import build
 from tsbench.harness import HarnessConfig, get_harness, play
 from tsbench.interop.inspect_messages import to_messages
 from tsbench.interop.inspect_model import InspectChatModel
@@ -58,7 +59,7 @@ def tsbench_dataset(family: str, *, data=None, seed: int = 42, split: str = "tes
 def tsbench_harness(harness: str = "single-pass-text", **settings):
     """Play the sample with one of our harnesses (harness/): inspect's model is the agent."""
     get_harness(harness)  # an unknown name, or a harness whose extra is missing, fails before any sample
-    cfg = HarnessConfig(**settings)
+    cfg = build(HarnessConfig, settings, where="-T setting")  # typed and range-checked, as eval's flags are
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         ref = SampleRef(**state.metadata["ref"])

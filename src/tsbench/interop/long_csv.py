@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from tsbench.core.sanitize import csv_cell
 from tsbench.interop.source import RunSource
 
 IDENTITY = ("run", "model", "harness", "depth", "family", "split", "regime", "category", "length", "n_channels",
@@ -42,5 +43,5 @@ def write_long_csv(source: RunSource, out: Path) -> Path:
     with open(out, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(HEADER)
-        writer.writerows(("" if v is None else v for v in line) for line in long_rows(source))
+        writer.writerows(("" if v is None else csv_cell(v) for v in line) for line in long_rows(source))
     return out

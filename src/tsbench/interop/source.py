@@ -10,6 +10,7 @@ import pandas as pd
 
 from tsbench.core.errors import UserError
 from tsbench.results import RESULTS_JSON, is_run_dir, load_run, load_samples
+from tsbench.results.records import transcript_events
 from tsbench.results.summary import summarize
 
 
@@ -65,7 +66,7 @@ def read_source(run_dir: str | Path) -> RunSource:
 def transcript_of(row: dict) -> list[dict]:
     """A row's transcript events (an unreadable one is empty, never an error)."""
     try:
-        events = json.loads(row.get("transcript") or "[]")
+        events = transcript_events(row)
     except (TypeError, json.JSONDecodeError):
         return []
     return events if isinstance(events, list) else []

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from tsbench.core.sanitize import csv_frame
+
 from .columns import columns_for, family_columns, is_choice
 from .figures import length_curves_figure, length_heatmap
 from .html import render_html
@@ -132,12 +134,12 @@ def build_leaderboard(run_dirs: list[Path], out: Path, with_paper: bool = False,
     for name, text in (("leaderboard.md", render_markdown(result)), ("leaderboard.html", render_html(result))):
         (out / name).write_text(text, encoding="utf-8")
         result.files[name] = out / name
-    _csv_frame(result).to_csv(out / "leaderboard.csv", index=False)
+    csv_frame(_csv_frame(result)).to_csv(out / "leaderboard.csv", index=False)  # no cell runs as a formula
     result.files["leaderboard.csv"] = out / "leaderboard.csv"
     extras = {"costs.csv": result.costs, "paired.csv": result.paired, "by_length.csv": result.by_length,
               "curves.csv": result.curves, "failures.csv": result.failures,
               **family_frames}
     for name, frame in extras.items():
-        frame.to_csv(out / name, index=False)
+        csv_frame(frame).to_csv(out / name, index=False)
         result.files[name] = out / name
     return result

@@ -1,4 +1,4 @@
-"""The results table's columns, from each family's Taskset (never a table written here).
+"""The results table's columns, from each family's TaskFamily (never a table written here).
 
 Results copied from elsewhere may name a family this install cannot load: its columns are then
 the categories found in the rows, each a plain mean score, and a warning says so.

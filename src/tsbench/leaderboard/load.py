@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -41,6 +41,7 @@ class RunInfo:
     expected_samples: int | None
     n_rows: int
     summary: dict | None = None  # results.json's "results" (per category and overall), when the run has one
+    settings: dict = field(default_factory=dict)  # run.json "settings": everything that can change an answer
 
 
 def discover_runs(paths: list[Path], skip: Path | None = None) -> tuple[list[Path], list[str]]:
@@ -143,12 +144,52 @@ def read_run(run_dir: Path) -> tuple[RunInfo, pd.DataFrame]:
         expected_samples=meta.get("expected_samples"),
         n_rows=len(frame),
         summary=(read_results_json(run_dir) or {}).get("results"),
+        settings=meta.get("settings") if isinstance(meta.get("settings"), dict) else {},
     )
     frame = frame.assign(
         model=info.model, harness=info.harness, depth=info.depth, dataset=info.dataset, family=info.family,
         reference=info.reference, run_name=info.run_name, run_complete=info.complete,
     )
     return info, frame
+
+
+# Settings the row key already holds (or that are shown beside the harness anyway).
+KEYED_SETTINGS = frozenset({"model", "harness", "depth", "family", "unsafe_sandbox"})
+
+
+def _setting_text(key: str, value) -> str:
+    """`key=value`, short: a URL as host:port/path, a file path as its name."""
+    if isinstance(value, str) and "://" in value:
+        text = value.split("://", 1)[1].rstrip("/").removesuffix("/v1")
+    elif isinstance(value, str) and "/" in value:
+        text = Path(value).name
+    else:
+        text = value if isinstance(value, str) else json.dumps(value)
+    return f"{key}={text if len(text) <= 40 else text[:39] + '…'}"
+
+
+def settings_labels(settings: list[dict]) -> list[str]:
+    """For runs of one (dataset, model, harness, depth): what tells each apart, e.g.
+    'base_url=127.0.0.1:8001' or 'cell_timeout_s=10.0'; '' for every run when they all agree.
+    Only settings every run recorded are compared (older runs recorded fewer)."""
+    shared = set.intersection(*(set(s) for s in settings)) - KEYED_SETTINGS if settings else set()
+    differing = sorted(k for k in shared if len({json.dumps(s[k], sort_keys=True, default=str) for s in settings}) > 1)
+    return [", ".join(_setting_text(k, s[k]) for k in differing) for s in settings]
+
+
+def _split_by_settings(infos: list[RunInfo], frames: list[pd.DataFrame]) -> tuple[list[RunInfo], list[pd.DataFrame]]:
+    """Runs of one model name against different servers or harness settings are different rows:
+    each gets the settings that differ beside its harness ("rlm [base_url=host:8001]")."""
+    groups: dict[tuple, list[int]] = {}
+    for i, info in enumerate(infos):
+        groups.setdefault((info.dataset, info.model, info.harness, info.depth), []).append(i)
+    infos, frames = list(infos), list(frames)
+    for members in groups.values():
+        for i, label in zip(members, settings_labels([infos[i].settings for i in members])):
+            if label:
+                infos[i] = replace(infos[i], harness=f"{infos[i].harness} [{label}]")
+                frames[i] = frames[i].assign(harness=infos[i].harness)
+    return infos, frames
 
 
 def _dedupe(frame: pd.DataFrame) -> pd.DataFrame:
@@ -163,8 +204,10 @@ def _dedupe(frame: pd.DataFrame) -> pd.DataFrame:
 def load_results(run_dirs: list[Path]) -> tuple[pd.DataFrame, list[RunInfo], list[str]]:
     """All rows of all runs, the runs' metadata, and warnings a reader should see.
 
-    Two runs of the same (model, harness, depth) on the same dataset (a resumed run written to a
-    second folder, say) are merged into one table row; runs on different datasets (different
+    Two runs of the same (model, harness, depth) and the same answer-changing settings (run.json
+    "settings": server, limits, harness options) on the same dataset (a resumed run written to a
+    second folder, say) are merged into one table row; runs that differ in a setting are separate
+    rows labelled with it; runs on different datasets (different
     manifest hashes) are never merged or ranked against each other.
     """
     infos: list[RunInfo] = []
@@ -190,6 +233,7 @@ def load_results(run_dirs: list[Path]) -> tuple[pd.DataFrame, list[RunInfo], lis
                 f"run {info.run_name} is incomplete ({info.n_rows - errors} of {info.expected_samples or '?'} rows "
                 f"scored, {errors} error rows); its cells are marked †"
             )
+    infos, frames = _split_by_settings(infos, frames)
     datasets = sorted({i.dataset for i in infos})
     if len(datasets) > 1:
         listed = ", ".join(d[:12] for d in datasets)

@@ -6,6 +6,8 @@ terminal and the paper: one legend everywhere (result.LEGEND).
 
 from __future__ import annotations
 
+from tsbench.core.sanitize import markdown_text
+
 from .paper_rows import PAPER_LABEL
 from .result import DASH, INCOMPLETE, LEGEND, LeaderboardResult, display_cell, display_columns, short_hash
 from .sections import (
@@ -19,8 +21,15 @@ from .sections import (
     paper_section,
 )
 
+class _Markup(str):
+    """A cell this renderer built itself (its own <ins> marks around escaped text): not escaped again."""
+
+
 def _esc(text) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """A table cell: our own markup as it is, anything else (model names, answers, errors) HTML-escaped."""
+    if isinstance(text, _Markup):
+        return str(text).replace("|", "\\|").replace("\n", " ")
+    return markdown_text(text)
 
 
 def _table(header: list, rows: list[list]) -> list[str]:
@@ -29,12 +38,13 @@ def _table(header: list, rows: list[list]) -> list[str]:
 
 
 def _marked(cell) -> str:
-    text = {"best": f"**{cell.text}**", "second": f"<ins>{cell.text}</ins>"}.get(cell.mark, cell.text)
+    shown = markdown_text(cell.text)
+    text = {"best": f"**{shown}**", "second": f"<ins>{shown}</ins>"}.get(cell.mark, shown)
     if cell.incomplete:
-        text += f" {INCOMPLETE}" + (f" ({cell.n_text})" if cell.text != DASH else "")
+        text += f" {INCOMPLETE}" + (f" ({markdown_text(cell.n_text)})" if cell.text != DASH else "")
     elif cell.common:
-        text += f" ({cell.n_text})"
-    return text
+        text += f" ({markdown_text(cell.n_text)})"
+    return _Markup(text)
 
 
 def _main_tables(result: LeaderboardResult, dataset: str) -> list[str]:
@@ -64,7 +74,7 @@ def _section(title: str, intro: str, table: tuple[list, list[list]], empty: str)
 
 def _dataset(result: LeaderboardResult, dataset: str) -> list[str]:
     names = sorted({r.run_name for r in result.runs if r.dataset == dataset})
-    lines = [f"## Dataset {short_hash(dataset)}", "", f"Runs: {', '.join(names)}", ""]
+    lines = [f"## Dataset {markdown_text(short_hash(dataset))}", "", f"Runs: {markdown_text(', '.join(names))}", ""]
     lines += _main_tables(result, dataset)
     if dataset in result.family_sections:  # a family with its own boards (TimeSage)
         for title, intro, table in result.family_sections[dataset]:
@@ -95,7 +105,7 @@ def render_markdown(result: LeaderboardResult) -> str:
              f"{len(result.runs)} run(s) on {len(result.datasets)} dataset(s); bootstrap {result.n_boot} resamples, "
              f"seed {result.seed}.", ""]
     if result.warnings:
-        lines += ["**Warnings**", "", *(f"- {w}" for w in result.warnings), ""]
+        lines += ["**Warnings**", "", *(f"- {markdown_text(w)}" for w in result.warnings), ""]
     lines += [LEGEND, ""]
     for dataset in result.datasets:
         lines += _dataset(result, dataset)

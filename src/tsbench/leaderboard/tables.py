@@ -8,7 +8,8 @@ Conventions (they decide what a number means, so they are stated once here):
   error rate and in the failures table. A row that finished without a parseable answer has a
   score (0) and is included; MCQ macro-F1 counts it as a miss.
 - A cell is incomplete when it has fewer scored rows than the run has rows of that category,
-  fewer rows than the column's count (the most any configuration on that dataset has), or its
+  fewer distinct ids than the column's count (the most ids any configuration on that dataset has:
+  counted per epoch, so a complete 1-epoch run is not incomplete beside a 2-epoch one), or its
   run says complete=false.
 - Configurations are compared on their common rows: when the complete cells of a column did not
   all score the same (id, epoch) rows (different --limit draws, say), each of them is shown over
@@ -19,7 +20,7 @@ Conventions (they decide what a number means, so they are stated once here):
   Reference policies (run.json "reference": they see what a model does not) and incomplete cells
   are never marked.
 - `small_n`: fewer than SMALL_N scored rows, so the 95 % interval is rough (renderers flag it).
-- Columns, their order and which are multiple choice come from the family's Taskset.
+- Columns, their order and which are multiple choice come from the family's TaskFamily.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from .load import CONFIG_KEY
 from .stats import bootstrap_macro_f1_ci, bootstrap_mean_of_means, cell_seed, gold_option, mcq_macro_f1, predicted_option
 
 SMALL_N = 10  # below this many scored rows an interval carries a warning
-CELL_COLUMNS = CONFIG_KEY + ["category", "n_rows", "n_scored", "n_own", "common", "mean", "mean_lo", "mean_hi",
+CELL_COLUMNS = CONFIG_KEY + ["category", "n_rows", "n_ids", "n_scored", "n_own", "common", "mean", "mean_lo", "mean_hi",
                              "f1", "f1_lo", "f1_hi", "run_complete", "reference"]
 
 
@@ -69,7 +70,8 @@ def _configs(rows: pd.DataFrame) -> pd.DataFrame:
 
 def _cell(column: Column | None, group: pd.DataFrame, n_boot: int, seed: int) -> dict:
     scored = group[group["score"].notna()]
-    out = {"n_rows": len(group), "n_scored": len(scored), "mean": np.nan, "mean_lo": np.nan, "mean_hi": np.nan,
+    out = {"n_rows": len(group), "n_ids": int(group["id"].nunique()), "n_scored": len(scored), "mean": np.nan,
+           "mean_lo": np.nan, "mean_hi": np.nan,
            "f1": np.nan, "f1_lo": np.nan, "f1_hi": np.nan}
     if scored.empty:
         return out
@@ -109,7 +111,7 @@ def cell_table(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.Data
     counts = column_counts(cells)
     expected = cells.merge(counts, on=["dataset", "category"], how="left")["column_n"].to_numpy()
     cells["incomplete"] = (
-        (cells["n_scored"] < cells["n_rows"]) | (cells["n_rows"] < expected) | ~cells["run_complete"].astype(bool)
+        (cells["n_scored"] < cells["n_rows"]) | (cells["n_ids"] < expected) | ~cells["run_complete"].astype(bool)
     )
     cells = _on_common_rows(cells, groups, columns, n_boot, seed)
     cells["small_n"] = cells["n_scored"] < SMALL_N
@@ -155,11 +157,12 @@ def common_row_notes(cells: pd.DataFrame) -> list[str]:
 
 
 def column_counts(cells: pd.DataFrame) -> pd.DataFrame:
-    """Sample count under each column header: the most rows any configuration has, per dataset."""
+    """Sample count under each column header: the most distinct rows (ids, whatever the number of
+    epochs) any configuration has, per dataset."""
     if cells.empty:
         return pd.DataFrame(columns=["dataset", "category", "column_n"])
-    counts = cells.groupby(["dataset", "category"])["n_rows"].max().reset_index()
-    return counts.rename(columns={"n_rows": "column_n"})
+    counts = cells.groupby(["dataset", "category"])["n_ids"].max().reset_index()
+    return counts.rename(columns={"n_ids": "column_n"})
 
 
 def _ranks(values: pd.Series) -> pd.Series:

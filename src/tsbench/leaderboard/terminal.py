@@ -5,6 +5,8 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
+from tsbench.core.sanitize import terminal_text
+
 from .paper_rows import PAPER_LABEL
 from .result import DASH, INCOMPLETE, LeaderboardResult, display_cell, display_columns, short_hash
 
@@ -39,12 +41,12 @@ def rich_tables(result: LeaderboardResult) -> list[Table]:
         table.add_row(Text("Samples", style="dim"), "", "",
                       *(Text(f"({result.count(dataset, c.category) or 0})", style="dim") for c in columns))
         for config in result.configs(dataset):
-            label = Text(str(config[0]))
+            label = Text(terminal_text(config[0]))
             if tuple(config) in result.incomplete_configs(dataset):
                 label.append(f" {INCOMPLETE}", style="yellow")
             if note := result.reference(dataset, config):
-                label.append(f" (reference: {note})", style="italic yellow")
-            table.add_row(label, Text(str(config[1])), str(config[2]),
+                label.append(f" (reference: {terminal_text(note)})", style="italic yellow")
+            table.add_row(label, Text(terminal_text(config[1])), str(config[2]),
                           *(_value(display_cell(result, dataset, config, c)) for c in columns))
         if result.paper is not None and result.family(dataset) == "anomalyxl":
             table.add_row(Text(f"Paper Table 1 (quoted): {PAPER_LABEL}", style="italic dim"), "", "",

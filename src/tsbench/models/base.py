@@ -45,6 +45,19 @@ class Completion:
     extra: dict[str, Any] = field(default_factory=dict)
     tool_calls: list[ToolCall] = field(default_factory=list)  # native function calls (see ChatModel)
 
+    def accounting(self) -> dict[str, Any]:
+        """What this call is accounted by in a results row: why it stopped, its usage (or "missing"
+        when the server sent none), tokens, cost, attempts and time."""
+        extra = self.extra
+        return {
+            "finish_reason": extra.get("finish_reason"),
+            "usage": "missing" if extra.get("usage_missing") else "reported",
+            "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "cost_usd": self.cost_usd,
+            "attempts": extra.get("attempts", 1), "failed_attempts": list(extra.get("failed_attempts") or []),
+            "latency_s": round(float(self.latency_s), 3),
+            "wall_s": round(float(extra.get("wall_s", self.latency_s)), 3),
+        }
+
 
 # The kinds of ModelError; the first four are transient and retried (see retry.py).
 RETRYABLE_KINDS = frozenset({"rate_limit", "server", "timeout", "connection"})
@@ -55,7 +68,8 @@ class ModelError(Exception):
     """A failed model call. `kind` drives retry policy: rate_limit, server, timeout, connection, bad_request.
 
     `retry_after_s` carries a server's Retry-After hint, `status_code` the HTTP status when there was one,
-    and `attempts` is set by the retry loop so an error row can say how hard we tried.
+    and `attempts` and `elapsed_s` are set by the retry loop so an error row can say how hard we tried.
+    A harness may attach the episode's partial result (`result`) so the error row keeps what was spent.
     """
 
     def __init__(
@@ -71,10 +85,17 @@ class ModelError(Exception):
         self.retry_after_s = retry_after_s
         self.status_code = status_code
         self.attempts = 1
+        self.elapsed_s: float | None = None
+        self.result: Any = None  # the episode's EpisodeResult so far, attached by the harness
 
     @property
     def retryable(self) -> bool:
         return self.kind in RETRYABLE_KINDS
+
+    def accounting(self) -> dict[str, Any]:
+        """The call an episode died on: error kind, HTTP status, attempts and the time its retries took."""
+        return {"error": self.kind, "status_code": self.status_code, "attempts": self.attempts,
+                "wall_s": None if self.elapsed_s is None else round(self.elapsed_s, 3)}
 
 
 class ModelUnavailableError(ValueError):

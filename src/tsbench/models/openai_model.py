@@ -8,6 +8,9 @@ never a reply scored 0: an empty `choices` list, a body that is not JSON, a choi
 message, or empty content with no tool call. Empty content is kept as the model's reply only when
 the server says why (finish_reason "length" or "content_filter", or a refusal): retrying would
 not change it, and a truncated or refused reply is the model's own result.
+
+Which key is sent where, and whose prices apply, is endpoint.py's rule. A server's error body is
+kept in the error message (JSON `detail` or `error.message`, else the first 500 characters).
 """
 
 from __future__ import annotations
@@ -16,32 +19,22 @@ import base64
 import email.utils
 import json
 import logging
-import os
 import time
 from typing import Any
 
 import openai
 
 from tsbench.models.base import Completion, Message, ModelError, TaskInfo, ToolCall
-from tsbench.models.pricing import cost_usd
+from tsbench.models.endpoint import (DEFAULT_OPENAI_BASE_URL, PLACEHOLDER_API_KEY, api_key_for,  # noqa: F401
+                                     is_openai_endpoint, parse_price, resolve_base_url)
+from tsbench.models.pricing import endpoint_cost_usd
 from tsbench.models.retry import DEFAULT_TIMEOUT_S, RetryPolicy, call_with_retries
 
 log = logging.getLogger(__name__)
 
-DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 # Why a reply may honestly be empty: it ran out of tokens (reasoning models) or was filtered.
 EMPTY_REPLY_REASONS = frozenset({"length", "content_filter"})
-# A placeholder key for OpenAI-compatible servers that don't check one (the client insists on a value).
-PLACEHOLDER_API_KEY = "EMPTY"
-
-
-def resolve_base_url(base_url: str | None) -> str:
-    """The explicit URL, else OPENAI_BASE_URL, else OpenAI's own API."""
-    return (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL).rstrip("/")
-
-
-def is_openai_endpoint(base_url: str) -> bool:
-    return base_url.rstrip("/") == DEFAULT_OPENAI_BASE_URL
+MAX_ERROR_BODY_CHARS = 500
 
 
 def message_payload(message: Message) -> dict[str, Any]:
@@ -90,6 +83,28 @@ def _retry_after_seconds(response: Any) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+def error_detail(error: openai.APIStatusError) -> str:
+    """Why the server refused, in its own words: JSON `detail` or `error.message` (or `message`), else
+    the first 500 characters of the body, else the client's message."""
+    body = error.body
+    if isinstance(body, dict):
+        nested = body.get("error")
+        for value in (body.get("detail"), nested.get("message") if isinstance(nested, dict) else nested,
+                      body.get("message")):
+            if value:
+                text = value if isinstance(value, str) else json.dumps(value, default=str)
+                return text[:MAX_ERROR_BODY_CHARS]
+    try:
+        raw = error.response.text.strip()
+    except Exception:  # a streamed or unreadable body
+        raw = ""
+    if raw:
+        return raw[:MAX_ERROR_BODY_CHARS]
+    if isinstance(body, str) and body.strip():
+        return body.strip()[:MAX_ERROR_BODY_CHARS]
+    return error.message
+
+
 def to_model_error(error: openai.OpenAIError) -> ModelError:
     """Sort an openai exception into the ModelError kind that decides whether to retry it."""
     # APITimeoutError subclasses APIConnectionError, so it is checked first.
@@ -99,7 +114,7 @@ def to_model_error(error: openai.OpenAIError) -> ModelError:
         return ModelError("connection", str(error))
     if isinstance(error, openai.APIStatusError):
         status = error.status_code
-        message = f"HTTP {status}: {error.message}"
+        message = f"HTTP {status}: {error_detail(error)}"
         if isinstance(error, openai.RateLimitError) or status == 429:
             kind = "rate_limit"
         elif status >= 500:
@@ -130,6 +145,8 @@ class OpenAIChatModel:
         extra_body: dict[str, Any] | None = None,
         *,
         name: str | None = None,
+        api_key_env: str | None = None,
+        price: str | tuple[float, float] | None = None,
     ):
         self.model_name = model_name
         self.name = name or f"openai/{model_name}"
@@ -137,15 +154,13 @@ class OpenAIChatModel:
         self.retry = retry or RetryPolicy()
         self.extra_body = dict(extra_body or {})
         self.timeout_s = timeout_s
+        self.price = parse_price(price)  # the user's ($/1M in, $/1M out); else list prices at OpenAI only
         self.endpoint = f"{self.base_url}/chat/completions"
-        key = api_key or os.environ.get("OPENAI_API_KEY")
-        if not key:
-            if is_openai_endpoint(self.base_url):
-                raise ValueError(
-                    "OPENAI_API_KEY is not set: export it, or pass --base-url for an OpenAI-compatible server"
-                )
-            key = PLACEHOLDER_API_KEY
+        key = api_key_for(self.base_url, api_key=api_key, api_key_env=api_key_env)
+        self._sent_no_key = key == PLACEHOLDER_API_KEY
         self._client = openai.OpenAI(api_key=key, base_url=self.base_url, timeout=timeout_s, max_retries=0)
+        if not is_openai_endpoint(self.base_url):  # the client adds OPENAI_ORG_ID / OPENAI_PROJECT_ID headers
+            self._client.organization = self._client.project = None
 
     def _request(self, messages: list[Message], max_tokens: int | None,
                  temperature: float | None, tools: list[dict[str, Any]] | None = None,
@@ -174,7 +189,12 @@ class OpenAIChatModel:
         try:
             response = self._client.chat.completions.create(**request)
         except openai.OpenAIError as error:
-            raise to_model_error(error) from error
+            failure = to_model_error(error)
+            if failure.status_code in (401, 403) and self._sent_no_key:
+                failure = ModelError(failure.kind, f"{str(failure).split(': ', 1)[1]} (no API key was sent to "
+                                     f"{self.base_url}: name the variable holding its key with --api-key-env)",
+                                     status_code=failure.status_code)
+            raise failure from error
         except (json.JSONDecodeError, UnicodeDecodeError) as error:  # the client parses the body itself
             raise ModelError("server", f"malformed JSON body from {self.endpoint}: {error}") from error
         latency = time.perf_counter() - started
@@ -219,7 +239,9 @@ class OpenAIChatModel:
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             latency_s=latency_s,
-            cost_usd=cost_usd(self.model_name, input_tokens, output_tokens),
+            # No usage, no count: the cost is unknown rather than the price of zero tokens.
+            cost_usd=None if usage is None else endpoint_cost_usd(self.model_name, self.base_url, input_tokens,
+                                                                  output_tokens, self.price),
             extra=extra,
             tool_calls=tool_calls,
         )
@@ -242,7 +264,7 @@ class OpenAIChatModel:
         request = self._request(messages, max_tokens, temperature, tools, tool_choice)
         started = time.perf_counter()
         completion = call_with_retries(lambda: self._call_once(request), self.retry,
-                                       label=f"{self.model_name} at {self.endpoint}")
+                                       label=f"{self.model_name} at {self.endpoint}", call_timeout_s=self.timeout_s)
         completion.extra["wall_s"] = time.perf_counter() - started
         return completion
 

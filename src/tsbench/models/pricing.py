@@ -5,11 +5,17 @@ dollars per million tokens, as published by OpenAI (mid-2025; gpt-5.5 as listed 
 release). They change: check them before quoting a cost. A model not listed here costs None
 (unknown), never 0. Some models bill a whole request at higher rates once its prompt passes a
 threshold (LONG_CONTEXT); a call is priced by its own prompt size, as the API bills it.
+
+These are OpenAI's prices, so they apply only at OpenAI's own endpoint (`endpoint_cost_usd`): the
+same model name behind another server (a proxy, a local one) costs what its owner says (`--price`),
+or is unknown.
 """
 
 from __future__ import annotations
 
 import re
+
+from tsbench.models.endpoint import is_openai_endpoint
 
 # model -> (input $/1M tokens, output $/1M tokens); approximate list prices, mid-2025.
 PRICES_PER_MILLION: dict[str, tuple[float, float]] = {
@@ -55,3 +61,14 @@ def cost_usd(model: str, input_tokens: int, output_tokens: int) -> float | None:
         return None
     input_price, output_price = price
     return (input_tokens * input_price + output_tokens * output_price) / 1_000_000
+
+
+def endpoint_cost_usd(model: str, base_url: str, input_tokens: int, output_tokens: int,
+                      price: tuple[float, float] | None = None) -> float | None:
+    """One call's cost at `base_url`: the user's `price` (input, output $/1M tokens) when given, else
+    the list price at OpenAI's own API only, else None (unknown, never 0)."""
+    if price is not None:
+        return (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000
+    if not is_openai_endpoint(base_url):
+        return None
+    return cost_usd(model, input_tokens, output_tokens)

@@ -4,7 +4,7 @@ Providers are imported lazily, so a run of one kind never pays for (or needs) an
 The registry owns option routing: each provider lists the options it takes, one it does not take
 is an error rather than silently dropped, and None values are ignored, so a caller can pass all
 of its settings through unchanged. Reference policies are not models: see tsbench.baselines.
-A new provider is one function and one line in PROVIDERS.
+A new provider is one function and one line in PROVIDERS, or a `provider.<name>` plugin entry point.
 """
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ from collections.abc import Callable
 from typing import Any
 
 from tsbench.core.extras import check
+from tsbench.core.registry import Registry
 from tsbench.models.base import ChatModel
 
-OPENAI_OPTIONS = {"base_url", "api_key", "timeout_s", "retry", "extra_body", "max_attempts", "retry_delay_s"}
+OPENAI_OPTIONS = {"base_url", "api_key", "api_key_env", "price", "timeout_s", "retry", "extra_body", "max_attempts",
+                  "retry_delay_s"}
 VLLM_OPTIONS = OPENAI_OPTIONS | {"port", "extra_args", "startup_timeout_s"}
 LOCAL_OPTIONS = {"device", "dtype", "max_new_tokens", "seed"}
 # Options every caller may pass whatever the provider; those a provider cannot use are dropped.
@@ -81,18 +83,22 @@ def _local(name: str, opts: dict[str, Any]) -> ChatModel:
     return LocalHFModel(name, name=f"local/{name}", **_options_for("local", LOCAL_OPTIONS, opts))
 
 
-PROVIDERS: dict[str, Callable[[str, dict[str, Any]], ChatModel]] = {
+# name -> a (model name, options) -> ChatModel function; plugins' providers (`provider.<name>` entry
+# points in the `tsbench.plugins` group, see tsbench.core.registry) follow the built-ins.
+PROVIDERS = Registry("provider", {
     "openai": _openai,
     "vllm": _vllm,
     "local": _local,
-}
+})
+ProviderFn = Callable[[str, dict[str, Any]], ChatModel]
 
 
 def get_model(spec: str, **opts: Any) -> ChatModel:
     """Build the model `spec` names, e.g. "gpt-4.1-mini", "vllm/Qwen/Qwen2.5-7B-Instruct", "local/smollm2-135m"."""
     provider, name = split_spec(spec)
     if provider in PROVIDERS:
-        return PROVIDERS[provider](name, opts)
+        build: ProviderFn = PROVIDERS.load(provider)
+        return build(name, opts)
     known = ", ".join(f"{p}/" for p in PROVIDERS)
     raise ValueError(f"unknown model provider {provider!r} in {spec!r}; use one of {known} "
                      "or a bare OpenAI model name")

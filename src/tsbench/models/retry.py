@@ -3,6 +3,11 @@
 Kept pure (sleep, clock and randomness are injected) so the schedule can be tested without waiting.
 Rate limits (429) back off from their own, longer base and honour a server's Retry-After hint;
 5xx, timeouts and connection errors use the ordinary base. Anything else is raised at once.
+
+Timeout and budget rule: each attempt may run for the per-call timeout, and the request's time
+budget is `max_total_s` but never less than two full-length attempts plus the longest backoff
+(`RetryPolicy.budget_s`). So a call that timed out is always retried at least once, and a larger
+per-call timeout widens the budget instead of using it up.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-DEFAULT_TIMEOUT_S = 300.0  # per API call; a call that times out is retried like a 5xx
+DEFAULT_TIMEOUT_S = 300.0  # per API call; a call that times out is retried like a 5xx (see budget_s)
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,13 @@ class RetryPolicy:
             raise ValueError("max_attempts must be at least 1")
         if not 0.0 <= self.jitter <= 1.0:
             raise ValueError("jitter must be between 0 and 1")
+
+    def budget_s(self, call_timeout_s: float | None = None) -> float:
+        """Seconds one request may take over all its attempts: `max_total_s`, widened to two attempts of
+        `call_timeout_s` plus the longest backoff, so a timed-out call can always be retried once."""
+        if call_timeout_s is None or self.max_attempts < 2:
+            return self.max_total_s
+        return max(self.max_total_s, 2.0 * float(call_timeout_s) + self.max_delay_s)
 
     def ceiling_for(self, attempt: int, kind: str) -> float:
         """The un-jittered delay after failed attempt number `attempt` (1-based)."""
@@ -78,30 +90,37 @@ def call_with_retries(
     rng: random.Random | None = None,
     clock: Callable[[], float] = time.monotonic,
     label: str = "model call",
+    call_timeout_s: float | None = None,
 ) -> T:
     """Call `fn` until it succeeds, retrying transient ModelErrors according to `policy`.
 
-    On success a Completion gets `extra["attempts"]` and `extra["retry_wait_s"]`. When the attempts or
-    the time budget run out, the last ModelError is re-raised with `.attempts` set; a non-transient
+    On success a Completion gets `extra["attempts"]`, `extra["retry_wait_s"]` and `extra["failed_attempts"]`
+    (the kinds of the attempts that failed). The time budget is `policy.budget_s(call_timeout_s)`.
+    When the attempts or the budget run out, the last ModelError is re-raised with `.attempts` and
+    `.elapsed_s` set; a non-transient
     ModelError is raised at once. Other exceptions are bugs, not model failures, and pass through.
     Every retry is logged as a warning naming `label` (the model and URL) and the attempt count, so a
     run that is slow because a server is failing says so.
     """
     start = clock()
+    budget = policy.budget_s(call_timeout_s)
     waited = 0.0
     attempt = 0
+    failed: list[str] = []
     while True:
         attempt += 1
         try:
             result = fn()
         except ModelError as error:
             error.attempts = attempt
+            error.elapsed_s = clock() - start
+            failed.append(error.kind)
             if error.kind not in RETRYABLE_KINDS or attempt >= policy.max_attempts:
                 raise
             delay = policy.delay_for(attempt, error.kind, rng, error.retry_after_s)
-            if clock() - start + delay > policy.max_total_s:
+            if clock() - start + delay > budget:
                 log.warning("%s: giving up after attempt %d of %d: retry budget of %.0fs spent (%s)",
-                            label, attempt, policy.max_attempts, policy.max_total_s, error)
+                            label, attempt, policy.max_attempts, budget, error)
                 raise
             log.warning("%s: attempt %d of %d failed (%s); retrying in %.2fs",
                         label, attempt, policy.max_attempts, error, delay)
@@ -111,4 +130,5 @@ def call_with_retries(
         if isinstance(result, Completion):
             result.extra["attempts"] = attempt
             result.extra["retry_wait_s"] = round(waited, 3)
+            result.extra["failed_attempts"] = failed
         return result

@@ -26,7 +26,8 @@ from typing import IO, Any
 from urllib.parse import urlsplit
 
 from tsbench.models.base import Completion, Message, ModelUnavailableError, TaskInfo
-from tsbench.models.openai_model import PLACEHOLDER_API_KEY, OpenAIChatModel
+from tsbench.models.endpoint import api_key_for
+from tsbench.models.openai_model import OpenAIChatModel
 
 log = logging.getLogger(__name__)
 
@@ -158,12 +159,12 @@ class VLLMServer:
 class VLLMChatModel:
     """`vllm/<hf-id-or-path>`: a server at VLLM_BASE_URL (or `base_url`) if given, else one started here.
 
-    The API key is VLLM_API_KEY or a placeholder, never OPENAI_API_KEY: that one is not sent to
-    whatever server VLLM_BASE_URL names.
+    The API key is the variable `api_key_env` names, else VLLM_API_KEY, else a placeholder, never
+    OPENAI_API_KEY: that one is not sent to whatever server VLLM_BASE_URL names.
     """
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
-                 port: int | None = None, extra_args: Sequence[str] = (), startup_timeout_s: float = 1200.0,
+                 api_key_env: str | None = None, port: int | None = None, extra_args: Sequence[str] = (), startup_timeout_s: float = 1200.0,
                  **client_options: Any):
         self.name = f"vllm/{model}"
         self.model = model
@@ -175,7 +176,11 @@ class VLLMChatModel:
             self.server = VLLMServer(model, port=port, extra_args=extra_args,
                                      startup_timeout_s=startup_timeout_s).start()
             url = self.server.base_url
-        key = api_key or os.environ.get("VLLM_API_KEY") or PLACEHOLDER_API_KEY
+        try:
+            key = api_key_for(url, api_key=api_key, api_key_env=api_key_env, fallback_env="VLLM_API_KEY")
+        except BaseException:
+            self.close()
+            raise
         try:
             self.client = OpenAIChatModel(model, base_url=url, api_key=key, name=self.name, **client_options)
         except BaseException:

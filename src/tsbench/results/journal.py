@@ -29,9 +29,16 @@ class Journal:
             raise ValueError(f"result record lacks columns {sorted(missing)}")
         if self._fh is None:
             self._open()
-        self._fh.write(json.dumps({k: record[k] for k in COLUMN_NAMES}, ensure_ascii=False, default=str) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        data = memoryview((json.dumps({k: record[k] for k in COLUMN_NAMES}, ensure_ascii=False, default=str)
+                           + "\n").encode("utf-8"))
+        start = os.lseek(self._fh.fileno(), 0, os.SEEK_END)
+        try:
+            while data:
+                data = data[self._fh.write(data):]
+            os.fsync(self._fh.fileno())
+        except OSError as exc:  # a full disk: cut the torn line, so the journal stays whole for resume
+            os.ftruncate(self._fh.fileno(), start)
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
 
     def _open(self) -> None:
         """Append on a fresh line: a run killed mid-write leaves a torn last line, which the
@@ -42,7 +49,7 @@ class Journal:
             if self._fh.read(1) != b"\n":
                 self._fh.write(b"\n")
         self._fh.close()
-        self._fh = open(self.path, "a", encoding="utf-8")
+        self._fh = open(self.path, "ab", buffering=0)  # unbuffered: a failed write leaves nothing behind
 
     def close(self) -> None:
         if self._fh is not None:

@@ -17,7 +17,7 @@ RUN_JSON = "run.json"
 RESULTS_JSON = "results.json"
 
 # JSON-text columns hold values whose shape differs per family or category.
-JSON_COLUMNS = ("parsed_answer", "gold", "transcript")
+JSON_COLUMNS = ("parsed_answer", "gold", "transcript", "calls")
 
 _FIELDS = [
     ("id", pa.string(), "the sample's id in its dataset"),
@@ -53,7 +53,15 @@ _FIELDS = [
     ("attempts", pa.int32(), "model calls tried for the failing call (retries + 1), on error rows"),
     ("transcript", pa.string(), "JSON: messages, code, observations, image references"),
     ("finished_at", pa.timestamp("us", tz="UTC"), "when the episode finished"),
+    # Added later: rows written before have them null (ADDED_COLUMNS).
+    ("calls", pa.string(), "JSON: one entry per model call: turn, finish_reason, usage (reported | missing), "
+                           "input_tokens, output_tokens, cost_usd, attempts, failed_attempts, latency_s, wall_s; "
+                           "the call an error row died on has error, status_code, attempts, wall_s"),
+    ("truncated_replies", pa.int32(), "replies stopped by the token cap (finish_reason length): never taken as "
+                                      "the final answer"),
 ]
+# Columns later than the first schema: older journals and parquet files lack them, and read as null.
+ADDED_COLUMNS = ("calls", "truncated_replies")
 
 COLUMNS = pa.schema([pa.field(name, kind, metadata={"description": text}) for name, kind, text in _FIELDS])
 COLUMN_NAMES = [f.name for f in COLUMNS]

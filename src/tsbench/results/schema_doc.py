@@ -7,7 +7,7 @@ tests/test_results_schema_doc.py fails when the file differs from what this prin
 
 from __future__ import annotations
 
-from tsbench.results.schema import COLUMNS, JOURNAL, JSON_COLUMNS, RESULTS_JSON, RUN_JSON, SAMPLES
+from tsbench.results.schema import ADDED_COLUMNS, COLUMNS, JOURNAL, JSON_COLUMNS, RESULTS_JSON, RUN_JSON, SAMPLES
 
 # results.json (lm-eval style): what eval/runner.py writes at the end of every run.
 RESULTS_FIELDS = {
@@ -63,6 +63,12 @@ def render() -> str:
         "and `cost_usd`.", "",
         f"JSON-text columns ({', '.join(f'`{c}`' for c in JSON_COLUMNS)}) hold values whose shape differs per "
         "family or category. An error row has `error_type` set and `score` null: an error is never a 0.", "",
+        "An error row keeps what its episode spent before the failure (turns, tokens, cost, transcript and "
+        "`calls`, whose last entry is the failing call), so cost sums include it. `cost_usd` is null when "
+        "no price is known: OpenAI's list prices apply only at api.openai.com, elsewhere only a price the user "
+        "gave (`--price IN,OUT`). A call whose server sent no usage has `usage` \"missing\" and a null cost.", "",
+        f"Columns added after the first schema ({', '.join(f'`{c}`' for c in ADDED_COLUMNS)}) are null in rows "
+        "written before them; such runs load unchanged.", "",
         "Reading it: `tsbench.results.load_samples(run_dir)` (maps as dicts), or `pandas.read_parquet`. "
         "`tsbench export RUN --format hf|csv|inspect` writes it for other tools.", "",
         f"## {RESULTS_JSON}", "", *_table(RESULTS_FIELDS, ("key", "meaning")), "",

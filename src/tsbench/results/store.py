@@ -39,8 +39,12 @@ def consolidate(run_dir: str | Path) -> Path:
     run_dir = Path(run_dir)
     target = run_dir / SAMPLES
     tmp = target.with_suffix(".parquet.tmp")
-    pq.write_table(to_table(read_journal(run_dir)), tmp)
-    tmp.replace(target)
+    try:
+        pq.write_table(to_table(read_journal(run_dir)), tmp)
+        tmp.replace(target)
+    except BaseException:  # a full disk: the old samples.parquet stays, no half-written temp file
+        tmp.unlink(missing_ok=True)
+        raise
     return target
 
 
@@ -56,6 +60,9 @@ def load_samples(run_dir: str | Path) -> pd.DataFrame:
     else:
         table = COLUMNS.empty_table()
     frame = table.to_pandas()
+    for name in COLUMN_NAMES:  # a samples.parquet from before a column was added (schema.ADDED_COLUMNS)
+        if name not in frame:
+            frame[name] = None
     for name in ("metrics", "attributes"):
         if name in frame:
             frame[name] = frame[name].map(lambda pairs: dict(pairs) if pairs is not None else {})

@@ -1,13 +1,14 @@
-"""Task families by name. A built-in family is one line here; any other is `module:attribute`
-(a Taskset instance or class), so a family can live outside this package, even in tests/."""
+"""Task families by name. A built-in family is one line here; an installed package adds one with a
+`family.<name>` entry point in the `tsbench.plugins` group; any other is `module:attribute` (a
+TaskFamily instance or class), so a family can live outside this package, even in tests/."""
 
 from __future__ import annotations
 
 import functools
-import importlib
 
 from tsbench.core.errors import UserError
-from tsbench.tasks.base import Taskset
+from tsbench.core.registry import Registry
+from tsbench.tasks.base import TaskFamily
 
 BUILTIN = {
     "anomalyxl": "tsbench.tasks.anomalyxl.taskset:AnomalyXL",
@@ -17,23 +18,19 @@ BUILTIN = {
     "timerbed": "tsbench.tasks.timerbed.taskset:TimerBed",
     "timesage": "tsbench.tasks.timesage.taskset:TimeSage",
 }
+# Plugins add `family.<name>` entry points to the `tsbench.plugins` group (see tsbench.core.registry).
+FAMILIES = Registry("family", BUILTIN, direct=True)
 
 
 @functools.lru_cache(maxsize=None)
-def get_taskset(name: str) -> Taskset:
-    target = BUILTIN.get(name, name)
-    if ":" not in target:
-        raise UserError(f"unknown task family {name!r}; choose from {', '.join(BUILTIN)} or give module:attribute")
-    module_name, attribute = target.split(":", 1)
-    try:
-        found = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as exc:
-        raise UserError(f"cannot load task family {name!r}: {exc}") from None
+def get_taskset(name: str) -> TaskFamily:
+    found = FAMILIES.load(name)
     taskset = found() if isinstance(found, type) else found
-    if not isinstance(taskset, Taskset):
-        raise UserError(f"{name!r} is not a Taskset (see tsbench/tasks/base.py)")
+    if not isinstance(taskset, TaskFamily):
+        raise UserError(f"{name!r} is not a TaskFamily subclass (see tsbench/tasks/base.py)")
     return taskset
 
 
 def family_names() -> list[str]:
-    return list(BUILTIN)
+    """Built-in families, then those installed plugins add."""
+    return FAMILIES.names()

@@ -1,23 +1,26 @@
-"""The seam between a benchmark and everything that runs it: the `Taskset` protocol.
+"""The seam between a benchmark and everything that runs it: the `TaskFamily` base class.
 
-A task family (AnomalyXL, TimeSage-EV, a recording set, a test family) gives data and scoring;
-harnesses, executors, trainers and the leaderboard only ever talk to it through this protocol
-(the `verifiers` taskset/harness split). A family is added in one place: its own package, named
-in `tasks/__init__.py` or passed as `module:attribute`.
+A task family (AnomalyXL, TimeSage-EV, a recording set, a test family) gives data, scoring and
+training tasks; harnesses, executors, trainers, the CLI and the leaderboard only ever talk to it
+through the hooks declared here (the `verifiers` taskset/harness split). Every hook has its
+default below, so callers call it and never probe. A family is added in one place: its own
+package (a `TaskFamily` subclass), named in `tasks/__init__.py` or passed as `module:attribute`.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from tsbench.core.episode import EpisodeTask
-
-# Columns every index frame has; a family adds its own strata (e.g. length) after these.
-INDEX_COLUMNS = ("id", "category", "path", "gold")
+from tsbench.core.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,7 @@ class Scored:
 
 @dataclass(frozen=True)
 class JudgeReply:
-    """What a judge model returns to a family scored by a judge (the optional `scorer(options,
+    """What a judge model returns to a family scored by a judge (the `scorer(options,
     judge_models)` hook, where `judge_models(spec)` gives a `prompt -> JudgeReply` callable): the reply
     and what it cost, so a run reports its judge's tokens and dollars apart from the agent's."""
 
@@ -82,55 +85,215 @@ class Column:
     mean_metric: str | None = None
 
 
+
 @dataclass
-class Selection:
-    """Which rows a run takes. `filters` are the family's own (AnomalyXL: regime, lengths)."""
+class Audit:
+    """What `tsbench audit` shows of a generated set: each check with its failure count, then every
+    failure and warning in one line. A set with any failure is not fit to publish."""
 
-    split: str = "test"
-    categories: list[str] | None = None
-    sample_ids: list[str] | None = None
-    limit: int | None = None  # rows per category, drawn evenly over the family's strata
-    seed: int = 42  # shuffles the --limit draw
-    filters: dict[str, Any] = field(default_factory=dict)
+    title: str
+    checks: pd.DataFrame  # columns: check, failures
+    failures: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
 
 
-@runtime_checkable
-class Taskset(Protocol):
-    name: str  # the family name, recorded in every run
-    strata: tuple[str, ...]  # index columns whose cells --limit draws from evenly, e.g. ("length",)
+ScoreFn = Callable[[str, Any, str], Scored]  # (category, gold, message) -> Scored
+JudgeModels = Callable[[str], Callable[[str], JudgeReply]]  # judge model spec -> (prompt -> reply)
+TRAIN_SPLIT = "train"
 
+
+@dataclass(frozen=True)
+class TrainingRequest:
+    """What a trainer asks of a family's training stream; the family refuses what it cannot honour.
+
+    `options` are generator settings only a generator family reads (AnomalyXL: preset, lengths);
+    None means not given, and a fixed set refuses any that is given."""
+
+    seed: int
+    steps: int
+    tasks_per_step: int
+    data: tuple[str, ...] = ()  # dataset files or folders; empty: the family's default location
+    categories: tuple[str, ...] | None = None  # None: every category the family trains on
+    warm_steps: int = 0  # steps 1..warm_steps are a curriculum's warm phase (no curriculum: ignored)
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+class TrainingStream:
+    """A seeded stream of training tasks: `sample(step, j)` is task j of step s (steps count from 1),
+    a pure function of the request, so a resumed run draws exactly the tasks it would have drawn."""
+
+    def sample(self, step: int, j: int) -> Sample:
+        """Task j of step `step`, gold included (only the scorer reads it)."""
+        raise NotImplementedError
+
+    def step_metrics(self, step: int) -> dict[str, float]:
+        """Numbers about the stream at a step that the run logs (e.g. a curriculum's settings)."""
+        return {}
+
+
+class EpochStream(TrainingStream):
+    """A fixed set's stream: shuffled epochs over its rows, each epoch a new seeded permutation; task
+    n of the run (n = (step - 1) x tasks_per_step + j) is row n mod N of epoch n // N."""
+
+    def __init__(self, family: TaskFamily, rows: pd.DataFrame, request: TrainingRequest):
+        if rows.empty:
+            raise UserError(f"family {family.name} has no training rows in the selected data")
+        self.family, self.request = family, request
+        self.refs = [SampleRef(family.name, str(p), str(i)) for p, i in zip(rows["path"], rows["id"])]
+        self._orders: dict[int, np.ndarray] = {}
+
+    def order(self, epoch: int) -> np.ndarray:
+        if epoch not in self._orders:
+            digest = hashlib.sha256(f"{self.request.seed}/train-epoch/{epoch}".encode()).digest()
+            rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
+            self._orders[epoch] = rng.permutation(len(self.refs))
+        return self._orders[epoch]
+
+    def sample(self, step: int, j: int) -> Sample:
+        n = (step - 1) * self.request.tasks_per_step + j
+        epoch, position = divmod(n, len(self.refs))
+        return self.family.load(self.refs[int(self.order(epoch)[position])])
+
+    def step_metrics(self, step: int) -> dict[str, float]:
+        return {"epoch": float((step - 1) * self.request.tasks_per_step // len(self.refs))}
+
+
+class TaskFamily:
+    """Base class of every task family. The six hooks without a default (resolve ... dataset_identity)
+    are the family's own; every other hook has a working default a family overrides when it can do
+    more. Callers call the hooks; none probes for them."""
+
+    name: str = ""  # the family name, recorded in every run
+    strata: tuple[str, ...] = ()  # index columns whose cells --limit draws from evenly, e.g. ("length",)
+    default_harness: str | None = None  # the harness a run uses when none is given (None: the model's)
+    harnesses: tuple[str, ...] | None = None  # the only harnesses that can play it (None: any)
+    judged: bool = False  # scored by a judge model: `scorer` binds the run's judge, `rescore` applies
+
+    # -- the family's own ------------------------------------------------------------------------
     def resolve(self, data: list[str], *, seed: int, split: str, root: str | None, filters: dict[str, Any]) -> list[Path]:
         """The dataset files a run reads (explicit paths, a seed dir, or the default location)."""
-        ...
+        raise NotImplementedError
 
     def index(self, files: list[Path], filters: dict[str, Any]) -> pd.DataFrame:
-        """One light line per row (INDEX_COLUMNS + strata), no series values; filters applied."""
-        ...
+        """One light line per row (id, category, path, gold + strata), no series values; filters applied."""
+        raise NotImplementedError
 
     def load(self, ref: SampleRef) -> Sample:
         """The full sample, values included."""
-        ...
+        raise NotImplementedError
 
     def score(self, category: str, gold: Any, message: str) -> Scored:
         """Judge one final message. Pure; never raises on the message."""
-        ...
+        raise NotImplementedError
 
     def columns(self) -> list[Column]:
         """The results table's columns, in order."""
-        ...
+        raise NotImplementedError
 
     def dataset_identity(self, files: list[Path]) -> dict[str, Any]:
         """family, seed, split and content hashes: how runs on the same data are recognised."""
-        ...
+        raise NotImplementedError
 
+    # -- data --------------------------------------------------------------------------------------
+    def generate(self, options: dict[str, Any], out: Path, progress=None) -> tuple[Path, list[dict]]:
+        """Write the dataset under `out`: (manifest path, one summary dict per file written)."""
+        raise UserError(f"family {self.name} has no generator")
 
-# Optional methods a family may add (the CLI checks with hasattr):
-#   generate(options: dict, out: Path, progress) -> (manifest path, [file summary dicts])
-#   default_root() -> Path                        where `generate` writes by default
-#   describe(files) -> [(title, DataFrame)]       what `tsbench describe` prints
-#   answer_class(category, gold, text) -> str | None and gold_class(category, gold) -> str
-#                                                 the class TimeMaster's hard reward compares
+    def default_root(self) -> Path:
+        """Where `generate` writes and `resolve` looks by default."""
+        return Path("data") / self.name
 
+    def describe(self, files: list[Path]) -> list[tuple[str, pd.DataFrame]]:
+        """The tables `tsbench describe` prints (default: rows per category and stratum, per file)."""
+        tables = []
+        for path in files:
+            rows = self.index([path], {})
+            keys = ["category", *[s for s in self.strata if s in rows.columns]]
+            counts = rows.groupby(keys, sort=False).size().rename("rows").reset_index()
+            tables.append((f"{Path(path).name}: {len(rows)} rows", counts))
+        return tables
 
-def is_multiple_choice(column: Column) -> bool:
-    return column.options is not None
+    def audit(self, folder: Path) -> Audit:
+        """Check a generated set's integrity (`tsbench audit`); a family without checks refuses."""
+        raise UserError(f"family {self.name} has no audit (tsbench audit checks TimeSage sets)")
+
+    def plot(self, files: list[Path], row_id: str, out: Path, predicted: Any = None) -> Path | None:
+        """Draw one row to `out` (`tsbench describe --plot`); None when no row has that id. The default
+        draws the series' channels; `predicted` is a run's parsed answer, which only a family can read."""
+        rows = self.index(list(files), {})
+        hit = rows[rows["id"] == row_id]
+        if hit.empty:
+            return None
+        from tsbench.tasks.series_plot import plot_series
+
+        sample = self.load(SampleRef(self.name, str(hit.iloc[0]["path"]), row_id))
+        return plot_series(sample.task, out, title=f"{self.name} {row_id} ({sample.task.category})")
+
+    # -- scoring -----------------------------------------------------------------------------------
+    def scorer(self, options: dict[str, Any], judge_models: JudgeModels | None = None) -> ScoreFn:
+        """`score` bound to a run's scoring options (judge spec, run dir); only judged families use them."""
+        return self.score
+
+    def feedback(self, sample: Sample, scored: Scored) -> str | None:
+        """What a chain's next episode is told about this one's score (None: nothing)."""
+        return None
+
+    def answer_class(self, category: str, gold: Any, text: str) -> str | None:
+        """The class an answer names (TimeMaster's hard reward); None when it names none."""
+        raise UserError(f"family {self.name} has no answer classes (the composite reward needs them)")
+
+    def gold_class(self, category: str, gold: Any) -> str:
+        """The gold answer's class, compared with `answer_class`."""
+        raise UserError(f"family {self.name} has no answer classes (the composite reward needs them)")
+
+    # -- runs --------------------------------------------------------------------------------------
+    def chains(self, rows: pd.DataFrame, settings: dict[str, Any]) -> list[list[str]] | None:
+        """Row ids played in order with one agent state (None: every row is its own episode)."""
+        return None
+
+    def variant(self, settings: dict[str, Any]) -> str:
+        """What besides model and harness tells configurations apart on the leaderboard."""
+        return ""
+
+    # -- learning from runs: TimeClaw's memory and evolve, SFT ------------------------------------
+    def split_files(self, data: list[str], split: str) -> list[Path]:
+        """The files of `split` beside `data` (dataset files or folders), [] when there are none: where
+        evolve finds held-out rows and SFT its train and val rows. Default: `resolve` on the folders."""
+        folders = sorted({str(Path(d) if Path(d).is_dir() else Path(d).parent) for d in data})
+        try:
+            files = self.resolve(folders, seed=0, split=split, root=None, filters={})
+        except UserError:
+            return []
+        return [Path(f) for f in files if Path(f).is_file()]
+
+    def memory_key(self, sample: Sample) -> str:
+        """Which series a memory-bank record stands for; rows that share one series (an AnomalyXL MCQ
+        row and the precise row it was projected from) share a key. Default: the row id."""
+        return sample.ref.id
+
+    def sft_target(self, category: str, gold: Any) -> str:
+        """The reply SFT trains a single-pass answer on: a final message the scorer gives full marks
+        (default: the gold as JSON; SFT skips a row whose target does not score 1)."""
+        return gold if isinstance(gold, str) else json.dumps(gold)
+
+    # -- training ----------------------------------------------------------------------------------
+    def training_stream(self, request: TrainingRequest) -> TrainingStream:
+        """The seeded stream of training tasks (default: shuffled epochs over the `train` split)."""
+        unknown = sorted(k for k, v in request.options.items() if v is not None)
+        if unknown:
+            raise UserError(f"family {self.name} trains on its fixed train split: "
+                            f"{', '.join('--' + k for k in unknown)} do(es) not apply")
+        files = self.resolve(list(request.data), seed=request.seed, split=TRAIN_SPLIT, root=None, filters={})
+        rows = self.index(files, {})
+        if "split" in rows.columns:
+            rows = rows[rows["split"] == TRAIN_SPLIT]
+        if request.categories:
+            missing = sorted(set(request.categories) - set(rows["category"]))
+            if missing:
+                raise UserError(f"no training rows of categories {missing} in family {self.name}'s data")
+            rows = rows[rows["category"].isin(request.categories)]
+        return EpochStream(self, rows.reset_index(drop=True), request)

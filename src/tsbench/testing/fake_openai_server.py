@@ -18,8 +18,15 @@ real sockets, timeouts and retries are exercised without any outside network. Ea
                        finish_reason "tool_calls"; the arguments text is sent as written
     "tools:<json list>"
                        the same with several calls: [{"name": ..., "arguments": {...} or "<text>"}, ...]
+    "length:<text>"    200 whose reply <text> was stopped by the token cap (finish_reason "length")
+    "nousage:<text>"   200 with reply <text> and no `usage` object (some servers omit it)
+    "detail:<status>:<text>"
+                       that HTTP error status with a FastAPI-style body {"detail": "<text>"}
+    "raw:<status>:<text>"
+                       that HTTP error status with <text> as a plain-text (non-JSON) body
 
-It counts requests, keeps every request body and its headers, and tracks the most requests in flight.
+It counts requests, keeps every request body and its headers (so a test can see which
+Authorization a client sent), and tracks the most requests in flight.
 
 POST /v1/embeddings answers every input with a deterministic unit vector of EMBEDDING_DIM floats
 (hashed bag of lower-cased words), so texts sharing words get a positive cosine; those requests are
@@ -213,10 +220,10 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (timeout); nothing to tell it
 
-        def _send_raw(self, status: int, data: bytes) -> None:
+        def _send_raw(self, status: int, data: bytes, content_type: str = "application/json") -> None:
             try:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -297,6 +304,23 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             if behaviour.startswith(("tool:", "tools:")):
                 calls = _tool_calls(behaviour, server.request_count)
                 self._send_json(200, _completion_json(body, "", server.request_count, calls))
+                return
+            if behaviour.startswith(("length:", "nousage:")):
+                kind, _, text = behaviour.partition(":")
+                payload = _completion_json(body, text, server.request_count)
+                if kind == "length":
+                    payload["choices"][0]["finish_reason"] = "length"
+                else:
+                    del payload["usage"]
+                self._send_json(200, payload)
+                return
+            if behaviour.startswith(("detail:", "raw:")):
+                kind, _, rest = behaviour.partition(":")
+                code, _, text = rest.partition(":")
+                if kind == "detail":
+                    self._send_json(int(code), {"detail": text})
+                else:
+                    self._send_raw(int(code), text.encode(), content_type="text/plain")
                 return
             if behaviour.startswith("ok:") or behaviour == "ok":
                 text = behaviour[3:] if behaviour.startswith("ok:") else ""

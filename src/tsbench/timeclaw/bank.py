@@ -45,7 +45,7 @@ MEMORY_HEADER = (
 SCHEMA = pa.schema([
     ("id", pa.string()),
     ("source_id", pa.string()),
-    ("family", pa.string()),  # the task family tag: AnomalyXL category
+    ("family", pa.string()),  # the task's category (the retrieval family filter compares it)
     ("regime", pa.string()),
     ("length", pa.int64()),
     ("n_channels", pa.int64()),

@@ -1,15 +1,19 @@
 """`tsbench memory build`: a memory bank from the successful episodes of finished eval runs.
 
 A run dir holds samples.parquet (or its journal samples.jsonl) and run.json, whose config names
-the dataset files the run read; the series themselves come from those files (never copied into
-results). Each finished row with score >= min_score becomes one record (the best-scoring episode
-per task id across the runs given): psi from the series, phi from the descriptor, the trajectory
-from the transcript without any assistant text, and a rationale and summary built from it.
+the family and the dataset files the run read; the series themselves come from those files
+(never copied into results), read through the run's task family (`index` and `load`), so any
+family whose rows hold a series builds a bank. Each finished row with score >= min_score becomes
+one record (the best-scoring episode per task id across the runs given): psi from the series,
+phi from the descriptor of the task the harness saw, the trajectory from the transcript without
+any assistant text, and a rationale and summary built from it. A row without a series (a
+file-only task) has no fingerprint and is left out.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -17,12 +21,15 @@ from pathlib import Path
 import pandas as pd
 
 from tsbench.results import is_run_dir, load_samples
-from tsbench.tasks.anomalyxl.rows import iter_rows
+from tsbench.results.records import transcript_events
+from tsbench.tasks import get_taskset
+from tsbench.tasks.base import Sample, SampleRef, TaskFamily
 from tsbench.timeclaw.bank import COLUMNS, MemoryBank, make_rationale, make_summary, trajectory_steps
 from tsbench.timeclaw.embed import DEFAULT_EMBEDDER, context_descriptor, get_embedder
 from tsbench.timeclaw.fingerprint import fingerprint
 
 DEFAULT_MIN_SCORE = 0.5
+log = logging.getLogger(__name__)
 
 
 def _as_list(from_runs) -> list[Path]:
@@ -77,17 +84,21 @@ def successful_rows(from_runs, min_score: float, include_test_split: bool = Fals
     return rows.drop_duplicates("id", keep="first").reset_index(drop=True)
 
 
-def load_task_rows(files: Iterable[Path], ids: set[str]) -> dict:
-    """id -> Row (with values) for the wanted ids."""
-    found = {}
+def run_family(run_dir: str | Path) -> TaskFamily:
+    """The task family a run played (run.json's config; AnomalyXL for runs that predate the field)."""
+    info = json.loads((Path(run_dir) / "run.json").read_text())
+    return get_taskset(info.get("config", {}).get("family") or info.get("dataset", {}).get("family") or "anomalyxl")
+
+
+def load_samples_by_id(family: TaskFamily, files: Iterable[Path], ids: set[str]) -> dict[str, Sample]:
+    """id -> Sample (values included) for the wanted ids, found through the family's index."""
+    files = [Path(f) for f in files]
     for path in files:
-        if not Path(path).is_file():
+        if not path.exists():
             raise FileNotFoundError(f"dataset file not found: {path} (pass data=[...] if it moved)")
-        for row in iter_rows(path, ids=ids - set(found)):
-            found[row.id] = row
-        if len(found) == len(ids):
-            break
-    return found
+    index = family.index(files, {})
+    index = index[index["id"].isin(ids)].drop_duplicates("id")
+    return {str(i): family.load(SampleRef(family.name, str(p), str(i))) for i, p in zip(index["id"], index["path"])}
 
 
 def build_memory(from_runs, min_score: float = DEFAULT_MIN_SCORE, out: str | Path = "banks/memory.parquet", *,
@@ -104,12 +115,17 @@ def build_memory(from_runs, min_score: float = DEFAULT_MIN_SCORE, out: str | Pat
     records = []
     if not chosen.empty:
         for run_dir, group in chosen.groupby("run", sort=False):
-            rows = load_task_rows(run_data_files(run_dir, data), set(group["id"]))
-            missing = sorted(set(group["id"]) - set(rows))
+            family = run_family(run_dir)
+            found = load_samples_by_id(family, run_data_files(run_dir, data), set(group["id"]))
+            missing = sorted(set(group["id"]) - set(found))
             if missing:
                 raise ValueError(f"{len(missing)} task(s) of {run_dir} are not in its dataset files, e.g. {missing[0]}")
-            for sample in group.to_dict("records"):
-                records.append(_record(sample, rows[sample["id"]], str(run_dir)))
+            for row in group.to_dict("records"):
+                sample = found[row["id"]]
+                if sample.task.values is None or not sample.task.length:
+                    log.warning("%s: row %s has no series to fingerprint; left out of the bank", run_dir, row["id"])
+                    continue
+                records.append(_record(row, sample, family.memory_key(sample), str(run_dir)))
     encoder = get_embedder(embedder)
     if records and encoder is not None:
         vectors = encoder.embed([r["descriptor"] for r in records])
@@ -126,19 +142,21 @@ def build_memory(from_runs, min_score: float = DEFAULT_MIN_SCORE, out: str | Pat
     return MemoryBank(frame).save(out)
 
 
-def _record(sample: dict, row, run: str) -> dict:
-    transcript = json.loads(sample.get("transcript") or "[]")
-    steps = trajectory_steps(transcript)
-    score = float(sample["score"])
-    n_channels = len(row.channel_names)
-    rationale = make_rationale(row.category, n_channels, row.length, score, steps)
+def _record(result: dict, sample: Sample, key: str, run: str) -> dict:
+    """One bank record from a results row and the sample it played; the descriptor is built from
+    the task exactly as `recall` builds a query's, so build and retrieval embed the same text."""
+    task = sample.task
+    steps = trajectory_steps(transcript_events(result))
+    score = float(result["score"])
+    n_channels = len(task.channel_names)
+    rationale = make_rationale(task.category, n_channels, task.length, score, steps)
     return {
-        "id": row.id, "source_id": row.source_id or row.id, "family": row.category, "regime": row.regime,
-        "length": int(row.length), "n_channels": n_channels,
-        "descriptor": context_descriptor(row.category, row.regime, row.channel_names, row.question, row.options),
-        "psi": [float(v) for v in fingerprint(row.values)], "phi": None, "embedder": "none",
+        "id": task.row_id, "source_id": key, "family": task.category, "regime": task.regime,
+        "length": task.length, "n_channels": n_channels,
+        "descriptor": context_descriptor(task.category, task.regime, task.channel_names, task.question, task.options),
+        "psi": [float(v) for v in fingerprint(task.values)], "phi": None, "embedder": "none",
         "trajectory": json.dumps(steps, ensure_ascii=False), "rationale": rationale,
-        "summary": make_summary(row.category, n_channels, row.length, score, rationale, steps),
-        "score": score, "model": sample.get("model"), "harness": sample.get("harness"), "run": run,
+        "summary": make_summary(task.category, n_channels, task.length, score, rationale, steps),
+        "score": score, "model": result.get("model"), "harness": result.get("harness"), "run": run,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }

@@ -9,14 +9,14 @@ it runs only inside the sandbox.
 
 Verification, defined here: the candidate is called with its defaults on held-out tasks of the
 same category, one sandbox kernel for all of them. Held-out tasks are rows of the train and val
-split files beside the run's dataset files (the same seed dir), never the test split, and never a
-row shown to the model; when that seed dir has no train or val file of the category's regime,
-evolve stops with an error that says how to generate them. Its return value is decoded the fixed way, `json.dumps(value)` taken as
-the final message, and scored by the task's own scorer against the gold; a task succeeds when
-that score is >= `success_threshold` (0.5 by default: for window tasks an IoU of at least one
-half, for MCQ and kind labels the exact answer). A call that raises, times out or returns
-something unscorable fails that task. The tool is admitted when successes / held-out tasks >=
-gamma (0.7, the paper's). Admitted tools are written to `<out>/<name>/{tool.py, tool.json}`,
+split files the run's task family finds beside the run's dataset files (`TaskFamily.split_files`),
+never a test-split row, and never a row shown to the model; when there are none of the category,
+evolve stops with an error that says so. Its return value is decoded the fixed way,
+`json.dumps(value)` taken as the final message, and scored by the family's own scorer against the
+gold; a task succeeds when that score is >= `success_threshold` (0.5 by default: for AnomalyXL's
+window tasks an IoU of at least one half, for MCQ and class labels the exact answer). A call that
+raises, times out or returns something unscorable fails that task. The tool is admitted when
+successes / held-out tasks >= gamma (0.7, the paper's). Admitted tools are written to `<out>/<name>/{tool.py, tool.json}`,
 loadable with `--harness tools --tools <out>`; every candidate, admitted or not, is recorded in
 `<out>/evolve_report.json`.
 """
@@ -31,8 +31,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from tsbench.tasks.anomalyxl.labels import regime_of
-from tsbench.tasks.anomalyxl.rows import iter_rows
 from tsbench.harness.rlm import extract_code
 from tsbench.harness.runtime.sandbox import Sandbox
 from tsbench.harness.toolset import (
@@ -46,7 +44,8 @@ from tsbench.harness.toolset import (
     stumpy_cache_dir,
 )
 from tsbench.models.base import ChatModel, Message
-from tsbench.tasks.anomalyxl.scoring import metrics as score_metrics
+from tsbench.results.records import transcript_events
+from tsbench.tasks.base import SampleRef, TaskFamily
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +139,7 @@ def seed_tool_listing() -> str:
 def _trajectory_text(sample: dict, max_steps: int = 8, chars: int = 600) -> str:
     from tsbench.timeclaw.bank import trajectory_steps
 
-    steps = trajectory_steps(json.loads(sample.get("transcript") or "[]"), max_chars=chars)
+    steps = trajectory_steps(transcript_events(sample), max_chars=chars)
     lines = []
     for step in steps[:max_steps]:
         if "tool" in step:
@@ -161,10 +160,11 @@ def evolve_prompt(category: str, question: str, examples: list[dict]) -> list[Me
 
 # ------------------------------------------------------------------------- verification --
 
-def verify_tool(source: str, tasks: list[HeldOutTask], *, success_threshold: float = SUCCESS_THRESHOLD,
-                cell_timeout_s: float = 120.0, memory_bytes: int = 4 * 2**30) -> list[dict[str, Any]]:
+def verify_tool(source: str, tasks: list[HeldOutTask], family: TaskFamily, *,
+                success_threshold: float = SUCCESS_THRESHOLD, cell_timeout_s: float = 120.0,
+                memory_bytes: int = 4 * 2**30) -> list[dict[str, Any]]:
     """Run a candidate tool (source) with its defaults on each held-out task, in one sandbox kernel;
-    score json.dumps(its return value) with the task's scorer. Never runs the source in this process."""
+    score json.dumps(its return value) with the family's scorer. Never runs the source in this process."""
     spec = spec_from_source(source, family="evolved")
     if spec.name in seed_specs():
         raise ToolSourceError(f"the tool name {spec.name!r} is taken by a seed tool")
@@ -194,54 +194,50 @@ def verify_tool(source: str, tasks: list[HeldOutTask], *, success_threshold: flo
                 entry.update(score=0.0, success=False, error=json.loads(observation.text).get("error", "")[:500])
             else:
                 final = json.dumps(observation.data)
-                scored = score_metrics(task.category, task.gold, final)
-                entry.update(score=float(scored["score"]), success=bool(scored["score"] >= success_threshold),
-                             answer=final[:300], valid=bool(scored["valid"]))
+                scored = family.score(task.category, task.gold, final)
+                entry.update(score=float(scored.score), success=bool(scored.score >= success_threshold),
+                             answer=final[:300], valid=bool(scored.valid))
             results.append(entry)
     return results
 
 
 # ------------------------------------------------------------------------------ the loop --
 
-def verification_files(files: list[Path], category: str) -> list[Path]:
-    """The train and val files of `category`'s regime in the seed dir(s) of a run's dataset files."""
-    regime = regime_of(category)
-    folders = sorted({f if f.is_dir() else f.parent for f in map(Path, files)})
-    names = [f"{split}-{regime}.parquet" for split in VERIFY_SPLITS]
-    found = [folder / name for folder in folders for name in names if (folder / name).is_file()]
+def verification_files(family: TaskFamily, files: list[Path]) -> list[Path]:
+    """The train and val files the family finds beside a run's dataset files."""
+    found = [f for split in VERIFY_SPLITS for f in family.split_files([str(f) for f in files], split)]
     if not found:
-        where = ", ".join(str(f) for f in folders)
-        raise ValueError(f"evolve verifies tools on train/val rows, but {where} holds no {' or '.join(names)}; "
-                         "generate them for the run's seed with `tsbench generate --split all --seed <seed>`")
-    return found
+        where = ", ".join(sorted({str(f if f.is_dir() else f.parent) for f in map(Path, files)}))
+        raise ValueError(f"evolve verifies tools on train/val rows, but {where} holds no {family.name} train or val "
+                         "split; write them beside the run's data (e.g. `tsbench generate --split all`)")
+    return list(dict.fromkeys(found))
 
 
-def _held_out(files: list[Path], category: str, exclude: set[str], limit: int, seed: int) -> list[HeldOutTask]:
-    ids = []
-    from tsbench.tasks.anomalyxl.rows import read_index
-
-    for path in files:
-        index = read_index(path)
-        ids += [i for i in index.loc[index["category"] == category, "id"] if i not in exclude]
-    ids = sorted(set(ids))
+def _held_out(family: TaskFamily, files: list[Path], category: str, exclude: set[str], limit: int,
+              seed: int) -> list[HeldOutTask]:
+    index = family.index(files, {})
+    index = index[(index["category"] == category) & ~index["id"].isin(exclude)].drop_duplicates("id")
+    paths = dict(zip(index["id"].astype(str), index["path"].astype(str)))
+    ids = sorted(paths)
     random.Random(f"{seed}:{category}").shuffle(ids)
-    wanted = set(ids[:limit])
     tasks = []
-    for path in files:
-        for row in iter_rows(path, ids=wanted - {t.id for t in tasks}):
-            tasks.append(HeldOutTask(row.id, row.category, row.regime, row.question, list(row.channel_names),
-                                     row.values, list(row.options), row.gold))
-    order = {task_id: position for position, task_id in enumerate(ids)}
-    return sorted(tasks, key=lambda t: order[t.id])
+    for task_id in ids:
+        if len(tasks) == limit:
+            break
+        sample = family.load(SampleRef(family.name, paths[task_id], task_id))
+        task = sample.task
+        if sample.columns.get("split") not in VERIFY_SPLITS or task.values is None:
+            continue  # a family whose every split file is one file: only its train/val rows verify
+        tasks.append(HeldOutTask(task.row_id, task.category, task.regime, task.question, list(task.channel_names),
+                                 task.values, list(task.options), sample.gold))
+    return tasks
 
 
-def _question_of(files: list[Path], task_id: str) -> str:
-    for path in files:
-        if path.is_dir():
-            continue
-        for row in iter_rows(path, with_values=False, ids={task_id}):
-            return row.question
-    return ""
+def _question_of(family: TaskFamily, files: list[Path], task_id: str) -> str:
+    from tsbench.timeclaw.build import load_samples_by_id
+
+    found = load_samples_by_id(family, [f for f in files if not f.is_dir()], {task_id})
+    return found[task_id].task.question if task_id in found else ""
 
 
 def evolve_tools(from_runs, model: ChatModel, out: str | Path, gamma: float = GAMMA, *,
@@ -252,7 +248,7 @@ def evolve_tools(from_runs, model: ChatModel, out: str | Path, gamma: float = GA
                  include_test_split: bool = False) -> EvolveReport:
     """Propose one tool per category of the runs' successful trajectories, verify each on held-out
     tasks in the sandbox, admit those with success rate >= gamma into `out` (see the module doc)."""
-    from tsbench.timeclaw.build import _as_list, run_data_files, successful_rows
+    from tsbench.timeclaw.build import _as_list, run_data_files, run_family, successful_rows
 
     runs = _as_list(from_runs)
     out = Path(out)
@@ -269,13 +265,15 @@ def evolve_tools(from_runs, model: ChatModel, out: str | Path, gamma: float = GA
         examples = group.head(examples_per_category).to_dict("records")
         candidate = Candidate(category=category, examples=[e["id"] for e in examples])
         report.candidates.append(candidate)
+        family = run_family(examples[0]["run"])
         files = sorted({f for run in {e["run"] for e in examples} for f in run_data_files(run, data)})
-        tasks = _held_out(verification_files(files, category), category, {e["id"] for e in examples}, max_heldout, seed)
+        tasks = _held_out(family, verification_files(family, files), category, {e["id"] for e in examples},
+                          max_heldout, seed)
         candidate.n_heldout = len(tasks)
         if len(tasks) < min_heldout:
             candidate.reason = f"only {len(tasks)} held-out task(s) (need {min_heldout})"
             continue
-        completion = model.generate(evolve_prompt(category, _question_of(files, examples[0]["id"]), examples),
+        completion = model.generate(evolve_prompt(category, _question_of(family, files, examples[0]["id"]), examples),
                                     max_tokens=max_tokens,
                                     temperature=temperature)
         blocks = extract_code(completion.text)
@@ -288,7 +286,7 @@ def evolve_tools(from_runs, model: ChatModel, out: str | Path, gamma: float = GA
             candidate.name = spec.name
             if spec.name in taken:
                 raise ToolSourceError(f"the tool name {spec.name!r} is already taken")
-            candidate.results = verify_tool(source, tasks, success_threshold=success_threshold,
+            candidate.results = verify_tool(source, tasks, family, success_threshold=success_threshold,
                                             cell_timeout_s=cell_timeout_s, memory_bytes=memory_bytes)
         except (ToolSourceError, RuntimeError) as exc:
             candidate.reason = str(exc)

@@ -14,12 +14,11 @@ from pathlib import Path
 from tsbench.core.errors import UserError
 from tsbench.core.tracking import check_targets
 from tsbench.harness.episode import HarnessConfig
-from tsbench.tasks.anomalyxl import labels as lb
+from tsbench.tasks.base import TrainingRequest
 
 REWARDS = ("anomalyxl", "composite")
 LOSSES = ("dr_grpo", "grpo")
 ENGINES = ("hf", "vllm-colocate", "vllm-server")
-GRIDS = ("paper", "small")
 CURRICULUM_FRACTION = 220 / 300  # anomaly-free cases withheld for the first 220 of 300 steps
 
 
@@ -27,13 +26,20 @@ CURRICULUM_FRACTION = 220 / 300  # anomaly-free cases withheld for the first 220
 class PolicyConfig:
     """Which weights train: every parameter (lora = 0) or a LoRA adapter of rank `lora`."""
 
-    model: str = ""  # local/smollm2-135m, local/<dir> (a model or an SFT adapter), a path, or a hub id
-    lora: int = 0  # LoRA rank; 0 trains every parameter (the paper's run)
-    lora_alpha: int | None = None  # default 2 x rank
+    model: str = ""
+    """Policy: local/smollm2-135m, local/<dir> (a model or an SFT adapter: the warm start), a path, or a hub id."""
+    lora: int = 0
+    """LoRA rank; 0 trains every parameter (the paper's run)."""
+    lora_alpha: int | None = None
+    """LoRA alpha [2 x rank]."""
     lora_dropout: float = 0.0
-    lora_target: str = "all-linear"  # comma-separated module names, or all-linear
-    dtype: str | None = None  # weights' dtype; default bfloat16 on GPU, float32 on CPU
+    """LoRA dropout."""
+    lora_target: str = "all-linear"
+    """LoRA target modules (comma-separated, or all-linear)."""
+    dtype: str | None = None
+    """Weights' dtype: float32, bfloat16 or float16 [bfloat16 on GPU, float32 on CPU]."""
     gradient_checkpointing: bool = True
+    """Recompute activations in the backward pass (less memory, more time)."""
 
     def targets(self) -> str | list[str]:
         names = [t.strip() for t in self.lora_target.split(",") if t.strip()]
@@ -60,13 +66,21 @@ class RewardConfig:
     `composite`: TimeMaster's w_fmt * format + w_hard * hard + w_soft * soft (an LLM judge)."""
 
     reward: str = "anomalyxl"
+    """anomalyxl (penalised score, the paper) or composite (TimeMaster)."""
     lambda_tok: float = 0.1
+    """anomalyxl: token-cost weight (applies when s > 0)."""
     lambda_fail: float = 0.25
+    """anomalyxl: forced-final penalty."""
     format_weight: float = 0.1
+    """composite: weight of the format reward."""
     hard_weight: float = 0.9
-    soft_weight: float | None = None  # None: 1.0 when a judge is given (TimeMaster's case studies), else 0
-    judge: str | None = None  # provider/name of the soft-reward judge (TimeMaster: GPT-4o)
-    judge_base_url: str | None = None  # an OpenAI-compatible server for the judge
+    """composite: weight of the hard (class) reward."""
+    soft_weight: float | None = None
+    """composite: weight of the judge's soft reward [1 with --judge, else 0]."""
+    judge: str | None = None
+    """composite: the soft reward's LLM judge, provider/name (TimeMaster: GPT-4o)."""
+    judge_base_url: str | None = None
+    """composite: an OpenAI-compatible server for the judge."""
 
     @property
     def soft(self) -> float:
@@ -87,26 +101,29 @@ class RewardConfig:
 
 @dataclass
 class TaskConfig:
-    """The task stream: fresh generator tasks every step, scored by the family's Taskset."""
+    """The task stream: the family's training stream (`TaskFamily.training_stream`), scored by the
+    family's scorer. A generator family (AnomalyXL) draws fresh tasks every step; a fixed set
+    (TimerBed, the recordings, TimeSage, any family with a train split) cycles shuffled epochs."""
 
-    family: str = "anomalyxl"  # whose `score` judges the final messages
-    categories: list[str] = field(default_factory=lambda: list(lb.PRECISE_CATEGORIES))
-    lengths: list[int] | None = None  # None: the preset's grid (paper: 16k-131k single, 32k/131k multi)
-    preset: str = "paper"  # generator grid: paper, or small (L 1024/2048) for tests and demos
+    family: str = "anomalyxl"
+    """The task family the episodes come from and whose scorer is the reward (name or module:attribute)."""
+    data: list[str] = field(default_factory=list)
+    """A fixed set's training data: dataset folders or files (its train split); empty: the family's default."""
+    categories: list[str] | None = None
+    """Categories to train on; None: the family's (AnomalyXL: the five precise ones)."""
+    lengths: list[int] | None = None
+    """Generator families: series lengths; None: the preset's grid (paper: 16k-131k single, 32k/131k multi)."""
+    preset: str | None = None
+    """Generator families: the grid (AnomalyXL: paper, or small with L 1024/2048); None: the family's default."""
     curriculum_fraction: float = CURRICULUM_FRACTION
-    warm_steps: int | None = None  # steps without anomaly-free cases; None: curriculum_fraction x steps
+    """Share of the steps that are a curriculum's warm phase (AnomalyXL: no anomaly-free cases)."""
+    warm_steps: int | None = None
+    """The warm phase in steps; None: curriculum_fraction x steps. Families without a curriculum ignore it."""
 
     def problems(self) -> list[str]:
         found = []
-        unknown = [c for c in self.categories if c not in lb.ALL_CATEGORIES]
-        if unknown or not self.categories:
-            found.append(f"unknown --categories {', '.join(unknown) or '(none given)'}")
-        if any(c in lb.MCQ_CATEGORIES for c in self.categories):
-            found.append("train-grpo draws precise (Localize) tasks; MCQ templates are not generated per step")
-        if self.lengths is not None and (not self.lengths or min(self.lengths) < 16):
-            found.append("--lengths must be series lengths >= 16")
-        if self.preset not in GRIDS:
-            found.append(f"--preset must be one of {', '.join(GRIDS)}")
+        if self.categories is not None and not self.categories:
+            found.append("--categories names no category")
         if not 0.0 <= self.curriculum_fraction <= 1.0 or (self.warm_steps is not None and self.warm_steps < 0):
             found.append("curriculum_fraction must lie in [0, 1] and warm_steps be >= 0")
         return found
@@ -117,9 +134,13 @@ class RolloutConfig:
     """Who generates the rollouts: the training model itself (hf) or vLLM (TRL's colocate or server mode)."""
 
     engine: str = "hf"
-    vllm_server_url: str = "http://127.0.0.1:8000"  # `trl vllm-serve --model <weights>` (engine vllm-server)
-    vllm_gpu_memory: float = 0.3  # colocate: share of the GPU vLLM may take
-    rollout_workers: int = 32  # episodes in flight per process, each with its own kernel
+    """Rollouts: hf (the training model), vllm-colocate or vllm-server (GPU)."""
+    vllm_server_url: str = "http://127.0.0.1:8000"
+    """vllm-server: the `trl vllm-serve --model <weights>` URL."""
+    vllm_gpu_memory: float = 0.3
+    """vllm-colocate: share of the GPU vLLM may take."""
+    rollout_workers: int = 32
+    """Episodes in flight per process, each with its own kernel."""
 
     def problems(self) -> list[str]:
         found = []
@@ -135,7 +156,9 @@ class LaunchConfig:
     """How many processes train (`accelerate launch`), and with which accelerate config."""
 
     num_processes: int = 1
-    accelerate_config: str | None = None  # e.g. experiments/grpo/accelerate/zero3.yaml
+    """Processes (GPUs): more than 1 relaunches under accelerate."""
+    accelerate_config: str | None = None
+    """An accelerate YAML (experiments/grpo/accelerate/)."""
 
 
 def _training_harness() -> HarnessConfig:
@@ -148,26 +171,47 @@ class GRPOConfig:
     batch_size / group_size (the paper: 128 rollouts = 16 tasks x G 8)."""
 
     steps: int = 300
-    group_size: int = 8  # G rollouts per task
+    """Optimizer steps."""
+    group_size: int = 8
+    """Rollouts per task, G."""
     batch_size: int = 128
-    micro_batch_size: int = 1  # sequences per forward/backward on one process (gradient accumulation fills the rest)
-    max_seq_len: int = 65536  # first prompt + every turn of one episode, in tokens
+    """Rollouts per optimizer step; tasks per step = batch / G (the paper: 128 = 16 tasks x G 8)."""
+    micro_batch_size: int = 1
+    """Sequences per forward/backward on one process (gradient accumulation fills the rest)."""
+    max_seq_len: int = 65536
+    """Tokens per episode (first prompt + every turn)."""
     lr: float = 1e-6
+    """Learning rate."""
     weight_decay: float = 0.0
+    """AdamW weight decay."""
     warmup_steps: int = 0
+    """Linear warmup steps (then constant)."""
     max_grad_norm: float = 1.0
-    loss: str = "dr_grpo"  # TRL loss_type: dr_grpo (constant normaliser, the paper) or grpo (TimeMaster eq. 7)
-    scale_rewards: str | None = None  # None: "none" for dr_grpo (no std division), "group" for grpo
-    beta: float = 0.0  # KL weight to the reference (= the starting policy); TimeMaster 0.001
-    epsilon: float = 0.2  # PPO clip
+    """Max gradient norm."""
+    loss: str = "dr_grpo"
+    """TRL loss_type: dr_grpo (constant normaliser, the paper) or grpo (TimeMaster eq. 7)."""
+    scale_rewards: str | None = None
+    """none, group or batch [none for dr_grpo (no std division), group for grpo]."""
+    beta: float = 0.0
+    """KL weight to the reference (= the starting policy, the warm start if any); TimeMaster 0.001."""
+    epsilon: float = 0.2
+    """PPO clip epsilon."""
     harness: str = "rlm"
-    out: str | None = None  # default runs/grpo__<model>
+    """The harness episodes run in (rlm, single-pass-text, tools, ...)."""
+    out: str | None = None
+    """Run dir [runs/grpo__<model>]."""
     resume: bool = False
+    """Continue a run from its last checkpoint (same settings)."""
     save_every: int = 50
+    """Checkpoint every N steps."""
     keep_checkpoints: int = 2
+    """Checkpoints kept (older ones are deleted)."""
     log_rollouts: bool = True
-    report_to: list[str] = field(default_factory=list)  # tensorboard and/or wandb (offline), under the run dir
+    """Write every rollout's transcript to the run dir."""
+    report_to: list[str] = field(default_factory=list)
+    """Track the run: tensorboard and/or wandb (offline), under the run dir (pip install 'tsbench[tracking]')."""
     seed: int = 0
+    """Seed for tasks, sampling and init."""
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     rewards: RewardConfig = field(default_factory=RewardConfig)
     tasks: TaskConfig = field(default_factory=TaskConfig)
@@ -198,6 +242,19 @@ class GRPOConfig:
         """The most tokens one episode can generate: Dr. GRPO's constant loss normaliser."""
         per_reply = self.harness_config.max_tokens or self.max_seq_len
         return min(self.max_seq_len, self.harness_config.max_turns * per_reply)
+
+    def training_request(self) -> TrainingRequest:
+        """What the family's training stream is asked for."""
+        return TrainingRequest(
+            seed=self.seed, steps=self.steps, tasks_per_step=max(self.tasks_per_step, 1), data=tuple(self.tasks.data),
+            categories=tuple(self.tasks.categories) if self.tasks.categories else None, warm_steps=self.warm_steps,
+            options={k: v for k, v in (("preset", self.tasks.preset), ("lengths", self.tasks.lengths)) if v is not None})
+
+    def training_stream(self):
+        """The family's stream of training tasks; a request it cannot honour is a UserError."""
+        from tsbench.tasks import get_taskset
+
+        return get_taskset(self.tasks.family).training_stream(self.training_request())
 
     def run_dir(self) -> Path:
         if self.out:
@@ -232,6 +289,16 @@ class GRPOConfig:
             found.append(f"--harness must be a model harness: {', '.join(h for h in HARNESSES if h not in REFERENCE_HARNESSES)}")
         if self.launch.num_processes < 1:
             found.append("--num-processes must be >= 1")
+        if not self.tasks.problems():
+            from tsbench.tasks import get_taskset
+
+            try:  # the family refuses what it cannot draw or play here, before any weights load
+                family = get_taskset(self.tasks.family)
+                if family.harnesses is not None and self.harness not in family.harnesses:
+                    found.append(f"family {family.name} is played by {', '.join(family.harnesses)}, not {self.harness}")
+                self.training_stream()
+            except UserError as error:
+                found.append(str(error))
         try:
             check_targets(self.report_to)
         except UserError as error:
@@ -257,27 +324,50 @@ def _sft_policy() -> PolicyConfig:
 class SFTConfig:
     """`tsbench sft-baseline` for a language model; defaults are the paper's (Appendix C)."""
 
-    format: str = SINGLE_PASS  # single-pass-text | rlm-trajectories
-    # single-pass-text: one dataset seed dir ({train,val}-<regime>.parquet; default data/anomalyxl/seed42);
-    # rlm-trajectories: one or more eval run dirs (results/<run>).
+    format: str = SINGLE_PASS
+    """LMs: single-pass-text or rlm-trajectories."""
+    family: str = "anomalyxl"
+    """The task family whose rows (single-pass-text) and scorer (validation) SFT uses (name or module:attribute)."""
     data: list[str] = field(default_factory=list)
-    regime: str | None = None  # precise | coarse (| both for rlm-trajectories); None: precise | both
+    """single-pass-text: one dataset dir holding the family's train (and val) split [data/anomalyxl/seed42];
+    rlm-trajectories: one or more eval run dirs (results/<run>)."""
+    regime: str | None = None
+    """AnomalyXL: precise or coarse (rlm-trajectories also: both) [precise | both]; another family: one
+    value of its rows' regime [all rows]."""
     epochs: int = 5
+    """Epochs."""
     lr: float = 1e-4
+    """Learning rate."""
     weight_decay: float = 0.01
-    grad_clip: float = 1.0  # max gradient norm; 0 disables clipping
-    warmup: float = 0.03  # fraction of the optimizer steps, rounded DOWN (a 1-step run does not warm up)
+    """AdamW weight decay."""
+    grad_clip: float = 1.0
+    """Max gradient norm (0: no clipping)."""
+    warmup: float = 0.03
+    """Warmup: this fraction of the optimizer steps, rounded down (a 1-step run does not warm up)."""
     batch_size: int = 1
-    patience: int = 3  # epochs without a lower val loss before stopping
+    """Batch size."""
+    patience: int = 3
+    """Epochs without a lower val loss before stopping."""
     val_rows: int = 500
-    train_rows: int | None = None  # None: all (paper: ~5,000); else spread round-robin over categories
-    min_score: float = 0.5  # rlm-trajectories: keep episodes scoring at least this
-    include_test_split: bool = False  # rlm-trajectories: allow episodes on test rows (contaminates the benchmark)
-    max_seq_len: int | None = None  # None: the model's context; longer examples are dropped
-    text_budget_chars: int | None = None  # single-pass-text: serialized characters; None: fitted to max_seq_len
+    """Validation rows."""
+    train_rows: int | None = None
+    """Training rows, spread round-robin over categories [all; the paper: ~5,000]."""
+    min_score: float = 0.5
+    """rlm-trajectories: keep episodes scoring at least this."""
+    include_test_split: bool = False
+    """rlm-trajectories: allow episodes on test rows (contaminates the benchmark)."""
+    max_seq_len: int | None = None
+    """Longest example in tokens; longer ones are dropped [the model's context]."""
+    text_budget_chars: int | None = None
+    """single-pass-text: serialized characters [fitted to max_seq_len]."""
     val_max_new_tokens: int = 128
-    out: str | None = None  # default models/sft-<model>-<format>-<regime>
-    report_to: list[str] = field(default_factory=list)  # tensorboard and/or wandb (offline), under the out dir
+    """Tokens generated per validation example."""
+    out: str | None = None
+    """Output dir [models/sft-<model>-<format>-<regime>]."""
+    report_to: list[str] = field(default_factory=list)
+    """Track the run: tensorboard and/or wandb (offline), under the out dir (pip install 'tsbench[tracking]')."""
     seed: int = 0
+    """LoRA init, shuffling and held-out trajectories."""
     overwrite: bool = False
+    """Replace an existing output dir."""
     policy: PolicyConfig = field(default_factory=_sft_policy)

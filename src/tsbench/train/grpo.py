@@ -1,10 +1,10 @@
-"""GRPO with the AnomalyXL generator in the loop (timerlm-anomalyxl §4.1), on TRL's GRPOTrainer.
+"""GRPO with the family's training stream in the loop (timerlm-anomalyxl §4.1), on TRL's GRPOTrainer.
 
 Read top to bottom. One optimizer step is:
 
     TRL's sampler hands this process its share of the step's task keys, each G times
     -> rollouts.Environment (TRL's rollout_func) plays every one through our harness with the live
-       policy, scores it with the family's Taskset, logs it with the one record builder
+       policy, scores it with the family's scorer, logs it with the one record builder
     -> the reward functions (rewards.py) read the episodes' columns; TRL sums them with the
        reward weights, forms group advantages (Dr. GRPO: R - mean, no std) and drops nothing itself:
        the environment already masked out zero-variance groups and infrastructure failures
@@ -13,7 +13,8 @@ Read top to bottom. One optimizer step is:
     -> checkpoints every `save_every` steps (TRL/transformers format, resumable), metrics.parquet.
 
 What is TRL's: the loss, the reference model, vLLM weight sync, DDP / FSDP / DeepSpeed, optimizer,
-scheduler, checkpoints. What is ours: the environment, the rewards, the curriculum, the run dir.
+scheduler, checkpoints. What is ours: the environment, the rewards, the run dir; the tasks (and a
+generator family's curriculum) are the family's.
 Several GPUs: `tsbench train-grpo --num-processes N` relaunches itself under `accelerate launch`.
 """
 
@@ -49,7 +50,7 @@ TRAIN_JSON = "train.json"
 RESUME_KEYS = (
     "model", "lora", "lora_alpha", "lora_target", "group_size", "batch_size", "max_seq_len", "loss", "scale_rewards",
     "beta", "epsilon", "reward", "lambda_tok", "lambda_fail", "format_weight", "hard_weight", "soft_weight", "judge",
-    "family", "categories", "lengths", "preset", "seed", "harness", "max_turns", "max_tokens", "temperature",
+    "family", "data", "categories", "lengths", "preset", "seed", "harness", "max_turns", "max_tokens", "temperature",
     "warm_steps",
 )
 
@@ -111,7 +112,7 @@ def build_trainer(cfg: GRPOConfig, progress: ProgressFn | None = None) -> Run:
     trainer = GRPOTrainer(
         model=policy.model, reward_funcs=env.functions,
         args=trl_args(cfg, out, env.weights, on_gpu=on_gpu, world=state.num_processes),
-        train_dataset=dataset(env.stream.keys()), processing_class=policy.tokenizer, peft_config=policy.peft_config,
+        train_dataset=dataset(env.keys()), processing_class=policy.tokenizer, peft_config=policy.peft_config,
         rollout_func=env, callbacks=[RunLog(out, env, policy.base_record, progress, start=step_of(checkpoint))],
     )
     trainer.remove_callback(PrinterCallback)  # RunLog reports each step (metrics.parquet, the progress line)

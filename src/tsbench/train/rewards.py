@@ -25,6 +25,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from tsbench.tasks.base import TaskFamily
+
 LAMBDA_TOK = 0.1
 LAMBDA_FAIL = 0.25
 JUDGE_CRITERIA = ("specificity", "appropriateness", "relevance", "depth")
@@ -163,7 +165,7 @@ def _unit(value: Any) -> float | None:
     return min(1.0, max(0.0, float(value)))
 
 
-def class_matches(taskset: Any, category: str, gold: Any, message: str) -> bool:
+def class_matches(taskset: TaskFamily, category: str, gold: Any, message: str) -> bool:
     """TimeMaster's hard reward: the class in the message's <class> span is exactly the gold class
     (the family's `answer_class` / `gold_class`)."""
     answer = class_span(message)
@@ -183,7 +185,7 @@ def composite_reward(fmt: float, hard: float, soft: float | None, weights: Seque
 RewardFn = Callable[..., list]
 
 
-def reward_functions(rewards: Any, taskset: Any) -> tuple[list[RewardFn], list[float]]:
+def reward_functions(rewards: Any, taskset: TaskFamily) -> tuple[list[RewardFn], list[float]]:
     """The reward functions for `rewards.reward` (a RewardConfig) and their weights."""
     if rewards.reward == "anomalyxl":
         return [task_score, token_cost, forced_final], [1.0, rewards.lambda_tok, rewards.lambda_fail]

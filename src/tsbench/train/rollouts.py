@@ -1,8 +1,9 @@
 """The environment: TRL's `rollout_func` playing our harness episodes.
 
-TRL hands this process's slice of the step's prompts, each task key repeated G times. For every
-one an episode runs through `tsbench.harness.play` with a `PolicyAgent` over the live policy; the
-family's Taskset scores its final message; the one record builder logs it to the run's journal.
+TRL hands this process's slice of the step's prompts, each task key repeated G times. Each key is
+a task of the family's training stream (`TaskFamily.training_stream`); for every one an episode
+runs through `tsbench.harness.play` with a `PolicyAgent` over the live policy; the family's
+scorer scores its final message; the one record builder logs it to the run's journal.
 What goes back to TRL: the first prompt's ids, the rest of the episode as "completion" ids (every
 reply exactly as generated, plus the template glue and sandbox observations between replies),
 an env mask (1 = the model generated it), the sampler's logprobs when vLLM reports them, and the
@@ -17,6 +18,8 @@ whose rewards are all equal carry no signal and leave the loss too (timerlm-anom
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import hashlib
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -29,10 +32,10 @@ from tsbench.harness import EpisodeOutcome, play
 from tsbench.models.base import Message
 from tsbench.results import Journal, apply_outcome, apply_score, finish, new_record
 from tsbench.tasks import get_taskset
+from tsbench.tasks.base import Sample
 from tsbench.train import rewards as rw
 from tsbench.train.agent import Batcher, ChatTokens, HFBackend, PolicyAgent, VLLMColocate, VLLMServer, assemble
-from tsbench.train.curriculum import TaskStream, episode_task, parse_key, record_columns
-from tsbench.tasks.anomalyxl.seeds import derive_seed
+from tsbench.train.curriculum import parse_key, task_keys
 
 POLICY_FAILURES = {"bad_request", "token_cap", "wall_clock"}  # the policy's own doing: score 0, forced final
 ROLLOUTS = "rollouts"
@@ -62,9 +65,9 @@ class Environment:
         self.chat = ChatTokens(tokenizer)
         self.tokenizer = tokenizer
         self.model_name = model_name
-        self.stream = TaskStream(cfg.tasks, steps=cfg.steps, warm_steps=cfg.warm_steps,
-                                 tasks_per_step=cfg.tasks_per_step, seed=cfg.seed)
         self.taskset = get_taskset(cfg.tasks.family)
+        self.stream = self.taskset.training_stream(cfg.training_request())
+        self.score_fn = self.taskset.scorer({"judge": None, "run_dir": str(run_dir)})
         self.functions, self.weights = rw.reward_functions(cfg.rewards, self.taskset)
         self.instructions = rw.FORMAT_INSTRUCTIONS if cfg.rewards.reward == "composite" else ""
         self.judge = None
@@ -75,6 +78,18 @@ class Environment:
         self.journal_dir = run_dir / ROLLOUTS
         self.server: VLLMServer | None = None
         self.last: dict[str, float] = {}  # the latest step's numbers, for metrics.parquet
+
+    def keys(self) -> list[str]:
+        """Every task key of the run, in the order TRL reads them."""
+        return task_keys(self.cfg.steps, self.cfg.tasks_per_step)
+
+    def sample(self, key: str) -> Sample:
+        """The training task a key names, with the reward format's instructions appended."""
+        sample = self.stream.sample(*parse_key(key))
+        if not self.instructions:
+            return sample
+        task = dataclasses.replace(sample.task, question=f"{sample.task.question}\n\n{self.instructions}")
+        return dataclasses.replace(sample, task=task)
 
     # -- the rollout function ------------------------------------------------------------------
     def __call__(self, prompts: list[str], trainer: Any) -> dict[str, list]:
@@ -130,22 +145,22 @@ class Environment:
 
     # -- one episode ---------------------------------------------------------------------------
     def play(self, key: str, index: int, batcher: Batcher) -> Episode:
-        plan = self.stream.plan(key)
-        task = episode_task(plan, self.instructions)
+        sample = self.sample(key)
         hc = self.cfg.harness_config
-        record = new_record(sample_id=plan.id, epoch=index, family=self.taskset.name, columns=record_columns(plan),
-                            model=self.model_name, harness=self.cfg.harness, depth=hc.depth, gold=plan.gold)
+        record = new_record(sample_id=sample.ref.id, epoch=index, family=self.taskset.name,
+                            columns={"category": sample.task.category, **sample.columns}, model=self.model_name,
+                            harness=self.cfg.harness, depth=hc.depth, gold=sample.gold)
         agent = PolicyAgent(batcher, self.chat, max_new_tokens=hc.max_tokens or self.cfg.max_seq_len,
                             max_seq_len=self.cfg.max_seq_len, temperature=self.cfg.temperature,
-                            seed=derive_seed(self.cfg.seed, "rollout", key, index) % 2**31, name=self.model_name)
+                            seed=rollout_seed(self.cfg.seed, key, index), name=self.model_name)
         started = time.perf_counter()
         with batcher.episode():
-            outcome = play(agent, self.cfg.harness, task, hc)
+            outcome = play(agent, self.cfg.harness, sample.task, hc)
         apply_outcome(record, outcome)
         episode = Episode(key, index, record)
         episode.prompt_ids, episode.completion_ids, episode.env_mask, episode.logprobs = self.sequence(agent)
         episode.generated_tokens = sum(len(t.output_ids) for t in agent.turns)
-        self.score(episode, outcome, plan.category, plan.gold)
+        self.score(episode, outcome, sample.task.category, sample.gold)
         finish(record, time.perf_counter() - started)
         return episode
 
@@ -165,7 +180,7 @@ class Environment:
             scored_text = message
             if self.instructions:  # composite: the task is scored on the <class> span
                 scored_text = rw.class_span(message) or ""
-            scored = self.taskset.score(category, gold, scored_text)
+            scored = self.score_fn(category, gold, scored_text)
             apply_score(record, score=scored.score, valid=scored.valid, parsed=scored.parsed,
                         answer_error=scored.error, metrics=scored.metrics)
             episode.score = float(scored.score)
@@ -214,7 +229,6 @@ class Environment:
     def summary(self, step: int, stats: list[tuple], batches: int, seconds: float) -> dict[str, float]:
         scored = [s for s in stats if s[0] is not None]
         groups = len(stats) // self.cfg.group_size
-        gen = self.stream.generator(step)
 
         def mean(values: list) -> float:
             return float(np.mean(values)) if values else float("nan")
@@ -224,7 +238,12 @@ class Environment:
             "forced_final_rate": mean([float(s[3]) for s in scored]), "mean_generated_tokens": mean([s[4] for s in scored]),
             "mean_turns": mean([s[5] for s in scored]), "infra_failures": float(len(stats) - len(scored)),
             "dropped_groups": float(sum(s[2] for s in stats) // self.cfg.group_size), "groups": float(groups),
-            "p_present": float(gen.p_present), "min_k": float(gen.min_k), "generation_batches": float(batches),
-            "rollout_s": seconds,
+            "generation_batches": float(batches), "rollout_s": seconds, **self.stream.step_metrics(step),
         }
+
+
+def rollout_seed(seed: int, key: str, index: int) -> int:
+    """The sampling seed of one rollout: a 31-bit integer from blake2b over (seed, key, index)."""
+    digest = hashlib.blake2b(f"{seed}|rollout|{key}|{index}".encode(), digest_size=8).digest()
+    return (int.from_bytes(digest, "little") >> 1) % 2**31
 

@@ -1,8 +1,10 @@
 """`tsbench sft-baseline` for a language model, on TRL's SFTTrainer (LoRA by default, or full).
 
 Two formats (sft_data.py builds the examples):
-- `single-pass-text`: the single-pass-text harness's own prompt for an AnomalyXL row, answered with
-  the gold in one regime's format; trained on the train split, validated on val (paper Appendix C).
+- `single-pass-text`: the single-pass-text harness's own prompt for a row of the task family
+  (`--family`, AnomalyXL by default: one regime), answered with the family's `sft_target`; trained
+  on the train split, validated on val (paper Appendix C), or on a seeded part of train held out
+  when the family has no val split (TimerBed).
 - `rlm-trajectories`: finished RLM episodes from eval results that scored at least `min_score`;
   the warm start before `train-grpo` (TimeMaster §3.4).
 
@@ -44,6 +46,7 @@ from tsbench.train.cpu_memory import limit_malloc_arenas
 from tsbench.train.tracking import tracking
 
 DEFAULT_DATA = "data/anomalyxl/seed42"
+ANOMALYXL = "anomalyxl"
 RUN_JSON = "run.json"
 METRICS = "metrics.parquet"
 STEPS = "steps.parquet"
@@ -62,10 +65,12 @@ def checked(cfg: SFTConfig) -> SFTConfig:
     if cfg.format not in FORMATS:
         raise UserError(f"--format must be {' or '.join(FORMATS)} (got {cfg.format})")
     cfg.data = [cfg.data] if isinstance(cfg.data, (str, Path)) else [str(d) for d in cfg.data]
-    cfg.regime = cfg.regime or ("precise" if cfg.format == SINGLE_PASS else "both")
-    allowed = ("precise", "coarse") if cfg.format == SINGLE_PASS else ("precise", "coarse", "both")
-    if cfg.regime not in allowed:
-        raise UserError(f"--regime must be {', '.join(allowed)} for {cfg.format} (got {cfg.regime})")
+    get_taskset(cfg.family)  # an unknown family fails here, before any data is read
+    if cfg.family == ANOMALYXL:  # its two regimes answer in different formats: one at a time (the paper's)
+        cfg.regime = cfg.regime or ("precise" if cfg.format == SINGLE_PASS else "both")
+        allowed = ("precise", "coarse") if cfg.format == SINGLE_PASS else ("precise", "coarse", "both")
+        if cfg.regime not in allowed:
+            raise UserError(f"--regime must be {', '.join(allowed)} for {cfg.format} (got {cfg.regime})")
     if cfg.format == RLM_TRAJECTORIES and not cfg.data:
         raise UserError("--format rlm-trajectories needs --data results/<run> (eval results with RLM transcripts)")
     if cfg.format == SINGLE_PASS and len(cfg.data) > 1:
@@ -85,7 +90,7 @@ def checked(cfg: SFTConfig) -> SFTConfig:
     check_targets(cfg.report_to)
     if cfg.out is None:
         slug = cfg.policy.model.removeprefix("local/").strip("/").replace("/", "_").replace(":", "_")
-        cfg.out = str(Path("models") / f"sft-{slug}-{cfg.format}-{cfg.regime}")
+        cfg.out = str(Path("models") / f"sft-{slug}-{cfg.format}-{cfg.regime or get_taskset(cfg.family).name}")
     return cfg
 
 
@@ -107,22 +112,39 @@ def _prepare_out(cfg: SFTConfig) -> Path:
 # -- data -----------------------------------------------------------------------------------------
 def build_data(cfg: SFTConfig, tokenizer: Any, eos: set[int], max_seq_len: int, selected: Any) -> tuple[list, list, dict]:
     if cfg.format == SINGLE_PASS:
-        from tsbench.tasks.anomalyxl.rows import iter_rows, read_index
-
-        files = sd.split_files(cfg.data[0] if cfg.data else DEFAULT_DATA, cfg.regime)
+        family = get_taskset(cfg.family)
+        files = sd.split_files(family, cfg.data[0] if cfg.data else _default_data(cfg))
+        train_refs = sd.balanced_refs(family, files["train"], cfg.train_rows, cfg.regime)
+        val_refs = sd.balanced_refs(family, files["val"], cfg.val_rows, cfg.regime) if files["val"] else []
+        val_from = "val"
+        if not val_refs and cfg.val_rows:  # no val split (TimerBed): a seeded part of train is held out
+            everything = sd.balanced_refs(family, files["train"], None, cfg.regime)
+            order = np.random.default_rng(cfg.seed).permutation(len(everything))
+            held = {everything[i].id for i in order[:min(cfg.val_rows, max(1, len(everything) // 10))]}
+            val_refs = [r for r in everything if r.id in held]
+            train_refs = sd.balanced_refs(family, files["train"], cfg.train_rows, cfg.regime, exclude=held)
+            val_from = "train"
         budget = cfg.text_budget_chars
         if budget is None:
-            probe_ids = set(sd.balanced_ids(files["train"], read_index(files["train"])["category"].nunique()))
-            probe = list(iter_rows(files["train"], ids=probe_ids))
-            answer = max(len(tokenizer(r.gold_text())["input_ids"]) for r in probe) + 8
-            budget = sd.fit_text_budget(tokenizer, probe, max_seq_len, max(answer, cfg.val_max_new_tokens))
-        train, train_stats = sd.single_pass_examples(tokenizer, files["train"], text_budget_chars=budget,
-                                                     max_seq_len=max_seq_len, eos_ids=eos, limit=cfg.train_rows)
+            n_categories = sd.rows_of(family, files["train"], cfg.regime)["category"].nunique()
+            probe = [family.load(r) for r in sd.balanced_refs(family, files["train"], n_categories, cfg.regime)]
+            probe = [p for p in probe if sd.target_problem(family, p) is None]
+            if not probe:
+                raise UserError(f"no {family.name} train row of {cfg.data or _default_data(cfg)} can be an SFT example "
+                                "(no series, or its sft_target does not score 1)")
+            answer = max(len(tokenizer(family.sft_target(p.task.category, p.gold))["input_ids"]) for p in probe) + 8
+            budget = sd.fit_text_budget(tokenizer, [p.task for p in probe], max_seq_len,
+                                        max(answer, cfg.val_max_new_tokens))
+        train, train_stats = sd.single_pass_examples(tokenizer, family, train_refs, text_budget_chars=budget,
+                                                     max_seq_len=max_seq_len, eos_ids=eos, split="train")
         val, val_stats = ([], sd.DataStats()) if cfg.val_rows == 0 else sd.single_pass_examples(
-            tokenizer, files["val"], text_budget_chars=budget, max_seq_len=max_seq_len, eos_ids=eos,
-            limit=cfg.val_rows, keep_prompt=True)
-        info = {"format": SINGLE_PASS, "regime": cfg.regime, "text_budget_chars": budget, "max_seq_len": max_seq_len,
-                "files": {s: {"path": str(p), "sha256": sd.file_fingerprint(p)} for s, p in files.items()}}
+            tokenizer, family, val_refs, text_budget_chars=budget, max_seq_len=max_seq_len, eos_ids=eos,
+            keep_prompt=True, split=val_from)
+        used = {split: sorted({r.path for r in refs}) for split, refs in (("train", train_refs), ("val", val_refs))}
+        info = {"format": SINGLE_PASS, "family": family.name, "regime": cfg.regime, "text_budget_chars": budget,
+                "max_seq_len": max_seq_len, "val_from": val_from,
+                "files": {split: [{"path": p, "sha256": sd.file_fingerprint(Path(p))} for p in paths]
+                          for split, paths in used.items()}}
     else:
         train_t, val_t, selection = selected
         train, train_stats = sd.trajectory_examples(tokenizer, train_t, max_seq_len=max_seq_len, eos_ids=eos)
@@ -134,9 +156,13 @@ def build_data(cfg: SFTConfig, tokenizer: Any, eos: set[int], max_seq_len: int, 
     return train, val, info
 
 
+def _default_data(cfg: SFTConfig) -> str:
+    return DEFAULT_DATA if cfg.family == ANOMALYXL else str(get_taskset(cfg.family).default_root())
+
+
 def select_trajectories(cfg: SFTConfig) -> tuple[list, list, dict]:
     """(train, val) episodes and the selection counts; no model needed, so bad data fails fast."""
-    regimes = ("precise", "coarse") if cfg.regime == "both" else (cfg.regime,)
+    regimes = None if cfg.regime is None else ("precise", "coarse") if cfg.regime == "both" else (cfg.regime,)
     trajectories, selection = sd.load_trajectories(cfg.data, min_score=cfg.min_score, regimes=regimes,
                                                    include_test_split=cfg.include_test_split)
     if not trajectories:
@@ -168,7 +194,7 @@ class Validation(TrainerCallback):
         self.tokenizer = tokenizer
         self.cfg = cfg
         self.emit = emit
-        self.taskset = get_taskset("anomalyxl")
+        self.taskset = get_taskset(cfg.family)
         self.best_loss, self.bad_epochs = math.inf, 0
         self.epochs: list[dict] = []
         self.started = time.perf_counter()
@@ -243,7 +269,7 @@ def run_sft(cfg: SFTConfig, progress: ProgressFn | None = None) -> Path:
     cfg = checked(cfg)
     selected = None  # bad data fails before a model loads
     if cfg.format == SINGLE_PASS:
-        sd.split_files(cfg.data[0] if cfg.data else DEFAULT_DATA, cfg.regime)
+        sd.split_files(get_taskset(cfg.family), cfg.data[0] if cfg.data else _default_data(cfg))
     else:
         selected = select_trajectories(cfg)
     out = _prepare_out(cfg)

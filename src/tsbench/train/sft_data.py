@@ -2,8 +2,10 @@
 
 Two sources:
 
-- single-pass-text: an AnomalyXL row becomes the exact prompt the single-pass-text harness sends
-  (`SINGLE_PASS_SYSTEM` + `single_pass_text_prompt`), followed by the gold answer as the reply.
+- single-pass-text: a row of any task family (read through its `index` and `load`) becomes the exact
+  prompt the single-pass-text harness sends (`SINGLE_PASS_SYSTEM` + `single_pass_text_prompt`),
+  followed by the family's `sft_target` (the gold as an answer) as the reply; a row whose target its
+  own scorer does not give full marks is skipped, so a family's default target is checked, not trusted.
 - rlm-trajectories: a finished, well-scored RLM episode from any eval run becomes the conversation the
   policy saw (system, question, its code replies, the sandbox observations as user messages).
 
@@ -22,12 +24,15 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
+import pandas as pd
 
-from tsbench.tasks.anomalyxl.rows import Row, iter_rows, read_index
+from tsbench.core.episode import EpisodeTask
 from tsbench.core.errors import UserError
 from tsbench.harness.prompts import SINGLE_PASS_SYSTEM, single_pass_text_prompt
 from tsbench.core.provenance import read_json, sha256_file
 from tsbench.models.base import Message
+from tsbench.results.records import transcript_events
+from tsbench.tasks.base import Sample, SampleRef, TaskFamily
 
 IGNORE = -100  # the label transformers' causal-LM loss skips
 
@@ -138,15 +143,15 @@ def prompt_ids(tokenizer, messages: list[Message]) -> list[int]:
 
 # -- single-pass-text from the dataset ------------------------------------------------------------
 
-def split_files(data_dir: str | Path, regime: str) -> dict[str, Path]:
-    """{"train": ..., "val": ...} parquet files of one regime; a one-line error names the fix when absent."""
+def split_files(family: TaskFamily, data_dir: str | Path) -> dict[str, list[Path]]:
+    """{"train": [...], "val": [...]} files of the family beside `data_dir` (val may be empty); no
+    train split is a one-line error that names the fix."""
     data_dir = Path(data_dir)
-    files = {split: data_dir / f"{split}-{regime}.parquet" for split in ("train", "val")}
-    for path in files.values():
-        if not path.is_file():
-            seed = data_dir.name.removeprefix("seed") if data_dir.name.startswith("seed") else "42"
-            raise UserError(f"dataset file not found: {path} (create the train and val splits with: "
-                            f"tsbench generate --seed {seed} --split all)")
+    files = {split: family.split_files([str(data_dir)], split) for split in ("train", "val")}
+    if not files["train"]:
+        seed = data_dir.name.removeprefix("seed") if data_dir.name.startswith("seed") else "42"
+        raise UserError(f"no {family.name} train split in {data_dir} (create the train and val splits with: "
+                        f"tsbench generate --seed {seed} --split all --family {family.name})")
     return files
 
 
@@ -161,54 +166,74 @@ def file_fingerprint(path: Path) -> str:
     return sha256_file(path)
 
 
-def balanced_ids(path: Path, limit: int | None) -> list[str]:
-    """Row ids of a file, or `limit` of them taken round-robin over categories (each in file order)."""
-    index = read_index(path)
-    if limit is None or limit >= len(index):
-        return list(index["id"])
-    queues = [list(group["id"]) for _, group in index.groupby("category", sort=False)]
-    chosen: list[str] = []
-    while len(chosen) < limit:
-        for queue in queues:
-            if queue and len(chosen) < limit:
-                chosen.append(queue.pop(0))
-    order = {rid: i for i, rid in enumerate(index["id"])}
-    return sorted(chosen, key=order.__getitem__)
+def rows_of(family: TaskFamily, files: list[Path], regime: str | None = None) -> pd.DataFrame:
+    """The family's index of `files`, only the rows of one regime when given."""
+    index = family.index([Path(f) for f in files], {})
+    if regime is not None and "regime" in index.columns:
+        index = index[index["regime"] == regime]
+    return index.drop_duplicates("id").reset_index(drop=True)
 
 
-def single_pass_messages(row: Row, text_budget_chars: int) -> list[Message]:
-    """The single-pass-text harness's messages for this row (see harness/single_pass.py)."""
-    text, _ = single_pass_text_prompt(row.question, row.channel_names, row.values, text_budget_chars)
+def balanced_refs(family: TaskFamily, files: list[Path], limit: int | None, regime: str | None = None,
+                  exclude: set[str] = frozenset()) -> list[SampleRef]:
+    """The rows of `files` (of one regime when given), or `limit` of them taken round-robin over
+    categories (each in index order); returned in index order."""
+    index = rows_of(family, files, regime)
+    index = index[~index["id"].isin(exclude)].reset_index(drop=True)
+    chosen = list(range(len(index)))
+    if limit is not None and limit < len(index):
+        queues = [list(group.index) for _, group in index.groupby("category", sort=False)]
+        chosen = []
+        while len(chosen) < limit:
+            for queue in queues:
+                if queue and len(chosen) < limit:
+                    chosen.append(queue.pop(0))
+        chosen.sort()
+    return [SampleRef(family.name, str(index.at[i, "path"]), str(index.at[i, "id"])) for i in chosen]
+
+
+def single_pass_messages(task: EpisodeTask, text_budget_chars: int) -> list[Message]:
+    """The single-pass-text harness's messages for this task (see harness/single_pass.py)."""
+    text, _ = single_pass_text_prompt(task.question, task.channel_names, task.values, text_budget_chars)
     return [Message("system", SINGLE_PASS_SYSTEM), Message("user", text)]
 
 
-def single_pass_example(tokenizer, row: Row, text_budget_chars: int, eos_ids: Iterable[int], *,
-                        keep_prompt: bool = False) -> Example:
-    prompt = single_pass_messages(row, text_budget_chars)
+def single_pass_example(tokenizer, family: TaskFamily, sample: Sample, text_budget_chars: int,
+                        eos_ids: Iterable[int], *, keep_prompt: bool = False) -> Example:
+    task = sample.task
+    prompt = single_pass_messages(task, text_budget_chars)
     chat = [{"role": m.role, "content": m.content} for m in prompt]
-    chat.append({"role": "assistant", "content": row.gold_text()})
+    chat.append({"role": "assistant", "content": family.sft_target(task.category, sample.gold)})
     ids, labels = encode_conversation(tokenizer, chat, eos_ids)
-    return Example(ids, labels, row.id, row.category, row.regime, row.split, row.gold,
-                   prompt if keep_prompt else None)
+    return Example(ids, labels, task.row_id, task.category, task.regime, str(sample.columns.get("split") or ""),
+                   sample.gold, prompt if keep_prompt else None)
 
 
-def fit_text_budget(tokenizer, rows: list[Row], max_seq_len: int, reserve_tokens: int) -> int:
+def target_problem(family: TaskFamily, sample: Sample) -> str | None:
+    """Why a row cannot be a single-pass example (None: it can): no series, or a target its scorer rejects."""
+    if sample.task.values is None:
+        return "no_series"
+    scored = family.score(sample.task.category, sample.gold, family.sft_target(sample.task.category, sample.gold))
+    return None if scored.valid and scored.score >= 1.0 else "target_does_not_score"
+
+
+def fit_text_budget(tokenizer, tasks: list[EpisodeTask], max_seq_len: int, reserve_tokens: int) -> int:
     """The largest serialized-values budget (characters) whose prompts, plus `reserve_tokens`, fit `max_seq_len`.
 
     Starts from a generous guess and scales it by the measured characters per token until every
-    sample row fits (the serializer keeps every k-th sample, so text length moves in steps).
+    sample task fits (the serializer keeps every k-th sample, so text length moves in steps).
     """
-    def prompt_len(row: Row, budget: int) -> int:
-        return len(prompt_ids(tokenizer, single_pass_messages(row, budget)))
+    def prompt_len(task: EpisodeTask, budget: int) -> int:
+        return len(prompt_ids(tokenizer, single_pass_messages(task, budget)))
 
     available = max_seq_len - reserve_tokens
     budget = 4 * max_seq_len
     for _ in range(12):
-        worst_row = max(rows, key=lambda r: prompt_len(r, budget))
-        worst = prompt_len(worst_row, budget)
+        worst_task = max(tasks, key=lambda t: prompt_len(t, budget))
+        worst = prompt_len(worst_task, budget)
         if worst <= available:
             return budget
-        overhead = prompt_len(worst_row, 1)  # question, note and about one value per channel
+        overhead = prompt_len(worst_task, 1)  # question, note and about one value per channel
         if overhead >= available:
             raise UserError(f"the question alone takes {overhead} tokens; it cannot fit max_seq_len={max_seq_len} "
                             f"with {reserve_tokens} tokens for the answer")
@@ -216,14 +241,23 @@ def fit_text_budget(tokenizer, rows: list[Row], max_seq_len: int, reserve_tokens
     raise UserError(f"could not fit single-pass prompts into max_seq_len={max_seq_len}; pass text_budget_chars")
 
 
-def single_pass_examples(tokenizer, path: Path, *, text_budget_chars: int, max_seq_len: int,
-                         eos_ids: Iterable[int], limit: int | None = None, keep_prompt: bool = False,
+def single_pass_examples(tokenizer, family: TaskFamily, refs: list[SampleRef], *, text_budget_chars: int,
+                         max_seq_len: int, eos_ids: Iterable[int], keep_prompt: bool = False, split: str | None = None,
                          on_row=None) -> tuple[list[Example], DataStats]:
-    """Examples of one dataset file (streamed), dropping any longer than `max_seq_len` tokens."""
+    """Examples of the given rows (loaded one at a time), dropping any longer than `max_seq_len` tokens.
+    With `split`, a row its family labels with another split is skipped (a family whose `resolve`
+    ignores the split must not slip test rows into training)."""
     stats = DataStats()
     examples = []
-    for row in iter_rows(path, ids=set(balanced_ids(path, limit))):
-        example = single_pass_example(tokenizer, row, text_budget_chars, eos_ids, keep_prompt=keep_prompt)
+    for ref in refs:
+        sample = family.load(ref)
+        labelled = sample.columns.get("split")
+        problem = "other_split" if split is not None and labelled and labelled != split else None
+        problem = problem or target_problem(family, sample)
+        if problem is not None:
+            stats.skipped[problem] += 1
+            continue
+        example = single_pass_example(tokenizer, family, sample, text_budget_chars, eos_ids, keep_prompt=keep_prompt)
         if example.n_tokens > max_seq_len:
             stats.skipped["longer_than_max_seq_len"] += 1
         else:
@@ -291,7 +325,7 @@ def _finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and value == value and abs(value) != float("inf")
 
 
-def load_trajectories(run_dirs: list[str | Path], *, min_score: float, regimes: tuple[str, ...],
+def load_trajectories(run_dirs: list[str | Path], *, min_score: float, regimes: tuple[str, ...] | None,
                       include_test_split: bool = False) -> tuple[list[Trajectory], dict[str, Any]]:
     """Finished RLM episodes scoring at least `min_score`, from eval run dirs; identical ones kept once."""
     from tsbench import results as schema
@@ -312,11 +346,11 @@ def load_trajectories(run_dirs: list[str | Path], *, min_score: float, regimes: 
                 skipped["test_split"] += 1
             elif record["score"] < min_score:
                 skipped["below_min_score"] += 1
-            elif record["regime"] not in regimes:
+            elif regimes is not None and record["regime"] not in regimes:
                 skipped["other_regime"] += 1
             else:
                 try:
-                    messages = transcript_messages(json.loads(record["transcript"]))
+                    messages = transcript_messages(transcript_events(record))
                 except (ValueError, KeyError, TypeError):
                     skipped["unreadable_transcript"] += 1
                     continue

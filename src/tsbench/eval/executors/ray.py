@@ -13,9 +13,11 @@ driver's (absolute) path, i.e. one machine or shared storage (each node is probe
 a hash of the first and last MiB); else the driver loads each row and ships the sample through
 Ray's object store. `TSBENCH_RAY_DATA=path|object` forces one way (ray_cluster.py).
 
-No outbound traffic: usage stats off before ray is imported; without `--ray-address`, a private
-cluster on 127.0.0.1 with no dashboard and token auth, shut down with the run; with one, the
-cluster's own token auth is used as it is.
+Egress. Without `--ray-address`: a private cluster on 127.0.0.1 with token auth, shut down with
+the run, that sends nothing beyond loopback: usage stats off before ray is imported, and no
+dashboard process (Ray's usage-stats module in it probes cloud metadata endpoints whatever the
+usage-stats switch says; ray_cluster.head_without_dashboard). With one, the cluster's own token
+auth is used as it is, and its egress is what its `ray start` made it (docs/many-machines.md).
 
 Failures. A worker process or node lost mid-episode: Ray restarts the actor (on another node if
 need be) and runs the episode again, up to `TSBENCH_RAY_RETRIES` [2] more times; the driver
@@ -35,7 +37,7 @@ from typing import Any, Iterable
 
 from tsbench.core.errors import UserError
 from tsbench.eval.episode import EpisodeJob, failed_record
-from tsbench.eval.executors import Abandoned, OnInterrupt, OnRecord
+from tsbench.eval.executors import Abandoned, BaseExecutor, ExecutorOptions, OnInterrupt, OnRecord
 from tsbench.eval.executors.ray_cluster import PROBE_GROUP, DataPlacement, connect
 from tsbench.eval.executors.ray_worker import EpisodeWorker
 from tsbench.harness import KERNEL_HARNESSES
@@ -70,9 +72,18 @@ def _env_number(name: str, default: float) -> float:
         raise UserError(f"{name} must be a number (got {raw!r})") from None
 
 
-class RayExecutor:
+class RayExecutor(BaseExecutor):
+    @classmethod
+    def preflight(cls, harness: str, unsafe_sandbox: bool) -> None:
+        """Nothing on the driver: each worker checks the jail of its own node, where the kernels run."""
+
+    @classmethod
+    def from_options(cls, options: ExecutorOptions) -> "RayExecutor":
+        return cls(workers=options.concurrency, address=options.address, forward_env=options.forward_env)
+
     def __init__(self, workers: int = 4, address: str | None = None, retries: int | None = None,
-                 data: str | None = None, startup_timeout_s: float | None = None) -> None:
+                 data: str | None = None, startup_timeout_s: float | None = None,
+                 forward_env: tuple[str, ...] = ()) -> None:
         if workers < 1:
             raise ValueError("workers must be >= 1")
         cpus = _env_number("TSBENCH_RAY_WORKER_CPUS", 1.0)
@@ -82,7 +93,7 @@ class RayExecutor:
             "TSBENCH_RAY_STARTUP_TIMEOUT", 300.0)
         self.ray, self._connected = connect(address, workers * cpus)
         self.placement = DataPlacement(self.ray, data or os.environ.get("TSBENCH_RAY_DATA", "auto"))
-        env = {name: os.environ[name] for name in FORWARDED_ENV if os.environ.get(name)}
+        env = {name: os.environ[name] for name in (*FORWARDED_ENV, *forward_env) if os.environ.get(name)}
         actor = self.ray.remote(concurrency_groups={PROBE_GROUP: 1})(EpisodeWorker).options(
             num_cpus=cpus, num_gpus=gpus, max_restarts=-1, max_task_retries=self.retries,
             runtime_env={"env_vars": env} if env else None)

@@ -1,10 +1,17 @@
-"""Joining a Ray cluster with no outbound traffic, and choosing how each dataset file reaches it.
+"""Joining a Ray cluster, and choosing how each dataset file reaches it.
 
-Connecting. `RAY_USAGE_STATS_ENABLED=0` is set before ray is imported or started, so no usage
-report leaves the machine. Without an address a private local cluster is started: every service
-on 127.0.0.1, no dashboard, token authentication on (Ray >= 2.52 generates the token). With an
-address (`auto`, `HOST:PORT`) the driver joins that cluster as it is: its token auth is kept
-(`RAY_AUTH_MODE`, `RAY_AUTH_TOKEN` or `~/.ray/auth_token`, as the head was started with).
+Connecting. `RAY_USAGE_STATS_ENABLED=0` is set before ray is imported or started, so every Ray
+process started from here inherits it. Without an address a private local cluster is started:
+every service on 127.0.0.1, token authentication on (Ray >= 2.52 generates the token), and no
+dashboard process at all (`head_without_dashboard`): Ray starts one even with
+`include_dashboard=False`, and its usage-stats module asks the cloud metadata services
+(169.254.169.254, DNS `metadata.google.internal`) for the cloud name before it reads the
+usage-stats switch, and on a cluster not started by `ray.init` also sends usage-stats.ray.io a
+"disabled" report. So a cluster tsbench starts sends nothing beyond 127.0.0.1 (tests/test_egress.py
+checks it with strace in a loopback-only network namespace). With an address (`auto`, `HOST:PORT`)
+the driver joins that cluster as it is, and its egress is as its `ray start` made it
+(docs/many-machines.md); its token auth is kept (`RAY_AUTH_MODE`, `RAY_AUTH_TOKEN` or
+`~/.ray/auth_token`, as the head was started with).
 
 Datasets. A file reaches workers by its path when every node that runs a worker reads the same
 bytes there (shared storage, or one machine): each node is probed once per file, comparing the
@@ -15,11 +22,14 @@ need no copy of the data at all. `TSBENCH_RAY_DATA=path|object` forces one way.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import logging
 import math
 import os
 import sys
-from typing import Any, Iterable
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from tsbench.core.errors import UserError
 from tsbench.eval.executors.ray_worker import fingerprint
@@ -48,6 +58,33 @@ def import_ray(local: bool) -> Any:
     return ray
 
 
+@contextlib.contextmanager
+def head_without_dashboard(ray: Any) -> Iterator[None]:
+    """Head nodes started in this block (`ray.init()`, `ray.cluster_utils.Cluster`) start no
+    dashboard process: with the dashboard off, that process holds only Ray's usage-stats module,
+    which probes cloud metadata endpoints whatever RAY_USAGE_STATS_ENABLED says (see the module
+    docstring). Nothing tsbench uses needs it (no job submission, no state API). Ray has no switch
+    for this, so the head's step that starts it is skipped; a Ray without that step is an error
+    here rather than a silent probe."""
+    try:
+        node_class = getattr(importlib.import_module("ray._private.node"), "Node", None)
+    except ImportError:
+        node_class = None
+    start = getattr(node_class, "start_api_server", None)
+    if start is None:
+        raise UserError(f"Ray {getattr(ray, '__version__', '?')}: no Node.start_api_server to skip; "
+                        "tsbench cannot start a cluster without its dashboard process")
+
+    def skipped(self: Any, **_: Any) -> None:
+        """The head's dashboard process, not started."""
+
+    node_class.start_api_server = skipped
+    try:
+        yield
+    finally:
+        node_class.start_api_server = start
+
+
 def connect(address: str | None, cpus: float) -> tuple[Any, bool]:
     """(ray, whether this call connected and so must disconnect). A process already connected
     (a notebook's `ray.init()`) is used as it is."""
@@ -57,7 +94,8 @@ def connect(address: str | None, cpus: float) -> tuple[Any, bool]:
     quiet = {"log_to_driver": False, "logging_level": logging.WARNING}
     try:
         if address is None:
-            ray.init(address="local", num_cpus=max(1, math.ceil(cpus)), include_dashboard=False, **quiet)
+            with head_without_dashboard(ray):
+                ray.init(address="local", num_cpus=max(1, math.ceil(cpus)), include_dashboard=False, **quiet)
         else:
             ray.init(address=address, **quiet)
     except UserError:

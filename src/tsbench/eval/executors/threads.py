@@ -11,16 +11,20 @@ from typing import Iterable
 
 from tsbench.eval.agents import AgentCache
 from tsbench.eval.episode import EpisodeJob, execute_job, failed_record
-from tsbench.eval.executors import Abandoned, OnInterrupt, OnRecord
+from tsbench.eval.executors import Abandoned, BaseExecutor, ExecutorOptions, OnInterrupt, OnRecord
 
 
-class ThreadExecutor:
+class ThreadExecutor(BaseExecutor):
     def __init__(self, concurrency: int = 4, agents: AgentCache | None = None) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
         self.concurrency = concurrency
         self.agents = agents or AgentCache()
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="episode")
+
+    @classmethod
+    def from_options(cls, options: ExecutorOptions) -> "ThreadExecutor":
+        return cls(concurrency=options.concurrency, agents=options.agents)
 
     def _run_one(self, job: EpisodeJob) -> list[dict]:
         try:

@@ -22,7 +22,8 @@ Inside the jail (spec/harness.md, "Limits"):
 
 * a seccomp filter (runtime/seccomp.py, x86_64): system calls that debug other processes, change
   namespaces or mounts, or reach bpf, perf, userfaultfd, io_uring, keyrings, modules or the clock
-  fail with EPERM; 32-bit and x32 calls are refused.
+  fail with EPERM; 32-bit and x32 calls are refused; socket() and socketpair() make only AF_UNIX,
+  AF_INET and AF_INET6 sockets (vsock, netlink, packet and the rest fail with EAFNOSUPPORT).
 
 Not done: the jail's pid 1 (bwrap) shows the host paths of the binds in its cmdline; no seccomp table
 for architectures other than x86_64.

@@ -83,10 +83,27 @@ def _apply_limits_and_exec(argv: list[str]) -> None:
     if command[0] == "-m":
         import runpy
 
+        if command[1] == "ipykernel_launcher":
+            _without_fork_pipe()
         sys.argv = [command[1], *command[2:]]
         runpy.run_module(command[1], run_name="__main__", alter_sys=True)
         return
     os.execvp(command[0], command)
+
+
+def _without_fork_pipe() -> None:
+    """Start ipykernel without its pipe for forked children's output: that pipe is a zmq socket bound
+    to tcp://127.0.0.1, and zmq resolves a tcp bind address through getifaddrs(), i.e. a netlink socket,
+    which the jail's seccomp filter refuses (zmq then aborts the kernel). Forked children's prints are
+    dropped instead; their results (pipes, files, exit codes) are unaffected."""
+    from ipykernel import iostream
+
+    start_thread = iostream.IOPubThread.__init__
+
+    def without_pipe(self, socket, pipe=False, session=False):
+        start_thread(self, socket, pipe=False, session=session)
+
+    iostream.IOPubThread.__init__ = without_pipe
 
 
 def _drop_privileges(uid: int) -> None:

@@ -12,6 +12,8 @@ import base64
 import re
 from dataclasses import dataclass, field
 
+from tsbench.harness.runtime.message_bound import refusal_marker
+
 __all__ = ["OBSERVATION_MAX_CHARS", "CellOutput", "CellResult", "dropped_characters", "truncate_observation"]
 
 OBSERVATION_MAX_CHARS = 8192
@@ -92,6 +94,7 @@ class CellOutput:
         self._tail: list[str] = []
         self._tail_chars = 0
         self._dropped_chars = 0
+        self.refused_messages = 0  # oversized messages of this cell the host refused (message_bound.py)
 
     def add(self, message: dict) -> bool:
         """Fold one iopub message in; True when the kernel went idle."""
@@ -130,7 +133,9 @@ class CellOutput:
 
     def result(self) -> CellResult:
         cut = marker(self._dropped_chars) if self._dropped_chars else ""
-        return CellResult(stdout=self._head + cut + "".join(self._tail), result_repr=self.result_repr,
+        refused = refusal_marker(self.refused_messages) if self.refused_messages else ""
+        stdout = self._head + cut + "".join(self._tail) + refused
+        return CellResult(stdout=stdout, result_repr=self.result_repr,
                           error=self.error, images=self.images)
 
 

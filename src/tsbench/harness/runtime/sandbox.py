@@ -47,11 +47,12 @@ from tsbench.harness.runtime.limits import (
     FIRST_SANDBOX_UID, EpisodeCgroup, SandboxLimits, allocate_uid, kill_all_of_uid, sweep_cgroups, task_limit_for,
 )
 from tsbench.harness.runtime.logtail import LogTail
+from tsbench.harness.runtime.message_bound import RefusalWatch, bound_client
 from tsbench.harness.runtime.observation import (
     OBSERVATION_MAX_CHARS, CellOutput, CellResult, strip_ansi, truncate_observation,
 )
 from tsbench.harness.runtime.staging import (
-    CONTEXT_FILE, checked_files, matplotlib_font_lists, series_npz, stage_copy,
+    CONTEXT_FILE, as_channel, checked_files, matplotlib_font_lists, series_npz, stage_copy,
 )
 from tsbench.harness.runtime.unsafe import can_drop_to_own_uid, detect_network_isolation, unsafe_command
 
@@ -74,6 +75,7 @@ _BOOT_FILE = Path(__file__).with_name("kernel_boot.py")
 _HOST_PID_FILE = "host.pid"
 _POLL_S = 0.05
 _KERNEL_READY_TIMEOUT_S = 60.0
+_LOST_IDLE_GRACE_S = 0.5  # after a refused message: wait this long past the shell reply for `idle`
 _MATPLOTLIB_DIR = "/tmp/.matplotlib"
 # Passed through to the unsafe mode's kernel; everything else in the host environment stays behind.
 _INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH", "PYTHONPATH")
@@ -155,7 +157,7 @@ class Sandbox:
         readonly_paths: tuple[str | Path, ...] | list[str | Path] = (),
         unsafe: bool = False,
     ) -> None:
-        self.series = {str(name): _as_channel(name, values) for name, values in (series or {}).items()}
+        self.series = {str(name): as_channel(name, values) for name, values in (series or {}).items()}
         self.files = checked_files(files)
         self.readonly_paths = [Path(path).absolute() for path in readonly_paths]
         self.cell_timeout_s = float(cell_timeout_s)
@@ -187,6 +189,8 @@ class Sandbox:
         self._jail: Jail | None = None
         self._kernel_manager: KernelManager | None = None
         self._client = None
+        self._refusals: RefusalWatch | None = None
+        self._replied_to: str | None = None  # the cell whose execute_reply _collect took off the shell channel
         self._kernel_log = LogTail()
         self._launch_serial = 0
         self._context_writer: threading.Thread | None = None
@@ -304,8 +308,10 @@ class Sandbox:
     def _collect(self, msg_id: str, output: CellOutput, timeout_s: float, *, answer_stdin: bool) -> str:
         """Read the cell's output until the kernel is idle ("done"), `timeout_s` passes
         ("timeout") or the kernel process is gone ("dead"). Time spent in the sub_rlm
-        handler does not count against the cell."""
+        handler does not count against the cell. Once the host refused an oversized message of
+        the cell, its `idle` may be lost with it: then the shell's execute_reply ends the cell."""
         deadline = time.monotonic() + timeout_s
+        replied_at = None
         while True:
             if answer_stdin:
                 deadline += self._answer_stdin_requests()
@@ -316,6 +322,11 @@ class Sandbox:
             except queue.Empty:
                 if not self._kernel_manager.is_alive():
                     return "dead"
+                output.refused_messages += len(self._refusals.poll())
+                if output.refused_messages and self._replied(msg_id):
+                    replied_at = replied_at or time.monotonic()
+                    if time.monotonic() - replied_at > _LOST_IDLE_GRACE_S:
+                        return "done"
                 continue
             if message["parent_header"].get("msg_id") == msg_id and output.add(message):
                 return "done"
@@ -343,8 +354,17 @@ class Sandbox:
         except Exception as exc:  # the handler's failure is the model's observation
             return json.dumps({"error": f"{type(exc).__name__}: {exc}"})
 
+    def _replied(self, msg_id: str) -> bool:
+        """Whether the cell's execute_reply has come (the shell channel read without waiting)."""
+        while self._replied_to != msg_id and self._client.shell_channel.msg_ready():
+            if self._client.get_shell_msg(timeout=0)["parent_header"].get("msg_id") == msg_id:
+                self._replied_to = msg_id
+        return self._replied_to == msg_id
+
     def _drain_shell_reply(self, msg_id: str) -> None:
         """Consume the execute_reply so replies do not pile up on the shell channel."""
+        if self._replied_to == msg_id:
+            return
         deadline = time.monotonic() + 2.0
         while time.monotonic() < deadline:
             try:
@@ -481,8 +501,10 @@ class Sandbox:
         if not self.unsafe:
             self._jail.after_spawn(self._kernel_log_tail)
         client = manager.client()
+        bound_client(client)
         client.start_channels(hb=False)
         self._client = client
+        self._refusals = RefusalWatch(client)
         try:
             client.wait_for_ready(timeout=_KERNEL_READY_TIMEOUT_S)
         except RuntimeError as exc:
@@ -541,6 +563,9 @@ class Sandbox:
         self._boot_kernel()
 
     def _stop_kernel(self) -> None:
+        if self._refusals is not None:
+            self._refusals.close()
+            self._refusals = None
         if self._client is not None:
             self._client.stop_channels()
             self._client = None
@@ -558,13 +583,6 @@ class Sandbox:
         """The end of the kernel's own output (bwrap's errors land there too), for error messages."""
         text = self._kernel_log.tail(chars, wait_s=0.5)
         return "kernel log: " + text if text else "no kernel output"
-
-
-def _as_channel(name: object, values: object) -> np.ndarray:
-    array = np.asarray(values, dtype=np.float64)
-    if array.ndim != 1:
-        raise ValueError(f"channel {name!r} must be one-dimensional, got shape {array.shape}")
-    return array
 
 
 def _decode_arrays(obj: dict) -> Any:

@@ -8,6 +8,12 @@ long record of privilege escalations (bpf, perf_event_open, userfaultfd, io_urin
 touch the machine (modules, kexec, reboot, clocks, swap, quotas). A denied call fails with EPERM; the
 analysis stack (Python, numpy, pandas, numba, matplotlib, ipykernel) uses none of them.
 
+Plus an allow-list of socket families: socket() and socketpair() make only AF_UNIX, AF_INET and AF_INET6
+sockets (the kernel's own zmq sockets are unix ones; inet ones are unroutable in the jail's empty network
+namespace; ipykernel's tcp pipe for forked children's output, whose bind needs netlink, is switched off
+in kernel_boot.py). Every other family fails with EAFNOSUPPORT: AF_VSOCK ignores network namespaces and reaches
+the hypervisor on a VM, AF_NETLINK talks to the host kernel's subsystems, AF_PACKET to raw links.
+
 Built by hand (the program is a few dozen instructions) so nothing beyond the standard library is
 needed. Only x86_64 has a table here: 32-bit (i386) and x32 system calls are refused as a whole, and on
 another architecture `program()` returns None and the jail runs without a filter.
@@ -46,33 +52,48 @@ DENIED_X86_64 = {
 }
 
 
+# socket(2) and socketpair(2) may only make these families; others fail as an unsupported family would.
+SOCKET_CALLS_X86_64 = {"socket": 41, "socketpair": 53}
+ALLOWED_FAMILIES = {"AF_UNIX": 1, "AF_INET": 2, "AF_INET6": 10}
+_ARG0_LOW_OFFSET = 16  # the low 32 bits of args[0] (little-endian); the kernel reads the family as an int
+
+
 def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k)
 
 
-def build(denied: dict[str, int], arch: int) -> bytes:
-    """The filter: other architectures and x32 calls denied, the listed numbers denied, the rest allowed."""
+def build(denied: dict[str, int], arch: int, socket_calls: dict[str, int] | None = None,
+          families: dict[str, int] | None = None) -> bytes:
+    """The filter: other architectures and x32 calls denied, the listed numbers denied, socket calls
+    allowed only for `families` (EAFNOSUPPORT otherwise), the rest allowed.
+
+    Written with symbolic jump targets (a label name in place of a branch offset), resolved below."""
     numbers = sorted(set(denied.values()))
-    body = [
+    socket_numbers = sorted(set((socket_calls or {}).values()))
+    allowed = sorted(set((families or {}).values()))
+    body: list[tuple] = [
         (_LD_W_ABS, 0, 0, _ARCH_OFFSET),
-        (_JEQ_K, 1, 0, arch),  # our architecture: skip the next instruction
-        None,  # jump to deny (filled below)
+        (_JEQ_K, 0, "deny", arch),
         (_LD_W_ABS, 0, 0, _NR_OFFSET),
-        (_JGE_K, 0, 0, X32_SYSCALL_BIT),  # jt filled below
-        *((_JEQ_K, 0, 0, nr) for nr in numbers),  # jt filled below
+        (_JGE_K, "deny", 0, X32_SYSCALL_BIT),
+        *((_JEQ_K, "deny", 0, nr) for nr in numbers),
+        *((_JEQ_K, "family", 0, nr) for nr in socket_numbers),
         (_RET_K, 0, 0, SECCOMP_RET_ALLOW),
-        (_RET_K, 0, 0, SECCOMP_RET_ERRNO | errno.EPERM),
     ]
-    deny = len(body) - 1
+    if socket_numbers:  # BPF jumps only forward: the family check has its own allow
+        body += [("family:", _LD_W_ABS, 0, 0, _ARG0_LOW_OFFSET),
+                 *((_JEQ_K, "family_allowed", 0, family) for family in allowed),
+                 (_RET_K, 0, 0, SECCOMP_RET_ERRNO | errno.EAFNOSUPPORT),
+                 ("family_allowed:", _RET_K, 0, 0, SECCOMP_RET_ALLOW)]
+    body.append(("deny:", _RET_K, 0, 0, SECCOMP_RET_ERRNO | errno.EPERM))
+    labels = {insn[0][:-1]: i for i, insn in enumerate(body) if isinstance(insn[0], str)}
     out = []
     for i, insn in enumerate(body):
-        if insn is None:  # an unconditional jump is JEQ with both branches to deny
-            insn = (_JEQ_K, deny - i - 1, deny - i - 1, 0)
-        elif insn[0] in (_JGE_K, _JEQ_K) and i > 1:
-            insn = (insn[0], deny - i - 1, 0, insn[3])
-        out.append(_insn(*insn))
-    if deny > 255:
-        raise ValueError("deny list too long for 8-bit BPF jumps")
+        code, jt, jf, k = insn[1:] if isinstance(insn[0], str) else insn
+        jt, jf = (labels[j] - i - 1 if isinstance(j, str) else j for j in (jt, jf))
+        if not (0 <= jt <= 255 and 0 <= jf <= 255):
+            raise ValueError("filter too long for 8-bit BPF jumps")
+        out.append(_insn(code, jt, jf, k))
     return b"".join(out)
 
 
@@ -80,4 +101,4 @@ def program() -> bytes | None:
     """The filter for this machine, or None where there is no table (not x86_64)."""
     if platform.machine() not in ("x86_64", "AMD64"):
         return None
-    return build(DENIED_X86_64, AUDIT_ARCH_X86_64)
+    return build(DENIED_X86_64, AUDIT_ARCH_X86_64, SOCKET_CALLS_X86_64, ALLOWED_FAMILIES)

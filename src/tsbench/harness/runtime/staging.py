@@ -22,6 +22,14 @@ from tsbench.harness.runtime.kernel_boot import SERIES_FILE
 CONTEXT_FILE = "context.json"
 
 
+def as_channel(name: object, values: object) -> np.ndarray:
+    """One channel of the series as the kernel gets it: a 1-D float64 array."""
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim != 1:
+        raise ValueError(f"channel {name!r} must be one-dimensional, got shape {array.shape}")
+    return array
+
+
 @functools.lru_cache(maxsize=1)
 def matplotlib_font_lists() -> tuple[Path, ...]:
     """The host's matplotlib font list files, copied into every sandbox: without them the

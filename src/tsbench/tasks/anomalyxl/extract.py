@@ -161,9 +161,7 @@ def _check_lead_lag(obj: dict, gold: dict) -> dict:
     direction = obj.get("direction")
     if direction not in DIRECTIONS:
         raise _Invalid("'direction' is not lead, lag or independent")
-    if direction == INDEPENDENT:
-        return {"direction": direction}
-    lag = as_integer(obj.get("lag_samples"))
+    lag = as_integer(obj.get("lag_samples"))  # required for "independent" too, as the authors' schema check does
     if lag is None:
         raise _Invalid("'lag_samples' is not an integer")
     return {"direction": direction, "lag_samples": lag}

@@ -55,14 +55,18 @@ class Row:
     values: np.ndarray | None = None  # (channels, L) float32; None when read without values
 
     def gold_text(self) -> str:
-        """The gold as a user would see it: without the scorer's private keys."""
-        return json.dumps({k: v for k, v in self.gold.items() if not k.startswith("_") and k not in ("channels", "options")})
+        return gold_text(self.gold)
 
     @property
     def series(self) -> dict[str, np.ndarray]:
         if self.values is None:
             raise ValueError("row was read without values")
         return dict(zip(self.channel_names, self.values))
+
+
+def gold_text(gold: dict) -> str:
+    """The gold as a user would see it: without the scorer's private keys."""
+    return json.dumps({k: v for k, v in gold.items() if not k.startswith("_") and k not in ("channels", "options")})
 
 
 class RowWriter(SeriesWriter):

@@ -1,13 +1,15 @@
-"""AnomalyXL as a Taskset: where its files are, what a row looks like to a harness, how it is scored."""
+"""AnomalyXL as a TaskFamily: where its files are, what a row looks like to a harness, how it is scored."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow.parquet as pq
 
 from tsbench.core.episode import EpisodeTask
 from tsbench.core.errors import UserError
@@ -15,8 +17,8 @@ from tsbench.core.provenance import read_json, sha256_file
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.answer_class import answer_class, gold_class
 from tsbench.tasks.anomalyxl.metrics import metrics
-from tsbench.tasks.anomalyxl.rows import read_index, read_row, schema_problem
-from tsbench.tasks.base import Column, Sample, SampleRef, Scored
+from tsbench.tasks.anomalyxl.rows import gold_text, read_index, read_row, schema_problem
+from tsbench.tasks.base import Column, Sample, SampleRef, Scored, TaskFamily, TrainingRequest, TrainingStream
 
 REGIMES = {"precise": ("precise",), "coarse": ("coarse",), "both": ("precise", "coarse")}
 DEFAULT_ROOT = "data/anomalyxl"
@@ -41,7 +43,7 @@ GRID_SETTINGS = frozenset({"preset", "categories", "single_lengths", "multi_leng
                            "val_rows"})
 
 
-class AnomalyXL:
+class AnomalyXL(TaskFamily):
     name = "anomalyxl"
     strata = ("length",)
 
@@ -146,11 +148,49 @@ class AnomalyXL:
             tables.append((f"{path.name}: composition", details))
         return tables
 
+    def plot(self, files: list[Path], row_id: str, out: Path, predicted: Any = None) -> Path | None:
+        """The paper's Fig. 5 view of one row (figure.py); `predicted`: a parsed answer's window(s)."""
+        from tsbench.tasks.anomalyxl.figure import plot_row
+        from tsbench.tasks.anomalyxl.rows import iter_rows
+
+        self.index(files, {})  # a file that is not AnomalyXL's ends here, in one line
+        for path in files:
+            row = next(iter_rows(path, ids={row_id}), None)
+            if row is not None:
+                return plot_row(row, out, predicted=predicted if isinstance(predicted, dict) else None)
+        return None
+
     def answer_class(self, category: str, gold: Any, text: str) -> str | None:
         return answer_class(category, gold, text)
 
     def gold_class(self, category: str, gold: Any) -> str:
         return gold_class(category, gold)
+
+    def training_stream(self, request: TrainingRequest) -> TrainingStream:
+        """Fresh generator tasks every step, with the negatives curriculum (curriculum.py)."""
+        from tsbench.tasks.anomalyxl.curriculum import GeneratorStream
+
+        return GeneratorStream(self.name, request)
+
+    def split_files(self, data: list[str], split: str) -> list[Path]:
+        """Both regimes' `<split>-<regime>.parquet` beside `data`; a regime whose file is absent is skipped."""
+        folders = sorted({p if p.is_dir() else p.parent for p in map(Path, data)})
+        found = [folder / f"{split}-{r}.parquet" for folder in folders for r in REGIMES["both"]]
+        return [f for f in found if f.is_file()]
+
+    def memory_key(self, sample: Sample) -> str:
+        """The row whose series this is: an MCQ row shares its series with the precise row it came from."""
+        return _source_ids(sample.ref.path).get(sample.ref.id) or sample.ref.id
+
+    def sft_target(self, category: str, gold: Any) -> str:
+        """The gold as a user would see it: without the scorer's private keys (rows.Row.gold_text)."""
+        return gold_text(gold)
+
+
+@functools.lru_cache(maxsize=8)
+def _source_ids(path: str) -> dict[str, str]:
+    table = pq.read_table(path, columns=["id", "source_id"])
+    return dict(zip(table.column("id").to_pylist(), table.column("source_id").to_pylist()))
 
 
 def _split_of(path: Path) -> str:

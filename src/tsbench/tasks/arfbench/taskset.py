@@ -1,4 +1,4 @@
-"""ARFBench as a Taskset (paper §4.2, Table 2): Tier 2 by default, 306 questions in the release.
+"""ARFBench as a TaskFamily (paper §4.2, Table 2): Tier 2 by default, 306 questions in the release.
 
 Scoring is the MCQ rule of AnomalyXL (Appendix E.7): the extracted option must equal the gold
 option text exactly (1 or 0). The leaderboard shows accuracy and macro-F1, F1 over ARFBench's

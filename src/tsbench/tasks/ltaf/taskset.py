@@ -1,4 +1,4 @@
-"""LTAF ECG as a Taskset (paper Table 10: 128 Hz, 2 channels, 250 windows of 60-1017 s, 200 with
+"""LTAF ECG as a TaskFamily (paper Table 10: 128 Hz, 2 channels, 250 windows of 60-1017 s, 200 with
 one premature beat split evenly between PVC and APC, 50 anomaly-free)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A Taskset over generated recording files: where they are, what a row looks like to a harness,
+"""A TaskFamily over generated recording files: where they are, what a row looks like to a harness,
 how a run recognises its data. Each family adds its scorer, its columns and its generator.
 
 Files: `<root>/seed<seed>/<split>.parquet` with `manifest.json` beside them ("family": name).
@@ -17,14 +17,14 @@ import pandas as pd
 from tsbench.core.episode import EpisodeTask
 from tsbench.core.errors import UserError
 from tsbench.core.provenance import git_commit, read_json, sha256_file, versions, write_json
-from tsbench.tasks.base import Column, Sample, SampleRef, Scored
+from tsbench.tasks.base import Sample, SampleRef, TaskFamily
 from tsbench.tasks.recordings.rows import Row, RowWriter, read_index, read_row
 
 MANIFEST = "manifest.json"
 
 
-class RecordingFamily:
-    """Shared Taskset methods; a subclass sets `name`, `dataset`, `default_root_dir` and
+class RecordingFamily(TaskFamily):
+    """Shared TaskFamily methods; a subclass sets `name`, `dataset`, `default_root_dir` and
     implements `score`, `columns` and `generate`."""
 
     name = ""
@@ -102,13 +102,6 @@ class RecordingFamily:
                 channels=("n_channels", "max")).reset_index()
             tables.append((f"{path.name}: {len(rows)} rows (category x gold class)", counts))
         return tables
-
-    # -- per family ---------------------------------------------------------------------------
-    def score(self, category: str, gold: Any, message: str) -> Scored:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def columns(self) -> list[Column]:  # pragma: no cover - abstract
-        raise NotImplementedError
 
 
 def _manifest(path: Path) -> dict:

@@ -1,4 +1,4 @@
-"""Sleep-PSG as a Taskset (paper Table 10: 200 Hz, AIRFLOW/CHEST/ABD/SaO2, 250 windows of 60-640 s
+"""Sleep-PSG as a TaskFamily (paper Table 10: 200 Hz, AIRFLOW/CHEST/ABD/SaO2, 250 windows of 60-640 s
 capped at 131,072 samples, 50 per respiratory-event kind and 50 anomaly-free)."""
 
 from __future__ import annotations

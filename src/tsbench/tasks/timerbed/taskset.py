@@ -1,4 +1,4 @@
-"""TimerBed as a Taskset (TimeMaster Table 1 and Appendix E): one row per series, the task's
+"""TimerBed as a TaskFamily (TimeMaster Table 1 and Appendix E): one row per series, the task's
 classes as options, scored 1 for the gold class (accuracy) and reported with macro-F1.
 
 Input under --path DIR: UCR/UEA `.ts` files, `<Task>_TEST.ts` (split test) and `<Task>_TRAIN.ts`

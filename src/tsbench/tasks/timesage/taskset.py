@@ -1,4 +1,4 @@
-"""TimeSage-EV as a Taskset: where its files are, what a period looks like to a harness, how it is
+"""TimeSage-EV as a TaskFamily: where its files are, what a period looks like to a harness, how it is
 scored, and the two family hooks the eval layer uses (periods grouped into one chain per scenario
 for sequential play; a scorer bound to the run's judge and judge cache)."""
 
@@ -14,7 +14,8 @@ import pandas as pd
 from tsbench.core.episode import EpisodeTask
 from tsbench.core.errors import UserError
 from tsbench.core.provenance import read_json, sha256_file
-from tsbench.tasks.base import Column, JudgeReply, Sample, SampleRef, Scored
+from tsbench.tasks.base import (Audit, Column, EpochStream, JudgeModels, Sample, SampleRef, Scored, TaskFamily,
+                                TrainingRequest, TrainingStream)
 from tsbench.tasks.timesage.judge import RULES_JUDGE, ModelJudge
 from tsbench.tasks.timesage.judge_cache import Asker, JudgeCache
 from tsbench.tasks.timesage.judge_rules import RulesJudge
@@ -28,15 +29,12 @@ MODES = ("independent", "sequential")
 
 COLUMNS = tuple(Column(tier, tier.capitalize(), "overall", "TimeSage-EV (overall, 0-1)") for tier in TIERS)
 
-# complete(prompt) -> reply, for a judge model spec; supplied by the eval layer.
-JudgeModels = Callable[[str], Callable[[str], JudgeReply]]
-
-
-class TimeSage:
+class TimeSage(TaskFamily):
     name = "timesage"
     strata = ("domain",)
     default_harness = "file-agent"
     harnesses = ("file-agent",)
+    judged = True
 
     def resolve(self, data: list[str], *, seed: int, split: str, root: str | None, filters: dict[str, Any]) -> list[Path]:
         if data:
@@ -138,6 +136,45 @@ class TimeSage:
 
     def default_root(self) -> Path:
         return Path(DEFAULT_ROOT)
+
+    def training_stream(self, request: TrainingRequest) -> TrainingStream:
+        """Shuffled epochs over the periods of a set generated for training. A TimeSage set has no
+        train split (every seed is a benchmark of its own), so the set must be named: never the
+        default location, which is the set runs are evaluated on."""
+        if not request.data:
+            raise UserError("family timesage has no train split: give --data a TimeSage set generated for training "
+                            "(another --seed than the set you evaluate on)")
+        given = sorted(k for k, v in request.options.items() if v is not None)
+        if given:
+            raise UserError(f"family timesage trains on a fixed set: {', '.join('--' + k for k in given)} do(es) not apply")
+        rows = self.index(self.resolve(list(request.data), seed=request.seed, split="test", root=None, filters={}), {})
+        if request.categories:
+            rows = rows[rows["category"].isin(request.categories)]
+        return EpochStream(self, rows.reset_index(drop=True), request)
+
+    def audit(self, folder: Path) -> Audit:
+        """Every period instance: no visible row after the cutoff, no target-period release, truth never
+        in the jail, schema, rule reproduction, scoring rules their tags allow, tier coverage."""
+        from tsbench.tasks.timesage.audit import CHECKS, audit as run_audit, periods_from_frame
+        from tsbench.tasks.timesage.store import SCENARIOS, read_scenarios
+
+        folder = folder if folder.is_dir() else folder.parent
+        if not (folder / PERIODS).is_file() or not (folder / SCENARIOS).is_file():
+            raise UserError(f"{folder} holds no {SCENARIOS} and {PERIODS}")
+        scenarios = {s.id: s for s in read_scenarios(folder / SCENARIOS)}
+        periods = periods_from_frame(read_periods(folder / PERIODS))
+        missing = sorted(set(periods) - set(scenarios))
+        if missing:
+            raise UserError(f"periods of unknown scenario(s) {missing[:3]} in {folder / PERIODS}")
+        report = run_audit((scenarios[sid], periods.get(sid, [])) for sid in scenarios)
+        by_check = report.summary()["failures_by_check"]
+        return Audit(title=f"audit of {folder}: {report.instances} instances, {report.scenarios} scenarios",
+                     checks=pd.DataFrame({"check": list(CHECKS), "failures": [by_check[c] for c in CHECKS]}),
+                     failures=[f"{where}: {check}: {detail}" for where, check, detail in report.failures],
+                     warnings=list(report.warnings))
+
+    def plot(self, files: list[Path], row_id: str, out: Path, predicted: Any = None) -> Path | None:
+        raise UserError("family timesage draws no row: a period's task is a folder of files, not one series")
 
     def describe(self, files: list[Path]) -> list[tuple[str, pd.DataFrame]]:
         tables = []
