@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup test demo bench clean gpu
+.PHONY: setup test lint format demo bench clean gpu
 
 # Every phony target that runs kernels depends on setup, so bubblewrap (the kernels' jail) is checked on each.
 setup: $(STAMP)
@@ -40,7 +40,16 @@ gpu: setup
 # Two pytest workers (CI has two cores); each takes whole files, so a file's fixtures are built once.
 TEST_JOBS ?= 2
 
-test: setup
+# ruff (pinned in [dev]): lint and layout are checked before the tests; `make format` fixes both.
+lint: setup
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
+
+format: setup
+	$(BIN)/ruff check --fix src tests
+	$(BIN)/ruff format src tests
+
+test: lint
 	@sh scripts/ensure_chromium.sh
 	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadfile
 

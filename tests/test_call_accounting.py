@@ -177,6 +177,15 @@ def test_each_call_is_recorded_and_a_cut_off_reply_is_never_the_answer(user_env,
     assert rows.set_index("id").drop(cut_id)["truncated_replies"].eq(0).all()
 
 
+def test_answer_cut_replies_takes_a_capped_reply_as_the_answer(user_env, small_data, tmp_path):
+    """The opt-in for rewards that read short capped replies: the reply is the answer, still counted as cut."""
+    with FakeOpenAIServer([f"length:{YES}"], default=f"length:{YES}") as server:
+        run_dir = run_eval(eval_config(server, small_data, tmp_path, harness="single-pass-text", regime="coarse",
+                                       categories=[lb.PRESENCE], limit=1, answer_cut_replies=True))
+    row = rows_of(run_dir).iloc[0]
+    assert row["truncated_replies"] == 1 and row["final_message"] == YES and row["valid"]
+
+
 def test_rlm_goes_on_after_a_reply_cut_inside_a_code_block(user_env, small_data, tmp_path):
     cut = 'length:Let me look.\n```python\nprint(series'  # no closing fence: no code, and no answer either
     with FakeOpenAIServer([cut], default='ok:{"start": 10, "end": 20}') as server:

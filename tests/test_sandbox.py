@@ -226,7 +226,8 @@ def test_endless_printing_times_out_with_bounded_output():
         result = box.run("while True:\n    print('z' * 1000)")
         assert result.timed_out
         assert len(result.stdout) < 600_000
-        assert dropped_characters(result.stdout) > 0
+        # cut either way: the observation's own truncation, or the host refusing a flush over its message bound
+        assert dropped_characters(result.stdout) > 0 or "refused by the host" in result.stdout
         assert len(result.observation()) <= OBSERVATION_MAX_CHARS
         assert box.run("len(channels)").result_repr == "3"
 

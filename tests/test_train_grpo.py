@@ -95,7 +95,7 @@ class WordCount(AnomalyXL):
 def run_config(model: str, out: Path, **extra) -> GRPOConfig:
     return build(GRPOConfig, {
         "model": model, "lora": 4, "lora_target": "q_proj,v_proj", "steps": 2, "group_size": 2, "batch_size": 2,
-        "micro_batch_size": 1, "lr": 1e-3, "max_seq_len": 1024, "harness": "single-pass-text", "max_tokens": 12,
+        "micro_batch_size": 1, "lr": 1e-3, "max_seq_len": 1024, "harness": "single-pass-text", "max_tokens": 12, "answer_cut_replies": True,
         "text_budget_chars": 120, "family": f"{__name__}:WordCount", "preset": "small", "lengths": [1024],
         "categories": ["localize"], "save_every": 1, "rollout_workers": 2, "out": str(out), **extra,
     })

@@ -41,7 +41,7 @@ def test_mean_reward_rises(tmp_path):
     cfg = build(GRPOConfig, {
         "model": f"local/{model_dir}", "lora": 0, "steps": 14, "group_size": 8, "batch_size": 32,
         "micro_batch_size": 8, "lr": 1e-2, "max_seq_len": 512, "harness": "single-pass-text", "max_turns": 1,
-        "max_tokens": REPLY_TOKENS, "text_budget_chars": 40, "family": f"{__name__}:SaysG", "preset": "small",
+        "max_tokens": REPLY_TOKENS, "answer_cut_replies": True, "text_budget_chars": 40, "family": f"{__name__}:SaysG", "preset": "small",
         "lengths": [1024], "categories": ["localize"], "lambda_tok": 0.0, "lambda_fail": 0.0,
         "gradient_checkpointing": False, "rollout_workers": 32, "save_every": 100, "log_rollouts": False,
         "out": str(tmp_path / "run"),

@@ -32,6 +32,12 @@ def cut_off(completion: Any) -> bool:
     return (getattr(completion, "extra", None) or {}).get("finish_reason") == "length"
 
 
+def unfinished(completion: Any, cfg: Any) -> bool:
+    """A reply the token cap cut off, which is therefore no final answer, unless the run's settings
+    take cut replies as answers (`answer_cut_replies`, for rewards that read short capped replies)."""
+    return cut_off(completion) and not cfg.answer_cut_replies
+
+
 @contextmanager
 def spending(result: EpisodeResult) -> Iterator[None]:
     """Around a model call: a ModelError leaving it carries `result` (the episode so far)."""

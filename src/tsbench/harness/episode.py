@@ -104,6 +104,10 @@ class HarnessConfig(FileAgentSettings, MemorySettings, ToolsSettings, RLMSetting
     final_answer_chars: int = setting(1_000_000, "Characters of the final answer kept; the rest is cut before "
                                       "scoring (recorded in the row).", ge=1)
 
+    answer_cut_replies: bool = setting(False, "Take a reply the token cap cut off as the final answer (off: such "
+                                       "a reply is no answer and scores 0); for training rewards that read "
+                                       "short capped replies.")
+
     def foreign_settings(self, harness: str) -> list[str]:
         """Settings changed from their defaults that belong to a section `harness` does not play."""
         return [f"{s.name} ({s.flag}) is a setting of [{s.meta['section']}], which harness {harness} does not have"

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from tsbench.harness.accounting import CUT_OFF_NOTICE, cut_off, nested, spending
+from tsbench.harness.accounting import CUT_OFF_NOTICE, unfinished, nested, spending
 from tsbench.harness.episode import EpisodeError, EpisodeResult, EpisodeTask, HarnessConfig
 from tsbench.harness.prompts import FINAL_TURN_NOTICE, observation_message, rlm_system_prompt
 from tsbench.harness.runtime.sandbox import Sandbox, truncate_observation
@@ -86,7 +86,7 @@ def run_rlm(model: ChatModel, task: EpisodeTask, cfg: HarnessConfig, *, image: b
             })
             blocks = [] if last else extract_code(completion.text)
             if not blocks:
-                if cut_off(completion):  # never a final answer (harness/accounting.py)
+                if unfinished(completion, cfg):  # never a final answer (harness/accounting.py)
                     if not last:
                         messages.append(Message("user", CUT_OFF_NOTICE))
                         result.transcript.append({"role": "notice", "content": CUT_OFF_NOTICE})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from tsbench.harness.accounting import cut_off
+from tsbench.harness.accounting import unfinished
 from tsbench.harness.episode import EpisodeResult, EpisodeTask, HarnessConfig
 from tsbench.harness.plots import render_series_png
 from tsbench.harness.prompts import SINGLE_PASS_SYSTEM, single_pass_image_prompt, single_pass_text_prompt
@@ -23,7 +23,7 @@ def run_single_pass(model: ChatModel, task: EpisodeTask, cfg: HarnessConfig, *, 
     messages = [Message("system", SINGLE_PASS_SYSTEM), user]
     completion = model.generate(messages, max_tokens=cfg.max_tokens, temperature=cfg.temperature, task=task.info())
     # A reply the token cap cut off is never the answer (harness/accounting.py): this is the only turn.
-    result = EpisodeResult(final_message="" if cut_off(completion) else completion.text)
+    result = EpisodeResult(final_message="" if unfinished(completion, cfg) else completion.text)
     result.add_completion(completion)
     result.transcript = [
         {"role": "system", "content": SINGLE_PASS_SYSTEM},

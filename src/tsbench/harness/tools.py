@@ -18,7 +18,7 @@ import hashlib
 import time
 from dataclasses import replace
 
-from tsbench.harness.accounting import CUT_OFF_NOTICE, cut_off, spending
+from tsbench.harness.accounting import CUT_OFF_NOTICE, unfinished, spending
 from tsbench.harness.episode import EpisodeError, EpisodeResult, EpisodeTask, HarnessConfig
 from tsbench.harness.rlm import _check_caps
 from tsbench.harness.runtime.sandbox import Sandbox, SandboxError
@@ -132,7 +132,7 @@ def run_tools(model: ChatModel, task: EpisodeTask, cfg: HarnessConfig, *, image:
                 "latency_s": round(completion.latency_s, 3), "finish_reason": completion.extra.get("finish_reason"),
             })
             if not calls:
-                if cut_off(completion):  # never a final answer (harness/accounting.py)
+                if unfinished(completion, cfg):  # never a final answer (harness/accounting.py)
                     if not last:
                         messages.append(Message("assistant", completion.text))
                         protocol.add_notice(messages, CUT_OFF_NOTICE)
