@@ -47,9 +47,15 @@ def fenced(code: str) -> str:
 
 def attack_task(files: dict[str, bytes] | None = None) -> EpisodeTask:
     values = np.sin(np.arange(400, dtype=np.float32) / 7.0)[None, :]
-    return EpisodeTask(row_id="attack-0", category="localize", regime="precise",
-                       question="Where is the anomaly? Answer with [start, end].", channel_names=["a"],
-                       values=values, files=files or {})
+    return EpisodeTask(
+        row_id="attack-0",
+        category="localize",
+        regime="precise",
+        question="Where is the anomaly? Answer with [start, end].",
+        channel_names=["a"],
+        values=values,
+        files=files or {},
+    )
 
 
 def play_attack(blocks: list[str], **config) -> tuple[object, list[str]]:
@@ -76,7 +82,7 @@ class TcpListener:
     def connected(self) -> bool:
         try:
             conn, _ = self.sock.accept()
-        except socket.timeout:
+        except TimeoutError:
             return False
         conn.close()
         return True

@@ -54,10 +54,9 @@ def test_every_harness_setting_is_a_config_key():
     """HarnessConfig nests in EvalConfig: each of its fields is accepted as a flat [eval] key."""
     from tsbench.core.config import build
     from tsbench.core.errors import UserError
+    from tsbench.core.settings import spec_map
     from tsbench.eval.config import EvalConfig
     from tsbench.harness.episode import HarnessConfig
-
-    from tsbench.core.settings import spec_map
 
     specs = spec_map(HarnessConfig)
     for f in fields(HarnessConfig):

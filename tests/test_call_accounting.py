@@ -45,8 +45,16 @@ def user_env(monkeypatch):
 
 
 def eval_config(server: FakeOpenAIServer, small_data, tmp_path, **settings) -> EvalConfig:
-    values = dict(model="openai/gpt-4.1-mini", base_url=server.base_url, client_timeout_s=10.0, max_attempts=2,
-                  retry_delay_s=0.005, data=[str(small_data)], concurrency=1, out=str(tmp_path / "run"))
+    values = dict(
+        model="openai/gpt-4.1-mini",
+        base_url=server.base_url,
+        client_timeout_s=10.0,
+        max_attempts=2,
+        retry_delay_s=0.005,
+        data=[str(small_data)],
+        concurrency=1,
+        out=str(tmp_path / "run"),
+    )
     values.update(settings)
     return build(EvalConfig, values)
 
@@ -56,6 +64,7 @@ def rows_of(run_dir) -> pd.DataFrame:
 
 
 # -- 1. keys scoped to their endpoint ---------------------------------------------------------------
+
 
 def test_the_openai_key_never_reaches_another_server(user_env):
     user_env.setenv("OPENAI_ORG_ID", "org-of-the-user")
@@ -80,8 +89,12 @@ def test_a_named_key_variable_must_be_set_and_the_openai_host_is_recognised(user
     with pytest.raises(ValueError, match="do not apply"):  # a local model has no endpoint to send a key to
         get_model("local/smollm2-135m", api_key_env="MY_SERVER_KEY")
     assert is_openai_endpoint("https://api.openai.com/v1") and is_openai_endpoint("https://API.openai.com/v1/")
-    for other in ("http://127.0.0.1:8000/v1", "http://api.openai.com/v1", "https://api.openai.com.example.net/v1",
-                  "https://proxy.example.net/api.openai.com/v1"):
+    for other in (
+        "http://127.0.0.1:8000/v1",
+        "http://api.openai.com/v1",
+        "https://api.openai.com.example.net/v1",
+        "https://proxy.example.net/api.openai.com/v1",
+    ):
         assert not is_openai_endpoint(other), other
     assert OpenAIChatModel("gpt-4.1-mini")._client.api_key == SECRET  # OpenAI's own API gets it
 
@@ -89,18 +102,37 @@ def test_a_named_key_variable_must_be_set_and_the_openai_host_is_recognised(user
 def test_eval_sends_the_key_named_by_api_key_env(user_env, small_data, tmp_path):
     user_env.setenv("MY_SERVER_KEY", "eval-key")
     with FakeOpenAIServer(default=f"ok:{YES}") as server:
-        run_eval(eval_config(server, small_data, tmp_path, harness="single-pass-text", regime="coarse",
-                             categories=[lb.PRESENCE], limit=1, api_key_env="MY_SERVER_KEY"))
+        run_eval(
+            eval_config(
+                server,
+                small_data,
+                tmp_path,
+                harness="single-pass-text",
+                regime="coarse",
+                categories=[lb.PRESENCE],
+                limit=1,
+                api_key_env="MY_SERVER_KEY",
+            )
+        )
     assert {h["authorization"] for h in server.headers} == {"Bearer eval-key"}
 
 
 # -- 2. error rows keep what was spent; the cost table counts it --------------------------------------
 
+
 def test_an_error_row_keeps_the_turns_tokens_cost_and_transcript_before_the_failure(user_env, small_data, tmp_path):
-    code = 'ok:Looking first.\n```python\nprint(len(series))\n```'
+    code = "ok:Looking first.\n```python\nprint(len(series))\n```"
     with FakeOpenAIServer([code, "detail:400:no such model"], default="500") as server:
-        cfg = eval_config(server, small_data, tmp_path, harness="rlm", regime="precise", categories=[lb.LOCALIZE],
-                          limit=1, price="1,2")
+        cfg = eval_config(
+            server,
+            small_data,
+            tmp_path,
+            harness="rlm",
+            regime="precise",
+            categories=[lb.LOCALIZE],
+            limit=1,
+            price="1,2",
+        )
         run_dir = run_eval(cfg)
     row = rows_of(run_dir).iloc[0]
     assert row["error_type"] == "bad_request" and pd.isna(row["score"]), row["error"]
@@ -118,11 +150,25 @@ def test_an_error_row_keeps_the_turns_tokens_cost_and_transcript_before_the_fail
 
 
 def test_a_sub_rlm_episodes_cost_and_calls_are_the_rows_too(user_env, small_data, tmp_path):
-    script = ['ok:```python\nprint("SUB:", sub_rlm("Where is the anomaly?"))\n```',
-              'ok:The nested agent says {"present": false}', 'ok:{"present": false}']
+    script = [
+        'ok:```python\nprint("SUB:", sub_rlm("Where is the anomaly?"))\n```',
+        'ok:The nested agent says {"present": false}',
+        'ok:{"present": false}',
+    ]
     with FakeOpenAIServer(script) as server:
-        run_dir = run_eval(eval_config(server, small_data, tmp_path, harness="rlm", regime="precise",
-                                       categories=[lb.LOCALIZE], limit=1, depth=1, price="1,1"))
+        run_dir = run_eval(
+            eval_config(
+                server,
+                small_data,
+                tmp_path,
+                harness="rlm",
+                regime="precise",
+                categories=[lb.LOCALIZE],
+                limit=1,
+                depth=1,
+                price="1,1",
+            )
+        )
     row = rows_of(run_dir).iloc[0]
     assert pd.isna(row["error_type"]), row["error"]
     calls = json.loads(row["calls"])
@@ -150,18 +196,31 @@ def test_a_jail_failure_after_some_calls_still_keeps_their_spend(user_env):
         outcome = play(model, dies_in_the_jail, task, HarnessConfig())
     assert outcome.error_type == "sandbox" and outcome.result is not None
     result = outcome.result
-    assert result.turns == 2 and result.output_tokens == 4 and result.cost_usd == pytest.approx(
-        (result.input_tokens + result.output_tokens) / 1e6)
+    assert (
+        result.turns == 2
+        and result.output_tokens == 4
+        and result.cost_usd == pytest.approx((result.input_tokens + result.output_tokens) / 1e6)
+    )
     assert [e["role"] for e in result.transcript] == ["user", "assistant", "assistant"]
     assert [c["attempts"] for c in result.calls] == [1, 1]
 
 
 # -- 3. every call's finish_reason, usage, attempts, latency; the token-cap rule --------------------
 
+
 def test_each_call_is_recorded_and_a_cut_off_reply_is_never_the_answer(user_env, small_data, tmp_path):
     with FakeOpenAIServer(["500", f"nousage:{YES}", f"length:{YES}"]) as server:
-        run_dir = run_eval(eval_config(server, small_data, tmp_path, harness="single-pass-text", regime="coarse",
-                                       categories=[lb.PRESENCE], price="1,1"))
+        run_dir = run_eval(
+            eval_config(
+                server,
+                small_data,
+                tmp_path,
+                harness="single-pass-text",
+                regime="coarse",
+                categories=[lb.PRESENCE],
+                price="1,1",
+            )
+        )
     rows = rows_of(run_dir).sort_values("id").reset_index(drop=True)
     assert rows["error_type"].isna().all()
     calls = {r.id: json.loads(r.calls) for r in rows.itertuples()}
@@ -180,17 +239,30 @@ def test_each_call_is_recorded_and_a_cut_off_reply_is_never_the_answer(user_env,
 def test_answer_cut_replies_takes_a_capped_reply_as_the_answer(user_env, small_data, tmp_path):
     """The opt-in for rewards that read short capped replies: the reply is the answer, still counted as cut."""
     with FakeOpenAIServer([f"length:{YES}"], default=f"length:{YES}") as server:
-        run_dir = run_eval(eval_config(server, small_data, tmp_path, harness="single-pass-text", regime="coarse",
-                                       categories=[lb.PRESENCE], limit=1, answer_cut_replies=True))
+        run_dir = run_eval(
+            eval_config(
+                server,
+                small_data,
+                tmp_path,
+                harness="single-pass-text",
+                regime="coarse",
+                categories=[lb.PRESENCE],
+                limit=1,
+                answer_cut_replies=True,
+            )
+        )
     row = rows_of(run_dir).iloc[0]
     assert row["truncated_replies"] == 1 and row["final_message"] == YES and row["valid"]
 
 
 def test_rlm_goes_on_after_a_reply_cut_inside_a_code_block(user_env, small_data, tmp_path):
-    cut = 'length:Let me look.\n```python\nprint(series'  # no closing fence: no code, and no answer either
+    cut = "length:Let me look.\n```python\nprint(series"  # no closing fence: no code, and no answer either
     with FakeOpenAIServer([cut], default='ok:{"start": 10, "end": 20}') as server:
-        run_dir = run_eval(eval_config(server, small_data, tmp_path, harness="rlm", regime="precise",
-                                       categories=[lb.LOCALIZE], limit=1))
+        run_dir = run_eval(
+            eval_config(
+                server, small_data, tmp_path, harness="rlm", regime="precise", categories=[lb.LOCALIZE], limit=1
+            )
+        )
         second_request = server.bodies[1]["messages"]
     row = rows_of(run_dir).iloc[0]
     assert pd.isna(row["error_type"]) and row["turns"] == 2 and row["truncated_replies"] == 1
@@ -200,6 +272,7 @@ def test_rlm_goes_on_after_a_reply_cut_inside_a_code_block(user_env, small_data,
 
 
 # -- 4. per-call timeout and retry budget ------------------------------------------------------------
+
 
 def test_a_timed_out_call_is_retried_even_when_the_timeout_fills_the_budget(user_env):
     tight = RetryPolicy(max_attempts=3, base_delay_s=0.01, max_delay_s=0.01, max_total_s=0.3)
@@ -221,18 +294,26 @@ def test_the_default_budget_retries_a_timeout_and_a_longer_timeout_never_shrinks
         raise ModelError("timeout", "Request timed out.")
 
     with pytest.raises(ModelError) as caught:
-        call_with_retries(timing_out, policy, sleep=lambda s: now.__setitem__(0, now[0] + s),
-                          clock=lambda: now[0], call_timeout_s=DEFAULT_TIMEOUT_S)
+        call_with_retries(
+            timing_out,
+            policy,
+            sleep=lambda s: now.__setitem__(0, now[0] + s),
+            clock=lambda: now[0],
+            call_timeout_s=DEFAULT_TIMEOUT_S,
+        )
     assert caught.value.attempts >= 2 and caught.value.elapsed_s >= 2 * DEFAULT_TIMEOUT_S
 
 
 # -- 5. server error bodies are kept ------------------------------------------------------------------
 
+
 def test_the_servers_own_words_are_kept_in_the_error(user_env):
     long_body = "upstream said: " + "x" * 2000
-    cases = [("detail:400:model 'qwen-typo' not found; try Qwen/Qwen3-0.6B", "model 'qwen-typo' not found"),
-             ("400", "scripted 400"),  # the OpenAI shape: error.message
-             (f"raw:502:{long_body}", long_body[:500])]
+    cases = [
+        ("detail:400:model 'qwen-typo' not found; try Qwen/Qwen3-0.6B", "model 'qwen-typo' not found"),
+        ("400", "scripted 400"),  # the OpenAI shape: error.message
+        (f"raw:502:{long_body}", long_body[:500]),
+    ]
     for behaviour, needle in cases:
         with FakeOpenAIServer([behaviour]) as server:
             model = OpenAIChatModel("m", base_url=server.base_url, retry=RetryPolicy(max_attempts=1))
@@ -247,13 +328,16 @@ def test_the_servers_own_words_are_kept_in_the_error(user_env):
 
 # -- 6. prices only at the provider's own endpoint -----------------------------------------------------
 
+
 def test_list_prices_apply_at_openai_only_else_the_users_price_or_unknown(user_env):
     with FakeOpenAIServer(default="ok:one two three") as server:
         unpriced = get_model("gpt-4.1-mini", base_url=server.base_url, retry=FAST).generate(HELLO)
         priced = get_model("gpt-4.1-mini", base_url=server.base_url, price="0.5,2", retry=FAST).generate(HELLO)
     assert unpriced.cost_usd is None
     assert priced.cost_usd == pytest.approx((2 * 0.5 + 3 * 2) / 1e6)
-    assert endpoint_cost_usd("gpt-4.1-mini", "https://api.openai.com/v1", 1000, 10) == cost_usd("gpt-4.1-mini", 1000, 10)
+    assert endpoint_cost_usd("gpt-4.1-mini", "https://api.openai.com/v1", 1000, 10) == cost_usd(
+        "gpt-4.1-mini", 1000, 10
+    )
     assert endpoint_cost_usd("gpt-4.1-mini", "http://127.0.0.1:8000/v1", 1000, 10) is None
     for bad in ("abc", "1", "1,2,3", "-1,2"):
         with pytest.raises(ValueError, match="--price") as caught:
@@ -263,6 +347,7 @@ def test_list_prices_apply_at_openai_only_else_the_users_price_or_unknown(user_e
 
 # -- the schema grew: runs written before still load ----------------------------------------------------
 
+
 def test_runs_written_before_the_new_columns_still_load(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -271,8 +356,19 @@ def test_runs_written_before_the_new_columns_still_load(tmp_path):
     from tsbench.results.records import finish, new_record
     from tsbench.results.schema import ADDED_COLUMNS, COLUMNS
 
-    record = finish(new_record(sample_id="a", epoch=0, family="anomalyxl", columns={"category": "presence"},
-                               model="m", harness="rlm", depth=0, gold={"answer": "Yes"}), 1.0)
+    record = finish(
+        new_record(
+            sample_id="a",
+            epoch=0,
+            family="anomalyxl",
+            columns={"category": "presence"},
+            model="m",
+            harness="rlm",
+            depth=0,
+            gold={"answer": "Yes"},
+        ),
+        1.0,
+    )
     record.update(score=1.0, valid=True, input_tokens=10, output_tokens=5, cost_usd=0.01)
     old = {k: v for k, v in record.items() if k not in ADDED_COLUMNS}
     old_schema = pa.schema([f for f in COLUMNS if f.name not in ADDED_COLUMNS])
@@ -281,8 +377,11 @@ def test_runs_written_before_the_new_columns_still_load(tmp_path):
         run.mkdir()
         (run / schema.RUN_JSON).write_text(json.dumps({"model": "m", "harness": "rlm", "complete": True}))
     from tsbench.results.store import _typed
-    pq.write_table(pa.Table.from_pylist([{k: _typed(old)[k] for k in old_schema.names}], schema=old_schema),
-                   parquet_run / schema.SAMPLES)
+
+    pq.write_table(
+        pa.Table.from_pylist([{k: _typed(old)[k] for k in old_schema.names}], schema=old_schema),
+        parquet_run / schema.SAMPLES,
+    )
     (journal_run / schema.JOURNAL).write_text(json.dumps(old, default=str) + "\n")
     for run in (parquet_run, journal_run):
         frame = load_samples(run)
@@ -294,12 +393,19 @@ def test_runs_written_before_the_new_columns_still_load(tmp_path):
 
 # -- 7. impossible combinations refused in one line, before any episode ------------------------------
 
-@pytest.mark.parametrize("settings, needle", [
-    (dict(model="vllm/Qwen/Qwen2.5-0.5B-Instruct", harness="tools", tool_protocol="native"), "native function calling"),
-    (dict(model="local/smollm2-135m", harness="tools-image", tool_protocol="native"), "native function calling"),
-    (dict(model="local/smollm2-135m", harness="rlm-image"), "text only"),
-    (dict(model="local/smollm2-135m", harness="single-pass-image"), "text only"),
-])
+
+@pytest.mark.parametrize(
+    "settings, needle",
+    [
+        (
+            dict(model="vllm/Qwen/Qwen2.5-0.5B-Instruct", harness="tools", tool_protocol="native"),
+            "native function calling",
+        ),
+        (dict(model="local/smollm2-135m", harness="tools-image", tool_protocol="native"), "native function calling"),
+        (dict(model="local/smollm2-135m", harness="rlm-image"), "text only"),
+        (dict(model="local/smollm2-135m", harness="single-pass-image"), "text only"),
+    ],
+)
 def test_impossible_combinations_are_refused_before_any_episode(user_env, small_data, tmp_path, settings, needle):
     cfg = build(EvalConfig, dict(data=[str(small_data)], out=str(tmp_path / "run"), **settings))
     with pytest.raises(UserError, match=needle) as caught:
@@ -312,9 +418,27 @@ def test_the_cli_refuses_native_tools_for_vllm_with_exit_code_2(user_env, small_
     import subprocess
     import sys
 
-    result = subprocess.run([sys.executable, "-m", "tsbench.cli", "eval", "--model", "vllm/Qwen/Qwen2.5-0.5B-Instruct",
-                             "--harness", "tools", "--tool-protocol", "native", "--data", str(small_data),
-                             "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tsbench.cli",
+            "eval",
+            "--model",
+            "vllm/Qwen/Qwen2.5-0.5B-Instruct",
+            "--harness",
+            "tools",
+            "--tool-protocol",
+            "native",
+            "--data",
+            str(small_data),
+            "--out",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2, result.stderr
     assert "native function calling" in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from tsbench.baselines import classical
+from tsbench.core.episode import EpisodeTask
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.config import preset
 from tsbench.tasks.anomalyxl.generate import generate_split
 from tsbench.tasks.anomalyxl.rows import iter_rows
-from tsbench.baselines import classical
-from tsbench.core.episode import EpisodeTask
 from tsbench.tasks.anomalyxl.scoring import metrics
 
 
@@ -40,7 +40,12 @@ def _task(row) -> EpisodeTask:
 
 def test_training_fits_every_head_on_train_and_val(trained):
     out, summary, calls = trained
-    assert summary["files"] == ["train-precise.parquet", "train-coarse.parquet", "val-precise.parquet", "val-coarse.parquet"]
+    assert summary["files"] == [
+        "train-precise.parquet",
+        "train-coarse.parquet",
+        "val-precise.parquet",
+        "val-coarse.parquet",
+    ]
     # 160 precise rows + their 200 MCQ projections.
     assert summary["rows"] == 360
     assert summary["heads"] == 16  # 10 precise (presence+span, kind+span, magnitude, channel, direction+lag) + 6 coarse

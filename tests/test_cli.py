@@ -58,7 +58,9 @@ def test_describe_and_plot(small_data, tmp_path):
     assert res.returncode == 0, res.stderr
     assert "localize_all_channels" in res.stdout and "no_anomaly_share" in res.stdout
     png = tmp_path / "row.png"
-    res = run("describe", str(small_data / "test-precise.parquet"), "--plot", "test-localize-1024-00000", "--out", str(png))
+    res = run(
+        "describe", str(small_data / "test-precise.parquet"), "--plot", "test-localize-1024-00000", "--out", str(png)
+    )
     assert res.returncode == 0, res.stderr
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     res = run("describe", str(small_data / "test-precise.parquet"), "--plot", "no-such-row")
@@ -94,11 +96,16 @@ def test_score_your_own_predictions(small_data, tmp_path):
 
     index = read_index(small_data / "test-coarse.parquet")
     answers = tmp_path / "answers.jsonl"
-    lines = [json.dumps({"id": rid, "response": f"Answer: {json.loads(g)['answer']}"}) for rid, g in zip(index["id"], index["gold"])]
+    lines = [
+        json.dumps({"id": rid, "response": f"Answer: {json.loads(g)['answer']}"})
+        for rid, g in zip(index["id"], index["gold"])
+    ]
     lines[0] = json.dumps({"id": index["id"][0], "response": "I am not sure"})
     answers.write_text("\n".join(lines) + "\n")
     out = tmp_path / "scores.parquet"
-    res = run("score", "--data", str(small_data / "test-coarse.parquet"), "--responses", str(answers), "--out", str(out))
+    res = run(
+        "score", "--data", str(small_data / "test-coarse.parquet"), "--responses", str(answers), "--out", str(out)
+    )
     assert res.returncode == 0, res.stderr
     scores = pd.read_parquet(out)
     assert len(scores) == len(index) and scores["score"].sum() == len(index) - 1
@@ -115,12 +122,35 @@ def test_timeclaw_memory_build_and_tools_eval_from_the_command_line(small_data, 
     bank = tmp_path / "banks" / "b.parquet"
     refused = run("memory", "build", "--from", str(env_run), "--embedder", "none", "--out", str(bank))
     assert refused.returncode == 2 and "--include-test-split" in refused.stderr and not bank.exists()
-    res = run("memory", "build", str(env_run), "--min-score", "0.0", "--embedder", "none", "--out", str(bank),
-              "--include-test-split")  # run dirs as arguments, as show and leaderboard take them (--from: the same)
+    res = run(
+        "memory",
+        "build",
+        str(env_run),
+        "--min-score",
+        "0.0",
+        "--embedder",
+        "none",
+        "--out",
+        str(bank),
+        "--include-test-split",
+    )  # run dirs as arguments, as show and leaderboard take them (--from: the same)
     assert res.returncode == 0, res.stderr[-2000:]
     assert bank.is_file()
     out = tmp_path / "tools-run"
-    res = run("eval", "--model", "scripted/tools", "--harness", "tools", *common, "--memory", str(bank), "--top-k", "2", "--out", str(out))
+    res = run(
+        "eval",
+        "--model",
+        "scripted/tools",
+        "--harness",
+        "tools",
+        *common,
+        "--memory",
+        str(bank),
+        "--top-k",
+        "2",
+        "--out",
+        str(out),
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     samples = __import__("pandas").read_parquet(out / "samples.parquet")
     assert len(samples) == 5 and samples["error_type"].isna().all() and (samples["code_cells"] > 0).all()
@@ -141,14 +171,47 @@ def test_sft_baseline_then_eval_from_the_command_line(tmp_path):
         generate_split(cfg, split, tmp_path / "data")
     tiny = make_small_vocab_llama(tmp_path / "tiny")
     out = tmp_path / "models" / "tiny-sft"
-    res = run("sft-baseline", "--model", str(tiny), "--data", str(tmp_path / "data" / "seed42"), "--regime", "coarse",
-              "--epochs", "1", "--train-rows", "4", "--val-rows", "2", "--full", "--lr", "1e-3", "--out", str(out))
+    res = run(
+        "sft-baseline",
+        "--model",
+        str(tiny),
+        "--data",
+        str(tmp_path / "data" / "seed42"),
+        "--regime",
+        "coarse",
+        "--epochs",
+        "1",
+        "--train-rows",
+        "4",
+        "--val-rows",
+        "2",
+        "--full",
+        "--lr",
+        "1e-3",
+        "--out",
+        str(out),
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     hint = json.loads((out / "run.json").read_text())["eval_hint"]
     assert hint["text_budget_chars"] > 0
     run_dir = tmp_path / "run"
-    res = run("eval", "--model", f"local/{out}", "--harness", "single-pass-text", "--data", str(tmp_path / "data" / "seed42"),
-              "--regime", "coarse", "--limit", "1", "--max-tokens", "8", "--out", str(run_dir))
+    res = run(
+        "eval",
+        "--model",
+        f"local/{out}",
+        "--harness",
+        "single-pass-text",
+        "--data",
+        str(tmp_path / "data" / "seed42"),
+        "--regime",
+        "coarse",
+        "--limit",
+        "1",
+        "--max-tokens",
+        "8",
+        "--out",
+        str(run_dir),
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     info = json.loads((run_dir / "run.json").read_text())
     assert info["settings"]["text_budget_chars"] == hint["text_budget_chars"]
@@ -163,15 +226,56 @@ def test_train_grpo_one_step_then_eval_the_checkpoint(small_data, tmp_path):
 
     tiny = make_small_vocab_llama(tmp_path / "tiny")
     out = tmp_path / "grpo"
-    res = run("train-grpo", "--model", f"local/{tiny}", "--lora", "4", "--steps", "1", "--group-size", "2",
-              "--batch-size", "2", "--max-turns", "1", "--max-tokens", "8", "--preset", "small",
-              "--categories", "localize", "--lengths", "1024", "--out", str(out))
+    res = run(
+        "train-grpo",
+        "--model",
+        f"local/{tiny}",
+        "--lora",
+        "4",
+        "--steps",
+        "1",
+        "--group-size",
+        "2",
+        "--batch-size",
+        "2",
+        "--max-turns",
+        "1",
+        "--max-tokens",
+        "8",
+        "--preset",
+        "small",
+        "--categories",
+        "localize",
+        "--lengths",
+        "1024",
+        "--out",
+        str(out),
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     metrics = __import__("pandas").read_parquet(out / "metrics.parquet")
     assert list(metrics["step"]) == [1] and metrics["groups"].iloc[0] == 1
     assert (out / "final" / "adapter_config.json").is_file()
-    res = run("eval", "--model", f"local/{out / 'final'}", "--harness", "rlm", "--data", str(small_data), "--regime", "precise",
-              "--categories", "localize", "--limit", "1", "--max-turns", "1", "--max-tokens", "8", "--out", str(tmp_path / "run"))
+    res = run(
+        "eval",
+        "--model",
+        f"local/{out / 'final'}",
+        "--harness",
+        "rlm",
+        "--data",
+        str(small_data),
+        "--regime",
+        "precise",
+        "--categories",
+        "localize",
+        "--limit",
+        "1",
+        "--max-turns",
+        "1",
+        "--max-tokens",
+        "8",
+        "--out",
+        str(tmp_path / "run"),
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     samples = __import__("pandas").read_parquet(tmp_path / "run" / "samples.parquet")
     assert samples["error_type"].isna().all() and (samples["output_tokens"] > 0).all()
@@ -196,9 +300,13 @@ def test_classical_baseline_and_detector_through_eval(tmp_path):
         assert len(samples) == 11 and samples["error_type"].isna().all() and samples["valid"].all()
         assert (samples["harness"] == "direct").all()  # reference policies run under their own label
         assert json.loads((out / "run.json").read_text())["reference"]
-        refused = run("eval", "--model", model, "--harness", "single-pass-text", "--data", str(data), "--out", str(tmp_path / "y"))
+        refused = run(
+            "eval", "--model", model, "--harness", "single-pass-text", "--data", str(data), "--out", str(tmp_path / "y")
+        )
         assert refused.returncode == 2 and "plays direct" in refused.stderr
-    assert run("eval", "--model", "classical/nowhere", "--data", str(data), "--out", str(tmp_path / "x")).returncode == 2
+    assert (
+        run("eval", "--model", "classical/nowhere", "--data", str(data), "--out", str(tmp_path / "x")).returncode == 2
+    )
 
 
 def run_in_process(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
@@ -222,9 +330,12 @@ def test_foreign_files_are_one_line_errors_and_describe_takes_a_seed_dir(small_d
     answers = tmp_path / "answers.jsonl"
     answers.write_text('{"id": "x", "response": "Yes"}\n')
     for bad in (text, other):
-        for args in (["describe", str(bad)], ["describe", str(bad), "--plot", "x"],
-                     ["score", "--data", str(bad), "--responses", str(answers)],
-                     ["eval", "--model", "scripted/zscore", "--data", str(bad), "--out", str(tmp_path / "run")]):
+        for args in (
+            ["describe", str(bad)],
+            ["describe", str(bad), "--plot", "x"],
+            ["score", "--data", str(bad), "--responses", str(answers)],
+            ["eval", "--model", "scripted/zscore", "--data", str(bad), "--out", str(tmp_path / "run")],
+        ):
             code, _, err = run_in_process(monkeypatch, capsys, *args)
             assert code == 2 and "is not an AnomalyXL parquet file" in err, (args, err)
             assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
@@ -240,14 +351,42 @@ def test_broken_run_dirs_and_bad_output_paths_are_one_line_errors(small_data, tm
     taken = tmp_path / "taken.parquet"
     taken.write_text("a file where the board's folder would go")
     first = "test-classify_with_evidence-1024-00000"
-    for args, needle in ((["leaderboard", str(listed), "--out", str(tmp_path / "board")], "no run could be read"),
-                         (["leaderboard", str(listed), "--out", str(taken)], "is a file"),
-                         (["describe", str(small_data), "--plot", first, "--out", str(tmp_path / "plot.txt")],
-                          "must be .png, .svg or .pdf"),
-                         (["eval", "--model", "scripted/zscore", "--data", str(small_data), "--fail-on-error", "-1",
-                           "--out", str(tmp_path / "never")], "fail_on_error (--fail-on-error) must be >= 0, got -1"),
-                         (["eval", "--model", "scripted/zscore", "--data", str(small_data), "--client-timeout", "0",
-                           "--out", str(tmp_path / "never")], "client_timeout_s (--client-timeout-s) must be > 0")):
+    for args, needle in (
+        (["leaderboard", str(listed), "--out", str(tmp_path / "board")], "no run could be read"),
+        (["leaderboard", str(listed), "--out", str(taken)], "is a file"),
+        (
+            ["describe", str(small_data), "--plot", first, "--out", str(tmp_path / "plot.txt")],
+            "must be .png, .svg or .pdf",
+        ),
+        (
+            [
+                "eval",
+                "--model",
+                "scripted/zscore",
+                "--data",
+                str(small_data),
+                "--fail-on-error",
+                "-1",
+                "--out",
+                str(tmp_path / "never"),
+            ],
+            "fail_on_error (--fail-on-error) must be >= 0, got -1",
+        ),
+        (
+            [
+                "eval",
+                "--model",
+                "scripted/zscore",
+                "--data",
+                str(small_data),
+                "--client-timeout",
+                "0",
+                "--out",
+                str(tmp_path / "never"),
+            ],
+            "client_timeout_s (--client-timeout-s) must be > 0",
+        ),
+    ):
         code, _, err = run_in_process(monkeypatch, capsys, *args)
         assert code == 2 and needle in err, (args, err)
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
@@ -261,9 +400,23 @@ def test_a_log_gets_a_progress_line_while_no_row_finishes(small_data, tmp_path, 
     monkeypatch.setattr(eval_cli, "LOG_EVERY_S", 0.5)
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     with FakeOpenAIServer(["sleep:3"], default='ok:{"answer": "Yes"}') as server:
-        code, _, err = run_in_process(monkeypatch, capsys, "eval", "--model", "openai/fake-model", "--base-url",
-                                      server.base_url, "--harness", "single-pass-text", "--data", str(small_data),
-                                      "--sample-id", "test-localize-1024-00000", "--out", str(tmp_path / "run"))
+        code, _, err = run_in_process(
+            monkeypatch,
+            capsys,
+            "eval",
+            "--model",
+            "openai/fake-model",
+            "--base-url",
+            server.base_url,
+            "--harness",
+            "single-pass-text",
+            "--data",
+            str(small_data),
+            "--sample-id",
+            "test-localize-1024-00000",
+            "--out",
+            str(tmp_path / "run"),
+        )
     assert code == 0, err
     waiting = [line for line in err.splitlines() if line.startswith("0/1 rows")]
     assert len(waiting) >= 3, err  # about one per half second of the 3 s wait
@@ -277,8 +430,9 @@ def test_score_warns_about_rows_without_a_response(small_data, tmp_path, monkeyp
     answers = tmp_path / "answers.jsonl"
     given = [json.dumps({"id": rid, "response": "Answer: Yes"}) for rid in index["id"][2:]]
     answers.write_text("\n".join(given + [json.dumps({"id": "stranger", "response": "No"})]) + "\n")
-    code, out, err = run_in_process(monkeypatch, capsys, "score", "--data", str(small_data / "test-coarse.parquet"),
-                                    "--responses", str(answers))
+    code, out, err = run_in_process(
+        monkeypatch, capsys, "score", "--data", str(small_data / "test-coarse.parquet"), "--responses", str(answers)
+    )
     assert code == 0, err
     assert f"warning: 2 of {len(index)} rows have no response (scored 0)" in err
     assert "warning: 1 response ids are not in test-coarse.parquet" in err
@@ -290,12 +444,24 @@ def test_describe_plot_names_the_anomaly_and_overlays_a_runs_prediction(small_da
     from tsbench.eval.runner import run_eval
 
     row_id = "test-classify_with_evidence-1024-00000"
-    run = run_eval(build(EvalConfig, {"model": "scripted/zscore", "harness": "single-pass-text", "data": [str(small_data)],
-                                      "sample_ids": [row_id], "concurrency": 1, "out": str(tmp_path / "run")}))
+    run = run_eval(
+        build(
+            EvalConfig,
+            {
+                "model": "scripted/zscore",
+                "harness": "single-pass-text",
+                "data": [str(small_data)],
+                "sample_ids": [row_id],
+                "concurrency": 1,
+                "out": str(tmp_path / "run"),
+            },
+        )
+    )
     for suffix in ("svg", "pdf"):
         out = tmp_path / f"row.{suffix}"
-        code, printed, err = run_in_process(monkeypatch, capsys, "describe", str(small_data), "--plot", row_id,
-                                            "--run", str(run), "--out", str(out))
+        code, printed, err = run_in_process(
+            monkeypatch, capsys, "describe", str(small_data), "--plot", row_id, "--run", str(run), "--out", str(out)
+        )
         assert code == 0, err
         assert str(out) in printed
     svg = (tmp_path / "row.svg").read_text()

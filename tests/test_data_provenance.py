@@ -43,8 +43,21 @@ def run_cli(monkeypatch, capsys, *args):
 
 
 def _eval_args(data, out):
-    return ["eval", "--model", "scripted/zscore", "--harness", "single-pass-text", "--data", str(data),
-            "--sample-id", ROW, "--concurrency", "1", "--out", str(out)]
+    return [
+        "eval",
+        "--model",
+        "scripted/zscore",
+        "--harness",
+        "single-pass-text",
+        "--data",
+        str(data),
+        "--sample-id",
+        ROW,
+        "--concurrency",
+        "1",
+        "--out",
+        str(out),
+    ]
 
 
 def test_a_bit_flip_stops_eval_in_one_line(flipped, tmp_path, monkeypatch, capsys):

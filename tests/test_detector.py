@@ -7,11 +7,11 @@ import json
 import numpy as np
 import pytest
 
+from tsbench.baselines import detector
+from tsbench.core.episode import EpisodeTask
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.injections import apply_injection
 from tsbench.tasks.anomalyxl.rows import iter_rows
-from tsbench.baselines import detector
-from tsbench.core.episode import EpisodeTask
 from tsbench.tasks.anomalyxl.scoring import iou, metrics
 
 
@@ -85,7 +85,9 @@ def test_all_channels_flags_only_the_anomalous_ones():
     n = 8192
     series = {f"ch_{i:02d}": white(n, 40 + i) for i in range(6)}
     apply_injection(series["ch_02"], {"kind": lb.LEVEL_SHIFT, "start": 1000, "end": 1100, "magnitude": 5.0, "sign": -1})
-    apply_injection(series["ch_04"], {"kind": lb.TRANSIENT_SPIKE, "start": 6000, "end": 6050, "magnitude": 6.0, "sign": 1})
+    apply_injection(
+        series["ch_04"], {"kind": lb.TRANSIENT_SPIKE, "start": 6000, "end": 6050, "magnitude": 6.0, "sign": 1}
+    )
     answer = detector.answer_object(task_for(lb.ALL_CHANNELS, series))
     assert [ev["channel"] for ev in answer["anomalies"]] == ["ch_02", "ch_04"]
 
@@ -98,7 +100,9 @@ def test_answers_pass_the_schema_on_the_small_split(small_data):
         for row in iter_rows(small_data / f"test-{regime}.parquet"):
             if row.category in seen and row.regime == "precise" and row.category == lb.ALL_CHANNELS:
                 continue  # one 16-channel row is enough for the schema check
-            task = EpisodeTask(row.id, row.category, row.regime, row.question, row.channel_names, row.values, row.options)
+            task = EpisodeTask(
+                row.id, row.category, row.regime, row.question, row.channel_names, row.values, row.options
+            )
             text = model.answer(task)
             result = metrics(row.category, row.gold, text)
             assert result["valid"], (row.id, text, result["error"])
@@ -116,9 +120,11 @@ def test_unknown_detector_name():
 def test_calibration_never_scores_below_the_defaults_on_its_own_rows(small_data):
     """The grid search includes every default value, so the fitted constants must score at least as
     well as the defaults on the rows they were fitted on; on these rows it must move something."""
-    rows = [detector._analyse_row((r.category, r.length, r.channel_names, r.gold, r.values))
-            for r in iter_rows(small_data / "test-precise.parquet")
-            if r.category in (lb.LOCALIZE, lb.CLASSIFY, lb.ALL_CHANNELS)]
+    rows = [
+        detector._analyse_row((r.category, r.length, r.channel_names, r.gold, r.values))
+        for r in iter_rows(small_data / "test-precise.parquet")
+        if r.category in (lb.LOCALIZE, lb.CLASSIFY, lb.ALL_CHANNELS)
+    ]
     fitted = detector.fit_settings(rows)
     assert isinstance(fitted, detector.Settings)
     by_category = {}

@@ -22,10 +22,26 @@ def _tiny_disk() -> None:
 
 
 def _eval(small_data, out, limited: bool) -> subprocess.CompletedProcess:
-    args = ["eval", "--model", "scripted/zscore", "--harness", "single-pass-text", "--data", str(small_data),
-            "--regime", "precise", "--limit", "2", "--concurrency", "1", "--out", str(out)]
-    return subprocess.run([*TSBENCH, *args], capture_output=True, text=True, timeout=300,
-                          preexec_fn=_tiny_disk if limited else None)
+    args = [
+        "eval",
+        "--model",
+        "scripted/zscore",
+        "--harness",
+        "single-pass-text",
+        "--data",
+        str(small_data),
+        "--regime",
+        "precise",
+        "--limit",
+        "2",
+        "--concurrency",
+        "1",
+        "--out",
+        str(out),
+    ]
+    return subprocess.run(
+        [*TSBENCH, *args], capture_output=True, text=True, timeout=300, preexec_fn=_tiny_disk if limited else None
+    )
 
 
 def test_disk_full_is_one_line_exit_2_and_resume_is_exact(small_data, tmp_path):
@@ -57,8 +73,10 @@ def test_disk_full_is_one_line_exit_2_and_resume_is_exact(small_data, tmp_path):
 def test_write_json_keeps_the_old_file_when_the_new_one_does_not_fit(tmp_path):
     target = tmp_path / "run.json"
     target.write_text('{"old": true}\n')
-    code = ("import sys; from tsbench.core.provenance import write_json; "
-            f"write_json({str(target)!r}, {{'big': 'x' * {2 * LIMIT_BYTES}}})")
+    code = (
+        "import sys; from tsbench.core.provenance import write_json; "
+        f"write_json({str(target)!r}, {{'big': 'x' * {2 * LIMIT_BYTES}}})"
+    )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, preexec_fn=_tiny_disk)
     assert res.returncode != 0 and "File too large" in res.stderr
     assert json.loads(target.read_text()) == {"old": True}

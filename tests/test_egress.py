@@ -133,7 +133,7 @@ def test_the_trace_reader_finds_every_internet_address():
     lines = [
         '9073  execve("/venv/bin/python", ["/venv/bin/python", "/x/ray/dashboard/dashboard.py", "--host=127.0.0.1"], 0x7 /* 9 vars */) = 0',
         '9073  connect(23, {sa_family=AF_INET, sin_port=htons(80), sin_addr=inet_addr("169.254.169.254")}, 16) = -1 ENETUNREACH (Network is unreachable)',
-        '9073  clone3({flags=CLONE_VM|CLONE_THREAD, child_tid=0x7f}, 88) = 9080',
+        "9073  clone3({flags=CLONE_VM|CLONE_THREAD, child_tid=0x7f}, 88) = 9080",
         '9080  connect(23, {sa_family=AF_INET, sin_port=htons(53), sin_addr=inet_addr("10.255.255.53")}, 16) = -1 ENETUNREACH',
         '8764  connect(7, {sa_family=AF_INET6, sin6_port=htons(37109), sin6_flowinfo=htonl(0), inet_pton(AF_INET6, "::ffff:127.0.0.1", &sin6_addr), sin6_scope_id=0}, 28) = -1 EINPROGRESS',
         '8765  connect(5, {sa_family=AF_INET, sin_port=htons(6379), sin_addr=inet_addr("127.0.0.1")}, 16) = 0',
@@ -144,11 +144,22 @@ def test_the_trace_reader_finds_every_internet_address():
     ]
     trace = "\n".join(lines)
     off = [(d.pid, d.address, d.port) for d in destinations(trace) if not d.on_machine]
-    assert off == [(9073, "169.254.169.254", 80), (9080, "10.255.255.53", 53), (8766, "::1", 53),
-                   (8767, "2606:4700::1", 443)]
-    assert family_counts(trace) == Counter({("connect", "AF_INET"): 3, ("connect", "AF_INET6"): 1,
-                                            ("connect", "AF_UNIX"): 1, ("sendto", "AF_INET6"): 1,
-                                            ("sendto", "none"): 1, ("sendmsg", "AF_INET6"): 1})
+    assert off == [
+        (9073, "169.254.169.254", 80),
+        (9080, "10.255.255.53", 53),
+        (8766, "::1", 53),
+        (8767, "2606:4700::1", 443),
+    ]
+    assert family_counts(trace) == Counter(
+        {
+            ("connect", "AF_INET"): 3,
+            ("connect", "AF_INET6"): 1,
+            ("connect", "AF_UNIX"): 1,
+            ("sendto", "AF_INET6"): 1,
+            ("sendto", "none"): 1,
+            ("sendmsg", "AF_INET6"): 1,
+        }
+    )
     assert process_names(trace)[9080] == "python dashboard.py --host=127.0.0.1"
 
 
@@ -159,8 +170,12 @@ def namespace_command() -> list[str]:
     cmd = ["unshare", "--net", *([] if root else ["--map-root-user"])]
     why = f"not installed: {', '.join(missing)} (make setup installs strace)" if missing else None
     if why is None:
-        probe = subprocess.run([*cmd, *STRACE, "-e", "trace=connect", "-o", os.devnull, "true"], capture_output=True, text=True,
-                               check=False)
+        probe = subprocess.run(
+            [*cmd, *STRACE, "-e", "trace=connect", "-o", os.devnull, "true"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         why = f"cannot trace in a new network namespace: {probe.stderr.strip()[:300]}" if probe.returncode else None
     if why and not root:
         pytest.skip(why)
@@ -177,10 +192,32 @@ def traced_evals(small_data, tmp_path_factory) -> tuple[str, Path]:
     out = tmp_path_factory.mktemp("egress")
     trace = out / "strace.txt"
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "RAY_ADDRESS")}
-    done = subprocess.run([*cmd, *STRACE, "-s", "256", "-e", "signal=none",
-                           "-e", f"trace={TRACED},{NAMING}", "-o", str(trace),
-                           sys.executable, "-c", WORKLOAD, str(small_data), str(out), str(RAY_TESTS)],
-                          env=env, capture_output=True, text=True, timeout=300, cwd=RAY_TESTS.parents[1], check=False)
+    done = subprocess.run(
+        [
+            *cmd,
+            *STRACE,
+            "-s",
+            "256",
+            "-e",
+            "signal=none",
+            "-e",
+            f"trace={TRACED},{NAMING}",
+            "-o",
+            str(trace),
+            sys.executable,
+            "-c",
+            WORKLOAD,
+            str(small_data),
+            str(out),
+            str(RAY_TESTS),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=RAY_TESTS.parents[1],
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return trace.read_text(errors="replace"), out
 
@@ -196,9 +233,14 @@ def test_no_process_of_an_eval_sends_anything_beyond_loopback(traced_evals):
     assert any("default_worker.py" in name for name in names.values())
     counts, found = family_counts(trace), destinations(trace)
     off = [d for d in found if not d.on_machine]
-    print("\ncalls by address family:", dict(sorted(counts.items())),
-          "\nof which beyond loopback:", dict(sorted(Counter((d.call, d.family) for d in off).items())))
+    print(
+        "\ncalls by address family:",
+        dict(sorted(counts.items())),
+        "\nof which beyond loopback:",
+        dict(sorted(Counter((d.call, d.family) for d in off).items())),
+    )
     assert counts[("connect", "AF_INET")] > 0
     assert len(found) == sum(n for (_, family), n in counts.items() if family in ("AF_INET", "AF_INET6"))  # all read
     assert not off, "sent beyond loopback:\n" + "\n".join(
-        f"  {d.call} {d.family} {d.address}:{d.port} from pid {d.pid} ({names.get(d.pid, '?')})" for d in off)
+        f"  {d.call} {d.family} {d.address}:{d.port} from pid {d.pid} ({names.get(d.pid, '?')})" for d in off
+    )

@@ -29,8 +29,14 @@ def config(**settings) -> EvalConfig:
 
 
 def fake(server: FakeOpenAIServer, timeout_s: float = 10.0, **settings) -> EvalConfig:
-    return config(model="openai/fake-model", base_url=server.base_url, client_timeout_s=timeout_s,
-                  max_attempts=ATTEMPTS, retry_delay_s=0.005, **settings)
+    return config(
+        model="openai/fake-model",
+        base_url=server.base_url,
+        client_timeout_s=timeout_s,
+        max_attempts=ATTEMPTS,
+        retry_delay_s=0.005,
+        **settings,
+    )
 
 
 @pytest.mark.parametrize("harness", ["single-pass-text", "single-pass-image", "rlm", "rlm-image"])
@@ -39,7 +45,14 @@ def test_every_harness_and_regime_with_the_scripted_policy(small_data, tmp_path,
         with pytest.raises(Exception, match="plays"):
             run_eval(config(model="scripted/zscore", harness=harness, data=[str(small_data)], out=str(tmp_path / "x")))
         return
-    cfg = config(model="scripted/zscore", harness=harness, data=[str(small_data)], limit=1, concurrency=2, out=str(tmp_path / "run"))
+    cfg = config(
+        model="scripted/zscore",
+        harness=harness,
+        data=[str(small_data)],
+        limit=1,
+        concurrency=2,
+        out=str(tmp_path / "run"),
+    )
     run_dir = run_eval(cfg)
     samples = pd.read_parquet(run_dir / schema.SAMPLES)
     assert set(samples["category"]) == set(lb.ALL_CATEGORIES)
@@ -53,14 +66,36 @@ def test_every_harness_and_regime_with_the_scripted_policy(small_data, tmp_path,
         tool = [e for e in transcript if e["role"] == "tool"][0]
         assert "ZSCORE_SUMMARY" in tool["observation"]
     info = json.loads((run_dir / schema.RUN_JSON).read_text())
-    assert info["complete"] and info["expected_samples"] == 11 and info["dataset"]["key"].startswith("anomalyxl/seed42/test/")
+    assert (
+        info["complete"]
+        and info["expected_samples"] == 11
+        and info["dataset"]["key"].startswith("anomalyxl/seed42/test/")
+    )
     assert "git_commit" in info and info["versions"]["tsbench"]
 
 
 def test_resume_after_kill_runs_every_id_exactly_once(small_data, tmp_path):
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "tsbench.cli", "eval", "--model", "scripted/zscore", "--harness", "rlm",
-           "--data", str(small_data), "--regime", "precise", "--limit", "3", "--concurrency", "1", "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tsbench.cli",
+        "eval",
+        "--model",
+        "scripted/zscore",
+        "--harness",
+        "rlm",
+        "--data",
+        str(small_data),
+        "--regime",
+        "precise",
+        "--limit",
+        "3",
+        "--concurrency",
+        "1",
+        "--out",
+        str(out),
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     journal = out / schema.JOURNAL
     deadline = time.monotonic() + 120
@@ -78,14 +113,23 @@ def test_resume_after_kill_runs_every_id_exactly_once(small_data, tmp_path):
     assert len(samples) == 15 and samples["id"].is_unique
     assert samples["error_type"].isna().all()
     assert json.loads((out / schema.RUN_JSON).read_text())["complete"]
-    again = subprocess.run(cmd[:-2] + ["--max-turns", "2", "--out", str(out)], capture_output=True, text=True, timeout=120)
+    again = subprocess.run(
+        cmd[:-2] + ["--max-turns", "2", "--out", str(out)], capture_output=True, text=True, timeout=120
+    )
     assert again.returncode == 2 and "different settings" in again.stderr
 
 
 def test_api_failures_become_error_rows_and_are_rerun_on_resume(small_data, tmp_path):
     with FakeOpenAIServer(default="500") as server:
-        cfg = fake(server, harness="single-pass-text", data=[str(small_data)], regime="coarse",
-                   categories=[lb.PRESENCE], concurrency=1, out=str(tmp_path / "run"))
+        cfg = fake(
+            server,
+            harness="single-pass-text",
+            data=[str(small_data)],
+            regime="coarse",
+            categories=[lb.PRESENCE],
+            concurrency=1,
+            out=str(tmp_path / "run"),
+        )
         run_dir = run_eval(cfg)
         first = pd.read_parquet(run_dir / schema.SAMPLES)
         assert len(first) == 2 and (first["error_type"] == "server").all() and first["score"].isna().all()
@@ -103,8 +147,17 @@ def test_api_failures_become_error_rows_and_are_rerun_on_resume(small_data, tmp_
 
 def test_timeouts_are_retried_with_a_bound(small_data, tmp_path):
     with FakeOpenAIServer(["sleep:3"], default='ok:{"answer": "No"}') as server:
-        cfg = fake(server, timeout_s=0.5, harness="single-pass-text", data=[str(small_data)], regime="coarse",
-                   categories=[lb.PRESENCE], limit=1, concurrency=1, out=str(tmp_path / "run"))
+        cfg = fake(
+            server,
+            timeout_s=0.5,
+            harness="single-pass-text",
+            data=[str(small_data)],
+            regime="coarse",
+            categories=[lb.PRESENCE],
+            limit=1,
+            concurrency=1,
+            out=str(tmp_path / "run"),
+        )
         run_dir = run_eval(cfg)
         assert server.request_count == 2
     samples = pd.read_parquet(run_dir / schema.SAMPLES)
@@ -114,8 +167,17 @@ def test_timeouts_are_retried_with_a_bound(small_data, tmp_path):
 def test_forced_final_and_observation_truncation(small_data, tmp_path):
     code = 'ok:Looking.\n```python\nprint("x" * 20000)\n```'
     with FakeOpenAIServer(default=code) as server:
-        cfg = fake(server, harness="rlm", data=[str(small_data)], regime="precise", categories=[lb.LOCALIZE],
-                   limit=1, max_turns=3, concurrency=1, out=str(tmp_path / "run"))
+        cfg = fake(
+            server,
+            harness="rlm",
+            data=[str(small_data)],
+            regime="precise",
+            categories=[lb.LOCALIZE],
+            limit=1,
+            max_turns=3,
+            concurrency=1,
+            out=str(tmp_path / "run"),
+        )
         run_dir = run_eval(cfg)
         last_request = server.bodies[-1]["messages"][-1]["content"]
     row = pd.read_parquet(run_dir / schema.SAMPLES).iloc[0]
@@ -133,20 +195,39 @@ def test_sub_rlm_recursion_counts_sub_calls(small_data, tmp_path):
         'ok:{"present": false}',
     ]
     with FakeOpenAIServer(script) as server:
-        cfg = fake(server, harness="rlm", data=[str(small_data)], regime="precise", categories=[lb.LOCALIZE],
-                   limit=1, depth=1, concurrency=1, out=str(tmp_path / "run"))
+        cfg = fake(
+            server,
+            harness="rlm",
+            data=[str(small_data)],
+            regime="precise",
+            categories=[lb.LOCALIZE],
+            limit=1,
+            depth=1,
+            concurrency=1,
+            out=str(tmp_path / "run"),
+        )
         run_dir = run_eval(cfg)
     row = pd.read_parquet(run_dir / schema.SAMPLES).iloc[0]
     assert pd.isna(row["error_type"]), row["error"]
     assert row["sub_calls"] == 1 and row["sub_call_tokens"] > 0 and row["turns"] == 2
     tool = [e for e in json.loads(row["transcript"]) if e["role"] == "tool"][0]
-    assert 'SUB: The nested agent says' in tool["observation"]
+    assert "SUB: The nested agent says" in tool["observation"]
 
 
 @pytest.mark.slow
 def test_local_smollm2_under_rlm(small_data, tmp_path):
-    cfg = config(model="local/smollm2-135m", harness="rlm", data=[str(small_data)], regime="precise",
-                 categories=[lb.LOCALIZE], limit=1, max_turns=2, max_tokens=48, concurrency=1, out=str(tmp_path / "run"))
+    cfg = config(
+        model="local/smollm2-135m",
+        harness="rlm",
+        data=[str(small_data)],
+        regime="precise",
+        categories=[lb.LOCALIZE],
+        limit=1,
+        max_turns=2,
+        max_tokens=48,
+        concurrency=1,
+        out=str(tmp_path / "run"),
+    )
     run_dir = run_eval(cfg)
     row = pd.read_parquet(run_dir / schema.SAMPLES).iloc[0]
     assert pd.isna(row["error_type"]), row["error"]
@@ -159,8 +240,24 @@ def test_local_smollm2_under_rlm(small_data, tmp_path):
 
 def test_ctrl_c_keeps_finished_rows_and_exits_130(small_data, tmp_path):
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "tsbench.cli", "eval", "--model", "scripted/zscore", "--harness", "rlm",
-           "--data", str(small_data), "--limit", "2", "--concurrency", "2", "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tsbench.cli",
+        "eval",
+        "--model",
+        "scripted/zscore",
+        "--harness",
+        "rlm",
+        "--data",
+        str(small_data),
+        "--limit",
+        "2",
+        "--concurrency",
+        "2",
+        "--out",
+        str(out),
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     journal = out / schema.JOURNAL
     deadline = time.monotonic() + 120
@@ -189,8 +286,15 @@ def test_answerless_replies_are_server_errors_then_fail_on_error_and_show(small_
     reply = 'ok:[/INST] [bold]kept literally[/bold] {"answer": "Yes"}'
     out = tmp_path / "run"
     with FakeOpenAIServer(["empty_choices"] * ATTEMPTS + ["bad_json", "drop", reply]) as server:
-        cfg = fake(server, harness="single-pass-text", data=[str(small_data)], regime="coarse",
-                   categories=[lb.PRESENCE], concurrency=1, out=str(out))
+        cfg = fake(
+            server,
+            harness="single-pass-text",
+            data=[str(small_data)],
+            regime="coarse",
+            categories=[lb.PRESENCE],
+            concurrency=1,
+            out=str(out),
+        )
         run_eval(cfg)
         assert server.request_count == 2 * ATTEMPTS
         rows = pd.read_parquet(out / schema.SAMPLES).set_index("id")
@@ -205,10 +309,31 @@ def test_answerless_replies_are_server_errors_then_fail_on_error_and_show(small_
         assert "[/INST] [bold]kept literally[/bold]" in shown.stdout
 
         server.default = "500"
-        common = ["eval", "--model", "openai/fake-model", "--harness", "single-pass-text", "--data", str(small_data),
-                  "--regime", "coarse", "--categories", lb.PRESENCE, "--concurrency", "1", "--base-url", server.base_url,
-                  "--max-attempts", str(ATTEMPTS), "--retry-delay", "0.005", "--client-timeout", "10",  # as the run
-                  "--out", str(out)]  # was made: retry settings change answers, so a resume must match them
+        common = [
+            "eval",
+            "--model",
+            "openai/fake-model",
+            "--harness",
+            "single-pass-text",
+            "--data",
+            str(small_data),
+            "--regime",
+            "coarse",
+            "--categories",
+            lb.PRESENCE,
+            "--concurrency",
+            "1",
+            "--base-url",
+            server.base_url,
+            "--max-attempts",
+            str(ATTEMPTS),
+            "--retry-delay",
+            "0.005",
+            "--client-timeout",
+            "10",  # as the run
+            "--out",
+            str(out),
+        ]  # was made: retry settings change answers, so a resume must match them
         strict = _cli(*common)
         assert strict.exit_code == 1, strict.output
         assert strict.stderr.startswith("1/2 rows")  # progress from the start (the resumed row), as log lines
@@ -221,9 +346,30 @@ def test_answerless_replies_are_server_errors_then_fail_on_error_and_show(small_
 
 def test_second_ctrl_c_abandons_hung_episodes(small_data, tmp_path):
     with FakeOpenAIServer(default="hang") as server:
-        cmd = [sys.executable, "-m", "tsbench.cli", "eval", "--model", "openai/fake-model", "--harness", "single-pass-text",
-               "--data", str(small_data), "--regime", "coarse", "--categories", lb.PRESENCE, "--concurrency", "2",
-               "--base-url", server.base_url, "--client-timeout", "60", "--out", str(tmp_path / "run")]
+        cmd = [
+            sys.executable,
+            "-m",
+            "tsbench.cli",
+            "eval",
+            "--model",
+            "openai/fake-model",
+            "--harness",
+            "single-pass-text",
+            "--data",
+            str(small_data),
+            "--regime",
+            "coarse",
+            "--categories",
+            lb.PRESENCE,
+            "--concurrency",
+            "2",
+            "--base-url",
+            server.base_url,
+            "--client-timeout",
+            "60",
+            "--out",
+            str(tmp_path / "run"),
+        ]
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and server.request_count < 2:
@@ -238,8 +384,11 @@ def test_second_ctrl_c_abandons_hung_episodes(small_data, tmp_path):
 
 
 def _index(cells: dict[tuple[str, int], int]) -> pd.DataFrame:
-    rows = [{"id": f"{c}-{n}-{i:03d}", "category": c, "length": n, "path": "p", "gold": "{}"}
-            for (c, n), count in cells.items() for i in range(count)]
+    rows = [
+        {"id": f"{c}-{n}-{i:03d}", "category": c, "length": n, "path": "p", "gold": "{}"}
+        for (c, n), count in cells.items()
+        for i in range(count)
+    ]
     return pd.DataFrame(rows)
 
 
@@ -288,7 +437,11 @@ def test_a_dataset_is_its_manifest_not_the_files_a_run_selected(small_data):
     taskset = get_taskset("anomalyxl")
     precise = taskset.dataset_identity([small_data / "test-precise.parquet"])
     both = taskset.dataset_identity([small_data / "test-precise.parquet", small_data / "test-coarse.parquet"])
-    assert precise["key"] == both["key"] and (precise["family"], precise["seed"], precise["split"]) == ("anomalyxl", 42, "test")
+    assert precise["key"] == both["key"] and (precise["family"], precise["seed"], precise["split"]) == (
+        "anomalyxl",
+        42,
+        "test",
+    )
 
 
 def test_test_rows_shared_by_two_grids_are_one_dataset(tmp_path):

@@ -11,19 +11,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tsbench.tasks.anomalyxl import labels as lb
-from tsbench.tasks.anomalyxl.rows import SCHEMA
 from tsbench import results as schema
 from tsbench.core.config import build
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
 from tsbench.harness import EpisodeTask, HarnessConfig, get_harness
-from tsbench.timeclaw.evolve import REPORT, evolve_prompt, evolve_tools, verify_tool
 from tsbench.harness.toolset import Toolset, ToolSourceError, load_tools_dir
 from tsbench.models.openai_model import OpenAIChatModel
 from tsbench.models.retry import RetryPolicy
 from tsbench.tasks import get_taskset
+from tsbench.tasks.anomalyxl import labels as lb
+from tsbench.tasks.anomalyxl.rows import SCHEMA
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
+from tsbench.timeclaw.evolve import REPORT, evolve_prompt, evolve_tools, verify_tool
 
 FAST_RETRY = RetryPolicy(max_attempts=2, base_delay_s=0.01, max_delay_s=0.02, rate_limit_base_delay_s=0.01, jitter=0.0)
 LENGTH = 512
@@ -62,10 +62,12 @@ BROKEN_TOOL = '''def opening_window(width: int = 10) -> dict:
 
 
 def _question(length: int) -> str:
-    return (f"You are given a time series with one channel ch_00, each L = {length} samples (indices 0 to "
-            f"{length - 1}). It may contain one anomaly. Decide whether an anomaly is present and, if it is, give its "
-            'window as half-open indices [start, end). Answer with one JSON object: {"present": true, "start": <int>, '
-            '"end": <int>} or {"present": false}.')
+    return (
+        f"You are given a time series with one channel ch_00, each L = {length} samples (indices 0 to "
+        f"{length - 1}). It may contain one anomaly. Decide whether an anomaly is present and, if it is, give its "
+        'window as half-open indices [start, end). Answer with one JSON object: {"present": true, "start": <int>, '
+        '"end": <int>} or {"present": false}.'
+    )
 
 
 @pytest.fixture(scope="module")
@@ -82,12 +84,24 @@ def easy_data(tmp_path_factory):
             end = start + int(rng.integers(40, 80))
             values[start:end] += 10.0
             gold = {"_L": LENGTH, "present": True, "start": start, "end": end}
-        rows.append({
-            "id": f"easy-localize-{index:03d}", "split": "train" if index < 6 else "val", "regime": "precise", "category": lb.LOCALIZE,
-            "length": LENGTH, "n_channels": 1, "channel_names": ["ch_00"], "values": [values.astype(np.float32).tolist()],
-            "question": _question(LENGTH), "options": [], "gold": json.dumps(gold), "plan": "{}", "seed": 11,
-            "source_id": f"easy-localize-{index:03d}",
-        })
+        rows.append(
+            {
+                "id": f"easy-localize-{index:03d}",
+                "split": "train" if index < 6 else "val",
+                "regime": "precise",
+                "category": lb.LOCALIZE,
+                "length": LENGTH,
+                "n_channels": 1,
+                "channel_names": ["ch_00"],
+                "values": [values.astype(np.float32).tolist()],
+                "question": _question(LENGTH),
+                "options": [],
+                "gold": json.dumps(gold),
+                "plan": "{}",
+                "seed": 11,
+                "source_id": f"easy-localize-{index:03d}",
+            }
+        )
     folder = tmp_path_factory.mktemp("easy")
     pq.write_table(pa.Table.from_pylist(rows[:6], schema=SCHEMA), folder / "train-precise.parquet")
     pq.write_table(pa.Table.from_pylist(rows[6:], schema=SCHEMA), folder / "val-precise.parquet")
@@ -97,9 +111,19 @@ def easy_data(tmp_path_factory):
 @pytest.fixture(scope="module")
 def easy_run(easy_data, tmp_path_factory):
     """scripted/tools under the tools harness on four of the train rows: the successful trajectories."""
-    cfg = build(EvalConfig, dict(model="scripted/tools", harness="tools", data=[str(easy_data / "train-precise.parquet")],
-                     split="train", regime="precise", limit=4,
-                     concurrency=2, out=str(tmp_path_factory.mktemp("runs") / "easy")))
+    cfg = build(
+        EvalConfig,
+        dict(
+            model="scripted/tools",
+            harness="tools",
+            data=[str(easy_data / "train-precise.parquet")],
+            split="train",
+            regime="precise",
+            limit=4,
+            concurrency=2,
+            out=str(tmp_path_factory.mktemp("runs") / "easy"),
+        ),
+    )
     run_dir = run_eval(cfg)
     samples = pd.read_parquet(run_dir / schema.SAMPLES)
     assert (samples["score"] >= 0.5).sum() >= 3, samples[["id", "score", "final_message"]]
@@ -134,10 +158,18 @@ def test_a_good_tool_is_verified_admitted_and_loads_into_the_tools_harness(easy_
     assert spec.name == "locate_zscore_window" and spec.family == "evolved"
 
     # Admitted tools load into --harness tools --tools <out> and run in the kernel.
-    row = next(r for r in pq.read_table(easy_data / "val-precise.parquet").to_pylist() if r["id"] == "easy-localize-009")
+    row = next(
+        r for r in pq.read_table(easy_data / "val-precise.parquet").to_pylist() if r["id"] == "easy-localize-009"
+    )
     gold = json.loads(row["gold"])
-    task = EpisodeTask(row["id"], row["category"], row["regime"], row["question"], row["channel_names"],
-                       np.asarray(row["values"], dtype=np.float32))
+    task = EpisodeTask(
+        row["id"],
+        row["category"],
+        row["regime"],
+        row["question"],
+        row["channel_names"],
+        np.asarray(row["values"], dtype=np.float32),
+    )
     with FakeOpenAIServer(["tool:locate_zscore_window:{}", 'ok:{"present": false}']) as server:
         result = get_harness("tools")(fake_model(server), task, HarnessConfig(tools_dir=str(out)))
         offered = {t["function"]["name"] for t in server.bodies[0]["tools"]}
@@ -165,9 +197,12 @@ def test_a_tool_that_fails_verification_is_rejected(easy_run, tmp_path):
 
 def test_unusable_replies_are_rejected_without_running(easy_run, tmp_path):
     clash = GOOD_TOOL.replace("locate_zscore_window", "channel_stats")
-    for text, reason in [("ok:I would rather not.", "no ```python block"), (reply("def f(:\n"), "syntax error"),
-                         (reply(clash), "already taken"),
-                         (reply(GOOD_TOOL.replace("threshold: float = 6.0", "threshold: float")), "default")]:
+    for text, reason in [
+        ("ok:I would rather not.", "no ```python block"),
+        (reply("def f(:\n"), "syntax error"),
+        (reply(clash), "already taken"),
+        (reply(GOOD_TOOL.replace("threshold: float = 6.0", "threshold: float")), "default"),
+    ]:
         with FakeOpenAIServer([text]) as server:
             report = evolve_tools(easy_run, fake_model(server), tmp_path / "x", max_heldout=4)
         [candidate] = report.candidates
@@ -182,8 +217,19 @@ def test_verification_is_real_execution_with_the_task_scorer(easy_data):
     rows = pq.read_table(easy_data / "val-precise.parquet").to_pylist()[2:6]  # two present, two absent
     from tsbench.timeclaw.evolve import HeldOutTask
 
-    tasks = [HeldOutTask(r["id"], r["category"], r["regime"], r["question"], r["channel_names"],
-                         np.asarray(r["values"], dtype=np.float32), [], json.loads(r["gold"])) for r in rows]
+    tasks = [
+        HeldOutTask(
+            r["id"],
+            r["category"],
+            r["regime"],
+            r["question"],
+            r["channel_names"],
+            np.asarray(r["values"], dtype=np.float32),
+            [],
+            json.loads(r["gold"]),
+        )
+        for r in rows
+    ]
     anomalyxl = get_taskset("anomalyxl")
     results = verify_tool(GOOD_TOOL, tasks, anomalyxl)
     assert [r["success"] for r in results] == [True] * 4
@@ -202,7 +248,9 @@ def test_verification_needs_the_seed_dirs_train_or_val_files(easy_run, easy_data
     from tsbench.timeclaw.evolve import verification_files
 
     assert verification_files(get_taskset("anomalyxl"), [easy_data / "train-precise.parquet"]) == [
-        easy_data / "train-precise.parquet", easy_data / "val-precise.parquet"]
+        easy_data / "train-precise.parquet",
+        easy_data / "val-precise.parquet",
+    ]
     lonely = tmp_path / "seed11"
     lonely.mkdir()
     shutil.copy(easy_data / "train-precise.parquet", lonely / "test-precise.parquet")
@@ -254,9 +302,20 @@ def timerbed_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("timerbed")
     get_taskset("timerbed").generate({"path": str(release), "seed": 1, "split": "all", "rows_per_cell": 12}, out)
     with FakeOpenAIServer(default='ok:{"answer": "1"}') as server:
-        cfg = build(EvalConfig, {"family": "timerbed", "model": "openai/fake-model", "base_url": server.base_url,
-                                 "harness": "single-pass-text", "data": [str(out / "seed1")], "split": "train",
-                                 "limit": 6, "concurrency": 2, "out": str(tmp_path_factory.mktemp("runs") / "timerbed")})
+        cfg = build(
+            EvalConfig,
+            {
+                "family": "timerbed",
+                "model": "openai/fake-model",
+                "base_url": server.base_url,
+                "harness": "single-pass-text",
+                "data": [str(out / "seed1")],
+                "split": "train",
+                "limit": 6,
+                "concurrency": 2,
+                "out": str(tmp_path_factory.mktemp("runs") / "timerbed"),
+            },
+        )
         return run_eval(cfg)
 
 

@@ -18,7 +18,7 @@ import pytest
 from tsbench.core.extras import EXTRAS, MissingExtra, available, check, require
 
 ROOT = Path(__file__).resolve().parents[1]
-BLOCKER = '''
+BLOCKER = """
 import sys
 
 class Uninstalled:
@@ -28,12 +28,13 @@ class Uninstalled:
         return None
 
 sys.meta_path.insert(0, Uninstalled())
-'''
+"""
 
 
 def tsbench_without(blocked: list[str], *args: str) -> subprocess.CompletedProcess:
-    code = BLOCKER.format(blocked=blocked) + (f"sys.argv = ['tsbench', *{list(args)!r}]\n"
-                                              "from tsbench.cli import main\nmain()\n")
+    code = BLOCKER.format(blocked=blocked) + (
+        f"sys.argv = ['tsbench', *{list(args)!r}]\nfrom tsbench.cli import main\nmain()\n"
+    )
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
 
 
@@ -63,14 +64,17 @@ def test_every_extra_named_in_messages_exists_in_pyproject():
     assert "gpu" not in everything  # vllm needs a GPU; `make setup` installs [all] on any machine
 
 
-@pytest.mark.parametrize("blocked, args, extra", [
-    (["torch"], ["eval", "--model", "local/smollm2-135m", "--harness", "single-pass-text"], "local"),
-    (["statsmodels"], ["eval", "--model", "scripted/zscore", "--harness", "tools"], "timeclaw"),
-    (["torch"], ["train-grpo", "--model", "local/smollm2-135m"], "train"),
-    (["xgboost"], ["sft-baseline", "--model", "classical", "--data", "."], "classical"),
-    (["inspect_ai"], ["export", "{run}", "--format", "inspect"], "inspect"),
-    (["tensorboard"], ["eval", "--model", "scripted/zscore", "--report-to", "tensorboard"], "tracking"),
-])
+@pytest.mark.parametrize(
+    "blocked, args, extra",
+    [
+        (["torch"], ["eval", "--model", "local/smollm2-135m", "--harness", "single-pass-text"], "local"),
+        (["statsmodels"], ["eval", "--model", "scripted/zscore", "--harness", "tools"], "timeclaw"),
+        (["torch"], ["train-grpo", "--model", "local/smollm2-135m"], "train"),
+        (["xgboost"], ["sft-baseline", "--model", "classical", "--data", "."], "classical"),
+        (["inspect_ai"], ["export", "{run}", "--format", "inspect"], "inspect"),
+        (["tensorboard"], ["eval", "--model", "scripted/zscore", "--report-to", "tensorboard"], "tracking"),
+    ],
+)
 def test_a_missing_extra_is_one_line_and_exit_2(blocked, args, extra, tmp_path):
     run = tmp_path / "run"
     run.mkdir()
@@ -83,12 +87,14 @@ def test_a_missing_extra_is_one_line_and_exit_2(blocked, args, extra, tmp_path):
 
 def test_the_base_commands_import_no_optional_package():
     """generate, eval, score, show, leaderboard and export hf|csv load none of the extras' packages."""
-    code = ("import sys\nfrom tsbench.cli import app\n"
-            "import tsbench.eval.runner, tsbench.leaderboard, tsbench.interop.hf_dataset, tsbench.interop.long_csv\n"
-            "import tsbench.tasks.anomalyxl.generate, tsbench.harness.rlm, tsbench.harness.single_pass\n"
-            "heavy = ['torch', 'transformers', 'xgboost', 'stumpy', 'numba', 'ruptures', 'statsmodels', 'trl', "
-            "'peft', 'accelerate', 'tensorboard', 'wandb', 'inspect_ai', 'ray', 'vllm', 'datasets']\n"
-            "print(' '.join(sorted(m for m in heavy if m in sys.modules)))\n")
+    code = (
+        "import sys\nfrom tsbench.cli import app\n"
+        "import tsbench.eval.runner, tsbench.leaderboard, tsbench.interop.hf_dataset, tsbench.interop.long_csv\n"
+        "import tsbench.tasks.anomalyxl.generate, tsbench.harness.rlm, tsbench.harness.single_pass\n"
+        "heavy = ['torch', 'transformers', 'xgboost', 'stumpy', 'numba', 'ruptures', 'statsmodels', 'trl', "
+        "'peft', 'accelerate', 'tensorboard', 'wandb', 'inspect_ai', 'ray', 'vllm', 'datasets']\n"
+        "print(' '.join(sorted(m for m in heavy if m in sys.modules)))\n"
+    )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.strip() == ""

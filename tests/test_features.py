@@ -107,7 +107,7 @@ def test_cross_features_find_the_lag_and_its_sign():
     a = rng.standard_normal(n)
     b = rng.standard_normal(n)
     a[10_000:10_100] += 6.0
-    b[10_000 + lag:10_100 + lag] += 6.0  # B repeats A's anomaly later: A leads
+    b[10_000 + lag : 10_100 + lag] += 6.0  # B repeats A's anomaly later: A leads
     best, lag_frac, zero, za, zb = F.cross_features(a, b)
     assert lag_frac * n == pytest.approx(lag, abs=20)  # a box correlates with itself over a 100-sample ridge
     assert best > zero
@@ -138,7 +138,12 @@ def test_cross_features_need_two_groups():
 
 
 def test_features_are_deterministic_and_finite_on_awkward_input():
-    for x in (np.zeros(1024), np.ones(2048), np.r_[np.zeros(1000), 1e6, np.zeros(1000)], np.linspace(-1, 1, 16384) ** 3):
+    for x in (
+        np.zeros(1024),
+        np.ones(2048),
+        np.r_[np.zeros(1000), 1e6, np.zeros(1000)],
+        np.linspace(-1, 1, 16384) ** 3,
+    ):
         first, second = F.channel_features(x), F.channel_features(x.copy())
         assert first.shape == (25,)
         assert np.all(np.isfinite(first))

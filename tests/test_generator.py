@@ -16,7 +16,6 @@ from tsbench.tasks.anomalyxl.rowplan import materialize
 from tsbench.tasks.anomalyxl.rows import iter_rows, read_index
 from tsbench.tasks.anomalyxl.scene import build_scene
 
-
 PAPER = preset("paper")
 
 
@@ -94,7 +93,11 @@ def test_multichannel_rules(big_plans):
             if d == "independent":
                 assert p.gold["lag_samples"] == 0 and abs(a["start"] - b["start"]) > p.length / 4
             else:
-                assert (a["kind"], a["end"] - a["start"], a["magnitude"]) == (b["kind"], b["end"] - b["start"], b["magnitude"])
+                assert (a["kind"], a["end"] - a["start"], a["magnitude"]) == (
+                    b["kind"],
+                    b["end"] - b["start"],
+                    b["magnitude"],
+                )
                 lag = p.gold["lag_samples"]
                 assert 1 <= lag <= min(p.length // 4, p.length - 256)
                 assert b["start"] - a["start"] == (lag if d == "lead" else -lag)
@@ -177,7 +180,11 @@ def test_injected_window_stands_out(small_data):
             med = np.median(x)
             mad = np.median(np.abs(x - med)) * 1.4826
             robust = np.abs(x - med) / mad
-            if inj["kind"] in (lb.LEVEL_SHIFT, lb.TRANSIENT_SPIKE) and inj["magnitude"] >= 3 and row.category != lb.LEAD_LAG:
+            if (
+                inj["kind"] in (lb.LEVEL_SHIFT, lb.TRANSIENT_SPIKE)
+                and inj["magnitude"] >= 3
+                and row.category != lb.LEAD_LAG
+            ):
                 assert np.median(robust[mask]) > np.median(robust[~mask]) or robust[mask].max() > robust[~mask].max()
 
 
@@ -209,7 +216,20 @@ def test_growing_the_grid_leaves_existing_rows_unchanged(tmp_path, small_data):
 
 def test_parquet_columns_match_the_spec(small_data):
     df = read_index(small_data / "test-coarse.parquet")
-    for col in ("id", "split", "regime", "category", "length", "n_channels", "channel_names", "question", "options", "gold", "plan", "seed"):
+    for col in (
+        "id",
+        "split",
+        "regime",
+        "category",
+        "length",
+        "n_channels",
+        "channel_names",
+        "question",
+        "options",
+        "gold",
+        "plan",
+        "seed",
+    ):
         assert col in df.columns
     assert set(df["regime"]) == {"coarse"} and set(df["category"]) == set(lb.MCQ_CATEGORIES)
     assert df["id"].is_unique

@@ -17,8 +17,10 @@ ROW = "test-localize-1024-00000"
 ESC, BEL, CSI = "\x1b", "\x07", "\x9b"
 OSC8 = f"{ESC}]8;;http://evil.example/{BEL}click here{ESC}]8;;{BEL}"
 # The final answer: what a spreadsheet, a page and a terminal would each obey.
-ANSWER = (f'=HYPERLINK("http://evil.example","open") <script>alert(1)</script> <img src=x onerror=alert(2)> '
-          f"{ESC}[2J{ESC}]0;pwned title{BEL}{OSC8}\rscore: 1.000")
+ANSWER = (
+    f'=HYPERLINK("http://evil.example","open") <script>alert(1)</script> <img src=x onerror=alert(2)> '
+    f"{ESC}[2J{ESC}]0;pwned title{BEL}{OSC8}\rscore: 1.000"
+)
 # The kernel prints the same kinds of thing (escapes written in the code, real bytes in the output).
 CODE = r"print('\x1b[2J\x1b]0;kernel title\x07\x1b]8;;http://evil.example/\x07link\x1b]8;;\x07\rscore: 1.000\x9b31m')"
 RUN_NAME = "@SUM(1+1)"  # a run dir name a spreadsheet would run
@@ -40,9 +42,20 @@ def poisoned_run(small_data, tmp_path_factory):
     out = tmp_path_factory.mktemp("poisoned") / RUN_NAME
     os.environ.setdefault("OPENAI_API_KEY", "test-key")
     with FakeOpenAIServer([f"ok:```python\n{CODE}\n```", f"ok:{ANSWER}"], default=f"ok:{ANSWER}") as server:
-        run_eval(build(EvalConfig, {"model": "openai/fake-model", "base_url": server.base_url, "harness": "rlm",
-                                    "data": [str(small_data)], "sample_ids": [ROW], "concurrency": 1,
-                                    "out": str(out)}))
+        run_eval(
+            build(
+                EvalConfig,
+                {
+                    "model": "openai/fake-model",
+                    "base_url": server.base_url,
+                    "harness": "rlm",
+                    "data": [str(small_data)],
+                    "sample_ids": [ROW],
+                    "concurrency": 1,
+                    "out": str(out),
+                },
+            )
+        )
     transcript = (out / "samples.jsonl").read_text()
     assert "kernel title" in transcript and "onerror" in transcript  # the poison really is in the run
     return out

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # A mock agent: under the rlm harness (a kernel to write code for) its first reply is code, and every
 # other reply is the answer. Usage is given, so the mock never counts tokens itself (that would fetch
 # a tokenizer file).
-REPLY = '''
+REPLY = """
 from inspect_ai.model import ModelOutput, ModelUsage
 
 def reply(messages, tools, tool_choice, config):
@@ -30,7 +30,7 @@ def reply(messages, tools, tool_choice, config):
     output = ModelOutput.from_content("mockllm/model", text)
     output.usage = ModelUsage(input_tokens=100, output_tokens=10, total_tokens=110)
     return output
-'''
+"""
 
 
 def _reply():
@@ -46,8 +46,9 @@ def test_rlm_through_our_harness_scored_by_our_scorer(small_data, tmp_path):
     from tsbench.interop.inspect_task import anomalyxl
 
     task = anomalyxl(data=str(small_data), regime="coarse", categories=lb.PRESENCE, limit=1, harness="rlm")
-    [log] = inspect_eval(task, model=get_model("mockllm/model", custom_outputs=_reply()), log_dir=str(tmp_path),
-                         display="none")
+    [log] = inspect_eval(
+        task, model=get_model("mockllm/model", custom_outputs=_reply()), log_dir=str(tmp_path), display="none"
+    )
     assert log.status == "success", log.error
     [sample] = log.samples
     gold = json.loads(sample.target)["answer"]
@@ -77,7 +78,7 @@ def test_inspect_finds_the_task_by_name_through_the_entry_point(small_data, tmp_
         from inspect_ai.model import get_model
         [log] = eval("tsbench/anomalyxl", model=get_model("mockllm/model", custom_outputs=reply),
                      task_args={{"data": {str(small_data)!r}, "regime": "coarse", "categories": "presence", "limit": 1}},
-                     log_dir={str(tmp_path / 'logs')!r}, display="none")
+                     log_dir={str(tmp_path / "logs")!r}, display="none")
         print(json.dumps({{"status": log.status, "task": log.eval.task, "n": len(log.samples),
                           "scores": [s.scores["tsbench_score"].value for s in log.samples],
                           "gold": [json.loads(s.target)["answer"] for s in log.samples],

@@ -29,11 +29,28 @@ def run_dir(small_data, tmp_path_factory) -> Path:
     """Two rlm episodes of the scripted policy (real kernels, real transcripts) plus one error row,
     with results.json rewritten as the runner would."""
     out = tmp_path_factory.mktemp("runs") / "scripted__rlm"
-    cfg = build(EvalConfig, dict(model="scripted/zscore", harness="rlm", data=[str(small_data)], limit=1,
-                                 categories=[lb.PRESENCE, lb.LOCALIZE], out=str(out)))
+    cfg = build(
+        EvalConfig,
+        dict(
+            model="scripted/zscore",
+            harness="rlm",
+            data=[str(small_data)],
+            limit=1,
+            categories=[lb.PRESENCE, lb.LOCALIZE],
+            out=str(out),
+        ),
+    )
     run_eval(cfg)
-    error = new_record(sample_id="test-error-row", epoch=0, family="anomalyxl", columns={"category": lb.PRESENCE,
-                       "split": "test", "regime": "coarse"}, model="scripted/zscore", harness="rlm", depth=0, gold={"answer": "Yes"})
+    error = new_record(
+        sample_id="test-error-row",
+        epoch=0,
+        family="anomalyxl",
+        columns={"category": lb.PRESENCE, "split": "test", "regime": "coarse"},
+        model="scripted/zscore",
+        harness="rlm",
+        depth=0,
+        gold={"answer": "Yes"},
+    )
     apply_outcome(error, EpisodeOutcome(None, "server", "HTTP 500 after 6 attempts", 6))
     journal = schema.Journal(out)
     journal.append(finish(error, 0.5))
@@ -119,8 +136,22 @@ def test_hf_dataset_folder_loads_with_datasets_and_has_a_card(run_dir, tmp_path)
 
 
 def test_long_csv_has_one_line_per_measure_and_no_score_for_errors(run_dir, tmp_path):
-    res = subprocess.run([sys.executable, "-m", "tsbench.cli", "export", str(run_dir), "--format", "csv",
-                          "--out", str(tmp_path / "long.csv")], capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tsbench.cli",
+            "export",
+            str(run_dir),
+            "--format",
+            "csv",
+            "--out",
+            str(tmp_path / "long.csv"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
     frame = pd.read_csv(tmp_path / "long.csv")
     rows = _samples(run_dir)
@@ -135,9 +166,17 @@ def test_long_csv_has_one_line_per_measure_and_no_score_for_errors(run_dir, tmp_
 
 def test_export_refuses_bad_input_in_one_line(run_dir, tmp_path):
     for args, needle in ((["--format", "xls"], "--format must be one of"), ([], "Missing option")):
-        res = subprocess.run([sys.executable, "-m", "tsbench.cli", "export", str(run_dir), *args],
-                             capture_output=True, text=True, timeout=300)
+        res = subprocess.run(
+            [sys.executable, "-m", "tsbench.cli", "export", str(run_dir), *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert res.returncode == 2 and needle in res.stderr
-    res = subprocess.run([sys.executable, "-m", "tsbench.cli", "export", str(tmp_path), "--format", "csv"],
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-m", "tsbench.cli", "export", str(tmp_path), "--format", "csv"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 2 and res.stderr.strip().count("\n") == 0 and "not a run dir" in res.stderr

@@ -49,11 +49,13 @@ def test_restart_never_runs_what_the_kernel_wrote(tmp_path):
     marker = tmp_path / "escaped.txt"
     listener = TcpListener()
     try:
-        outcome, observations = play_attack([
-            PLANT.format(marker=str(marker), port=listener.port),
-            "import os\nos._exit(1)",  # the host restarts the kernel
-            "print('ALIVE', L, channels)",
-        ])
+        outcome, observations = play_attack(
+            [
+                PLANT.format(marker=str(marker), port=listener.port),
+                "import os\nos._exit(1)",  # the host restarts the kernel
+                "print('ALIVE', L, channels)",
+            ]
+        )
         assert "PLANTED" in observations[0] and "HOST ROOTS SEEN" in observations[0]
         assert "kernel died" in observations[1]
         cells = [entry["cells"] for entry in outcome.result.transcript if entry["role"] == "tool"]
@@ -76,7 +78,9 @@ def test_the_host_launch_command_lives_in_memory_only(tmp_path):
         assert sorted(p.name for p in root.iterdir()) == ["ctl", "host.pid", "input", "ipc"]
         assert not list(root.rglob("kernel.json")) and not list(root.rglob("kernels"))
         assert ctl.stat().st_mode & 0o777 == 0o700
-        seen = box.run(f"import os\n[os.path.exists(p) for p in ({str(ctl)!r}, {str(root / 'input')!r}, {str(root)!r})]")
+        seen = box.run(
+            f"import os\n[os.path.exists(p) for p in ({str(ctl)!r}, {str(root / 'input')!r}, {str(root)!r})]"
+        )
         assert seen.result_repr == "[False, False, True]"  # only the socket directory's parent exists in the jail
         listing = box.run(f"import os\nsorted(os.listdir({str(root)!r}))")
         assert listing.result_repr == "['ipc']"

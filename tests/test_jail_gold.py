@@ -65,7 +65,7 @@ def _on_the_way_to_the_interpreter(path: str, listing) -> bool:
     steps = set()
     for bound in interpreter_paths():
         if bound.startswith(path.rstrip("/") + "/"):
-            steps.add(bound[len(path.rstrip("/")) + 1:].split("/")[0])
+            steps.add(bound[len(path.rstrip("/")) + 1 :].split("/")[0])
     return isinstance(listing, list) and bool(steps) and set(listing) <= steps
 
 
@@ -76,9 +76,18 @@ def _attack(targets: list[str]) -> str:
 def _run(small_data: Path, out: Path, script: list[str], monkeypatch) -> pd.DataFrame:
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     with FakeOpenAIServer(script) as server:
-        cfg = EvalConfig(model="openai/fake-model", base_url=server.base_url, harness="rlm", data=[str(small_data)],
-                         regime="precise", categories=["localize"], limit=2, concurrency=1, out=str(out),
-                         harness_config=HarnessConfig(max_turns=4, cell_timeout_s=120))
+        cfg = EvalConfig(
+            model="openai/fake-model",
+            base_url=server.base_url,
+            harness="rlm",
+            data=[str(small_data)],
+            regime="precise",
+            categories=["localize"],
+            limit=2,
+            concurrency=1,
+            out=str(out),
+            harness_config=HarnessConfig(max_turns=4, cell_timeout_s=120),
+        )
         run_eval(cfg)
     info = json.loads((out / schema.RUN_JSON).read_text())
     assert info["complete"] and info["unsafe_sandbox"] is False  # the run continued to its end
@@ -95,8 +104,17 @@ def test_model_code_cannot_reach_the_gold_or_host_secrets(small_data, tmp_path, 
     (other_run / schema.JOURNAL).write_text(json.dumps({"id": "x", "gold": other_token}) + "\n")
     out = tmp_path / "results" / "attacked"
     targets = [str(p) for p in sorted(small_data.glob("*.parquet"))] + [
-        str(small_data), str(planted), str(other_run / schema.JOURNAL), str(out / schema.JOURNAL), str(out),
-        "/etc/shadow", "/etc/gshadow", "/root", "/root/.ssh", "/root/.cache", str(Path.home()),
+        str(small_data),
+        str(planted),
+        str(other_run / schema.JOURNAL),
+        str(out / schema.JOURNAL),
+        str(out),
+        "/etc/shadow",
+        "/etc/gshadow",
+        "/root",
+        "/root/.ssh",
+        "/root/.cache",
+        str(Path.home()),
     ]
     attacked = _run(small_data, out, [_attack(targets), FINAL] * 2, monkeypatch)
     assert attacked["error_type"].isna().all(), attacked["error"].dropna().tolist()

@@ -83,8 +83,9 @@ def test_fork_and_exec_are_contained(tmp_path):
     from jail_episode import FINAL, ScriptedChat, attack_task, fenced
     from tsbench.harness import HarnessConfig, play
 
-    model = ScriptedChat([fenced(FORKS.format(marker=str(marker), token=token)),
-                          lambda: fenced(probe_then_answer()), FINAL])
+    model = ScriptedChat(
+        [fenced(FORKS.format(marker=str(marker), token=token)), lambda: fenced(probe_then_answer()), FINAL]
+    )
     outcome = play(model, "rlm", attack_task(), HarnessConfig(max_turns=4, cell_timeout_s=60))
     assert outcome.error is None and outcome.result.final_message == FINAL
     observations = [e["observation"] for e in outcome.result.transcript if e["role"] == "tool"]
@@ -236,7 +237,6 @@ def test_the_seccomp_filter_refuses_dangerous_system_calls():
     outcome, observations = play_attack([SYSCALLS])
     seen = observations[0]
     assert "SECCOMP ['2']" in seen  # filter mode, inherited by everything the kernel starts
-    for name in ("ptrace_traceme", "unshare_user", "bpf", "keyctl", "perf_event_open", "userfaultfd",
-                 "io_uring_setup"):
+    for name in ("ptrace_traceme", "unshare_user", "bpf", "keyctl", "perf_event_open", "userfaultfd", "io_uring_setup"):
         assert f"CALL {name} -1 {os.strerror(1)}" in seen, (name, seen)
     assert "GETPID True" in seen  # ordinary calls still work, and the episode finished

@@ -45,9 +45,19 @@ def test_a_huge_final_answer_is_cut_recorded_and_stored_once(small_data, tmp_pat
 
     answer = '{"answer": "Yes"} ' + "z" * 3_000_000
     with FakeOpenAIServer(default=f"ok:{answer}") as server:
-        cfg = build(EvalConfig, {"model": "openai/fake-model", "base_url": server.base_url, "harness": "single-pass-text",
-                                 "data": [str(small_data)], "limit": 1, "categories": ["presence"],
-                                 "final_answer_chars": 1000, "out": str(tmp_path / "run")})
+        cfg = build(
+            EvalConfig,
+            {
+                "model": "openai/fake-model",
+                "base_url": server.base_url,
+                "harness": "single-pass-text",
+                "data": [str(small_data)],
+                "limit": 1,
+                "categories": ["presence"],
+                "final_answer_chars": 1000,
+                "out": str(tmp_path / "run"),
+            },
+        )
         run_dir = run_eval(cfg)
     rows = [json.loads(line) for line in (run_dir / schema.JOURNAL).read_text().splitlines() if line.strip()]
     rows = [row for row in rows if "final_message" in row]

@@ -20,8 +20,10 @@ from tsbench.harness.runtime.jail import _preflight
 
 pytestmark = pytest.mark.timeout(300)
 
-NO_USERNS = ("bwrap: No permissions to creating new namespace, likely because the kernel does not allow "
-             "non-privileged user namespaces.")
+NO_USERNS = (
+    "bwrap: No permissions to creating new namespace, likely because the kernel does not allow "
+    "non-privileged user namespaces."
+)
 
 
 def _path_without_bwrap(tmp_path: Path, fake_bwrap: str | None = None) -> str:
@@ -50,7 +52,9 @@ def test_the_jail_starts_here(fresh_preflight):
     check_jail()
 
 
-@pytest.mark.parametrize("fake, reason", [(None, "not on PATH"), (NO_USERNS, "No permissions to creating new namespace")])
+@pytest.mark.parametrize(
+    "fake, reason", [(None, "not on PATH"), (NO_USERNS, "No permissions to creating new namespace")]
+)
 def test_preflight_says_why_in_one_line(tmp_path, monkeypatch, fresh_preflight, fake, reason):
     monkeypatch.setenv("PATH", _path_without_bwrap(tmp_path, fake))
     with pytest.raises(SandboxError) as caught:
@@ -62,14 +66,33 @@ def test_preflight_says_why_in_one_line(tmp_path, monkeypatch, fresh_preflight, 
 
 def _eval(small_data: Path, out: Path, path: str, *extra: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PATH=path)
-    cmd = [sys.executable, "-m", "tsbench.cli", "eval", "--model", "scripted/zscore", "--harness", "rlm",
-           "--data", str(small_data), "--regime", "precise", "--categories", "localize", "--limit", "1",
-           "--out", str(out), *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tsbench.cli",
+        "eval",
+        "--model",
+        "scripted/zscore",
+        "--harness",
+        "rlm",
+        "--data",
+        str(small_data),
+        "--regime",
+        "precise",
+        "--categories",
+        "localize",
+        "--limit",
+        "1",
+        "--out",
+        str(out),
+        *extra,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
 
 
-def test_eval_refuses_kernel_harnesses_without_the_jail_unless_unsafe(small_data, tmp_path, monkeypatch,
-                                                                      fresh_preflight):
+def test_eval_refuses_kernel_harnesses_without_the_jail_unless_unsafe(
+    small_data, tmp_path, monkeypatch, fresh_preflight
+):
     path = _path_without_bwrap(tmp_path)
     refused = _eval(small_data, tmp_path / "refused", path)
     assert refused.returncode == 2, refused.stderr[-2000:]
@@ -78,9 +101,17 @@ def test_eval_refuses_kernel_harnesses_without_the_jail_unless_unsafe(small_data
     assert not (tmp_path / "refused").exists()  # stopped before any episode or run directory
 
     monkeypatch.setenv("PATH", path)
-    cfg = EvalConfig(model="scripted/zscore", harness="rlm", data=[str(small_data)], regime="precise",
-                     categories=["localize"], limit=1, concurrency=1, out=str(tmp_path / "unsafe"),
-                     harness_config=HarnessConfig(unsafe_sandbox=True))
+    cfg = EvalConfig(
+        model="scripted/zscore",
+        harness="rlm",
+        data=[str(small_data)],
+        regime="precise",
+        categories=["localize"],
+        limit=1,
+        concurrency=1,
+        out=str(tmp_path / "unsafe"),
+        harness_config=HarnessConfig(unsafe_sandbox=True),
+    )
     run_dir = run_eval(cfg)
     info = json.loads((run_dir / "run.json").read_text())
     assert info["unsafe_sandbox"] is True and info["complete"] and info["error_samples"] == 0
@@ -95,8 +126,16 @@ def test_train_grpo_refuses_kernel_harnesses_without_the_jail(tmp_path, monkeypa
     from tsbench.train.grpo import train_grpo
 
     monkeypatch.setenv("PATH", _path_without_bwrap(tmp_path))
-    cfg = build(GRPOConfig, {"model": "local/never-loaded", "harness": "rlm", "group_size": 2, "batch_size": 2,
-                             "out": str(tmp_path / "run")})
+    cfg = build(
+        GRPOConfig,
+        {
+            "model": "local/never-loaded",
+            "harness": "rlm",
+            "group_size": 2,
+            "batch_size": 2,
+            "out": str(tmp_path / "run"),
+        },
+    )
     with pytest.raises(UserError, match="cannot start the jail"):
         train_grpo(cfg)
     assert not (tmp_path / "run").exists()
@@ -113,9 +152,12 @@ def test_a_virtualenv_under_tmp_stays_visible_inside_the_jail():
         venv = Path(root) / "venv"
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), *site.getsitepackages()])}
-        probe = ("import sys; from tsbench.harness.runtime.jail import _preflight; "
-                 "assert sys.prefix.startswith('/tmp/'), sys.prefix; print(_preflight())")
-        done = subprocess.run([str(venv / "bin" / "python"), "-c", probe], env=env, capture_output=True,
-                              text=True, timeout=120)
+        probe = (
+            "import sys; from tsbench.harness.runtime.jail import _preflight; "
+            "assert sys.prefix.startswith('/tmp/'), sys.prefix; print(_preflight())"
+        )
+        done = subprocess.run(
+            [str(venv / "bin" / "python"), "-c", probe], env=env, capture_output=True, text=True, timeout=120
+        )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "None"

@@ -48,7 +48,7 @@ def test_only_unix_and_inet_sockets_can_be_made_in_the_jail():
     seen = observations[0]
     refused = {errno.EPERM, errno.EAFNOSUPPORT}
     for name in ("vsock", "vsock_pair", "netlink", "netlink_dgram", "packet", "bluetooth"):
-        line = next((l for l in seen.splitlines() if l.startswith(f"FAMILY {name} ")), "")
+        line = next((ln for ln in seen.splitlines() if ln.startswith(f"FAMILY {name} ")), "")
         assert line.startswith(f"FAMILY {name} refused"), (name, seen)
         assert int(line.split()[-1]) in refused, line
     for name in ("unix", "unix_pair", "inet", "inet6"):

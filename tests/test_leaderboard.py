@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
+from tsbench.core.stats import macro_f1
 from tsbench.leaderboard import build_leaderboard, rich_tables
 from tsbench.leaderboard.columns import family_columns
-from tsbench.results import COLUMN_NAMES, RUN_JSON, SAMPLES, Journal, to_table
 from tsbench.leaderboard.paper_rows import paper_table
 from tsbench.leaderboard.stats import (
     _f1_of_codes,
@@ -25,25 +25,55 @@ from tsbench.leaderboard.stats import (
     predicted_option,
 )
 from tsbench.leaderboard.tables import cell_table, length_curves, length_table
-from tsbench.core.stats import macro_f1
+from tsbench.results import COLUMN_NAMES, RUN_JSON, SAMPLES, Journal, to_table
 
 PRECISE = [c.category for c in family_columns("anomalyxl") if c.options is None]
 
 
 def record(id: str, category: str, score: float | None, **overrides) -> dict:
     """One results row with every schema column; MCQ rows take `gold`/`pred` option texts."""
-    mcq = category not in {"localize", "classify_with_evidence", "measure_magnitude", "localize_all_channels",
-                           "lead_lag_with_magnitude"}
+    mcq = category not in {
+        "localize",
+        "classify_with_evidence",
+        "measure_magnitude",
+        "localize_all_channels",
+        "lead_lag_with_magnitude",
+    }
     gold, pred = overrides.pop("gold", "Yes"), overrides.pop("pred", "Yes")
     row = {
-        "id": id, "epoch": 0, "family": "anomalyxl", "split": "test", "regime": "coarse" if mcq else "precise",
-        "category": category, "length": 1024, "n_channels": 4, "attributes": {}, "model": "?", "harness": "?",
-        "depth": 0, "final_message": "…", "answer_error": None, "attempts": None,
+        "id": id,
+        "epoch": 0,
+        "family": "anomalyxl",
+        "split": "test",
+        "regime": "coarse" if mcq else "precise",
+        "category": category,
+        "length": 1024,
+        "n_channels": 4,
+        "attributes": {},
+        "model": "?",
+        "harness": "?",
+        "depth": 0,
+        "final_message": "…",
+        "answer_error": None,
+        "attempts": None,
         "parsed_answer": json.dumps(pred) if mcq else json.dumps({"start": 1, "end": 2}),
         "gold": json.dumps({"answer": gold}) if mcq else json.dumps({"present": True}),
-        "score": score, "valid": True, "metrics": {}, "turns": 3, "code_cells": 2, "sub_calls": 0,
-        "forced_final": False, "input_tokens": 1000, "output_tokens": 100, "sub_call_tokens": 0, "latency_s": 1.0,
-        "cost_usd": None, "error_type": None, "error": None, "transcript": "{}", "finished_at": "2025-01-01T00:00:00+00:00",
+        "score": score,
+        "valid": True,
+        "metrics": {},
+        "turns": 3,
+        "code_cells": 2,
+        "sub_calls": 0,
+        "forced_final": False,
+        "input_tokens": 1000,
+        "output_tokens": 100,
+        "sub_call_tokens": 0,
+        "latency_s": 1.0,
+        "cost_usd": None,
+        "error_type": None,
+        "error": None,
+        "transcript": "{}",
+        "finished_at": "2025-01-01T00:00:00+00:00",
     }
     row.update(overrides)
     for later in ("calls", "truncated_replies"):  # columns added after the first schema (null in old rows)
@@ -53,17 +83,38 @@ def record(id: str, category: str, score: float | None, **overrides) -> dict:
     return row
 
 
-def make_run(root: Path, name: str, model: str, records: list[dict], *, dataset: str = "a" * 64,
-             harness: str = "rlm", depth: int = 0, complete: bool = True, reference: str | None = None) -> Path:
+def make_run(
+    root: Path,
+    name: str,
+    model: str,
+    records: list[dict],
+    *,
+    dataset: str = "a" * 64,
+    harness: str = "rlm",
+    depth: int = 0,
+    complete: bool = True,
+    reference: str | None = None,
+) -> Path:
     """A run directory as eval writes it: run.json + samples.parquet (through schema.to_table)."""
     run_dir = root / name
     run_dir.mkdir(parents=True)
     rows = [{**r, "model": model, "harness": harness, "depth": depth} for r in records]
     pq.write_table(to_table(rows), run_dir / SAMPLES)
-    meta = {"run_name": name, "model": model, "harness": harness, "depth": depth, "config": {}, "reference": reference,
-            "dataset": {"paths": ["x.parquet"], "manifest_sha256": dataset},
-            "expected_samples": len(rows) + (0 if complete else 5),
-            "complete": complete, "versions": {}, "git_commit": None, "created_at": "", "updated_at": ""}
+    meta = {
+        "run_name": name,
+        "model": model,
+        "harness": harness,
+        "depth": depth,
+        "config": {},
+        "reference": reference,
+        "dataset": {"paths": ["x.parquet"], "manifest_sha256": dataset},
+        "expected_samples": len(rows) + (0 if complete else 5),
+        "complete": complete,
+        "versions": {},
+        "git_commit": None,
+        "created_at": "",
+        "updated_at": "",
+    }
     (run_dir / RUN_JSON).write_text(json.dumps(meta))
     return run_dir
 
@@ -76,8 +127,17 @@ def run_a() -> list[dict]:
         record("L1", "localize", 0.5, length=1024),
         record("L2", "localize", 0.25, length=2048),
         record("L3", "localize", 0.0, length=2048),
-        record("L4", "localize", None, length=2048, error_type="timeout", error="episode timed out", valid=None,
-               parsed_answer=None, turns=1),
+        record(
+            "L4",
+            "localize",
+            None,
+            length=2048,
+            error_type="timeout",
+            error="episode timed out",
+            valid=None,
+            parsed_answer=None,
+            turns=1,
+        ),
         *(record(f"P{i}", "presence", float(g == p), gold=g, pred=p) for i, (g, p) in enumerate(zip(golds, preds))),
     ]
 
@@ -85,8 +145,17 @@ def run_a() -> list[dict]:
 def run_b() -> list[dict]:
     return [
         *(record(f"L{i}", "localize", 0.5, length=1024 if i < 2 else 2048, cost_usd=0.01) for i in range(4)),
-        record("L4", "localize", 0.0, length=2048, valid=False, parsed_answer=None, cost_usd=0.01, forced_final=True,
-               answer_error="no JSON object"),
+        record(
+            "L4",
+            "localize",
+            0.0,
+            length=2048,
+            valid=False,
+            parsed_answer=None,
+            cost_usd=0.01,
+            forced_final=True,
+            answer_error="no JSON object",
+        ),
         *(record(f"P{i}", "presence", 1.0, gold="Yes", pred="Yes", cost_usd=0.01) for i in range(3)),
     ]
 
@@ -108,9 +177,17 @@ def results(tmp_path_factory) -> tuple[Path, list[Path]]:
         make_run(root, "b", "m-b", run_b(), complete=False),
         make_run(root, "c", "m-a", [record("L0", "localize", 0.3)], dataset="b" * 64),
         make_run(root, "d", "m-d", run_d()),
-        make_run(root, "e", "detector/default", [*(record(f"L{i}", "localize", 1.0) for i in range(5)),
-                                                 *(record(f"P{i}", "presence", 1.0) for i in range(6))],
-                 harness="direct", reference="knows the generator"),
+        make_run(
+            root,
+            "e",
+            "detector/default",
+            [
+                *(record(f"L{i}", "localize", 1.0) for i in range(5)),
+                *(record(f"P{i}", "presence", 1.0) for i in range(6)),
+            ],
+            harness="direct",
+            reference="knows the generator",
+        ),
     ]
     return root, runs
 
@@ -128,6 +205,7 @@ def cell(result, model: str, category: str, dataset: str = "a" * 64) -> pd.Serie
 
 
 # ---- aggregation against hand-computed numbers ---------------------------------------------------------
+
 
 def test_cell_means_counts_and_incomplete_marks(board):
     loc_a = cell(board, "m-a", "localize")
@@ -194,11 +272,18 @@ def test_length_breakdown_and_curves(board):
 
 
 def test_curves_average_only_categories_run_at_every_length():
-    rows = pd.DataFrame([
-        {"dataset": "d", "model": "m", "harness": "h", "depth": 0, "category": c, "length": L, "score": s}
-        for c, L, s in [("localize", 1, 1.0), ("localize", 2, 0.0), ("classify_with_evidence", 1, 0.5),
-                        ("classify_with_evidence", 2, 0.5), ("measure_magnitude", 2, 0.9)]
-    ])
+    rows = pd.DataFrame(
+        [
+            {"dataset": "d", "model": "m", "harness": "h", "depth": 0, "category": c, "length": L, "score": s}
+            for c, L, s in [
+                ("localize", 1, 1.0),
+                ("localize", 2, 0.0),
+                ("classify_with_evidence", 1, 0.5),
+                ("classify_with_evidence", 2, 0.5),
+                ("measure_magnitude", 2, 0.9),
+            ]
+        ]
+    )
     curves = length_curves(length_table(rows), PRECISE).set_index("length")
     assert curves.loc[1, "mean"] == pytest.approx(0.75) and curves.loc[2, "mean"] == pytest.approx(0.25)
 
@@ -225,14 +310,20 @@ def test_a_board_says_why_there_is_no_length_curve(tmp_path):
 
 
 def test_epochs_count_as_separate_rows():
-    rows = pd.DataFrame([record("x", "localize", 1.0, epoch=0), record("x", "localize", 0.0, epoch=1),
-                         record("y", "localize", 1.0, epoch=0)])
+    rows = pd.DataFrame(
+        [
+            record("x", "localize", 1.0, epoch=0),
+            record("x", "localize", 0.0, epoch=1),
+            record("y", "localize", 1.0, epoch=0),
+        ]
+    )
     rows = rows.assign(dataset="d", run_complete=True, reference=None)
     cells = cell_table(rows, n_boot=50)
     assert cells.iloc[0]["mean"] == pytest.approx(2 / 3) and cells.iloc[0]["n_scored"] == 3
 
 
 # ---- statistics --------------------------------------------------------------------------------------
+
 
 def test_macro_f1_by_hand_on_three_classes():
     golds = ["A", "A", "B", "B", "C", "C"]
@@ -289,6 +380,7 @@ def test_macro_f1_interval_covers_the_point_estimate():
 
 # ---- files ---------------------------------------------------------------------------------------
 
+
 def test_files_written_and_html_is_self_contained(board):
     out = board.files["leaderboard.md"].parent
     for name in ("leaderboard.md", "leaderboard.html", "leaderboard.csv", "curves.csv", "costs.csv"):
@@ -299,7 +391,7 @@ def test_files_written_and_html_is_self_contained(board):
         assert b"<svg" in (out / f"{stem}.svg").read_bytes()[:400]
     html = (out / "leaderboard.html").read_text()
     assert "<script" not in html and "<link" not in html and not re.search(r'src="(?!data:)', html)
-    assert html.count('<img alt=') == sum(len(f) for f in board.figures.values()) == 4
+    assert html.count("<img alt=") == sum(len(f) for f in board.figures.values()) == 4
     assert html.count('<tr class="config">') == 5
     assert "reference: knows the generator" in html
     assert "Quoted from the paper" in html and "Failures" in html and "Paired comparisons" in html
@@ -319,9 +411,13 @@ def test_csv_is_long_with_integer_counts_plus_quoted_paper_rows(board):
     frame = pd.read_csv(board.files["leaderboard.csv"])
     ours = frame[frame["source"] == "tsbench"]
     assert len(ours) == len(board.cells) == 9  # one line per (configuration, category)
-    assert {"category", "column", "metric", "mean", "mean_lo", "f1", "n_scored", "n_rows", "incomplete"} <= set(frame.columns)
+    assert {"category", "column", "metric", "mean", "mean_lo", "f1", "n_scored", "n_rows", "incomplete"} <= set(
+        frame.columns
+    )
     detector = ours[(ours["model"] == "detector/default") & (ours["category"] == "presence")].iloc[0]
-    assert detector["reference"] == "knows the generator" and detector["column"] == "Pres" and detector["metric"] == "F1"
+    assert (
+        detector["reference"] == "knows the generator" and detector["column"] == "Pres" and detector["metric"] == "F1"
+    )
     assert (frame["source"].str.startswith("paper")).sum() == 20 * 11  # 20 quoted rows x 11 columns
     with open(board.files["leaderboard.csv"], newline="") as fh:
         for line in csv.DictReader(fh):
@@ -356,6 +452,7 @@ def test_resumed_run_reads_the_journal(tmp_path):
 
 # ---- the quoted paper rows -----------------------------------------------------------------------
 
+
 def test_paper_rows_are_quoted_exactly():
     rows, counts = paper_table()
     assert len(rows) == 20 and counts["localize"] == "200" and counts["indicator"] == "42"
@@ -373,15 +470,18 @@ def test_paper_rows_are_quoted_exactly():
 
 
 def test_leaderboard_imports_no_harness_model_or_trainer():
-    code = ("import sys, tsbench.leaderboard; "
-            "print([m for m in sys.modules if m.startswith(('tsbench.harness', 'tsbench.models', 'tsbench.train', "
-            "'torch', 'transformers', 'openai'))])")
+    code = (
+        "import sys, tsbench.leaderboard; "
+        "print([m for m in sys.modules if m.startswith(('tsbench.harness', 'tsbench.models', 'tsbench.train', "
+        "'torch', 'transformers', 'openai'))])"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
 
 
 # ---- comparing on common rows, small n, figures ---------------------------------------------------------
+
 
 def test_configurations_are_compared_on_their_common_rows(tmp_path):
     """Two complete runs that drew different rows (say --limit with different seeds) are shown and
@@ -432,7 +532,9 @@ def test_figures_show_n_per_cell_not_run_cells_and_bands(tmp_path):
     make_run(tmp_path, "a", "m-a", rows)
     result = build_leaderboard([tmp_path / "a"], tmp_path / "out", n_boot=200)
     curve = result.curves.set_index("length")
-    assert list(curve["n"]) == [16, 16] and (curve["lo"] <= curve["mean"]).all() and (curve["mean"] <= curve["hi"]).all()
+    assert (
+        list(curve["n"]) == [16, 16] and (curve["lo"] <= curve["mean"]).all() and (curve["mean"] <= curve["hi"]).all()
+    )
     heat = (tmp_path / "out" / "by_length.svg").read_text()
     assert "n/a" in heat and "n=12" in heat and "n=4" in heat and "percentage points" in heat
     assert "mean score (0 to 1)" in heat and "Loc (IoU)" in heat
@@ -449,12 +551,22 @@ def test_a_recordings_board_shows_f1_over_kinds_and_iou_over_anomalous_windows(t
 
     def window(id, gold, pred, iou):
         parsed = {"answer": pred} if iou is None else {"answer": pred, "start": 0, "end": 10}
-        row = record(id, "classify_with_evidence", (1.0 if gold == pred else 0.0) * (1.0 if iou is None else iou),
-                     family="ltaf", metrics={} if iou is None else {"iou": iou})
+        row = record(
+            id,
+            "classify_with_evidence",
+            (1.0 if gold == pred else 0.0) * (1.0 if iou is None else iou),
+            family="ltaf",
+            metrics={} if iou is None else {"iou": iou},
+        )
         return {**row, "gold": json.dumps({"answer": gold}), "parsed_answer": json.dumps(parsed)}
 
-    rows = [window("w0", PVC, PVC, 0.8), window("w1", APC, PVC, 0.4), window("w2", APC, APC, 0.6),
-            window("w3", "No anomaly", "No anomaly", None), window("w4", "No anomaly", "No anomaly", None)]
+    rows = [
+        window("w0", PVC, PVC, 0.8),
+        window("w1", APC, PVC, 0.4),
+        window("w2", APC, APC, 0.6),
+        window("w3", "No anomaly", "No anomaly", None),
+        window("w4", "No anomaly", "No anomaly", None),
+    ]
     run = make_run(tmp_path, "ltaf_run", "m", rows)
     meta = json.loads((run / RUN_JSON).read_text())
     (run / RUN_JSON).write_text(json.dumps({**meta, "family": "ltaf"}))
@@ -470,8 +582,15 @@ def test_a_recordings_board_shows_f1_over_kinds_and_iou_over_anomalous_windows(t
 
 def _with_settings(run_dir: Path, **settings) -> Path:
     meta = json.loads((run_dir / RUN_JSON).read_text())
-    meta["settings"] = {"model": meta["model"], "harness": meta["harness"], "depth": meta["depth"],
-                        "base_url": None, "cell_timeout_s": 300.0, "max_turns": 15, **settings}
+    meta["settings"] = {
+        "model": meta["model"],
+        "harness": meta["harness"],
+        "depth": meta["depth"],
+        "base_url": None,
+        "cell_timeout_s": 300.0,
+        "max_turns": 15,
+        **settings,
+    }
     (run_dir / RUN_JSON).write_text(json.dumps(meta))
     return run_dir
 
@@ -480,8 +599,11 @@ def test_a_complete_run_is_not_incomplete_beside_a_two_epoch_run(tmp_path):
     """Completeness counts per epoch: 6 ids x 1 epoch is complete next to 6 ids x 2 epochs."""
     golds = ["Yes", "No"] * 3
     one = [record(f"P{i}", "presence", 1.0, gold=g, pred=g) for i, g in enumerate(golds)]
-    two = [record(f"P{i}", "presence", 0.0, gold=g, pred="No" if g == "Yes" else "Yes", epoch=e)
-           for e in (0, 1) for i, g in enumerate(golds)]
+    two = [
+        record(f"P{i}", "presence", 0.0, gold=g, pred="No" if g == "Yes" else "Yes", epoch=e)
+        for e in (0, 1)
+        for i, g in enumerate(golds)
+    ]
     runs = [make_run(tmp_path, "one", "m-one", one), make_run(tmp_path, "two", "m-two", two)]
     result = build_leaderboard(runs, tmp_path / "board", n_boot=50)
     cells = result.cells.set_index("model")
@@ -498,16 +620,20 @@ def test_a_complete_run_is_not_incomplete_beside_a_two_epoch_run(tmp_path):
 def test_runs_of_one_model_on_different_servers_or_settings_are_separate_rows(tmp_path):
     rows = [record(f"L{i}", "localize", s) for i, s in enumerate((1.0, 0.5, 0.0))]
     a = _with_settings(make_run(tmp_path, "a", "openai/m", rows), base_url="http://127.0.0.1:8001/v1")
-    b = _with_settings(make_run(tmp_path, "b", "openai/m", [{**r, "score": 0.0} for r in rows]),
-                       base_url="http://127.0.0.1:8002/v1")
+    b = _with_settings(
+        make_run(tmp_path, "b", "openai/m", [{**r, "score": 0.0} for r in rows]), base_url="http://127.0.0.1:8002/v1"
+    )
     c = _with_settings(make_run(tmp_path, "c", "openai/m", rows), base_url="http://127.0.0.1:8001/v1")
-    d = _with_settings(make_run(tmp_path, "d", "openai/m", rows), base_url="http://127.0.0.1:8001/v1",
-                       cell_timeout_s=10.0)
+    d = _with_settings(
+        make_run(tmp_path, "d", "openai/m", rows), base_url="http://127.0.0.1:8001/v1", cell_timeout_s=10.0
+    )
     result = build_leaderboard([a, b, c, d], tmp_path / "board", n_boot=50)
     harnesses = sorted(result.cells["harness"].unique())
-    assert harnesses == ["rlm [base_url=127.0.0.1:8001, cell_timeout_s=10.0]",
-                         "rlm [base_url=127.0.0.1:8001, cell_timeout_s=300.0]",
-                         "rlm [base_url=127.0.0.1:8002, cell_timeout_s=300.0]"]  # a and c share a row
+    assert harnesses == [
+        "rlm [base_url=127.0.0.1:8001, cell_timeout_s=10.0]",
+        "rlm [base_url=127.0.0.1:8001, cell_timeout_s=300.0]",
+        "rlm [base_url=127.0.0.1:8002, cell_timeout_s=300.0]",
+    ]  # a and c share a row
     means = result.cells.set_index("harness")["mean"]
     assert means[next(h for h in harnesses if "8002" in h)] == 0.0
     assert any("runs a, c merged" in w for w in result.warnings)

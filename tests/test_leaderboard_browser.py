@@ -15,11 +15,21 @@ from matplotlib.image import imread
 from test_leaderboard import make_run, record
 from tsbench.leaderboard import build_leaderboard
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 # Test-only probe appended to a copy of the page: records whether each image decoded.
-PROBE = ("<script>window.addEventListener('load', () => { for (const img of document.images) "
-         "img.setAttribute('data-decoded', img.complete && img.naturalWidth > 0 ? img.naturalWidth : 0); });</script>")
+PROBE = (
+    "<script>window.addEventListener('load', () => { for (const img of document.images) "
+    "img.setAttribute('data-decoded', img.complete && img.naturalWidth > 0 ? img.naturalWidth : 0); });</script>"
+)
 
 
 def find_browser() -> str:
@@ -34,16 +44,18 @@ def find_browser() -> str:
 
 
 def chromium(browser: str, profile: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([browser, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [browser, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("browser")
     rows = [record(f"L{i}-{L}", "localize", (i % 4) / 4, length=L) for i in range(8) for L in (1024, 4096)]
-    rows += [record(f"P{i}", "presence", float(i % 3 != 0), gold="Yes", pred="Yes" if i % 3 else "No")
-             for i in range(9)]
+    rows += [
+        record(f"P{i}", "presence", float(i % 3 != 0), gold="Yes", pred="Yes" if i % 3 else "No") for i in range(9)
+    ]
     make_run(root, "one", "model-one", rows)
     make_run(root, "two", "model-two", [{**r, "score": 1 - r["score"]} for r in rows])
     result = build_leaderboard([root / "one", root / "two"], root / "out", with_paper=True, n_boot=100)
@@ -91,14 +103,28 @@ def full_page(request, tmp_path_factory) -> Path:
 
     per_length = request.param
     root = tmp_path_factory.mktemp("full")
-    rows = [record(f"{c}-{L}-{i}", c, (i % 5) / 4, length=L) for c in PRECISE for i in range(per_length)
-            for L in (16384, 131072)]
-    rows += [record(f"{c}-{i}", c, float(i % 2), gold="Yes", pred="Yes" if i % 2 else "No")
-             for c in lb.MCQ_CATEGORIES for i in range(2 * per_length)]
+    rows = [
+        record(f"{c}-{L}-{i}", c, (i % 5) / 4, length=L)
+        for c in PRECISE
+        for i in range(per_length)
+        for L in (16384, 131072)
+    ]
+    rows += [
+        record(f"{c}-{i}", c, float(i % 2), gold="Yes", pred="Yes" if i % 2 else "No")
+        for c in lb.MCQ_CATEGORIES
+        for i in range(2 * per_length)
+    ]
     names = ["openai/gpt-5.5", "vllm/Qwen/Qwen3.5-4B-Instruct", "local/checkpoints/grpo-qwen3.5-4b-step-800"]
     for i, model in enumerate(names):
-        make_run(root, f"r{i}", model, [{**r, "score": (r["score"] + i / 7) % 1} for r in rows],
-                 harness=("rlm-image", "single-pass-text", "rlm")[i], depth=i % 2, complete=i != 2)
+        make_run(
+            root,
+            f"r{i}",
+            model,
+            [{**r, "score": (r["score"] + i / 7) % 1} for r in rows],
+            harness=("rlm-image", "single-pass-text", "rlm")[i],
+            depth=i % 2,
+            complete=i != 2,
+        )
     make_run(root, "det", "detector/default", rows, harness="direct", reference="knows the generator")
     result = build_leaderboard(sorted(root.iterdir()), root / "out", with_paper=True, n_boot=100)
     return result.files["leaderboard.html"]
@@ -127,6 +153,6 @@ def test_localize_columns_are_visible_at_1400_px(full_page, tmp_path):
     assert done.returncode == 0 and shot.exists(), done.stderr[-2000:]
     pixels = (imread(shot)[..., :3] * 255).round().astype(int)
     assert pixels.shape[1] == 1400
-    for left, top, right, bottom in heads:
+    for left, top, _right, bottom in heads:
         y, x = int((top + bottom) / 2), int(left + 3)  # inside the cell, clear of its text
         assert np.abs(pixels[y, x] - LOCALIZE_HEADER_RGB).max() <= 3, (x, y, pixels[y, x])

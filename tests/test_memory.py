@@ -13,18 +13,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tsbench.tasks.anomalyxl.rows import iter_rows
 from tsbench import results as schema
+from tsbench.baselines import build_policy
 from tsbench.core.config import build
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
 from tsbench.harness import EpisodeTask, HarnessConfig, get_harness
-from tsbench.timeclaw.memory_wrapper import remembering
+from tsbench.tasks.anomalyxl.rows import iter_rows
+from tsbench.testing.fake_openai_server import FakeOpenAIServer
 from tsbench.timeclaw import DIM, FEATURE_NAMES, MemoryBank, build_memory, fingerprint, fingerprint_dict, load_bank
 from tsbench.timeclaw.bank import MEMORY_HEADER, bank_scaler, render_precedents
 from tsbench.timeclaw.embed import OpenAIEmbedder, context_descriptor, get_embedder
-from tsbench.baselines import build_policy
-from tsbench.testing.fake_openai_server import FakeOpenAIServer
+from tsbench.timeclaw.memory_wrapper import remembering
 
 F = {name: index for index, name in enumerate(FEATURE_NAMES)}
 
@@ -38,6 +38,7 @@ def _no_background_stumpy_compile():
 
 
 # -- the fingerprint ---------------------------------------------------------------------------------
+
 
 def test_feature_order_is_the_papers():
     assert DIM == 20
@@ -112,8 +113,14 @@ def test_irregular_timestamps_flag():
 def test_permuting_channels_leaves_psi_unchanged():
     rng = np.random.default_rng(4)
     t = np.arange(500)
-    x = np.stack([np.sin(t / 7) + 0.1 * rng.standard_normal(500), rng.standard_normal(500).cumsum(),
-                  np.where(t > 250, 3.0, 0.0) + rng.standard_normal(500), np.full(500, 2.0)])
+    x = np.stack(
+        [
+            np.sin(t / 7) + 0.1 * rng.standard_normal(500),
+            rng.standard_normal(500).cumsum(),
+            np.where(t > 250, 3.0, 0.0) + rng.standard_normal(500),
+            np.full(500, 2.0),
+        ]
+    )
     base = fingerprint(x)
     for perm in ([3, 2, 1, 0], [1, 3, 0, 2]):
         np.testing.assert_allclose(fingerprint(x[perm]), base, rtol=1e-12, atol=1e-12)
@@ -124,18 +131,35 @@ def test_permuting_channels_leaves_psi_unchanged():
 
 # -- the bank and two-stage retrieval ---------------------------------------------------------------
 
+
 def _record(rid, family, f0, phi, f1=0.0):
     psi = [0.0] * DIM
     psi[0], psi[1] = f0, f1
-    return {"id": rid, "source_id": rid, "family": family, "regime": "precise", "length": 100, "n_channels": 1,
-            "descriptor": rid, "psi": psi, "phi": phi, "embedder": "test" if phi is not None else "none",
-            "trajectory": "[]", "rationale": f"rationale {rid}", "summary": f"summary of {rid}", "score": 1.0,
-            "model": "m", "harness": "tools", "run": "r", "created_at": ""}
+    return {
+        "id": rid,
+        "source_id": rid,
+        "family": family,
+        "regime": "precise",
+        "length": 100,
+        "n_channels": 1,
+        "descriptor": rid,
+        "psi": psi,
+        "phi": phi,
+        "embedder": "test" if phi is not None else "none",
+        "trajectory": "[]",
+        "rationale": f"rationale {rid}",
+        "summary": f"summary of {rid}",
+        "score": 1.0,
+        "model": "m",
+        "harness": "tools",
+        "run": "r",
+        "created_at": "",
+    }
 
 
 @pytest.fixture
 def small_bank(tmp_path):
-    s = math.sqrt(1 - 0.9 ** 2)
+    s = math.sqrt(1 - 0.9**2)
     records = [
         _record("A", "localize", 0.0, [1.0, 0.0, 0.0]),
         _record("B", "presence", 3.0, [0.9, s, 0.0]),
@@ -195,17 +219,24 @@ def test_bank_round_trip_and_rendering(small_bank, tmp_path):
 
 # -- context embeddings -----------------------------------------------------------------------------
 
+
 def test_minilm_embedder_runs_offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     encoder = get_embedder("minilm")
-    vectors = encoder.embed(["Find the anomaly window in channel ch_00", "Locate the anomalous window of ch_00",
-                             "A recipe for lemon cake"])
+    vectors = encoder.embed(
+        ["Find the anomaly window in channel ch_00", "Locate the anomalous window of ch_00", "A recipe for lemon cake"]
+    )
     assert vectors.shape == (3, 384)
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.3
     descriptor = context_descriptor("presence", "coarse", ["a", "b"], "Is there an anomaly?", ["Yes", "No"])
-    assert descriptor.splitlines() == ["task: presence", "regime: coarse", "channels: a, b", "Is there an anomaly?",
-                                       "options: Yes; No"]
+    assert descriptor.splitlines() == [
+        "task: presence",
+        "regime: coarse",
+        "channels: a, b",
+        "Is there an anomaly?",
+        "options: Yes; No",
+    ]
     assert len(context_descriptor("x", "y", [], "q" * 10_000)) == 8000
 
 
@@ -222,11 +253,14 @@ def test_openai_embedder_against_the_loopback_server():
 
 # -- building a bank from a run, and injecting precedents -------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def tools_run(small_data, tmp_path_factory):
     out = tmp_path_factory.mktemp("memory") / "run"
-    cfg = build(EvalConfig, dict(model="scripted/tools", harness="tools", data=[str(small_data)], limit=1, concurrency=2,
-                     out=str(out)))
+    cfg = build(
+        EvalConfig,
+        dict(model="scripted/tools", harness="tools", data=[str(small_data)], limit=1, concurrency=2, out=str(out)),
+    )
     return run_eval(cfg)
 
 
@@ -241,14 +275,24 @@ def test_build_memory_from_a_run(tools_run, tmp_path):
     finals = dict(zip(samples["id"], samples["final_message"]))
     for record in bank.records.to_dict("records"):
         assert len(record["psi"]) == DIM
-        row = next(iter_rows(json.loads((tools_run / "run.json").read_text())["config"]["data"][
-            0 if record["regime"] == "precise" else 1], ids={record["id"]}))
+        row = next(
+            iter_rows(
+                json.loads((tools_run / "run.json").read_text())["config"]["data"][
+                    0 if record["regime"] == "precise" else 1
+                ],
+                ids={record["id"]},
+            )
+        )
         np.testing.assert_allclose(record["psi"], fingerprint(row.values))
         steps = json.loads(record["trajectory"])
         assert [s["tool"] for s in steps] == ["list_channels", "robust_zscore_scan"]
         assert finals[record["id"]] not in record["summary"] and finals[record["id"]] not in record["trajectory"]
         assert "robust_zscore_scan" in record["summary"] and record["rationale"] in record["summary"]
-    strict = load_bank(build_memory(tools_run, min_score=1.0, out=tmp_path / "strict.parquet", embedder="none", include_test_split=True))
+    strict = load_bank(
+        build_memory(
+            tools_run, min_score=1.0, out=tmp_path / "strict.parquet", embedder="none", include_test_split=True
+        )
+    )
     assert len(strict) == (samples["score"] >= 1.0).sum() and not strict.has_phi.any()
 
 
@@ -289,9 +333,18 @@ def spike_run(tmp_path_factory):
     data = root / "data"
     write_dataset(data, rows=3)
     with FakeOpenAIServer(default='ok:I count them. {"count": 2}') as server:
-        cfg = build(EvalConfig, {"family": FAMILY, "model": "openai/fake-model", "base_url": server.base_url,
-                                 "harness": "single-pass-text", "data": [str(data)], "concurrency": 2,
-                                 "out": str(root / "run")})
+        cfg = build(
+            EvalConfig,
+            {
+                "family": FAMILY,
+                "model": "openai/fake-model",
+                "base_url": server.base_url,
+                "harness": "single-pass-text",
+                "data": [str(data)],
+                "concurrency": 2,
+                "out": str(root / "run"),
+            },
+        )
         return run_eval(cfg)
 
 
@@ -300,13 +353,46 @@ def test_memory_build_from_a_second_family_run_through_the_cli(spike_run, tmp_pa
     wanted = samples[samples["score"] >= 0.5]
     assert 0 < len(wanted) < len(samples)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(FAMILIES), os.environ.get("PYTHONPATH", "")]))
-    refused = subprocess.run([sys.executable, "-m", "tsbench.cli", "memory", "build", str(spike_run), "--out",
-                              str(tmp_path / "bank.parquet"), "--embedder", "none"], capture_output=True, text=True,
-                             env=env, timeout=300, check=False)
+    refused = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tsbench.cli",
+            "memory",
+            "build",
+            str(spike_run),
+            "--out",
+            str(tmp_path / "bank.parquet"),
+            "--embedder",
+            "none",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
     assert refused.returncode == 2 and "test-split" in refused.stderr and "Traceback" not in refused.stderr
-    res = subprocess.run([sys.executable, "-m", "tsbench.cli", "memory", "build", str(spike_run), "--out",
-                          str(tmp_path / "bank.parquet"), "--embedder", "none", "--include-test-split"],
-                         capture_output=True, text=True, env=env, timeout=300, check=False)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tsbench.cli",
+            "memory",
+            "build",
+            str(spike_run),
+            "--out",
+            str(tmp_path / "bank.parquet"),
+            "--embedder",
+            "none",
+            "--include-test-split",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     bank = load_bank(tmp_path / "bank.parquet")
     assert sorted(bank.records["id"]) == sorted(wanted["id"])

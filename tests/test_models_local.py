@@ -46,8 +46,9 @@ def test_smollm2_generates_with_token_ids(smollm2):
 
 def test_greedy_is_deterministic_under_concurrent_calls(smollm2):
     texts: list[str] = []
-    threads = [threading.Thread(target=lambda: texts.append(smollm2.generate(QUESTION, max_tokens=8).text))
-               for _ in range(2)]
+    threads = [
+        threading.Thread(target=lambda: texts.append(smollm2.generate(QUESTION, max_tokens=8).text)) for _ in range(2)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:

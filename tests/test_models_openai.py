@@ -7,7 +7,6 @@ import random
 import threading
 
 import pytest
-from tsbench.testing.fake_openai_server import FakeOpenAIServer
 
 from tsbench.models.base import ChatModel, Completion, Message, ModelError
 from tsbench.models.openai_model import OpenAIChatModel
@@ -15,9 +14,11 @@ from tsbench.models.pricing import cost_usd, price_for
 from tsbench.models.registry import get_model, split_spec
 from tsbench.models.retry import RetryPolicy, call_with_retries
 from tsbench.models.vllm_server import NOT_INSTALLED, VLLMNotInstalledError, openai_base_url, vllm_installed
+from tsbench.testing.fake_openai_server import FakeOpenAIServer
 
-FAST_RETRY = RetryPolicy(max_attempts=4, base_delay_s=0.01, max_delay_s=0.05, max_total_s=10.0,
-                         rate_limit_base_delay_s=0.02)
+FAST_RETRY = RetryPolicy(
+    max_attempts=4, base_delay_s=0.01, max_delay_s=0.05, max_total_s=10.0, rate_limit_base_delay_s=0.02
+)
 HELLO = [Message("user", "say hello")]
 # A 1x1 PNG, as the image renderer would hand over.
 PNG = base64.b64decode(
@@ -37,6 +38,7 @@ def model_for(server: FakeOpenAIServer, name: str = "gpt-4.1-mini", **options) -
 
 
 # -- calls through the real client -------------------------------------------------------------------
+
 
 def test_call_returns_text_tokens_latency_and_cost(no_openai_env):
     with FakeOpenAIServer(["ok:hello there friend"], latency_s=0.05) as server:
@@ -116,11 +118,15 @@ def test_connection_refused_is_a_connection_error(no_openai_env):
 
 # -- fault injection: a 200 without an answer is a server failure, retried with the bound -------------
 
-@pytest.mark.parametrize("fault, needle", [
-    ("empty_choices", "no choices"),
-    ("ok", "empty reply"),  # empty content and no tool call
-    ("bad_json", "malformed JSON body"),
-])
+
+@pytest.mark.parametrize(
+    "fault, needle",
+    [
+        ("empty_choices", "no choices"),
+        ("ok", "empty reply"),  # empty content and no tool call
+        ("bad_json", "malformed JSON body"),
+    ],
+)
 def test_answerless_200s_are_retried_then_raised_as_server_errors(no_openai_env, fault, needle):
     with FakeOpenAIServer([fault, "ok:recovered"]) as server:
         completion = model_for(server).generate(HELLO)
@@ -170,7 +176,7 @@ def test_images_arrive_as_png_data_urls(no_openai_env):
     for part in images:
         assert part["type"] == "image_url"
         url = part["image_url"]["url"]
-        assert url.startswith(prefix) and base64.b64decode(url[len(prefix):]) == PNG
+        assert url.startswith(prefix) and base64.b64decode(url[len(prefix) :]) == PNG
 
 
 def test_extra_body_is_sent(no_openai_env):
@@ -193,6 +199,7 @@ def test_concurrent_calls_share_one_client(no_openai_env):
 
 
 # -- registry and configuration --------------------------------------------------------------------
+
 
 def test_bare_name_means_openai(no_openai_env):
     assert split_spec("gpt-4.1-mini") == ("openai", "gpt-4.1-mini")
@@ -242,6 +249,7 @@ def test_reference_policies_are_built_apart_from_models():
 
 # -- vLLM -------------------------------------------------------------------------------------------
 
+
 @pytest.mark.skipif(vllm_installed(), reason="vLLM is installed here")
 def test_vllm_missing_is_one_clear_line(no_openai_env):
     with pytest.raises(VLLMNotInstalledError) as caught:  # a ValueError: the CLI shows it as one line
@@ -271,6 +279,7 @@ def test_openai_base_url_normalisation():
 
 # -- pricing ----------------------------------------------------------------------------------------
 
+
 def test_cost_for_known_and_unknown_models():
     input_price, output_price = price_for("gpt-4.1-mini")
     assert cost_usd("gpt-4.1-mini", 1_000_000, 1_000_000) == pytest.approx(input_price + output_price)
@@ -294,6 +303,7 @@ def test_every_api_model_the_shipped_configs_use_has_a_price():
 
 
 # -- retry policy, pure ----------------------------------------------------------------------------
+
 
 def test_rate_limit_backs_off_longer_than_server_errors():
     policy = RetryPolicy(base_delay_s=1.0, rate_limit_base_delay_s=5.0, max_delay_s=60.0, jitter=0.0)
@@ -355,8 +365,9 @@ def test_total_time_cap_stops_before_attempts_run_out():
 def test_success_after_retries_records_attempts_and_wait():
     policy = RetryPolicy(base_delay_s=1.0, rate_limit_base_delay_s=3.0, jitter=0.0)
     fake = FakeTime()
-    result = call_with_retries(failing(["rate_limit", "connection"], Completion("ok")), policy,
-                               sleep=fake.sleep, clock=fake.clock)
+    result = call_with_retries(
+        failing(["rate_limit", "connection"], Completion("ok")), policy, sleep=fake.sleep, clock=fake.clock
+    )
     assert result.text == "ok"
     assert fake.sleeps == [3.0, 2.0]
     assert result.extra["attempts"] == 3 and result.extra["retry_wait_s"] == 5.0

@@ -144,8 +144,9 @@ def plugin_path(tmp_path_factory) -> Path:
 
 def tsbench(site: Path, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
-    return subprocess.run([sys.executable, "-m", "tsbench.cli", *args], capture_output=True, text=True, env=env,
-                          timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "tsbench.cli", *args], capture_output=True, text=True, env=env, timeout=300, check=False
+    )
 
 
 def test_a_plugin_family_provider_harness_and_executor_run_from_the_cli(plugin_path, tmp_path):
@@ -157,8 +158,22 @@ def test_a_plugin_family_provider_harness_and_executor_run_from_the_cli(plugin_p
     data = tmp_path / "spikes"
     write_dataset(data)
     out = tmp_path / "run"
-    res = tsbench(plugin_path, "eval", "--family", "spikes", "--model", "counter/2", "--harness", "once",
-                  "--executor", "inline", "--data", str(data), "--out", str(out))
+    res = tsbench(
+        plugin_path,
+        "eval",
+        "--family",
+        "spikes",
+        "--model",
+        "counter/2",
+        "--harness",
+        "once",
+        "--executor",
+        "inline",
+        "--data",
+        str(data),
+        "--out",
+        str(out),
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     samples = pd.read_parquet(out / "samples.parquet").sort_values("id")
     gold = pd.read_parquet(data / "test.parquet").sort_values("id")
@@ -172,8 +187,9 @@ def test_a_plugin_family_provider_harness_and_executor_run_from_the_cli(plugin_p
     assert described.returncode == 0, described.stderr[-2000:]
     assert "test.parquet: 6" in described.stdout and "│ few      │ 3    │" in described.stdout
     bank = tmp_path / "bank.parquet"
-    built = tsbench(plugin_path, "memory", "build", str(out), "--out", str(bank), "--embedder", "none",
-                    "--include-test-split")
+    built = tsbench(
+        plugin_path, "memory", "build", str(out), "--out", str(bank), "--embedder", "none", "--include-test-split"
+    )
     assert built.returncode == 0, built.stderr[-2000:]
     assert sorted(pd.read_parquet(bank)["id"]) == sorted(samples.loc[samples["score"] >= 0.5, "id"])
 

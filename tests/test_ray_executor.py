@@ -28,7 +28,6 @@ from tsbench.eval.runner import run_eval
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.base import SampleRef
 
-
 SRC = Path(__file__).parents[1] / "src"
 FAMILIES = Path(__file__).parent / "families"
 sys.path.insert(0, str(FAMILIES))
@@ -48,8 +47,12 @@ def cluster():
     from tsbench.eval.executors.ray_cluster import head_without_dashboard, import_ray
 
     saved = dict(os.environ)
-    os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16), TSBENCH_STUMPY_WARMUP="0",
-                      PYTHONPATH=os.pathsep.join([str(SRC), str(FAMILIES), os.environ.get("PYTHONPATH", "")]))
+    os.environ.update(
+        RAY_AUTH_MODE="token",
+        RAY_AUTH_TOKEN=secrets.token_hex(16),
+        TSBENCH_STUMPY_WARMUP="0",
+        PYTHONPATH=os.pathsep.join([str(SRC), str(FAMILIES), os.environ.get("PYTHONPATH", "")]),
+    )
     ray = import_ray(local=True)
     from ray.cluster_utils import Cluster
 
@@ -66,8 +69,18 @@ def cluster():
 
 
 def config(small_data: Path, out: Path, **settings) -> EvalConfig:
-    return build(EvalConfig, {"data": [str(small_data)], "categories": CATEGORIES, "limit": LIMIT, "concurrency": 2,
-                              "out": str(out), **DETECTOR, **settings})
+    return build(
+        EvalConfig,
+        {
+            "data": [str(small_data)],
+            "categories": CATEGORIES,
+            "limit": LIMIT,
+            "concurrency": 2,
+            "out": str(out),
+            **DETECTOR,
+            **settings,
+        },
+    )
 
 
 def rows(run_dir: Path) -> dict:
@@ -115,13 +128,32 @@ def test_without_ray_the_cli_says_how_to_install_it(small_data, tmp_path, monkey
     from tsbench.cli import main
 
     monkeypatch.setitem(sys.modules, "ray", None)  # what `import ray` meets without the extra
-    monkeypatch.setattr(sys, "argv", ["tsbench", "eval", "--model", "detector/default", "--data", str(small_data),
-                                      "--limit", "1", "--executor", "ray", "--out", str(tmp_path / "run")])
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        [
+            "tsbench",
+            "eval",
+            "--model",
+            "detector/default",
+            "--data",
+            str(small_data),
+            "--limit",
+            "1",
+            "--executor",
+            "ray",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+    )
     with pytest.raises(SystemExit) as exited:
         main()
     assert exited.value.code == 2
     err = capsys.readouterr().err
-    assert "Traceback" not in err and err.strip().splitlines()[-1] == "error: --executor ray needs Ray: pip install 'tsbench[ray]'"
+    assert (
+        "Traceback" not in err
+        and err.strip().splitlines()[-1] == "error: --executor ray needs Ray: pip install 'tsbench[ray]'"
+    )
 
 
 def test_a_file_goes_by_path_only_when_every_node_sees_the_drivers_bytes():
@@ -146,8 +178,9 @@ def test_a_kernel_harness_runs_jailed_on_the_workers(cluster, small_data, tmp_pa
     """rlm episodes through Ray: each worker checks its own node's jail and plays the episode in it."""
     settings = {"model": "scripted/zscore", "harness": "rlm", "categories": ["localize"], "limit": 1}
     local = rows(run_eval(config(small_data, tmp_path / "threads", **settings)))
-    remote = rows(run_eval(config(small_data, tmp_path / "ray", executor="ray", ray_address=cluster.address,
-                                  **settings)))
+    remote = rows(
+        run_eval(config(small_data, tmp_path / "ray", executor="ray", ray_address=cluster.address, **settings))
+    )
     assert remote == local and len(remote) == 1
 
 
@@ -173,9 +206,30 @@ def test_a_worker_killed_mid_run_loses_and_repeats_no_row(cluster, small_data, t
 
 def test_a_killed_driver_resumes_where_it_stopped(cluster, small_data, tmp_path, by_threads):
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "tsbench.cli", "eval", "--model", "detector/default", "--harness", "direct",
-           "--data", str(small_data), "--categories", ",".join(CATEGORIES), "--limit", str(LIMIT),
-           "--executor", "ray", "--workers", "2", "--ray-address", cluster.address, "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tsbench.cli",
+        "eval",
+        "--model",
+        "detector/default",
+        "--harness",
+        "direct",
+        "--data",
+        str(small_data),
+        "--categories",
+        ",".join(CATEGORIES),
+        "--limit",
+        str(LIMIT),
+        "--executor",
+        "ray",
+        "--workers",
+        "2",
+        "--ray-address",
+        cluster.address,
+        "--out",
+        str(out),
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     journal = out / schema.JOURNAL
     deadline = time.monotonic() + 150

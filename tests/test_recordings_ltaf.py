@@ -44,7 +44,7 @@ def write_record(folder: Path, name: str, seed: int, minutes: int = 40) -> None:
     beats = np.arange(50, n - 50, 100)
     signal = 0.05 * rng.standard_normal((n, 2))
     for b in beats:
-        signal[b - 3:b + 3, 0] += 1.0
+        signal[b - 3 : b + 3, 0] += 1.0
     signal[:, 1] -= signal[:, 0]
     symbols = ["N"] * len(beats)
     for k in range(20, len(beats) - 20, 230):
@@ -52,10 +52,24 @@ def write_record(folder: Path, name: str, seed: int, minutes: int = 40) -> None:
     notes = [""] * len(beats)
     extra = [(0, "+", "(N"), (30 * 60 * FS, "+", "(AFIB"), (33 * 60 * FS, "+", "(N"), (12 * 60 * FS + 7, "~", "")]
     merged = sorted([*zip(beats.tolist(), symbols, notes), *extra], key=lambda a: (a[0], a[1] != "+"))
-    wfdb.wrsamp(name, fs=FS, units=["mV", "mV"], sig_name=["ECG1", "ECG2"], p_signal=signal, fmt=["16", "16"],
-                write_dir=str(folder))
-    wfdb.wrann(name, "atr", np.array([a[0] for a in merged]), symbol=[a[1] for a in merged],
-               aux_note=[a[2] for a in merged], write_dir=str(folder), fs=FS)
+    wfdb.wrsamp(
+        name,
+        fs=FS,
+        units=["mV", "mV"],
+        sig_name=["ECG1", "ECG2"],
+        p_signal=signal,
+        fmt=["16", "16"],
+        write_dir=str(folder),
+    )
+    wfdb.wrann(
+        name,
+        "atr",
+        np.array([a[0] for a in merged]),
+        symbol=[a[1] for a in merged],
+        aux_note=[a[2] for a in merged],
+        write_dir=str(folder),
+        fs=FS,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +92,10 @@ def test_rows_follow_the_window_rules(ltafdb, generated):
     files = taskset.resolve([str(generated)], seed=3, split="test", root=None, filters={})
     index = taskset.index(files, {})
     assert len(index) == 10 and index["stratum"].value_counts().to_dict() == {
-        reader.PVC: 4, reader.APC: 4, "No anomaly": 2}
+        reader.PVC: 4,
+        reader.APC: 4,
+        "No anomaly": 2,
+    }
     ann = {key: wfdb.rdann(str(ltafdb / key), "atr") for key in ("00", "01")}
     for rec in index.itertuples():
         sample = taskset.load(SampleRef("ltaf", rec.path, rec.id))
@@ -111,13 +128,29 @@ def test_same_seed_same_bytes(ltafdb, generated, tmp_path):
 
 def test_generate_and_eval_through_the_command(ltafdb, tmp_path, monkeypatch, capsys):
     out = tmp_path / "data"
-    code, stdout, err = tsbench(monkeypatch, capsys, "generate", "--family", "ltaf", "--path", str(ltafdb), "--seed",
-                                "5", "--out", str(out))
+    code, stdout, err = tsbench(
+        monkeypatch, capsys, "generate", "--family", "ltaf", "--path", str(ltafdb), "--seed", "5", "--out", str(out)
+    )
     assert code == 0, err
     assert "test.parquet" in stdout and (out / "seed5" / "manifest.json").is_file()
     run = tmp_path / "run"
-    code, stdout, err = tsbench(monkeypatch, capsys, "eval", "--family", "ltaf", "--data", str(out / "seed5"), "--model",
-                                "scripted/zscore", "--harness", "single-pass-text", "--limit", "1", "--out", str(run))
+    code, stdout, err = tsbench(
+        monkeypatch,
+        capsys,
+        "eval",
+        "--family",
+        "ltaf",
+        "--data",
+        str(out / "seed5"),
+        "--model",
+        "scripted/zscore",
+        "--harness",
+        "single-pass-text",
+        "--limit",
+        "1",
+        "--out",
+        str(run),
+    )
     assert code == 0, err
     samples = pd.read_parquet(run / "samples.parquet")
     assert len(samples) == 1 and samples["error_type"].isna().all()
@@ -126,12 +159,15 @@ def test_generate_and_eval_through_the_command(ltafdb, tmp_path, monkeypatch, ca
     assert results["results"]["overall"]["n"] == 1 and results["dataset"]["family"] == "ltaf"
 
 
-@pytest.mark.parametrize("args, needle", [
-    ([], "physionet.org/content/ltafdb"),  # no --path
-    (["--path", "{tmp}"], "physionet.org/content/ltafdb"),  # nothing there
-    (["--path", "{tmp}/nope"], "does not exist"),
-    (["--path", "{tmp}", "--preset", "small"], "--preset do not apply to --family ltaf"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        ([], "physionet.org/content/ltafdb"),  # no --path
+        (["--path", "{tmp}"], "physionet.org/content/ltafdb"),  # nothing there
+        (["--path", "{tmp}/nope"], "does not exist"),
+        (["--path", "{tmp}", "--preset", "small"], "--preset do not apply to --family ltaf"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2(tmp_path, monkeypatch, capsys, args, needle):
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     code, _, err = tsbench(monkeypatch, capsys, "generate", "--family", "ltaf", *args, "--out", str(tmp_path / "o"))

@@ -72,8 +72,12 @@ def test_same_seed_same_windows_and_another_seed_differs(recs):
 
 
 def test_a_short_kind_leaves_its_quota_to_the_others_and_negatives_keep_the_share():
-    rec = Recording("x", 200_000, 10.0, [Event(5_000 + i * 3_000, 5_050 + i * 3_000, "A") for i in range(60)]
-                    + [Event(190_000, 190_050, "B")])
+    rec = Recording(
+        "x",
+        200_000,
+        10.0,
+        [Event(5_000 + i * 3_000, 5_050 + i * 3_000, "A") for i in range(60)] + [Event(190_000, 190_050, "B")],
+    )
     windows = plan_windows([rec], ["A", "B"], WindowRules(min_s=60, max_s=200, n_windows=20), seed=1)
     kinds = [w.kind for w in windows]
     assert kinds.count("B") == 1 and kinds.count("A") == 15 and kinds.count(None) == 4
@@ -81,7 +85,9 @@ def test_a_short_kind_leaves_its_quota_to_the_others_and_negatives_keep_the_shar
 
 def test_an_event_overlapping_another_is_never_a_target():
     rec = Recording("x", 50_000, 10.0, [Event(10_000, 10_100, "A"), Event(10_050, 10_060, None)])
-    assert [w for w in plan_windows([rec], ["A"], WindowRules(min_s=60, max_s=100, n_windows=5), seed=0) if w.kind] == []
+    assert [
+        w for w in plan_windows([rec], ["A"], WindowRules(min_s=60, max_s=100, n_windows=5), seed=0) if w.kind
+    ] == []
 
 
 def test_free_gaps_avoid_events_and_stay_in_regions():
@@ -102,14 +108,17 @@ GOLD = classify.gold("K1", (100, 200))
 NEGATIVE = classify.gold(None, None)
 
 
-@pytest.mark.parametrize("message, score, valid", [
-    ('{"kind": "K1", "start": 100, "end": 200}', 1.0, True),
-    ('reasoning... {"kind": "K1", "start": 150, "end": 250}', 1 / 3, True),
-    ('{"kind": "K2", "start": 100, "end": 200}', 0.0, True),
-    ('{"kind": "No anomaly"}', 0.0, True),
-    ('{"kind": "K1", "start": "100", "end": 200}', 0.0, False),
-    ("no json here", 0.0, False),
-])
+@pytest.mark.parametrize(
+    "message, score, valid",
+    [
+        ('{"kind": "K1", "start": 100, "end": 200}', 1.0, True),
+        ('reasoning... {"kind": "K1", "start": 150, "end": 250}', 1 / 3, True),
+        ('{"kind": "K2", "start": 100, "end": 200}', 0.0, True),
+        ('{"kind": "No anomaly"}', 0.0, True),
+        ('{"kind": "K1", "start": "100", "end": 200}', 0.0, False),
+        ("no json here", 0.0, False),
+    ],
+)
 def test_kind_times_iou(message, score, valid):
     scored = classify.score(GOLD, message)
     assert scored.score == pytest.approx(score) and scored.valid is valid
@@ -120,7 +129,11 @@ def test_negative_rows_and_the_table3_pair():
     assert classify.score(NEGATIVE, '{"kind": "K1", "start": 1, "end": 2}').score == 0.0
     assert classify.score(NEGATIVE, '{"kind": "No anomaly"}').metrics["iou"] is None
     golds = [GOLD, classify.gold("K2", (0, 10)), NEGATIVE]
-    answers = ['{"kind": "K1", "start": 150, "end": 250}', '{"kind": "K1", "start": 0, "end": 10}', '{"kind": "No anomaly"}']
+    answers = [
+        '{"kind": "K1", "start": 150, "end": 250}',
+        '{"kind": "K1", "start": 0, "end": 10}',
+        '{"kind": "No anomaly"}',
+    ]
     pair = classify.table3(golds, [classify.score(g, a) for g, a in zip(golds, answers)])
     assert pair["iou"] == pytest.approx((1 / 3 + 1.0) / 2)  # IoU over anomalous windows, whatever the kind
     assert pair["f1"] == pytest.approx((2 / 3 + 0 + 1) / 3)

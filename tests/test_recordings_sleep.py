@@ -28,10 +28,24 @@ def write_edf(path: Path, seed: int, minutes: int = 60) -> None:
     for label, rate in RATES.items():
         t = np.arange(seconds * rate) / rate
         oxygen = label == "SpO2"
-        signals.append(96 + rng.standard_normal(len(t)) if oxygen else np.sin(2 * np.pi * 0.25 * t) + 0.1 * rng.standard_normal(len(t)))
-        headers.append({"label": label, "dimension": "%" if oxygen else "uV", "sample_frequency": rate,
-                        "physical_min": 0 if oxygen else -10, "physical_max": 100 if oxygen else 10,
-                        "digital_min": -32768, "digital_max": 32767, "transducer": "", "prefilter": ""})
+        signals.append(
+            96 + rng.standard_normal(len(t))
+            if oxygen
+            else np.sin(2 * np.pi * 0.25 * t) + 0.1 * rng.standard_normal(len(t))
+        )
+        headers.append(
+            {
+                "label": label,
+                "dimension": "%" if oxygen else "uV",
+                "sample_frequency": rate,
+                "physical_min": 0 if oxygen else -10,
+                "physical_max": 100 if oxygen else 10,
+                "digital_min": -32768,
+                "digital_max": 32767,
+                "transducer": "",
+                "prefilter": "",
+            }
+        )
     with pyedflib.EdfWriter(str(path), len(headers), file_type=pyedflib.FILETYPE_EDFPLUS) as edf:
         edf.setSignalHeaders(headers)
         edf.writeSamples(signals)
@@ -60,7 +74,9 @@ def test_edf_windows_rules_and_gold_scoring(psg, tmp_path):
     for name in ("p1.edf", "p2.edf"):
         with pyedflib.EdfReader(str(psg / name)) as edf:
             onsets, durations, texts = edf.readAnnotations()
-        edf_events[name] = [(o, o + d, t) for o, d, t in zip(onsets, durations, texts) if not t.startswith("Sleep stage")]
+        edf_events[name] = [
+            (o, o + d, t) for o, d, t in zip(onsets, durations, texts) if not t.startswith("Sleep stage")
+        ]
     for rec in index.itertuples():
         sample = taskset.load(SampleRef("sleep-psg", rec.path, rec.id))
         assert sample.task.channel_names == ["AIRFLOW", "CHEST", "ABD", "SaO2"]
@@ -74,7 +90,10 @@ def test_edf_windows_rules_and_gold_scoring(psg, tmp_path):
             assert taskset.score(rec.category, gold, '{"kind": "No anomaly"}').score == 1.0
             continue
         assert len(hits) == 1 and hits[0][2] == gold["answer"]  # one respiratory event, no neighbour
-        assert (gold["start"], gold["end"]) == (round(hits[0][0] * fs) - source["start"], round(hits[0][1] * fs) - source["start"])
+        assert (gold["start"], gold["end"]) == (
+            round(hits[0][0] * fs) - source["start"],
+            round(hits[0][1] * fs) - source["start"],
+        )
         assert min(gold["start"], rec.length - gold["end"]) >= 0.05 * rec.length
         message = f'I see it. {{"kind": "{gold["answer"]}", "start": {gold["start"]}, "end": {gold["end"]}}}'
         assert taskset.score(rec.category, gold, message).score == 1.0
@@ -84,15 +103,29 @@ def test_cinc2018_wfdb_layout(tmp_path):
     wfdb = pytest.importorskip("wfdb")
     fs, n = 200, 200 * 60 * 30
     rng = np.random.default_rng(0)
-    wfdb.wrsamp("tr00-0001", fs=fs, units=["uV"] * 5, sig_name=["C3-M2", "ABD", "CHEST", "AIRFLOW", "SaO2"],
-                p_signal=rng.standard_normal((n, 5)), fmt=["16"] * 5, write_dir=str(tmp_path))
+    wfdb.wrsamp(
+        "tr00-0001",
+        fs=fs,
+        units=["uV"] * 5,
+        sig_name=["C3-M2", "ABD", "CHEST", "AIRFLOW", "SaO2"],
+        p_signal=rng.standard_normal((n, 5)),
+        fmt=["16"] * 5,
+        write_dir=str(tmp_path),
+    )
     notes, expected = [(0, "W"), (fs * 120, "N2")], []
     for k, at in enumerate(range(fs * 300, n - fs * 300, fs * 240)):
         label = ["resp_centralapnea", "resp_obstructiveapnea", "resp_hypopnea", "arousal_rera"][k % 4]
         notes += [(at, f"({label}"), (at + fs * 20, f"{label})")]
         expected.append(Event(at, at + fs * 20, KINDS[k % 4]))
-    wfdb.wrann("tr00-0001", "arousal", np.array([a for a, _ in notes]), symbol=['"'] * len(notes),
-               aux_note=[t for _, t in notes], write_dir=str(tmp_path), fs=fs)
+    wfdb.wrann(
+        "tr00-0001",
+        "arousal",
+        np.array([a for a, _ in notes]),
+        symbol=['"'] * len(notes),
+        aux_note=[t for _, t in notes],
+        write_dir=str(tmp_path),
+        fs=fs,
+    )
     sources, files = reader.read_sources(tmp_path)
     (source,) = sources
     assert source.channel_names == ["AIRFLOW", "CHEST", "ABD", "SaO2"] and source.recording.regions == [(fs * 120, n)]

@@ -28,8 +28,14 @@ def release(tmp_path_factory) -> Path:
             shutil.copy(SHIPPED / name / f"{name}_{split}.ts", folder / name / f"{name}_{split}.ts")
     rng = np.random.default_rng(0)
     emg = [rng.standard_normal((1, int(n))) for n in rng.integers(80, 120, size=9)]  # unequal lengths
-    datasets.save_to_ts_file(emg, np.array(["0", "1", "2"] * 3), label_type="classification", path=str(folder / "EMG"),
-                             problem_name="EMG", file_suffix="_TEST")
+    datasets.save_to_ts_file(
+        emg,
+        np.array(["0", "1", "2"] * 3),
+        label_type="classification",
+        path=str(folder / "EMG"),
+        problem_name="EMG",
+        file_suffix="_TEST",
+    )
     (folder / "EMG" / "labels.json").write_text(json.dumps({"0": "Healthy", "1": "Myopathy", "2": "Neuropathy"}))
     return folder
 
@@ -66,7 +72,9 @@ def test_accuracy_and_macro_f1_on_gunpoint(generated):
     golds = [json.loads(g) for g in rows["gold"]]
     perfect = [taskset.score("gunpoint", g, json.dumps({"answer": g["answer"]})) for g in golds]
     assert all(s.score == 1.0 for s in perfect)
-    tagged = taskset.score("gunpoint", golds[0], f"<think>maybe 9</think><class>{golds[0]['answer']}</class><extension>x</extension>")
+    tagged = taskset.score(
+        "gunpoint", golds[0], f"<think>maybe 9</think><class>{golds[0]['answer']}</class><extension>x</extension>"
+    )
     assert tagged.score == 1.0  # TimeMaster's output format
     constant = [taskset.score("gunpoint", g, "Answer: 1") for g in golds]
     labels = [g["answer"] for g in golds]

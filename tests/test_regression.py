@@ -52,7 +52,16 @@ def test_small_preset_bytes_are_pinned(tmp_path):
 
 
 def test_scripted_zscore_scores_are_pinned(small_data, tmp_path):
-    cfg = build(EvalConfig, {"model": "scripted/zscore", "harness": "rlm", "data": [str(small_data)],
-                             "sample_ids": list(ZSCORE_RLM), "concurrency": 2, "out": str(tmp_path / "run")})
+    cfg = build(
+        EvalConfig,
+        {
+            "model": "scripted/zscore",
+            "harness": "rlm",
+            "data": [str(small_data)],
+            "sample_ids": list(ZSCORE_RLM),
+            "concurrency": 2,
+            "out": str(tmp_path / "run"),
+        },
+    )
     samples = pd.read_parquet(run_eval(cfg) / "samples.parquet")
     assert dict(zip(samples["id"], samples["score"].round(10))) == ZSCORE_RLM

@@ -13,8 +13,16 @@ from tsbench.results.summary import fails, summarize
 
 
 def record(sample_id: str, score: float | None = 1.0, error: str | None = None) -> dict:
-    rec = new_record(sample_id=sample_id, epoch=0, family="anomalyxl", columns={"category": "localize"},
-                     model="m", harness="h", depth=0, gold={"present": False})
+    rec = new_record(
+        sample_id=sample_id,
+        epoch=0,
+        family="anomalyxl",
+        columns={"category": "localize"},
+        model="m",
+        harness="h",
+        depth=0,
+        gold={"present": False},
+    )
     rec.update(score=None if error else score, error_type=error, valid=error is None)
     return rec
 
@@ -40,8 +48,13 @@ def test_a_torn_last_line_is_skipped_and_the_next_append_starts_a_fresh_line(tmp
 def test_valid_json_that_is_not_a_record_is_reported_not_a_crash(tmp_path):
     path = tmp_path / schema.JOURNAL
     good = json.dumps(record("a"), default=str)
-    stray = ['[1, 2]', '"text"', '{"id": "x", "epoch": 0}', '{"id": "y", "epoch": true, "category": "c", "score": 1, '
-             '"error_type": null}', '{"hello": 1}']
+    stray = [
+        "[1, 2]",
+        '"text"',
+        '{"id": "x", "epoch": 0}',
+        '{"id": "y", "epoch": true, "category": "c", "score": 1, "error_type": null}',
+        '{"hello": 1}',
+    ]
     path.write_text("\n".join([good, *stray, ""]))
     read = read_journal_report(tmp_path)
     assert [r["id"] for r in read.records] == ["a"] and read.bad_lines == [2, 3, 4, 5, 6]
@@ -50,8 +63,12 @@ def test_valid_json_that_is_not_a_record_is_reported_not_a_crash(tmp_path):
 
 def test_a_record_with_wrongly_typed_values_is_reported_not_a_crash(tmp_path):
     path = tmp_path / schema.JOURNAL
-    wrong = [{**record("s"), "score": "abc"}, {**record("t"), "turns": "many"}, {**record("u"), "valid": "yes"},
-             {**record("v"), "metrics": [1, 2]}]
+    wrong = [
+        {**record("s"), "score": "abc"},
+        {**record("t"), "turns": "many"},
+        {**record("u"), "valid": "yes"},
+        {**record("v"), "metrics": [1, 2]},
+    ]
     path.write_text("\n".join(json.dumps(r, default=str) for r in [record("a"), *wrong]) + "\n")
     read = read_journal_report(tmp_path)
     assert [r["id"] for r in read.records] == ["a"] and read.bad_lines == [2, 3, 4, 5]

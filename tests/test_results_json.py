@@ -23,9 +23,19 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def tracked_run(small_data, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("runs") / "tracked"
-    cfg = build(EvalConfig, dict(model="scripted/zscore", harness="single-pass-text", data=[str(small_data)], limit=2,
-                                 regime="coarse", categories=[lb.PRESENCE, lb.INDICATOR], out=str(out),
-                                 report_to=["tensorboard", "wandb"]))
+    cfg = build(
+        EvalConfig,
+        dict(
+            model="scripted/zscore",
+            harness="single-pass-text",
+            data=[str(small_data)],
+            limit=2,
+            regime="coarse",
+            categories=[lb.PRESENCE, lb.INDICATOR],
+            out=str(out),
+            report_to=["tensorboard", "wandb"],
+        ),
+    )
     return run_eval(cfg)
 
 
@@ -34,8 +44,9 @@ def test_results_json_has_scores_intervals_counts_usage_config_and_dataset(track
     samples = schema.load_samples(tracked_run)
     blocks = results["results"]
     assert [b["category"] for b in blocks["categories"]] == [lb.PRESENCE, lb.INDICATOR]
-    for block, rows in [(blocks["overall"], samples)] + [(b, samples[samples["category"] == b["category"]])
-                                                         for b in blocks["categories"]]:
+    for block, rows in [(blocks["overall"], samples)] + [
+        (b, samples[samples["category"] == b["category"]]) for b in blocks["categories"]
+    ]:
         assert block["n"] == len(rows) and block["errors"] == 0 and block["rows"] == len(rows)
         assert block["mean"] == pytest.approx(rows["score"].mean())
         low, high = block["ci95"]
@@ -85,7 +96,9 @@ def test_report_to_tensorboard_and_wandb_offline(tracked_run):
 
 def test_results_schema_doc_is_generated_from_the_schema():
     doc = (ROOT / "docs" / "results-schema.md").read_text()
-    assert doc == render(), "docs/results-schema.md is stale: python -m tsbench.results.schema_doc > docs/results-schema.md"
+    assert doc == render(), (
+        "docs/results-schema.md is stale: python -m tsbench.results.schema_doc > docs/results-schema.md"
+    )
     for field in schema.COLUMNS:
         assert f"| `{field.name}` | `{field.type}` |" in doc
         assert field.metadata[b"description"].decode().replace("|", "\\|") in doc

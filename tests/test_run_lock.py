@@ -17,8 +17,21 @@ TSBENCH = [sys.executable, "-m", "tsbench.cli"]
 
 
 def _eval(small_data, out, base_url) -> subprocess.Popen:
-    args = ["eval", "--model", "openai/fake-model", "--base-url", base_url, "--harness", "single-pass-text",
-            "--data", str(small_data), "--sample-id", "test-localize-1024-00001-presence", "--out", str(out)]
+    args = [
+        "eval",
+        "--model",
+        "openai/fake-model",
+        "--base-url",
+        base_url,
+        "--harness",
+        "single-pass-text",
+        "--data",
+        str(small_data),
+        "--sample-id",
+        "test-localize-1024-00001-presence",
+        "--out",
+        str(out),
+    ]
     env = {**os.environ, "OPENAI_API_KEY": "test-key"}
     return subprocess.Popen([*TSBENCH, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
@@ -52,9 +65,16 @@ def test_a_second_eval_into_the_same_run_dir_says_who_holds_it_and_exits_2(small
 
 def test_a_lock_left_by_a_killed_process_is_taken_over(tmp_path):
     out = tmp_path / "run"
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from tsbench.results.lock import RunDirLock; "
-                               f"RunDirLock({str(out)!r}); print('held', flush=True); time.sleep(60)"],
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from tsbench.results.lock import RunDirLock; "
+            f"RunDirLock({str(out)!r}); print('held', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdout.readline().strip() == "held"
     try:
         RunDirLock(out)

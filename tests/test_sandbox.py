@@ -51,6 +51,7 @@ def _truncated_count(text: str) -> int:
 
 # ------------------------------------------------------------------ pure pieces --
 
+
 def test_truncate_observation_keeps_short_text():
     assert truncate_observation("short", 100) == "short"
 
@@ -81,7 +82,7 @@ def test_nested_truncation_counts_every_dropped_character():
     output = _CellOutput(max_figures=2, keep_chars=1000)
     text = "".join(f"<{i:07d}>" for i in range(50_000))  # 450,000 distinct characters
     for start in range(0, len(text), 4096):
-        output.add({"msg_type": "stream", "content": {"name": "stdout", "text": text[start:start + 4096]}})
+        output.add({"msg_type": "stream", "content": {"name": "stdout", "text": text[start : start + 4096]}})
     cell = output.result().observation(max_chars=1500)
     turn = truncate_observation("Output:\n" + cell, 300)
     assert len(turn) <= 300 and turn.count("truncated") == 1
@@ -104,6 +105,7 @@ def test_observation_joins_stdout_result_and_error():
 
 
 # --------------------------------------------------------------- data and state --
+
 
 def test_series_and_context_are_loaded(sandbox):
     result = sandbox.run(
@@ -211,6 +213,7 @@ def test_kernel_runs_unprivileged_in_its_own_namespaces(sandbox):
 
 # ----------------------------------------------------------- timeouts and crashes --
 
+
 def test_busy_loop_is_interrupted_and_state_kept():
     with Sandbox(SERIES, cell_timeout_s=2) as box:
         box.run("kept = 'still here'")
@@ -235,11 +238,7 @@ def test_endless_printing_times_out_with_bounded_output():
 def test_cell_ignoring_interrupt_restarts_kernel_with_series():
     with Sandbox(SERIES, cell_timeout_s=2, interrupt_grace_s=1) as box:
         box.run("lost = 1")
-        result = box.run(
-            "import signal, time\n"
-            "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-            "time.sleep(60)"
-        )
+        result = box.run("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(60)")
         assert result.timed_out and result.restarted
         assert "kernel restarted, series reloaded" in result.error
         assert box.restarts == 1
@@ -283,6 +282,7 @@ def test_dead_kernel_is_restarted():
 
 # --------------------------------------------------------------------- the walls --
 
+
 def test_kernel_cannot_reach_a_host_listener():
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
@@ -292,9 +292,7 @@ def test_kernel_cannot_reach_a_host_listener():
     try:
         with Sandbox(SERIES) as box:
             result = box.run(
-                "import socket\n"
-                f"socket.create_connection(('127.0.0.1', {port}), timeout=3)\n"
-                "print('connected')"
+                f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=3)\nprint('connected')"
             )
             assert "connected" not in result.stdout
             assert result.error, result
@@ -424,6 +422,7 @@ def test_directories_of_dead_hosts_are_swept(tmp_path, monkeypatch):
 
 
 # --------------------------------------------------------------- figures, sub_rlm --
+
 
 def test_figures_are_captured_as_png_at_most_two():
     with Sandbox(SERIES, capture_figures=True) as box:

@@ -37,7 +37,9 @@ def test_a_json_object_response_is_scored_as_the_answer(precise, tmp_path, monke
     rid = next(r for r, c in zip(index["id"], index["category"]) if c == "localize" and golds[r].get("present"))
     gold = golds[rid]
     answers = tmp_path / "answers.jsonl"
-    answers.write_text(json.dumps({"id": rid, "response": {"present": True, "start": gold["start"], "end": gold["end"]}}) + "\n")
+    answers.write_text(
+        json.dumps({"id": rid, "response": {"present": True, "start": gold["start"], "end": gold["end"]}}) + "\n"
+    )
     out = tmp_path / "scores.parquet"
     code, _, err = _score(monkeypatch, capsys, data, answers, "--out", str(out))
     assert code == 0, err
@@ -65,7 +67,7 @@ def test_a_repeated_id_is_reported(precise, tmp_path, monkeypatch, capsys):
 def test_non_utf8_responses_and_out_as_a_folder_are_one_line(precise, tmp_path, monkeypatch, capsys):
     data, index = precise
     answers = tmp_path / "answers.jsonl"
-    answers.write_bytes(json.dumps({"id": index["id"][0], "response": "caf"}).encode()[:-2] + b"\xe9\xff\"}\n")
+    answers.write_bytes(json.dumps({"id": index["id"][0], "response": "caf"}).encode()[:-2] + b'\xe9\xff"}\n')
     code, _, err = _score(monkeypatch, capsys, data, answers)
     assert code == 2 and "not UTF-8" in err and len(err.strip().splitlines()) == 1
     answers.write_text(json.dumps({"id": index["id"][0], "response": "x"}) + "\n")

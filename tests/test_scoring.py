@@ -86,12 +86,24 @@ def test_iou_edges(a, b, expected):
 
 @pytest.mark.parametrize(
     "start, valid",
-    [("100", None), ("100.0", True), ("100.5", False), ('"100"', False), ("true", False), ("false", False),
-     ("null", False), ("NaN", False), ("Infinity", False), ("-Infinity", False), ("1e400", False),
-     ("1e2", True), ("[100]", False)],
+    [
+        ("100", None),
+        ("100.0", True),
+        ("100.5", False),
+        ('"100"', False),
+        ("true", False),
+        ("false", False),
+        ("null", False),
+        ("NaN", False),
+        ("Infinity", False),
+        ("-Infinity", False),
+        ("1e400", False),
+        ("1e2", True),
+        ("[100]", False),
+    ],
 )
 def test_integer_rule(start, valid):
-    response = '{"present": true, "start": %s, "end": 180}' % start
+    response = f'{{"present": true, "start": {start}, "end": 180}}'
     result = metrics("localize", LOC_GOLD, response)
     if valid is None or valid:
         assert result["valid"] and result["score"] == 1.0
@@ -110,7 +122,7 @@ def test_integers_beyond_2_pow_53_are_rejected():
 
 
 def test_last_object_wins():
-    response = f'{loc(0, 10)}\nOn reflection:\n{EXACT_LOC}'
+    response = f"{loc(0, 10)}\nOn reflection:\n{EXACT_LOC}"
     assert score("localize", LOC_GOLD, response) == 1.0
     assert score("localize", LOC_GOLD, f"{EXACT_LOC} or maybe {loc(0, 10)}") == 0.0
 
@@ -271,11 +283,20 @@ def test_classify_type_checks():
 
 @pytest.mark.parametrize(
     "estimate, expected",
-    [("10", 1.0), ("10.0", 1.0), ("12.5", 0.5), ("7.5", 0.5), ("11", 0.8), ("15", 0.0), ("20", 0.0),
-     ("5", 0.0), ("-10", 0.0)],
+    [
+        ("10", 1.0),
+        ("10.0", 1.0),
+        ("12.5", 0.5),
+        ("7.5", 0.5),
+        ("11", 0.8),
+        ("15", 0.0),
+        ("20", 0.0),
+        ("5", 0.0),
+        ("-10", 0.0),
+    ],
 )
 def test_magnitude_ramp(estimate, expected):
-    result = metrics("measure_magnitude", MAG_GOLD, '{"magnitude_sigma": %s}' % estimate)
+    result = metrics("measure_magnitude", MAG_GOLD, f'{{"magnitude_sigma": {estimate}}}')
     assert result["valid"]
     assert result["score"] == pytest.approx(expected)
 
@@ -290,7 +311,7 @@ def test_magnitude_secondary_metrics():
 
 @pytest.mark.parametrize("estimate", ['"10"', "true", "NaN", "Infinity", "null", "1e400", "[10]"])
 def test_magnitude_rejects_non_numbers(estimate):
-    result = metrics("measure_magnitude", MAG_GOLD, '{"magnitude_sigma": %s}' % estimate)
+    result = metrics("measure_magnitude", MAG_GOLD, f'{{"magnitude_sigma": {estimate}}}')
     assert not result["valid"] and result["score"] == 0.0 and result["rel_err"] is None
 
 
@@ -445,7 +466,7 @@ def test_lead_lag_independent():
         ('{"answer": "Yes"} {"confidence": 0.9}', 1.0),  # last object *that has* an answer
         ('Answer: No\n{"answer": "Yes"}', 1.0),  # JSON beats an answer line
         ("Let me look.\nAnswer: Yes", 1.0),
-        ("answer: No\nmore thoughts\n   ANSWER:  \"Yes\"  ", 1.0),
+        ('answer: No\nmore thoughts\n   ANSWER:  "Yes"  ', 1.0),
         ("Answer:\n\nYes", 1.0),  # blank answer line: the next non-blank line
         ("The answer: Yes", 0.0),  # the line must start with answer:
         ("<think>Answer: No</think>Yes", 1.0),
@@ -479,8 +500,10 @@ def test_mcq_valid_only_for_one_of_the_options():
     assert outside == {"score": 0.0, "valid": False, "parsed": "ch_09", "error": "not one of the options"}
     assert not metrics("presence", {"answer": "Yes"}, "Maybe")["valid"]  # no list in the gold: the template's
     assert metrics("presence", PRESENCE_GOLD, "No") == {"score": 0.0, "valid": True, "parsed": "No", "error": None}
-    dropped = {"answer": "Level Shift", "options": ["Level Shift", "Transient Spike", "Change in Trend",
-                                                    "Change in Variance", "No Anomaly"]}
+    dropped = {
+        "answer": "Level Shift",
+        "options": ["Level Shift", "Transient Spike", "Change in Trend", "Change in Variance", "No Anomaly"],
+    }
     assert not metrics("categorization", dropped, "Change in Seasonality")["valid"]  # the label this row dropped
     assert metrics("categorization", {"answer": "Level Shift"}, "Change in Seasonality")["valid"]
     assert metrics("identification", {"answer": "ch_01"}, "anything")["valid"]  # options unknown: not judged

@@ -48,23 +48,77 @@ CASES = [(category, gold) for category, golds in GOLDS.items() for gold in golds
 CASE_IDS = [f"{category}-{i}" for category, golds in GOLDS.items() for i in range(len(golds))]
 
 FRAGMENTS = [
-    "{", "}", "[", "]", '"', "\\", ":", ",", " ", "\n", "<think>", "</think>", "```json", "Answer: ",
-    '"present"', '"start"', '"end"', '"kind"', '"magnitude_sigma"', '"anomalies"', '"channel"',
-    '"direction"', '"lag_samples"', '"answer"', "true", "false", "null", "NaN", "-Infinity", "1e400",
-    "100", "100.0", "100.5", "-3", "13.62", '"ch_02"', "2", "16", '"lead"', '"lag"', '"independent"',
-    '"Level Shift"', '"No anomaly"', '"Yes"', '"No"',
+    "{",
+    "}",
+    "[",
+    "]",
+    '"',
+    "\\",
+    ":",
+    ",",
+    " ",
+    "\n",
+    "<think>",
+    "</think>",
+    "```json",
+    "Answer: ",
+    '"present"',
+    '"start"',
+    '"end"',
+    '"kind"',
+    '"magnitude_sigma"',
+    '"anomalies"',
+    '"channel"',
+    '"direction"',
+    '"lag_samples"',
+    '"answer"',
+    "true",
+    "false",
+    "null",
+    "NaN",
+    "-Infinity",
+    "1e400",
+    "100",
+    "100.0",
+    "100.5",
+    "-3",
+    "13.62",
+    '"ch_02"',
+    "2",
+    "16",
+    '"lead"',
+    '"lag"',
+    '"independent"',
+    '"Level Shift"',
+    '"No anomaly"',
+    '"Yes"',
+    '"No"',
 ]
 json_ish_text = st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join)
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=8)
     | st.sampled_from(["lead", "lag", "independent", "Level Shift", "No anomaly", "ch_02", "Yes"]),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(
-        st.sampled_from(["channel", "start", "end", "kind", "present"]), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.sampled_from(["channel", "start", "end", "kind", "present"]), children, max_size=4)
+    ),
     max_leaves=12,
 )
 ANSWER_KEYS = [
-    "present", "start", "end", "kind", "magnitude_sigma", "anomalies", "direction", "lag_samples", "answer",
+    "present",
+    "start",
+    "end",
+    "kind",
+    "magnitude_sigma",
+    "anomalies",
+    "direction",
+    "lag_samples",
+    "answer",
 ]
 answer_like_objects = st.dictionaries(st.sampled_from(ANSWER_KEYS), json_values, max_size=5).map(json.dumps)
 
@@ -241,7 +295,12 @@ def reference_matches(gold: list[dict], predicted: list[dict]) -> int:
                 continue
             inter = max(0, min(a["end"], b["end"]) - max(a["start"], b["start"]))
             union = max(0, a["end"] - a["start"]) + max(0, b["end"] - b["start"]) - inter
-            if a["start"] < a["end"] and b["start"] < b["end"] and inter > 0 and Fraction(inter, union) > Fraction(3, 10):
+            if (
+                a["start"] < a["end"]
+                and b["start"] < b["end"]
+                and inter > 0
+                and Fraction(inter, union) > Fraction(3, 10)
+            ):
                 pairs.append((-Fraction(inter, union), g, p))
     used_g, used_p = set(), set()
     for _, g, p in sorted(pairs):

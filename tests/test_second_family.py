@@ -22,8 +22,9 @@ from spike_count import FAMILY, write_dataset  # noqa: E402
 
 def tsbench(*args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(FAMILIES), os.environ.get("PYTHONPATH", "")]))
-    return subprocess.run([sys.executable, "-m", "tsbench.cli", *args], capture_output=True, text=True, env=env,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "tsbench.cli", *args], capture_output=True, text=True, env=env, timeout=300
+    )
 
 
 def test_a_family_from_outside_the_package_runs_end_to_end(tmp_path):
@@ -33,9 +34,23 @@ def test_a_family_from_outside_the_package_runs_end_to_end(tmp_path):
     answer = '{"count": 2}'
     with FakeOpenAIServer(default=f"ok:I count them. {answer}") as server:
         for harness in ("single-pass-text", "rlm"):
-            res = tsbench("eval", "--family", FAMILY, "--model", "openai/fake-model", "--base-url", server.base_url,
-                          "--harness", harness, "--data", str(data), "--max-turns", "2", "--out",
-                          str(tmp_path / "runs" / harness))
+            res = tsbench(
+                "eval",
+                "--family",
+                FAMILY,
+                "--model",
+                "openai/fake-model",
+                "--base-url",
+                server.base_url,
+                "--harness",
+                harness,
+                "--data",
+                str(data),
+                "--max-turns",
+                "2",
+                "--out",
+                str(tmp_path / "runs" / harness),
+            )
             assert res.returncode == 0, res.stderr[-2000:]
     for harness in ("single-pass-text", "rlm"):
         samples = pd.read_parquet(tmp_path / "runs" / harness / "samples.parquet")
@@ -51,8 +66,15 @@ def test_a_family_from_outside_the_package_runs_end_to_end(tmp_path):
 
     responses = tmp_path / "answers.jsonl"
     responses.write_text("".join(json.dumps({"id": i, "response": g}) + "\n" for i, g in zip(gold["id"], gold["gold"])))
-    scored = tsbench("score", "--data", str(data / "test.parquet"), "--responses", str(responses), "--out",
-                     str(tmp_path / "scores.parquet"))
+    scored = tsbench(
+        "score",
+        "--data",
+        str(data / "test.parquet"),
+        "--responses",
+        str(responses),
+        "--out",
+        str(tmp_path / "scores.parquet"),
+    )
     assert scored.returncode == 0, scored.stderr[-2000:]
     assert (pd.read_parquet(tmp_path / "scores.parquet")["score"] == 1.0).all()
 
@@ -78,10 +100,35 @@ def test_one_cpu_train_grpo_step_on_its_train_split(tmp_path):
     data = tmp_path / "spikes"
     write_dataset(data, split="train")
     run = tmp_path / "grpo"
-    res = tsbench("train-grpo", "--model", "local/smollm2-135m", "--lora", "4", "--lora-target", "q_proj,v_proj",
-                  "--family", FAMILY, "--data", str(data), "--steps", "1", "--group-size", "2", "--batch-size", "2",
-                  "--harness", "single-pass-text", "--max-tokens", "8", "--max-seq-len", "1024",
-                  "--rollout-workers", "2", "--out", str(run))
+    res = tsbench(
+        "train-grpo",
+        "--model",
+        "local/smollm2-135m",
+        "--lora",
+        "4",
+        "--lora-target",
+        "q_proj,v_proj",
+        "--family",
+        FAMILY,
+        "--data",
+        str(data),
+        "--steps",
+        "1",
+        "--group-size",
+        "2",
+        "--batch-size",
+        "2",
+        "--harness",
+        "single-pass-text",
+        "--max-tokens",
+        "8",
+        "--max-seq-len",
+        "1024",
+        "--rollout-workers",
+        "2",
+        "--out",
+        str(run),
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     rollouts = pd.read_json(run / "rollouts" / "samples.jsonl", lines=True)
     train_ids = set(pd.read_parquet(data / "train.parquet")["id"])
@@ -92,8 +139,19 @@ def test_one_cpu_train_grpo_step_on_its_train_split(tmp_path):
     assert metrics["step"].tolist() == [1] and metrics["epoch"].tolist() == [0.0]
     assert (run / "final" / "adapter_config.json").is_file()
 
-    refused = tsbench("train-grpo", "--model", "local/smollm2-135m", "--family", FAMILY, "--data", str(data),
-                      "--preset", "small", "--out", str(tmp_path / "refused"))
+    refused = tsbench(
+        "train-grpo",
+        "--model",
+        "local/smollm2-135m",
+        "--family",
+        FAMILY,
+        "--data",
+        str(data),
+        "--preset",
+        "small",
+        "--out",
+        str(tmp_path / "refused"),
+    )
     assert refused.returncode == 2 and "--preset" in refused.stderr and refused.stderr.strip().count("\n") == 0
 
 
@@ -108,7 +166,9 @@ def test_its_training_stream_is_shuffled_epochs_of_its_train_split(tmp_path):
     family = get_taskset(FAMILY)
 
     def drawn(seed: int, **extra) -> list[str]:
-        stream = family.training_stream(TrainingRequest(seed=seed, steps=6, tasks_per_step=4, data=(str(data),), **extra))
+        stream = family.training_stream(
+            TrainingRequest(seed=seed, steps=6, tasks_per_step=4, data=(str(data),), **extra)
+        )
         return [stream.sample(s, j).ref.id for s in range(1, 7) for j in range(4)]
 
     first, rows = drawn(0), sorted(pd.read_parquet(data / "train.parquet")["id"])

@@ -35,8 +35,9 @@ def _flags(name: str) -> dict[str, object]:
     return {opt: p for p in _command(name).params for opt in p.opts}
 
 
-@pytest.mark.parametrize(("command", "cls"), [("eval", EvalConfig), ("train-grpo", GRPOConfig),
-                                              ("sft-baseline", SFTConfig)])
+@pytest.mark.parametrize(
+    ("command", "cls"), [("eval", EvalConfig), ("train-grpo", GRPOConfig), ("sft-baseline", SFTConfig)]
+)
 def test_every_field_is_a_flag_of_its_own_name_with_a_docstring(command, cls):
     flags = _flags(command)
     for spec in specs(cls):
@@ -50,8 +51,18 @@ def test_eval_help_lists_every_harness_section_with_defaults(capsys):
     with pytest.raises(SystemExit):
         app(["eval", "--help"], prog_name="tsbench")
     text = " ".join(capsys.readouterr().out.split())
-    for flag in ("--period-steps", "--period-wall-s", "--compaction-tokens", "--mode", "--skills", "--tools-dir",
-                 "--memory-bank", "--cell-timeout-s", "--judge-base-url", "--judge-api-key-env"):
+    for flag in (
+        "--period-steps",
+        "--period-wall-s",
+        "--compaction-tokens",
+        "--mode",
+        "--skills",
+        "--tools-dir",
+        "--memory-bank",
+        "--cell-timeout-s",
+        "--judge-base-url",
+        "--judge-api-key-env",
+    ):
         assert flag in text
     assert "model replies per period. [default: 20]" in text.lower()
     assert "Seconds per code cell before interrupt/restart. [default: 300.0]" in text
@@ -64,9 +75,20 @@ def _cli(monkeypatch, capsys, *argv: str) -> tuple[int, str]:
     return exit_info.value.code, capsys.readouterr().err
 
 
-@pytest.mark.parametrize("flag", [["--cell-timeout-s", "0"], ["--cell-timeout", "-5"], ["--observation-chars", "-1"],
-                                  ["--memory-gib", "-1"], ["--max-tokens", "0"], ["--limit", "two"],
-                                  ["--lengths", "1024,big"], ["--epochs", "0"], ["--mode", "serial"]])
+@pytest.mark.parametrize(
+    "flag",
+    [
+        ["--cell-timeout-s", "0"],
+        ["--cell-timeout", "-5"],
+        ["--observation-chars", "-1"],
+        ["--memory-gib", "-1"],
+        ["--max-tokens", "0"],
+        ["--limit", "two"],
+        ["--lengths", "1024,big"],
+        ["--epochs", "0"],
+        ["--mode", "serial"],
+    ],
+)
 def test_a_bad_value_is_one_line_and_exit_2_before_any_episode(monkeypatch, capsys, tmp_path, flag):
     code, err = _cli(monkeypatch, capsys, "eval", "--model", "scripted/zscore", "--out", str(tmp_path / "r"), *flag)
     assert code == 2 and len(err.strip().splitlines()) == 1, err
@@ -92,8 +114,12 @@ def test_toml_values_are_typed_and_unknown_tables_and_keys_get_a_did_you_mean(tm
         build(EvalConfig, {"harness_config": {"cell_timeout_s": 0}})
     with pytest.raises(UserError, match=r"unknown key top_k in \[tools\]"):
         build(EvalConfig, read_toml_table(toml("[eval.tools]\ntop_k = 2\n"), "eval"))
-    cfg = build(EvalConfig, read_toml_table(toml('[eval]\nlengths = "1024, 2048"\n[eval.rlm]\ndepth = 1\n'
-                                                 '[eval.file-agent]\nperiod_steps = 3\n'), "eval"))
+    cfg = build(
+        EvalConfig,
+        read_toml_table(
+            toml('[eval]\nlengths = "1024, 2048"\n[eval.rlm]\ndepth = 1\n[eval.file-agent]\nperiod_steps = 3\n'), "eval"
+        ),
+    )
     assert cfg.lengths == [1024, 2048] and cfg.harness_config.depth == 1 and cfg.harness_config.period_steps == 3
 
 
@@ -107,30 +133,81 @@ def test_every_experiment_config_builds(tmp_path):
         data = tomllib.loads(path.read_text())
         for table in set(data) & set(tables):
             build(tables[table], read_toml_table(path, table), where=str(path))
-        flat_section_keys = [k for k in data.get("eval", {}) if HarnessConfig.__dataclass_fields__.get(k)
-                             and HarnessConfig.__dataclass_fields__[k].metadata.get("section")]
+        flat_section_keys = [
+            k
+            for k in data.get("eval", {})
+            if HarnessConfig.__dataclass_fields__.get(k)
+            and HarnessConfig.__dataclass_fields__[k].metadata.get("section")
+        ]
         assert not flat_section_keys, f"{path}: harness settings belong in their section: {flat_section_keys}"
 
 
 def test_resume_settings_are_derived_from_the_fields():
     names = set(result_settings(EvalConfig()))
-    assert {"cell_timeout_s", "memory_gib", "episode_wall_s", "base_url", "observation_chars", "max_attempts",
-            "retry_delay_s", "client_timeout_s", "judge_base_url", "model", "mode", "top_k"} <= names
-    assert not names & {"out", "overwrite", "concurrency", "executor", "ray_address", "report_to", "limit",
-                        "categories", "sample_ids", "epochs", "fail_on_error"}
+    assert {
+        "cell_timeout_s",
+        "memory_gib",
+        "episode_wall_s",
+        "base_url",
+        "observation_chars",
+        "max_attempts",
+        "retry_delay_s",
+        "client_timeout_s",
+        "judge_base_url",
+        "model",
+        "mode",
+        "top_k",
+    } <= names
+    assert not names & {
+        "out",
+        "overwrite",
+        "concurrency",
+        "executor",
+        "ray_address",
+        "report_to",
+        "limit",
+        "categories",
+        "sample_ids",
+        "epochs",
+        "fail_on_error",
+    }
 
 
 @pytest.fixture(scope="module")
 def zscore_run(small_data, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("runs") / "zscore"
-    run_eval(EvalConfig(model="scripted/zscore", harness="single-pass-text", data=[str(small_data)], regime="precise",
-                        limit=1, concurrency=1, out=str(out)))
+    run_eval(
+        EvalConfig(
+            model="scripted/zscore",
+            harness="single-pass-text",
+            data=[str(small_data)],
+            regime="precise",
+            limit=1,
+            concurrency=1,
+            out=str(out),
+        )
+    )
     return out
 
 
 def test_resume_with_a_changed_cell_timeout_is_refused_with_a_diff(monkeypatch, capsys, small_data, zscore_run):
-    common = ["eval", "--model", "scripted/zscore", "--harness", "single-pass-text", "--data", str(small_data),
-              "--regime", "precise", "--limit", "1", "--concurrency", "1", "--out", str(zscore_run)]
+    common = [
+        "eval",
+        "--model",
+        "scripted/zscore",
+        "--harness",
+        "single-pass-text",
+        "--data",
+        str(small_data),
+        "--regime",
+        "precise",
+        "--limit",
+        "1",
+        "--concurrency",
+        "1",
+        "--out",
+        str(zscore_run),
+    ]
     code, err = _cli(monkeypatch, capsys, *common, "--cell-timeout", "10", "--retry-delay-s", "2")
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "cell_timeout_s: 300.0 → 10.0" in err and "retry_delay_s: None → 2.0" in err
@@ -140,13 +217,28 @@ def test_resume_with_a_changed_cell_timeout_is_refused_with_a_diff(monkeypatch, 
 
 
 def test_a_setting_of_another_harness_is_refused(monkeypatch, capsys, small_data, tmp_path):
-    code, err = _cli(monkeypatch, capsys, "eval", "--model", "scripted/zscore", "--harness", "rlm", "--data",
-                     str(small_data), "--max-tool-calls", "3", "--out", str(tmp_path / "r"))
+    code, err = _cli(
+        monkeypatch,
+        capsys,
+        "eval",
+        "--model",
+        "scripted/zscore",
+        "--harness",
+        "rlm",
+        "--data",
+        str(small_data),
+        "--max-tool-calls",
+        "3",
+        "--out",
+        str(tmp_path / "r"),
+    )
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "max_tool_calls (--max-tool-calls) is a setting of [tools]" in err and "rlm" in err
     from tsbench.harness.episode import SECTIONS, RLMSettings, ToolsSettings
 
-    own = lambda cls: {f.name for f in dataclasses.fields(cls)}
+    def own(cls):
+        return {f.name for f in dataclasses.fields(cls)}
+
     assert "depth" in own(RLMSettings) and "max_tool_calls" in own(ToolsSettings)
     assert {s.name: s.meta["section"] for s in specs(HarnessConfig)}["max_turns"] is None  # shared by all
     for section in SECTIONS:  # each harness's own class: its fields are its section's, and HarnessConfig's
@@ -163,10 +255,22 @@ def test_the_judge_gets_its_own_server_and_key(tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("MY_JUDGE_KEY", "judge-secret")
     with FakeOpenAIServer(default="ok:YES") as server:
-        cfg = build(EvalConfig, {"model": "scripted/timesage", "family": "timesage", "data": [str(manifest.parent)],
-                                 "limit": 1, "categories": ["easy"], "concurrency": 1, "out": str(tmp_path / "run"),
-                                 "judge": "openai/fake-model", "judge_base_url": server.base_url,
-                                 "judge_api_key_env": "MY_JUDGE_KEY", "judge_max_attempts": 1})
+        cfg = build(
+            EvalConfig,
+            {
+                "model": "scripted/timesage",
+                "family": "timesage",
+                "data": [str(manifest.parent)],
+                "limit": 1,
+                "categories": ["easy"],
+                "concurrency": 1,
+                "out": str(tmp_path / "run"),
+                "judge": "openai/fake-model",
+                "judge_base_url": server.base_url,
+                "judge_api_key_env": "MY_JUDGE_KEY",
+                "judge_max_attempts": 1,
+            },
+        )
         run_eval(cfg)
         requests, headers = server.request_count, list(server.headers)
     assert requests > 0
@@ -178,9 +282,25 @@ def test_a_judge_key_variable_that_is_not_set_stops_before_any_episode(tmp_path,
 
     manifest, _ = generate_from_options({"seed": 42, "scenarios": 1, "periods": 1}, tmp_path / "ts")
     monkeypatch.delenv("NO_SUCH_JUDGE_KEY", raising=False)
-    code, err = _cli(monkeypatch, capsys, "eval", "--model", "scripted/timesage", "--family", "timesage", "--data",
-                     str(manifest.parent), "--judge", "openai/fake-model", "--judge-base-url", "http://127.0.0.1:9/v1",
-                     "--judge-api-key-env", "NO_SUCH_JUDGE_KEY", "--out", str(tmp_path / "run"))
+    code, err = _cli(
+        monkeypatch,
+        capsys,
+        "eval",
+        "--model",
+        "scripted/timesage",
+        "--family",
+        "timesage",
+        "--data",
+        str(manifest.parent),
+        "--judge",
+        "openai/fake-model",
+        "--judge-base-url",
+        "http://127.0.0.1:9/v1",
+        "--judge-api-key-env",
+        "NO_SUCH_JUDGE_KEY",
+        "--out",
+        str(tmp_path / "run"),
+    )
     assert code == 2 and len(err.strip().splitlines()) == 1 and "NO_SUCH_JUDGE_KEY" in err, err
     assert not (tmp_path / "run").exists()
 

@@ -14,26 +14,26 @@ import pandas as pd
 import pytest
 import torch
 
-from tsbench.tasks.anomalyxl import labels as lb
-from tsbench.tasks.anomalyxl.config import preset
-from tsbench.tasks.anomalyxl.generate import generate_split, update_manifest
-from tsbench.tasks.anomalyxl.rows import iter_rows, read_index
-from tsbench.core.errors import UserError
 from tsbench import results as schema
 from tsbench.core.config import build, read_toml_table
+from tsbench.core.errors import UserError
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
 from tsbench.harness.episode import EpisodeTask, HarnessConfig
 from tsbench.harness.single_pass import run_single_pass
 from tsbench.models.base import Message
 from tsbench.models.registry import get_model
-from tsbench.tasks.anomalyxl.scoring import metrics as score_metrics
 from tsbench.tasks import get_taskset
+from tsbench.tasks.anomalyxl import labels as lb
+from tsbench.tasks.anomalyxl.config import preset
+from tsbench.tasks.anomalyxl.generate import generate_split, update_manifest
+from tsbench.tasks.anomalyxl.rows import iter_rows, read_index
+from tsbench.tasks.anomalyxl.scoring import metrics as score_metrics
 from tsbench.tasks.base import SampleRef
+from tsbench.testing.tiny import make_small_vocab_llama, make_tiny_random_llama
 from tsbench.train import sft_data as sd
 from tsbench.train.config import SFTConfig
 from tsbench.train.sft import as_dataset, run_sft
-from tsbench.testing.tiny import make_small_vocab_llama, make_tiny_random_llama
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments" / "sft"
 ANOMALYXL = get_taskset("anomalyxl")
@@ -77,8 +77,16 @@ def rlm_results(data_dir, tmp_path_factory) -> dict[str, Path]:
     runs = {}
     small = {"regime": "coarse", "categories": [lb.PRESENCE, lb.INDICATOR]}
     for split, extra in (("train", {}), ("val", small), ("test", small)):
-        cfg = EvalConfig(model="scripted/zscore", harness="rlm", data=[str(data_dir)], split=split, limit=1,
-                         concurrency=2, out=str(root / split), **extra)
+        cfg = EvalConfig(
+            model="scripted/zscore",
+            harness="rlm",
+            data=[str(data_dir)],
+            split=split,
+            limit=1,
+            concurrency=2,
+            out=str(root / split),
+            **extra,
+        )
         runs[split] = run_eval(cfg)
     return runs
 
@@ -118,8 +126,11 @@ def test_trajectory_masks_train_only_the_policys_replies(rlm_results, tiny_chat)
         assert not any("ZSCORE_SUMMARY {" in span or "Output:" in span for span in spans)
         assert example.n_trained == sum(len(s) for s in trained_spans(example))
         # Before each reply, the prefix is token for token what LocalHFModel.generate feeds the model.
-        starts = [i for i in range(1, example.n_tokens)
-                  if example.labels[i] != sd.IGNORE and example.labels[i - 1] == sd.IGNORE]
+        starts = [
+            i
+            for i in range(1, example.n_tokens)
+            if example.labels[i] != sd.IGNORE and example.labels[i - 1] == sd.IGNORE
+        ]
         for start, turn in zip(starts, [2, 4]):
             history = [Message(m["role"], m["content"]) for m in messages[:turn]]
             assert tiny_chat.generate(history, max_tokens=1).prompt_token_ids == example.input_ids[:start].tolist()
@@ -161,9 +172,14 @@ def test_fitted_text_budget_keeps_prompts_inside_the_context(data_dir, tiny_chat
     assert {r.category for r in rows} == set(index["category"])
     budget = sd.fit_text_budget(tiny_chat.tokenizer, rows, 1024, 64)
     assert 300 < budget < 1024 * 4
-    examples, stats = sd.single_pass_examples(tiny_chat.tokenizer, ANOMALYXL, sd.balanced_refs(ANOMALYXL, [path], 10),
-                                              text_budget_chars=budget, max_seq_len=1024,
-                                              eos_ids={tiny_chat.tokenizer.eos_token_id})
+    examples, stats = sd.single_pass_examples(
+        tiny_chat.tokenizer,
+        ANOMALYXL,
+        sd.balanced_refs(ANOMALYXL, [path], 10),
+        text_budget_chars=budget,
+        max_seq_len=1024,
+        eos_ids={tiny_chat.tokenizer.eos_token_id},
+    )
     assert stats.examples == 10 and not stats.skipped and stats.max_tokens <= 1024
     assert len({e.category for e in examples}) == index["category"].nunique()  # round-robin over categories
 
@@ -174,14 +190,28 @@ def sft(model, **values) -> SFTConfig:
 
 
 def test_full_finetune_loss_falls_and_the_model_reloads(data_dir, small, tmp_path):
-    cfg = sft(f"local/{small}", data=[str(data_dir)], regime="precise", epochs=3, lr=5e-3, train_rows=4, val_rows=2,
-              text_budget_chars=300, val_max_new_tokens=8, out=str(tmp_path / "m"))
+    cfg = sft(
+        f"local/{small}",
+        data=[str(data_dir)],
+        regime="precise",
+        epochs=3,
+        lr=5e-3,
+        train_rows=4,
+        val_rows=2,
+        text_budget_chars=300,
+        val_max_new_tokens=8,
+        out=str(tmp_path / "m"),
+    )
     events = []
     out = run_sft(cfg, lambda event, values: events.append(event))
     epochs = pd.read_parquet(out / "metrics.parquet")
     steps = pd.read_parquet(out / "steps.parquet")
-    print("small full single-pass train loss per epoch:", epochs["train_loss"].round(3).tolist(),
-          "val loss:", epochs["val_loss"].round(3).tolist())
+    print(
+        "small full single-pass train loss per epoch:",
+        epochs["train_loss"].round(3).tolist(),
+        "val loss:",
+        epochs["val_loss"].round(3).tolist(),
+    )
     assert list(epochs["epoch"]) == [1, 2, 3] and len(steps) == 12
     assert np.all(np.diff(epochs["train_loss"]) < 0) and np.all(np.diff(epochs["val_loss"]) < 0)
     assert epochs["val_primary"].between(0, 1).all() and (epochs["val_rows"] == 2).all()
@@ -192,7 +222,10 @@ def test_full_finetune_loss_falls_and_the_model_reloads(data_dir, small, tmp_pat
     assert info["complete"] and info["epochs_run"] == 3 and not info["stopped_early"]
     assert info["best_epoch"] in (1, 2, 3) and epochs.loc[epochs["saved"], "epoch"].max() == info["best_epoch"]
     assert info["data"]["files"]["train"][0]["sha256"] and info["versions"]["trl"] and "git_commit" in info
-    assert info["eval_hint"]["text_budget_chars"] == 300 and info["model"]["trainable_params"] == info["model"]["total_params"]
+    assert (
+        info["eval_hint"]["text_budget_chars"] == 300
+        and info["model"]["trainable_params"] == info["model"]["total_params"]
+    )
     assert info["data"]["train"]["examples"] == 4 and info["optimizer"]["warmup_steps"] == 0
     assert {"step", "val_row", "epoch_end", "done"} <= set(events)
     assert (out / "config.json").is_file() and not (out / "adapter_config.json").exists()
@@ -208,8 +241,19 @@ def test_a_one_step_run_trains(data_dir, small, tmp_path):
     """The warmup rounds down: a 1-step run moves the weights (HF's ceil would spend it at lr 0)."""
     from safetensors.torch import load_file
 
-    out = run_sft(sft(f"local/{small}", data=[str(data_dir)], regime="coarse", epochs=1, lr=1e-2, train_rows=1,
-                      val_rows=0, text_budget_chars=100, out=str(tmp_path / "one")))
+    out = run_sft(
+        sft(
+            f"local/{small}",
+            data=[str(data_dir)],
+            regime="coarse",
+            epochs=1,
+            lr=1e-2,
+            train_rows=1,
+            val_rows=0,
+            text_budget_chars=100,
+            out=str(tmp_path / "one"),
+        )
+    )
     before, after = load_file(str(small / "model.safetensors")), load_file(str(out / "model.safetensors"))
     assert any(not torch.equal(before[k], after[k]) for k in before)
     assert pd.read_parquet(out / "steps.parquet")["lr"].tolist() == [pytest.approx(1e-2)]
@@ -218,8 +262,20 @@ def test_a_one_step_run_trains(data_dir, small, tmp_path):
 def test_report_to_writes_tensorboard_events_and_an_offline_wandb_run(data_dir, small, tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    out = run_sft(sft(f"local/{small}", data=[str(data_dir)], regime="coarse", epochs=1, lr=1e-2, train_rows=2,
-                      val_rows=0, text_budget_chars=100, report_to=["tensorboard", "wandb"], out=str(tmp_path / "tracked")))
+    out = run_sft(
+        sft(
+            f"local/{small}",
+            data=[str(data_dir)],
+            regime="coarse",
+            epochs=1,
+            lr=1e-2,
+            train_rows=2,
+            val_rows=0,
+            text_budget_chars=100,
+            report_to=["tensorboard", "wandb"],
+            out=str(tmp_path / "tracked"),
+        )
+    )
     events = EventAccumulator(str(out / "tensorboard")).Reload()
     assert len(events.Scalars("train/loss")) == 2  # one point per optimizer step
     offline = list((out / "wandb").glob("offline-run-*/run-*.wandb"))
@@ -237,13 +293,26 @@ def test_early_stopping_when_val_loss_stops_improving(data_dir, small, tmp_path)
     """lr 0 leaves the weights as they are: the val loss never improves after epoch 1.
 
     The text budget is left to be fitted to an 800-token max_seq_len."""
-    cfg = sft(f"local/{small}", data=[str(data_dir)], regime="coarse", epochs=5, lr=0.0, patience=2, train_rows=2,
-              val_rows=1, max_seq_len=800, val_max_new_tokens=2, out=str(tmp_path / "m"))
+    cfg = sft(
+        f"local/{small}",
+        data=[str(data_dir)],
+        regime="coarse",
+        epochs=5,
+        lr=0.0,
+        patience=2,
+        train_rows=2,
+        val_rows=1,
+        max_seq_len=800,
+        val_max_new_tokens=2,
+        out=str(tmp_path / "m"),
+    )
     out = run_sft(cfg)
     epochs = pd.read_parquet(out / "metrics.parquet")
     info = json.loads((out / "run.json").read_text())
     budget = info["eval_hint"]["text_budget_chars"]
-    assert 50 < budget <= 800 * 4 and info["data"]["train"]["max_tokens"] <= 800 and not info["data"]["train"]["skipped"]
+    assert (
+        50 < budget <= 800 * 4 and info["data"]["train"]["max_tokens"] <= 800 and not info["data"]["train"]["skipped"]
+    )
     assert list(epochs["epoch"]) == [1, 2, 3]
     assert epochs["val_loss"].nunique() == 1
     assert info["stopped_early"] and info["epochs_run"] == 3 and info["best_epoch"] == 1
@@ -256,24 +325,43 @@ def test_trl_trains_exactly_the_assistant_masks(data_dir, tiny_chat):
     from trl import SFTTrainer
 
     refs = sd.balanced_refs(ANOMALYXL, [data_dir / "train-precise.parquet"], None)[:2]
-    examples = [sd.single_pass_example(tiny_chat.tokenizer, ANOMALYXL, ANOMALYXL.load(r), 200 + 100 * i,
-                                       {tiny_chat.tokenizer.eos_token_id}) for i, r in enumerate(refs)]
+    examples = [
+        sd.single_pass_example(
+            tiny_chat.tokenizer, ANOMALYXL, ANOMALYXL.load(r), 200 + 100 * i, {tiny_chat.tokenizer.eos_token_id}
+        )
+        for i, r in enumerate(refs)
+    ]
     args = TRLConfig(output_dir="/tmp/unused-sft-out", max_length=None, report_to=[], use_cpu=True, bf16=False)
-    trainer = SFTTrainer(model=tiny_chat.model, args=args, train_dataset=as_dataset(examples),
-                         processing_class=tiny_chat.tokenizer)
+    trainer = SFTTrainer(
+        model=tiny_chat.model, args=args, train_dataset=as_dataset(examples), processing_class=tiny_chat.tokenizer
+    )
     prepared = trainer.train_dataset
     for row, example in zip(prepared, examples):
         assert row["input_ids"] == example.input_ids.tolist() and row["labels"] == example.labels.tolist()
 
 
 def test_rlm_trajectory_lora_warm_start_reloads_and_continues(rlm_results, small, tmp_path):
-    cfg = sft(f"local/{small}", lora=16, format="rlm-trajectories", data=[str(rlm_results["train"]), str(rlm_results["val"])],
-              epochs=2, lr=2e-2, train_rows=3, val_rows=1, val_max_new_tokens=6, out=str(tmp_path / "warm"))
+    cfg = sft(
+        f"local/{small}",
+        lora=16,
+        format="rlm-trajectories",
+        data=[str(rlm_results["train"]), str(rlm_results["val"])],
+        epochs=2,
+        lr=2e-2,
+        train_rows=3,
+        val_rows=1,
+        val_max_new_tokens=6,
+        out=str(tmp_path / "warm"),
+    )
     out = run_sft(cfg)
     info = json.loads((out / "run.json").read_text())
     epochs = pd.read_parquet(out / "metrics.parquet")
-    print("small LoRA rlm-trajectories train loss per epoch:", epochs["train_loss"].round(3).tolist(),
-          "val loss:", epochs["val_loss"].round(3).tolist())
+    print(
+        "small LoRA rlm-trajectories train loss per epoch:",
+        epochs["train_loss"].round(3).tolist(),
+        "val loss:",
+        epochs["val_loss"].round(3).tolist(),
+    )
     assert epochs["train_loss"].iloc[-1] < epochs["train_loss"].iloc[0]
     assert all(r.startswith("train-") for r in info["data"]["train_rows"])
     assert info["data"]["val_rows"] and all(r.startswith("val-") for r in info["data"]["val_rows"])
@@ -290,8 +378,18 @@ def test_rlm_trajectory_lora_warm_start_reloads_and_continues(rlm_results, small
         model.close()
     # An adapter given as the model is the starting point: folded into <out>/warm_start, and a new
     # adapter of the requested rank trains on top of it.
-    again = run_sft(sft(f"local/{out}", lora=4, format="rlm-trajectories", data=[str(rlm_results["train"])],
-                        epochs=1, val_rows=0, train_rows=1, out=str(tmp_path / "again")))
+    again = run_sft(
+        sft(
+            f"local/{out}",
+            lora=4,
+            format="rlm-trajectories",
+            data=[str(rlm_results["train"])],
+            epochs=1,
+            val_rows=0,
+            train_rows=1,
+            out=str(tmp_path / "again"),
+        )
+    )
     info = json.loads((again / "run.json").read_text())
     assert info["model"]["warm_start"] == str(out.resolve()) and info["best_epoch"] == 1
     adapter = json.loads((again / "adapter_config.json").read_text())
@@ -300,8 +398,14 @@ def test_rlm_trajectory_lora_warm_start_reloads_and_continues(rlm_results, small
 
 def test_test_split_transcripts_and_missing_data_are_one_line_errors(rlm_results, tmp_path):
     with pytest.raises(UserError, match="--split train") as caught:
-        run_sft(sft("local/never-loaded", format="rlm-trajectories", data=[str(rlm_results["test"])],
-                    out=str(tmp_path / "a")))
+        run_sft(
+            sft(
+                "local/never-loaded",
+                format="rlm-trajectories",
+                data=[str(rlm_results["test"])],
+                out=str(tmp_path / "a"),
+            )
+        )
     assert "\n" not in str(caught.value)
     with pytest.raises(UserError, match=r"tsbench generate --seed 42 --split all") as caught:
         run_sft(sft("local/never-loaded", data=[str(tmp_path / "seed42")], out=str(tmp_path / "b")))
@@ -317,21 +421,53 @@ def test_experiment_configs_load():
     assert len(files) >= 3
     for path in files:
         cfg = build(SFTConfig, read_toml_table(path, "sft"))
-        assert (cfg.epochs, cfg.lr, cfg.weight_decay, cfg.grad_clip, cfg.warmup, cfg.batch_size) == (5, 1e-4, 0.01, 1.0, 0.03, 1)
+        assert (cfg.epochs, cfg.lr, cfg.weight_decay, cfg.grad_clip, cfg.warmup, cfg.batch_size) == (
+            5,
+            1e-4,
+            0.01,
+            1.0,
+            0.03,
+            1,
+        )
         p = cfg.policy
-        assert (p.lora, p.lora_alpha, p.lora_dropout, p.lora_target, cfg.patience, cfg.val_rows) == (16, 32, 0.05, "q_proj,v_proj", 3, 500)
+        assert (p.lora, p.lora_alpha, p.lora_dropout, p.lora_target, cfg.patience, cfg.val_rows) == (
+            16,
+            32,
+            0.05,
+            "q_proj,v_proj",
+            3,
+            500,
+        )
     assert build(SFTConfig, {**read_toml_table(files[0], "sft"), "epochs": 2}).epochs == 2
 
 
 @pytest.mark.slow
 def test_smollm2_lora_single_pass_learns_the_answer_format(data_dir, tmp_path):
     """One row seen twice (a CPU step of SmolLM2 takes seconds): the loss on it falls and the answer format is learnt."""
-    cfg = sft("local/smollm2-135m", lora=16, data=[str(data_dir)], regime="coarse", epochs=2, lr=3e-3, warmup=0.0,
-              train_rows=1, val_rows=1, text_budget_chars=60, val_max_new_tokens=10, out=str(tmp_path / "smol"))
+    cfg = sft(
+        "local/smollm2-135m",
+        lora=16,
+        data=[str(data_dir)],
+        regime="coarse",
+        epochs=2,
+        lr=3e-3,
+        warmup=0.0,
+        train_rows=1,
+        val_rows=1,
+        text_budget_chars=60,
+        val_max_new_tokens=10,
+        out=str(tmp_path / "smol"),
+    )
     out = run_sft(cfg)
     epochs = pd.read_parquet(out / "metrics.parquet")
-    print("smollm2 LoRA single-pass train loss per epoch:", epochs["train_loss"].round(3).tolist(),
-          "val loss:", epochs["val_loss"].round(3).tolist(), "val primary:", epochs["val_primary"].tolist())
+    print(
+        "smollm2 LoRA single-pass train loss per epoch:",
+        epochs["train_loss"].round(3).tolist(),
+        "val loss:",
+        epochs["val_loss"].round(3).tolist(),
+        "val primary:",
+        epochs["val_primary"].tolist(),
+    )
     assert epochs["train_loss"].iloc[1] < epochs["train_loss"].iloc[0]
     adapter = json.loads((out / "adapter_config.json").read_text())
     assert adapter["base_model_name_or_path"] == "smollm2-135m"
@@ -346,6 +482,7 @@ def test_smollm2_lora_single_pass_learns_the_answer_format(data_dir, tmp_path):
 
 # -- single-pass-text SFT data from families other than AnomalyXL -------------------------------------
 
+
 def test_single_pass_examples_of_the_spike_count_family(tiny_chat, tmp_path):
     """The test family's default `sft_target` (its gold as JSON) is an answer its scorer accepts."""
     import sys
@@ -357,8 +494,14 @@ def test_single_pass_examples_of_the_spike_count_family(tiny_chat, tmp_path):
     path = write_dataset(tmp_path / "spikes", rows=2)
     refs = sd.balanced_refs(family, [path], 3)
     assert [r.id for r in refs] == ["few-00", "few-01", "many-00"]  # round-robin, in file order
-    examples, stats = sd.single_pass_examples(tiny_chat.tokenizer, family, refs, text_budget_chars=200,
-                                              max_seq_len=4096, eos_ids={tiny_chat.tokenizer.eos_token_id})
+    examples, stats = sd.single_pass_examples(
+        tiny_chat.tokenizer,
+        family,
+        refs,
+        text_budget_chars=200,
+        max_seq_len=4096,
+        eos_ids={tiny_chat.tokenizer.eos_token_id},
+    )
     assert stats.examples == 3 and stats.categories == {"few": 2, "many": 1}
     for ref, example in zip(refs, examples):
         sample = family.load(ref)
@@ -366,12 +509,21 @@ def test_single_pass_examples_of_the_spike_count_family(tiny_chat, tmp_path):
         reply = tiny_chat.tokenizer.decode(span).removesuffix(tiny_chat.tokenizer.eos_token)
         assert json.loads(reply) == sample.gold and family.score(example.category, example.gold, reply).score == 1.0
         prompt = sd.single_pass_messages(sample.task, 200)
-        assert sd.prompt_ids(tiny_chat.tokenizer, prompt) == example.input_ids[: len(sd.prompt_ids(
-            tiny_chat.tokenizer, prompt))].tolist()
+        assert (
+            sd.prompt_ids(tiny_chat.tokenizer, prompt)
+            == example.input_ids[: len(sd.prompt_ids(tiny_chat.tokenizer, prompt))].tolist()
+        )
     # Rows the family labels "test" never train, whatever file they were found in; a dir without a
     # train split is one line that names the fix.
-    kept, skipped = sd.single_pass_examples(tiny_chat.tokenizer, family, refs, text_budget_chars=200, max_seq_len=4096,
-                                            eos_ids={tiny_chat.tokenizer.eos_token_id}, split="train")
+    kept, skipped = sd.single_pass_examples(
+        tiny_chat.tokenizer,
+        family,
+        refs,
+        text_budget_chars=200,
+        max_seq_len=4096,
+        eos_ids={tiny_chat.tokenizer.eos_token_id},
+        split="train",
+    )
     assert kept == [] and skipped.skipped == {"other_split": 3}
     with pytest.raises(UserError, match="no spike_count train split in .*tsbench generate"):
         run_sft(sft("local/never-loaded", family=FAMILY, data=[str(path.parent)], out=str(tmp_path / "never")))
@@ -394,8 +546,20 @@ def timerbed_data(tmp_path_factory) -> Path:
 
 
 def test_sft_on_timerbed_trains_on_its_train_split_and_holds_out_part_of_it(timerbed_data, small, tmp_path):
-    out = run_sft(sft(f"local/{small}", family="timerbed", data=[str(timerbed_data)], epochs=1, lr=1e-2,
-                      train_rows=3, val_rows=1, text_budget_chars=60, val_max_new_tokens=4, out=str(tmp_path / "tb")))
+    out = run_sft(
+        sft(
+            f"local/{small}",
+            family="timerbed",
+            data=[str(timerbed_data)],
+            epochs=1,
+            lr=1e-2,
+            train_rows=3,
+            val_rows=1,
+            text_budget_chars=60,
+            val_max_new_tokens=4,
+            out=str(tmp_path / "tb"),
+        )
+    )
     info = json.loads((out / "run.json").read_text())
     data = info["data"]
     assert data["family"] == "timerbed" and data["val_from"] == "train" and data["regime"] is None

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tsbench.tasks.anomalyxl import labels as lb
 from tsbench import results as schema
+from tsbench.baselines import build_policy
 from tsbench.core.config import build
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
@@ -21,8 +21,8 @@ from tsbench.harness.tool_protocol import JsonTextProtocol, NativeProtocol, choo
 from tsbench.harness.tools import TOOLS_FINAL_NOTICE
 from tsbench.harness.toolset import (
     SEED_TOOL_NAMES,
-    ToolSourceError,
     Toolset,
+    ToolSourceError,
     load_tools_dir,
     read_observation,
     seed_specs,
@@ -33,9 +33,9 @@ from tsbench.harness.toolset import (
 )
 from tsbench.models.base import Message, ToolCall
 from tsbench.models.openai_model import OpenAIChatModel, message_payload
-from tsbench.baselines import build_policy
 from tsbench.models.retry import RetryPolicy
 from tsbench.results.records import transcript_events
+from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
 
 FAST_RETRY = RetryPolicy(max_attempts=2, base_delay_s=0.01, max_delay_s=0.02, rate_limit_base_delay_s=0.01, jitter=0.0)
@@ -49,8 +49,16 @@ def _no_background_stumpy_compile():
         yield
 
 
-TABLE_10 = ("list_channels", "series_overview", "channel_stats", "channel_values", "compute_acf",
-            "detect_periodicity", "find_peaks", "arima_forecast")
+TABLE_10 = (
+    "list_channels",
+    "series_overview",
+    "channel_stats",
+    "channel_values",
+    "compute_acf",
+    "detect_periodicity",
+    "find_peaks",
+    "arima_forecast",
+)
 PRIMITIVES = ("robust_zscore_scan", "rolling_stats", "change_points", "discords", "plot_window")
 
 BOOM = '''def boom(scale: float = 1.0) -> dict:
@@ -79,8 +87,14 @@ def synthetic_series(length: int = 3000) -> dict[str, np.ndarray]:
 
 def small_task(series: dict[str, np.ndarray], category: str = lb.LOCALIZE) -> EpisodeTask:
     names = list(series)
-    return EpisodeTask("t-1", category, "precise", "Where is the anomaly? Answer with JSON.", names,
-                       np.stack([series[n] for n in names]).astype(np.float32))
+    return EpisodeTask(
+        "t-1",
+        category,
+        "precise",
+        "Where is the anomaly? Answer with JSON.",
+        names,
+        np.stack([series[n] for n in names]).astype(np.float32),
+    )
 
 
 def iou(a: tuple[int, int], b: tuple[int, int]) -> float:
@@ -89,6 +103,7 @@ def iou(a: tuple[int, int], b: tuple[int, int]) -> float:
 
 
 # -- typed specs and the two protocols (no kernel) --------------------------------------------------
+
 
 def test_seed_tools_are_typed_with_json_schemas():
     specs = seed_specs()
@@ -108,12 +123,17 @@ def test_spec_from_source_parses_but_never_runs():
     spec = spec_from_source(BOOM + "\nraise SystemExit('never executed here')\n")
     assert spec.name == "boom" and spec.family == "evolved" and spec.description == "A tool that always raises."
     assert spec.parameters["properties"]["scale"] == {"type": "number", "description": "unused", "default": 1.0}
-    typed = spec_from_source('def f(ch: str, k: int | None = None, xs: list[float] = [], on: bool = True):\n  pass\n')
+    typed = spec_from_source("def f(ch: str, k: int | None = None, xs: list[float] = [], on: bool = True):\n  pass\n")
     assert typed.parameters["required"] == ["ch"]
     assert typed.parameters["properties"]["xs"] == {"type": "array", "items": {"type": "number"}, "default": []}
     assert typed.signature() == "f(ch: string, k: integer = null, xs: array = [], on: boolean = true)"
-    for bad, message in [("def f(:\n", "syntax"), ("x = 1\n", "exactly one"), ("def f(*a):\n  pass\n", "plain"),
-                         ("def f(): pass\ndef g(): pass\n", "exactly one"), ("def f(x=len):\n  pass\n", "literal")]:
+    for bad, message in [
+        ("def f(:\n", "syntax"),
+        ("x = 1\n", "exactly one"),
+        ("def f(*a):\n  pass\n", "plain"),
+        ("def f(): pass\ndef g(): pass\n", "exactly one"),
+        ("def f(x=len):\n  pass\n", "literal"),
+    ]:
         with pytest.raises(ToolSourceError, match=message):
             spec_from_source(bad)
 
@@ -129,10 +149,12 @@ def test_host_side_validation():
 
 def test_json_text_protocol_parsing():
     names = Toolset.build().names
-    text = ('<think>maybe <tool_call>{"name": "series_overview"}</tool_call></think>First:\n'
-            '<tool_call>{"name": "channel_stats", "arguments": {"channel": "ch_00"}}</tool_call>\n'
-            '<tool_call> {"name": "channel_values", "arguments": "{\\"stride\\": 4}"} </tool_call>\n'
-            '<tool_call>{"name": broken}</tool_call>')
+    text = (
+        '<think>maybe <tool_call>{"name": "series_overview"}</tool_call></think>First:\n'
+        '<tool_call>{"name": "channel_stats", "arguments": {"channel": "ch_00"}}</tool_call>\n'
+        '<tool_call> {"name": "channel_values", "arguments": "{\\"stride\\": 4}"} </tool_call>\n'
+        '<tool_call>{"name": broken}</tool_call>'
+    )
     calls = parse_json_calls(text, names)
     assert calls[0] == ("channel_stats", {"channel": "ch_00"}, None)
     assert calls[1] == ("channel_values", {"stride": 4}, None)
@@ -150,11 +172,17 @@ def test_json_text_protocol_parsing():
 def test_openai_wire_format_for_tool_messages():
     call = ToolCall("call_1", "channel_stats", '{"channel": "a"}')
     assert message_payload(Message("assistant", "", tool_calls=[call])) == {
-        "role": "assistant", "content": None,
-        "tool_calls": [{"id": "call_1", "type": "function",
-                        "function": {"name": "channel_stats", "arguments": '{"channel": "a"}'}}]}
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "channel_stats", "arguments": '{"channel": "a"}'}}
+        ],
+    }
     assert message_payload(Message("tool", '{"n": 3}', tool_call_id="call_1")) == {
-        "role": "tool", "tool_call_id": "call_1", "content": '{"n": 3}'}
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": '{"n": 3}',
+    }
     with FakeOpenAIServer(['tool:channel_stats:{"channel": "a"}', "ok:done"]) as server:
         model = fake_model(server)
         tools = Toolset.build().openai_tools()
@@ -167,6 +195,7 @@ def test_openai_wire_format_for_tool_messages():
 
 
 # -- the tools inside a real kernel -----------------------------------------------------------------
+
 
 def test_seed_tools_in_the_kernel_return_compact_exact_observations():
     series = synthetic_series()
@@ -249,17 +278,32 @@ def test_discords_use_stumpy_with_a_warm_compile_cache():
 
 # -- episodes ---------------------------------------------------------------------------------------
 
+
 def test_tools_harnesses_resolve_by_name_and_differ_only_in_images():
     tools, with_images = get_harness("tools"), get_harness("tools-image")
-    assert tools.func is with_images.func and tools.keywords == {"image": False} and with_images.keywords == {"image": True}
+    assert (
+        tools.func is with_images.func
+        and tools.keywords == {"image": False}
+        and with_images.keywords == {"image": True}
+    )
     with pytest.raises(ValueError, match="tools-image"):  # an unknown name lists the choices
         get_harness("tool")
 
 
 @pytest.mark.parametrize("model, regime", [("scripted/tools", "both"), ("scripted/tools-json", "coarse")])
 def test_end_to_end_with_the_scripted_tool_policy(small_data, tmp_path, model, regime):
-    cfg = build(EvalConfig, dict(model=model, harness="tools", data=[str(small_data)], regime=regime, limit=1, concurrency=2,
-                     out=str(tmp_path / "run")))
+    cfg = build(
+        EvalConfig,
+        dict(
+            model=model,
+            harness="tools",
+            data=[str(small_data)],
+            regime=regime,
+            limit=1,
+            concurrency=2,
+            out=str(tmp_path / "run"),
+        ),
+    )
     run_dir = run_eval(cfg)
     samples = pd.read_parquet(run_dir / schema.SAMPLES)
     expected = lb.ALL_CATEGORIES if regime == "both" else lb.MCQ_CATEGORIES
@@ -278,8 +322,17 @@ def test_end_to_end_with_the_scripted_tool_policy(small_data, tmp_path, model, r
         assert json.loads(calls[1]["observation"])["scan"]
         assert transcript[-1]["content"] == row.final_message
     # The tool observations carry scripted/zscore's whole analysis: the same decisions, from the kernel.
-    reference = build(EvalConfig, dict(model="scripted/zscore", harness="single-pass-text", data=[str(small_data)], regime=regime,
-                           limit=1, out=str(tmp_path / "reference")))
+    reference = build(
+        EvalConfig,
+        dict(
+            model="scripted/zscore",
+            harness="single-pass-text",
+            data=[str(small_data)],
+            regime=regime,
+            limit=1,
+            out=str(tmp_path / "reference"),
+        ),
+    )
     zscore = pd.read_parquet(run_eval(reference) / schema.SAMPLES)
     both = samples.set_index("id")["score"].to_frame("tools").join(zscore.set_index("id")["score"].rename("zscore"))
     assert len(both) == len(samples) and (both["tools"] - both["zscore"]).abs().max() < 1e-3
@@ -344,9 +397,21 @@ def test_plot_window_returns_an_image_for_vision_models():
 
 @pytest.mark.slow
 def test_local_smollm2_under_the_tools_harness(small_data, tmp_path):
-    cfg = build(EvalConfig, dict(model="local/smollm2-135m", harness="tools", data=[str(small_data)], regime="precise",
-                     categories=[lb.LOCALIZE], limit=1, max_turns=2, max_tokens=48, concurrency=1,
-                     out=str(tmp_path / "run")))
+    cfg = build(
+        EvalConfig,
+        dict(
+            model="local/smollm2-135m",
+            harness="tools",
+            data=[str(small_data)],
+            regime="precise",
+            categories=[lb.LOCALIZE],
+            limit=1,
+            max_turns=2,
+            max_tokens=48,
+            concurrency=1,
+            out=str(tmp_path / "run"),
+        ),
+    )
     run_dir = run_eval(cfg)
     row = pd.read_parquet(run_dir / schema.SAMPLES).iloc[0]
     assert pd.isna(row["error_type"]), row["error"]

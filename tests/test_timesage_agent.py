@@ -20,8 +20,17 @@ from tsbench.tasks.timesage.sources.synthetic import materialize, plan_set
 @pytest.fixture(scope="module")
 def tasks() -> list[EpisodeTask]:
     scenario, periods = materialize(plan_set(42, 1, 3)[0])  # an easy scenario, three periods
-    return [EpisodeTask(row_id=p.id, category=scenario.tier, regime=scenario.tier, question=period_question(scenario, p),
-                        files=p.files, meta=period_meta(scenario, p)) for p in periods]
+    return [
+        EpisodeTask(
+            row_id=p.id,
+            category=scenario.tier,
+            regime=scenario.tier,
+            question=period_question(scenario, p),
+            files=p.files,
+            meta=period_meta(scenario, p),
+        )
+        for p in periods
+    ]
 
 
 def code(*lines: str) -> str:
@@ -46,8 +55,15 @@ class ScriptPolicy:
         meta = task.meta
         period = meta.get("period_index")
         step = 1 + sum(1 for c in self.calls if c["period"] == period and c["phase"] == "period")
-        self.calls.append({"period": period, "phase": meta.get("phase"), "step": step,
-                           "messages": [(m.role, m.content) for m in messages], "skills": list(meta.get("skills", []))})
+        self.calls.append(
+            {
+                "period": period,
+                "phase": meta.get("phase"),
+                "step": step,
+                "messages": [(m.role, m.content) for m in messages],
+                "skills": list(meta.get("skills", [])),
+            }
+        )
         text = "SUMMARY-XYZ of the past periods" if meta.get("phase") == "compaction" else self.script(period, step)
         return Completion(text=text, input_tokens=self.input_tokens, output_tokens=5)
 
@@ -62,13 +78,16 @@ def first_call(policy: ScriptPolicy, period: int) -> dict:
 def test_sequential_mode_carries_state_and_compaction_replaces_it(tasks):
     def script(period, step):
         if period == 2:
-            return code("request_memory_compaction(reason='bloated')",
-                        "final_answer(answer={'status': 'ample'}, report='PERIOD-TWO-REPORT')")
+            return code(
+                "request_memory_compaction(reason='bloated')",
+                "final_answer(answer={'status': 'ample'}, report='PERIOD-TWO-REPORT')",
+            )
         return "Finishing now.\n" + FINISH
 
     policy = ScriptPolicy(script)
-    outcomes = run_chain(policy, tasks, HarnessConfig(mode="sequential", period_steps=3),
-                         after=lambda i, outcome: f"FEEDBACK-AFTER-{i}")
+    outcomes = run_chain(
+        policy, tasks, HarnessConfig(mode="sequential", period_steps=3), after=lambda i, outcome: f"FEEDBACK-AFTER-{i}"
+    )
     assert all(o.finished and o.result.final_message for o in outcomes)
     second = first_call(policy, 2)["messages"]
     assert second[0][0] == "system" and any("Finishing now." in text for role, text in second if role == "assistant")
@@ -98,19 +117,23 @@ def test_independent_mode_starts_every_period_fresh(tasks):
     assert [role for role, _ in second] == ["system", "user"] and "FEEDBACK" not in second[1][1]
 
 
-SKILL = ("def last_value(path='timeseries.csv'):\n"
-         "    import csv\n"
-         "    with open(path) as handle:\n"
-         "        rows = list(csv.reader(handle))\n"
-         "    return float(rows[-1][1])\n")
+SKILL = (
+    "def last_value(path='timeseries.csv'):\n"
+    "    import csv\n"
+    "    with open(path) as handle:\n"
+    "        rows = list(csv.reader(handle))\n"
+    "    return float(rows[-1][1])\n"
+)
 
 
 def test_a_skill_induced_in_period_k_is_callable_from_k_plus_1_only(tasks):
     def script(period, step):
         if period == 1 and step == 1:
-            return code(f"induct_skill(name='last_value', description='Return the last value of the first numeric "
-                        f"column of timeseries.csv', notes='no arguments needed', code={SKILL!r})",
-                        "print('SAME PERIOD', last_value())")
+            return code(
+                f"induct_skill(name='last_value', description='Return the last value of the first numeric "
+                f"column of timeseries.csv', notes='no arguments needed', code={SKILL!r})",
+                "print('SAME PERIOD', last_value())",
+            )
         if period == 2 and step == 1:
             return code("print('NEXT PERIOD', last_value())", "print(retrieve_skill('last_value'))")
         return FINISH
@@ -134,16 +157,24 @@ def test_a_skill_induced_in_period_k_is_callable_from_k_plus_1_only(tasks):
 def test_the_literal_answer_dict_is_refused_as_a_skill(tasks):
     literal = "def answer_now():\n    return {'status': 'ample', 'latest_value': 1.0}\n"
     spelled = "def answer_again():\n    out = {}\n    out['status'] = 'ample'\n    out['latest_value'] = 1.0\n    return out\n"
-    computed = ("def band_now(path='timeseries.csv'):\n    import csv\n    rows = list(csv.reader(open(path)))\n"
-                "    value = float(rows[-1][1])\n    return {'status': 'ample' if value > 0 else 'tight', "
-                "'latest_value': value}\n")
-    induct = ("induct_skill(name={!r}, description='Return the status and the latest value of the period', "
-              "notes='', code={!r})")
+    computed = (
+        "def band_now(path='timeseries.csv'):\n    import csv\n    rows = list(csv.reader(open(path)))\n"
+        "    value = float(rows[-1][1])\n    return {'status': 'ample' if value > 0 else 'tight', "
+        "'latest_value': value}\n"
+    )
+    induct = (
+        "induct_skill(name={!r}, description='Return the status and the latest value of the period', "
+        "notes='', code={!r})"
+    )
 
     def script(period, step):
-        return code(induct.format("answer_now", literal), induct.format("answer_again", spelled),
-                    induct.format("band_now", computed), induct.format("band_now", computed),
-                    "final_answer(answer={'status': 'ample', 'latest_value': 1.0, 'summary': 's'}, report='r')")
+        return code(
+            induct.format("answer_now", literal),
+            induct.format("answer_again", spelled),
+            induct.format("band_now", computed),
+            induct.format("band_now", computed),
+            "final_answer(answer={'status': 'ample', 'latest_value': 1.0, 'summary': 's'}, report='r')",
+        )
 
     result = run_file_agent(ScriptPolicy(script), tasks[0], HarnessConfig(skills=True, period_steps=2))
     rejected = json.loads(result.attributes["skills_rejected"])

@@ -15,42 +15,80 @@ from tsbench.tasks.timesage.judge_rules import RulesJudge
 from tsbench.tasks.timesage.scoring import parse_message, score_message
 
 FIELDS = [
-    FieldSpec("alert_status", "A1", "label", "What is this month's alert status?",
-              {"type": "string", "enum": ["warm_advisory", "warm_watch", "neutral", "cool_watch", "cool_advisory"]}),
+    FieldSpec(
+        "alert_status",
+        "A1",
+        "label",
+        "What is this month's alert status?",
+        {"type": "string", "enum": ["warm_advisory", "warm_watch", "neutral", "cool_watch", "cool_advisory"]},
+    ),
     FieldSpec("latest_value", "A2", "numeric", "What is the latest index value?", {"type": "number"}, abs_tol=0.01),
-    FieldSpec("mom_direction", "B2", "label", "Did the index rise, fall or stay flat?",
-              {"type": "string", "enum": ["up", "down", "flat"]}),
+    FieldSpec(
+        "mom_direction",
+        "B2",
+        "label",
+        "Did the index rise, fall or stay flat?",
+        {"type": "string", "enum": ["up", "down", "flat"]},
+    ),
     FieldSpec("run_length", "B4", "numeric", "For how many consecutive months?", {"type": "integer"}),
     FieldSpec("summary", "summary", "judge", "Summarise the state.", {"type": "string"}),
 ]
 TRUTH = {"alert_status": "cool_watch", "latest_value": -0.30, "mom_direction": "down", "run_length": 3, "summary": None}
-SIGNALS = ["issue month stated", "alert label stated", "latest value with unit", ">= 1 driver or uncertainty with evidence"]
+SIGNALS = [
+    "issue month stated",
+    "alert label stated",
+    "latest value with unit",
+    ">= 1 driver or uncertainty with evidence",
+]
 
 
 def gold(tier: str = "medium") -> dict:
     def kp(id_, field, description, truth):
-        return {"id": id_, "field": field, "description": description, "verify": f"Does the report give {description}?",
-                "truth": truth, "truth_text": None if truth is None else str(truth)}
+        return {
+            "id": id_,
+            "field": field,
+            "description": description,
+            "verify": f"Does the report give {description}?",
+            "truth": truth,
+            "truth_text": None if truth is None else str(truth),
+        }
 
     return {
-        "scenario": "climate-enso-monthly", "period_label": "2024-11", "period_index": 1, "tier": tier,
-        "fields": [vars(f) for f in FIELDS], "truth": TRUTH,
-        "keypoints": [kp("kp_status", "alert_status", "the alert status", "cool_watch"),
-                      kp("kp_value", "latest_value", "the latest index value", -0.30),
-                      kp("kp_direction", "mom_direction", "which way the index moved", "down"),
-                      kp("kp_driver", None, "a driver named in the prior release", "trade winds")],
-        "quality": {"genre": "monthly monitoring note", "required": [{"text": s, "check": {}} for s in SIGNALS],
-                    "forbidden": [{"text": "citing the current period's release", "check": {}}],
-                    "exemplar": "A four-sentence note."},
+        "scenario": "climate-enso-monthly",
+        "period_label": "2024-11",
+        "period_index": 1,
+        "tier": tier,
+        "fields": [vars(f) for f in FIELDS],
+        "truth": TRUTH,
+        "keypoints": [
+            kp("kp_status", "alert_status", "the alert status", "cool_watch"),
+            kp("kp_value", "latest_value", "the latest index value", -0.30),
+            kp("kp_direction", "mom_direction", "which way the index moved", "down"),
+            kp("kp_driver", None, "a driver named in the prior release", "trade winds"),
+        ],
+        "quality": {
+            "genre": "monthly monitoring note",
+            "required": [{"text": s, "check": {}} for s in SIGNALS],
+            "forbidden": [{"text": "citing the current period's release", "check": {}}],
+            "exemplar": "A four-sentence note.",
+        },
         "context": ["Row date=2024-10, sst_anom=-0.21", "gt_source/2024-10.html: alert status La Nina Watch"],
-        "target_name": "gt_source/2024-11.html", "prior_docs": ["gt_source/2024-10.html"],
+        "target_name": "gt_source/2024-11.html",
+        "prior_docs": ["gt_source/2024-10.html"],
     }
 
 
-ANSWER = {"alert_status": "cool_watch", "latest_value": -0.31, "mom_direction": "down", "run_length": 4,
-          "summary": "Cool watch continues."}
-REPORT = ("Issued for 2024-11. The alert status is cool_watch. The index fell to -0.31 degC. "
-          "It has stayed below the threshold for four months.")
+ANSWER = {
+    "alert_status": "cool_watch",
+    "latest_value": -0.31,
+    "mom_direction": "down",
+    "run_length": 4,
+    "summary": "Cool watch continues.",
+}
+REPORT = (
+    "Issued for 2024-11. The alert status is cool_watch. The index fell to -0.31 degC. "
+    "It has stayed below the threshold for four months."
+)
 CLAIMS = [f"claim {i}" for i in range(10)]
 VERDICTS = ["tier1_supported"] * 7 + ["tier2_supported"] + ["speculation"] * 2
 
@@ -80,8 +118,15 @@ class ScriptedJudge:
         if call.kind == "verify":
             index = CLAIMS.index(call.prompt.split("Claim: ", 1)[1].split("\n", 1)[0])
             return json.dumps({"verdict": VERDICTS[index]})
-        return json.dumps({"required_hits": SIGNALS[:3], "required_partial": [SIGNALS[3]], "required_misses": [],
-                           "forbidden_violations": [], "rationale": "ok"})
+        return json.dumps(
+            {
+                "required_hits": SIGNALS[:3],
+                "required_partial": [SIGNALS[3]],
+                "required_misses": [],
+                "forbidden_violations": [],
+                "rationale": "ok",
+            }
+        )
 
 
 def test_worked_example_arithmetic():
@@ -109,8 +154,14 @@ def test_quality_subtracts_violations_and_clips():
     def judge(call):
         if call.kind != "quality":
             return ScriptedJudge()(call)
-        return json.dumps({"required_hits": [SIGNALS[0]], "required_partial": [], "required_misses": SIGNALS[1:],
-                           "forbidden_violations": ["citing the current period's release"]})
+        return json.dumps(
+            {
+                "required_hits": [SIGNALS[0]],
+                "required_partial": [],
+                "required_misses": SIGNALS[1:],
+                "forbidden_violations": ["citing the current period's release"],
+            }
+        )
 
     result = score_period(gold(), ANSWER, REPORT, Asker(judge))
     assert result.quality == 0.0  # (1 - 1) / 4, clipped at 0
@@ -179,20 +230,29 @@ def test_reply_parsers_tolerate_prose():
     assert parse_claims("no list") is None
     assert parse_verdict('{"verdict": "speculation"}') == "speculation"
     assert parse_verdict("I think tier2_supported") == "tier2_supported"
-    placed = parse_quality('{"required_hits": ["Issue month stated"], "required_partial": ["alert label"]}', SIGNALS, [])
+    placed = parse_quality(
+        '{"required_hits": ["Issue month stated"], "required_partial": ["alert label"]}', SIGNALS, []
+    )
     assert placed["hits"] == [SIGNALS[0]] and placed["partial"] == [SIGNALS[1]] and placed["misses"] == SIGNALS[2:]
 
 
 def test_rules_judge_on_a_hand_built_report():
     g = gold()
-    g["quality"] = {"genre": "note", "exemplar": "", "required": [
-        {"text": "issue month stated", "check": {"kind": "period"}},
-        {"text": "alert label stated", "check": {"kind": "any", "words": ["cool_watch", "neutral"]}},
-        {"text": "latest value with unit", "check": {"kind": "number_unit", "units": ["degC"]}},
-        {"text": "cites CSV or prior files", "check": {"kind": "cites"}}],
-        "forbidden": [{"text": "citing the current release", "check": {"kind": "current_doc"}}]}
-    report = ("Issued for 2024-11. The alert status is cool_watch. The index fell to -0.30 degC (timeseries.csv). "
-              "Warm advisory conditions are expected soon. Markets rallied by 17 percent.")
+    g["quality"] = {
+        "genre": "note",
+        "exemplar": "",
+        "required": [
+            {"text": "issue month stated", "check": {"kind": "period"}},
+            {"text": "alert label stated", "check": {"kind": "any", "words": ["cool_watch", "neutral"]}},
+            {"text": "latest value with unit", "check": {"kind": "number_unit", "units": ["degC"]}},
+            {"text": "cites CSV or prior files", "check": {"kind": "cites"}},
+        ],
+        "forbidden": [{"text": "citing the current release", "check": {"kind": "current_doc"}}],
+    }
+    report = (
+        "Issued for 2024-11. The alert status is cool_watch. The index fell to -0.30 degC (timeseries.csv). "
+        "Warm advisory conditions are expected soon. Markets rallied by 17 percent."
+    )
     asker = Asker(RulesJudge())
     result = score_period(g, ANSWER, report, asker)
     verdicts = dict(result.verdicts)

@@ -100,26 +100,31 @@ def _checks(report) -> set[str]:
 def test_audit_catches_a_row_after_the_cutoff(small_sets):
     def leak(p):
         p.files[TABLE_FILE] = p.files[TABLE_FILE] + b"2099-01,1,2,3,4,5,6,7,8\n"
+
     assert "no_future_rows" in _checks(audit(_planted(small_sets, leak)))
 
 
 def test_audit_catches_the_target_release_in_the_jail(small_sets):
     def leak(p):
         p.files[p.target_name] = p.target_doc
+
     assert "no_target_release" in _checks(audit(_planted(small_sets, leak)))
 
     def renamed(p):  # the same text under an older name
         p.files["gt_source/1999-01-01.md"] = p.target_doc
+
     assert "no_target_release" in _checks(audit(_planted(small_sets, renamed)))
 
 
 def test_audit_catches_the_truth_in_the_jail(small_sets):
     def leak(p):
         p.files["gt_source/1999-01-01.md"] = dumps(p.truth).encode()
+
     assert _checks(audit(_planted(small_sets, leak))) == {"truth_outside_jail"}
 
     def truth_file(p):
         p.files["ground_truth.json"] = b"{}"
+
     assert "visible_files" in _checks(audit(_planted(small_sets, truth_file)))
 
 
@@ -129,6 +134,7 @@ def test_audit_catches_a_truth_its_rule_does_not_reproduce(small_sets):
 
     def wrong(p):
         p.truth[derived] = "not what the rule says"
+
     assert "rule_reproduces" in _checks(audit(_planted(small_sets, wrong)))
 
 
@@ -145,9 +151,11 @@ def test_audit_catches_a_rule_its_tag_does_not_allow(small_sets):
 def test_generate_refuses_a_failing_set(small_sets, tmp_path, monkeypatch):
     def leak(p):
         p.files[p.target_name] = p.target_doc
+
     planted = _planted(small_sets, leak)
-    monkeypatch.setattr(generate_module, "build_sets", lambda options, progress=None: (planted, {"seed": 42,
-                                                                                                  "source": "synthetic"}))
+    monkeypatch.setattr(
+        generate_module, "build_sets", lambda options, progress=None: (planted, {"seed": 42, "source": "synthetic"})
+    )
     with pytest.raises(UserError, match="audit failed"):
         generate_from_options({"seed": 42}, tmp_path)
     assert not (tmp_path / "seed42").exists()

@@ -33,8 +33,15 @@ def ts_data(tmp_path_factory) -> Path:
 
 
 def _config(data: Path, out: Path, mode: str, tiers: list[str]) -> EvalConfig:
-    return EvalConfig(model="scripted/timesage", family="timesage", data=[str(data)], categories=tiers,
-                      concurrency=2, out=str(out), harness_config=HarnessConfig(mode=mode, skills=True))
+    return EvalConfig(
+        model="scripted/timesage",
+        family="timesage",
+        data=[str(data)],
+        categories=tiers,
+        concurrency=2,
+        out=str(out),
+        harness_config=HarnessConfig(mode=mode, skills=True),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +85,9 @@ def test_scripted_scores_100_accuracy_on_easy_and_less_on_hard(independent_run):
     assert {"accuracy", "coverage", "faithfulness", "quality", "overall", "steps"} <= set(row["metrics"])
     assert json.loads(row["gold"])["truth"] and json.loads(row["transcript"])
     info = json.loads((independent_run / RUN_JSON).read_text())
-    assert info["complete"] and info["harness"] == "file-agent" and info["variant"] == "independent, skills, judge/rules"
+    assert (
+        info["complete"] and info["harness"] == "file-agent" and info["variant"] == "independent, skills, judge/rules"
+    )
     assert (independent_run / "judge_cache.jsonl").is_file()
 
 
@@ -127,9 +136,17 @@ def test_rescore_with_a_model_judge_on_a_loopback_server(independent_run, tmp_pa
 def test_leaderboard_shows_the_timesage_boards(independent_run, sequential_run, tmp_path):
     result = build_leaderboard([independent_run, sequential_run], tmp_path / "board", n_boot=200)
     html = (tmp_path / "board" / "leaderboard.html").read_text()
-    for title in ("tsbench leaderboard", "Axes by tier (paper Table 12)", "Per question family (paper Table 2)",
-                  "Overall by period (paper Fig. 7)", "Sequential vs independent (paper Fig. 9)",
-                  "Skill induction and reuse", "Tokens and cost", "judge/rules", "data:image/png;base64"):
+    for title in (
+        "tsbench leaderboard",
+        "Axes by tier (paper Table 12)",
+        "Per question family (paper Table 2)",
+        "Overall by period (paper Fig. 7)",
+        "Sequential vs independent (paper Fig. 9)",
+        "Skill induction and reuse",
+        "Tokens and cost",
+        "judge/rules",
+        "data:image/png;base64",
+    ):
         assert title in html, title
     assert "Axes by tier" in (tmp_path / "board" / "leaderboard.md").read_text()
     seq = pd.read_csv(tmp_path / "board" / "timesage_seq_vs_ind.csv")
@@ -151,8 +168,24 @@ def test_leaderboard_shows_the_timesage_boards(independent_run, sequential_run, 
 
 def test_resume_after_kill_9_runs_every_period_exactly_once(ts_data, tmp_path):
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "tsbench.cli", "eval", "--family", "timesage", "--model", "scripted/timesage",
-           "--data", str(ts_data), "--categories", "medium", "--concurrency", "1", "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tsbench.cli",
+        "eval",
+        "--family",
+        "timesage",
+        "--model",
+        "scripted/timesage",
+        "--data",
+        str(ts_data),
+        "--categories",
+        "medium",
+        "--concurrency",
+        "1",
+        "--out",
+        str(out),
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     journal = out / JOURNAL
     deadline = time.monotonic() + 180
@@ -182,12 +215,26 @@ def test_the_shipped_timesage_configs_build_and_the_floor_runs_from_the_command_
     for path in configs:
         cfg = build(EvalConfig, tomllib.loads(path.read_text())["eval"])
         assert cfg.family == "timesage" and cfg.harness == "file-agent" and cfg.judge
-    sequential = build(EvalConfig, tomllib.loads((root / "openai_gpt-5.5__sequential__skills.toml").read_text())["eval"])
+    sequential = build(
+        EvalConfig, tomllib.loads((root / "openai_gpt-5.5__sequential__skills.toml").read_text())["eval"]
+    )
     assert (sequential.harness_config.mode, sequential.harness_config.skills) == ("sequential", True)
 
     out = tmp_path / "floor"
-    cmd = [sys.executable, "-m", "tsbench.cli", "eval", "--config", str(root / "scripted_timesage__independent.toml"),
-           "--data", str(ts_data), "--categories", "easy", "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tsbench.cli",
+        "eval",
+        "--config",
+        str(root / "scripted_timesage__independent.toml"),
+        "--data",
+        str(ts_data),
+        "--categories",
+        "easy",
+        "--out",
+        str(out),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     samples = load_samples(out)

@@ -6,7 +6,14 @@ import pytest
 
 from tsbench.tasks.timesage.contract import FieldSpec
 from tsbench.tasks.timesage.rules import (
-    boolean_match, field_score, itemwise_score, joint_score, label_match, numeric_check, set_overlap, text_match,
+    boolean_match,
+    field_score,
+    itemwise_score,
+    joint_score,
+    label_match,
+    numeric_check,
+    set_overlap,
+    text_match,
 )
 
 
@@ -33,21 +40,24 @@ def test_text_match_strips_but_keeps_case():
     assert text_match("la nina", "La Nina") == 0.0
 
 
-@pytest.mark.parametrize("a, b, abs_tol, rel_tol, expected", [
-    (-0.31, -0.30, 0.01, None, 1.0),  # the worked example: |-0.31 - -0.30| <= 0.01
-    (-0.32, -0.30, 0.01, None, 0.0),
-    (104.0, 100.0, None, 0.05, 1.0),  # 4 % relative error within 5 %
-    (106.0, 100.0, None, 0.05, 0.0),
-    (106.0, 100.0, 10.0, 0.05, 1.0),  # either tolerance passes
-    (0.001, 0.0, None, 0.05, 0.0),  # b == 0: the relative tolerance does not apply
-    (3, 3, None, None, 1.0),  # no tolerance: exact
-    (3.0000001, 3, None, None, 0.0),
-    ("1,234.5", 1234.5, None, None, 1.0),  # numeric strings parse
-    ("12.5%", 12.5, 0.01, None, 1.0),
-    ("about 3", 3, 1.0, None, 0.0),  # not a number
-    (True, 1, None, None, 0.0),  # a boolean is not a number
-    (float("nan"), 1.0, 10.0, None, 0.0),
-])
+@pytest.mark.parametrize(
+    "a, b, abs_tol, rel_tol, expected",
+    [
+        (-0.31, -0.30, 0.01, None, 1.0),  # the worked example: |-0.31 - -0.30| <= 0.01
+        (-0.32, -0.30, 0.01, None, 0.0),
+        (104.0, 100.0, None, 0.05, 1.0),  # 4 % relative error within 5 %
+        (106.0, 100.0, None, 0.05, 0.0),
+        (106.0, 100.0, 10.0, 0.05, 1.0),  # either tolerance passes
+        (0.001, 0.0, None, 0.05, 0.0),  # b == 0: the relative tolerance does not apply
+        (3, 3, None, None, 1.0),  # no tolerance: exact
+        (3.0000001, 3, None, None, 0.0),
+        ("1,234.5", 1234.5, None, None, 1.0),  # numeric strings parse
+        ("12.5%", 12.5, 0.01, None, 1.0),
+        ("about 3", 3, 1.0, None, 0.0),  # not a number
+        (True, 1, None, None, 0.0),  # a boolean is not a number
+        (float("nan"), 1.0, 10.0, None, 0.0),
+    ],
+)
 def test_numeric_check(a, b, abs_tol, rel_tol, expected):
     assert numeric_check(a, b, abs_tol, rel_tol) == expected
 
@@ -64,8 +74,11 @@ def test_set_overlap_is_dice_with_the_empty_set_rules():
 
 
 def test_joint_scoring_needs_every_part():
-    parts = {"regime": {"rule": "label"}, "probability": {"rule": "numeric", "abs_tol": 10.0},
-             "horizon": {"rule": "numeric"}}
+    parts = {
+        "regime": {"rule": "label"},
+        "probability": {"rule": "numeric", "abs_tol": 10.0},
+        "horizon": {"rule": "numeric"},
+    }
     truth = {"regime": "la_nina", "probability": 57, "horizon": 3}
     assert joint_score({"regime": "La_Nina", "probability": 62, "horizon": 3}, truth, parts) == 1.0
     assert joint_score({"regime": "la_nina", "probability": 70, "horizon": 3}, truth, parts) == 0.0
@@ -75,8 +88,10 @@ def test_joint_scoring_needs_every_part():
 
 def test_itemwise_scores_each_item_over_the_union():
     truth = {"corn": 40.0, "soy": 35.0, "wheat": 25.0}
-    assert itemwise_score({"corn": 40.1, "soy": 35.0, "wheat": 25.0}, truth, None,
-                          {"rule": "numeric", "abs_tol": 0.15}) == 1.0
+    assert (
+        itemwise_score({"corn": 40.1, "soy": 35.0, "wheat": 25.0}, truth, None, {"rule": "numeric", "abs_tol": 0.15})
+        == 1.0
+    )
     # one wrong value, one missing item, one extra item: union of 4 keys, 1 right (corn)
     got = itemwise_score({"corn": 40.0, "soy": 30.0, "rice": 1.0}, truth, None, {"rule": "numeric", "abs_tol": 0.15})
     assert got == pytest.approx(1 / 4)
@@ -96,6 +111,7 @@ def test_field_score_dispatch_and_not_applicable_truth():
     assert field_score(_spec("label"), "N/A", None) == 1.0
     assert field_score(_spec("numeric"), 3.2, None) == 0.0
     assert field_score(FieldSpec("summary", "summary", "judge", "q?", {}), "text", None) is None  # not scored
-    judged = field_score(FieldSpec("cause", "E1", "judge", "q?", {}), "trade winds", "trade winds",
-                         judge_field=lambda spec, a, b: 0.5)
+    judged = field_score(
+        FieldSpec("cause", "E1", "judge", "q?", {}), "trade winds", "trade winds", judge_field=lambda spec, a, b: 0.5
+    )
     assert judged == 0.5

@@ -16,12 +16,12 @@ import pytest
 import torch
 
 from tsbench.core.config import build
+from tsbench.core.errors import UserError
 from tsbench.harness import EpisodeTask, HarnessConfig, play
 from tsbench.models.resolve import resolve_model
 from tsbench.tasks.anomalyxl.taskset import AnomalyXL
 from tsbench.tasks.base import Scored
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
-from tsbench.core.errors import UserError
 from tsbench.testing.tiny import make_small_vocab_llama, make_tiny_random_llama
 from tsbench.train import rewards as rw
 from tsbench.train.agent import Batcher, ChatTokens, PolicyAgent, Reply, assemble
@@ -29,7 +29,6 @@ from tsbench.train.config import GRPOConfig
 from tsbench.train.grpo import build_trainer, train_grpo
 from tsbench.train.policy import load_tokenizer
 from tsbench.train.rollouts import Environment
-
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -62,8 +61,9 @@ def test_three_turn_rlm_episode_keeps_ids_and_masks_observations(smol_tokenizer)
     reply3 = encode('{"present": false}') + [eos]
     chat = ChatTokens(tok)
     agent = PolicyAgent(Batcher(Scripted([reply1, reply2, reply3])), chat, max_new_tokens=64, max_seq_len=4096)
-    task = EpisodeTask("t-1", "localize", "precise", "Is there an anomaly?", ["ch_00"],
-                       torch.linspace(0, 1, 64).numpy()[None, :])
+    task = EpisodeTask(
+        "t-1", "localize", "precise", "Is there an anomaly?", ["ch_00"], torch.linspace(0, 1, 64).numpy()[None, :]
+    )
     outcome = play(agent, "rlm", task, HarnessConfig(max_turns=3))
     assert outcome.finished and outcome.result.turns == 3 and outcome.result.forced_final
     observations = [e["observation"] for e in outcome.result.transcript if e["role"] == "tool"]
@@ -73,12 +73,12 @@ def test_three_turn_rlm_episode_keeps_ids_and_masks_observations(smol_tokenizer)
     assert prompt == agent.turns[0].prompt_ids and logprobs is None
     generated = [t for t, m in zip(completion, mask) if m]
     assert generated == reply1 + reply2 + reply3  # every reply exactly as generated, in order
-    assert completion[:len(reply1)] == reply1 and mask[:len(reply1)] == [1] * len(reply1)
+    assert completion[: len(reply1)] == reply1 and mask[: len(reply1)] == [1] * len(reply1)
     shown = tok.decode([t for t, m in zip(completion, mask) if not m])
     assert "Output:" in shown and "64" in shown and "FINAL TURN" in shown  # observations and notice: masked
     assert "print" not in shown and "present" not in shown
     # after a reply that closed itself only the template's newline + the next message are added
-    glue = agent.turns[1].prompt_ids[len(prompt) + len(reply1):]
+    glue = agent.turns[1].prompt_ids[len(prompt) + len(reply1) :]
     assert tok.decode(glue[:1]) == "\n" and eos not in glue[:1]
     assert [t["prompt_ids"] for t in outcome.result.token_trace] == [t.prompt_ids for t in agent.turns]
 
@@ -93,12 +93,32 @@ class WordCount(AnomalyXL):
 
 
 def run_config(model: str, out: Path, **extra) -> GRPOConfig:
-    return build(GRPOConfig, {
-        "model": model, "lora": 4, "lora_target": "q_proj,v_proj", "steps": 2, "group_size": 2, "batch_size": 2,
-        "micro_batch_size": 1, "lr": 1e-3, "max_seq_len": 1024, "harness": "single-pass-text", "max_tokens": 12, "answer_cut_replies": True,
-        "text_budget_chars": 120, "family": f"{__name__}:WordCount", "preset": "small", "lengths": [1024],
-        "categories": ["localize"], "save_every": 1, "rollout_workers": 2, "out": str(out), **extra,
-    })
+    return build(
+        GRPOConfig,
+        {
+            "model": model,
+            "lora": 4,
+            "lora_target": "q_proj,v_proj",
+            "steps": 2,
+            "group_size": 2,
+            "batch_size": 2,
+            "micro_batch_size": 1,
+            "lr": 1e-3,
+            "max_seq_len": 1024,
+            "harness": "single-pass-text",
+            "max_tokens": 12,
+            "answer_cut_replies": True,
+            "text_budget_chars": 120,
+            "family": f"{__name__}:WordCount",
+            "preset": "small",
+            "lengths": [1024],
+            "categories": ["localize"],
+            "save_every": 1,
+            "rollout_workers": 2,
+            "out": str(out),
+            **extra,
+        },
+    )
 
 
 @pytest.mark.slow
@@ -119,9 +139,20 @@ def test_smollm2_lora_two_steps_then_eval_the_checkpoint(tmp_path, small_data):
     from tsbench.eval.config import EvalConfig
     from tsbench.eval.runner import run_eval
 
-    cfg = build(EvalConfig, {"model": f"local/{run / 'final'}", "harness": "single-pass-text", "data": [str(small_data)],
-                             "regime": "precise", "categories": ["localize"], "limit": 1, "max_tokens": 6,
-                             "text_budget_chars": 120, "out": str(tmp_path / "eval")})
+    cfg = build(
+        EvalConfig,
+        {
+            "model": f"local/{run / 'final'}",
+            "harness": "single-pass-text",
+            "data": [str(small_data)],
+            "regime": "precise",
+            "categories": ["localize"],
+            "limit": 1,
+            "max_tokens": 6,
+            "text_budget_chars": 120,
+            "out": str(tmp_path / "eval"),
+        },
+    )
     samples = pd.read_parquet(run_eval(cfg) / "samples.parquet")
     assert samples["error_type"].isna().all() and samples["output_tokens"].gt(0).all()
 
@@ -137,8 +168,9 @@ def test_resume_continues_exactly(tmp_path):
     shutil.copytree(run, again, ignore=shutil.ignore_patterns("checkpoint-2", "final", "rollouts"))
     with pytest.raises(UserError, match="--resume"):
         train_grpo(run_config(model, again, lr=1e-2, max_tokens=4, group_size=4, batch_size=8))
-    train_grpo(run_config(model, again, lr=1e-2, max_tokens=4, group_size=4, batch_size=8, rollout_workers=8,
-                          resume=True))
+    train_grpo(
+        run_config(model, again, lr=1e-2, max_tokens=4, group_size=4, batch_size=8, rollout_workers=8, resume=True)
+    )
     first = pd.read_json(run / "rollouts" / "samples.jsonl", lines=True)
     second = pd.read_json(again / "rollouts" / "samples.jsonl", lines=True)
     assert second["id"].tolist() == first["id"].tolist()[8:]  # only step 2 ran again
@@ -173,7 +205,9 @@ def test_kl_reference_after_an_sft_warm_start_is_the_warm_start_policy(tmp_path)
     base_dir = make_tiny_random_llama(tmp_path / "base")
     base = AutoModelForCausalLM.from_pretrained(base_dir)
     torch.manual_seed(1)
-    sft = get_peft_model(base, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+    sft = get_peft_model(
+        base, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    )
     sft.save_pretrained(tmp_path / "sft")
     ids = torch.tensor([[1, 17, 423, 99, 5000, 12, 7]])
 
@@ -186,11 +220,20 @@ def test_kl_reference_after_an_sft_warm_start_is_the_warm_start_policy(tmp_path)
     warm.close()
     assert not torch.allclose(expected, pre_sft, atol=1e-4)  # the adapter does change the policy
 
-    common = {"model": f"local/{tmp_path / 'sft'}", "beta": 0.001, "steps": 1, "group_size": 2, "batch_size": 2,
-              "harness": "single-pass-text", "preset": "small"}
+    common = {
+        "model": f"local/{tmp_path / 'sft'}",
+        "beta": 0.001,
+        "steps": 1,
+        "group_size": 2,
+        "batch_size": 2,
+        "harness": "single-pass-text",
+        "preset": "small",
+    }
     run = build_trainer(build(GRPOConfig, {**common, "lora": 4, "out": str(tmp_path / "lora")}))
     model = run.trainer.model
-    assert isinstance(model, PeftModel) and list(model.peft_config) == ["default"] and model.peft_config["default"].r == 4
+    assert (
+        isinstance(model, PeftModel) and list(model.peft_config) == ["default"] and model.peft_config["default"].r == 4
+    )
     assert (tmp_path / "lora" / "warm_start" / "config.json").is_file()
     assert run.base_record == str((tmp_path / "lora" / "warm_start").resolve())
     with model.disable_adapter():  # how TRL scores the reference for a LoRA policy
@@ -208,10 +251,25 @@ def test_timemaster_composite_reward_with_a_scripted_judge(tmp_path, smol_tokeni
     tok = smol_tokenizer
     judge_json = '{"specificity": 0.8, "appropriateness": 0.6, "relevance": 1.0, "depth": 0.2}'
     with FakeOpenAIServer(default=f"ok:{judge_json}") as server:
-        cfg = build(GRPOConfig, {"model": "local/smollm2-135m", "reward": "composite", "judge": "openai/fake-model",
-                                 "judge_base_url": server.base_url, "group_size": 3, "batch_size": 3, "steps": 1,
-                                 "harness": "single-pass-text", "text_budget_chars": 80, "preset": "small",
-                                 "categories": ["localize"], "lengths": [1024], "loss": "grpo", "beta": 0.001})
+        cfg = build(
+            GRPOConfig,
+            {
+                "model": "local/smollm2-135m",
+                "reward": "composite",
+                "judge": "openai/fake-model",
+                "judge_base_url": server.base_url,
+                "group_size": 3,
+                "batch_size": 3,
+                "steps": 1,
+                "harness": "single-pass-text",
+                "text_budget_chars": 80,
+                "preset": "small",
+                "categories": ["localize"],
+                "lengths": [1024],
+                "loss": "grpo",
+                "beta": 0.001,
+            },
+        )
         cfg.validate()
         key = "step-000001/task-00"
 
@@ -223,11 +281,14 @@ def test_timemaster_composite_reward_with_a_scripted_judge(tmp_path, smol_tokeni
 
         env = ScriptedEnvironment(cfg, tok, tmp_path, model_name="scripted")
         gold = env.sample(key).gold
-        answer = json.dumps({"present": True, "start": gold["start"], "end": gold["end"]} if gold["present"]
-                            else {"present": False})
-        replies = [f"<think>a step up</think>\n<class>{answer}</class><extension>Replace the sensor.</extension>",
-                   f"Answer: <class>{answer}</class>",  # right class, broken format
-                   '<think>flat</think><class>{"present": false, "start": 0, "end": 0}</class><extension>x</extension>']
+        answer = json.dumps(
+            {"present": True, "start": gold["start"], "end": gold["end"]} if gold["present"] else {"present": False}
+        )
+        replies = [
+            f"<think>a step up</think>\n<class>{answer}</class><extension>Replace the sensor.</extension>",
+            f"Answer: <class>{answer}</class>",  # right class, broken format
+            '<think>flat</think><class>{"present": false, "start": 0, "end": 0}</class><extension>x</extension>',
+        ]
         if not gold["present"]:
             replies[2] = replies[2].replace("false", "true").replace('"end": 0', '"end": 9')
         scripted = Scripted([tok(r, add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for r in replies])
@@ -249,7 +310,6 @@ def test_timemaster_composite_reward_with_a_scripted_judge(tmp_path, smol_tokeni
     assert rows["metrics"].iloc[0]["judge"] == pytest.approx(0.65) and rows["score"].notna().all()
 
 
-
 @pytest.fixture(scope="module")
 def timerbed_train(tmp_path_factory) -> Path:
     """Two TimerBed-named tasks (CTU, ECG) as published `.ts` TRAIN files, generated as split train."""
@@ -260,8 +320,14 @@ def timerbed_train(tmp_path_factory) -> Path:
     rng = np.random.default_rng(0)
     for task, classes in (("CTU", ["1", "2"]), ("ECG", ["N", "A", "O"])):
         series = [rng.standard_normal((1, 48)) for _ in range(2 * len(classes))]
-        datasets.save_to_ts_file(series, np.array(classes * 2), label_type="classification",
-                                 path=str(release / task), problem_name=task, file_suffix="_TRAIN")
+        datasets.save_to_ts_file(
+            series,
+            np.array(classes * 2),
+            label_type="classification",
+            path=str(release / task),
+            problem_name=task,
+            file_suffix="_TRAIN",
+        )
     out = tmp_path_factory.mktemp("timerbed-data")
     get_taskset("timerbed").generate({"path": str(release), "seed": 1, "split": "train"}, out)
     return out / "seed1"
@@ -271,12 +337,26 @@ def test_one_cpu_step_on_timerbed_rows_draws_timerbed_tasks(tmp_path, timerbed_t
     """family = "timerbed" and data = <dir> (the TOML keys): the tasks are TimerBed's train rows in
     shuffled epochs, the reward TimerBed's scorer; nothing of AnomalyXL's generator is drawn."""
     rows = pd.read_parquet(timerbed_train / "train.parquet", columns=["id", "category"])
-    settings = {"model": "local/smollm2-135m", "lora": 4, "lora_target": "q_proj,v_proj", "steps": 1, "group_size": 2,
-                "batch_size": 2, "max_seq_len": 1024, "harness": "single-pass-text", "max_tokens": 8,
-                "text_budget_chars": 120, "family": "timerbed", "data": [str(timerbed_train)], "rollout_workers": 2,
-                "out": str(tmp_path / "run")}
+    settings = {
+        "model": "local/smollm2-135m",
+        "lora": 4,
+        "lora_target": "q_proj,v_proj",
+        "steps": 1,
+        "group_size": 2,
+        "batch_size": 2,
+        "max_seq_len": 1024,
+        "harness": "single-pass-text",
+        "max_tokens": 8,
+        "text_budget_chars": 120,
+        "family": "timerbed",
+        "data": [str(timerbed_train)],
+        "rollout_workers": 2,
+        "out": str(tmp_path / "run"),
+    }
     cfg = build(GRPOConfig, settings)
-    epoch = [cfg.training_stream().sample(1 + n // cfg.tasks_per_step, n % cfg.tasks_per_step) for n in range(len(rows))]
+    epoch = [
+        cfg.training_stream().sample(1 + n // cfg.tasks_per_step, n % cfg.tasks_per_step) for n in range(len(rows))
+    ]
     assert sorted(s.ref.id for s in epoch) == sorted(rows["id"])  # one epoch = every train row once
     assert {s.task.category for s in epoch} == {"ctu", "ecg"} and all(s.columns["split"] == "train" for s in epoch)
     assert "electricity consumption" in next(s for s in epoch if s.task.category == "ctu").task.question

@@ -38,19 +38,42 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 def test_mean_reward_rises(tmp_path):
     model_dir = make_small_vocab_llama(tmp_path / "tiny")
-    cfg = build(GRPOConfig, {
-        "model": f"local/{model_dir}", "lora": 0, "steps": 14, "group_size": 8, "batch_size": 32,
-        "micro_batch_size": 8, "lr": 1e-2, "max_seq_len": 512, "harness": "single-pass-text", "max_turns": 1,
-        "max_tokens": REPLY_TOKENS, "answer_cut_replies": True, "text_budget_chars": 40, "family": f"{__name__}:SaysG", "preset": "small",
-        "lengths": [1024], "categories": ["localize"], "lambda_tok": 0.0, "lambda_fail": 0.0,
-        "gradient_checkpointing": False, "rollout_workers": 32, "save_every": 100, "log_rollouts": False,
-        "out": str(tmp_path / "run"),
-    })
+    cfg = build(
+        GRPOConfig,
+        {
+            "model": f"local/{model_dir}",
+            "lora": 0,
+            "steps": 14,
+            "group_size": 8,
+            "batch_size": 32,
+            "micro_batch_size": 8,
+            "lr": 1e-2,
+            "max_seq_len": 512,
+            "harness": "single-pass-text",
+            "max_turns": 1,
+            "max_tokens": REPLY_TOKENS,
+            "answer_cut_replies": True,
+            "text_budget_chars": 40,
+            "family": f"{__name__}:SaysG",
+            "preset": "small",
+            "lengths": [1024],
+            "categories": ["localize"],
+            "lambda_tok": 0.0,
+            "lambda_fail": 0.0,
+            "gradient_checkpointing": False,
+            "rollout_workers": 32,
+            "save_every": 100,
+            "log_rollouts": False,
+            "out": str(tmp_path / "run"),
+        },
+    )
     started = time.perf_counter()
     out = train_grpo(cfg)
     history = pd.read_parquet(out / "metrics.parquet")["mean_score"].tolist()
     first, last = sum(history[:3]) / 3, sum(history[-3:]) / 3
-    print(f"mean score: first 3 steps {first:.3f}, last 3 steps {last:.3f}; {time.perf_counter() - started:.0f}s; "
-          f"curve {[round(h, 2) for h in history]}")
+    print(
+        f"mean score: first 3 steps {first:.3f}, last 3 steps {last:.3f}; {time.perf_counter() - started:.0f}s; "
+        f"curve {[round(h, 2) for h in history]}"
+    )
     assert len(history) == cfg.steps
     assert last >= first + 0.5, history

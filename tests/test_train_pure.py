@@ -42,8 +42,11 @@ def test_trl_reward_functions_sum_to_the_penalised_reward():
     functions, weights = rw.reward_functions(RewardConfig(), taskset=None)
     assert weights == [1.0, 0.1, 0.25]
     keys = ["t1", "t1", "t1", "t1", "t2", "t2"]
-    columns = {"score": [1.0, 0.5, 0.0, 1.0, 0.2, None], "generated_tokens": [100, 200, 400, 50, 10, 999],
-               "forced_final": [False, False, True, True, False, False]}
+    columns = {
+        "score": [1.0, 0.5, 0.0, 1.0, 0.2, None],
+        "generated_tokens": [100, 200, 400, 50, 10, 999],
+        "forced_final": [False, False, True, True, False, False],
+    }
     assert rw.token_cost(prompts=keys, **columns) == pytest.approx([-0.25, -0.25, 0.0, -0.125, -0.2, None])
     assert rw.forced_final(**columns) == [0.0, 0.0, -1.0, -1.0, 0.0, None]
     totals = rw.weighted_total(functions, weights, keys, columns)
@@ -61,16 +64,22 @@ def test_zero_variance_groups_are_dropped():
 
 
 # -- TimeMaster's composite reward ---------------------------------------------------------------
-@pytest.mark.parametrize("text, ok", [
-    ("<think>it rises</think><class>yes</class><extension>check the sensor</extension>", True),
-    ("Sure. <think>rises</think>\nSo:<class>yes</class> and <extension></extension> done", True),  # text outside, empty ext
-    ("<class>yes</class><think>rises</think><extension>x</extension>", False),  # order
-    ("<think>a <class>yes</class></think><extension>x</extension>", False),  # nested
-    ("<think>a</think><class>yes</class><class>no</class><extension>x</extension>", False),  # repeated
-    ("<think> </think><class>yes</class><extension>x</extension>", False),  # empty reasoning
-    ("<think>a</think><class></class><extension>x</extension>", False),  # empty class
-    ("<think>a</think><class>yes</class>", False),  # no extension
-])
+@pytest.mark.parametrize(
+    "text, ok",
+    [
+        ("<think>it rises</think><class>yes</class><extension>check the sensor</extension>", True),
+        (
+            "Sure. <think>rises</think>\nSo:<class>yes</class> and <extension></extension> done",
+            True,
+        ),  # text outside, empty ext
+        ("<class>yes</class><think>rises</think><extension>x</extension>", False),  # order
+        ("<think>a <class>yes</class></think><extension>x</extension>", False),  # nested
+        ("<think>a</think><class>yes</class><class>no</class><extension>x</extension>", False),  # repeated
+        ("<think> </think><class>yes</class><extension>x</extension>", False),  # empty reasoning
+        ("<think>a</think><class></class><extension>x</extension>", False),  # empty class
+        ("<think>a</think><class>yes</class>", False),  # no extension
+    ],
+)
 def test_format_reward_checks_only_nesting_and_order(text, ok):
     assert (rw.parse_tagged(text) is not None) is ok
     assert rw.format_reward(final_message=[text], score=[0.0]) == [float(ok)]
@@ -81,11 +90,18 @@ def test_hard_reward_compares_the_class_and_soft_is_gated_on_it():
     functions, weights = rw.reward_functions(RewardConfig(reward="composite", judge="openai/x"), taskset)
     assert weights == [0.1, 0.9, 1.0]  # a judge turns the soft weight on (TimeMaster's case studies)
     gold = json.dumps({"present": True, "start": 10, "end": 20, "_L": 100})
-    texts = ['<think>a bump</think><class>{"present": true, "start": 12, "end": 18}</class><extension>x</extension>',
-             '<think>flat</think><class>{"present": false}</class><extension>x</extension>',
-             '{"present": true, "start": 12, "end": 18}']
-    columns = {"final_message": texts, "category": [lb.LOCALIZE] * 3, "gold": [gold] * 3, "score": [0.6, 0.0, 0.6],
-               "judge_score": [0.5, 0.9, None]}
+    texts = [
+        '<think>a bump</think><class>{"present": true, "start": 12, "end": 18}</class><extension>x</extension>',
+        '<think>flat</think><class>{"present": false}</class><extension>x</extension>',
+        '{"present": true, "start": 12, "end": 18}',
+    ]
+    columns = {
+        "final_message": texts,
+        "category": [lb.LOCALIZE] * 3,
+        "gold": [gold] * 3,
+        "score": [0.6, 0.0, 0.6],
+        "judge_score": [0.5, 0.9, None],
+    }
     fmt, hard, soft = (fn(prompts=["k"] * 3, completions=None, **columns) for fn in functions)
     assert fmt == [1.0, 1.0, 0.0] and hard == [1.0, 0.0, 0.0] and soft == [0.5, 0.0, 0.0]
     assert rw.weighted_total(functions, weights, ["k"] * 3, columns) == pytest.approx([0.1 + 0.9 + 0.5, 0.1, 0.0])
@@ -110,8 +126,9 @@ def test_curriculum_withholds_anomaly_free_cases_during_the_warm_steps():
 
 def test_task_stream_is_fresh_every_step_and_reproducible():
     def stream(seed: int):
-        return build(GRPOConfig, {"preset": "small", "steps": 3, "warm_steps": 2, "batch_size": 32,
-                                  "seed": seed}).training_stream()
+        return build(
+            GRPOConfig, {"preset": "small", "steps": 3, "warm_steps": 2, "batch_size": 32, "seed": seed}
+        ).training_stream()
 
     keys = task_keys(3, 4)
     assert keys[:2] == ["step-000001/task-00", "step-000001/task-01"] and len(keys) == 12
@@ -125,9 +142,11 @@ def test_task_stream_is_fresh_every_step_and_reproducible():
 
 # -- masks ---------------------------------------------------------------------------------------
 def test_masks_over_a_three_turn_transcript():
-    turns = [Turn([1, 2, 3], [10, 11], [-0.1, -0.2]),
-             Turn([1, 2, 3, 10, 11, 7, 8], [12], [-0.3]),  # 7, 8: template glue and an observation
-             Turn([1, 2, 3, 10, 11, 7, 8, 12, 9], [13, 14], [-0.4, -0.5])]
+    turns = [
+        Turn([1, 2, 3], [10, 11], [-0.1, -0.2]),
+        Turn([1, 2, 3, 10, 11, 7, 8], [12], [-0.3]),  # 7, 8: template glue and an observation
+        Turn([1, 2, 3, 10, 11, 7, 8, 12, 9], [13, 14], [-0.4, -0.5]),
+    ]
     prompt, completion, mask, logprobs = assemble(turns)
     assert prompt == [1, 2, 3]
     assert completion == [10, 11, 7, 8, 12, 9, 13, 14]
@@ -142,13 +161,26 @@ def test_masks_over_a_three_turn_transcript():
 def test_defaults_are_the_papers():
     cfg = GRPOConfig()
     assert (cfg.steps, cfg.group_size, cfg.batch_size, cfg.tasks_per_step, cfg.max_seq_len) == (300, 8, 128, 16, 65536)
-    assert (cfg.loss, cfg.reward_scaling, cfg.beta, cfg.epsilon, cfg.lr, cfg.policy.lora) == ("dr_grpo", "none", 0.0, 0.2, 1e-6, 0)
+    assert (cfg.loss, cfg.reward_scaling, cfg.beta, cfg.epsilon, cfg.lr, cfg.policy.lora) == (
+        "dr_grpo",
+        "none",
+        0.0,
+        0.2,
+        1e-6,
+        0,
+    )
     assert (cfg.rewards.lambda_tok, cfg.rewards.lambda_fail, cfg.harness_config.max_turns) == (0.1, 0.25, 15)
     assert (cfg.temperature, cfg.harness_config.max_tokens) == (1.0, 4096)
     assert build(GRPOConfig, {"loss": "grpo"}).reward_scaling == "group"
     assert cfg.episode_tokens() == 61440  # Dr. GRPO's constant normaliser: 15 replies x 4096, under 64k
     sft = SFTConfig()
-    assert (sft.policy.lora, sft.policy.lora_alpha, sft.policy.lora_target, sft.epochs, sft.lr) == (16, 32, "q_proj,v_proj", 5, 1e-4)
+    assert (sft.policy.lora, sft.policy.lora_alpha, sft.policy.lora_target, sft.epochs, sft.lr) == (
+        16,
+        32,
+        "q_proj,v_proj",
+        5,
+        1e-4,
+    )
 
 
 def test_nested_settings_keep_their_own_defaults():
@@ -160,14 +192,27 @@ def test_nested_settings_keep_their_own_defaults():
 def test_presets_load_with_the_papers_settings():
     timerlm = build(GRPOConfig, read_toml_table(ROOT / "experiments/grpo/timerlm_qwen3.5-4b.toml", "grpo"))
     assert (timerlm.policy.model, timerlm.group_size, timerlm.batch_size, timerlm.loss, timerlm.warm_steps) == (
-        "Qwen/Qwen3.5-4B", 8, 128, "dr_grpo", 220)
+        "Qwen/Qwen3.5-4B",
+        8,
+        128,
+        "dr_grpo",
+        220,
+    )
     timerlm.validate(8)
     master = build(GRPOConfig, read_toml_table(ROOT / "experiments/grpo/timemaster_qwen2.5-3b.toml", "grpo"))
-    assert (master.group_size, master.beta, master.epsilon, master.loss, master.rewards.reward) == (5, 0.001, 0.2, "grpo", "composite")
+    assert (master.group_size, master.beta, master.epsilon, master.loss, master.rewards.reward) == (
+        5,
+        0.001,
+        0.2,
+        "grpo",
+        "composite",
+    )
     assert (master.rewards.format_weight, master.rewards.hard_weight, master.rewards.soft) == (0.1, 0.9, 0.0)
     master.validate(4)
-    with_judge = build(GRPOConfig, {**read_toml_table(ROOT / "experiments/grpo/timemaster_qwen2.5-3b.toml", "grpo"),
-                                    "judge": "openai/gpt-4o"})
+    with_judge = build(
+        GRPOConfig,
+        {**read_toml_table(ROOT / "experiments/grpo/timemaster_qwen2.5-3b.toml", "grpo"), "judge": "openai/gpt-4o"},
+    )
     assert with_judge.rewards.soft == 1.0
     for name in ("cpu_smoke", "gpu_smoke", "vllm_server"):
         cfg = build(GRPOConfig, read_toml_table(ROOT / f"experiments/grpo/{name}.toml", "grpo"))
@@ -177,12 +222,22 @@ def test_presets_load_with_the_papers_settings():
         assert (sft.policy.lora, sft.policy.lora_target, sft.epochs, sft.warmup) == (16, "q_proj,v_proj", 5, 0.03)
 
 
-@pytest.mark.parametrize("changes, needle", [
-    ({"group_size": 1}, "group-size"), ({"batch_size": 12}, "whole groups"), ({"micro_batch_size": 3}, "micro-batch"),
-    ({"reward": "composite", "soft_weight": 1.0}, "needs --judge"), ({"judge": "x"}, "composite"),
-    ({"categories": ["presence"]}, "MCQ"), ({"loss": "ppo"}, "--loss"), ({"engine": "tpu"}, "--engine"),
-    ({"harness": "direct"}, "model harness"), ({"temperature": 0.0}, "temperature"), ({"model": ""}, "--model"),
-])
+@pytest.mark.parametrize(
+    "changes, needle",
+    [
+        ({"group_size": 1}, "group-size"),
+        ({"batch_size": 12}, "whole groups"),
+        ({"micro_batch_size": 3}, "micro-batch"),
+        ({"reward": "composite", "soft_weight": 1.0}, "needs --judge"),
+        ({"judge": "x"}, "composite"),
+        ({"categories": ["presence"]}, "MCQ"),
+        ({"loss": "ppo"}, "--loss"),
+        ({"engine": "tpu"}, "--engine"),
+        ({"harness": "direct"}, "model harness"),
+        ({"temperature": 0.0}, "temperature"),
+        ({"model": ""}, "--model"),
+    ],
+)
 def test_bad_settings_are_one_line_errors(changes, needle):
     with pytest.raises(UserError, match=needle) as caught:
         build(GRPOConfig, {"model": "local/x", **changes}).validate()
@@ -198,7 +253,9 @@ def test_resume_refuses_a_moved_curriculum(tmp_path):
     (out / "checkpoints" / "checkpoint-5").mkdir(parents=True)
     (out / "checkpoints" / "checkpoint-5" / "trainer_state.json").write_text("{}")
     with pytest.raises(UserError, match=r"warm_steps 220 -> 293"):
-        prepare_run_dir(build(GRPOConfig, {"model": "local/x", "steps": 400, "out": str(out), "resume": True}), out, True)
+        prepare_run_dir(
+            build(GRPOConfig, {"model": "local/x", "steps": 400, "out": str(out), "resume": True}), out, True
+        )
     pinned = build(GRPOConfig, {"model": "local/x", "steps": 400, "warm_steps": 220, "out": str(out), "resume": True})
     assert prepare_run_dir(pinned, out, True).name == "checkpoint-5"  # more steps, same cut-over: fine
     with pytest.raises(UserError, match="--resume"):
@@ -213,8 +270,9 @@ def test_launch_command_runs_this_command_under_accelerate():
     from tsbench.cli.train import launch_command
     from tsbench.train.config import LaunchConfig
 
-    command = launch_command(LaunchConfig(4, str(ROOT / "experiments/grpo/accelerate/zero3.yaml")),
-                             ["train-grpo", "--config", "x.toml"])
+    command = launch_command(
+        LaunchConfig(4, str(ROOT / "experiments/grpo/accelerate/zero3.yaml")), ["train-grpo", "--config", "x.toml"]
+    )
     assert command[1:6] == ["-m", "accelerate.commands.launch", "--num_processes", "4", "--config_file"]
     assert command[-5:] == ["-m", "tsbench.cli", "train-grpo", "--config", "x.toml"]
     with pytest.raises(UserError, match="accelerate config"):
@@ -264,8 +322,20 @@ def test_cli_flags_override_the_preset_and_bad_ones_are_one_line_errors():
     import subprocess
     import sys
 
-    res = subprocess.run([sys.executable, "-m", "tsbench.cli", "train-grpo", "--config",
-                          str(ROOT / "experiments/grpo/timemaster_qwen2.5-3b.toml"), "--soft-weight", "1"],
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tsbench.cli",
+            "train-grpo",
+            "--config",
+            str(ROOT / "experiments/grpo/timemaster_qwen2.5-3b.toml"),
+            "--soft-weight",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 2 and res.stderr.strip().count("\n") == 0
     assert "needs --judge" in res.stderr

@@ -37,11 +37,16 @@ def write_dataset(folder: Path, rows: int = 6, seed: int = 0, split: str = "test
             count = int(rng.integers(spikes[0], spikes[1] + 1))
             values = rng.normal(0.0, 0.05, LENGTH)
             values[rng.choice(np.arange(8, LENGTH - 8, 12), size=count, replace=False)] += 1.0
-            records.append({
-                "id": f"{prefix}{category}-{index:02d}", "category": category, "length": LENGTH,
-                "question": 'How many spikes (values above 0.5) does channel x hold? Answer {"count": <int>}.',
-                "gold": json.dumps({"count": count}), "values": values.astype(np.float32).tolist(),
-            })
+            records.append(
+                {
+                    "id": f"{prefix}{category}-{index:02d}",
+                    "category": category,
+                    "length": LENGTH,
+                    "question": 'How many spikes (values above 0.5) does channel x hold? Answer {"count": <int>}.',
+                    "gold": json.dumps({"count": count}),
+                    "values": values.astype(np.float32).tolist(),
+                }
+            )
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{split}.parquet"
     pq.write_table(pa.Table.from_pylist(records), path)
@@ -57,8 +62,10 @@ class SpikeCount(TaskFamily):
         return [Path(d) / f"{split}.parquet" if Path(d).is_dir() else Path(d) for d in data]
 
     def index(self, files, filters) -> pd.DataFrame:
-        frames = [pq.read_table(f, columns=["id", "category", "length", "question", "gold"]).to_pandas().assign(path=str(f))
-                  for f in files]
+        frames = [
+            pq.read_table(f, columns=["id", "category", "length", "question", "gold"]).to_pandas().assign(path=str(f))
+            for f in files
+        ]
         return pd.concat(frames, ignore_index=True)
 
     def load(self, ref: SampleRef) -> Sample:
@@ -74,7 +81,9 @@ class SpikeCount(TaskFamily):
         if not found:
             return Scored(0.0, False, None, "no count", {})
         count = int(found[-1])
-        return Scored(float(count == gold["count"]), True, {"count": count}, None, {"abs_err": abs(count - gold["count"])})
+        return Scored(
+            float(count == gold["count"]), True, {"count": count}, None, {"abs_err": abs(count - gold["count"])}
+        )
 
     def columns(self) -> list[Column]:
         return [Column("few", "Few", "acc", "Spikes"), Column("many", "Many", "acc", "Spikes")]

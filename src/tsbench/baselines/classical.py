@@ -31,11 +31,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.baselines import decode
 from tsbench.baselines import features as F
 from tsbench.core.episode import EpisodeTask
 from tsbench.core.extras import check
+from tsbench.tasks.anomalyxl import labels as lb
 
 # Imported lazily where used; checked up front so a missing one is one line, not a failed episode.
 CLASSICAL_PACKAGES = ("xgboost", "stumpy", "ruptures")
@@ -48,21 +48,28 @@ CROSS_CATEGORIES = (lb.LEAD_LAG, lb.INDICATOR)
 PART_ROWS = 64  # rows per feature-cache part file
 # Small trees, slow learning rate, one thread: the same data and seed give the same heads.
 XGB_PARAMS = dict(
-    max_depth=4, eta=0.05, subsample=0.9, colsample_bytree=0.9, min_child_weight=1.0,
-    tree_method="hist", nthread=1,
+    max_depth=4,
+    eta=0.05,
+    subsample=0.9,
+    colsample_bytree=0.9,
+    min_child_weight=1.0,
+    tree_method="hist",
+    nthread=1,
 )
 N_ROUNDS = 300
 FALLBACK_WIDTH = 64  # samples: the window given to a flagged channel that has no |z| > 4 run
 
-CACHE_SCHEMA = pa.schema([
-    ("key", pa.string()),
-    ("version", pa.int32()),
-    ("length", pa.int32()),
-    ("n_channels", pa.int32()),
-    ("channel_features", pa.list_(pa.float64())),  # C * 25, row-major
-    ("cross", pa.list_(pa.float64())),
-    ("seconds", pa.float64()),
-])
+CACHE_SCHEMA = pa.schema(
+    [
+        ("key", pa.string()),
+        ("version", pa.int32()),
+        ("length", pa.int32()),
+        ("n_channels", pa.int32()),
+        ("channel_features", pa.list_(pa.float64())),  # C * 25, row-major
+        ("cross", pa.list_(pa.float64())),
+        ("seconds", pa.float64()),
+    ]
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -119,10 +126,17 @@ class _CacheWriter:
         self.parts = 0
 
     def add(self, key: str, length: int, feats: RowFeatures, seconds: float) -> None:
-        self.pending.append({
-            "key": key, "version": F.FEATURE_VERSION, "length": length, "n_channels": len(feats.matrix),
-            "channel_features": feats.matrix.ravel().tolist(), "cross": feats.cross.tolist(), "seconds": seconds,
-        })
+        self.pending.append(
+            {
+                "key": key,
+                "version": F.FEATURE_VERSION,
+                "length": length,
+                "n_channels": len(feats.matrix),
+                "channel_features": feats.matrix.ravel().tolist(),
+                "cross": feats.cross.tolist(),
+                "seconds": seconds,
+            }
+        )
         if len(self.pending) >= PART_ROWS:
             self.flush()
 
@@ -154,7 +168,11 @@ def _worker_row(key: str, length: int, values: np.ndarray, names: list[str]):
 
 
 def extract_features(
-    paths: Iterable[Path], features_dir: Path, *, workers: int = 2, progress: Progress | None = None,
+    paths: Iterable[Path],
+    features_dir: Path,
+    *,
+    workers: int = 2,
+    progress: Progress | None = None,
 ) -> dict[str, RowFeatures]:
     """Features for every row of the given parquet files, computing only what the cache lacks.
 
@@ -207,7 +225,9 @@ def extract_features(
         else:
             import multiprocessing as mp
 
-            with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"), initializer=_worker_init) as pool:
+            with ProcessPoolExecutor(
+                max_workers=workers, mp_context=mp.get_context("spawn"), initializer=_worker_init
+            ) as pool:
                 in_flight = set()
                 for item in rows():
                     in_flight.add(pool.submit(_worker_row, *item))
@@ -247,9 +267,16 @@ def load_examples(paths: Iterable[Path], cache: dict[str, RowFeatures]) -> list[
         index = read_index(path)
         for rec in index.itertuples(index=False):
             key = signal_key(json.loads(rec.plan))
-            out.append(Example(
-                rec.category, int(rec.length), list(rec.channel_names), list(rec.options), json.loads(rec.gold), cache[key],
-            ))
+            out.append(
+                Example(
+                    rec.category,
+                    int(rec.length),
+                    list(rec.channel_names),
+                    list(rec.options),
+                    json.loads(rec.gold),
+                    cache[key],
+                )
+            )
     return out
 
 
@@ -326,7 +353,7 @@ class Head:
         self.constant = constant
 
     @classmethod
-    def fit(cls, kind: str, x: np.ndarray, y: list, seed: int) -> "Head":
+    def fit(cls, kind: str, x: np.ndarray, y: list, seed: int) -> Head:
         import xgboost as xgb
 
         params = {**XGB_PARAMS, "seed": seed}
@@ -408,10 +435,14 @@ def load_heads(root: Path) -> tuple[dict[tuple[str, str], Head], dict]:
     root = Path(root)
     meta_path = root / "meta.json"
     if not meta_path.exists():
-        raise FileNotFoundError(f"no trained classical baseline at {root} (meta.json missing); run `tsbench sft-baseline --model classical`")
+        raise FileNotFoundError(
+            f"no trained classical baseline at {root} (meta.json missing); run `tsbench sft-baseline --model classical`"
+        )
     meta = json.loads(meta_path.read_text())
     if meta.get("feature_version") != F.FEATURE_VERSION:
-        raise ValueError(f"{root} was trained on feature version {meta.get('feature_version')}, this code computes {F.FEATURE_VERSION}; retrain")
+        raise ValueError(
+            f"{root} was trained on feature version {meta.get('feature_version')}, this code computes {F.FEATURE_VERSION}; retrain"
+        )
     heads = {}
     for full, info in meta["heads"].items():
         regime, name = full.split("/", 1)
@@ -445,7 +476,9 @@ class ClassicalPredictor:
         try:
             return self.heads[(regime, name)]
         except KeyError:
-            raise LookupError(f"this classical model has no {regime} head {name!r} (its training data lacked the category)") from None
+            raise LookupError(
+                f"this classical model has no {regime} head {name!r} (its training data lacked the category)"
+            ) from None
 
     def _span(self, prefix: str, q: np.ndarray, length: int) -> tuple[float, float]:
         s = float(self._head("precise", f"{prefix}.start").value(q)[0])
@@ -455,7 +488,9 @@ class ClassicalPredictor:
             e = s + FALLBACK_WIDTH
         return s, e
 
-    def answer(self, category: str, length: int, channel_names: list[str], options: list[str], feats: RowFeatures) -> dict:
+    def answer(
+        self, category: str, length: int, channel_names: list[str], options: list[str], feats: RowFeatures
+    ) -> dict:
         """The decoded answer object (precise schema, or {"answer": option})."""
         ex = Example(category, length, channel_names, options, {}, feats)
         q = feats.question()
@@ -472,7 +507,10 @@ class ClassicalPredictor:
         if c == lb.MAGNITUDE:
             return decode.magnitude_answer(math.expm1(float(self._head("precise", "magnitude.log1p").value(q)[0])))
         if c == lb.ALL_CHANNELS:
-            probs = [p.get(True, 0.0) for p in self._head("precise", "all_channels.channel").proba(channel_rows(ex, channel_names))]
+            probs = [
+                p.get(True, 0.0)
+                for p in self._head("precise", "all_channels.channel").proba(channel_rows(ex, channel_names))
+            ]
             flagged = sorted((i for i, p in enumerate(probs) if p >= 0.5), key=lambda i: (-probs[i], i))[:3]
             events = []
             for i in flagged:
@@ -492,7 +530,9 @@ class ClassicalPredictor:
         if c == lb.IDENTIFICATION:
             asked = decode.named_channels(options)
             probs = self._head("coarse", "identification.channel").proba(channel_rows(ex, asked)) if asked else []
-            return {"answer": decode.identification_option(options, {n: p.get(True, 0.0) for n, p in zip(asked, probs)})}
+            return {
+                "answer": decode.identification_option(options, {n: p.get(True, 0.0) for n, p in zip(asked, probs)})
+            }
         if c in lb.MCQ_CATEGORIES:
             probs = self._head("coarse", c).proba(q)[0]
             return {"answer": decode.best_option(options, probs)}
@@ -515,7 +555,12 @@ def data_files(data_dir: Path, splits: Iterable[str] = SPLITS) -> list[Path]:
 
 
 def train_classical(
-    data_dir: Path, out: Path, progress: Progress | None = None, *, seed: int = 42, workers: int = 2,
+    data_dir: Path,
+    out: Path,
+    progress: Progress | None = None,
+    *,
+    seed: int = 42,
+    workers: int = 2,
     splits: Iterable[str] = SPLITS,
 ) -> dict:
     """Fit every head on the train + val splits of `data_dir` (both regimes) and save them to `out`.
@@ -539,8 +584,14 @@ def train_classical(
     for ex in examples:
         counts[ex.category] = counts.get(ex.category, 0) + 1
     summary = {
-        "data_dir": str(data_dir), "files": [p.name for p in files], "rows": len(examples), "rows_by_category": counts,
-        "heads": len(heads), "seed": seed, "feature_seconds": round(feature_s, 2), "head_seconds": round(heads_s, 2),
+        "data_dir": str(data_dir),
+        "files": [p.name for p in files],
+        "rows": len(examples),
+        "rows_by_category": counts,
+        "heads": len(heads),
+        "seed": seed,
+        "feature_seconds": round(feature_s, 2),
+        "head_seconds": round(heads_s, 2),
     }
     save_heads(out, heads, {"training": summary, "xgb_params": XGB_PARAMS, "rounds": N_ROUNDS})
     return summary
@@ -575,7 +626,9 @@ class ClassicalModel:
         return feats
 
     def answer(self, task: EpisodeTask) -> str:
-        answer = self.predictor.answer(task.category, task.length, list(task.channel_names), list(task.options), self.features(task))
+        answer = self.predictor.answer(
+            task.category, task.length, list(task.channel_names), list(task.options), self.features(task)
+        )
         return decode.answer_text(answer)
 
     def close(self) -> None:

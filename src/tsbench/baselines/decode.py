@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from tsbench.tasks.anomalyxl import labels as lb
 

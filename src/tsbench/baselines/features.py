@@ -16,7 +16,7 @@ decimation stride).
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -29,18 +29,35 @@ MAD_TO_SIGMA = 1.4826
 
 CHANNEL_FEATURES: tuple[str, ...] = (
     # robust-z geometry
-    "max_abs_z", "argmax_abs_z", "frac_z4", "frac_z8",
-    "first_exceed", "last_exceed", "run_start", "run_end", "run_len", "run_count", "peak_width6",
+    "max_abs_z",
+    "argmax_abs_z",
+    "frac_z4",
+    "frac_z8",
+    "first_exceed",
+    "last_exceed",
+    "run_start",
+    "run_end",
+    "run_len",
+    "run_count",
+    "peak_width6",
     # half-series contrasts
-    "level_shift", "log_var_ratio", "slope",
+    "level_shift",
+    "log_var_ratio",
+    "slope",
     # rolling-variance localisation
-    "rollstd_max_z", "rollstd_argmax",
+    "rollstd_max_z",
+    "rollstd_argmax",
     # spectral change between halves
-    "fft_power_ratio", "fft_freq_shift",
+    "fft_power_ratio",
+    "fft_freq_shift",
     # change points (PELT, l2)
-    "cp_count", "cp_first", "cp_max_jump", "cp_max_jump_loc",
+    "cp_count",
+    "cp_first",
+    "cp_max_jump",
+    "cp_max_jump_loc",
     # matrix profile
-    "mp_max", "mp_argmax",
+    "mp_max",
+    "mp_argmax",
     # series length
     "log2_length",
 )
@@ -221,12 +238,22 @@ def zscore_features(x: np.ndarray) -> dict[str, float]:
     if len(starts):
         longest = int(np.argmax(ends - starts))
         out.update(
-            first_exceed=starts[0] / n, last_exceed=(ends[-1] - 1) / n,
-            run_start=starts[longest] / n, run_end=ends[longest] / n,
-            run_len=(ends[longest] - starts[longest]) / n, run_count=float(len(starts)),
+            first_exceed=starts[0] / n,
+            last_exceed=(ends[-1] - 1) / n,
+            run_start=starts[longest] / n,
+            run_end=ends[longest] / n,
+            run_len=(ends[longest] - starts[longest]) / n,
+            run_count=float(len(starts)),
         )
     else:
-        out.update(first_exceed=NONE_POS, last_exceed=NONE_POS, run_start=NONE_POS, run_end=NONE_POS, run_len=0.0, run_count=0.0)
+        out.update(
+            first_exceed=NONE_POS,
+            last_exceed=NONE_POS,
+            run_start=NONE_POS,
+            run_end=NONE_POS,
+            run_len=0.0,
+            run_count=0.0,
+        )
     width = 0.0
     if z[peak] > 6.0:
         s6, e6 = runs(z > 6.0)
@@ -303,7 +330,12 @@ def changepoint_features(x: np.ndarray, grid: int = PELT_GRID, penalty: float = 
     means = np.array([g[s:e].mean() for s, e in zip(edges[:-1], edges[1:])])
     jumps = np.abs(np.diff(means))
     j = int(np.argmax(jumps))
-    return {"cp_count": float(len(cps)), "cp_first": cps[0] / n, "cp_max_jump": float(jumps[j]) / scale, "cp_max_jump_loc": cps[j] / n}
+    return {
+        "cp_count": float(len(cps)),
+        "cp_first": cps[0] / n,
+        "cp_max_jump": float(jumps[j]) / scale,
+        "cp_max_jump_loc": cps[j] / n,
+    }
 
 
 def matrix_profile_features(x: np.ndarray, grid: int = MP_GRID) -> dict[str, float]:

@@ -20,9 +20,9 @@ import re
 import time
 
 from tsbench.baselines.scripted_timesage import TimeSagePolicy
+from tsbench.models.base import Completion, Message, TaskInfo, ToolCall
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.mcq import magnitude_band, start_bin
-from tsbench.models.base import Completion, Message, TaskInfo, ToolCall
 
 SUMMARY_TAG = "ZSCORE_SUMMARY"
 PRESENT_Z = 6.0  # smoothed robust |z| above which a channel counts as anomalous
@@ -50,8 +50,8 @@ def analyse(series, smooth=8, detrend=513):
             end += 1
         sd = float(np.std(x)) or 1.0
         inside = x[start:end]
-        before = x[max(0, start - 256):start]
-        after = x[end:end + 256]
+        before = x[max(0, start - 256) : start]
+        after = x[end : end + 256]
         around = np.concatenate([before, after]) if len(before) + len(after) else x
         shift = (float(np.mean(inside)) - float(np.mean(around))) / sd
         step = (float(np.mean(after)) - float(np.mean(before))) / sd if len(before) and len(after) else 0.0
@@ -63,19 +63,26 @@ def analyse(series, smooth=8, detrend=513):
         if abs(step) > 0.6 * max(abs(shift), 1e-9) and abs(step) > 1.0:
             kind = "Change in Trend"
         elif var_ratio > 2.0 and abs(shift) < 0.5 * var_ratio:
-            kind = "Change in Seasonality" if crossings > len(inside) / 8 and crossings < len(inside) / 2 else "Change in Variance"
+            kind = (
+                "Change in Seasonality"
+                if crossings > len(inside) / 8 and crossings < len(inside) / 2
+                else "Change in Variance"
+            )
         elif peaky:
             kind = "Transient Spike"
         else:
             kind = "Level Shift"
-        out[name] = {"max_z": round(top, 3), "start": start, "end": end, "shift_sigma": round(abs(shift), 3), "kind": kind}
+        out[name] = {
+            "max_z": round(top, 3),
+            "start": start,
+            "end": end,
+            "shift_sigma": round(abs(shift), 3),
+            "kind": kind,
+        }
     return out
 
 
-ANALYSIS_CELL = (
-    inspect.getsource(analyse)
-    + f"\nimport json\nprint('{SUMMARY_TAG}', json.dumps(analyse(series)))\n"
-)
+ANALYSIS_CELL = inspect.getsource(analyse) + f"\nimport json\nprint('{SUMMARY_TAG}', json.dumps(analyse(series)))\n"
 
 
 def _option(options: list[str], wanted: str) -> str:
@@ -130,7 +137,9 @@ class ZScorePolicy:
     def __init__(self) -> None:
         self.name = "scripted/zscore"
 
-    def generate(self, messages: list[Message], *, max_tokens=None, temperature=None, task: TaskInfo | None = None) -> Completion:
+    def generate(
+        self, messages: list[Message], *, max_tokens=None, temperature=None, task: TaskInfo | None = None
+    ) -> Completion:
         started = time.perf_counter()
         if task is None:
             raise ValueError("scripted/zscore needs the task's TaskInfo (it is a reference policy, not a chat model)")
@@ -188,7 +197,13 @@ def _read_summary(messages: list[Message]) -> dict | None:
 
 def _fallback(task: TaskInfo) -> str:
     """An answer in schema when the analysis produced nothing readable (e.g. the kernel failed)."""
-    return decide(task, {n: {"max_z": 0.0, "start": 0, "end": 1, "shift_sigma": 1.0, "kind": lb.LEVEL_SHIFT} for n in task.channel_names})
+    return decide(
+        task,
+        {
+            n: {"max_z": 0.0, "start": 0, "end": 1, "shift_sigma": 1.0, "kind": lb.LEVEL_SHIFT}
+            for n in task.channel_names
+        },
+    )
 
 
 class TrivialCodePolicy:
@@ -199,7 +214,9 @@ class TrivialCodePolicy:
     def __init__(self) -> None:
         self.name = "scripted/trivial-code"
 
-    def generate(self, messages: list[Message], *, max_tokens=None, temperature=None, task: TaskInfo | None = None) -> Completion:
+    def generate(
+        self, messages: list[Message], *, max_tokens=None, temperature=None, task: TaskInfo | None = None
+    ) -> Completion:
         text = "```python\n1+1\n```" if task is None or task.code_execution else "{}"
         return Completion(text=text)
 
@@ -222,13 +239,17 @@ def kind_from_window(window: dict) -> str:
 
 def summary_from_scan(task: TaskInfo, scan: dict) -> dict:
     """robust_zscore_scan's all-channel observation -> the per-channel summary `decide` takes."""
-    summary = {name: {"max_z": 0.0, "start": 0, "end": 1, "shift_sigma": 1.0, "kind": lb.LEVEL_SHIFT}
-               for name in task.channel_names}
+    summary = {
+        name: {"max_z": 0.0, "start": 0, "end": 1, "shift_sigma": 1.0, "kind": lb.LEVEL_SHIFT}
+        for name in task.channel_names
+    }
     for window in scan.get("scan", []):
         if window.get("channel") in summary:
             summary[window["channel"]] = {
-                "max_z": window.get("max_z") or 0.0, "start": int(window.get("start", 0)),
-                "end": int(window.get("end", 1)), "shift_sigma": abs(window.get("shift_sigma") or 0.0),
+                "max_z": window.get("max_z") or 0.0,
+                "start": int(window.get("start", 0)),
+                "end": int(window.get("end", 1)),
+                "shift_sigma": abs(window.get("shift_sigma") or 0.0),
                 "kind": kind_from_window(window),
             }
     return summary
@@ -262,8 +283,16 @@ class ToolsPolicy:
         self.name = "scripted/tools" if native else "scripted/tools-json"
         self._zscore = ZScorePolicy()
 
-    def generate(self, messages: list[Message], *, max_tokens=None, temperature=None, task: TaskInfo | None = None,
-                 tools=None, tool_choice=None) -> Completion:
+    def generate(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens=None,
+        temperature=None,
+        task: TaskInfo | None = None,
+        tools=None,
+        tool_choice=None,
+    ) -> Completion:
         started = time.perf_counter()
         if task is None or task.tool_calling is None:
             return self._zscore.generate(messages, max_tokens=max_tokens, temperature=temperature, task=task)
@@ -271,10 +300,13 @@ class ToolsPolicy:
         first = not any(m.role == "assistant" for m in messages)
         if first and scan is None and tool_choice != "none":
             if task.tool_calling == "native":
-                calls = [ToolCall(f"call_{index}", name, json.dumps(args)) for index, (name, args) in enumerate(TOOL_PLAN)]
+                calls = [
+                    ToolCall(f"call_{index}", name, json.dumps(args)) for index, (name, args) in enumerate(TOOL_PLAN)
+                ]
                 return Completion(text="", tool_calls=calls, latency_s=time.perf_counter() - started)
             text = "I will scan every channel for robust z-score excursions.\n" + "\n".join(
-                f'<tool_call>{json.dumps({"name": name, "arguments": args})}</tool_call>' for name, args in TOOL_PLAN)
+                f"<tool_call>{json.dumps({'name': name, 'arguments': args})}</tool_call>" for name, args in TOOL_PLAN
+            )
             return Completion(text=text, latency_s=time.perf_counter() - started)
         text = decide(task, summary_from_scan(task, scan)) if scan else _fallback(task)
         return Completion(text=text, latency_s=time.perf_counter() - started)
@@ -284,8 +316,10 @@ class ToolsPolicy:
 
 
 POLICIES = {
-    "zscore": ZScorePolicy, "trivial-code": TrivialCodePolicy,
-    "tools": ToolsPolicy, "tools-json": lambda: ToolsPolicy(native=False),
+    "zscore": ZScorePolicy,
+    "trivial-code": TrivialCodePolicy,
+    "tools": ToolsPolicy,
+    "tools-json": lambda: ToolsPolicy(native=False),
     "timesage": TimeSagePolicy,
 }
 

@@ -64,7 +64,7 @@ def analyse(use_skill=False):
         return "up" if delta > flat else "down" if delta < -flat else "flat"
 
     def rz(d, t, base):
-        window = d[t - base:t]
+        window = d[t - base : t]
         med = np.median(window)
         mad = 1.4826 * np.median(np.abs(window - med))
         return (d[t] - med) / max(mad, 1e-9)
@@ -73,7 +73,7 @@ def analyse(use_skill=False):
         raw = [labels[sum(e <= v for e in edges)] for v in x]
         state = raw[0]
         for t in range(1, len(raw)):
-            recent = raw[max(0, t - persistence + 1):t + 1]
+            recent = raw[max(0, t - persistence + 1) : t + 1]
             if len(recent) == persistence and len(set(recent)) == 1:
                 state = raw[t]
         return state
@@ -102,11 +102,11 @@ def analyse(use_skill=False):
             return n
         if kind == "baseline_dev":
             w = rule["window"]
-            return round(float(x[-1] - np.mean(x[-1 - w:-1])), rule.get("decimals", 2))
+            return round(float(x[-1] - np.mean(x[-1 - w : -1])), rule.get("decimals", 2))
         if kind == "record":
-            return bool(x[-1] >= np.max(x[-rule["window"]:]))
+            return bool(x[-1] >= np.max(x[-rule["window"] :]))
         if kind == "rank":
-            recent = x[-rule["window"]:]
+            recent = x[-rule["window"] :]
             return int(np.sum(recent > recent[-1]) + 1)
         if kind in ("top_components", "dominant", "buckets", "shares"):
             s = shares(rule)
@@ -114,7 +114,7 @@ def analyse(use_skill=False):
             if kind == "dominant":
                 return order[0]
             if kind == "top_components":
-                return sorted(order[:rule["n"]])
+                return sorted(order[: rule["n"]])
             if kind == "buckets":
                 return sorted(n for n in s if s[n] >= rule["threshold"])
             return {n: round(v, rule.get("decimals", 1)) for n, v in s.items()}
@@ -124,8 +124,11 @@ def analyse(use_skill=False):
             if kind == "event_class":
                 z = rz(d, last, rule["baseline"])
                 return "spike" if z > rule["z"] else "dip" if z < -rule["z"] else "none"
-            return sorted(dates[t + 1] for t in range(last - rule["window"] + 1, last + 1)
-                          if abs(rz(d, t, rule["baseline"])) > rule["z"])
+            return sorted(
+                dates[t + 1]
+                for t in range(last - rule["window"] + 1, last + 1)
+                if abs(rz(d, t, rule["baseline"])) > rule["z"]
+            )
         if kind == "yoy":
             lag = rule["lag"]
             return {"reference": dates[-1 - lag], "direction": direction(x[-1] - x[-1 - lag], rule["flat"])}
@@ -135,8 +138,14 @@ def analyse(use_skill=False):
     value_col = next((p["x-rule"]["column"] for p in props.values() if "column" in p.get("x-rule", {})), None)
     numeric = list(table)
     value_col = value_col or numeric[0]
-    drivers = next((p.get("enum") or p.get("items", {}).get("enum") for n, p in props.items()
-                    if n in ("primary_driver", "secondary_drivers")), None) or [c for c in numeric[1:4]]
+    drivers = next(
+        (
+            p.get("enum") or p.get("items", {}).get("enum")
+            for n, p in props.items()
+            if n in ("primary_driver", "secondary_drivers")
+        ),
+        None,
+    ) or [c for c in numeric[1:4]]
     moves = {}
     for c in drivers:
         d = np.diff(table[c])
@@ -175,27 +184,44 @@ def analyse(use_skill=False):
             answer[name] = {"stance": stance, "horizon": int(from_doc(r"for the next (\d+) periods\.", 3))}
         elif name == "risks":
             risky = sorted((c for c in drivers if abs(levels[c]) > 1.0), key=lambda c: (-abs(levels[c]), c))[:3]
-            answer[name] = [{"risk": f"{c}_{'upside' if levels[c] > 0 else 'downside'}",
-                             "evidence": f"{c} at {table[c][-1]:.2f} in {dates[-1]}"} for c in risky]
+            answer[name] = [
+                {
+                    "risk": f"{c}_{'upside' if levels[c] > 0 else 'downside'}",
+                    "evidence": f"{c} at {table[c][-1]:.2f} in {dates[-1]}",
+                }
+                for c in risky
+            ]
         elif name == "outlook_direction":
             x = table[value_col]
             answer[name] = "down" if x[-1] > np.mean(x[-12:]) else "up"
         elif name == "outlook":
             regimes = prop["properties"]["regime"]["enum"]
             current = from_doc(r"\*\*(\w+)\*\*", regimes[len(regimes) // 2])
-            answer[name] = {"regime": current if current in regimes else regimes[len(regimes) // 2],
-                            "probability": 60, "horizon": int(from_doc(r"over the next (\d+) periods", 3))}
+            answer[name] = {
+                "regime": current if current in regimes else regimes[len(regimes) // 2],
+                "probability": 60,
+                "horizon": int(from_doc(r"over the next (\d+) periods", 3)),
+            }
         elif name == "evidence":
-            answer[name] = [f"timeseries.csv:{dates[-1]}:{value_col}"] + ([f"gt_source/{docs[-1].name}"] if docs else [])
+            answer[name] = [f"timeseries.csv:{dates[-1]}:{value_col}"] + (
+                [f"gt_source/{docs[-1].name}"] if docs else []
+            )
         elif prop.get("type") == "string":
             answer[name] = ""
         else:
             answer[name] = None
     x = table[value_col]
-    facts = {"label": dates[-1], "previous_label": dates[-2], "value_col": value_col, "latest": float(x[-1]),
-             "previous": float(x[-2]), "last_doc": f"gt_source/{docs[-1].name}" if docs else None,
-             "previous_status": from_doc(r"\*\*(\w+)\*\*", None), "previous_primary": from_doc(r"Primary driver: (\w+)", None),
-             "mover": ranked[0] if ranked else None}
+    facts = {
+        "label": dates[-1],
+        "previous_label": dates[-2],
+        "value_col": value_col,
+        "latest": float(x[-1]),
+        "previous": float(x[-2]),
+        "last_doc": f"gt_source/{docs[-1].name}" if docs else None,
+        "previous_status": from_doc(r"\*\*(\w+)\*\*", None),
+        "previous_primary": from_doc(r"Primary driver: (\w+)", None),
+        "mover": ranked[0] if ranked else None,
+    }
     print("TIMESAGE_RESULT", json.dumps({"answer": answer, "facts": facts}, default=str))
 
 
@@ -214,9 +240,11 @@ def report(answer: dict, facts: dict, task: TaskInfo, question: str) -> str:
     lines = [f"Period {facts['label']}: {task.meta.get('release_name', 'release')} analysis."]
     if "status" in answer:
         lines.append(f"The current state is {answer['status']}.")
-    lines.append(f"The latest {facts['value_col']} is {facts['latest']:g} {unit} (timeseries.csv, row {facts['label']}); "
-                 f"it {'rose' if facts['latest'] > facts['previous'] else 'fell' if facts['latest'] < facts['previous'] else 'held'} "
-                 f"from {facts['previous']:g} in {facts['previous_label']}.")
+    lines.append(
+        f"The latest {facts['value_col']} is {facts['latest']:g} {unit} (timeseries.csv, row {facts['label']}); "
+        f"it {'rose' if facts['latest'] > facts['previous'] else 'fell' if facts['latest'] < facts['previous'] else 'held'} "
+        f"from {facts['previous']:g} in {facts['previous_label']}."
+    )
     for name, value in answer.items():
         if name in ("status", "summary", "evidence") or value is None:
             continue
@@ -235,8 +263,11 @@ def report(answer: dict, facts: dict, task: TaskInfo, question: str) -> str:
         lines.append("The outlook carries uncertainty (60 % confidence) and risks remain on both sides.")
     if facts.get("last_doc"):
         said = facts.get("previous_status") or facts.get("previous_primary")
-        lines.append(f"The prior release ({facts['last_doc']}) reported {said}." if said else
-                     f"The prior release is {facts['last_doc']}.")
+        lines.append(
+            f"The prior release ({facts['last_doc']}) reported {said}."
+            if said
+            else f"The prior release is {facts['last_doc']}."
+        )
     if task.meta.get("tier") != "easy":
         lines.append("Unusual changes flagged this period are listed above when present.")
     return " ".join(lines)
@@ -258,8 +289,9 @@ class TimeSagePolicy:
     harnesses = ("file-agent",)
     name = "scripted/timesage"
 
-    def generate(self, messages: list[Message], *, max_tokens=None, temperature=None,
-                 task: TaskInfo | None = None) -> Completion:
+    def generate(
+        self, messages: list[Message], *, max_tokens=None, temperature=None, task: TaskInfo | None = None
+    ) -> Completion:
         started = time.perf_counter()
         if task is None:
             raise ValueError("scripted/timesage needs the task's TaskInfo (it is a reference policy)")
@@ -286,19 +318,28 @@ class TimeSagePolicy:
             answer["summary"] = body.split(". ")[0].rstrip(".") + "."
         code = []
         if task.meta.get("skills_enabled") and not use_skill:
-            code.append(f"induct_skill(name={SKILL_NAME!r}, description={SKILL_DESCRIPTION!r}, "
-                        f"notes={SKILL_NOTES!r}, code={inspect.getsource(load_table)!r})")
+            code.append(
+                f"induct_skill(name={SKILL_NAME!r}, description={SKILL_DESCRIPTION!r}, "
+                f"notes={SKILL_NOTES!r}, code={inspect.getsource(load_table)!r})"
+            )
         code.append(f"import json\nfinal_answer(answer=json.loads({json.dumps(answer)!r}), report={body!r})")
         return "Submitting.\n```python\n" + "\n".join(code) + "\n```"
 
     @staticmethod
     def _summary(messages: list[Message]) -> str:
-        feedback = [line for m in messages if m.role == "user" for line in m.content.splitlines()
-                    if line.startswith("Feedback for period")]
+        feedback = [
+            line
+            for m in messages
+            if m.role == "user"
+            for line in m.content.splitlines()
+            if line.startswith("Feedback for period")
+        ]
         recap = "\n".join(f"- {line}" for line in feedback) or "- no feedback yet"
-        return ("CSV layout: a date column then numeric columns; read with pd.read_csv('timeseries.csv', "
-                "dtype={'date': str}).\nIdioms: apply each field's x-rule from answer_schema.json.\n"
-                f"Pitfalls: answer exactly the required keys.\nRecap:\n{recap}")
+        return (
+            "CSV layout: a date column then numeric columns; read with pd.read_csv('timeseries.csv', "
+            "dtype={'date': str}).\nIdioms: apply each field's x-rule from answer_schema.json.\n"
+            f"Pitfalls: answer exactly the required keys.\nRecap:\n{recap}"
+        )
 
     def close(self) -> None:
         pass

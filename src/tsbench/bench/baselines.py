@@ -32,9 +32,11 @@ def _cells() -> list[tuple[str, int]]:
     from tsbench.tasks.anomalyxl.config import preset
 
     cfg = preset("paper")
-    return [(lb.LOCALIZE, n) for n in cfg.single_lengths] + [(lb.ALL_CHANNELS, n) for n in cfg.multi_lengths] + [
-        (lb.LEAD_LAG, n) for n in cfg.multi_lengths
-    ]
+    return (
+        [(lb.LOCALIZE, n) for n in cfg.single_lengths]
+        + [(lb.ALL_CHANNELS, n) for n in cfg.multi_lengths]
+        + [(lb.LEAD_LAG, n) for n in cfg.multi_lengths]
+    )
 
 
 def time_features(category: str, length: int, repeats: int = REPEATS) -> float:
@@ -55,7 +57,7 @@ def time_detector(category: str, length: int, repeats: int = REPEATS) -> float:
 
     rows = list(_rows(category, length, repeats))
     started = time.perf_counter()
-    for plan, values in rows:
+    for _plan, values in rows:
         detector.analyse(category, list(values))
     return (time.perf_counter() - started) / len(rows)
 
@@ -88,17 +90,23 @@ def main() -> dict:
     for category, length in _cells():
         seconds, peak, per_row = measure_in_child(time_features, category, length)
         result["features"][f"{category}/{length}"] = {"s_per_row": per_row, "peak_rss_GiB": peak / 2**30}
-        print(f"  classical features  {category:24s} L={length:6d}  {per_row:7.3f} s/row  peak RSS {peak / 2**30:.2f} GiB")
+        print(
+            f"  classical features  {category:24s} L={length:6d}  {per_row:7.3f} s/row  peak RSS {peak / 2**30:.2f} GiB"
+        )
     for category, length in _cells():
         seconds, peak, per_row = measure_in_child(time_detector, category, length)
         result["detector"][f"{category}/{length}"] = {"s_per_row": per_row, "peak_rss_GiB": peak / 2**30}
-        print(f"  detector            {category:24s} L={length:6d}  {per_row:7.3f} s/row  peak RSS {peak / 2**30:.2f} GiB")
+        print(
+            f"  detector            {category:24s} L={length:6d}  {per_row:7.3f} s/row  peak RSS {peak / 2**30:.2f} GiB"
+        )
     with tempfile.TemporaryDirectory() as tmp:
         data = _small_data(tmp)
         for replicate in (1, 35):
             _, peak, (n, head_s) = measure_in_child(time_heads, data, tmp, replicate)
             result[f"heads_x{replicate}"] = {"examples": n, "seconds": head_s, "peak_rss_GiB": peak / 2**30}
-            print(f"  head training       16 heads on {n:5d} examples (small preset x{replicate:2d})  {head_s:6.2f} s  peak RSS {peak / 2**30:.2f} GiB")
+            print(
+                f"  head training       16 heads on {n:5d} examples (small preset x{replicate:2d})  {head_s:6.2f} s  peak RSS {peak / 2**30:.2f} GiB"
+            )
     return result
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import multiprocessing as mp
 import resource
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def _child(fn: Callable[..., Any], args: tuple, queue) -> None:

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import numpy as np
 
-from tsbench.tasks.anomalyxl.config import preset
-from tsbench.tasks.anomalyxl.generate import generate_split
+from tsbench.baselines.scripted import TrivialCodePolicy
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
 from tsbench.harness import EpisodeTask, HarnessConfig
 from tsbench.harness.rlm import run_rlm
 from tsbench.harness.runtime.sandbox import Sandbox, bare_roundtrip_seconds
-from tsbench.baselines.scripted import TrivialCodePolicy
+from tsbench.tasks.anomalyxl.config import preset
+from tsbench.tasks.anomalyxl.generate import generate_split
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
 
 
@@ -48,10 +48,21 @@ def rlm_turn_overhead_seconds(turns: int = 60) -> float:
 
 def rows_per_second(data_dir: Path, concurrency: int, latency_s: float = 0.2, limit: int | None = None) -> float:
     """Rows/s of a whole eval run against a loopback server that answers after `latency_s`."""
-    with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer(default='ok:{"answer": "Yes"}', latency_s=latency_s) as server:
-        cfg = EvalConfig(model="openai/fake-model", harness="single-pass-text", data=[str(data_dir)], regime="both",
-                         concurrency=concurrency, base_url=server.base_url, max_attempts=1, limit=limit,
-                         out=str(Path(tmp) / "run"))
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        FakeOpenAIServer(default='ok:{"answer": "Yes"}', latency_s=latency_s) as server,
+    ):
+        cfg = EvalConfig(
+            model="openai/fake-model",
+            harness="single-pass-text",
+            data=[str(data_dir)],
+            regime="both",
+            concurrency=concurrency,
+            base_url=server.base_url,
+            max_attempts=1,
+            limit=limit,
+            out=str(Path(tmp) / "run"),
+        )
         began = time.perf_counter()
         run_eval(cfg)
         elapsed = time.perf_counter() - began

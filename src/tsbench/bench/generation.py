@@ -9,12 +9,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tsbench.bench.common import measure_in_child
 from tsbench.tasks.anomalyxl.config import preset
 from tsbench.tasks.anomalyxl.generate import generate_split, plan_split
 from tsbench.tasks.anomalyxl.mcq import TEMPLATES_BY_SOURCE, select_sources
 from tsbench.tasks.anomalyxl.rows import COMPRESSION, ROW_GROUP_BYTES
 from tsbench.tasks.series_file import values_array
-from tsbench.bench.common import measure_in_child
 
 
 def _shapes(preset_name: str) -> list[tuple[int, int]]:
@@ -60,9 +60,16 @@ def main(preset_name: str = "paper") -> dict:
         floor_s, floor_rss, _ = measure_in_child(run_floor, preset_name, tmp)
     mb = values * 4 / 2**20
     result = {
-        "rows": rows, "values": values, "generator_s": gen_s, "rows_per_s": rows / gen_s,
-        "MB_per_s": mb / gen_s, "peak_rss_GiB": gen_rss / 2**30, "floor_s": floor_s,
-        "floor_peak_rss_GiB": floor_rss / 2**30, "ratio": gen_s / floor_s, "file_MB": gen_bytes / 2**20,
+        "rows": rows,
+        "values": values,
+        "generator_s": gen_s,
+        "rows_per_s": rows / gen_s,
+        "MB_per_s": mb / gen_s,
+        "peak_rss_GiB": gen_rss / 2**30,
+        "floor_s": floor_s,
+        "floor_peak_rss_GiB": floor_rss / 2**30,
+        "ratio": gen_s / floor_s,
+        "file_MB": gen_bytes / 2**20,
     }
     print(
         f"generate ({preset_name} test split, {rows} precise rows + MCQ, {mb:.0f} MB of float32):\n"

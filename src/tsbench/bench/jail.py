@@ -60,9 +60,16 @@ def measure(rounds: int = 5, turns: int = 60) -> dict:
                 bare_turns.append(bare.roundtrip_seconds("1+1"))
     start_j, start_b = statistics.median(jail_starts), statistics.median(bare_starts)
     turn_j, turn_b = statistics.median(jail_turns), statistics.median(bare_turns)
-    return {"start_jail_s": start_j, "start_bare_s": start_b, "start_ratio": start_j / start_b,
-            "turn_jail_s": turn_j, "turn_bare_s": turn_b, "turn_ratio": turn_j / turn_b, "bounds": bounds,
-            "bwrap": _bwrap_version()}
+    return {
+        "start_jail_s": start_j,
+        "start_bare_s": start_b,
+        "start_ratio": start_j / start_b,
+        "turn_jail_s": turn_j,
+        "turn_bare_s": turn_b,
+        "turn_ratio": turn_j / turn_b,
+        "bounds": bounds,
+        "bwrap": _bwrap_version(),
+    }
 
 
 def host_rss_for_print(mib: int) -> dict:
@@ -79,8 +86,14 @@ def host_rss_for_print(mib: int) -> dict:
         cell = box.run(f"print('x' * ({int(mib)} * 2**20))" if mib else "print('x')")
         after = peak()
         goes_on = box.run("6 * 7").result_repr == "42"
-    return {"peak_before_bytes": before, "peak_after_bytes": after, "growth_bytes": after - before,
-            "cut": "output cut" in cell.stdout, "goes_on": goes_on, "seconds": cell.seconds}
+    return {
+        "peak_before_bytes": before,
+        "peak_after_bytes": after,
+        "growth_bytes": after - before,
+        "cut": "output cut" in cell.stdout,
+        "goes_on": goes_on,
+        "seconds": cell.seconds,
+    }
 
 
 def measure_host_rss(mib: int = 900) -> dict:

@@ -23,14 +23,24 @@ def run_scripted(data: str, out: str, mode: str, skills: bool) -> dict:
     from tsbench.harness.episode import HarnessConfig
     from tsbench.results import load_samples
 
-    cfg = EvalConfig(model="scripted/timesage", family="timesage", data=[data], concurrency=1, out=out,
-                     harness_config=HarnessConfig(mode=mode, skills=skills))
+    cfg = EvalConfig(
+        model="scripted/timesage",
+        family="timesage",
+        data=[data],
+        concurrency=1,
+        out=out,
+        harness_config=HarnessConfig(mode=mode, skills=skills),
+    )
     started = time.perf_counter()
     run_eval(cfg)
     wall = time.perf_counter() - started
     samples = load_samples(out)
-    return {"rows": len(samples), "wall_s": wall, "errors": int(samples["error_type"].notna().sum()),
-            "mean_overall": float(samples["score"].mean()) * 100}
+    return {
+        "rows": len(samples),
+        "wall_s": wall,
+        "errors": int(samples["error_type"].notna().sum()),
+        "mean_overall": float(samples["score"].mean()) * 100,
+    }
 
 
 def main(scenarios: int = 3, periods: int = 3) -> dict:
@@ -46,10 +56,13 @@ def main(scenarios: int = 3, periods: int = 3) -> dict:
         sequential = run_scripted(data, str(Path(tmp) / "seq"), "sequential", True)
         _, stats = rescore_run(Path(tmp) / "seq", "judge/rules", Path(tmp) / "rescored")
     result = {
-        "generate_s": gen_s, "generate_MB": gen_bytes / 2**20, "generate_peak_rss_GiB": gen_rss / 2**30,
+        "generate_s": gen_s,
+        "generate_MB": gen_bytes / 2**20,
+        "generate_peak_rss_GiB": gen_rss / 2**30,
         "scripted_s_per_period_independent": independent["wall_s"] / max(1, independent["rows"]),
         "scripted_s_per_period_sequential_skills": sequential["wall_s"] / max(1, sequential["rows"]),
-        "rescore_judge_calls": stats.judge_calls, "rescore_cache_hit_rate": stats.hit_rate,
+        "rescore_judge_calls": stats.judge_calls,
+        "rescore_cache_hit_rate": stats.hit_rate,
     }
     print(
         f"timesage:\n"

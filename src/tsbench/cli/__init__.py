@@ -12,7 +12,8 @@ import sys
 import typer
 
 from tsbench import __version__
-from tsbench.cli import data, eval as eval_commands, export, leaderboard, timeclaw, timesage, train
+from tsbench.cli import data, export, leaderboard, timeclaw, timesage, train
+from tsbench.cli import eval as eval_commands
 from tsbench.cli.common import err_console
 from tsbench.core.errors import UserError
 from tsbench.core.sanitize import terminal_text
@@ -34,8 +35,11 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="Print the version and exit.")) -> None:
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
     """Long-context time-series benchmarks for language-model agents."""
 
 
@@ -48,8 +52,11 @@ app.command()(leaderboard.leaderboard)
 app.command()(export.export)
 app.command("sft-baseline")(train.sft_baseline)
 app.command("train-grpo")(train.train_grpo_cmd)
-memory_app = typer.Typer(help="TimeClaw episodic memory banks.", no_args_is_help=True,
-                         context_settings={"help_option_names": ["-h", "--help"]})
+memory_app = typer.Typer(
+    help="TimeClaw episodic memory banks.",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 memory_app.command("build")(timeclaw.memory_build)
 app.add_typer(memory_app, name="memory")
 app.command()(timeclaw.evolve)
@@ -64,8 +71,9 @@ def _disk_full(exc: BaseException) -> OSError | None:
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
-        if isinstance(exc, OSError) and (exc.errno in DISK_FULL or any(
-                os.strerror(code) in str(exc) for code in DISK_FULL)):  # pyarrow's errors carry no errno
+        if isinstance(exc, OSError) and (
+            exc.errno in DISK_FULL or any(os.strerror(code) in str(exc) for code in DISK_FULL)
+        ):  # pyarrow's errors carry no errno
             return exc
         exc = exc.__cause__ or exc.__context__
     return None
@@ -83,8 +91,11 @@ def main() -> None:
             raise
         where = f" writing {full.filename}" if full.filename else ""
         reason = os.strerror(full.errno) if full.errno in DISK_FULL else "disk full"
-        print(f"error: no space left{where} ({reason}): free some space and run the same command again "
-              "(an eval keeps its finished rows and resumes)", file=sys.stderr)
+        print(
+            f"error: no space left{where} ({reason}): free some space and run the same command again "
+            "(an eval keeps its finished rows and resumes)",
+            file=sys.stderr,
+        )
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("interrupted", markup=False)

@@ -67,8 +67,14 @@ def require_run_dir(path: Path) -> None:
 
 def progress_bar(*columns) -> Progress:
     return Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"), *columns,
-        TimeElapsedColumn(), TimeRemainingColumn(), console=err_console, transient=False,
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        *columns,
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=False,
     )
 
 

@@ -44,24 +44,41 @@ def generate(
     family: str = typer.Option("anomalyxl", help="Task family to generate."),
     seed: int = typer.Option(42, help="Run seed; the same seed and arguments give identical file bytes."),
     split: str = typer.Option("test", help="test, val, train or all."),
-    preset: str = typer.Option("paper", help="AnomalyXL: paper (the published grid) or small (short rows for demos and tests)."),
+    preset: str = typer.Option(
+        "paper", help="AnomalyXL: paper (the published grid) or small (short rows for demos and tests)."
+    ),
     rows_per_cell: Optional[int] = typer.Option(None, help="AnomalyXL test rows per (category, L) cell (paper: 50)."),
-    train_rows: Optional[int] = typer.Option(None, help="AnomalyXL train rows, spread evenly over the cells (paper: 5000)."),
-    val_rows: Optional[int] = typer.Option(None, help="AnomalyXL validation rows, spread evenly over the cells (paper: 500)."),
+    train_rows: Optional[int] = typer.Option(
+        None, help="AnomalyXL train rows, spread evenly over the cells (paper: 5000)."
+    ),
+    val_rows: Optional[int] = typer.Option(
+        None, help="AnomalyXL validation rows, spread evenly over the cells (paper: 500)."
+    ),
     lengths: Optional[list[str]] = typer.Option(None, help="Series lengths for every category, e.g. 16384,32768."),
     categories: Optional[list[str]] = typer.Option(None, help="Precise categories to generate (comma-separated)."),
-    p_present: Optional[float] = typer.Option(None, help="Localize: probability that an anomaly is present (paper: 0.8)."),
+    p_present: Optional[float] = typer.Option(
+        None, help="Localize: probability that an anomaly is present (paper: 0.8)."
+    ),
     min_k: Optional[int] = typer.Option(None, help="All-channels: smallest number of anomalous channels (paper: 0)."),
     width_range: Optional[tuple[int, int]] = typer.Option(None, help="Window width bounds in samples (paper: 8 256)."),
     magnitude_range: Optional[tuple[float, float]] = typer.Option(None, help="Magnitude bounds in sigma (paper: 2 6)."),
-    noise_weights: Optional[list[str]] = typer.Option(None, help="Weights of white, red, ar1 base noise (paper: 1,1,1)."),
-    source: Optional[str] = typer.Option(None, help="TimeSage: synthetic (default), replay (real series statsmodels ships) or released (--path)."),
+    noise_weights: Optional[list[str]] = typer.Option(
+        None, help="Weights of white, red, ar1 base noise (paper: 1,1,1)."
+    ),
+    source: Optional[str] = typer.Option(
+        None, help="TimeSage: synthetic (default), replay (real series statsmodels ships) or released (--path)."
+    ),
     scenarios: Optional[int] = typer.Option(None, help="TimeSage: number of scenarios (default 60: 20 per tier)."),
     periods: Optional[int] = typer.Option(None, help="TimeSage: periods per scenario (default 24)."),
-    out: Optional[Path] = typer.Option(None, help="Output root; files go to <out>/seed<seed>/ (default: data/<family>)."),
-    path: Optional[Path] = typer.Option(None, help="ltaf, sleep-psg, arfbench, timerbed: the folder of public files "
-                                                   "you have (nothing is downloaded); TimeSage --source released: "
-                                                   "the folder in the paper's layout."),
+    out: Optional[Path] = typer.Option(
+        None, help="Output root; files go to <out>/seed<seed>/ (default: data/<family>)."
+    ),
+    path: Optional[Path] = typer.Option(
+        None,
+        help="ltaf, sleep-psg, arfbench, timerbed: the folder of public files "
+        "you have (nothing is downloaded); TimeSage --source released: "
+        "the folder in the paper's layout.",
+    ),
 ) -> None:
     """Generate a task family's dataset as parquet, with a manifest (AnomalyXL: precise + MCQ splits;
     TimeSage: scenarios + periods, audited before they are written)."""
@@ -79,6 +96,7 @@ def generate(
         options["path"] = str(options["path"])
     root = out or taskset.default_root()
     with progress_bar(TextRate()) as bars:
+
         def progress(description: str, total: int):
             task = bars.add_task(description, total=total, rate="")
             started, done = time.perf_counter(), [0]
@@ -105,8 +123,12 @@ def TextRate():
 
 def describe(
     data: Path = typer.Argument(..., help="A generated parquet file or a seed dir."),
-    plot: Optional[str] = typer.Option(None, help="Draw this row id (AnomalyXL: full series, gold window shaded, zoom inset)."),
-    run: Optional[Path] = typer.Option(None, help="With --plot: overlay this run's parsed answer for the row (AnomalyXL: its window)."),
+    plot: Optional[str] = typer.Option(
+        None, help="Draw this row id (AnomalyXL: full series, gold window shaded, zoom inset)."
+    ),
+    run: Optional[Path] = typer.Option(
+        None, help="With --plot: overlay this run's parsed answer for the row (AnomalyXL: its window)."
+    ),
     out: Optional[Path] = typer.Option(None, help="Image path for --plot (.png, .svg or .pdf) [<row id>.png]."),
 ) -> None:
     """Print what a generated file holds, or draw one row."""
@@ -150,7 +172,7 @@ def _predicted_answer(run: Path, row_id: str) -> Any:
 
 def score(
     data: Path = typer.Option(..., help="A generated parquet file."),
-    responses: Path = typer.Option(..., help="JSONL with one {\"id\": ..., \"response\": ...} per line."),
+    responses: Path = typer.Option(..., help='JSONL with one {"id": ..., "response": ...} per line.'),
     out: Optional[Path] = typer.Option(None, help="Write per-row scores and metrics to this parquet file."),
 ) -> None:
     """Score your own predictions against a generated file and print per-category means."""
@@ -167,20 +189,29 @@ def score(
     taskset = get_taskset(family_of(data))
     index = taskset.index([data], {})
     if not set(given_responses) & set(index["id"]):
-        raise UserError(f"none of the {len(given_responses)} response ids in {responses} is a row of {data}: "
-                        "wrong --data file?")
+        raise UserError(
+            f"none of the {len(given_responses)} response ids in {responses} is a row of {data}: wrong --data file?"
+        )
     rows = []
     for rec in index.itertuples():
         gold = json.loads(rec.gold)
         response = given_responses.get(rec.id)
         scored = taskset.score(rec.category, gold, response if response is not None else "")
-        rows.append({
-            "id": rec.id, "category": rec.category, "answered": response is not None, "score": scored.score,
-            "valid": scored.valid, "gold_answer": gold.get("answer") if isinstance(gold, dict) else None,
-            "parsed_answer": scored.parsed if isinstance(scored.parsed, str) else
-            (scored.parsed.get("answer") if isinstance(scored.parsed, dict) else None),
-            "answer_error": scored.error, "metrics": json.dumps(scored.metrics),
-        })
+        rows.append(
+            {
+                "id": rec.id,
+                "category": rec.category,
+                "answered": response is not None,
+                "score": scored.score,
+                "valid": scored.valid,
+                "gold_answer": gold.get("answer") if isinstance(gold, dict) else None,
+                "parsed_answer": scored.parsed
+                if isinstance(scored.parsed, str)
+                else (scored.parsed.get("answer") if isinstance(scored.parsed, dict) else None),
+                "answer_error": scored.error,
+                "metrics": json.dumps(scored.metrics),
+            }
+        )
     df = pd.DataFrame(rows)
     unknown = set(given_responses) - set(index["id"])
     if unknown:

@@ -23,15 +23,19 @@ from tsbench.core.errors import UserError
 from tsbench.core.sanitize import terminal_text
 from tsbench.eval.config import EvalConfig
 from tsbench.results.records import transcript_events
+
 LOG_EVERY_S = 5.0
 
 
 @settings_options(EvalConfig)
 def eval_cmd(
     ctx: typer.Context,
-    config: Optional[Path] = typer.Option(None, help="A TOML file from experiments/ ([eval] table; harness "
-                                          "sections [eval.rlm], [eval.tools], [eval.memory], [eval.file-agent]); "
-                                          "flags override it."),
+    config: Optional[Path] = typer.Option(
+        None,
+        help="A TOML file from experiments/ ([eval] table; harness "
+        "sections [eval.rlm], [eval.tools], [eval.memory], [eval.file-agent]); "
+        "flags override it.",
+    ),
 ) -> None:
     """Evaluate a model under a harness; re-running the same command resumes.
 
@@ -78,8 +82,9 @@ def eval_cmd(
 
     def on_interrupt(in_flight: int) -> None:
         bars.stop()
-        err_console.print(f"interrupted: waiting for {in_flight} episode(s) in flight (Ctrl-C again to abandon them)",
-                          markup=False)
+        err_console.print(
+            f"interrupted: waiting for {in_flight} episode(s) in flight (Ctrl-C again to abandon them)", markup=False
+        )
 
     try:
         run_dir = run_eval(cfg, progress=state, on_update=on_update, on_interrupt=on_interrupt)
@@ -88,11 +93,13 @@ def eval_cmd(
         from tsbench.eval.executors import Abandoned
 
         if isinstance(exc, Abandoned):
-            err_console.print("abandoned the episodes in flight; finished rows are saved: run the same command to resume",
-                              markup=False)
+            err_console.print(
+                "abandoned the episodes in flight; finished rows are saved: run the same command to resume",
+                markup=False,
+            )
             os._exit(130)  # worker threads may still be inside a model call; do not wait for them
         err_console.print("interrupted: finished rows are saved; run the same command to resume", markup=False)
-        raise typer.Exit(130)
+        raise typer.Exit(130) from None
     finally:
         finished.set()
     bars.stop()
@@ -122,7 +129,9 @@ def _print_summary(run_dir: Path, cfg: EvalConfig) -> None:
     for name, block in rows:
         ci = block["ci95"]
         table.add_row(
-            name, str(block["n"]), "—" if block["mean"] is None else f"{block['mean']:.3f}",
+            name,
+            str(block["n"]),
+            "—" if block["mean"] is None else f"{block['mean']:.3f}",
             "" if ci is None else f"{ci[0]:.2f}–{ci[1]:.2f}" + ("*" if block["small_n"] else ""),
             str(block["errors"]) if block["errors"] else "",
             "—" if block["mean_turns"] is None else f"{block['mean_turns']:.1f}",
@@ -134,8 +143,11 @@ def _print_summary(run_dir: Path, cfg: EvalConfig) -> None:
         console.print("* fewer than 10 scored rows: the interval is rough")
     overall = blocks["overall"]
     if overall["errors"]:
-        err_console.print(f"{overall['errors']} of {overall['rows']} rows are errors (not scored; see `tsbench show "
-                          f"{run_dir}`); run the same command to retry them", markup=False)
+        err_console.print(
+            f"{overall['errors']} of {overall['rows']} rows are errors (not scored; see `tsbench show "
+            f"{run_dir}`); run the same command to retry them",
+            markup=False,
+        )
     if not results["complete"]:
         err_console.print("the run is incomplete", markup=False)
     if fails(overall["errors"], overall["rows"], cfg.fail_on_error):
@@ -171,8 +183,13 @@ def show(
         table = Table("id", "epoch", "score", "turns", "error", title=str(run))
         for rec in samples.to_dict("records"):
             failed = isinstance(rec["error_type"], str)
-            table.add_row(Text(terminal_text(rec["id"])), str(rec["epoch"]), "-" if failed else f"{rec['score']:.3f}",
-                          str(rec["turns"]), Text(terminal_text(rec["error_type"]) if failed else ""))
+            table.add_row(
+                Text(terminal_text(rec["id"])),
+                str(rec["epoch"]),
+                "-" if failed else f"{rec['score']:.3f}",
+                str(rec["turns"]),
+                Text(terminal_text(rec["error_type"]) if failed else ""),
+            )
         console.print(table)
         return
     match = samples[(samples["id"] == sample_id) & (samples["epoch"] == epoch)]
@@ -187,20 +204,38 @@ def show(
         role = event.get("role")
         if role == "tool":
             for cell in event.get("cells", []):
-                console.print(Panel(Syntax(terminal_text(cell["code"]), "python", word_wrap=True),
-                                    title=escape(terminal_text(f"code (turn {event['turn']})")),
-                                    border_style="cyan"))
+                console.print(
+                    Panel(
+                        Syntax(terminal_text(cell["code"]), "python", word_wrap=True),
+                        title=escape(terminal_text(f"code (turn {event['turn']})")),
+                        border_style="cyan",
+                    )
+                )
             if "cells" not in event and event.get("name"):
-                console.print(panel(json.dumps(event.get("arguments")), f"tool call {event['name']} (turn {event.get('turn')})", "cyan"))
+                console.print(
+                    panel(
+                        json.dumps(event.get("arguments")),
+                        f"tool call {event['name']} (turn {event.get('turn')})",
+                        "cyan",
+                    )
+                )
             images = f" + {len(event['images'])} image(s)" if event.get("images") else ""
             console.print(panel(event.get("observation", ""), f"observation{images}", "yellow"))
         elif role == "assistant":
-            console.print(panel(event["content"], f"assistant (turn {event.get('turn', 1)}, {event.get('output_tokens', 0)} tokens out)", "green"))
+            console.print(
+                panel(
+                    event["content"],
+                    f"assistant (turn {event.get('turn', 1)}, {event.get('output_tokens', 0)} tokens out)",
+                    "green",
+                )
+            )
         elif role == "sub_rlm":
             console.print(panel(f"Q: {event['question']}\nA: {event['final']}", "sub_rlm call", "magenta"))
         else:
             console.print(panel(event.get("content", json.dumps(event)), role or "event", "white"))
     failed = isinstance(rec["error_type"], str)
     score_text = f"error ({rec['error_type']}): {rec['error']}" if failed else f"{rec['score']:.3f}"
-    parsed = rec["parsed_answer"] if isinstance(rec["parsed_answer"], str) else f"(nothing parseable: {rec['answer_error']})"
+    parsed = (
+        rec["parsed_answer"] if isinstance(rec["parsed_answer"], str) else f"(nothing parseable: {rec['answer_error']})"
+    )
     console.print(panel(f"parsed: {parsed}\ngold:   {rec['gold']}\nscore:  {score_text}", "result", "bold"))

@@ -30,6 +30,6 @@ def leaderboard(
         err_console.print(f"warning: {terminal_text(warning)}", markup=False)
     for table in rich_tables(result):
         console.print(table)
-    console.print(f"wrote {out}/leaderboard.md, leaderboard.html, leaderboard.csv (long form), costs/by_length/curves/paired/failures CSVs, figures as PNG, SVG and PDF")
-
-
+    console.print(
+        f"wrote {out}/leaderboard.md, leaderboard.html, leaderboard.csv (long form), costs/by_length/curves/paired/failures CSVs, figures as PNG, SVG and PDF"
+    )

@@ -56,8 +56,9 @@ def _parameters(spec: Spec, hidden: bool = False) -> list[inspect.Parameter]:
     else:
         annotation = Optional[list[str]] if spec.is_list else Optional[str]  # noqa: UP045 - typer needs a runtime type
         metavar = _METAVAR.get(spec.base, "TEXT") + ("[,...]" if spec.is_list else "")
-        option = typer.Option(None, spec.flag, help=_help(spec), metavar=metavar, show_default=False,
-                              rich_help_panel=panel, hidden=hidden)
+        option = typer.Option(
+            None, spec.flag, help=_help(spec), metavar=metavar, show_default=False, rich_help_panel=panel, hidden=hidden
+        )
         made = [inspect.Parameter(spec.name, kind, default=option, annotation=annotation)]
     for i, alias in enumerate(spec.meta.get("aliases") or ()):
         if spec.base is bool:

@@ -40,8 +40,14 @@ def memory_build(
 
     from_runs = _runs(runs, from_runs)
     try:
-        path = build_memory(from_runs, min_score=min_score, out=out, embedder=embedder, append=append,
-                            include_test_split=include_test_split)
+        path = build_memory(
+            from_runs,
+            min_score=min_score,
+            out=out,
+            embedder=embedder,
+            append=append,
+            include_test_split=include_test_split,
+        )
     except ValueError as exc:
         raise UserError(str(exc)) from None
     console.print(f"wrote {path}")
@@ -55,14 +61,16 @@ def evolve(
     gamma: float = typer.Option(0.7, help="Admit a tool only if its held-out success rate is at least this."),
     min_score: float = typer.Option(0.5, help="Trajectories scoring at least this count as successful."),
     categories: Optional[list[str]] = typer.Option(None, help="Only these categories (comma-separated)."),
-    include_test_split: bool = typer.Option(False, help="Allow trajectories of test rows (contaminates the benchmark)."),
+    include_test_split: bool = typer.Option(
+        False, help="Allow trajectories of test rows (contaminates the benchmark)."
+    ),
 ) -> None:
     """Write tools from experience, verify them in the sandbox on held-out tasks, keep those that pass."""
     from tsbench.core.extras import check
 
     check("stumpy", "ruptures", "statsmodels", extra="timeclaw", what="evolve")
-    from tsbench.timeclaw.evolve import evolve_tools
     from tsbench.models.registry import get_model
+    from tsbench.timeclaw.evolve import evolve_tools
 
     from_runs = _runs(runs, from_runs)
     try:
@@ -70,13 +78,18 @@ def evolve(
     except ValueError as exc:
         raise UserError(str(exc)) from None
     try:
-        report = evolve_tools(from_runs, writer, out, gamma=gamma, min_score=min_score, categories=split_list(categories),
-                              include_test_split=include_test_split)
+        report = evolve_tools(
+            from_runs,
+            writer,
+            out,
+            gamma=gamma,
+            min_score=min_score,
+            categories=split_list(categories),
+            include_test_split=include_test_split,
+        )
     except ValueError as exc:
         raise UserError(str(exc)) from None
     finally:
         writer.close()
     console.print(report)
     console.print(f"report: {out}/evolve_report.json")
-
-

@@ -54,8 +54,10 @@ def rescore(
     settings = build(JudgeSettings, {**given_settings(ctx, JudgeSettings), "judge": judge})
     target, stats = rescore_run(run, judge, out, judge_options=settings.judge_options())
     rate = "—" if stats.hit_rate is None else f"{100 * stats.hit_rate:.1f} %"
-    console.print(f"re-scored {stats.rescored} of {stats.rows} rows with {judge}: {stats.judge_calls} judge calls, "
-                  f"{stats.cache_hits} from the cache ({rate}), {stats.judge_tokens:,} judge tokens spent; wrote {target}")
+    console.print(
+        f"re-scored {stats.rescored} of {stats.rows} rows with {judge}: {stats.judge_calls} judge calls, "
+        f"{stats.cache_hits} from the cache ({rate}), {stats.judge_tokens:,} judge tokens spent; wrote {target}"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -19,8 +19,8 @@ from tsbench.cli.common import console, err_console, split_list
 from tsbench.cli.options import given_settings, settings_options
 from tsbench.core.config import build, read_toml_table
 from tsbench.core.errors import UserError
-from tsbench.core.settings import convert, spec_map
 from tsbench.core.extras import check
+from tsbench.core.settings import convert, spec_map
 from tsbench.train.config import GRPOConfig, LaunchConfig, SFTConfig
 
 LAUNCHED = "TSBENCH_LAUNCHED"  # set in the processes `accelerate launch` starts, so they do not relaunch
@@ -32,7 +32,9 @@ TRAIN_PACKAGES = ("torch", "transformers", "peft", "accelerate", "trl")
 @settings_options(SFTConfig)
 def sft_baseline(
     ctx: typer.Context,
-    config: Optional[Path] = typer.Option(None, help="A TOML file from experiments/sft/ ([sft] table); flags override it."),
+    config: Optional[Path] = typer.Option(
+        None, help="A TOML file from experiments/sft/ ([sft] table); flags override it."
+    ),
     full: bool = typer.Option(False, help="Full fine-tuning (the same as --lora 0)."),
 ) -> None:
     """Supervised baselines: the classical features + gradient-boosted heads (--model classical), or LoRA/full SFT of a language model."""
@@ -41,8 +43,11 @@ def sft_baseline(
     data = split_list(data) if data else None
     seed = convert(spec_map(SFTConfig)["seed"], flags["seed"]) if "seed" in flags else 42
     if model == "classical":
-        _train_classical(Path(data[0]) if data else Path("data/anomalyxl") / "seed42",
-                         Path(out) if out else Path("models/classical"), seed)
+        _train_classical(
+            Path(data[0]) if data else Path("data/anomalyxl") / "seed42",
+            Path(out) if out else Path("models/classical"),
+            seed,
+        )
         return
     check(*TRAIN_PACKAGES, extra="train", what="sft-baseline of a language model")
     from tsbench.train.sft import RichSFTProgress, run_sft
@@ -64,8 +69,14 @@ def _train_classical(data_dir: Path, out: Path, seed: int) -> None:
 
     if not data_dir.is_dir():
         raise UserError(f"no dataset at {data_dir} (create it with: tsbench generate --split all)")
-    bars = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                    TimeElapsedColumn(), TimeRemainingColumn(), console=err_console)
+    bars = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+    )
     tasks: dict[str, int] = {}
 
     def progress(what: str, done: int, total: int) -> None:
@@ -82,7 +93,9 @@ def _train_classical(data_dir: Path, out: Path, seed: int) -> None:
 @settings_options(GRPOConfig)
 def train_grpo_cmd(
     ctx: typer.Context,
-    config: Optional[Path] = typer.Option(None, help="A TOML file from experiments/grpo/ ([grpo] table); flags override it."),
+    config: Optional[Path] = typer.Option(
+        None, help="A TOML file from experiments/grpo/ ([grpo] table); flags override it."
+    ),
     full: bool = typer.Option(False, help="Train every parameter (the same as --lora 0)."),
 ) -> None:
     """GRPO post-training on TRL with the family's training tasks (AnomalyXL: fresh generator tasks every step), episodes in our harness.

@@ -92,12 +92,11 @@ def extract_choice(message: str) -> str:
             continue
         if isinstance(value, dict) and isinstance(value.get("answer"), str):
             return trim_answer(value["answer"])
-    last = None
-    for last in _ANSWER_LINE.finditer(text):
-        pass
-    if last is None:
+    matches = list(_ANSWER_LINE.finditer(text))
+    if not matches:
         return trim_answer(text)
+    last = matches[-1]
     rest = last.group(1)
     if not rest.strip():
-        rest = next((line for line in text[last.end():].splitlines() if line.strip()), "")
+        rest = next((line for line in text[last.end() :].splitlines() if line.strip()), "")
     return trim_answer(rest)

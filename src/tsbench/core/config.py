@@ -58,13 +58,13 @@ def _open_sections(cls: type, values: dict[str, Any]) -> None:
         for inner, value in values.pop(key).items():
             inner = str(inner).replace("-", "_")
             if inner not in members:
-                raise UserError(f"unknown key {inner} in [{name}]{suggest(inner, members)}; "
-                                f"[{name}] holds {', '.join(members)}")
+                raise UserError(
+                    f"unknown key {inner} in [{name}]{suggest(inner, members)}; [{name}] holds {', '.join(members)}"
+                )
             values[inner] = value
 
 
-def build(cls: type[T], values: dict[str, Any], *, where: str = "settings", base: Any = None,
-          _top: bool = True) -> T:
+def build(cls: type[T], values: dict[str, Any], *, where: str = "settings", base: Any = None, _top: bool = True) -> T:
     """`cls(**values)`, routing flat keys to nested dataclasses, converting every value to its
     field's type and rejecting unknown keys and values out of their declared range.
 
@@ -86,8 +86,9 @@ def build(cls: type[T], values: dict[str, Any], *, where: str = "settings", base
             if key in values and key not in own:
                 given[key] = values.pop(key)
         start = getattr(base, name) if base is not None else _field_default(cls, name)
-        kwargs[name] = build(inner, given, where=where, base=start if dataclasses.is_dataclass(start) else None,
-                             _top=False)
+        kwargs[name] = build(
+            inner, given, where=where, base=start if dataclasses.is_dataclass(start) else None, _top=False
+        )
     try:
         kwargs.update({k: convert(table[k], v) if k in table else v for k, v in values.items() if k in own})
     except UserError as error:
@@ -133,6 +134,7 @@ def read_toml_table(path: Path, table: str) -> dict[str, Any]:
     for name, value in data.items():
         if name not in CONFIG_TABLES:
             kind = "table" if isinstance(value, dict) else "key"
-            raise UserError(f"{path}: unknown {kind} [{name}]{suggest(name, CONFIG_TABLES, 0.5)}; "
-                            f"settings go under [{table}]")
+            raise UserError(
+                f"{path}: unknown {kind} [{name}]{suggest(name, CONFIG_TABLES, 0.5)}; settings go under [{table}]"
+            )
     return dict(data.get(table, {}))

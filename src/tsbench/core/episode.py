@@ -37,10 +37,16 @@ class EpisodeTask:
             return {}
         return dict(zip(self.channel_names, self.values))
 
-    def info(self, *, code_execution: bool = False) -> "TaskInfo":
+    def info(self, *, code_execution: bool = False) -> TaskInfo:
         return TaskInfo(
-            category=self.category, regime=self.regime, length=self.length, channel_names=list(self.channel_names),
-            options=list(self.options), row_id=self.row_id, question=self.question, code_execution=code_execution,
+            category=self.category,
+            regime=self.regime,
+            length=self.length,
+            channel_names=list(self.channel_names),
+            options=list(self.options),
+            row_id=self.row_id,
+            question=self.question,
+            code_execution=code_execution,
             meta=dict(self.meta),
         )
 
@@ -99,7 +105,9 @@ class EpisodeResult:
         if completion.cost_usd is not None:
             self.cost_usd = (self.cost_usd or 0.0) + completion.cost_usd
         if completion.output_token_ids is not None:
-            self.token_trace.append({"prompt_ids": completion.prompt_token_ids, "output_ids": completion.output_token_ids})
+            self.token_trace.append(
+                {"prompt_ids": completion.prompt_token_ids, "output_ids": completion.output_token_ids}
+            )
 
 
 @dataclass

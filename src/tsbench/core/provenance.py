@@ -25,7 +25,12 @@ def git_commit() -> str | None:
         return None
     if out.returncode != 0:
         return None
-    dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, timeout=5)
+    dirty = subprocess.run(
+        ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+        capture_output=True,
+        text=True,
+        timeout=5,
+    )
     return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
@@ -96,9 +101,11 @@ def checked_identity(identity: dict, files: list[Path], allow_modified: bool = F
     changed = sorted(name for name, digest in actual.items() if recorded.get(name) not in (None, digest))
     if changed and not allow_modified:
         more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
-        raise UserError(f"{changed[0]}{more}: its bytes (sha256 {actual[changed[0]][:12]}) are not the ones its "
-                        f"manifest records ({recorded[changed[0]][:12]}); regenerate the data, or pass "
-                        "--allow-modified-data to evaluate these bytes (recorded as modified)")
+        raise UserError(
+            f"{changed[0]}{more}: its bytes (sha256 {actual[changed[0]][:12]}) are not the ones its "
+            f"manifest records ({recorded[changed[0]][:12]}); regenerate the data, or pass "
+            "--allow-modified-data to evaluate these bytes (recorded as modified)"
+        )
     checked = {**identity, "file_sha256": actual}
     if changed:
         checked["modified_files"] = changed

@@ -68,8 +68,11 @@ def plugin_targets(kind: str) -> dict[str, str]:
     for point in entry_points(group=PLUGIN_GROUP):
         prefix, dot, name = point.name.partition(".")
         if prefix not in KINDS or not dot or not name:
-            log.warning("ignoring tsbench plugin %r: its name must be <kind>.<name> with kind one of %s",
-                        point.name, ", ".join(KINDS))
+            log.warning(
+                "ignoring tsbench plugin %r: its name must be <kind>.<name> with kind one of %s",
+                point.name,
+                ", ".join(KINDS),
+            )
         elif prefix == kind:
             found.setdefault(name, point.value)
     return found

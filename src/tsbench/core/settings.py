@@ -25,16 +25,35 @@ from tsbench.core.errors import UserError
 _MISSING = dataclasses.MISSING
 
 
-def setting(default: Any = _MISSING, doc: str = "", *, factory: Any = None, ge: float | None = None,
-            gt: float | None = None, le: float | None = None, lt: float | None = None,
-            choices: tuple | None = None, answers: bool = True, aliases: tuple[str, ...] = (),
-            section: str | None = None) -> Any:
+def setting(
+    default: Any = _MISSING,
+    doc: str = "",
+    *,
+    factory: Any = None,
+    ge: float | None = None,
+    gt: float | None = None,
+    le: float | None = None,
+    lt: float | None = None,
+    choices: tuple | None = None,
+    answers: bool = True,
+    aliases: tuple[str, ...] = (),
+    section: str | None = None,
+) -> Any:
     """A dataclass field with its docstring and bounds. `answers=False` marks a setting that
     cannot change what a row's answer is (where results go, how many run at once, which rows):
     resume ignores it. `aliases` are old flag spellings, accepted but not shown. `section` names the
     harness section a setting belongs to ([eval.rlm] in TOML, its own group in --help)."""
-    meta = {"doc": doc, "ge": ge, "gt": gt, "le": le, "lt": lt, "choices": choices, "answers": answers,
-            "aliases": aliases, "section": section}
+    meta = {
+        "doc": doc,
+        "ge": ge,
+        "gt": gt,
+        "le": le,
+        "lt": lt,
+        "choices": choices,
+        "answers": answers,
+        "aliases": aliases,
+        "section": section,
+    }
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
@@ -99,8 +118,13 @@ def attribute_docs(cls: type) -> dict[str, str]:
     body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
     docs = {}
     for here, after in itertools.pairwise(body):
-        if (isinstance(here, ast.AnnAssign) and isinstance(here.target, ast.Name) and isinstance(after, ast.Expr)
-                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
+        if (
+            isinstance(here, ast.AnnAssign)
+            and isinstance(here.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
             docs[here.target.id] = " ".join(after.value.value.split())
     return docs
 
@@ -132,8 +156,9 @@ def specs(cls: type, section: tuple[str, ...] = ()) -> list[Spec]:
         base, is_list, optional = _unwrap(hints[f.name])
         meta = dict(f.metadata)
         meta["section"] = meta.get("section") or _declaring_section(cls, f.name)
-        doc = f.metadata.get("doc") or next((attribute_docs(c)[f.name] for c in cls.__mro__
-                                             if f.name in attribute_docs(c)), "")
+        doc = f.metadata.get("doc") or next(
+            (attribute_docs(c)[f.name] for c in cls.__mro__ if f.name in attribute_docs(c)), ""
+        )
         found.append(Spec(f.name, section, base, is_list, optional, _default(f), doc, meta))
     seen = {s.name for s in found}
     for name, sub in inner.items():
@@ -196,8 +221,11 @@ def convert(spec: Spec, value: Any) -> Any:
         if spec.is_list:
             items = value if isinstance(value, (list, tuple)) else [value]
             if spec.base is not str or any(isinstance(i, str) and "," in i for i in items):
-                items = [p.strip() if isinstance(p, str) else p for i in items
-                         for p in (i.split(",") if isinstance(i, str) else [i])]
+                items = [
+                    p.strip() if isinstance(p, str) else p
+                    for i in items
+                    for p in (i.split(",") if isinstance(i, str) else [i])
+                ]
             return [_scalar(spec, i) for i in items if not (isinstance(i, str) and not i)]
         return _scalar(spec, value)
     except (ValueError, TypeError, AttributeError):
@@ -210,7 +238,7 @@ def problems(obj: Any) -> list[str]:
     table = spec_map(type(obj))
     for spec in table.values():
         value = get(obj, spec)
-        for item in (value if spec.is_list and value is not None else [value]):
+        for item in value if spec.is_list and value is not None else [value]:
             if (text := _bound_problem(spec, item)) is not None:
                 found.append(text)
                 break
@@ -225,8 +253,12 @@ def _bound_problem(spec: Spec, value: Any) -> str | None:
     if m.get("choices") and value not in m["choices"]:
         return f"{name} must be one of {', '.join(map(str, m['choices']))}, got {value!r}"
     if spec.base in (int, float) and not isinstance(value, bool):
-        for key, ok, word in (("gt", lambda v, b: v > b, ">"), ("ge", lambda v, b: v >= b, ">="),
-                              ("lt", lambda v, b: v < b, "<"), ("le", lambda v, b: v <= b, "<=")):
+        for key, ok, word in (
+            ("gt", lambda v, b: v > b, ">"),
+            ("ge", lambda v, b: v >= b, ">="),
+            ("lt", lambda v, b: v < b, "<"),
+            ("le", lambda v, b: v <= b, "<="),
+        ):
             if m.get(key) is not None and not ok(value, m[key]):
                 return f"{name} must be {word} {m[key]:g}, got {value:g}"
     return None

@@ -46,11 +46,15 @@ def check_combination(spec: str, harness: str, hc: HarnessConfig | None = None) 
     except ValueError:
         return  # build_agent says what is wrong with the spec
     if provider in NO_NATIVE_TOOLS and harness in TOOL_HARNESSES and hc is not None and hc.tool_protocol == "native":
-        raise UserError(f"{provider}/ models have no native function calling: use --tool-protocol json (or auto) "
-                        f"with --harness {harness}")
+        raise UserError(
+            f"{provider}/ models have no native function calling: use --tool-protocol json (or auto) "
+            f"with --harness {harness}"
+        )
     if provider in TEXT_ONLY and harness in IMAGE_HARNESSES:
-        raise UserError(f"{provider}/ models read text only, and --harness {harness} shows the series as an image: "
-                        "use a text harness (single-pass-text, rlm, tools)")
+        raise UserError(
+            f"{provider}/ models read text only, and --harness {harness} shows the series as an image: "
+            "use a text harness (single-pass-text, rlm, tools)"
+        )
 
 
 def check_pairing(spec: str, harness: str, agent: Any | None = None, hc: HarnessConfig | None = None) -> None:
@@ -65,10 +69,16 @@ def check_pairing(spec: str, harness: str, agent: Any | None = None, hc: Harness
     if harness in REFERENCE_HARNESSES and not is_reference(spec):
         raise UserError(f"--harness {harness} is for reference policies (detector/, classical/); {spec} is a model")
     check_combination(spec, harness, hc)
-    if (agent is not None and hc is not None and harness in TOOL_HARNESSES and hc.tool_protocol == "native"
-            and not getattr(agent, "native_tools", False)):
-        raise UserError(f"{spec} has no native function calling: use --tool-protocol json (or auto) "
-                        f"with --harness {harness}")
+    if (
+        agent is not None
+        and hc is not None
+        and harness in TOOL_HARNESSES
+        and hc.tool_protocol == "native"
+        and not getattr(agent, "native_tools", False)
+    ):
+        raise UserError(
+            f"{spec} has no native function calling: use --tool-protocol json (or auto) with --harness {harness}"
+        )
 
 
 def reference_note(agent: Any) -> str | None:

@@ -29,21 +29,31 @@ class JudgeSettings:
     """A judge: a model spec with its own provider options, never the evaluated model's (`eval`
     and `rescore` take them; a judged family's scorer gets the model built from them)."""
 
-    judge: str | None = setting(None, "TimeSage: judge of coverage, faithfulness and quality, a model spec or "
-                                "judge/rules (offline) [judge/rules].")
-    judge_base_url: str | None = setting(None, "The judge's OpenAI-compatible server [OPENAI_BASE_URL; never "
-                                         "--base-url, which is the evaluated model's].")
-    judge_api_key_env: str | None = _no_answers(None, "Environment variable holding the judge's API key "
-                                                "[OPENAI_API_KEY].")
-    judge_timeout_s: float | None = setting(None, "Seconds per judge call before it is retried [provider default].",
-                                            gt=0)
+    judge: str | None = setting(
+        None,
+        "TimeSage: judge of coverage, faithfulness and quality, a model spec or judge/rules (offline) [judge/rules].",
+    )
+    judge_base_url: str | None = setting(
+        None,
+        "The judge's OpenAI-compatible server [OPENAI_BASE_URL; never --base-url, which is the evaluated model's].",
+    )
+    judge_api_key_env: str | None = _no_answers(
+        None, "Environment variable holding the judge's API key [OPENAI_API_KEY]."
+    )
+    judge_timeout_s: float | None = setting(
+        None, "Seconds per judge call before it is retried [provider default].", gt=0
+    )
     judge_max_attempts: int | None = setting(None, "Tries per judge call [provider default].", ge=1)
 
     def judge_options(self) -> dict:
         """The judge model's own provider options (None values dropped); `api_key_env` is read where
         the judge's client is built (models/endpoint.py), so no key travels in a job."""
-        options = {"base_url": self.judge_base_url, "timeout_s": self.judge_timeout_s,
-                   "max_attempts": self.judge_max_attempts, "api_key_env": self.judge_api_key_env}
+        options = {
+            "base_url": self.judge_base_url,
+            "timeout_s": self.judge_timeout_s,
+            "max_attempts": self.judge_max_attempts,
+            "api_key_env": self.judge_api_key_env,
+        }
         return {k: v for k, v in options.items() if v is not None}
 
 
@@ -52,52 +62,86 @@ class EvalConfig(JudgeSettings):
     """`tsbench eval`: each field is a TOML key under [eval] and the flag of the same name (the
     judge's settings come from `JudgeSettings`)."""
 
-    model: str = setting("", "provider/name: gpt-4.1-mini, openai/..., vllm/<hf-id>, local/smollm2-135m, "
-                         "scripted/zscore, classical/<dir>, detector/default.")
-    harness: str = setting("", "single-pass-text, single-pass-image, rlm, rlm-image, tools, tools-image, "
-                           "file-agent, or direct (reference policies) [rlm; direct for detector/ and classical/; "
-                           "the family's own where it has one].")
+    model: str = setting(
+        "",
+        "provider/name: gpt-4.1-mini, openai/..., vllm/<hf-id>, local/smollm2-135m, "
+        "scripted/zscore, classical/<dir>, detector/default.",
+    )
+    harness: str = setting(
+        "",
+        "single-pass-text, single-pass-image, rlm, rlm-image, tools, tools-image, "
+        "file-agent, or direct (reference policies) [rlm; direct for detector/ and classical/; "
+        "the family's own where it has one].",
+    )
     family: str = setting("anomalyxl", "Task family (or module:attribute for one of your own).")
-    data: list[str] = setting(doc="Dataset file(s) or a seed dir [data/<family>/seed<seed>].", factory=list,
-                              answers=False)
+    data: list[str] = setting(
+        doc="Dataset file(s) or a seed dir [data/<family>/seed<seed>].", factory=list, answers=False
+    )
     data_root: str | None = _no_answers(None, "Folder holding <family>/seed<seed> dataset dirs [data].")
     seed: int = _no_answers(42, "Dataset seed; also shuffles the --limit draw.")
     split: str = _no_answers("test", "Dataset split.")
     regime: str = _no_answers("both", "AnomalyXL: precise, coarse or both.", choices=("precise", "coarse", "both"))
     categories: list[str] | None = _no_answers(None, "Only these categories (comma-separated).")
     lengths: list[int] | None = _no_answers(None, "Only these series lengths (comma-separated).", ge=1)
-    sample_ids: list[str] | None = setting(None, "Only these sample ids (repeat or comma-separate).", answers=False,
-                                           aliases=("--sample-id",))
-    limit: int | None = _no_answers(None, "At most N rows per category, spread over the family's strata, "
-                                    "shuffled by --seed; a larger N extends the run (TimeSage sequential or with "
-                                    "skills: N whole scenarios per tier).", ge=1)
+    sample_ids: list[str] | None = setting(
+        None, "Only these sample ids (repeat or comma-separate).", answers=False, aliases=("--sample-id",)
+    )
+    limit: int | None = _no_answers(
+        None,
+        "At most N rows per category, spread over the family's strata, "
+        "shuffled by --seed; a larger N extends the run (TimeSage sequential or with "
+        "skills: N whole scenarios per tier).",
+        ge=1,
+    )
     epochs: int = _no_answers(1, "Episodes per row.", ge=1)
     executor: str = _no_answers("threads", "threads (this process) or ray (pip install 'tsbench[ray]').")
-    concurrency: int = setting(4, "Episodes in parallel (threads) or Ray workers.", ge=1, answers=False,
-                               aliases=("--workers",))
+    concurrency: int = setting(
+        4, "Episodes in parallel (threads) or Ray workers.", ge=1, answers=False, aliases=("--workers",)
+    )
     ray_address: str | None = _no_answers(None, "Ray cluster: auto or HOST:PORT [a local cluster].")
     base_url: str | None = setting(None, "OpenAI-compatible server URL [OPENAI_BASE_URL].")
-    api_key_env: str | None = _no_answers(None, "Environment variable holding the API key for --base-url "
-                                          "[OPENAI_API_KEY, which is sent to api.openai.com only].")
-    price: str | None = _no_answers(None, "IN,OUT dollars per million input and output tokens [list prices at "
-                                    "api.openai.com only; elsewhere the cost is unknown].")
-    client_timeout_s: float | None = setting(None, f"Seconds per model call before it is retried [provider "
-                                             f"default: {DEFAULT_TIMEOUT_S:.0f}].", gt=0,
-                                             aliases=("--client-timeout",))
-    max_attempts: int | None = setting(None, f"Tries per model call before the row becomes an error row "
-                                       f"[provider default: {_RETRY.max_attempts}].", ge=1)
-    retry_delay_s: float | None = setting(None, f"First retry delay in seconds, doubled each time [provider "
-                                          f"default: {_RETRY.base_delay_s:g}; 429s wait "
-                                          f"{_RETRY.rate_limit_base_delay_s / _RETRY.base_delay_s:g}x longer].",
-                                          ge=0, aliases=("--retry-delay",))
-    fail_on_error: float = _no_answers(0.0, "Error rows tolerated before a non-zero exit: a share below 1, a count "
-                                       "from 1.", ge=0)
+    api_key_env: str | None = _no_answers(
+        None,
+        "Environment variable holding the API key for --base-url "
+        "[OPENAI_API_KEY, which is sent to api.openai.com only].",
+    )
+    price: str | None = _no_answers(
+        None,
+        "IN,OUT dollars per million input and output tokens [list prices at "
+        "api.openai.com only; elsewhere the cost is unknown].",
+    )
+    client_timeout_s: float | None = setting(
+        None,
+        f"Seconds per model call before it is retried [provider default: {DEFAULT_TIMEOUT_S:.0f}].",
+        gt=0,
+        aliases=("--client-timeout",),
+    )
+    max_attempts: int | None = setting(
+        None,
+        f"Tries per model call before the row becomes an error row [provider default: {_RETRY.max_attempts}].",
+        ge=1,
+    )
+    retry_delay_s: float | None = setting(
+        None,
+        f"First retry delay in seconds, doubled each time [provider "
+        f"default: {_RETRY.base_delay_s:g}; 429s wait "
+        f"{_RETRY.rate_limit_base_delay_s / _RETRY.base_delay_s:g}x longer].",
+        ge=0,
+        aliases=("--retry-delay",),
+    )
+    fail_on_error: float = _no_answers(
+        0.0, "Error rows tolerated before a non-zero exit: a share below 1, a count from 1.", ge=0
+    )
     out: str | None = _no_answers(None, "Run dir [results/<model>__<harness>].")
     overwrite: bool = _no_answers(False, "Discard an existing run with different settings.")
-    allow_modified_data: bool = _no_answers(False, "Evaluate data files whose bytes differ from their manifest's "
-                                            "sha256 (the run records the real hashes and is marked modified).")
-    report_to: list[str] | None = _no_answers(None, "Track the run: tensorboard and/or wandb (offline), under the "
-                                              "run dir (pip install 'tsbench[tracking]').")
+    allow_modified_data: bool = _no_answers(
+        False,
+        "Evaluate data files whose bytes differ from their manifest's "
+        "sha256 (the run records the real hashes and is marked modified).",
+    )
+    report_to: list[str] | None = _no_answers(
+        None, "Track the run: tensorboard and/or wandb (offline), under the run dir (pip install 'tsbench[tracking]')."
+    )
     harness_config: HarnessConfig = field(default_factory=HarnessConfig)
 
     def to_dict(self) -> dict:
@@ -105,8 +149,14 @@ class EvalConfig(JudgeSettings):
 
     def model_options(self) -> dict:
         """Provider options (the registry rejects those a provider does not take)."""
-        return {"base_url": self.base_url, "timeout_s": self.client_timeout_s, "max_attempts": self.max_attempts,
-                "retry_delay_s": self.retry_delay_s, "api_key_env": self.api_key_env, "price": self.price}
+        return {
+            "base_url": self.base_url,
+            "timeout_s": self.client_timeout_s,
+            "max_attempts": self.max_attempts,
+            "retry_delay_s": self.retry_delay_s,
+            "api_key_env": self.api_key_env,
+            "price": self.price,
+        }
 
     def filters(self) -> dict:
         return {"regime": self.regime, "lengths": self.lengths}

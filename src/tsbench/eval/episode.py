@@ -15,8 +15,9 @@ import importlib
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from tsbench.eval.agents import AgentCache
 from tsbench.harness import HARNESSES, EpisodeOutcome, HarnessConfig, get_harness, play
@@ -57,6 +58,7 @@ _scorers_lock = threading.Lock()
 
 def judge_completer(model: Any) -> Callable[[str], JudgeReply]:
     """A judge model as the `prompt -> reply` callable a family's scorer takes, with its tokens and cost."""
+
     def complete(prompt: str) -> JudgeReply:
         completion = model.generate([Message("user", prompt)], temperature=0.0)
         return JudgeReply(completion.text, completion.input_tokens, completion.output_tokens, completion.cost_usd)
@@ -78,16 +80,27 @@ def scorer_for(taskset: Any, job: EpisodeJob, agents: AgentCache) -> Callable[[s
 
 def _record(job: EpisodeJob, sample: Sample, outcome: EpisodeOutcome, score, seconds: float) -> tuple[dict, Any]:
     record = new_record(
-        sample_id=sample.ref.id, epoch=job.epoch, family=sample.ref.family,
-        columns={"category": sample.task.category, **sample.columns}, model=job.model, harness=job.harness,
-        depth=job.harness_config.depth, gold=sample.gold,
+        sample_id=sample.ref.id,
+        epoch=job.epoch,
+        family=sample.ref.family,
+        columns={"category": sample.task.category, **sample.columns},
+        model=job.model,
+        harness=job.harness,
+        depth=job.harness_config.depth,
+        gold=sample.gold,
     )
     apply_outcome(record, outcome)
     scored = None
     if outcome.finished:
         scored = score(sample.task.category, sample.gold, outcome.result.final_message)
-        apply_score(record, score=scored.score, valid=scored.valid, parsed=scored.parsed,
-                    answer_error=scored.error, metrics=scored.metrics)
+        apply_score(
+            record,
+            score=scored.score,
+            valid=scored.valid,
+            parsed=scored.parsed,
+            answer_error=scored.error,
+            metrics=scored.metrics,
+        )
     return finish(record, seconds), scored
 
 
@@ -129,8 +142,16 @@ def failed_record(job: EpisodeJob, exc: BaseException, kind: str = "internal") -
     detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     records = []
     for ref in job.refs:
-        record = new_record(sample_id=ref.id, epoch=job.epoch, family=ref.family, columns={}, model=job.model,
-                            harness=job.harness, depth=job.harness_config.depth, gold=None)
+        record = new_record(
+            sample_id=ref.id,
+            epoch=job.epoch,
+            family=ref.family,
+            columns={},
+            model=job.model,
+            harness=job.harness,
+            depth=job.harness_config.depth,
+            gold=None,
+        )
         apply_outcome(record, EpisodeOutcome(None, kind, detail))
         records.append(finish(record, 0.0))
     return records

@@ -21,7 +21,17 @@ from tsbench.results import RESULTS_JSON, RUN_JSON, Journal, consolidate, load_r
 from tsbench.results.summary import summarize
 from tsbench.tasks import get_taskset
 
-SCORING_PREFIXES = ("accuracy", "coverage", "faithfulness", "quality", "overall", "family_", "field:", "judge_", "claims")
+SCORING_PREFIXES = (
+    "accuracy",
+    "coverage",
+    "faithfulness",
+    "quality",
+    "overall",
+    "family_",
+    "field:",
+    "judge_",
+    "claims",
+)
 
 
 @dataclass
@@ -41,8 +51,9 @@ def _slug(text: str) -> str:
     return text.replace("/", "_").replace(":", "_")
 
 
-def rescore_run(run_dir: Path, judge: str, out: Path | None = None,
-                judge_options: dict | None = None) -> tuple[Path, RescoreStats]:
+def rescore_run(
+    run_dir: Path, judge: str, out: Path | None = None, judge_options: dict | None = None
+) -> tuple[Path, RescoreStats]:
     """`judge_options`: the judge model's provider options (JudgeSettings.judge_options())."""
     run_dir = Path(run_dir)
     if not (run_dir / RUN_JSON).is_file():
@@ -56,8 +67,10 @@ def rescore_run(run_dir: Path, judge: str, out: Path | None = None,
         raise UserError("--out must differ from the run being re-scored")
     agents = AgentCache()
     try:
-        score = taskset.scorer({"judge": judge, "run_dir": str(run_dir)},
-                               lambda spec: judge_completer(agents.get(spec, dict(judge_options or {}))))
+        score = taskset.scorer(
+            {"judge": judge, "run_dir": str(run_dir)},
+            lambda spec: judge_completer(agents.get(spec, dict(judge_options or {}))),
+        )
         records = read_journal(run_dir)
         stats = RescoreStats(rows=len(records))
         for record in records:
@@ -65,9 +78,13 @@ def rescore_run(run_dir: Path, judge: str, out: Path | None = None,
                 continue
             scored = score(record["category"], json.loads(record["gold"]), record.get("final_message") or "")
             kept = {k: v for k, v in (record.get("metrics") or {}).items() if not k.startswith(SCORING_PREFIXES)}
-            record.update(score=scored.score, valid=scored.valid, answer_error=scored.error,
-                          parsed_answer=json.dumps(scored.parsed, ensure_ascii=False, default=str),
-                          metrics={**kept, **{k: float(v) for k, v in scored.metrics.items() if v is not None}})
+            record.update(
+                score=scored.score,
+                valid=scored.valid,
+                answer_error=scored.error,
+                parsed_answer=json.dumps(scored.parsed, ensure_ascii=False, default=str),
+                metrics={**kept, **{k: float(v) for k, v in scored.metrics.items() if v is not None}},
+            )
             stats.rescored += 1
             stats.judge_calls += int(scored.metrics.get("judge_calls") or 0)
             stats.cache_hits += int(scored.metrics.get("judge_cache_hits") or 0)
@@ -85,15 +102,31 @@ def rescore_run(run_dir: Path, judge: str, out: Path | None = None,
     for cache in run_dir.glob("judge_cache*.jsonl"):
         shutil.copy(cache, out / cache.name)
     settings = {**info.get("settings", {}), "judge": judge}
-    info.update(run_name=out.name, settings=settings, rescored_from=str(run_dir), updated_at=now_utc(),
-                config={**info.get("config", {}), "judge": judge})
+    info.update(
+        run_name=out.name,
+        settings=settings,
+        rescored_from=str(run_dir),
+        updated_at=now_utc(),
+        config={**info.get("config", {}), "judge": judge},
+    )
     info["variant"] = taskset.variant(settings)
     write_json(out / RUN_JSON, info)
     samples = load_samples(out)
-    write_json(out / RESULTS_JSON, {
-        "run_name": out.name, "family": info.get("family"), "model": info.get("model"), "harness": info.get("harness"),
-        "reference": info.get("reference"), "complete": info.get("complete"), "dataset": info.get("dataset"),
-        "config": info["config"], "results": summarize(samples, [c.category for c in taskset.columns()]),
-        "versions": info.get("versions"), "git_commit": info.get("git_commit"), "rescored_from": str(run_dir),
-    })
+    write_json(
+        out / RESULTS_JSON,
+        {
+            "run_name": out.name,
+            "family": info.get("family"),
+            "model": info.get("model"),
+            "harness": info.get("harness"),
+            "reference": info.get("reference"),
+            "complete": info.get("complete"),
+            "dataset": info.get("dataset"),
+            "config": info["config"],
+            "results": summarize(samples, [c.category for c in taskset.columns()]),
+            "versions": info.get("versions"),
+            "git_commit": info.get("git_commit"),
+            "rescored_from": str(run_dir),
+        },
+    )
     return out, stats

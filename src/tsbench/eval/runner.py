@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import shutil
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pandas as pd
 
 from tsbench.core.config import flat
 from tsbench.core.errors import UserError
-from tsbench.core.settings import check as check_settings
 from tsbench.core.provenance import checked_identity, git_commit, versions, write_json
+from tsbench.core.settings import check as check_settings
 from tsbench.core.tracking import check_targets
 from tsbench.eval.agents import AgentCache, check_combination, check_pairing, default_harness, reference_note
 from tsbench.eval.config import EvalConfig, result_settings, run_name, settings_diff
@@ -81,8 +81,10 @@ def _open_run_dir(cfg: EvalConfig, out: Path, identity: dict, reference: str | N
         if (was := previous.get("dataset", {}).get("key")) != identity["key"]:
             changed.append(f"dataset: {was!r} → {identity['key']!r}")
         if changed:
-            raise UserError(f"{out} holds a run made with different settings ({'; '.join(changed)}); "
-                            "use another --out, or --overwrite to discard it")
+            raise UserError(
+                f"{out} holds a run made with different settings ({'; '.join(changed)}); "
+                "use another --out, or --overwrite to discard it"
+            )
         created = previous.get("created_at", now_utc())
     else:
         if cfg.overwrite and out.exists():
@@ -90,10 +92,21 @@ def _open_run_dir(cfg: EvalConfig, out: Path, identity: dict, reference: str | N
         created = now_utc()
     out.mkdir(parents=True, exist_ok=True)
     info = {
-        "run_name": out.name, "family": cfg.family, "model": cfg.model, "harness": cfg.harness,
-        "depth": cfg.harness_config.depth, "reference": reference, "unsafe_sandbox": cfg.harness_config.unsafe_sandbox,
-        "settings": settings, "config": flat(cfg), "dataset": identity, "complete": False,
-        "versions": versions(), "git_commit": git_commit(), "created_at": created, "updated_at": now_utc(),
+        "run_name": out.name,
+        "family": cfg.family,
+        "model": cfg.model,
+        "harness": cfg.harness,
+        "depth": cfg.harness_config.depth,
+        "reference": reference,
+        "unsafe_sandbox": cfg.harness_config.unsafe_sandbox,
+        "settings": settings,
+        "config": flat(cfg),
+        "dataset": identity,
+        "complete": False,
+        "versions": versions(),
+        "git_commit": git_commit(),
+        "created_at": created,
+        "updated_at": now_utc(),
     }
     if variant:  # what else tells this configuration apart (the family says; see leaderboard/load.py)
         info["variant"] = variant
@@ -101,26 +114,45 @@ def _open_run_dir(cfg: EvalConfig, out: Path, identity: dict, reference: str | N
     return info
 
 
-def _jobs(cfg: EvalConfig, rows: pd.DataFrame, pending: dict[str, list[int]], chains: list[list[str]] | None,
-          scoring: tuple) -> Iterator[EpisodeJob]:
+def _jobs(
+    cfg: EvalConfig, rows: pd.DataFrame, pending: dict[str, list[int]], chains: list[list[str]] | None, scoring: tuple
+) -> Iterator[EpisodeJob]:
     options = tuple(sorted((k, v) for k, v in cfg.model_options().items() if v is not None))
     if chains is not None:  # the family plays these rows in order with one agent state; a chain with
         paths = dict(zip(rows["id"], rows["path"]))  # any unfinished row is played again whole
         for chain in chains:
             refs = [SampleRef(cfg.family, paths[rid], rid) for rid in chain]
             for epoch in sorted({e for rid in chain for e in pending.get(rid, ())}):
-                yield EpisodeJob(refs[0], epoch, cfg.model, cfg.harness, cfg.harness_config, options,
-                                 chain=tuple(refs[1:]), scoring=scoring)
+                yield EpisodeJob(
+                    refs[0],
+                    epoch,
+                    cfg.model,
+                    cfg.harness,
+                    cfg.harness_config,
+                    options,
+                    chain=tuple(refs[1:]),
+                    scoring=scoring,
+                )
         return
     for row in rows.itertuples(index=False):  # file order: consecutive jobs share row groups
         for epoch in pending.get(row.id, ()):
-            yield EpisodeJob(SampleRef(cfg.family, row.path, row.id), epoch, cfg.model, cfg.harness,
-                             cfg.harness_config, options, scoring=scoring)
+            yield EpisodeJob(
+                SampleRef(cfg.family, row.path, row.id),
+                epoch,
+                cfg.model,
+                cfg.harness,
+                cfg.harness_config,
+                options,
+                scoring=scoring,
+            )
 
 
-def run_eval(cfg: EvalConfig, progress: RunProgress | None = None,
-             on_update: Callable[[RunProgress], None] | None = None,
-             on_interrupt: OnInterrupt | None = None) -> Path:
+def run_eval(
+    cfg: EvalConfig,
+    progress: RunProgress | None = None,
+    on_update: Callable[[RunProgress], None] | None = None,
+    on_interrupt: OnInterrupt | None = None,
+) -> Path:
     """Evaluate, resuming whatever the run dir already holds; returns the run dir."""
     hc = cfg.harness_config
     check_settings(cfg)  # declared types and bounds (core/settings.py), also for configs built in Python
@@ -133,8 +165,11 @@ def run_eval(cfg: EvalConfig, progress: RunProgress | None = None,
         raise UserError("; ".join(foreign))
     check_combination(cfg.model, cfg.harness, hc)  # before a vLLM server starts or weights load
     agent = agents.get(cfg.model, cfg.model_options())  # fail fast on a bad spec or a missing key
-    cfg.harness = (cfg.harness or taskset.default_harness
-                   or (getattr(agent, "harnesses", None) or (default_harness(cfg.model),))[0])
+    cfg.harness = (
+        cfg.harness
+        or taskset.default_harness
+        or (getattr(agent, "harnesses", None) or (default_harness(cfg.model),))[0]
+    )
     check_pairing(cfg.model, cfg.harness, agent, hc)
     if foreign := hc.foreign_settings(cfg.harness):
         raise UserError("; ".join(foreign))
@@ -147,8 +182,16 @@ def run_eval(cfg: EvalConfig, progress: RunProgress | None = None,
     files = taskset.resolve(cfg.data, seed=cfg.seed, split=cfg.split, root=cfg.data_root, filters=cfg.filters())
     cfg.data = [str(f) for f in files]
     settings = result_settings(cfg)
-    rows = select_rows(taskset, files, categories=cfg.categories, sample_ids=cfg.sample_ids, limit=cfg.limit,
-                       seed=cfg.seed, filters=cfg.filters(), settings=settings)
+    rows = select_rows(
+        taskset,
+        files,
+        categories=cfg.categories,
+        sample_ids=cfg.sample_ids,
+        limit=cfg.limit,
+        seed=cfg.seed,
+        filters=cfg.filters(),
+        settings=settings,
+    )
     out = Path(cfg.out) if cfg.out else Path("results") / run_name(cfg)
     variant = taskset.variant(settings)
     identity = checked_identity(taskset.dataset_identity(files), files, cfg.allow_modified_data)  # bytes read
@@ -156,8 +199,11 @@ def run_eval(cfg: EvalConfig, progress: RunProgress | None = None,
     try:
         info = _open_run_dir(cfg, out, identity, reference_note(agent), variant)
         chains = taskset.chains(rows, settings)
-        scoring = ((("judge", cfg.judge), ("judge_options", tuple(sorted(cfg.judge_options().items()))),
-                    ("run_dir", str(out))) if taskset.judged else ())
+        scoring = (
+            (("judge", cfg.judge), ("judge_options", tuple(sorted(cfg.judge_options().items()))), ("run_dir", str(out)))
+            if taskset.judged
+            else ()
+        )
         reporters = open_reporters(cfg.report_to, out, info)
     except BaseException:
         lock.release()
@@ -239,15 +285,27 @@ def _finalize(out: Path, info: dict, wanted: set, taskset) -> dict:
     mask = [(i, e) in wanted for i, e in zip(samples["id"], samples["epoch"])]
     in_selection = samples.loc[pd.Series(mask, index=samples.index, dtype=bool)]
     finished = int(in_selection["error_type"].isna().sum())
-    info.update(expected_samples=len(wanted), finished_samples=finished,
-                error_samples=int(in_selection["error_type"].notna().sum()),
-                complete=finished == len(wanted), updated_at=now_utc())
+    info.update(
+        expected_samples=len(wanted),
+        finished_samples=finished,
+        error_samples=int(in_selection["error_type"].notna().sum()),
+        complete=finished == len(wanted),
+        updated_at=now_utc(),
+    )
     write_json(out / RUN_JSON, info)
     summary = summarize(in_selection, [c.category for c in taskset.columns()])
     results = {
-        "run_name": info["run_name"], "family": info["family"], "model": info["model"], "harness": info["harness"],
-        "reference": info["reference"], "complete": info["complete"], "dataset": info["dataset"],
-        "config": info["config"], "results": summary, "versions": info["versions"], "git_commit": info["git_commit"],
+        "run_name": info["run_name"],
+        "family": info["family"],
+        "model": info["model"],
+        "harness": info["harness"],
+        "reference": info["reference"],
+        "complete": info["complete"],
+        "dataset": info["dataset"],
+        "config": info["config"],
+        "results": summary,
+        "versions": info["versions"],
+        "git_commit": info["git_commit"],
         **{k: info[k] for k in ("expected_samples", "finished_samples", "error_samples", "updated_at")},
     }
     write_json(out / RESULTS_JSON, results)

@@ -50,16 +50,18 @@ def draw(rows: pd.DataFrame, strata: tuple[str, ...], limit: int, seed: int) -> 
     return rows[rows["id"].isin(chosen)]
 
 
-def draw_chains(rows: pd.DataFrame, chains: list[list[str]], strata: tuple[str, ...], limit: int,
-                seed: int) -> pd.DataFrame:
+def draw_chains(
+    rows: pd.DataFrame, chains: list[list[str]], strata: tuple[str, ...], limit: int, seed: int
+) -> pd.DataFrame:
     """At most `limit` whole chains per category, each drawn by its first row."""
     heads = rows[rows["id"].isin([chain[0] for chain in chains])]
     picked = set(draw(heads, strata, limit, seed)["id"])
     return rows[rows["id"].isin({rid for chain in chains if chain[0] in picked for rid in chain})]
 
 
-def select_rows(taskset: TaskFamily, files, *, categories=None, sample_ids=None, limit=None, seed=42,
-                filters=None, settings=None) -> pd.DataFrame:
+def select_rows(
+    taskset: TaskFamily, files, *, categories=None, sample_ids=None, limit=None, seed=42, filters=None, settings=None
+) -> pd.DataFrame:
     if limit is not None and limit < 1:
         raise UserError(f"--limit must be at least 1 (got {limit})")
     rows = taskset.index(list(files), filters or {})

@@ -28,8 +28,12 @@ class Reporter(Protocol):
 
 def progress_scalars(progress: Any) -> dict[str, float]:
     """What a tracker plots while the run goes: running means per category and overall, counts."""
-    values = {"progress/done": progress.done, "progress/errors": progress.errors,
-              "progress/tokens": progress.input_tokens + progress.output_tokens, "progress/cost_usd": progress.cost_usd}
+    values = {
+        "progress/done": progress.done,
+        "progress/errors": progress.errors,
+        "progress/tokens": progress.input_tokens + progress.output_tokens,
+        "progress/cost_usd": progress.cost_usd,
+    }
     overall = progress.overall()
     if overall is not None:
         values["progress/score"] = overall[0]
@@ -90,9 +94,16 @@ class WandbReporter:
         os.environ["WANDB_MODE"] = "offline"
         os.environ.setdefault("WANDB_SILENT", "true")
         self._run = wandb.init(
-            project="tsbench", name=str(info.get("run_name")), dir=str(run_dir), mode="offline",
-            config={"model": info.get("model"), "harness": info.get("harness"), "dataset": (info.get("dataset") or {}).get("key"),
-                    **(info.get("config") or {})},
+            project="tsbench",
+            name=str(info.get("run_name")),
+            dir=str(run_dir),
+            mode="offline",
+            config={
+                "model": info.get("model"),
+                "harness": info.get("harness"),
+                "dataset": (info.get("dataset") or {}).get("key"),
+                **(info.get("config") or {}),
+            },
             settings=wandb.Settings(silent=True, disable_git=True, save_code=False, x_disable_stats=True),
         )
         self.dir = Path(self._run.dir).parent

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import functools
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from tsbench.core.errors import UserError
 from tsbench.core.registry import Registry
@@ -22,16 +23,19 @@ from tsbench.harness.runtime.sandbox import SandboxError
 from tsbench.models.base import ModelError
 
 # name -> Target(module, function, keyword arguments); plugins' harnesses follow the built-ins
-HARNESSES = Registry("harness", {
-    "single-pass-text": ("tsbench.harness.single_pass:run_single_pass", {"image": False}),
-    "single-pass-image": ("tsbench.harness.single_pass:run_single_pass", {"image": True}),
-    "rlm": ("tsbench.harness.rlm:run_rlm", {"image": False}),
-    "rlm-image": ("tsbench.harness.rlm:run_rlm", {"image": True}),
-    "tools": ("tsbench.harness.tools:run_tools", {"image": False}),
-    "tools-image": ("tsbench.harness.tools:run_tools", {"image": True}),
-    "direct": "tsbench.harness.direct:run_direct",
-    "file-agent": "tsbench.harness.file_agent:run_file_agent",
-})
+HARNESSES = Registry(
+    "harness",
+    {
+        "single-pass-text": ("tsbench.harness.single_pass:run_single_pass", {"image": False}),
+        "single-pass-image": ("tsbench.harness.single_pass:run_single_pass", {"image": True}),
+        "rlm": ("tsbench.harness.rlm:run_rlm", {"image": False}),
+        "rlm-image": ("tsbench.harness.rlm:run_rlm", {"image": True}),
+        "tools": ("tsbench.harness.tools:run_tools", {"image": False}),
+        "tools-image": ("tsbench.harness.tools:run_tools", {"image": True}),
+        "direct": "tsbench.harness.direct:run_direct",
+        "file-agent": "tsbench.harness.file_agent:run_file_agent",
+    },
+)
 REFERENCE_HARNESSES = ("direct",)  # played by reference policies, never by chat models
 KERNEL_HARNESSES = ("rlm", "rlm-image", "tools", "tools-image", "file-agent")  # model code runs in a jailed kernel
 
@@ -46,10 +50,11 @@ def require_jail(harness: str, unsafe_sandbox: bool) -> None:
         except SandboxError as exc:
             raise UserError(str(exc)) from None
 
+
 Harness = Callable[[Any, EpisodeTask, HarnessConfig], EpisodeResult]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def get_harness(name: str) -> Harness:
     """The harness `name` stands for (an unknown name is a UserError listing the choices)."""
     return HARNESSES.load(name)
@@ -65,7 +70,9 @@ def play(agent: Any, harness: str | Harness, task: EpisodeTask, cfg: HarnessConf
         return kept if isinstance(kept, EpisodeResult) else (ledger.partial() if ledger is not None else None)
 
     try:
-        return EpisodeOutcome(cap_final_answer(run(agent if ledger is None else ledger, task, cfg), cfg.final_answer_chars))
+        return EpisodeOutcome(
+            cap_final_answer(run(agent if ledger is None else ledger, task, cfg), cfg.final_answer_chars)
+        )
     except ModelError as exc:
         result = spent(exc.result)
         if result is not None:
@@ -80,6 +87,14 @@ def play(agent: Any, harness: str | Harness, task: EpisodeTask, cfg: HarnessConf
 
 
 __all__ = [
-    "HARNESSES", "REFERENCE_HARNESSES", "EpisodeError", "EpisodeOutcome", "EpisodeResult", "EpisodeTask",
-    "Harness", "HarnessConfig", "get_harness", "play",
+    "HARNESSES",
+    "REFERENCE_HARNESSES",
+    "EpisodeError",
+    "EpisodeOutcome",
+    "EpisodeResult",
+    "EpisodeTask",
+    "Harness",
+    "HarnessConfig",
+    "get_harness",
+    "play",
 ]

@@ -101,7 +101,9 @@ class CallLedger:
         result = EpisodeResult()
         for completion in self.completions:
             result.add_completion(completion)
-        result.transcript = [{"role": m.role, "content": m.content, **({"images": len(m.images)} if m.images else {})}
-                             for m in self._messages or []]
+        result.transcript = [
+            {"role": m.role, "content": m.content, **({"images": len(m.images)} if m.images else {})}
+            for m in self._messages or []
+        ]
         result.attributes["transcript_from"] = "messages"  # the harness kept no transcript of its own
         return result

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
 
 from tsbench.core.text import strip_reasoning
 from tsbench.harness import file_agent_kernel as kernel
@@ -67,8 +68,12 @@ class Session:
         try:
             for step in range(1, self.cfg.period_steps + 1):
                 if time.monotonic() - started >= self.cfg.period_wall_s:
-                    result.transcript.append({"role": "notice", "content": f"period wall clock "
-                                              f"{self.cfg.period_wall_s:g} s reached without final_answer"})
+                    result.transcript.append(
+                        {
+                            "role": "notice",
+                            "content": f"period wall clock {self.cfg.period_wall_s:g} s reached without final_answer",
+                        }
+                    )
                     break
                 self._check_tokens(result)
                 if step == self.cfg.period_steps:
@@ -77,8 +82,13 @@ class Session:
                 final = self._step(task, kernel, step, result, facts, deadline)
                 if final is not None:
                     if time.monotonic() > deadline:
-                        result.transcript.append({"role": "notice", "content": "final_answer came after the period "
-                                                  f"wall clock of {self.cfg.period_wall_s:g} s and does not count"})
+                        result.transcript.append(
+                            {
+                                "role": "notice",
+                                "content": "final_answer came after the period "
+                                f"wall clock of {self.cfg.period_wall_s:g} s and does not count",
+                            }
+                        )
                         final = None
                     break
             if self.skills_enabled and facts.get("candidates"):
@@ -86,7 +96,9 @@ class Session:
         finally:
             kernel.close()
         if final is not None:
-            result.final_message = json.dumps({"answer": final["answer"], "report": final["report"]}, ensure_ascii=False)
+            result.final_message = json.dumps(
+                {"answer": final["answer"], "report": final["report"]}, ensure_ascii=False
+            )
         else:
             result.transcript.append({"role": "notice", "content": "the period ended without final_answer"})
         result.latency_s = time.monotonic() - started
@@ -96,8 +108,9 @@ class Session:
     def _open_period(self, task: EpisodeTask, result: EpisodeResult, facts: dict) -> None:
         """Compact at the boundary if due (sequential), start or continue the conversation, and
         add the period's prompt (feedback, skill index, question, memory instruction)."""
-        system = prompts.system_prompt(task.meta, steps=self.cfg.period_steps, sequential=self.sequential,
-                                       skills=self.skills_enabled)
+        system = prompts.system_prompt(
+            task.meta, steps=self.cfg.period_steps, sequential=self.sequential, skills=self.skills_enabled
+        )
         if self.sequential and self.messages and self._compaction_due():
             self._compact(task, result, facts, system)
         if not (self.sequential and self.messages):
@@ -106,19 +119,28 @@ class Session:
         self._add_user(self._period_prompt(task), result)
         self.feedback = None
 
-    def _step(self, task: EpisodeTask, kernel: _Kernel, step: int, result: EpisodeResult, facts: dict,
-              deadline: float) -> dict | None:
+    def _step(
+        self, task: EpisodeTask, kernel: _Kernel, step: int, result: EpisodeResult, facts: dict, deadline: float
+    ) -> dict | None:
         """One model reply and its code; the final_answer event if the reply made one."""
         info = replace(task.info(code_execution=True), meta={**task.meta, **self._meta("period")})
         with spending(result):  # a failing call's error row keeps the period's spend (harness/accounting.py)
-            completion = self.model.generate(self.messages, max_tokens=self.cfg.max_tokens,
-                                             temperature=self.cfg.temperature, task=info)
+            completion = self.model.generate(
+                self.messages, max_tokens=self.cfg.max_tokens, temperature=self.cfg.temperature, task=info
+            )
         result.add_completion(completion)
         self.last_input_tokens = completion.input_tokens
         self.messages.append(Message("assistant", completion.text))
-        result.transcript.append({"role": "assistant", "turn": step, "content": completion.text,
-                                  "input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens,
-                                  "latency_s": round(completion.latency_s, 3)})
+        result.transcript.append(
+            {
+                "role": "assistant",
+                "turn": step,
+                "content": completion.text,
+                "input_tokens": completion.input_tokens,
+                "output_tokens": completion.output_tokens,
+                "latency_s": round(completion.latency_s, 3),
+            }
+        )
         blocks = extract_code(completion.text)
         if not blocks:
             self._add_user(prompts.NO_CODE, result, role="tool", turn=step)
@@ -129,15 +151,22 @@ class Session:
             cell = sandbox.run(code, timeout_s=deadline - time.monotonic())
             result.code_cells += 1
             outputs.append(cell.observation(max_chars=10 * self.cfg.observation_chars))
-            cells.append({"code": code, "timed_out": cell.timed_out, "restarted": cell.restarted,
-                          "seconds": round(cell.seconds, 3)})
+            cells.append(
+                {
+                    "code": code,
+                    "timed_out": cell.timed_out,
+                    "restarted": cell.restarted,
+                    "seconds": round(cell.seconds, 3),
+                }
+            )
             if cell.restarted:  # a fresh kernel lost the tools (and maybe the files): set them up again
                 self._prepare(sandbox, task)
             final = self._harvest(sandbox, facts)
             if final is not None:
                 break
-        observation = truncate_observation("Output:\n" + ("\n".join(o for o in outputs if o) or "(no output)"),
-                                           self.cfg.observation_chars)
+        observation = truncate_observation(
+            "Output:\n" + ("\n".join(o for o in outputs if o) or "(no output)"), self.cfg.observation_chars
+        )
         self.messages.append(Message("user", observation))
         result.transcript.append({"role": "tool", "turn": step, "cells": cells, "observation": observation})
         return final
@@ -149,8 +178,13 @@ class Session:
     # ---- prompts and memory
 
     def _meta(self, phase: str) -> dict:
-        return {"harness": "file-agent", "phase": phase, "sequential": self.sequential,
-                "skills_enabled": self.skills_enabled, "skills": self.library.names()}
+        return {
+            "harness": "file-agent",
+            "phase": phase,
+            "sequential": self.sequential,
+            "skills_enabled": self.skills_enabled,
+            "skills": self.library.names(),
+        }
 
     def _period_prompt(self, task: EpisodeTask) -> str:
         parts = []
@@ -181,30 +215,43 @@ class Session:
 
     def _compact(self, task: EpisodeTask, result: EpisodeResult, facts: dict, system: str) -> None:
         """One call to the agent's own model summarises; the conversation restarts from it."""
-        reason = "requested by the agent" if self.compaction_requested else (
-            f"the last step's input ({self.last_input_tokens} tokens) exceeded {self.cfg.compaction_tokens}")
-        request = self.messages + [Message("user", (self.feedback + "\n\n" if self.feedback else "")
-                                           + prompts.COMPACTION_REQUEST)]
+        reason = (
+            "requested by the agent"
+            if self.compaction_requested
+            else (f"the last step's input ({self.last_input_tokens} tokens) exceeded {self.cfg.compaction_tokens}")
+        )
+        request = self.messages + [
+            Message("user", (self.feedback + "\n\n" if self.feedback else "") + prompts.COMPACTION_REQUEST)
+        ]
         info = replace(task.info(code_execution=False), meta={**task.meta, **self._meta("compaction")})
         with spending(result):
-            completion = self.model.generate(request, max_tokens=self.cfg.max_tokens,
-                                             temperature=self.cfg.temperature, task=info)
+            completion = self.model.generate(
+                request, max_tokens=self.cfg.max_tokens, temperature=self.cfg.temperature, task=info
+            )
         result.add_completion(completion)
         summary = strip_reasoning(completion.text).strip()
         self.messages = [Message("system", system), Message("user", prompts.COMPACTED.format(summary=summary))]
         self.compaction_requested = False
         self.last_input_tokens = 0
         facts["compacted"] = 1
-        result.transcript += [{"role": "compaction", "reason": reason, "summary": summary,
-                               "input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens},
-                              {"role": "system", "content": system},
-                              {"role": "user", "content": self.messages[-1].content}]
+        result.transcript += [
+            {
+                "role": "compaction",
+                "reason": reason,
+                "summary": summary,
+                "input_tokens": completion.input_tokens,
+                "output_tokens": completion.output_tokens,
+            },
+            {"role": "system", "content": system},
+            {"role": "user", "content": self.messages[-1].content},
+        ]
 
     def _check_tokens(self, result: EpisodeResult) -> None:
         cap = self.cfg.episode_token_cap
         if cap is not None and result.input_tokens + result.output_tokens >= cap:
-            raise EpisodeError("token_cap", f"period used {result.input_tokens + result.output_tokens} tokens "
-                                            f"(cap {cap})", result)
+            raise EpisodeError(
+                "token_cap", f"period used {result.input_tokens + result.output_tokens} tokens (cap {cap})", result
+            )
 
     # ---- the kernel
 
@@ -239,8 +286,9 @@ class Session:
                 facts["invoked"].append(event.get("name"))
         return final
 
-    def _check_skills(self, sandbox: Sandbox, task: EpisodeTask, facts: dict, final: dict | None,
-                      result: EpisodeResult) -> None:
+    def _check_skills(
+        self, sandbox: Sandbox, task: EpisodeTask, facts: dict, final: dict | None, result: EpisodeResult
+    ) -> None:
         """The light check for this period's candidates; admitted skills join the library, usable
         from the next period (the current kernel never registers them)."""
         answer = final["answer"] if final else None
@@ -259,10 +307,19 @@ class Session:
             if problems:
                 facts["rejected"][candidate["name"]] = "; ".join(problems)
             else:
-                admitted.append(Skill(candidate["name"], candidate["description"], candidate["notes"],
-                                      candidate["code"], task.meta.get("period", ""), (run or {}).get("signature", "")))
-            result.transcript.append({"role": "skill_check", "name": candidate["name"],
-                                      "admitted": not problems, "problems": problems})
+                admitted.append(
+                    Skill(
+                        candidate["name"],
+                        candidate["description"],
+                        candidate["notes"],
+                        candidate["code"],
+                        task.meta.get("period", ""),
+                        (run or {}).get("signature", ""),
+                    )
+                )
+            result.transcript.append(
+                {"role": "skill_check", "name": candidate["name"], "admitted": not problems, "problems": problems}
+            )
         for skill in admitted:
             self.library.add(skill)
         facts["induced"] = [s.name for s in admitted]
@@ -270,17 +327,26 @@ class Session:
     @staticmethod
     def _record(result: EpisodeResult, facts: dict, final: dict | None) -> None:
         """Per-period facts for the results row (attributes are strings, metrics numbers)."""
-        result.attributes.update({
-            "skills_induced": ",".join(facts["induced"]), "skills_invoked": ",".join(sorted(set(facts["invoked"]))),
-            "skills_rejected": json.dumps(facts["rejected"]) if facts["rejected"] else "",
-            "compacted": str(facts["compacted"]), "final_answer": "yes" if final is not None else "no",
-        })
-        result.metrics.update({
-            "steps": float(result.turns), "skills_induced": float(len(facts["induced"])),
-            "skills_rejected": float(len(facts["rejected"])), "skill_calls": float(len(facts["invoked"])),
-            "skills_retrieved": float(len(facts["retrieved"])), "compactions": float(facts["compacted"]),
-            "tokens": float(result.input_tokens + result.output_tokens),
-        })
+        result.attributes.update(
+            {
+                "skills_induced": ",".join(facts["induced"]),
+                "skills_invoked": ",".join(sorted(set(facts["invoked"]))),
+                "skills_rejected": json.dumps(facts["rejected"]) if facts["rejected"] else "",
+                "compacted": str(facts["compacted"]),
+                "final_answer": "yes" if final is not None else "no",
+            }
+        )
+        result.metrics.update(
+            {
+                "steps": float(result.turns),
+                "skills_induced": float(len(facts["induced"])),
+                "skills_rejected": float(len(facts["rejected"])),
+                "skill_calls": float(len(facts["invoked"])),
+                "skills_retrieved": float(len(facts["retrieved"])),
+                "compactions": float(facts["compacted"]),
+                "tokens": float(result.input_tokens + result.output_tokens),
+            }
+        )
 
 
 class _Kernel:
@@ -294,8 +360,12 @@ class _Kernel:
     def get(self) -> Sandbox:
         if self.sandbox is None:
             cfg = self.session.cfg
-            self.sandbox = Sandbox({}, cell_timeout_s=cfg.cell_timeout_s, memory_bytes=int(cfg.memory_gib * 2**30),
-                                   unsafe=cfg.unsafe_sandbox)
+            self.sandbox = Sandbox(
+                {},
+                cell_timeout_s=cfg.cell_timeout_s,
+                memory_bytes=int(cfg.memory_gib * 2**30),
+                unsafe=cfg.unsafe_sandbox,
+            )
             self.sandbox.start()
             self.session._prepare(self.sandbox, self.task)
         return self.sandbox
@@ -311,8 +381,9 @@ def run_file_agent(model: Any, task: EpisodeTask, cfg: HarnessConfig) -> Episode
     return Session(model, cfg, sequential=False, skills=cfg.skills).play(task)
 
 
-def run_chain(model: Any, tasks: list[EpisodeTask], cfg: HarnessConfig, after: After | None = None,
-              play: Callable | None = None) -> list[EpisodeOutcome]:
+def run_chain(
+    model: Any, tasks: list[EpisodeTask], cfg: HarnessConfig, after: After | None = None, play: Callable | None = None
+) -> list[EpisodeOutcome]:
     """A scenario's periods in order with one Session; `after(i, outcome)` gives the feedback the
     agent reads before period i + 1. A period that fails (model error, jail) is an error row; the
     chain goes on with the next period."""

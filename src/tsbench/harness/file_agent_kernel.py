@@ -17,7 +17,7 @@ CHECK_MARK = "\x1ftsbench-check\x1f"
 CELL_BYTES = 1 << 20  # base64 characters per file-writing cell
 TOOL_NAMES = ("final_answer", "request_memory_compaction", "induct_skill", "retrieve_skill")
 
-_WRITE_HELPER = '''
+_WRITE_HELPER = """
 def _tsb_write(name, data, append=False):
     import base64, os
     folder = os.path.dirname(name)
@@ -25,7 +25,7 @@ def _tsb_write(name, data, append=False):
         os.makedirs(folder, exist_ok=True)
     with open(name, "ab" if append else "wb") as handle:
         handle.write(base64.b64decode(data))
-'''
+"""
 
 
 def file_cells(files: dict[str, bytes]) -> list[str]:
@@ -34,7 +34,7 @@ def file_cells(files: dict[str, bytes]) -> list[str]:
     cells, current, size = [], [_WRITE_HELPER], 0
     for name in sorted(files):
         encoded = base64.b64encode(files[name]).decode("ascii")
-        chunks = [encoded[i:i + CELL_BYTES] for i in range(0, len(encoded), CELL_BYTES)] or [""]
+        chunks = [encoded[i : i + CELL_BYTES] for i in range(0, len(encoded), CELL_BYTES)] or [""]
         for index, chunk in enumerate(chunks):
             if size + len(chunk) > CELL_BYTES and size:
                 cells.append("\n".join(current))
@@ -120,14 +120,22 @@ def _tsb_register(name, description, notes, code):
 
 def tools_cell(skills_enabled: bool, sequential: bool) -> str:
     """Define the tools; tools a mode does not offer are removed again."""
-    drop = [name for name, on in (("request_memory_compaction", sequential), ("induct_skill", skills_enabled),
-                                  ("retrieve_skill", skills_enabled)) if not on]
+    drop = [
+        name
+        for name, on in (
+            ("request_memory_compaction", sequential),
+            ("induct_skill", skills_enabled),
+            ("retrieve_skill", skills_enabled),
+        )
+        if not on
+    ]
     return TOOLS_CELL + "".join(f"\ndel {name}" for name in drop) + "\n"
 
 
 def register_cell(skills: list[dict]) -> str:
-    return "\n".join(f"_tsb_register({s['name']!r}, {s['description']!r}, {s['notes']!r}, {s['code']!r})"
-                     for s in skills)
+    return "\n".join(
+        f"_tsb_register({s['name']!r}, {s['description']!r}, {s['notes']!r}, {s['code']!r})" for s in skills
+    )
 
 
 HARVEST_CELL = f"print({EVENT_MARK!r} + __import__('json').dumps(_tsb_events, default=str)); _tsb_events.clear()"
@@ -138,13 +146,13 @@ def parse_marked(stdout: str, mark: str):
     for line in reversed(stdout.splitlines()):
         if line.startswith(mark):
             try:
-                return json.loads(line[len(mark):])
+                return json.loads(line[len(mark) :])
             except json.JSONDecodeError:
                 return None
     return None
 
 
-CHECK_CELL = r'''
+CHECK_CELL = r"""
 def _tsb_check(name, code, limit_s):
     import inspect, json, signal
 
@@ -194,9 +202,11 @@ def _tsb_check(name, code, limit_s):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-'''
+"""
 
 
 def check_call(name: str, code: str, limit_s: float) -> str:
-    return (f"print({CHECK_MARK!r} + __import__('json').dumps(_tsb_check({name!r}, {code!r}, {float(limit_s)!r}), "
-            "default=str))")
+    return (
+        f"print({CHECK_MARK!r} + __import__('json').dumps(_tsb_check({name!r}, {code!r}, {float(limit_s)!r}), "
+        "default=str))"
+    )

@@ -77,18 +77,27 @@ COMPACTION_REQUEST = (
 )
 COMPACTED = "Summary of your earlier periods (your memory was compacted):\n{summary}"
 
-NO_CODE = ("No code block found. Act by writing Python in a ```python block; finish by calling "
-           "final_answer(answer=..., report=...) inside one.")
-LAST_STEP = ("LAST STEP: this is your final reply for this period. Call final_answer(answer=..., report=...) in a "
-             "code block now; a period that ends without it is scored as a failure.")
+NO_CODE = (
+    "No code block found. Act by writing Python in a ```python block; finish by calling "
+    "final_answer(answer=..., report=...) inside one."
+)
+LAST_STEP = (
+    "LAST STEP: this is your final reply for this period. Call final_answer(answer=..., report=...) in a "
+    "code block now; a period that ends without it is scored as a failure."
+)
 
 
 def system_prompt(meta: dict, *, steps: int, sequential: bool, skills: bool) -> str:
     extra = (COMPACTION_TOOL if sequential else "") + (SKILL_TOOLS if skills else "")
     role = meta.get("role", "data analyst")
     article = "an " if role[:1].lower() in "aeiou" else "a "
-    return SYSTEM.format(role=article + role, extra_tools=extra, tier=meta.get("tier", "?"),
-                         required_keys=", ".join(meta.get("required_keys", [])), steps=steps)
+    return SYSTEM.format(
+        role=article + role,
+        extra_tools=extra,
+        tier=meta.get("tier", "?"),
+        required_keys=", ".join(meta.get("required_keys", [])),
+        steps=steps,
+    )
 
 
 def skill_block(skills: list[tuple[str, str]]) -> str:

@@ -112,6 +112,7 @@ def _tc_define(name, source):
 
         def function(**_arguments):
             raise RuntimeError(message)
+
     _TC_TOOLS[name] = function
 
 
@@ -119,7 +120,7 @@ def _tc_select(index, task):
     """Verification only: point `series`, `channels`, `L` and `TASK` at held-out task `index`."""
     global series, channels, L, TASK
     prefix = f"{index}::"
-    series = {key[len(prefix):]: values for key, values in _TC_ALL.items() if key.startswith(prefix)}
+    series = {key[len(prefix) :]: values for key, values in _TC_ALL.items() if key.startswith(prefix)}
     channels = list(series)
     L = max((len(v) for v in series.values()), default=0)
     TASK = dict(task)
@@ -141,7 +142,7 @@ def _tc_window_features(x, resid, start, end):
     """Shape of the window [start, end) against its surroundings, in units of the channel std."""
     sd = float(np.std(x)) or 1.0
     inside = x[start:end]
-    before, after = x[max(0, start - 256):start], x[end:end + 256]
+    before, after = x[max(0, start - 256) : start], x[end : end + 256]
     around = np.concatenate([before, after]) if len(before) + len(after) else x
     base = float(np.mean(around))
     shift = (float(np.mean(inside)) - base) / sd
@@ -152,8 +153,13 @@ def _tc_window_features(x, resid, start, end):
     var_ratio = float(np.std(resid[start:end]) / (np.std(outside) + 1e-12)) if len(outside) else 1.0
     mid = float(inside[len(inside) // 2])
     peak_ratio = abs(mid - base) / (abs(float(np.mean(inside)) - base) + 1e-12)
-    return {"shift_sigma": shift, "step_sigma": step, "var_ratio": var_ratio,
-            "crossing_rate": crossings / max(1, len(inside)), "peak_ratio": min(peak_ratio, 1e6)}
+    return {
+        "shift_sigma": shift,
+        "step_sigma": step,
+        "var_ratio": var_ratio,
+        "crossing_rate": crossings / max(1, len(inside)),
+        "peak_ratio": min(peak_ratio, 1e6),
+    }
 
 
 def _tc_grow(score, peak):

@@ -9,8 +9,18 @@ harness/kernel_helpers.py; they are never called in the host process. Heavy libr
 # ruff: noqa: F821  (kernel globals)
 
 from tsbench.harness.kernel_helpers import (  # noqa: F401  (resolved in the kernel, where all are defined together)
-    _tc_call, _tc_channel, _tc_define, _tc_finite, _tc_grow, _tc_jsonable, _tc_names, _tc_num, _tc_range,
-    _tc_select, _tc_window_features, _tc_zscan,
+    _tc_call,
+    _tc_channel,
+    _tc_define,
+    _tc_finite,
+    _tc_grow,
+    _tc_jsonable,
+    _tc_names,
+    _tc_num,
+    _tc_range,
+    _tc_select,
+    _tc_window_features,
+    _tc_zscan,
 )
 
 
@@ -28,11 +38,19 @@ def series_overview() -> dict:
     for name in channels[:64]:
         x = series[name]
         finite = x[np.isfinite(x)]
-        rows[name] = {"n": len(x), "min": finite.min() if finite.size else None,
-                      "max": finite.max() if finite.size else None,
-                      "mean": finite.mean() if finite.size else None}
-    out = {"length": L, "n_channels": len(channels), "timestamps": 0,
-           "task": {key: TASK.get(key) for key in ("category", "regime")}, "channels": rows}
+        rows[name] = {
+            "n": len(x),
+            "min": finite.min() if finite.size else None,
+            "max": finite.max() if finite.size else None,
+            "mean": finite.mean() if finite.size else None,
+        }
+    out = {
+        "length": L,
+        "n_channels": len(channels),
+        "timestamps": 0,
+        "task": {key: TASK.get(key) for key in ("category", "regime")},
+        "channels": rows,
+    }
     if len(channels) > 64:
         out["channels_not_listed"] = len(channels) - 64
     return out
@@ -49,11 +67,20 @@ def channel_stats(channel: str | None = None) -> dict:
     if not finite.size:
         return {"channel": name, "n": len(x), "n_finite": 0}
     q25, median, q75 = np.percentile(finite, [25, 50, 75])
-    return {"channel": name, "n": len(x), "n_finite": int(finite.size), "min": finite.min(),
-            "max": finite.max(), "mean": finite.mean(), "std": finite.std(ddof=1) if finite.size > 1 else 0.0,
-            "median": median, "q25": q25, "q75": q75,
-            "argmin": int(np.nanargmin(np.where(np.isfinite(x), x, np.inf))),
-            "argmax": int(np.nanargmax(np.where(np.isfinite(x), x, -np.inf)))}
+    return {
+        "channel": name,
+        "n": len(x),
+        "n_finite": int(finite.size),
+        "min": finite.min(),
+        "max": finite.max(),
+        "mean": finite.mean(),
+        "std": finite.std(ddof=1) if finite.size > 1 else 0.0,
+        "median": median,
+        "q25": q25,
+        "q75": q75,
+        "argmin": int(np.nanargmin(np.where(np.isfinite(x), x, np.inf))),
+        "argmax": int(np.nanargmax(np.where(np.isfinite(x), x, -np.inf))),
+    }
 
 
 def channel_values(channel: str | None = None, start: int = 0, end: int | None = None, stride: int = 1) -> dict:
@@ -73,8 +100,15 @@ def channel_values(channel: str | None = None, start: int = 0, end: int | None =
     picked = np.arange(start, end, stride)
     truncated = len(picked) > 500
     picked = picked[:500]
-    out = {"channel": name, "start": start, "end": end, "stride": stride, "count": len(picked),
-           "values": x[picked], "truncated": truncated}
+    out = {
+        "channel": name,
+        "start": start,
+        "end": end,
+        "stride": stride,
+        "count": len(picked),
+        "values": x[picked],
+        "truncated": truncated,
+    }
     if truncated:
         out["next_start"] = int(picked[-1]) + stride
         out["note"] = "only 500 values are returned per call: raise stride or narrow [start, end)"
@@ -121,18 +155,37 @@ def detect_periodicity(channel: str | None = None, start: int = 0, end: int | No
     power = np.abs(np.fft.rfft(c)) ** 2
     total = float(power[1:].sum())
     if total <= 0:
-        return {"channel": name, "start": start, "end": end, "dominant_period": None, "power_fraction": 0.0,
-                "note": "the stretch is constant"}
+        return {
+            "channel": name,
+            "start": start,
+            "end": end,
+            "dominant_period": None,
+            "power_fraction": 0.0,
+            "note": "the stretch is constant",
+        }
     order = np.argsort(power[1:])[::-1][: max(1, min(int(top), 20))] + 1
     candidates = [{"period": n / k, "frequency": k / n, "power_fraction": power[k] / total} for k in order]
     best = candidates[0]
-    return {"channel": name, "start": start, "end": end, "dominant_period": best["period"],
-            "dominant_frequency": best["frequency"], "power_fraction": best["power_fraction"],
-            "candidates": candidates}
+    return {
+        "channel": name,
+        "start": start,
+        "end": end,
+        "dominant_period": best["period"],
+        "dominant_frequency": best["frequency"],
+        "power_fraction": best["power_fraction"],
+        "candidates": candidates,
+    }
 
 
-def find_peaks(channel: str | None = None, height: float | None = None, prominence: float | None = None,
-               distance: int | None = None, start: int = 0, end: int | None = None, max_peaks: int = 50) -> dict:
+def find_peaks(
+    channel: str | None = None,
+    height: float | None = None,
+    prominence: float | None = None,
+    distance: int | None = None,
+    start: int = 0,
+    end: int | None = None,
+    max_peaks: int = 50,
+) -> dict:
     """Local maxima via scipy.signal.find_peaks: indices, values and count (the most prominent max_peaks listed).
 
     Args:
@@ -144,24 +197,36 @@ def find_peaks(channel: str | None = None, height: float | None = None, prominen
         end: end (exclusive) of the search; default L
         max_peaks: most peaks listed (at most 500), the most prominent ones, in index order
     """
-    from scipy.signal import find_peaks as scipy_find_peaks, peak_prominences
+    from scipy.signal import find_peaks as scipy_find_peaks
+    from scipy.signal import peak_prominences
 
     name, x = _tc_channel(channel)
     start, end = _tc_range(len(x), start, end)
     segment = _tc_finite(x[start:end])
-    options = {key: value for key, value in (("height", height), ("prominence", prominence),
-                                               ("distance", distance)) if value is not None}
+    options = {
+        key: value
+        for key, value in (("height", height), ("prominence", prominence), ("distance", distance))
+        if value is not None
+    }
     peaks, _ = scipy_find_peaks(segment, **options)
     prominences = peak_prominences(segment, peaks)[0] if len(peaks) else np.zeros(0)
     keep = max(0, min(int(max_peaks), 500))
     chosen = np.sort(np.argsort(prominences)[::-1][:keep])
-    return {"channel": name, "start": start, "end": end, "count": len(peaks),
-            "indices": peaks[chosen] + start, "values": segment[peaks[chosen]],
-            "prominences": prominences[chosen], "listed": len(chosen)}
+    return {
+        "channel": name,
+        "start": start,
+        "end": end,
+        "count": len(peaks),
+        "indices": peaks[chosen] + start,
+        "values": segment[peaks[chosen]],
+        "prominences": prominences[chosen],
+        "listed": len(chosen),
+    }
 
 
-def arima_forecast(channel: str | None = None, p: int = 1, d: int = 0, q: int = 0, periods: int = 10,
-                   fit_last: int = 2000) -> dict:
+def arima_forecast(
+    channel: str | None = None, p: int = 1, d: int = 0, q: int = 0, periods: int = 10, fit_last: int = 2000
+) -> dict:
     """Fit ARIMA(p, d, q) (statsmodels) on a channel's last fit_last samples; point forecast of the next periods steps and the in-sample AIC.
 
     Args:
@@ -188,12 +253,20 @@ def arima_forecast(channel: str | None = None, p: int = 1, d: int = 0, q: int = 
         warnings.simplefilter("ignore")
         fitted = ARIMA(y, order=(p, d, q)).fit()
         forecast = fitted.forecast(steps=periods)
-    return {"channel": name, "order": [p, d, q], "n_fit": len(y), "fit_start": len(x) - len(y),
-            "periods": periods, "forecast": np.asarray(forecast), "aic": fitted.aic}
+    return {
+        "channel": name,
+        "order": [p, d, q],
+        "n_fit": len(y),
+        "fit_start": len(x) - len(y),
+        "periods": periods,
+        "forecast": np.asarray(forecast),
+        "aic": fitted.aic,
+    }
 
 
-def robust_zscore_scan(channel: str | None = None, threshold: float = 6.0, detrend: int = 513, smooth: int = 8,
-                       top: int = 3) -> dict:
+def robust_zscore_scan(
+    channel: str | None = None, threshold: float = 6.0, detrend: int = 513, smooth: int = 8, top: int = 3
+) -> dict:
     """Scan for anomalous windows: robust z-score (median/MAD) of the detrended series, smoothed.
 
     With a channel: its top windows (start, end half-open, peak index, max |z|). Without: every
@@ -210,6 +283,7 @@ def robust_zscore_scan(channel: str | None = None, threshold: float = 6.0, detre
         smooth: moving-average width applied to |z|, in samples
         top: windows listed for a single channel (1..10)
     """
+
     def scan_one(name, top_n):
         x = _tc_finite(series[name])
         resid, score = _tc_zscan(x, detrend, smooth)
@@ -224,28 +298,27 @@ def robust_zscore_scan(channel: str | None = None, threshold: float = 6.0, detre
             window = {"start": start, "end": end, "peak": peak, "max_z": value}
             window.update(_tc_window_features(x, resid, start, end))
             windows.append(window)
-            masked[max(0, start - (end - start)):end + (end - start)] = 0.0
+            masked[max(0, start - (end - start)) : end + (end - start)] = 0.0
         return windows
 
     if channel is not None:
         name, _ = _tc_channel(channel)
         windows = scan_one(name, top)
-        return {"channel": name, "threshold": threshold, "flagged": windows[0]["max_z"] > threshold,
-                "windows": windows}
+        return {"channel": name, "threshold": threshold, "flagged": windows[0]["max_z"] > threshold, "windows": windows}
     scan = []
     for name in channels:
         best = scan_one(name, 1)[0]
         scan.append({"channel": name, **best})
     scan.sort(key=lambda item: -item["max_z"])
-    out = {"threshold": threshold, "flagged": [s["channel"] for s in scan if s["max_z"] > threshold],
-           "scan": scan[:32]}
+    out = {"threshold": threshold, "flagged": [s["channel"] for s in scan if s["max_z"] > threshold], "scan": scan[:32]}
     if len(scan) > 32:
         out["channels_not_listed"] = len(scan) - 32
     return out
 
 
-def rolling_stats(channel: str | None = None, window: int = 64, start: int = 0, end: int | None = None,
-                  points: int = 200) -> dict:
+def rolling_stats(
+    channel: str | None = None, window: int = 64, start: int = 0, end: int | None = None, points: int = 200
+) -> dict:
     """Centred rolling mean and std of one channel, reported at up to `points` (<= 500) evenly spaced indices, plus where the rolling mean jumps most and where the rolling std changes most.
 
     Args:
@@ -263,11 +336,18 @@ def rolling_stats(channel: str | None = None, window: int = 64, start: int = 0, 
     n = len(segment)
     width = max(1, min(int(window), n))
     mean = uniform_filter1d(segment, size=width, mode="nearest")
-    var = uniform_filter1d(segment ** 2, size=width, mode="nearest") - mean ** 2
+    var = uniform_filter1d(segment**2, size=width, mode="nearest") - mean**2
     std = np.sqrt(np.maximum(var, 0.0))
     idx = np.unique(np.linspace(0, n - 1, max(1, min(int(points), 500))).round().astype(int))
-    out = {"channel": name, "start": start, "end": end, "window": width, "index": idx + start,
-           "mean": mean[idx], "std": std[idx]}
+    out = {
+        "channel": name,
+        "start": start,
+        "end": end,
+        "window": width,
+        "index": idx + start,
+        "mean": mean[idx],
+        "std": std[idx],
+    }
     if n > width:
         jump = np.abs(mean[width:] - mean[:-width])
         at = int(np.argmax(jump))
@@ -279,9 +359,17 @@ def rolling_stats(channel: str | None = None, window: int = 64, start: int = 0, 
     return out
 
 
-def change_points(channel: str | None = None, method: str = "pelt", model: str = "l2", penalty: float | None = None,
-                  n_bkps: int | None = None, min_size: int = 5, start: int = 0, end: int | None = None,
-                  max_points: int = 1000) -> dict:
+def change_points(
+    channel: str | None = None,
+    method: str = "pelt",
+    model: str = "l2",
+    penalty: float | None = None,
+    n_bkps: int | None = None,
+    min_size: int = 5,
+    start: int = 0,
+    end: int | None = None,
+    max_points: int = 1000,
+) -> dict:
     """Change points of one channel with ruptures, and the mean/std of each segment (at most 50 listed).
 
     Long stretches are block-averaged to about max_points points and breakpoints are searched every
@@ -322,7 +410,7 @@ def change_points(channel: str | None = None, method: str = "pelt", model: str =
     else:
         if penalty is None:
             sigma = 1.4826 * np.median(np.abs(signal - np.median(signal))) + 1e-12
-            scale = {"l2": sigma ** 2, "l1": sigma}.get(model, 1.0)
+            scale = {"l2": sigma**2, "l1": sigma}.get(model, 1.0)
             penalty = 3 * np.log(n) * scale
         breaks = ruptures.Pelt(model=model, min_size=min_size, jump=jump).fit(signal).predict(pen=float(penalty))
     edges = [0] + [min(int(b) * factor, len(segment)) for b in breaks]
@@ -333,9 +421,19 @@ def change_points(channel: str | None = None, method: str = "pelt", model: str =
             piece = segment[a:b]
             segments.append({"start": a + start, "end": b + start, "mean": piece.mean(), "std": piece.std()})
     points = [s["start"] for s in segments[1:]]
-    return {"channel": name, "start": start, "end": end, "method": method, "model": model,
-            "downsample": factor, "resolution": factor * jump, "count": len(points), "change_points": points[:50],
-            "segments": segments[:51], "truncated": len(points) > 50}
+    return {
+        "channel": name,
+        "start": start,
+        "end": end,
+        "method": method,
+        "model": model,
+        "downsample": factor,
+        "resolution": factor * jump,
+        "count": len(points),
+        "change_points": points[:50],
+        "segments": segments[:51],
+        "truncated": len(points) > 50,
+    }
 
 
 def _tc_import_stumpy():
@@ -369,8 +467,14 @@ def _tc_import_stumpy():
     return stumpy
 
 
-def discords(channel: str | None = None, m: int | None = None, k: int = 3, start: int = 0, end: int | None = None,
-             max_points: int = 20000) -> dict:
+def discords(
+    channel: str | None = None,
+    m: int | None = None,
+    k: int = 3,
+    start: int = 0,
+    end: int | None = None,
+    max_points: int = 20000,
+) -> dict:
     """Top-k discords (the subsequences least like any other) from the stumpy matrix profile.
 
     Args:
@@ -400,9 +504,10 @@ def discords(channel: str | None = None, m: int | None = None, k: int = 3, start
         at = int(np.argmax(profile))
         if not np.isfinite(profile[at]):
             break
-        found.append({"start": at * factor + start, "end": min((at + m) * factor, len(segment)) + start,
-                      "distance": profile[at]})
-        profile[max(0, at - m):at + m] = -np.inf
+        found.append(
+            {"start": at * factor + start, "end": min((at + m) * factor, len(segment)) + start, "distance": profile[at]}
+        )
+        profile[max(0, at - m) : at + m] = -np.inf
     return {"channel": name, "start": start, "end": end, "m": m * factor, "downsample": factor, "discords": found}
 
 
@@ -445,9 +550,35 @@ def plot_window(channels: list[str] | None = None, start: int = 0, end: int | No
     return {"channels": names, "start": start, "end": end, "_png": buffer.getvalue()}
 
 
-_KERNEL_HELPERS = (_tc_names, _tc_channel, _tc_range, _tc_finite, _tc_num, _tc_jsonable, _tc_call, _tc_define,
-                   _tc_select, _tc_zscan, _tc_window_features, _tc_grow, _tc_import_stumpy)
-_SEED_FUNCTIONS = (list_channels, series_overview, channel_stats, channel_values, compute_acf, detect_periodicity,
-                   find_peaks, arima_forecast, robust_zscore_scan, rolling_stats, change_points, discords, plot_window)
+_KERNEL_HELPERS = (
+    _tc_names,
+    _tc_channel,
+    _tc_range,
+    _tc_finite,
+    _tc_num,
+    _tc_jsonable,
+    _tc_call,
+    _tc_define,
+    _tc_select,
+    _tc_zscan,
+    _tc_window_features,
+    _tc_grow,
+    _tc_import_stumpy,
+)
+_SEED_FUNCTIONS = (
+    list_channels,
+    series_overview,
+    channel_stats,
+    channel_values,
+    compute_acf,
+    detect_periodicity,
+    find_peaks,
+    arima_forecast,
+    robust_zscore_scan,
+    rolling_stats,
+    change_points,
+    discords,
+    plot_window,
+)
 IMAGE_TOOLS = ("plot_window",)
 SEED_TOOL_NAMES = tuple(f.__name__ for f in _SEED_FUNCTIONS)

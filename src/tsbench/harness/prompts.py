@@ -26,7 +26,9 @@ expression and any error (long output is cut to {obs_chars} characters, so print
 whole arrays). You have at most {max_turns} replies. When you are done, reply WITHOUT any code
 block: that reply is your final answer, in exactly the format the question asks for."""
 
-IMAGE_EXTRA = "\nmatplotlib works (Agg backend): figures you create are shown to you after the block runs (at most 2 per turn)."
+IMAGE_EXTRA = (
+    "\nmatplotlib works (Agg backend): figures you create are shown to you after the block runs (at most 2 per turn)."
+)
 SUB_RLM_EXTRA = (
     "\n`sub_rlm(question: str, data: dict | None = None) -> str` asks a helper agent like you to answer a "
     "question about `data` (a dict {{name: array}}; default: the full series) in its own kernel and returns its final message."
@@ -71,7 +73,9 @@ def serialize_values(channel_names: list[str], values: np.ndarray, budget_chars:
     return text, k
 
 
-def single_pass_text_prompt(question: str, channel_names: list[str], values: np.ndarray, budget_chars: int) -> tuple[str, int]:
+def single_pass_text_prompt(
+    question: str, channel_names: list[str], values: np.ndarray, budget_chars: int
+) -> tuple[str, int]:
     data, k = serialize_values(channel_names, values, budget_chars)
     length = values.shape[1]
     if k == 1:

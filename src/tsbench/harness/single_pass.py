@@ -28,9 +28,14 @@ def run_single_pass(model: ChatModel, task: EpisodeTask, cfg: HarnessConfig, *, 
     result.transcript = [
         {"role": "system", "content": SINGLE_PASS_SYSTEM},
         {"role": "user", "content": _abridged(user.content), "images": len(user.images), **meta},
-        {"role": "assistant", "content": completion.text, "input_tokens": completion.input_tokens,
-         "output_tokens": completion.output_tokens, "latency_s": round(completion.latency_s, 3),
-         "finish_reason": completion.extra.get("finish_reason")},
+        {
+            "role": "assistant",
+            "content": completion.text,
+            "input_tokens": completion.input_tokens,
+            "output_tokens": completion.output_tokens,
+            "latency_s": round(completion.latency_s, 3),
+            "finish_reason": completion.extra.get("finish_reason"),
+        },
     ]
     return result
 

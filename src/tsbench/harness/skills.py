@@ -65,8 +65,14 @@ def _normal_code(code: str) -> str:
 def _constants(node: ast.AST) -> list[Any]:
     """Every literal the code spells out (a negative number counts as itself)."""
     found = [n.value for n in ast.walk(node) if isinstance(n, ast.Constant)]
-    found += [-n.operand.value for n in ast.walk(node) if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub)
-              and isinstance(n.operand, ast.Constant) and isinstance(n.operand.value, (int, float))]
+    found += [
+        -n.operand.value
+        for n in ast.walk(node)
+        if isinstance(n, ast.UnaryOp)
+        and isinstance(n.op, ast.USub)
+        and isinstance(n.operand, ast.Constant)
+        and isinstance(n.operand.value, (int, float))
+    ]
     return found
 
 
@@ -89,8 +95,9 @@ def _literal_dict_returns(tree: ast.AST, required: set[str]) -> bool:
     return False
 
 
-def static_problems(candidate: dict[str, str], library: SkillLibrary, admitted_now: list[Skill],
-                    required_keys: list[str]) -> list[str]:
+def static_problems(
+    candidate: dict[str, str], library: SkillLibrary, admitted_now: list[Skill], required_keys: list[str]
+) -> list[str]:
     """Why a candidate fails before it is run (empty: run it)."""
     name, description, code = candidate["name"], candidate["description"], candidate["code"]
     problems = []
@@ -130,8 +137,11 @@ def returns_literal_answer(value: Any, code: str, answer: dict | None) -> bool:
     except SyntaxError:
         return False
     same = [k for k in answer if k in value and value[k] == answer[k]]
-    spelled = [k for k in same if answer[k] in constants or (isinstance(answer[k], list) and
-                                                             all(x in constants for x in answer[k]))]
+    spelled = [
+        k
+        for k in same
+        if answer[k] in constants or (isinstance(answer[k], list) and all(x in constants for x in answer[k]))
+    ]
     return len(spelled) >= 2
 
 

@@ -19,9 +19,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from tsbench.core.text import json_object_spans, strip_reasoning
 from tsbench.harness.toolset import Observation, Toolset
 from tsbench.models.base import ChatModel, Completion, Message, TaskInfo
-from tsbench.core.text import json_object_spans, strip_reasoning
 
 TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"
 PROTOCOLS = ("auto", "native", "json")
@@ -54,8 +54,17 @@ class ToolProtocol:
     def system_section(self, toolset: Toolset) -> str:
         raise NotImplementedError
 
-    def generate(self, model: ChatModel, messages: list[Message], toolset: Toolset, *, final: bool,
-                 max_tokens: int | None, temperature: float | None, task: TaskInfo) -> Completion:
+    def generate(
+        self,
+        model: ChatModel,
+        messages: list[Message],
+        toolset: Toolset,
+        *,
+        final: bool,
+        max_tokens: int | None,
+        temperature: float | None,
+        task: TaskInfo,
+    ) -> Completion:
         raise NotImplementedError
 
     def calls(self, completion: Completion, toolset: Toolset, turn: int) -> list[ParsedCall]:
@@ -81,12 +90,20 @@ class NativeProtocol(ToolProtocol):
     name = "native"
 
     def system_section(self, toolset: Toolset) -> str:
-        return ("Call the tools through function calling; you may make several calls in one reply. "
-                f"Tools: {', '.join(toolset.names)}.")
+        return (
+            "Call the tools through function calling; you may make several calls in one reply. "
+            f"Tools: {', '.join(toolset.names)}."
+        )
 
     def generate(self, model, messages, toolset, *, final, max_tokens, temperature, task):
-        return model.generate(messages, max_tokens=max_tokens, temperature=temperature, task=task,
-                              tools=toolset.openai_tools(), tool_choice="none" if final else "auto")
+        return model.generate(
+            messages,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            task=task,
+            tools=toolset.openai_tools(),
+            tool_choice="none" if final else "auto",
+        )
 
     def calls(self, completion, toolset, turn):
         parsed = []
@@ -101,7 +118,9 @@ class NativeProtocol(ToolProtocol):
     def result_messages(self, results, images):
         messages = [Message("tool", observation.text, tool_call_id=call.id) for call, observation in results]
         if images:
-            messages.append(Message("user", f"[{len(images)} image(s) returned by the tool calls above]", images=images))
+            messages.append(
+                Message("user", f"[{len(images)} image(s) returned by the tool calls above]", images=images)
+            )
         return messages
 
 
@@ -121,12 +140,16 @@ class JsonTextProtocol(ToolProtocol):
         return model.generate(messages, max_tokens=max_tokens, temperature=temperature, task=task)
 
     def calls(self, completion, toolset, turn):
-        return [ParsedCall(f"call_{turn}_{index}", name, arguments, error)
-                for index, (name, arguments, error) in enumerate(parse_json_calls(completion.text, toolset.names))]
+        return [
+            ParsedCall(f"call_{turn}_{index}", name, arguments, error)
+            for index, (name, arguments, error) in enumerate(parse_json_calls(completion.text, toolset.names))
+        ]
 
     def result_messages(self, results, images):
-        blocks = [f'<tool_result name="{call.name}" id="{call.id}">{observation.text}</tool_result>'
-                  for call, observation in results]
+        blocks = [
+            f'<tool_result name="{call.name}" id="{call.id}">{observation.text}</tool_result>'
+            for call, observation in results
+        ]
         note = f"\n[{len(images)} image(s) attached]" if images else ""
         return [Message("user", "Tool results:\n" + "\n".join(blocks) + note, images=images)]
 
@@ -138,7 +161,7 @@ def parse_json_calls(text: str, known_names: list[str] | tuple[str, ...] = ()) -
     found: list[tuple[str, Any, str | None]] = []
     position = text.find(TOOL_CALL_OPEN)
     while position >= 0:
-        rest = text[position + len(TOOL_CALL_OPEN):]
+        rest = text[position + len(TOOL_CALL_OPEN) :]
         body = rest.lstrip()
         try:
             obj, _ = decoder.raw_decode(body)
@@ -172,7 +195,7 @@ def _call_from_object(obj: Any) -> tuple[str, Any, str | None]:
 
 
 def choose_protocol(model: ChatModel, wanted: str = "auto") -> ToolProtocol:
-    """"native" for models that declare `native_tools`, else "json" (or what `wanted` says)."""
+    """ "native" for models that declare `native_tools`, else "json" (or what `wanted` says)."""
     if wanted not in PROTOCOLS:
         raise ValueError(f"tool protocol must be one of {', '.join(PROTOCOLS)} (got {wanted!r})")
     if wanted == "auto":

@@ -15,11 +15,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tsbench.harness.kernel_tools import IMAGE_TOOLS, _SEED_FUNCTIONS
-from tsbench.harness.tool_constants import NAME as _NAME, TOOL_FILE, TOOL_JSON
+from tsbench.harness.kernel_tools import _SEED_FUNCTIONS, IMAGE_TOOLS
+from tsbench.harness.tool_constants import NAME as _NAME
+from tsbench.harness.tool_constants import TOOL_FILE, TOOL_JSON
 
-_JSON_TYPES = {"int": "integer", "float": "number", "str": "string", "bool": "boolean", "dict": "object",
-               "list": "array", "tuple": "array", "Sequence": "array", "Any": None, "object": None}
+_JSON_TYPES = {
+    "int": "integer",
+    "float": "number",
+    "str": "string",
+    "bool": "boolean",
+    "dict": "object",
+    "list": "array",
+    "tuple": "array",
+    "Sequence": "array",
+    "Any": None,
+    "object": None,
+}
 
 
 def _annotation_schema(node: ast.expr | None) -> tuple[dict[str, Any], bool]:
@@ -100,8 +111,10 @@ class ToolSpec:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def openai_tool(self) -> dict[str, Any]:
-        return {"type": "function", "function": {"name": self.name, "description": self.description,
-                                                 "parameters": self.parameters}}
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
 
     def signature(self) -> str:
         """One line for the text protocol: name(arg: type = default, ...)."""

@@ -18,8 +18,9 @@ import hashlib
 import time
 from dataclasses import replace
 
-from tsbench.harness.accounting import CUT_OFF_NOTICE, unfinished, spending
-from tsbench.harness.episode import EpisodeError, EpisodeResult, EpisodeTask, HarnessConfig
+from tsbench.core.extras import check
+from tsbench.harness.accounting import CUT_OFF_NOTICE, spending, unfinished
+from tsbench.harness.episode import EpisodeResult, EpisodeTask, HarnessConfig
 from tsbench.harness.rlm import _check_caps
 from tsbench.harness.runtime.sandbox import Sandbox, SandboxError
 from tsbench.harness.tool_protocol import ParsedCall, ToolProtocol, choose_protocol
@@ -31,7 +32,6 @@ from tsbench.harness.toolset import (
     stumpy_cache_dir,
     warm_stumpy_cache_in_background,
 )
-from tsbench.core.extras import check
 from tsbench.models.base import ChatModel, Message
 
 # The seed tools import these inside the kernel; without them every call would fail mid-episode.
@@ -58,15 +58,26 @@ def tools_system_prompt(task: EpisodeTask, toolset: Toolset, protocol: ToolProto
     names = task.channel_names
     shown = ", ".join(names[:16]) + (f", ... ({len(names)} in all)" if len(names) > 16 else "")
     return TOOLS_SYSTEM.format(
-        n_channels=len(names), names=shown, length=task.length, last=task.length - 1,
-        protocol=protocol.system_section(toolset), max_calls=cfg.max_tool_calls, max_turns=cfg.max_turns,
+        n_channels=len(names),
+        names=shown,
+        length=task.length,
+        last=task.length - 1,
+        protocol=protocol.system_section(toolset),
+        max_calls=cfg.max_tool_calls,
+        max_turns=cfg.max_turns,
     )
 
 
 def task_metadata(task: EpisodeTask) -> dict:
     """What the kernel's `TASK` holds: never the gold."""
-    return {"row_id": task.row_id, "category": task.category, "regime": task.regime, "length": task.length,
-            "channels": list(task.channel_names), "options": list(task.options)}
+    return {
+        "row_id": task.row_id,
+        "category": task.category,
+        "regime": task.regime,
+        "length": task.length,
+        "channels": list(task.channel_names),
+        "options": list(task.options),
+    }
 
 
 def install_tools(sandbox: Sandbox, code: str) -> None:
@@ -75,8 +86,9 @@ def install_tools(sandbox: Sandbox, code: str) -> None:
         raise SandboxError(f"installing the tools in the kernel failed: {cell.error[-2000:]}")
 
 
-def run_tool_call(sandbox: Sandbox, toolset: Toolset, call: ParsedCall, install_code: str,
-                  max_chars: int) -> tuple[Observation, dict]:
+def run_tool_call(
+    sandbox: Sandbox, toolset: Toolset, call: ParsedCall, install_code: str, max_chars: int
+) -> tuple[Observation, dict]:
     """Validate and run one call in the kernel; every failure is an observation, never an exception."""
     if call.error:
         return error_observation(call.error), {}
@@ -90,8 +102,9 @@ def run_tool_call(sandbox: Sandbox, toolset: Toolset, call: ParsedCall, install_
     return observation, {"seconds": round(cell.seconds, 3), "timed_out": cell.timed_out, "restarted": cell.restarted}
 
 
-def run_tools(model: ChatModel, task: EpisodeTask, cfg: HarnessConfig, *, image: bool = False,
-              toolset: Toolset | None = None) -> EpisodeResult:
+def run_tools(
+    model: ChatModel, task: EpisodeTask, cfg: HarnessConfig, *, image: bool = False, toolset: Toolset | None = None
+) -> EpisodeResult:
     protocol = choose_protocol(model, cfg.tool_protocol)
     toolset = toolset or Toolset.build(image=image, tools_dir=cfg.tools_dir)
     if "discords" in toolset.names:
@@ -103,14 +116,23 @@ def run_tools(model: ChatModel, task: EpisodeTask, cfg: HarnessConfig, *, image:
     result.transcript += [
         {"role": "system", "content": system},
         {"role": "user", "content": task.question},
-        {"role": "tools", "protocol": protocol.name, "tools": toolset.names,
-         "evolved": [n for n, s in toolset.specs.items() if s.family != "seed"]},
+        {
+            "role": "tools",
+            "protocol": protocol.name,
+            "tools": toolset.names,
+            "evolved": [n for n, s in toolset.specs.items() if s.family != "seed"],
+        },
     ]
     info = replace(task.info(), tool_calling=protocol.name)
     install_code = toolset.install_code(task_metadata(task), numba_cache=str(stumpy_cache_dir()))
-    sandbox = Sandbox(task.series, cell_timeout_s=cfg.cell_timeout_s, memory_bytes=int(cfg.memory_gib * 2**30),
-                      capture_figures=False, unsafe=cfg.unsafe_sandbox,
-                      readonly_paths=[path for path in (stumpy_cache_dir(),) if path.is_dir()])
+    sandbox = Sandbox(
+        task.series,
+        cell_timeout_s=cfg.cell_timeout_s,
+        memory_bytes=int(cfg.memory_gib * 2**30),
+        capture_figures=False,
+        unsafe=cfg.unsafe_sandbox,
+        readonly_paths=[path for path in (stumpy_cache_dir(),) if path.is_dir()],
+    )
     with sandbox:
         install_tools(sandbox, install_code)
         for turn in range(1, cfg.max_turns + 1):
@@ -121,16 +143,29 @@ def run_tools(model: ChatModel, task: EpisodeTask, cfg: HarnessConfig, *, image:
                 result.transcript.append({"role": "notice", "content": TOOLS_FINAL_NOTICE})
             _check_caps(result, cfg, started)
             with spending(result):
-                completion = protocol.generate(model, messages, toolset, final=last, max_tokens=cfg.max_tokens,
-                                               temperature=cfg.temperature, task=info)
+                completion = protocol.generate(
+                    model,
+                    messages,
+                    toolset,
+                    final=last,
+                    max_tokens=cfg.max_tokens,
+                    temperature=cfg.temperature,
+                    task=info,
+                )
             result.add_completion(completion)
             calls = [] if last else protocol.calls(completion, toolset, turn)
-            result.transcript.append({
-                "role": "assistant", "turn": turn, "content": completion.text,
-                "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls],
-                "input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens,
-                "latency_s": round(completion.latency_s, 3), "finish_reason": completion.extra.get("finish_reason"),
-            })
+            result.transcript.append(
+                {
+                    "role": "assistant",
+                    "turn": turn,
+                    "content": completion.text,
+                    "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls],
+                    "input_tokens": completion.input_tokens,
+                    "output_tokens": completion.output_tokens,
+                    "latency_s": round(completion.latency_s, 3),
+                    "finish_reason": completion.extra.get("finish_reason"),
+                }
+            )
             if not calls:
                 if unfinished(completion, cfg):  # never a final answer (harness/accounting.py)
                     if not last:
@@ -144,17 +179,27 @@ def run_tools(model: ChatModel, task: EpisodeTask, cfg: HarnessConfig, *, image:
             results, images = [], []
             for index, call in enumerate(calls):
                 if index >= cfg.max_tool_calls:
-                    observation, timing = error_observation(
-                        f"not run: at most {cfg.max_tool_calls} tool calls per reply"), {}
+                    observation, timing = (
+                        error_observation(f"not run: at most {cfg.max_tool_calls} tool calls per reply"),
+                        {},
+                    )
                 else:
                     observation, timing = run_tool_call(sandbox, toolset, call, install_code, cfg.observation_chars)
                     result.code_cells += bool(timing)  # calls refused before the kernel do not count
                 results.append((call, observation))
                 images.extend(observation.images)
-                result.transcript.append({
-                    "role": "tool", "turn": turn, "id": call.id, "name": call.name, "arguments": call.arguments,
-                    "observation": observation.text, "error": observation.error,
-                    "images": [hashlib.sha256(png).hexdigest()[:16] for png in observation.images], **timing,
-                })
+                result.transcript.append(
+                    {
+                        "role": "tool",
+                        "turn": turn,
+                        "id": call.id,
+                        "name": call.name,
+                        "arguments": call.arguments,
+                        "observation": observation.text,
+                        "error": observation.error,
+                        "images": [hashlib.sha256(png).hexdigest()[:16] for png in observation.images],
+                        **timing,
+                    }
+                )
             messages.extend(protocol.result_messages(results, images[: cfg.max_figures]))
     return result

@@ -15,6 +15,7 @@ length, channel names, options: never the gold), numpy as `np`, scipy, and every
 Heavy libraries (statsmodels, ruptures, stumpy, matplotlib) are imported on first use only.
 
 """
+
 from __future__ import annotations
 
 import base64
@@ -25,13 +26,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tsbench.harness.kernel_tools import _KERNEL_HELPERS, IMAGE_TOOLS, SEED_TOOL_NAMES  # noqa: F401
 from tsbench.harness.runtime.sandbox import CellResult, truncate_observation
 from tsbench.harness.stumpy_cache import (  # noqa: F401  (re-exported)
-    stumpy_cache_dir, stumpy_cache_ready, warm_stumpy_cache, warm_stumpy_cache_in_background,
+    stumpy_cache_dir,
+    stumpy_cache_ready,
+    warm_stumpy_cache,
+    warm_stumpy_cache_in_background,
 )
 from tsbench.harness.tool_constants import MAX_VALUES, RESULT_TAG, TOOL_FILE, TOOL_JSON  # noqa: F401
 from tsbench.harness.tool_specs import ToolSourceError, ToolSpec, load_tools_dir, seed_specs, spec_from_source  # noqa: F401
-from tsbench.harness.kernel_tools import _KERNEL_HELPERS, IMAGE_TOOLS, SEED_TOOL_NAMES  # noqa: F401
 
 
 @dataclass
@@ -60,8 +64,14 @@ class Toolset:
             self.specs[spec.name] = spec
 
     @classmethod
-    def build(cls, *, image: bool = False, tools_dir: str | Path | None = None,
-              extra: list[ToolSpec] | None = None, include: list[str] | None = None) -> "Toolset":
+    def build(
+        cls,
+        *,
+        image: bool = False,
+        tools_dir: str | Path | None = None,
+        extra: list[ToolSpec] | None = None,
+        include: list[str] | None = None,
+    ) -> Toolset:
         seeds = [s for s in seed_specs().values() if image or not s.image]
         evolved = list(load_tools_dir(tools_dir)) if tools_dir else []
         evolved += list(extra or [])
@@ -86,14 +96,18 @@ class Toolset:
         return "\n".join(f"- {spec.signature()}: {_first_sentence(spec.description)}" for spec in self.specs.values())
 
     # -- the kernel side ------------------------------------------------------------------------
-    def install_code(self, task_meta: dict[str, Any], *, numba_cache: str | None = None,
-                     verification: bool = False) -> str:
+    def install_code(
+        self, task_meta: dict[str, Any], *, numba_cache: str | None = None, verification: bool = False
+    ) -> str:
         """The silent cell that defines the helpers, the seed tools and the evolved tools in the kernel."""
         seeds = [s for s in self.specs.values() if s.family == "seed"]
         evolved = [s for s in self.specs.values() if s.family != "seed"]
-        parts = ["import json as _tc_json", f"_TC_TAG = {RESULT_TAG!r}",
-                 f"_TC_CONFIG = {{'numba_cache': {numba_cache!r}}}",
-                 f"TASK = _tc_json.loads({json.dumps(task_meta)!r})"]
+        parts = [
+            "import json as _tc_json",
+            f"_TC_TAG = {RESULT_TAG!r}",
+            f"_TC_CONFIG = {{'numba_cache': {numba_cache!r}}}",
+            f"TASK = _tc_json.loads({json.dumps(task_meta)!r})",
+        ]
         parts += [inspect.getsource(f) for f in _KERNEL_HELPERS]
         parts += [spec.source for spec in seeds]
         parts.append("_TC_TOOLS = {" + ", ".join(f"{s.name!r}: {s.name}" for s in seeds) + "}")
@@ -137,7 +151,9 @@ def _first_sentence(text: str) -> str:
 
 def _matches(kind: str, value: Any) -> bool:
     if kind == "integer":
-        return isinstance(value, int) and not isinstance(value, bool) or (isinstance(value, float) and value.is_integer())
+        return (
+            isinstance(value, int) and not isinstance(value, bool) or (isinstance(value, float) and value.is_integer())
+        )
     if kind == "number":
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if kind == "string":
@@ -159,7 +175,7 @@ def read_observation(cell: CellResult, max_chars: int) -> Observation:
         reason = cell.error.strip() or "the tool produced no result"
         return error_observation(truncate_observation(reason, max(200, max_chars // 2)))
     stray = text[:at].strip()
-    line = text[at + len(RESULT_TAG):].split("\n", 1)[0]
+    line = text[at + len(RESULT_TAG) :].split("\n", 1)[0]
     try:
         payload = json.loads(line)
     except ValueError:

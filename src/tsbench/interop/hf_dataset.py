@@ -17,10 +17,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tsbench.results import RESULTS_JSON, RUN_JSON, to_table
-from tsbench.results.schema import DESCRIPTIONS
 from tsbench.interop.source import RunSource
 from tsbench.interop.yaml_text import dump
+from tsbench.results import RESULTS_JSON, RUN_JSON, to_table
+from tsbench.results.schema import DESCRIPTIONS
 
 CARD = "README.md"
 
@@ -31,8 +31,15 @@ def _hf_type(kind: pa.DataType) -> dict[str, Any]:
         return {"list": [{"name": f.name, **_hf_type(f.type)} for f in kind.value_type]}
     if pa.types.is_timestamp(kind):
         return {"dtype": f"timestamp[{kind.unit}" + (f", tz={kind.tz}]" if kind.tz else "]")}
-    names = {pa.string(): "string", pa.large_string(): "large_string", pa.bool_(): "bool", pa.int32(): "int32",
-             pa.int64(): "int64", pa.float32(): "float32", pa.float64(): "float64"}
+    names = {
+        pa.string(): "string",
+        pa.large_string(): "large_string",
+        pa.bool_(): "bool",
+        pa.int32(): "int32",
+        pa.int64(): "int64",
+        pa.float32(): "float32",
+        pa.float64(): "float64",
+    }
     if kind in names:
         return {"dtype": names[kind]}
     raise ValueError(f"no datasets feature for Arrow type {kind}")
@@ -43,8 +50,12 @@ def hf_table(table: pa.Table) -> pa.Table:
     columns, fields = [], []
     for field, column in zip(table.schema, table.columns):
         if pa.types.is_map(field.type):
-            entries = pa.list_(pa.struct([pa.field("key", field.type.key_type), pa.field("value", field.type.item_type)]))
-            column = pa.chunked_array([pa.array(chunk.to_pylist(), type=entries) for chunk in column.chunks], type=entries)
+            entries = pa.list_(
+                pa.struct([pa.field("key", field.type.key_type), pa.field("value", field.type.item_type)])
+            )
+            column = pa.chunked_array(
+                [pa.array(chunk.to_pylist(), type=entries) for chunk in column.chunks], type=entries
+            )
             field = pa.field(field.name, entries, metadata=field.metadata)
         columns.append(column)
         fields.append(field)
@@ -83,35 +94,69 @@ def card_text(source: RunSource, schema: pa.Schema, splits: dict[str, tuple[int,
         "pretty_name": f"tsbench run {source.name}",
         "license": "apache-2.0",
         "tags": ["tsbench", "time-series", "llm-evaluation", source.family],
-        "configs": [{"config_name": "default",
-                     "data_files": [{"split": s, "path": f"data/{s}-*.parquet"} for s in splits]}],
-        "dataset_info": {"config_name": "default", "features": features(schema),
-                         "splits": [{"name": s, "num_bytes": b, "num_examples": n} for s, (n, b) in splits.items()]},
+        "configs": [
+            {"config_name": "default", "data_files": [{"split": s, "path": f"data/{s}-*.parquet"} for s in splits]}
+        ],
+        "dataset_info": {
+            "config_name": "default",
+            "features": features(schema),
+            "splits": [{"name": s, "num_bytes": b, "num_examples": n} for s, (n, b) in splits.items()],
+        },
     }
     overall = (source.results.get("results") or {}).get("overall") or {}
     provenance = {
-        "run": source.name, "model": source.model, "harness": run.get("harness"), "depth": run.get("depth"),
-        "reference policy": run.get("reference"), "complete": run.get("complete"),
-        "dataset key": dataset.get("key"), "dataset seed": dataset.get("seed"), "dataset split": dataset.get("split"),
-        "dataset files (sha256)": dataset.get("file_sha256"), "git commit": run.get("git_commit"),
-        "versions": run.get("versions"), "created": run.get("created_at"), "updated": run.get("updated_at"),
+        "run": source.name,
+        "model": source.model,
+        "harness": run.get("harness"),
+        "depth": run.get("depth"),
+        "reference policy": run.get("reference"),
+        "complete": run.get("complete"),
+        "dataset key": dataset.get("key"),
+        "dataset seed": dataset.get("seed"),
+        "dataset split": dataset.get("split"),
+        "dataset files (sha256)": dataset.get("file_sha256"),
+        "git commit": run.get("git_commit"),
+        "versions": run.get("versions"),
+        "created": run.get("created_at"),
+        "updated": run.get("updated_at"),
         "kernels without the jail": run.get("unsafe_sandbox"),
     }
     body = [
-        f"# tsbench run `{source.name}`", "",
+        f"# tsbench run `{source.name}`",
+        "",
         f"{source.model} under the `{run.get('harness')}` harness on {dataset.get('key') or source.family}: "
         f"{overall.get('rows', len(source.samples))} rows (one per sample and epoch), "
-        f"{overall.get('errors', 0)} of them errors (never scored, never a 0).", "",
-        "## Scores", "", *_scores_table(source.results), "",
-        "Means are over scored rows; intervals are 95 % bootstrap intervals of the mean.", "",
-        "## Provenance", "",
-        *[f"- **{k}**: `{json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v}`"
-          for k, v in provenance.items() if v is not None], "",
-        "## Config", "", "```json", json.dumps(run.get("config") or {}, indent=2, sort_keys=True), "```", "",
-        "## Columns", "", "| column | type | description |", "|---|---|---|",
-        *[f"| `{f.name}` | `{f.type}` | {_cell(DESCRIPTIONS.get(f.name, ''))} |" for f in schema], "",
+        f"{overall.get('errors', 0)} of them errors (never scored, never a 0).",
+        "",
+        "## Scores",
+        "",
+        *_scores_table(source.results),
+        "",
+        "Means are over scored rows; intervals are 95 % bootstrap intervals of the mean.",
+        "",
+        "## Provenance",
+        "",
+        *[
+            f"- **{k}**: `{json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v}`"
+            for k, v in provenance.items()
+            if v is not None
+        ],
+        "",
+        "## Config",
+        "",
+        "```json",
+        json.dumps(run.get("config") or {}, indent=2, sort_keys=True),
+        "```",
+        "",
+        "## Columns",
+        "",
+        "| column | type | description |",
+        "|---|---|---|",
+        *[f"| `{f.name}` | `{f.type}` | {_cell(DESCRIPTIONS.get(f.name, ''))} |" for f in schema],
+        "",
         "`attributes` and `metrics` are lists of {key, value}; `gold`, `parsed_answer` and `transcript` "
-        "are JSON text. `tsbench/run.json` and `tsbench/results.json` are the run's own files.", "",
+        "are JSON text. `tsbench/run.json` and `tsbench/results.json` are the run's own files.",
+        "",
     ]
     return "---\n" + dump(header) + "---\n\n" + "\n".join(body)
 

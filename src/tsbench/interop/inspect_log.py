@@ -10,13 +10,25 @@ from __future__ import annotations
 
 import hashlib
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from inspect_ai.log import (
-    EvalConfig, EvalDataset, EvalError, EvalLog, EvalMetric, EvalPlan, EvalPlanStep, EvalResults, EvalRevision, EvalSample,
-    EvalScore, EvalSpec, EvalStats, write_eval_log,
+    EvalConfig,
+    EvalDataset,
+    EvalError,
+    EvalLog,
+    EvalMetric,
+    EvalPlan,
+    EvalPlanStep,
+    EvalResults,
+    EvalRevision,
+    EvalSample,
+    EvalScore,
+    EvalSpec,
+    EvalStats,
+    write_eval_log,
 )
 from inspect_ai.model import ModelOutput, ModelUsage
 from inspect_ai.scorer import Score
@@ -42,7 +54,7 @@ def _iso(value: Any) -> str | None:
         return None
     if hasattr(value, "isoformat"):
         if getattr(value, "tzinfo", None) is None:
-            value = value.replace(tzinfo=timezone.utc)
+            value = value.replace(tzinfo=UTC)
         return value.isoformat()
     text = str(value)
     return text if text and text != "NaT" else None
@@ -57,35 +69,66 @@ def _number(value: Any) -> float | None:
 
 def _usage(input_tokens: Any, output_tokens: Any, cost: Any) -> ModelUsage:
     tokens_in, tokens_out = int(input_tokens or 0), int(output_tokens or 0)
-    return ModelUsage(input_tokens=tokens_in, output_tokens=tokens_out, total_tokens=tokens_in + tokens_out,
-                      total_cost=_number(cost))
+    return ModelUsage(
+        input_tokens=tokens_in, output_tokens=tokens_out, total_tokens=tokens_in + tokens_out, total_cost=_number(cost)
+    )
 
 
 def _sample(row: dict, model: str) -> EvalSample:
     events = transcript_of(row)
     failed = is_error_row(row)
     metadata = {
-        key: row.get(key) for key in ("family", "split", "regime", "category", "length", "n_channels", "harness",
-                                      "depth", "turns", "code_cells", "sub_calls", "forced_final", "latency_s")
+        key: row.get(key)
+        for key in (
+            "family",
+            "split",
+            "regime",
+            "category",
+            "length",
+            "n_channels",
+            "harness",
+            "depth",
+            "turns",
+            "code_cells",
+            "sub_calls",
+            "forced_final",
+            "latency_s",
+        )
     }
     metadata.update(attributes=dict(row.get("attributes") or {}), tsbench_epoch=int(row["epoch"]))
     scores = None
     if not failed and _number(row.get("score")) is not None:
-        scores = {SCORER: Score(
-            value=float(row["score"]), answer=row.get("parsed_answer"), explanation=row.get("answer_error"),
-            metadata={"valid": bool(row.get("valid")), **dict(row.get("metrics") or {})},
-        )}
+        scores = {
+            SCORER: Score(
+                value=float(row["score"]),
+                answer=row.get("parsed_answer"),
+                explanation=row.get("answer_error"),
+                metadata={"valid": bool(row.get("valid")), **dict(row.get("metrics") or {})},
+            )
+        }
     usage = {model: _usage(row.get("input_tokens"), row.get("output_tokens"), row.get("cost_usd"))}
     output = ModelOutput.from_content(model, str(row.get("final_message") or ""))
     output.usage = usage[model]
     error = None
     if failed:
-        error = EvalError(message=f"{row['error_type']}: {row.get('error') or ''}", traceback=str(row.get("error") or ""),
-                          traceback_ansi="")
+        error = EvalError(
+            message=f"{row['error_type']}: {row.get('error') or ''}",
+            traceback=str(row.get("error") or ""),
+            traceback_ansi="",
+        )
     return EvalSample(
-        id=str(row["id"]), epoch=int(row["epoch"]) + 1, input=first_user_text(events), target=str(row.get("gold") or ""),
-        messages=to_messages(events, model), output=output, scores=scores, metadata=metadata, model_usage=usage,
-        total_time=_number(row.get("latency_s")), completed_at=_iso(row.get("finished_at")), error=error,
+        id=str(row["id"]),
+        epoch=int(row["epoch"]) + 1,
+        input=first_user_text(events),
+        target=str(row.get("gold") or ""),
+        messages=to_messages(events, model),
+        output=output,
+        scores=scores,
+        metadata=metadata,
+        model_usage=usage,
+        total_time=_number(row.get("latency_s")),
+        completed_at=_iso(row.get("finished_at")),
+        error=error,
     )
 
 
@@ -104,8 +147,15 @@ def _results(source: RunSource) -> EvalResults:
     for block in summary.get("categories", []):  # as inspect's grouped(mean(), "category") names them
         if block.get("mean") is not None:
             metrics[block["category"]] = EvalMetric(name=block["category"], group="grouped", value=float(block["mean"]))
-    scores = [EvalScore(name=SCORER, scorer=SCORER, scored_samples=overall.get("n"),
-                        unscored_samples=overall.get("errors"), metrics=metrics)]
+    scores = [
+        EvalScore(
+            name=SCORER,
+            scorer=SCORER,
+            scored_samples=overall.get("n"),
+            unscored_samples=overall.get("errors"),
+            metrics=metrics,
+        )
+    ]
     rows = len(source.samples)
     errors = int(source.samples["error_type"].notna().sum()) if rows else 0
     return EvalResults(total_samples=rows, completed_samples=rows - errors, scores=scores)
@@ -117,29 +167,49 @@ def build_eval_log(source: RunSource) -> EvalLog:
     rows = source.rows()
     dataset = run.get("dataset") or {}
     ids = sorted({str(r["id"]) for r in rows})
-    created = run.get("created_at") or datetime.now(timezone.utc).isoformat()
+    created = run.get("created_at") or datetime.now(UTC).isoformat()
     harness_config = {k: v for k, v in (run.get("config") or {}).items() if v is not None}
     spec = EvalSpec(
-        eval_id=_stable_id("eval", source.name, created), run_id=_stable_id("run", source.name, created), created=created,
-        task=f"tsbench/{source.family}", task_id=_stable_id("task", source.family, dataset.get("key")),
+        eval_id=_stable_id("eval", source.name, created),
+        run_id=_stable_id("run", source.name, created),
+        created=created,
+        task=f"tsbench/{source.family}",
+        task_id=_stable_id("task", source.family, dataset.get("key")),
         task_args={"harness": run.get("harness"), "depth": run.get("depth")},
         solver=f"tsbench/{run.get('harness')}",
-        dataset=EvalDataset(name=str(dataset.get("key") or source.family), location=str((dataset.get("paths") or [""])[0]),
-                            samples=len(ids), sample_ids=ids),
-        model=model, config=EvalConfig(epochs=max((int(r["epoch"]) for r in rows), default=0) + 1),
+        dataset=EvalDataset(
+            name=str(dataset.get("key") or source.family),
+            location=str((dataset.get("paths") or [""])[0]),
+            samples=len(ids),
+            sample_ids=ids,
+        ),
+        model=model,
+        config=EvalConfig(epochs=max((int(r["epoch"]) for r in rows), default=0) + 1),
         revision=EvalRevision(type="git", origin="", commit=str(run["git_commit"])) if run.get("git_commit") else None,
         packages={"tsbench": __version__},
-        metadata={"tsbench_run": source.name, "reference": run.get("reference"), "dataset": dataset,
-                  "unsafe_sandbox": run.get("unsafe_sandbox"), "complete": run.get("complete")},
+        metadata={
+            "tsbench_run": source.name,
+            "reference": run.get("reference"),
+            "dataset": dataset,
+            "unsafe_sandbox": run.get("unsafe_sandbox"),
+            "complete": run.get("complete"),
+        },
     )
     plan = EvalPlan(steps=[EvalPlanStep(solver=f"tsbench/{run.get('harness')}", params=harness_config)])
-    total = _usage(samples["input_tokens"].sum() if rows else 0, samples["output_tokens"].sum() if rows else 0,
-                   samples["cost_usd"].dropna().sum() if rows and samples["cost_usd"].notna().any() else None)
+    total = _usage(
+        samples["input_tokens"].sum() if rows else 0,
+        samples["output_tokens"].sum() if rows else 0,
+        samples["cost_usd"].dropna().sum() if rows and samples["cost_usd"].notna().any() else None,
+    )
     stats = EvalStats(started_at=created, completed_at=run.get("updated_at") or created, model_usage={model: total})
     return EvalLog(
         # An incomplete run is one that stopped and can resume: inspect's "cancelled".
-        status="success" if run.get("complete") else "cancelled", eval=spec, plan=plan, results=_results(source),
-        stats=stats, samples=[_sample(r, model) for r in rows],
+        status="success" if run.get("complete") else "cancelled",
+        eval=spec,
+        plan=plan,
+        results=_results(source),
+        stats=stats,
+        samples=[_sample(r, model) for r in rows],
     )
 
 

@@ -46,14 +46,24 @@ def to_messages(transcript: list[dict], model: str | None = None) -> list[ChatMe
             calls = []
             for call in event.get("tool_calls") or []:
                 arguments, problem = _arguments(call.get("arguments"))
-                calls.append(ToolCall(id=str(call.get("id")), function=str(call.get("name")), arguments=arguments,
-                                      parse_error=problem))
-            messages.append(ChatMessageAssistant(content=str(event.get("content", "")), tool_calls=calls or None,
-                                                 model=model))
+                calls.append(
+                    ToolCall(
+                        id=str(call.get("id")), function=str(call.get("name")), arguments=arguments, parse_error=problem
+                    )
+                )
+            messages.append(
+                ChatMessageAssistant(content=str(event.get("content", "")), tool_calls=calls or None, model=model)
+            )
         elif role == "tool" and event.get("name"):  # a native or JSON-protocol tool call's result
             error = ToolCallError("unknown", str(event["error"])) if event.get("error") else None
-            messages.append(ChatMessageTool(content=_observation(event), tool_call_id=str(event.get("id")),
-                                            function=str(event["name"]), error=error))
+            messages.append(
+                ChatMessageTool(
+                    content=_observation(event),
+                    tool_call_id=str(event.get("id")),
+                    function=str(event["name"]),
+                    error=error,
+                )
+            )
         elif role == "tool":  # rlm: the kernel's output went back as the next user message
             messages.append(ChatMessageUser(content=_observation(event)))
     return messages

@@ -13,7 +13,13 @@ import time
 
 import anyio.from_thread
 from inspect_ai.model import (
-    ChatMessage, ChatMessageAssistant, ChatMessageSystem, ChatMessageUser, ContentImage, ContentText, GenerateConfig,
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageUser,
+    ContentImage,
+    ContentText,
+    GenerateConfig,
     Model,
 )
 
@@ -46,15 +52,23 @@ class InspectChatModel:
         self.model = model
         self.name = str(model)
 
-    def generate(self, messages: list[Message], *, max_tokens: int | None = None, temperature: float | None = None,
-                 task: TaskInfo | None = None) -> Completion:
+    def generate(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        task: TaskInfo | None = None,
+    ) -> Completion:
         config = GenerateConfig(max_tokens=max_tokens, temperature=temperature)
         started = time.perf_counter()
         output = anyio.from_thread.run(functools.partial(self.model.generate, to_inspect(messages), config=config))
         usage = output.usage
         return Completion(
-            text=output.completion, input_tokens=int(usage.input_tokens) if usage else 0,
-            output_tokens=int(usage.output_tokens) if usage else 0, latency_s=time.perf_counter() - started,
+            text=output.completion,
+            input_tokens=int(usage.input_tokens) if usage else 0,
+            output_tokens=int(usage.output_tokens) if usage else 0,
+            latency_s=time.perf_counter() - started,
             cost_usd=usage.total_cost if usage else None,
         )
 

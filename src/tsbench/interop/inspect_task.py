@@ -21,8 +21,8 @@ from inspect_ai.model import ModelOutput, get_model
 from inspect_ai.scorer import Score, Target, grouped, mean, scorer, stderr
 from inspect_ai.solver import Generate, TaskState, solver
 
-from tsbench.eval.selection import select_rows
 from tsbench.core.config import build
+from tsbench.eval.selection import select_rows
 from tsbench.harness import HarnessConfig, get_harness, play
 from tsbench.interop.inspect_messages import to_messages
 from tsbench.interop.inspect_model import InspectChatModel
@@ -37,21 +37,43 @@ def _list(value) -> list[str] | None:
     return [str(v).strip() for v in items if str(v).strip()]
 
 
-def tsbench_dataset(family: str, *, data=None, seed: int = 42, split: str = "test", regime: str = "both",
-                    categories=None, sample_ids=None, limit: int | None = None) -> MemoryDataset:
+def tsbench_dataset(
+    family: str,
+    *,
+    data=None,
+    seed: int = 42,
+    split: str = "test",
+    regime: str = "both",
+    categories=None,
+    sample_ids=None,
+    limit: int | None = None,
+) -> MemoryDataset:
     """The rows `tsbench eval` would select with the same flags, as inspect samples (no series values:
     the solver loads a sample's series when it plays it)."""
     taskset = get_taskset(family)
     filters = {"regime": regime}
     files = taskset.resolve(_list(data) or [], seed=seed, split=split, root=None, filters=filters)
-    rows = select_rows(taskset, files, categories=_list(categories), sample_ids=_list(sample_ids), limit=limit,
-                       seed=seed, filters=filters)
+    rows = select_rows(
+        taskset,
+        files,
+        categories=_list(categories),
+        sample_ids=_list(sample_ids),
+        limit=limit,
+        seed=seed,
+        filters=filters,
+    )
     samples = []
     for row in rows.to_dict("records"):
         gold = row["gold"] if isinstance(row["gold"], str) else json.dumps(row["gold"], sort_keys=True, default=str)
         meta = {k: row[k] for k in ("category", "regime", "length") if k in row}
-        samples.append(Sample(id=row["id"], input=str(row.get("question") or row["id"]), target=gold,
-                              metadata={**meta, "ref": {"family": family, "path": str(row["path"]), "id": row["id"]}}))
+        samples.append(
+            Sample(
+                id=row["id"],
+                input=str(row.get("question") or row["id"]),
+                target=gold,
+                metadata={**meta, "ref": {"family": family, "path": str(row["path"]), "id": row["id"]}},
+            )
+        )
     return MemoryDataset(samples, name=f"tsbench/{family}", location=str(files[0].parent))
 
 
@@ -70,8 +92,9 @@ def tsbench_harness(harness: str = "single-pass-text", **settings):
         if result is not None:
             state.messages = to_messages(result.transcript, agent.name)
             state.output = ModelOutput.from_content(agent.name, result.final_message)
-            state.metadata["tsbench"] = {k: v for k, v in asdict(result).items()
-                                         if k not in ("transcript", "token_trace", "final_message")}
+            state.metadata["tsbench"] = {
+                k: v for k, v in asdict(result).items() if k not in ("transcript", "token_trace", "final_message")
+            }
         if outcome.error_type is not None:
             raise RuntimeError(f"{outcome.error_type}: {outcome.error}")
         return state
@@ -85,11 +108,14 @@ def tsbench_score():
 
     async def score(state: TaskState, target: Target) -> Score:
         ref = state.metadata["ref"]
-        scored = get_taskset(ref["family"]).score(state.metadata["category"], json.loads(target.text),
-                                                   state.output.completion)
+        scored = get_taskset(ref["family"]).score(
+            state.metadata["category"], json.loads(target.text), state.output.completion
+        )
         return Score(
-            value=scored.score, answer=None if scored.parsed is None else json.dumps(scored.parsed, default=str),
-            explanation=scored.error, metadata={"valid": scored.valid, **scored.metrics},
+            value=scored.score,
+            answer=None if scored.parsed is None else json.dumps(scored.parsed, default=str),
+            explanation=scored.error,
+            metadata={"valid": scored.valid, **scored.metrics},
         )
 
     return score
@@ -97,18 +123,45 @@ def tsbench_score():
 
 _HC = HarnessConfig()  # the task's defaults are the harness's own
 
+
 @task
-def anomalyxl(data: str | None = None, seed: int = 42, split: str = "test", regime: str = "both",
-              categories: str | None = None, sample_ids: str | None = None, limit: int | None = None,
-              harness: str = "single-pass-text", max_turns: int = _HC.max_turns, depth: int = _HC.depth,
-              max_tokens: int | None = None, text_budget_chars: int = _HC.text_budget_chars,
-              cell_timeout_s: float = _HC.cell_timeout_s, unsafe_sandbox: bool = False) -> Task:
+def anomalyxl(
+    data: str | None = None,
+    seed: int = 42,
+    split: str = "test",
+    regime: str = "both",
+    categories: str | None = None,
+    sample_ids: str | None = None,
+    limit: int | None = None,
+    harness: str = "single-pass-text",
+    max_turns: int = _HC.max_turns,
+    depth: int = _HC.depth,
+    max_tokens: int | None = None,
+    text_budget_chars: int = _HC.text_budget_chars,
+    cell_timeout_s: float = _HC.cell_timeout_s,
+    unsafe_sandbox: bool = False,
+) -> Task:
     """AnomalyXL (data: a seed dir or files [data/anomalyxl/seed<seed>]; limit: rows per category)."""
-    settings = dict(max_turns=max_turns, depth=depth, max_tokens=max_tokens, text_budget_chars=text_budget_chars,
-                    cell_timeout_s=cell_timeout_s, unsafe_sandbox=unsafe_sandbox)
+    settings = dict(
+        max_turns=max_turns,
+        depth=depth,
+        max_tokens=max_tokens,
+        text_budget_chars=text_budget_chars,
+        cell_timeout_s=cell_timeout_s,
+        unsafe_sandbox=unsafe_sandbox,
+    )
     return Task(
-        dataset=tsbench_dataset("anomalyxl", data=data, seed=seed, split=split, regime=regime, categories=categories,
-                                sample_ids=sample_ids, limit=limit),
-        solver=tsbench_harness(harness, **settings), scorer=tsbench_score(),
+        dataset=tsbench_dataset(
+            "anomalyxl",
+            data=data,
+            seed=seed,
+            split=split,
+            regime=regime,
+            categories=categories,
+            sample_ids=sample_ids,
+            limit=limit,
+        ),
+        solver=tsbench_harness(harness, **settings),
+        scorer=tsbench_score(),
         metadata={"family": "anomalyxl", "harness": harness},
     )

@@ -13,10 +13,34 @@ from pathlib import Path
 from tsbench.core.sanitize import csv_cell
 from tsbench.interop.source import RunSource
 
-IDENTITY = ("run", "model", "harness", "depth", "family", "split", "regime", "category", "length", "n_channels",
-            "id", "epoch", "error_type")
-MEASURES = ("score", "valid", "turns", "code_cells", "sub_calls", "forced_final", "input_tokens", "output_tokens",
-            "sub_call_tokens", "latency_s", "cost_usd")
+IDENTITY = (
+    "run",
+    "model",
+    "harness",
+    "depth",
+    "family",
+    "split",
+    "regime",
+    "category",
+    "length",
+    "n_channels",
+    "id",
+    "epoch",
+    "error_type",
+)
+MEASURES = (
+    "score",
+    "valid",
+    "turns",
+    "code_cells",
+    "sub_calls",
+    "forced_final",
+    "input_tokens",
+    "output_tokens",
+    "sub_call_tokens",
+    "latency_s",
+    "cost_usd",
+)
 HEADER = (*IDENTITY, "measure", "value")
 
 

@@ -57,9 +57,16 @@ def read_source(run_dir: str | Path) -> RunSource:
     if results_path.is_file():
         results = json.loads(results_path.read_text())
     else:  # a run from before results.json: the same summary, from the rows
-        results = {"run_name": run.get("run_name"), "family": run.get("family"), "model": run.get("model"),
-                   "harness": run.get("harness"), "complete": run.get("complete"), "dataset": run.get("dataset"),
-                   "config": run.get("config"), "results": summarize(samples)}
+        results = {
+            "run_name": run.get("run_name"),
+            "family": run.get("family"),
+            "model": run.get("model"),
+            "harness": run.get("harness"),
+            "complete": run.get("complete"),
+            "dataset": run.get("dataset"),
+            "config": run.get("config"),
+            "results": summarize(samples),
+        }
     return RunSource(path, run, results, samples)
 
 

@@ -34,7 +34,9 @@ def _lines(value: Any, indent: int) -> list[str]:
                 out.append(f"{pad}{key}:")
                 out += _lines(item, indent + (0 if isinstance(item, list) else 2))
             else:
-                out.append(f"{pad}{key}: {_scalar(item) if not isinstance(item, (dict, list)) else ('{}' if isinstance(item, dict) else '[]')}")
+                out.append(
+                    f"{pad}{key}: {_scalar(item) if not isinstance(item, (dict, list)) else ('{}' if isinstance(item, dict) else '[]')}"
+                )
         return out
     if isinstance(value, list):
         if not value:

@@ -15,20 +15,20 @@ from .load import discover_runs, load_results
 from .markdown import render_markdown
 from .paper_rows import paper_table
 from .result import LeaderboardResult, short_hash
-from .timesage_render import attach as attach_timesage
 from .tables import (
     SMALL_N,
     cell_table,
     column_counts,
     common_row_notes,
-    dataset_columns,
     cost_table,
+    dataset_columns,
     failure_table,
     length_curves,
     length_table,
     paired_table,
     wide_table,
 )
+from .timesage_render import attach as attach_timesage
 
 
 def _figures(result: LeaderboardResult) -> dict[str, dict[str, dict[str, bytes]]]:
@@ -42,20 +42,46 @@ def _figures(result: LeaderboardResult) -> dict[str, dict[str, dict[str, bytes]]
             return result.config_name(dataset, config)
 
         drawn = {
-            f"by_length{suffix}": length_heatmap(result.by_length[result.by_length["dataset"] == dataset],
-                                                 result.columns.get(dataset, []), name),
+            f"by_length{suffix}": length_heatmap(
+                result.by_length[result.by_length["dataset"] == dataset], result.columns.get(dataset, []), name
+            ),
             f"accuracy_vs_length{suffix}": length_curves_figure(
-                result.curves[result.curves["dataset"] == dataset], name,
-                {c for c in result.configs(dataset) if result.reference(dataset, c)}),
+                result.curves[result.curves["dataset"] == dataset],
+                name,
+                {c for c in result.configs(dataset) if result.reference(dataset, c)},
+            ),
         }
         figures[dataset] = {key: formats for key, formats in drawn.items() if formats is not None}
     return figures
 
 
 # leaderboard.csv, long form: one line per (configuration, category) and a source column.
-CSV_COLUMNS = ["source", "dataset", "model", "harness", "depth", "reference", "category", "column", "metric",
-               "n_rows", "n_scored", "n_own", "common", "incomplete", "small_n", "mean", "mean_lo", "mean_hi",
-               "mean_mark", "f1", "f1_lo", "f1_hi", "f1_mark", "paper_text"]
+CSV_COLUMNS = [
+    "source",
+    "dataset",
+    "model",
+    "harness",
+    "depth",
+    "reference",
+    "category",
+    "column",
+    "metric",
+    "n_rows",
+    "n_scored",
+    "n_own",
+    "common",
+    "incomplete",
+    "small_n",
+    "mean",
+    "mean_lo",
+    "mean_hi",
+    "mean_mark",
+    "f1",
+    "f1_lo",
+    "f1_hi",
+    "f1_mark",
+    "paper_text",
+]
 COUNT_COLUMNS = ["depth", "n_rows", "n_scored", "n_own"]
 
 
@@ -65,16 +91,27 @@ def _csv_frame(result: LeaderboardResult) -> pd.DataFrame:
     cells = result.cells.copy()
     shown = {(d, c.category): c for d, cols in result.columns.items() for c in cols}
     cells["column"] = [getattr(shown.get((d, c)), "short", c) for d, c in zip(cells["dataset"], cells["category"])]
-    cells["metric"] = [getattr(shown.get((d, c)), "metric", "score") for d, c in zip(cells["dataset"], cells["category"])]
+    cells["metric"] = [
+        getattr(shown.get((d, c)), "metric", "score") for d, c in zip(cells["dataset"], cells["category"])
+    ]
     cells.insert(0, "source", "tsbench")
     frames = [cells]
     if result.paper is not None:
         columns = {c.category: c for c in result.paper_columns}
-        quoted = [{"source": "paper Table 1 (quoted, not computed)", "model": row["model"], "harness": row["section"],
-                   "category": category, "column": columns[category].short,
-                   "metric": columns[category].metric,
-                   "n_rows": result.paper_counts.get(category), "paper_text": row[category]}
-                  for _, row in result.paper.iterrows() for category in columns]
+        quoted = [
+            {
+                "source": "paper Table 1 (quoted, not computed)",
+                "model": row["model"],
+                "harness": row["section"],
+                "category": category,
+                "column": columns[category].short,
+                "metric": columns[category].metric,
+                "n_rows": result.paper_counts.get(category),
+                "paper_text": row[category],
+            }
+            for _, row in result.paper.iterrows()
+            for category in columns
+        ]
         frames.append(pd.DataFrame(quoted))
     frame = pd.concat(frames, ignore_index=True).reindex(columns=CSV_COLUMNS)
     for name in COUNT_COLUMNS:
@@ -86,13 +123,15 @@ def _notes(cells: pd.DataFrame) -> list[str]:
     notes = common_row_notes(cells)
     small = cells[(cells["n_scored"] > 0) & (cells["n_scored"] < SMALL_N)]
     if len(small):
-        notes.append(f"{len(small)} cell(s) rest on fewer than {SMALL_N} scored rows: their 95 % intervals are rough "
-                     "(marked *)")
+        notes.append(
+            f"{len(small)} cell(s) rest on fewer than {SMALL_N} scored rows: their 95 % intervals are rough (marked *)"
+        )
     return notes
 
 
-def build_leaderboard(run_dirs: list[Path], out: Path, with_paper: bool = False, n_boot: int = 1000,
-                      seed: int = 0) -> LeaderboardResult:
+def build_leaderboard(
+    run_dirs: list[Path], out: Path, with_paper: bool = False, n_boot: int = 1000, seed: int = 0
+) -> LeaderboardResult:
     """Read every run, compute the tables, write leaderboard.{md,html,csv} and the PNGs into ``out``.
 
     ``run_dirs`` may name run directories or folders of them; ``out`` itself and paths without a
@@ -115,10 +154,19 @@ def build_leaderboard(run_dirs: list[Path], out: Path, with_paper: bool = False,
     precise = [c.category for c in every_column if not is_choice(c)]
     by_length = length_table(rows)
     result = LeaderboardResult(
-        runs=runs, columns=columns, cells=cells, counts=column_counts(cells), wide=wide_table(cells, every_column),
-        costs=cost_table(rows), by_length=by_length, curves=length_curves(by_length, precise, rows, n_boot, seed),
+        runs=runs,
+        columns=columns,
+        cells=cells,
+        counts=column_counts(cells),
+        wide=wide_table(cells, every_column),
+        costs=cost_table(rows),
+        by_length=by_length,
+        curves=length_curves(by_length, precise, rows, n_boot, seed),
         paired=paired_table(rows, n_boot=n_boot, seed=seed),
-        failures=failure_table(rows), warnings=notes + warnings + _notes(cells), n_boot=n_boot, seed=seed,
+        failures=failure_table(rows),
+        warnings=notes + warnings + _notes(cells),
+        n_boot=n_boot,
+        seed=seed,
     )
     if with_paper:
         result.paper, result.paper_counts = paper_table()
@@ -136,9 +184,14 @@ def build_leaderboard(run_dirs: list[Path], out: Path, with_paper: bool = False,
         result.files[name] = out / name
     csv_frame(_csv_frame(result)).to_csv(out / "leaderboard.csv", index=False)  # no cell runs as a formula
     result.files["leaderboard.csv"] = out / "leaderboard.csv"
-    extras = {"costs.csv": result.costs, "paired.csv": result.paired, "by_length.csv": result.by_length,
-              "curves.csv": result.curves, "failures.csv": result.failures,
-              **family_frames}
+    extras = {
+        "costs.csv": result.costs,
+        "paired.csv": result.paired,
+        "by_length.csv": result.by_length,
+        "curves.csv": result.curves,
+        "failures.csv": result.failures,
+        **family_frames,
+    }
     for name, frame in extras.items():
         csv_frame(frame).to_csv(out / name, index=False)
         result.files[name] = out / name

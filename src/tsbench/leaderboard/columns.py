@@ -13,7 +13,7 @@ from tsbench.tasks import get_taskset
 from tsbench.tasks.base import Column
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def family_columns(family: str) -> tuple[Column, ...] | None:
     try:
         return tuple(get_taskset(family).columns())

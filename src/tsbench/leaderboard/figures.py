@@ -86,7 +86,9 @@ def _heat(ax, values: np.ndarray, texts: list[list[list[tuple[str, dict]]]], cma
     return image
 
 
-def length_heatmap(by_length: pd.DataFrame, columns: list[Column], name: Namer = _default_name) -> dict[str, bytes] | None:
+def length_heatmap(
+    by_length: pd.DataFrame, columns: list[Column], name: Namer = _default_name
+) -> dict[str, bytes] | None:
     """Fig. 3: per configuration (one band, titled with its label), two panels over categories x
     lengths. Left: the mean score (bold) and the rows behind it; right: its change in percentage
     points from the category's shortest length (green improves with length, red degrades). Cells
@@ -105,18 +107,32 @@ def length_heatmap(by_length: pd.DataFrame, columns: list[Column], name: Namer =
     delta_cmap = colormaps["RdYlGn"].with_extremes(bad="#eeeeee")
     delta_norm = TwoSlopeNorm(vmin=-limit, vcenter=0.0, vmax=limit)
     band = 0.55 * len(categories) + 1.3
-    fig = Figure(figsize=(max(9.0, 2 * (0.95 * len(lengths) + 1.6) + 3.2), band * len(panels) + 0.5), layout="constrained")
+    fig = Figure(
+        figsize=(max(9.0, 2 * (0.95 * len(lengths) + 1.6) + 3.2), band * len(panels) + 0.5), layout="constrained"
+    )
     bands = fig.subfigures(len(panels), 1, squeeze=False)[:, 0]
     for (config, part), sub in zip(panels, bands):
         left, right = sub.subplots(1, 2)
         means, counts = _grid(part, categories, lengths, "mean"), _grid(part, categories, lengths, "n")
         deltas = _grid(part, categories, lengths, "delta_pp")
-        mean_texts = [[[(f"{means[r, c]:.3f}", {"fontsize": 8.5, "fontweight": "bold"}),
-                        (f"n={int(counts[r, c])}" if not np.isnan(counts[r, c]) else "", {"fontsize": 7})]
-                       for c in range(len(lengths))] for r in range(len(categories))]
+        mean_texts = [
+            [
+                [
+                    (f"{means[r, c]:.3f}", {"fontsize": 8.5, "fontweight": "bold"}),
+                    (f"n={int(counts[r, c])}" if not np.isnan(counts[r, c]) else "", {"fontsize": 7}),
+                ]
+                for c in range(len(lengths))
+            ]
+            for r in range(len(categories))
+        ]
         base = [int(np.argmax(~np.isnan(deltas[r]))) for r in range(len(categories))]  # each row's shortest L
-        delta_texts = [[[("shortest L" if c == base[r] else f"{deltas[r, c]:+.1f} pp", {"fontsize": 8})]
-                        for c in range(len(lengths))] for r in range(len(categories))]
+        delta_texts = [
+            [
+                [("shortest L" if c == base[r] else f"{deltas[r, c]:+.1f} pp", {"fontsize": 8})]
+                for c in range(len(lengths))
+            ]
+            for r in range(len(categories))
+        ]
         mean_image = _heat(left, means, mean_texts, mean_cmap, mean_norm)
         delta_image = _heat(right, deltas, delta_texts, delta_cmap, delta_norm)
         for ax, what in ((left, "mean score"), (right, "change from the shortest L")):
@@ -126,16 +142,19 @@ def length_heatmap(by_length: pd.DataFrame, columns: list[Column], name: Namer =
             ax.set_title(what, fontsize=8.5)
         right.tick_params(labelleft=False)
         sub.colorbar(mean_image, ax=left, shrink=0.9, aspect=15).set_label("mean score (0 to 1)", fontsize=7.5)
-        sub.colorbar(delta_image, ax=right, shrink=0.9, aspect=15).set_label(
-            "percentage points", fontsize=7.5)
+        sub.colorbar(delta_image, ax=right, shrink=0.9, aspect=15).set_label("percentage points", fontsize=7.5)
         sub.suptitle(name(config), fontsize=9, fontweight="bold")
-    fig.suptitle("Mean score by category and context length (n = scored rows per cell; right: change from "
-                 "the category's shortest L)", fontsize=10)
+    fig.suptitle(
+        "Mean score by category and context length (n = scored rows per cell; right: change from "
+        "the category's shortest L)",
+        fontsize=10,
+    )
     return render(fig)
 
 
-def length_curves_figure(curves: pd.DataFrame, name: Namer = _default_name,
-                         references: set[tuple] = frozenset()) -> dict[str, bytes] | None:
+def length_curves_figure(
+    curves: pd.DataFrame, name: Namer = _default_name, references: set[tuple] = frozenset()
+) -> dict[str, bytes] | None:
     """Fig. 4: one line per configuration, the mean over its length-swept precise categories at each
     length, a 95 % bootstrap band, and the rows behind each point (hollow below SMALL_N rows).
     Reference policies (`references`) are dashed."""
@@ -152,16 +171,24 @@ def length_curves_figure(curves: pd.DataFrame, name: Namer = _default_name,
         x, y = part["length"].to_numpy(dtype=float), part["mean"].to_numpy(dtype=float)
         ax.plot(x, y, color=colour, lw=1.6, ls="--" if tuple(config) in references else "-", label=name(config))
         if {"lo", "hi"} <= set(part) and part["lo"].notna().any():
-            ax.fill_between(x, part["lo"].to_numpy(dtype=float), part["hi"].to_numpy(dtype=float), color=colour,
-                            alpha=0.15, lw=0)
+            ax.fill_between(
+                x, part["lo"].to_numpy(dtype=float), part["hi"].to_numpy(dtype=float), color=colour, alpha=0.15, lw=0
+            )
         n = part["n"].to_numpy() if "n" in part else np.full(len(part), SMALL_N)
         small = n < SMALL_N
         ax.scatter(x[~small], y[~small], color=colour, s=22, zorder=3)
         ax.scatter(x[small], y[small], facecolors="white", edgecolors=[colour], s=22, zorder=3)
         shift = (i - (len(groups) - 1) / 2) * 16  # side by side, so labels of close points stay apart
         for xi, yi, ni in zip(x, y, n):
-            ax.annotate(f"n={int(ni)}", (xi, yi), textcoords="offset points", xytext=(shift, 7), ha="center",
-                        fontsize=6.5, color=colour)
+            ax.annotate(
+                f"n={int(ni)}",
+                (xi, yi),
+                textcoords="offset points",
+                xytext=(shift, 7),
+                ha="center",
+                fontsize=6.5,
+                color=colour,
+            )
     if len(lengths) > 1:
         ax.set_xscale("log", base=2)
     ax.set_xticks(lengths, [length_tick(x) for x in lengths])
@@ -171,6 +198,8 @@ def length_curves_figure(curves: pd.DataFrame, name: Namer = _default_name,
     ax.set_ylabel("mean score, length-swept precise categories")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
-    ax.set_title(f"Score versus context length (bands: 95 % bootstrap; hollow: n < {SMALL_N}; "
-                 "dashed: reference policy)", fontsize=10)
+    ax.set_title(
+        f"Score versus context length (bands: 95 % bootstrap; hollow: n < {SMALL_N}; dashed: reference policy)",
+        fontsize=10,
+    )
     return render(fig)

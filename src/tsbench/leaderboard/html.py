@@ -74,8 +74,11 @@ def _value_cell(cell) -> str:
     if cell.incomplete:
         value += f" {INCOMPLETE}"
     classes = " ".join(c for c in (cell.mark, "incomplete" if cell.incomplete else "") if c)
-    extra = "" if cell.text == DASH else (f'<span class="ci">{escape(cell.ci)}</span>'
-                                          f'<span class="n">{escape(cell.n_text)}</span>')
+    extra = (
+        ""
+        if cell.text == DASH
+        else (f'<span class="ci">{escape(cell.ci)}</span><span class="n">{escape(cell.n_text)}</span>')
+    )
     return f'<td class="{classes}">{value}{extra}</td>'
 
 
@@ -108,17 +111,27 @@ def _config_label(result: LeaderboardResult, dataset: str, config: tuple) -> str
 def _main_table(result: LeaderboardResult, dataset: str) -> str:
     columns = display_columns(result.columns.get(dataset, []))
     groups = _group_row(columns)
-    header = '<tr><th class="label">Model · harness · depth</th>' + "".join(
-        f'<th class="{_group_class(c.group)}" data-category="{escape(c.category)}">{escape(c.header)}</th>'
-        for c in columns) + "</tr>"
-    counts = '<tr class="counts"><th class="label">Samples</th>' + "".join(
-        f"<th>({result.count(dataset, c.category) or 0})</th>" for c in columns) + "</tr>"
+    header = (
+        '<tr><th class="label">Model · harness · depth</th>'
+        + "".join(
+            f'<th class="{_group_class(c.group)}" data-category="{escape(c.category)}">{escape(c.header)}</th>'
+            for c in columns
+        )
+        + "</tr>"
+    )
+    counts = (
+        '<tr class="counts"><th class="label">Samples</th>'
+        + "".join(f"<th>({result.count(dataset, c.category) or 0})</th>" for c in columns)
+        + "</tr>"
+    )
     body = []
     for config in result.configs(dataset):
         cells = "".join(_value_cell(display_cell(result, dataset, config, c)) for c in columns)
         body.append(f'<tr class="config"><td class="label">{_config_label(result, dataset, config)}</td>{cells}</tr>')
-    return (f'<div class="scroll"><table class="t1"><thead>{groups}{header}{counts}</thead>'
-            f'<tbody>{"".join(body)}</tbody></table></div>')
+    return (
+        f'<div class="scroll"><table class="t1"><thead>{groups}{header}{counts}</thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
 
 
 def _figures(result: LeaderboardResult, dataset: str) -> str:
@@ -127,58 +140,101 @@ def _figures(result: LeaderboardResult, dataset: str) -> str:
         title = escape(figure_title(name))
         data = base64.b64encode(formats["png"]).decode("ascii")
         others = ", ".join(f'<a href="{escape(name)}.{fmt}">{fmt.upper()}</a>' for fmt in formats if fmt != "png")
-        parts.append(f'<figure><img alt="{title}" src="data:image/png;base64,{data}"><figcaption>{title} '
-                     f"(also as {others})</figcaption></figure>")
+        parts.append(
+            f'<figure><img alt="{title}" src="data:image/png;base64,{data}"><figcaption>{title} '
+            f"(also as {others})</figcaption></figure>"
+        )
     return "".join(parts)
 
 
 def _dataset(result: LeaderboardResult, dataset: str) -> str:
     names = sorted({r.run_name for r in result.runs if r.dataset == dataset})
     if dataset in result.family_sections:  # a family with its own boards (TimeSage)
-        return "".join([
+        return "".join(
+            [
+                f'<section class="dataset" data-dataset="{escape(dataset)}">',
+                f"<h2>Dataset {escape(short_hash(dataset))}</h2><p>Runs: {escape(', '.join(names))}</p>",
+                "<h3>Overall by tier</h3>",
+                _main_table(result, dataset),
+                *(
+                    _section(title, table, "family", "No rows.", intro)
+                    for title, intro, table in result.family_sections[dataset]
+                ),
+                "<h3>Figures</h3>",
+                _figures(result, dataset),
+                _section(
+                    "Failures",
+                    failure_section(result, dataset),
+                    "failures",
+                    "No errors and no unparseable answers.",
+                    "Rows that errored (no score) or finished without a usable answer, by cause.",
+                ),
+                "</section>",
+            ]
+        )
+    return "".join(
+        [
             f'<section class="dataset" data-dataset="{escape(dataset)}">',
             f"<h2>Dataset {escape(short_hash(dataset))}</h2><p>Runs: {escape(', '.join(names))}</p>",
-            "<h3>Overall by tier</h3>", _main_table(result, dataset),
-            *(_section(title, table, "family", "No rows.", intro) for title, intro, table in result.family_sections[dataset]),
-            "<h3>Figures</h3>", _figures(result, dataset),
-            _section("Failures", failure_section(result, dataset), "failures", "No errors and no unparseable answers.",
-                     "Rows that errored (no score) or finished without a usable answer, by cause."),
+            "<h3>Table 1 layout</h3>",
+            _main_table(result, dataset),
+            _section(
+                "Cost",
+                cost_section(result, dataset),
+                "costs",
+                "No rows.",
+                "Means per row; forced-final rate over finished rows; dollars where known.",
+            ),
+            "<h3>Per-length breakdown and score versus length</h3>",
+            _figures(result, dataset),
+            _section("Per-length table (Fig. 3)", length_section(result, dataset), "lengths", "No scored rows."),
+            _section("Score versus length (Fig. 4)", curve_section(result, dataset), "curves", NO_CURVE),
+            _section(
+                "Paired comparisons",
+                paired_section(result, dataset),
+                "paired",
+                "No two configurations share scored rows on this dataset.",
+                "Difference of means (a − b) over the (id, epoch) rows both scored, paired bootstrap 95 % interval.",
+            ),
+            _section(
+                "Failures",
+                failure_section(result, dataset),
+                "failures",
+                "No errors and no unparseable answers.",
+                "Rows that errored (no score) or finished without a parseable answer, by cause.",
+            ),
             "</section>",
-        ])
-    return "".join([
-        f'<section class="dataset" data-dataset="{escape(dataset)}">',
-        f"<h2>Dataset {escape(short_hash(dataset))}</h2><p>Runs: {escape(', '.join(names))}</p>",
-        "<h3>Table 1 layout</h3>", _main_table(result, dataset),
-        _section("Cost", cost_section(result, dataset), "costs", "No rows.",
-                 "Means per row; forced-final rate over finished rows; dollars where known."),
-        "<h3>Per-length breakdown and score versus length</h3>", _figures(result, dataset),
-        _section("Per-length table (Fig. 3)", length_section(result, dataset), "lengths", "No scored rows."),
-        _section("Score versus length (Fig. 4)", curve_section(result, dataset), "curves", NO_CURVE),
-        _section("Paired comparisons", paired_section(result, dataset), "paired",
-                 "No two configurations share scored rows on this dataset.",
-                 "Difference of means (a − b) over the (id, epoch) rows both scored, "
-                 "paired bootstrap 95 % interval."),
-        _section("Failures", failure_section(result, dataset), "failures", "No errors and no unparseable answers.",
-                 "Rows that errored (no score) or finished without a parseable answer, by cause."),
-        "</section>",
-    ])
+        ]
+    )
 
 
 def render_html(result: LeaderboardResult) -> str:
-    parts = [f"<h1>tsbench leaderboard</h1><p>{len(result.runs)} run(s) on {len(result.datasets)} dataset(s); "
-             f"bootstrap {result.n_boot} resamples, seed {result.seed}.</p>"]
+    parts = [
+        f"<h1>tsbench leaderboard</h1><p>{len(result.runs)} run(s) on {len(result.datasets)} dataset(s); "
+        f"bootstrap {result.n_boot} resamples, seed {result.seed}.</p>"
+    ]
     if result.warnings:
-        parts.append('<div class="warnings"><strong>Warnings</strong><ul>'
-                     + "".join(f"<li>{escape(w)}</li>" for w in result.warnings) + "</ul></div>")
-    legend = escape(LEGEND).replace("Bold = best", "<strong>Bold</strong> = best", 1).replace(
-        "underline = second-best", "<u>underline</u> = second-best", 1)
+        parts.append(
+            '<div class="warnings"><strong>Warnings</strong><ul>'
+            + "".join(f"<li>{escape(w)}</li>" for w in result.warnings)
+            + "</ul></div>"
+        )
+    legend = (
+        escape(LEGEND)
+        .replace("Bold = best", "<strong>Bold</strong> = best", 1)
+        .replace("underline = second-best", "<u>underline</u> = second-best", 1)
+    )
     parts.append(f'<p class="legend">{legend}</p>')
     parts += [_dataset(result, dataset) for dataset in result.datasets]
     if result.paper is not None:
-        parts.append(f"<h2>Paper Table 1 (quoted)</h2><p><em>{escape(PAPER_LABEL)}.</em> Shown for reference only: "
-                     "not ranked against the runs above and not produced by this code.</p>"
-                     + _table(*paper_section(result), "quoted", caption=PAPER_LABEL))
+        parts.append(
+            f"<h2>Paper Table 1 (quoted)</h2><p><em>{escape(PAPER_LABEL)}.</em> Shown for reference only: "
+            "not ranked against the runs above and not produced by this code.</p>"
+            + _table(*paper_section(result), "quoted", caption=PAPER_LABEL)
+        )
     body = "\n".join(parts)
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>tsbench leaderboard</title><style>{STYLE}</style></head>\n<body>\n{body}\n</body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>tsbench leaderboard</title><style>{STYLE}</style></head>\n<body>\n{body}\n</body></html>\n"
+    )

@@ -111,9 +111,11 @@ def summary_mismatch(info: RunInfo, frame: pd.DataFrame) -> str | None:
         problems.append(f"mean {saved.get('mean')} against {mean}")
     if not problems:
         return None
-    return (f"run {info.run_name}: results.json disagrees with its samples ({'; '.join(problems)}): "
-            "it is rewritten when an eval ends, so a run still going or narrowed by a later --limit differs; "
-            "the tables use the samples")
+    return (
+        f"run {info.run_name}: results.json disagrees with its samples ({'; '.join(problems)}): "
+        "it is rewritten when an eval ends, so a run still going or narrowed by a later --limit differs; "
+        "the tables use the samples"
+    )
 
 
 def _first(frame: pd.DataFrame, column: str, default):
@@ -147,8 +149,14 @@ def read_run(run_dir: Path) -> tuple[RunInfo, pd.DataFrame]:
         settings=meta.get("settings") if isinstance(meta.get("settings"), dict) else {},
     )
     frame = frame.assign(
-        model=info.model, harness=info.harness, depth=info.depth, dataset=info.dataset, family=info.family,
-        reference=info.reference, run_name=info.run_name, run_complete=info.complete,
+        model=info.model,
+        harness=info.harness,
+        depth=info.depth,
+        dataset=info.dataset,
+        family=info.family,
+        reference=info.reference,
+        run_name=info.run_name,
+        run_complete=info.complete,
     )
     return info, frame
 
@@ -248,7 +256,10 @@ def load_results(run_dirs: list[Path]) -> tuple[pd.DataFrame, list[RunInfo], lis
         if len(names) > 1:
             warnings.append(f"{model} / {harness} / depth {depth}: rows of runs {', '.join(names)} merged into one row")
     if not frames:
-        return (pd.DataFrame(columns=COLUMN_NAMES + ["dataset", "reference", "run_name", "run_complete"]),
-                infos, warnings)
+        return (
+            pd.DataFrame(columns=COLUMN_NAMES + ["dataset", "reference", "run_name", "run_complete"]),
+            infos,
+            warnings,
+        )
     rows = pd.concat(frames, ignore_index=True)
     return _dedupe(rows).reset_index(drop=True), infos, warnings

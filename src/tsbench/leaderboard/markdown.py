@@ -21,6 +21,7 @@ from .sections import (
     paper_section,
 )
 
+
 class _Markup(str):
     """A cell this renderer built itself (its own <ins> marks around escaped text): not escaped again."""
 
@@ -57,12 +58,21 @@ def _main_tables(result: LeaderboardResult, dataset: str) -> list[str]:
         note = result.reference(dataset, config)
         return f"{config[0]} (reference: {note})" if note else str(config[0])
 
-    rows = [[label(config), *config[1:], *(_marked(display_cell(result, dataset, config, c)) for c in columns)]
-            for config in configs]
-    intervals = [[*config, *(display_cell(result, dataset, config, c).ci or DASH for c in columns)]
-                 for config in configs]
-    return ["### Table 1 layout", "", *_table(header, [samples] + rows),
-            "### 95 % confidence intervals", "", *_table(header, intervals)]
+    rows = [
+        [label(config), *config[1:], *(_marked(display_cell(result, dataset, config, c)) for c in columns)]
+        for config in configs
+    ]
+    intervals = [
+        [*config, *(display_cell(result, dataset, config, c).ci or DASH for c in columns)] for config in configs
+    ]
+    return [
+        "### Table 1 layout",
+        "",
+        *_table(header, [samples] + rows),
+        "### 95 % confidence intervals",
+        "",
+        *_table(header, intervals),
+    ]
 
 
 def _section(title: str, intro: str, table: tuple[list, list[list]], empty: str) -> list[str]:
@@ -80,36 +90,69 @@ def _dataset(result: LeaderboardResult, dataset: str) -> list[str]:
         for title, intro, table in result.family_sections[dataset]:
             lines += _section(title, intro, table, "No rows.")
         lines += [f"![{figure_title(name)}]({name})" for name in result.figures.get(dataset, {})] + [""]
-        return lines + _section("Failures", "Rows that errored or finished without a usable answer, by cause.",
-                                failure_section(result, dataset), "No errors and no unparseable answers.")
-    lines += _section("Cost", "Means per row; forced-final rate over finished rows; dollars where known.",
-                      cost_section(result, dataset), "No rows.")
-    lines += _section("Per-length breakdown", "Mean score per category and length L, with the change in percentage "
-                      "points from that category's shortest L (the paper's Fig. 3).",
-                      length_section(result, dataset), "No scored rows.")
-    lines += _section("Score versus length", "Mean over the precise categories run at every length (the paper's "
-                      "Fig. 4).", curve_section(result, dataset), NO_CURVE)
+        return lines + _section(
+            "Failures",
+            "Rows that errored or finished without a usable answer, by cause.",
+            failure_section(result, dataset),
+            "No errors and no unparseable answers.",
+        )
+    lines += _section(
+        "Cost",
+        "Means per row; forced-final rate over finished rows; dollars where known.",
+        cost_section(result, dataset),
+        "No rows.",
+    )
+    lines += _section(
+        "Per-length breakdown",
+        "Mean score per category and length L, with the change in percentage "
+        "points from that category's shortest L (the paper's Fig. 3).",
+        length_section(result, dataset),
+        "No scored rows.",
+    )
+    lines += _section(
+        "Score versus length",
+        "Mean over the precise categories run at every length (the paper's Fig. 4).",
+        curve_section(result, dataset),
+        NO_CURVE,
+    )
     for name, formats in result.figures.get(dataset, {}).items():
         others = ", ".join(f"[{fmt.upper()}]({name}.{fmt})" for fmt in formats if fmt != "png")
         lines += [f"![{figure_title(name)}]({name}.png)", "", f"{figure_title(name)}; also as {others}.", ""]
-    lines += _section("Paired comparisons", "Difference of means (a − b) over the (id, epoch) rows both scored, "
-                      "with a paired bootstrap 95 % interval.", paired_section(result, dataset),
-                      "No two configurations share scored rows on this dataset.")
-    lines += _section("Failures", "Rows that errored (no score) or finished without a parseable answer, by cause.",
-                      failure_section(result, dataset), "No errors and no unparseable answers.")
+    lines += _section(
+        "Paired comparisons",
+        "Difference of means (a − b) over the (id, epoch) rows both scored, with a paired bootstrap 95 % interval.",
+        paired_section(result, dataset),
+        "No two configurations share scored rows on this dataset.",
+    )
+    lines += _section(
+        "Failures",
+        "Rows that errored (no score) or finished without a parseable answer, by cause.",
+        failure_section(result, dataset),
+        "No errors and no unparseable answers.",
+    )
     return lines
 
 
 def render_markdown(result: LeaderboardResult) -> str:
-    lines = ["# tsbench leaderboard", "",
-             f"{len(result.runs)} run(s) on {len(result.datasets)} dataset(s); bootstrap {result.n_boot} resamples, "
-             f"seed {result.seed}.", ""]
+    lines = [
+        "# tsbench leaderboard",
+        "",
+        f"{len(result.runs)} run(s) on {len(result.datasets)} dataset(s); bootstrap {result.n_boot} resamples, "
+        f"seed {result.seed}.",
+        "",
+    ]
     if result.warnings:
         lines += ["**Warnings**", "", *(f"- {markdown_text(w)}" for w in result.warnings), ""]
     lines += [LEGEND, ""]
     for dataset in result.datasets:
         lines += _dataset(result, dataset)
     if result.paper is not None:
-        lines += ["## Paper Table 1 (quoted)", "", f"> {PAPER_LABEL}. Shown for reference only: not ranked against "
-                  "the runs above and not produced by this code.", "", *_table(*paper_section(result))]
+        lines += [
+            "## Paper Table 1 (quoted)",
+            "",
+            f"> {PAPER_LABEL}. Shown for reference only: not ranked against "
+            "the runs above and not produced by this code.",
+            "",
+            *_table(*paper_section(result)),
+        ]
     return "\n".join(lines).rstrip() + "\n"

@@ -25,7 +25,7 @@ LEGEND = (
     "counted under Cost and Failures. Bold = best, underline = second-best among complete cells of models on the "
     "same dataset (reference policies are shown and never ranked); "
     f"{INCOMPLETE} = incomplete (fewer scored rows than the column's count, or a partial run); n = scored rows "
-    "behind the value; \"common\" = the column's configurations scored different rows and are compared on the rows "
+    'behind the value; "common" = the column\'s configurations scored different rows and are compared on the rows '
     "they all scored. Intervals are 95 % percentile bootstraps over rows; "
     f"{SMALL_N_MARK} = fewer than 10 rows, so the interval is rough."
 )
@@ -70,8 +70,14 @@ class LeaderboardResult:
 
     def reference(self, dataset: str, config: tuple) -> str | None:
         """What a reference configuration knows that a model does not (None for models)."""
-        return next((r.reference for r in self.runs if r.dataset == dataset
-                     and (r.model, r.harness, r.depth) == tuple(config) and r.reference), None)
+        return next(
+            (
+                r.reference
+                for r in self.runs
+                if r.dataset == dataset and (r.model, r.harness, r.depth) == tuple(config) and r.reference
+            ),
+            None,
+        )
 
     def configs(self, dataset: str) -> list[tuple]:
         """(model, harness, depth) of the configurations on one dataset, in table order."""
@@ -81,8 +87,13 @@ class LeaderboardResult:
 
     def cell(self, dataset: str, config: tuple, category: str) -> pd.Series | None:
         part = self.cells
-        hit = part[(part["dataset"] == dataset) & (part["model"] == config[0]) & (part["harness"] == config[1])
-                   & (part["depth"] == config[2]) & (part["category"] == category)]
+        hit = part[
+            (part["dataset"] == dataset)
+            & (part["model"] == config[0])
+            & (part["harness"] == config[1])
+            & (part["depth"] == config[2])
+            & (part["category"] == category)
+        ]
         return None if hit.empty else hit.iloc[0]
 
     def incomplete_configs(self, dataset: str) -> set[tuple]:
@@ -154,8 +165,10 @@ def display_columns(columns: list[Column]) -> list[DisplayColumn]:
     for column in columns:
         if is_choice(column):
             mean = "acc" if column.metric in ("F1", "acc") else column.metric  # e.g. IoU, a mean that is no accuracy
-            shown += [DisplayColumn(column.category, "acc", f"{column.short} {mean}", column.group),
-                      DisplayColumn(column.category, "f1", f"{column.short} F1", column.group)]
+            shown += [
+                DisplayColumn(column.category, "acc", f"{column.short} {mean}", column.group),
+                DisplayColumn(column.category, "f1", f"{column.short} F1", column.group),
+            ]
         else:
             shown.append(DisplayColumn(column.category, "score", f"{column.short} ({column.metric})", column.group))
     return shown
@@ -185,6 +198,12 @@ def display_cell(result: LeaderboardResult, dataset: str, config: tuple, column:
     interval = fmt_ci(cell[f"{source}_lo"], cell[f"{source}_hi"])
     if interval and bool(cell.get("small_n", False)):
         interval += SMALL_N_MARK
-    return DisplayCell(fmt(cell[source]), str(cell[f"{source}_mark"] or ""), interval,
-                       bool(cell["incomplete"]), int(cell["n_scored"]), bool(cell.get("common", False)),
-                       int(cell.get("n_own", cell["n_scored"])))
+    return DisplayCell(
+        fmt(cell[source]),
+        str(cell[f"{source}_mark"] or ""),
+        interval,
+        bool(cell["incomplete"]),
+        int(cell["n_scored"]),
+        bool(cell.get("common", False)),
+        int(cell.get("n_own", cell["n_scored"])),
+    )

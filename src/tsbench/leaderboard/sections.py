@@ -19,17 +19,44 @@ def _interval(lo, hi, n) -> str:
 
 def cost_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], list[list]]:
     part = result.costs[result.costs["dataset"] == dataset]
-    header = ["Model", "Harness", "Depth", "Rows", "Turns", "Code cells", "Sub-calls", "Tokens in", "Tokens out",
-              "Sub-call tokens", "Forced final", "Errors", "$ total", "$ / row"]
+    header = [
+        "Model",
+        "Harness",
+        "Depth",
+        "Rows",
+        "Turns",
+        "Code cells",
+        "Sub-calls",
+        "Tokens in",
+        "Tokens out",
+        "Sub-call tokens",
+        "Forced final",
+        "Errors",
+        "$ total",
+        "$ / row",
+    ]
     rows = []
     incomplete = result.incomplete_configs(dataset)
     for r in part.itertuples(index=False):
         model = f"{r.model} †" if (r.model, r.harness, r.depth) in incomplete else r.model
-        rows.append([model, r.harness, r.depth, r.rows, fmt_count(r.turns), fmt_count(r.code_cells),
-                     fmt_count(r.sub_calls, 2), fmt_count(r.input_tokens), fmt_count(r.output_tokens),
-                     fmt_count(r.sub_call_tokens), pct(r.forced_final_rate), pct(r.error_rate),
-                     fmt_dollars(r.cost_usd, r.cost_known, r.rows),
-                     DASH if r.cost_known == 0 else f"{r.cost_per_row_usd:.5f}"])
+        rows.append(
+            [
+                model,
+                r.harness,
+                r.depth,
+                r.rows,
+                fmt_count(r.turns),
+                fmt_count(r.code_cells),
+                fmt_count(r.sub_calls, 2),
+                fmt_count(r.input_tokens),
+                fmt_count(r.output_tokens),
+                fmt_count(r.sub_call_tokens),
+                pct(r.forced_final_rate),
+                pct(r.error_rate),
+                fmt_dollars(r.cost_usd, r.cost_known, r.rows),
+                DASH if r.cost_known == 0 else f"{r.cost_per_row_usd:.5f}",
+            ]
+        )
     return header, rows
 
 
@@ -43,15 +70,21 @@ def length_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], 
     for (model, harness, depth, category), group in part.groupby(["model", "harness", "depth", "category"], sort=True):
         at = {int(r.length): f"{r.mean:.3f} ({r.delta_pp:+.1f} pp, n={r.n})" for r in group.itertuples(index=False)}
         label = result.config_name(dataset, (model, harness, depth))
-        keyed.append(((label, ranks.get(category, 99)),
-                      [label, short_name(columns, category), *(at.get(int(x), DASH) for x in lengths)]))
+        keyed.append(
+            (
+                (label, ranks.get(category, 99)),
+                [label, short_name(columns, category), *(at.get(int(x), DASH) for x in lengths)],
+            )
+        )
     keyed.sort(key=lambda item: item[0])
     return ["Configuration", "Category", *(f"L={x}" for x in lengths)], [row for _, row in keyed]
 
 
 # Fig. 4 averages only the precise categories run at every length of a configuration.
-NO_CURVE = ("No precise category was run at every length of a configuration (--limit N gives each category "
-            "at most N lengths: use N >= the number of lengths for this figure).")
+NO_CURVE = (
+    "No precise category was run at every length of a configuration (--limit N gives each category "
+    "at most N lengths: use N >= the number of lengths for this figure)."
+)
 
 
 def curve_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], list[list]]:
@@ -60,25 +93,46 @@ def curve_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], l
     lengths = sorted(part["length"].unique())
     rows = []
     for config, group in part.groupby(["model", "harness", "depth"], sort=True):
-        at = {int(r.length): f"{r.mean:.3f} {_interval(r.lo, r.hi, r.n)} n={r.n}".replace("  ", " ")
-              for r in group.itertuples(index=False)}
-        rows.append([result.config_name(dataset, config), group["categories"].iloc[0].replace(",", ", "),
-                     *(at.get(int(x), DASH) for x in lengths)])
+        at = {
+            int(r.length): f"{r.mean:.3f} {_interval(r.lo, r.hi, r.n)} n={r.n}".replace("  ", " ")
+            for r in group.itertuples(index=False)
+        }
+        rows.append(
+            [
+                result.config_name(dataset, config),
+                group["categories"].iloc[0].replace(",", ", "),
+                *(at.get(int(x), DASH) for x in lengths),
+            ]
+        )
     return ["Configuration", "Categories averaged", *(f"L={x} (mean, 95 % CI, n)" for x in lengths)], rows
 
 
 def paired_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], list[list]]:
     part = result.paired[result.paired["dataset"] == dataset]
     columns = result.columns.get(dataset, [])
-    rows = [[r.a, r.b, short_name(columns, r.category), r.n, fmt(r.mean_a), fmt(r.mean_b), f"{r.diff:+.3f}",
-             fmt_ci(r.lo, r.hi, 3), "yes" if r.excludes_zero else "no"] for r in part.itertuples(index=False)]
+    rows = [
+        [
+            r.a,
+            r.b,
+            short_name(columns, r.category),
+            r.n,
+            fmt(r.mean_a),
+            fmt(r.mean_b),
+            f"{r.diff:+.3f}",
+            fmt_ci(r.lo, r.hi, 3),
+            "yes" if r.excludes_zero else "no",
+        ]
+        for r in part.itertuples(index=False)
+    ]
     return ["a", "b", "Category", "Shared rows", "Mean a", "Mean b", "a − b", "95 % CI", "CI excludes 0"], rows
 
 
 def failure_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], list[list]]:
     part = result.failures[result.failures["dataset"] == dataset]
-    rows = [[result.config_name(dataset, (r.model, r.harness, r.depth)), r.cause, r.count, pct(r.share), r.example or DASH]
-            for r in part.itertuples(index=False)]
+    rows = [
+        [result.config_name(dataset, (r.model, r.harness, r.depth)), r.cause, r.count, pct(r.share), r.example or DASH]
+        for r in part.itertuples(index=False)
+    ]
     return ["Configuration", "Cause", "Rows", "Share", "First example"], rows
 
 
@@ -92,7 +146,7 @@ def paper_section(result: LeaderboardResult) -> tuple[list[str], list[list]]:
 
 FIGURE_TITLES = {
     "by_length": "Per-length breakdown (like the paper's Fig. 3): mean score and n per cell; change in "
-                 "percentage points from the category's shortest L",
+    "percentage points from the category's shortest L",
     "accuracy_vs_length": "Score versus context length (like the paper's Fig. 4), 95 % bootstrap bands, n per point",
     **TIMESAGE_FIGURE_TITLES,
 }

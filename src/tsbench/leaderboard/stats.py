@@ -23,8 +23,9 @@ def cell_seed(seed: int, *parts) -> int:
     return (seed * 1_000_003 + zlib.crc32("|".join(map(str, parts)).encode())) % (2**32)
 
 
-def bootstrap_mean_of_means(groups: Sequence[Sequence[float]], n_boot: int = 1000, seed: int = 0,
-                            alpha: float = 0.05) -> tuple[float, float]:
+def bootstrap_mean_of_means(
+    groups: Sequence[Sequence[float]], n_boot: int = 1000, seed: int = 0, alpha: float = 0.05
+) -> tuple[float, float]:
     """Percentile interval of an unweighted mean of group means (Fig. 4's mean over categories),
     resampling rows within each group, so every group keeps its size and its weight."""
     arrays = [np.asarray(g, dtype=float) for g in groups if len(g)]
@@ -95,7 +96,12 @@ def _f1_of_codes(gold: np.ndarray, pred: np.ndarray, n_classes: int) -> np.ndarr
 
 
 def bootstrap_macro_f1_ci(
-    options: Sequence[str], golds: Sequence[str], preds: Sequence[str], n_boot: int = 1000, alpha: float = 0.05, seed: int = 0
+    options: Sequence[str],
+    golds: Sequence[str],
+    preds: Sequence[str],
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of macro-F1, resampling rows (gold and prediction together)."""
     if len(golds) != len(preds) or not golds:

@@ -32,16 +32,36 @@ import numpy as np
 import pandas as pd
 
 from tsbench.core.stats import bootstrap_ci, paired_bootstrap_diff
-
 from tsbench.tasks.base import Column
 
 from .columns import columns_for, is_choice
 from .load import CONFIG_KEY
-from .stats import bootstrap_macro_f1_ci, bootstrap_mean_of_means, cell_seed, gold_option, mcq_macro_f1, predicted_option
+from .stats import (
+    bootstrap_macro_f1_ci,
+    bootstrap_mean_of_means,
+    cell_seed,
+    gold_option,
+    mcq_macro_f1,
+    predicted_option,
+)
 
 SMALL_N = 10  # below this many scored rows an interval carries a warning
-CELL_COLUMNS = CONFIG_KEY + ["category", "n_rows", "n_ids", "n_scored", "n_own", "common", "mean", "mean_lo", "mean_hi",
-                             "f1", "f1_lo", "f1_hi", "run_complete", "reference"]
+CELL_COLUMNS = CONFIG_KEY + [
+    "category",
+    "n_rows",
+    "n_ids",
+    "n_scored",
+    "n_own",
+    "common",
+    "mean",
+    "mean_lo",
+    "mean_hi",
+    "f1",
+    "f1_lo",
+    "f1_hi",
+    "run_complete",
+    "reference",
+]
 
 
 def dataset_columns(rows: pd.DataFrame) -> dict[str, list[Column]]:
@@ -63,16 +83,27 @@ def _configs(rows: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=CONFIG_KEY + ["complete", "reference"])
     if "reference" not in rows:
         rows = rows.assign(reference=None)
-    grouped = rows.groupby(CONFIG_KEY, sort=True, dropna=False).agg(
-        complete=("run_complete", "all"), reference=("reference", "first")).reset_index()
+    grouped = (
+        rows.groupby(CONFIG_KEY, sort=True, dropna=False)
+        .agg(complete=("run_complete", "all"), reference=("reference", "first"))
+        .reset_index()
+    )
     return grouped
 
 
 def _cell(column: Column | None, group: pd.DataFrame, n_boot: int, seed: int) -> dict:
     scored = group[group["score"].notna()]
-    out = {"n_rows": len(group), "n_ids": int(group["id"].nunique()), "n_scored": len(scored), "mean": np.nan,
-           "mean_lo": np.nan, "mean_hi": np.nan,
-           "f1": np.nan, "f1_lo": np.nan, "f1_hi": np.nan}
+    out = {
+        "n_rows": len(group),
+        "n_ids": int(group["id"].nunique()),
+        "n_scored": len(scored),
+        "mean": np.nan,
+        "mean_lo": np.nan,
+        "mean_hi": np.nan,
+        "f1": np.nan,
+        "f1_lo": np.nan,
+        "f1_hi": np.nan,
+    }
     if scored.empty:
         return out
     scores = scored["score"].astype(float).to_numpy()
@@ -105,8 +136,17 @@ def cell_table(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.Data
         *config, category = key
         stats = _cell(columns.get(key[0], {}).get(category), group, n_boot, cell_seed(seed, *key))
         info = configs.loc[tuple(config)]
-        records.append({**dict(zip(CONFIG_KEY, config)), "category": category, **stats, "n_own": stats["n_scored"],
-                        "common": False, "run_complete": bool(info["complete"]), "reference": info["reference"]})
+        records.append(
+            {
+                **dict(zip(CONFIG_KEY, config)),
+                "category": category,
+                **stats,
+                "n_own": stats["n_scored"],
+                "common": False,
+                "run_complete": bool(info["complete"]),
+                "reference": info["reference"],
+            }
+        )
     cells = pd.DataFrame(records, columns=CELL_COLUMNS)
     counts = column_counts(cells)
     expected = cells.merge(counts, on=["dataset", "category"], how="left")["column_n"].to_numpy()
@@ -147,12 +187,16 @@ def common_row_notes(cells: pd.DataFrame) -> list[str]:
     """One warning per column whose configurations were compared on a subset of their rows."""
     notes = []
     for (dataset, category), part in cells[cells["common"].astype(bool)].groupby(["dataset", "category"], sort=True):
-        notes.append(f"{category} on {dataset[:40]}: configurations scored different rows; compared on the "
-                     f"{int(part['n_scored'].iloc[0])} rows all complete ones scored (their own counts: "
-                     f"{', '.join(str(int(n)) for n in part['n_own'])})")
-    for (dataset, category), part in cells[cells["disjoint"].astype(bool)].groupby(["dataset", "category"], sort=True):
-        notes.append(f"{category} on {dataset[:40]}: complete configurations share no scored row; each is shown "
-                     "over its own rows and none is ranked")
+        notes.append(
+            f"{category} on {dataset[:40]}: configurations scored different rows; compared on the "
+            f"{int(part['n_scored'].iloc[0])} rows all complete ones scored (their own counts: "
+            f"{', '.join(str(int(n)) for n in part['n_own'])})"
+        )
+    for (dataset, category), _part in cells[cells["disjoint"].astype(bool)].groupby(["dataset", "category"], sort=True):
+        notes.append(
+            f"{category} on {dataset[:40]}: complete configurations share no scored row; each is shown "
+            "over its own rows and none is ranked"
+        )
     return notes
 
 
@@ -207,8 +251,9 @@ def wide_table(cells: pd.DataFrame, all_columns: list[Column]) -> pd.DataFrame:
     columns: dict[str, list] = {}
     for column in all_columns:
         parts = {"acc": "mean", "f1": "f1"} if is_choice(column) else {"score": "mean"}
-        fields = {f"{part}{suffix}": f"{src}{suffix}"
-                  for part, src in parts.items() for suffix in ("", "_lo", "_hi", "_mark")}
+        fields = {
+            f"{part}{suffix}": f"{src}{suffix}" for part, src in parts.items() for suffix in ("", "_lo", "_hi", "_mark")
+        }
         fields.update(n="n_scored", rows="n_rows", incomplete="incomplete")
         for name, src in fields.items():
             columns[f"{column.category}_{name}"] = [_lookup(indexed, key + (column.category,), src) for key in keys]
@@ -222,9 +267,21 @@ def _lookup(indexed: pd.DataFrame, key: tuple, column: str):
         return None
 
 
-COST_COLUMNS = CONFIG_KEY + ["rows", "turns", "code_cells", "sub_calls", "input_tokens", "output_tokens",
-                             "sub_call_tokens", "latency_s", "forced_final_rate", "error_rate", "cost_usd",
-                             "cost_per_row_usd", "cost_known"]
+COST_COLUMNS = CONFIG_KEY + [
+    "rows",
+    "turns",
+    "code_cells",
+    "sub_calls",
+    "input_tokens",
+    "output_tokens",
+    "sub_call_tokens",
+    "latency_s",
+    "forced_final_rate",
+    "error_rate",
+    "cost_usd",
+    "cost_per_row_usd",
+    "cost_known",
+]
 
 
 def cost_table(rows: pd.DataFrame) -> pd.DataFrame:
@@ -238,22 +295,24 @@ def cost_table(rows: pd.DataFrame) -> pd.DataFrame:
     for key, group in rows.groupby(CONFIG_KEY, sort=True, dropna=False):
         finished = group[group["error_type"].isna()]
         known = group["cost_usd"].dropna()
-        records.append({
-            **dict(zip(CONFIG_KEY, key)),
-            "rows": len(group),
-            "turns": _mean(group["turns"]),
-            "code_cells": _mean(group["code_cells"]),
-            "sub_calls": _mean(group["sub_calls"]),
-            "input_tokens": _mean(group["input_tokens"]),
-            "output_tokens": _mean(group["output_tokens"]),
-            "sub_call_tokens": _mean(group["sub_call_tokens"]),
-            "latency_s": _mean(group["latency_s"]),
-            "forced_final_rate": _mean(finished["forced_final"].astype("float")) if len(finished) else np.nan,
-            "error_rate": float(group["error_type"].notna().mean()),
-            "cost_usd": float(known.sum()) if len(known) else np.nan,
-            "cost_per_row_usd": float(known.mean()) if len(known) else np.nan,
-            "cost_known": len(known),
-        })
+        records.append(
+            {
+                **dict(zip(CONFIG_KEY, key)),
+                "rows": len(group),
+                "turns": _mean(group["turns"]),
+                "code_cells": _mean(group["code_cells"]),
+                "sub_calls": _mean(group["sub_calls"]),
+                "input_tokens": _mean(group["input_tokens"]),
+                "output_tokens": _mean(group["output_tokens"]),
+                "sub_call_tokens": _mean(group["sub_call_tokens"]),
+                "latency_s": _mean(group["latency_s"]),
+                "forced_final_rate": _mean(finished["forced_final"].astype("float")) if len(finished) else np.nan,
+                "error_rate": float(group["error_type"].notna().mean()),
+                "cost_usd": float(known.sum()) if len(known) else np.nan,
+                "cost_per_row_usd": float(known.mean()) if len(known) else np.nan,
+                "cost_known": len(known),
+            }
+        )
     return pd.DataFrame(records, columns=COST_COLUMNS)
 
 
@@ -263,7 +322,11 @@ def _mean(values: pd.Series) -> float:
 
 
 def _invalid_reason(answer_error) -> str:
-    return f"no parseable answer ({answer_error})" if isinstance(answer_error, str) and answer_error else "no parseable answer"
+    return (
+        f"no parseable answer ({answer_error})"
+        if isinstance(answer_error, str) and answer_error
+        else "no parseable answer"
+    )
 
 
 def failure_table(rows: pd.DataFrame) -> pd.DataFrame:
@@ -283,8 +346,15 @@ def failure_table(rows: pd.DataFrame) -> pd.DataFrame:
             if cause not in examples and isinstance(example, str):
                 examples[cause] = " ".join(example.split())[:160]
         for cause, count in sorted(causes.items(), key=lambda kv: (-kv[1], kv[0])):
-            records.append({**dict(zip(CONFIG_KEY, key)), "cause": cause, "count": count,
-                            "share": count / len(group), "example": examples.get(cause, "")})
+            records.append(
+                {
+                    **dict(zip(CONFIG_KEY, key)),
+                    "cause": cause,
+                    "count": count,
+                    "share": count / len(group),
+                    "example": examples.get(cause, ""),
+                }
+            )
     return pd.DataFrame(records, columns=CONFIG_KEY + ["cause", "count", "share", "example"])
 
 
@@ -294,15 +364,17 @@ def length_table(rows: pd.DataFrame) -> pd.DataFrame:
     scored = rows[rows["score"].notna() & rows["length"].notna()]
     if scored.empty:
         return pd.DataFrame(columns=CONFIG_KEY + ["category", "length", "n", "mean", "delta_pp"])
-    table = (scored.groupby(CONFIG_KEY + ["category", "length"], sort=True)["score"]
-             .agg(n="size", mean="mean").reset_index())
+    table = (
+        scored.groupby(CONFIG_KEY + ["category", "length"], sort=True)["score"].agg(n="size", mean="mean").reset_index()
+    )
     first = table.sort_values("length").groupby(CONFIG_KEY + ["category"])["mean"].transform("first")
     table["delta_pp"] = (table["mean"] - first) * 100.0
     return table
 
 
-def length_curves(by_length: pd.DataFrame, precise: list[str], rows: pd.DataFrame | None = None,
-                  n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+def length_curves(
+    by_length: pd.DataFrame, precise: list[str], rows: pd.DataFrame | None = None, n_boot: int = 1000, seed: int = 0
+) -> pd.DataFrame:
     """Fig. 4 numbers: per configuration and length, the mean over the precise (not multiple-choice)
     categories that were run at every length that configuration has (unweighted across categories),
     the rows behind it (`n`) and, given the rows, a 95 % interval that resamples rows within each
@@ -311,8 +383,10 @@ def length_curves(by_length: pd.DataFrame, precise: list[str], rows: pd.DataFram
     scores = {}
     if rows is not None:
         scored = rows[rows["score"].notna() & rows["length"].notna()]
-        scores = {key: group["score"].astype(float).to_numpy()
-                  for key, group in scored.groupby(CONFIG_KEY + ["category", "length"], sort=False)}
+        scores = {
+            key: group["score"].astype(float).to_numpy()
+            for key, group in scored.groupby(CONFIG_KEY + ["category", "length"], sort=False)
+        }
     records = []
     for key, group in precise.groupby(CONFIG_KEY, sort=True):
         lengths = sorted(group["length"].unique())
@@ -320,10 +394,20 @@ def length_curves(by_length: pd.DataFrame, precise: list[str], rows: pd.DataFram
         used = group[group["category"].isin(swept)]
         for length, at in used.groupby("length"):
             arrays = [scores.get((*key, c, length), []) for c in at["category"]]
-            low, high = (bootstrap_mean_of_means(arrays, n_boot, cell_seed(seed, *key, length)) if scores
-                         else (np.nan, np.nan))
-            records.append({**dict(zip(CONFIG_KEY, key)), "length": int(length), "mean": float(at["mean"].mean()),
-                            "lo": low, "hi": high, "n": int(at["n"].sum()), "categories": ",".join(sorted(swept))})
+            low, high = (
+                bootstrap_mean_of_means(arrays, n_boot, cell_seed(seed, *key, length)) if scores else (np.nan, np.nan)
+            )
+            records.append(
+                {
+                    **dict(zip(CONFIG_KEY, key)),
+                    "length": int(length),
+                    "mean": float(at["mean"].mean()),
+                    "lo": low,
+                    "hi": high,
+                    "n": int(at["n"].sum()),
+                    "categories": ",".join(sorted(swept)),
+                }
+            )
     return pd.DataFrame(records, columns=CONFIG_KEY + ["length", "mean", "lo", "hi", "n", "categories"])
 
 
@@ -339,11 +423,24 @@ def paired_table(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0, min_shar
             for category, pair in joined.groupby("category", sort=True):
                 if len(pair) < min_shared:
                     continue
-                diff, lo, hi = paired_bootstrap_diff(pair["score_a"], pair["score_b"], n_boot=n_boot,
-                                                     seed=cell_seed(seed, dataset, a, b, category))
-                records.append({"dataset": dataset, "a": config_label(*a), "b": config_label(*b),
-                                "category": category, "n": len(pair), "mean_a": float(pair["score_a"].mean()),
-                                "mean_b": float(pair["score_b"].mean()), "diff": diff, "lo": lo, "hi": hi,
-                                "excludes_zero": bool(lo > 0 or hi < 0)})
-    return pd.DataFrame(records, columns=["dataset", "a", "b", "category", "n", "mean_a", "mean_b", "diff", "lo",
-                                          "hi", "excludes_zero"])
+                diff, lo, hi = paired_bootstrap_diff(
+                    pair["score_a"], pair["score_b"], n_boot=n_boot, seed=cell_seed(seed, dataset, a, b, category)
+                )
+                records.append(
+                    {
+                        "dataset": dataset,
+                        "a": config_label(*a),
+                        "b": config_label(*b),
+                        "category": category,
+                        "n": len(pair),
+                        "mean_a": float(pair["score_a"].mean()),
+                        "mean_b": float(pair["score_b"].mean()),
+                        "diff": diff,
+                        "lo": lo,
+                        "hi": hi,
+                        "excludes_zero": bool(lo > 0 or hi < 0),
+                    }
+                )
+    return pd.DataFrame(
+        records, columns=["dataset", "a", "b", "category", "n", "mean_a", "mean_b", "diff", "lo", "hi", "excludes_zero"]
+    )

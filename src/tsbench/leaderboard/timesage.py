@@ -22,8 +22,14 @@ from .load import RunInfo
 from .stats import cell_seed
 
 AXES = ("accuracy", "coverage", "faithfulness", "quality", "overall")
-FAMILIES = {"A": "State ID", "B": "Change Det.", "C": "Comp. ID", "D": "Event Det.", "E": "Attribution",
-            "F": "Forecast"}
+FAMILIES = {
+    "A": "State ID",
+    "B": "Change Det.",
+    "C": "Comp. ID",
+    "D": "Event Det.",
+    "E": "Attribution",
+    "F": "Forecast",
+}
 TIERS = ("easy", "medium", "hard")
 RULES_JUDGE = "judge/rules"
 
@@ -78,8 +84,9 @@ def axes_table(rows: pd.DataFrame) -> pd.DataFrame:
             cut = part if tier == "overall" else part[part["tier"] == tier]
             if cut.empty:
                 continue
-            records.append({"config": config, "tier": tier, "n": len(cut),
-                            **{axis: float(cut[axis].mean()) for axis in AXES}})
+            records.append(
+                {"config": config, "tier": tier, "n": len(cut), **{axis: float(cut[axis].mean()) for axis in AXES}}
+            )
     return pd.DataFrame(records, columns=["config", "tier", "n", *AXES])
 
 
@@ -92,8 +99,17 @@ def family_table(rows: pd.DataFrame, n_boot: int, seed: int) -> pd.DataFrame:
             if not len(values):
                 continue
             lo, hi = bootstrap_ci(values, n_boot=n_boot, seed=cell_seed(seed, config, letter))
-            records.append({"config": config, "family": letter, "name": name, "n": len(values),
-                            "mean": float(values.mean()), "lo": lo, "hi": hi})
+            records.append(
+                {
+                    "config": config,
+                    "family": letter,
+                    "name": name,
+                    "n": len(values),
+                    "mean": float(values.mean()),
+                    "lo": lo,
+                    "hi": hi,
+                }
+            )
     return pd.DataFrame(records, columns=["config", "family", "name", "n", "mean", "lo", "hi"])
 
 
@@ -108,8 +124,16 @@ def period_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 def seq_vs_ind_table(rows: pd.DataFrame, settings: dict[str, dict]) -> pd.DataFrame:
     """Fig. 9: configurations equal but for the mode, side by side by period."""
-    columns = ["pair", "model", "independent", "sequential", "period_index", "overall_independent",
-               "overall_sequential", "difference"]
+    columns = [
+        "pair",
+        "model",
+        "independent",
+        "sequential",
+        "period_index",
+        "overall_independent",
+        "overall_sequential",
+        "difference",
+    ]
     periods = period_table(rows)
     by_mode: dict[tuple, dict[str, str]] = {}
     for config, s in settings.items():
@@ -123,10 +147,18 @@ def seq_vs_ind_table(rows: pd.DataFrame, settings: dict[str, dict]) -> pd.DataFr
         a = periods[periods["config"] == modes["independent"]].set_index("period_index")["overall"]
         b = periods[periods["config"] == modes["sequential"]].set_index("period_index")["overall"]
         for index in sorted(set(a.index) & set(b.index)):
-            records.append({"pair": pair, "model": model, "independent": modes["independent"],
-                            "sequential": modes["sequential"], "period_index": int(index),
-                            "overall_independent": float(a[index]), "overall_sequential": float(b[index]),
-                            "difference": float(b[index] - a[index])})
+            records.append(
+                {
+                    "pair": pair,
+                    "model": model,
+                    "independent": modes["independent"],
+                    "sequential": modes["sequential"],
+                    "period_index": int(index),
+                    "overall_independent": float(a[index]),
+                    "overall_sequential": float(b[index]),
+                    "difference": float(b[index] - a[index]),
+                }
+            )
     return pd.DataFrame(records, columns=columns)
 
 
@@ -135,13 +167,27 @@ def skills_tables(rows: pd.DataFrame, settings: dict[str, dict]) -> tuple[pd.Dat
     for configurations that ran with the skill library."""
     with_skills = [c for c, s in settings.items() if s.get("skills")]
     part = rows[rows["config"].isin(with_skills) & rows["error_type"].isna()]
-    by_period = part.groupby(["config", "period_index"]).agg(
-        rows=("id", "size"), induction_rate=("skills_induced", lambda s: float((s > 0).mean())),
-        reuse_rate=("skill_calls", lambda s: float((s > 0).mean())), tokens=("tokens", "mean")).reset_index()
-    by_tier = part.groupby(["config", "tier"]).agg(
-        rows=("id", "size"), skill_call_rate=("skill_calls", lambda s: float((s > 0).mean())),
-        calls_per_period=("skill_calls", "mean"), tokens=("tokens", "mean"),
-        overall=("overall", "mean")).reset_index()
+    by_period = (
+        part.groupby(["config", "period_index"])
+        .agg(
+            rows=("id", "size"),
+            induction_rate=("skills_induced", lambda s: float((s > 0).mean())),
+            reuse_rate=("skill_calls", lambda s: float((s > 0).mean())),
+            tokens=("tokens", "mean"),
+        )
+        .reset_index()
+    )
+    by_tier = (
+        part.groupby(["config", "tier"])
+        .agg(
+            rows=("id", "size"),
+            skill_call_rate=("skill_calls", lambda s: float((s > 0).mean())),
+            calls_per_period=("skill_calls", "mean"),
+            tokens=("tokens", "mean"),
+            overall=("overall", "mean"),
+        )
+        .reset_index()
+    )
     by_tier = by_tier.sort_values(["config", "tier"], key=lambda c: c.map(TIERS.index) if c.name == "tier" else c)
     return by_period, by_tier.reset_index(drop=True)
 
@@ -153,19 +199,43 @@ def tokens_table(rows: pd.DataFrame) -> pd.DataFrame:
         known = part["cost_usd"].dropna()
         judge_known = part["judge_cost_usd"].dropna()
         calls, hits = float(part["judge_calls"].sum()), float(part["judge_cache_hits"].sum())
-        records.append({
-            "config": config, "rows": len(part), "errors": int(part["error_type"].notna().sum()),
-            "input_tokens": int(part["input_tokens"].fillna(0).sum()),
-            "output_tokens": int(part["output_tokens"].fillna(0).sum()),
-            "tokens_per_period": float(part["tokens"].mean()), "cost_usd": float(known.sum()) if len(known) else np.nan,
-            "cost_known": len(known), "compactions": int(part["compactions"].sum()),
-            "judge_calls": int(calls), "judge_cache_hit_rate": hits / calls if calls else np.nan,
-            "judge_tokens": int(part["judge_tokens"].sum()),
-            "judge_cost_usd": float(judge_known.sum()) if len(judge_known) else np.nan, "judge_cost_known": len(judge_known),
-        })
-    return pd.DataFrame(records, columns=["config", "rows", "errors", "input_tokens", "output_tokens",
-                                          "tokens_per_period", "cost_usd", "cost_known", "compactions", "judge_calls",
-                                          "judge_cache_hit_rate", "judge_tokens", "judge_cost_usd", "judge_cost_known"])
+        records.append(
+            {
+                "config": config,
+                "rows": len(part),
+                "errors": int(part["error_type"].notna().sum()),
+                "input_tokens": int(part["input_tokens"].fillna(0).sum()),
+                "output_tokens": int(part["output_tokens"].fillna(0).sum()),
+                "tokens_per_period": float(part["tokens"].mean()),
+                "cost_usd": float(known.sum()) if len(known) else np.nan,
+                "cost_known": len(known),
+                "compactions": int(part["compactions"].sum()),
+                "judge_calls": int(calls),
+                "judge_cache_hit_rate": hits / calls if calls else np.nan,
+                "judge_tokens": int(part["judge_tokens"].sum()),
+                "judge_cost_usd": float(judge_known.sum()) if len(judge_known) else np.nan,
+                "judge_cost_known": len(judge_known),
+            }
+        )
+    return pd.DataFrame(
+        records,
+        columns=[
+            "config",
+            "rows",
+            "errors",
+            "input_tokens",
+            "output_tokens",
+            "tokens_per_period",
+            "cost_usd",
+            "cost_known",
+            "compactions",
+            "judge_calls",
+            "judge_cache_hit_rate",
+            "judge_tokens",
+            "judge_cost_usd",
+            "judge_cost_known",
+        ],
+    )
 
 
 def run_settings(runs: list[RunInfo], dataset: str) -> dict[str, dict]:
@@ -187,6 +257,13 @@ def boards(rows: pd.DataFrame, runs: list[RunInfo], dataset: str, n_boot: int = 
     part = prepare(rows[rows["dataset"] == dataset])
     settings = run_settings(runs, dataset)
     by_period, by_tier = skills_tables(part, settings)
-    return Boards(axes=axes_table(part), families=family_table(part, n_boot, seed), by_period=period_table(part),
-                  seq_vs_ind=seq_vs_ind_table(part, settings), skills=by_period, skills_by_tier=by_tier,
-                  tokens=tokens_table(part), settings=settings)
+    return Boards(
+        axes=axes_table(part),
+        families=family_table(part, n_boot, seed),
+        by_period=period_table(part),
+        seq_vs_ind=seq_vs_ind_table(part, settings),
+        skills=by_period,
+        skills_by_tier=by_tier,
+        tokens=tokens_table(part),
+        settings=settings,
+    )

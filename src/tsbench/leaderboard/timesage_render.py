@@ -28,12 +28,23 @@ def _pct(value) -> str:
 def sections(b: Boards) -> list[Section]:
     out: list[Section] = []
     header = ["Configuration", "Tier", "n", "Accuracy", "Coverage", "Faithfulness", "Quality", "Overall"]
-    rows = [[r.config, r.tier.capitalize(), r.n, *(_f(getattr(r, a), 2) for a in AXES)]
-            for r in b.axes.itertuples(index=False)]
-    note = ("Scores of configurations judged by judge/rules (offline literal and numeric matching) are labelled "
-            "'judge/rules' and are not comparable with a model judge's." if any(RULES_JUDGE in r[0] for r in rows) else "")
-    out.append(("Axes by tier (paper Table 12)", "Means over scored periods, each axis 0-100; overall = mean of the "
-                "scored axes. " + note, (header, rows)))
+    rows = [
+        [r.config, r.tier.capitalize(), r.n, *(_f(getattr(r, a), 2) for a in AXES)]
+        for r in b.axes.itertuples(index=False)
+    ]
+    note = (
+        "Scores of configurations judged by judge/rules (offline literal and numeric matching) are labelled "
+        "'judge/rules' and are not comparable with a model judge's."
+        if any(RULES_JUDGE in r[0] for r in rows)
+        else ""
+    )
+    out.append(
+        (
+            "Axes by tier (paper Table 12)",
+            "Means over scored periods, each axis 0-100; overall = mean of the scored axes. " + note,
+            (header, rows),
+        )
+    )
     wide = b.families.pivot_table(index="config", columns="family", values=["mean", "lo", "hi", "n"], aggfunc="first")
     rows = []
     for config in sorted(b.families["config"].unique()):
@@ -45,37 +56,109 @@ def sections(b: Boards) -> list[Section]:
             else:
                 cells.append(DASH)
         rows.append([config, *cells])
-    out.append(("Per question family (paper Table 2)", "Mean field accuracy of each family, with a percentile "
-                "bootstrap 95 % interval over periods (x [+high −low]).", (["Configuration", *FAMILIES.values()], rows)))
+    out.append(
+        (
+            "Per question family (paper Table 2)",
+            "Mean field accuracy of each family, with a percentile "
+            "bootstrap 95 % interval over periods (x [+high −low]).",
+            (["Configuration", *FAMILIES.values()], rows),
+        )
+    )
     periods = sorted(b.by_period["period_index"].unique()) if len(b.by_period) else []
     last = max(periods) if periods else 0
     rows = []
     for config, part in b.by_period.groupby("config", sort=True):
         at = dict(zip(part["period_index"], part["overall"]))
         rows.append([config, *(_f(at.get(p)) for p in periods)])
-    out.append(("Overall by period (paper Fig. 7)", "Mean overall score at each period index (t-k = k periods before "
-                "the latest).", (["Configuration", *(f"t-{last - p}" if p != last else "t" for p in periods)], rows)))
-    rows = [[r.pair, r.period_index, _f(r.overall_independent), _f(r.overall_sequential), f"{r.difference:+.1f}"]
-            for r in b.seq_vs_ind.itertuples(index=False)]
-    out.append(("Sequential vs independent (paper Fig. 9)", "Configurations equal but for the mode, overall by period.",
-                (["Configuration pair", "Period", "Independent", "Sequential", "Seq − ind"], rows)))
-    rows = [[r.config, r.period_index, r.rows, _pct(r.induction_rate), _pct(r.reuse_rate), _f(r.tokens, 0)]
-            for r in b.skills.itertuples(index=False)]
-    out.append(("Skill induction and reuse (paper Fig. 10 c, d)", "Share of periods that admitted a new skill and "
-                "that called a registered one; mean tokens per period.",
-                (["Configuration", "Period", "Rows", "Induction", "Reuse", "Tokens / period"], rows)))
-    rows = [[r.config, r.tier.capitalize(), r.rows, _pct(r.skill_call_rate), _f(r.calls_per_period, 2),
-             _f(r.tokens, 0), _f(r.overall)] for r in b.skills_by_tier.itertuples(index=False)]
-    out.append(("Skills by tier (paper Fig. 10 a, b)", "", (["Configuration", "Tier", "Rows", "Skill use",
-                                                            "Calls / period", "Tokens / period", "Overall"], rows)))
-    rows = [[r.config, r.rows, r.errors, f"{r.input_tokens:,}", f"{r.output_tokens:,}", _f(r.tokens_per_period, 0),
-             fmt_dollars(r.cost_usd, r.cost_known, r.rows), r.compactions, r.judge_calls, _pct(r.judge_cache_hit_rate),
-             f"{r.judge_tokens:,}", fmt_dollars(r.judge_cost_usd, r.judge_cost_known, r.rows)]
-            for r in b.tokens.itertuples(index=False)]
-    out.append(("Tokens and cost", "Totals over all rows (error rows spent tokens too); judge calls, the share "
-                "answered from the run's judge cache, and what the judge's own calls spent (cached calls cost nothing).",
-                (["Configuration", "Rows", "Errors", "Tokens in", "Tokens out", "Tokens / period", "$ total",
-                  "Compactions", "Judge calls", "Judge cache hits", "Judge tokens", "Judge $"], rows)))
+    out.append(
+        (
+            "Overall by period (paper Fig. 7)",
+            "Mean overall score at each period index (t-k = k periods before the latest).",
+            (["Configuration", *(f"t-{last - p}" if p != last else "t" for p in periods)], rows),
+        )
+    )
+    rows = [
+        [r.pair, r.period_index, _f(r.overall_independent), _f(r.overall_sequential), f"{r.difference:+.1f}"]
+        for r in b.seq_vs_ind.itertuples(index=False)
+    ]
+    out.append(
+        (
+            "Sequential vs independent (paper Fig. 9)",
+            "Configurations equal but for the mode, overall by period.",
+            (["Configuration pair", "Period", "Independent", "Sequential", "Seq − ind"], rows),
+        )
+    )
+    rows = [
+        [r.config, r.period_index, r.rows, _pct(r.induction_rate), _pct(r.reuse_rate), _f(r.tokens, 0)]
+        for r in b.skills.itertuples(index=False)
+    ]
+    out.append(
+        (
+            "Skill induction and reuse (paper Fig. 10 c, d)",
+            "Share of periods that admitted a new skill and that called a registered one; mean tokens per period.",
+            (["Configuration", "Period", "Rows", "Induction", "Reuse", "Tokens / period"], rows),
+        )
+    )
+    rows = [
+        [
+            r.config,
+            r.tier.capitalize(),
+            r.rows,
+            _pct(r.skill_call_rate),
+            _f(r.calls_per_period, 2),
+            _f(r.tokens, 0),
+            _f(r.overall),
+        ]
+        for r in b.skills_by_tier.itertuples(index=False)
+    ]
+    out.append(
+        (
+            "Skills by tier (paper Fig. 10 a, b)",
+            "",
+            (["Configuration", "Tier", "Rows", "Skill use", "Calls / period", "Tokens / period", "Overall"], rows),
+        )
+    )
+    rows = [
+        [
+            r.config,
+            r.rows,
+            r.errors,
+            f"{r.input_tokens:,}",
+            f"{r.output_tokens:,}",
+            _f(r.tokens_per_period, 0),
+            fmt_dollars(r.cost_usd, r.cost_known, r.rows),
+            r.compactions,
+            r.judge_calls,
+            _pct(r.judge_cache_hit_rate),
+            f"{r.judge_tokens:,}",
+            fmt_dollars(r.judge_cost_usd, r.judge_cost_known, r.rows),
+        ]
+        for r in b.tokens.itertuples(index=False)
+    ]
+    out.append(
+        (
+            "Tokens and cost",
+            "Totals over all rows (error rows spent tokens too); judge calls, the share "
+            "answered from the run's judge cache, and what the judge's own calls spent (cached calls cost nothing).",
+            (
+                [
+                    "Configuration",
+                    "Rows",
+                    "Errors",
+                    "Tokens in",
+                    "Tokens out",
+                    "Tokens / period",
+                    "$ total",
+                    "Compactions",
+                    "Judge calls",
+                    "Judge cache hits",
+                    "Judge tokens",
+                    "Judge $",
+                ],
+                rows,
+            ),
+        )
+    )
     return out
 
 
@@ -128,8 +211,9 @@ def _skills_figure(b: Boards) -> dict[str, bytes] | None:
     width = 0.8 / max(1, len(configs))
     for j, config in enumerate(configs):
         part = b.skills_by_tier[b.skills_by_tier["config"] == config].set_index("tier")
-        tokens.bar(np.arange(len(tiers)) + j * width, [part["tokens"].get(t, 0) / 1000 for t in tiers], width,
-                   label=config)
+        tokens.bar(
+            np.arange(len(tiers)) + j * width, [part["tokens"].get(t, 0) / 1000 for t in tiers], width, label=config
+        )
     tokens.set_xticks(np.arange(len(tiers)) + width * (len(configs) - 1) / 2, tiers)
     tokens.set_ylabel("tokens / period (K)")
     tokens.legend(fontsize=6)
@@ -152,10 +236,14 @@ def attach(result: LeaderboardResult, rows: pd.DataFrame) -> dict[str, pd.DataFr
         b = boards(rows, result.runs, dataset, result.n_boot, result.seed)
         result.family_sections[dataset] = sections(b)
         suffix = f"-{dataset.split('/')[-1][:6]}" if len(result.datasets) > 1 else ""
-        drawn = {"timesage_by_period": _period_figure(b), "timesage_seq_vs_ind": _seq_figure(b),
-                 "timesage_skills": _skills_figure(b)}
+        drawn = {
+            "timesage_by_period": _period_figure(b),
+            "timesage_seq_vs_ind": _seq_figure(b),
+            "timesage_skills": _skills_figure(b),
+        }
         result.figures.setdefault(dataset, {}).update(
-            {f"{name}{suffix}": formats for name, formats in drawn.items() if formats is not None})
+            {f"{name}{suffix}": formats for name, formats in drawn.items() if formats is not None}
+        )
         for name in ("axes", "families", "by_period", "seq_vs_ind", "skills", "tokens"):
             frames.setdefault(f"timesage_{name}.csv", []).append(getattr(b, name).assign(dataset=dataset))
     return {name: pd.concat(parts, ignore_index=True) for name, parts in frames.items()}

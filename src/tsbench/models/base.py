@@ -52,8 +52,11 @@ class Completion:
         return {
             "finish_reason": extra.get("finish_reason"),
             "usage": "missing" if extra.get("usage_missing") else "reported",
-            "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "cost_usd": self.cost_usd,
-            "attempts": extra.get("attempts", 1), "failed_attempts": list(extra.get("failed_attempts") or []),
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost_usd": self.cost_usd,
+            "attempts": extra.get("attempts", 1),
+            "failed_attempts": list(extra.get("failed_attempts") or []),
             "latency_s": round(float(self.latency_s), 3),
             "wall_s": round(float(extra.get("wall_s", self.latency_s)), 3),
         }
@@ -94,8 +97,12 @@ class ModelError(Exception):
 
     def accounting(self) -> dict[str, Any]:
         """The call an episode died on: error kind, HTTP status, attempts and the time its retries took."""
-        return {"error": self.kind, "status_code": self.status_code, "attempts": self.attempts,
-                "wall_s": None if self.elapsed_s is None else round(self.elapsed_s, 3)}
+        return {
+            "error": self.kind,
+            "status_code": self.status_code,
+            "attempts": self.attempts,
+            "wall_s": None if self.elapsed_s is None else round(self.elapsed_s, 3),
+        }
 
 
 class ModelUnavailableError(ValueError):

@@ -30,8 +30,9 @@ def is_openai_endpoint(base_url: str) -> bool:
     return parts.scheme == "https" and (parts.hostname or "").lower() == OPENAI_HOST
 
 
-def api_key_for(base_url: str, *, api_key: str | None = None, api_key_env: str | None = None,
-                fallback_env: str | None = None) -> str:
+def api_key_for(
+    base_url: str, *, api_key: str | None = None, api_key_env: str | None = None, fallback_env: str | None = None
+) -> str:
     """The key to send to `base_url`.
 
     An explicit `api_key` (Python callers) wins; then the variable named by `api_key_env` (it must be
@@ -66,6 +67,7 @@ def parse_price(price: str | tuple[float, float] | list[float] | None) -> tuple[
     except (TypeError, ValueError):
         numbers = ()
     if len(numbers) != 2 or any(n < 0 or n != n for n in numbers):
-        raise ValueError(f"--price must be IN,OUT dollars per million input and output tokens, e.g. 0.4,1.6 "
-                         f"(got {price!r})")
+        raise ValueError(
+            f"--price must be IN,OUT dollars per million input and output tokens, e.g. 0.4,1.6 (got {price!r})"
+        )
     return numbers[0], numbers[1]

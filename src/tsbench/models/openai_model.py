@@ -25,8 +25,14 @@ from typing import Any
 import openai
 
 from tsbench.models.base import Completion, Message, ModelError, TaskInfo, ToolCall
-from tsbench.models.endpoint import (DEFAULT_OPENAI_BASE_URL, PLACEHOLDER_API_KEY, api_key_for,  # noqa: F401
-                                     is_openai_endpoint, parse_price, resolve_base_url)
+from tsbench.models.endpoint import (  # noqa: F401
+    DEFAULT_OPENAI_BASE_URL,
+    PLACEHOLDER_API_KEY,
+    api_key_for,
+    is_openai_endpoint,
+    parse_price,
+    resolve_base_url,
+)
 from tsbench.models.pricing import endpoint_cost_usd
 from tsbench.models.retry import DEFAULT_TIMEOUT_S, RetryPolicy, call_with_retries
 
@@ -46,8 +52,10 @@ def message_payload(message: Message) -> dict[str, Any]:
     if message.role == "tool":
         return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": message.content}
     if message.tool_calls:
-        calls = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                 for c in message.tool_calls]
+        calls = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in message.tool_calls
+        ]
         return {"role": message.role, "content": message.content or None, "tool_calls": calls}
     if not message.images:
         return {"role": message.role, "content": message.content}
@@ -89,8 +97,11 @@ def error_detail(error: openai.APIStatusError) -> str:
     body = error.body
     if isinstance(body, dict):
         nested = body.get("error")
-        for value in (body.get("detail"), nested.get("message") if isinstance(nested, dict) else nested,
-                      body.get("message")):
+        for value in (
+            body.get("detail"),
+            nested.get("message") if isinstance(nested, dict) else nested,
+            body.get("message"),
+        ):
             if value:
                 text = value if isinstance(value, str) else json.dumps(value, default=str)
                 return text[:MAX_ERROR_BODY_CHARS]
@@ -123,8 +134,7 @@ def to_model_error(error: openai.OpenAIError) -> ModelError:
             kind = "timeout"
         else:
             kind = "bad_request"
-        return ModelError(kind, message, retry_after_s=_retry_after_seconds(error.response),
-                          status_code=status)
+        return ModelError(kind, message, retry_after_s=_retry_after_seconds(error.response), status_code=status)
     if isinstance(error, openai.APIResponseValidationError):
         return ModelError("server", f"malformed response: {error}")
     return ModelError("bad_request", str(error))
@@ -162,9 +172,14 @@ class OpenAIChatModel:
         if not is_openai_endpoint(self.base_url):  # the client adds OPENAI_ORG_ID / OPENAI_PROJECT_ID headers
             self._client.organization = self._client.project = None
 
-    def _request(self, messages: list[Message], max_tokens: int | None,
-                 temperature: float | None, tools: list[dict[str, Any]] | None = None,
-                 tool_choice: Any = None) -> dict[str, Any]:
+    def _request(
+        self,
+        messages: list[Message],
+        max_tokens: int | None,
+        temperature: float | None,
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: Any = None,
+    ) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": self.model_name,
             "messages": [message_payload(m) for m in messages],
@@ -191,9 +206,12 @@ class OpenAIChatModel:
         except openai.OpenAIError as error:
             failure = to_model_error(error)
             if failure.status_code in (401, 403) and self._sent_no_key:
-                failure = ModelError(failure.kind, f"{str(failure).split(': ', 1)[1]} (no API key was sent to "
-                                     f"{self.base_url}: name the variable holding its key with --api-key-env)",
-                                     status_code=failure.status_code)
+                failure = ModelError(
+                    failure.kind,
+                    f"{str(failure).split(': ', 1)[1]} (no API key was sent to "
+                    f"{self.base_url}: name the variable holding its key with --api-key-env)",
+                    status_code=failure.status_code,
+                )
             raise failure from error
         except (json.JSONDecodeError, UnicodeDecodeError) as error:  # the client parses the body itself
             raise ModelError("server", f"malformed JSON body from {self.endpoint}: {error}") from error
@@ -221,8 +239,10 @@ class OpenAIChatModel:
         if refusal:
             extra["refusal"] = refusal
         if not text and not tool_calls and not refusal and choice.finish_reason not in EMPTY_REPLY_REASONS:
-            raise ModelError("server", f"empty reply from {self.endpoint} (no content, no tool call, "
-                                       f"finish_reason {choice.finish_reason!r})")
+            raise ModelError(
+                "server",
+                f"empty reply from {self.endpoint} (no content, no tool call, finish_reason {choice.finish_reason!r})",
+            )
         usage = response.usage
         input_tokens = output_tokens = 0
         if usage is None:
@@ -240,8 +260,9 @@ class OpenAIChatModel:
             output_tokens=output_tokens,
             latency_s=latency_s,
             # No usage, no count: the cost is unknown rather than the price of zero tokens.
-            cost_usd=None if usage is None else endpoint_cost_usd(self.model_name, self.base_url, input_tokens,
-                                                                  output_tokens, self.price),
+            cost_usd=None
+            if usage is None
+            else endpoint_cost_usd(self.model_name, self.base_url, input_tokens, output_tokens, self.price),
             extra=extra,
             tool_calls=tool_calls,
         )
@@ -263,8 +284,12 @@ class OpenAIChatModel:
         """
         request = self._request(messages, max_tokens, temperature, tools, tool_choice)
         started = time.perf_counter()
-        completion = call_with_retries(lambda: self._call_once(request), self.retry,
-                                       label=f"{self.model_name} at {self.endpoint}", call_timeout_s=self.timeout_s)
+        completion = call_with_retries(
+            lambda: self._call_once(request),
+            self.retry,
+            label=f"{self.model_name} at {self.endpoint}",
+            call_timeout_s=self.timeout_s,
+        )
         completion.extra["wall_s"] = time.perf_counter() - started
         return completion
 

@@ -63,8 +63,9 @@ def cost_usd(model: str, input_tokens: int, output_tokens: int) -> float | None:
     return (input_tokens * input_price + output_tokens * output_price) / 1_000_000
 
 
-def endpoint_cost_usd(model: str, base_url: str, input_tokens: int, output_tokens: int,
-                      price: tuple[float, float] | None = None) -> float | None:
+def endpoint_cost_usd(
+    model: str, base_url: str, input_tokens: int, output_tokens: int, price: tuple[float, float] | None = None
+) -> float | None:
     """One call's cost at `base_url`: the user's `price` (input, output $/1M tokens) when given, else
     the list price at OpenAI's own API only, else None (unknown, never 0)."""
     if price is not None:

@@ -16,8 +16,17 @@ from tsbench.core.extras import check
 from tsbench.core.registry import Registry
 from tsbench.models.base import ChatModel
 
-OPENAI_OPTIONS = {"base_url", "api_key", "api_key_env", "price", "timeout_s", "retry", "extra_body", "max_attempts",
-                  "retry_delay_s"}
+OPENAI_OPTIONS = {
+    "base_url",
+    "api_key",
+    "api_key_env",
+    "price",
+    "timeout_s",
+    "retry",
+    "extra_body",
+    "max_attempts",
+    "retry_delay_s",
+}
 VLLM_OPTIONS = OPENAI_OPTIONS | {"port", "extra_args", "startup_timeout_s"}
 LOCAL_OPTIONS = {"device", "dtype", "max_new_tokens", "seed"}
 # Options every caller may pass whatever the provider; those a provider cannot use are dropped.
@@ -38,8 +47,11 @@ def split_spec(spec: str) -> tuple[str, str]:
 
 
 def _options_for(provider: str, allowed: set[str], opts: dict[str, Any]) -> dict[str, Any]:
-    given = {key: value for key, value in opts.items()
-             if value is not None and (key in allowed or key not in GENERIC_OPTIONS)}
+    given = {
+        key: value
+        for key, value in opts.items()
+        if value is not None and (key in allowed or key not in GENERIC_OPTIONS)
+    }
     unknown = sorted(set(given) - allowed)
     if unknown:
         raise ValueError(f"option(s) {', '.join(unknown)} do not apply to {provider}/ models")
@@ -57,8 +69,10 @@ def _with_retry(opts: dict[str, Any]) -> dict[str, Any]:
     delay = base.base_delay_s if delay is None else float(delay)
     scale = delay / base.base_delay_s
     opts["retry"] = RetryPolicy(
-        max_attempts=base.max_attempts if attempts is None else int(attempts), base_delay_s=delay,
-        max_delay_s=base.max_delay_s * scale, max_total_s=base.max_total_s * max(scale, 0.01),
+        max_attempts=base.max_attempts if attempts is None else int(attempts),
+        base_delay_s=delay,
+        max_delay_s=base.max_delay_s * scale,
+        max_total_s=base.max_total_s * max(scale, 0.01),
         rate_limit_base_delay_s=base.rate_limit_base_delay_s * scale,
     )
     return opts
@@ -85,11 +99,14 @@ def _local(name: str, opts: dict[str, Any]) -> ChatModel:
 
 # name -> a (model name, options) -> ChatModel function; plugins' providers (`provider.<name>` entry
 # points in the `tsbench.plugins` group, see tsbench.core.registry) follow the built-ins.
-PROVIDERS = Registry("provider", {
-    "openai": _openai,
-    "vllm": _vllm,
-    "local": _local,
-})
+PROVIDERS = Registry(
+    "provider",
+    {
+        "openai": _openai,
+        "vllm": _vllm,
+        "local": _local,
+    },
+)
 ProviderFn = Callable[[str, dict[str, Any]], ChatModel]
 
 
@@ -100,5 +117,4 @@ def get_model(spec: str, **opts: Any) -> ChatModel:
         build: ProviderFn = PROVIDERS.load(provider)
         return build(name, opts)
     known = ", ".join(f"{p}/" for p in PROVIDERS)
-    raise ValueError(f"unknown model provider {provider!r} in {spec!r}; use one of {known} "
-                     "or a bare OpenAI model name")
+    raise ValueError(f"unknown model provider {provider!r} in {spec!r}; use one of {known} or a bare OpenAI model name")

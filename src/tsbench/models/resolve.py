@@ -25,7 +25,7 @@ def resolve_model(spec: str) -> ModelSource:
     if not spec:
         raise ValueError("--model is required")
     if spec.startswith("local/"):
-        name = spec[len("local/"):]
+        name = spec[len("local/") :]
         if name == SMOLLM2_NAME:
             cache_dir, _ = ensure_smollm2_cache()
             return ModelSource(str(cache_dir), None, SMOLLM2_NAME, True)
@@ -38,8 +38,10 @@ def resolve_model(spec: str) -> ModelSource:
             return replace(inner, adapter=str(path.resolve()))
         if (path / "config.json").is_file():
             return ModelSource(str(path.resolve()), None, str(path.resolve()), True)
-        raise ValueError(f"local model not found: {name!r} (give {SMOLLM2_NAME!r} or a directory holding a "
-                        "Hugging Face model or a PEFT adapter)")
+        raise ValueError(
+            f"local model not found: {name!r} (give {SMOLLM2_NAME!r} or a directory holding a "
+            "Hugging Face model or a PEFT adapter)"
+        )
     if Path(spec).expanduser().is_dir():
         return resolve_model(f"local/{spec}")
     return ModelSource(spec, None, spec, False)

@@ -119,11 +119,18 @@ def call_with_retries(
                 raise
             delay = policy.delay_for(attempt, error.kind, rng, error.retry_after_s)
             if clock() - start + delay > budget:
-                log.warning("%s: giving up after attempt %d of %d: retry budget of %.0fs spent (%s)",
-                            label, attempt, policy.max_attempts, budget, error)
+                log.warning(
+                    "%s: giving up after attempt %d of %d: retry budget of %.0fs spent (%s)",
+                    label,
+                    attempt,
+                    policy.max_attempts,
+                    budget,
+                    error,
+                )
                 raise
-            log.warning("%s: attempt %d of %d failed (%s); retrying in %.2fs",
-                        label, attempt, policy.max_attempts, error, delay)
+            log.warning(
+                "%s: attempt %d of %d failed (%s); retrying in %.2fs", label, attempt, policy.max_attempts, error, delay
+            )
             sleep(delay)
             waited += delay
             continue

@@ -71,8 +71,14 @@ def _serve_command(model: str, port: int, extra_args: Sequence[str]) -> list[str
 class VLLMServer:
     """A `vllm serve` subprocess bound to 127.0.0.1, healthy on entry and stopped on exit."""
 
-    def __init__(self, model: str, port: int | None = None, extra_args: Sequence[str] = (),
-                 startup_timeout_s: float = 1200.0, stop_timeout_s: float = 30.0):
+    def __init__(
+        self,
+        model: str,
+        port: int | None = None,
+        extra_args: Sequence[str] = (),
+        startup_timeout_s: float = 1200.0,
+        stop_timeout_s: float = 30.0,
+    ):
         self.model = model
         self.port = port
         self.extra_args = tuple(extra_args)
@@ -98,8 +104,9 @@ class VLLMServer:
         # Server output goes to a file, not a pipe nobody reads (a full pipe would stall the server).
         self._log_file = tempfile.NamedTemporaryFile(prefix="tsbench-vllm-", suffix=".log", delete=False)
         log.info("starting vLLM for %s on port %d (log: %s)", self.model, self.port, self._log_file.name)
-        self._process = subprocess.Popen(command, stdout=self._log_file, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        self._process = subprocess.Popen(
+            command, stdout=self._log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
         try:
             self._wait_until_healthy()
         except BaseException:
@@ -112,16 +119,19 @@ class VLLMServer:
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                raise RuntimeError(f"vLLM exited with code {self._process.returncode} before it was ready; "
-                                   f"last output:\n{self.log_tail()}")
+                raise RuntimeError(
+                    f"vLLM exited with code {self._process.returncode} before it was ready; "
+                    f"last output:\n{self.log_tail()}"
+                )
             with contextlib.suppress(urllib.error.URLError, OSError):
                 with urllib.request.urlopen(f"{self.url}/health", timeout=2.0) as response:
                     if response.status == 200:
                         log.info("vLLM ready on port %d", self.port)
                         return
             time.sleep(1.0)
-        raise TimeoutError(f"vLLM was not healthy within {self.startup_timeout_s:.0f}s; "
-                           f"last output:\n{self.log_tail()}")
+        raise TimeoutError(
+            f"vLLM was not healthy within {self.startup_timeout_s:.0f}s; last output:\n{self.log_tail()}"
+        )
 
     def log_tail(self, lines: int = 30) -> str:
         if self._log_file is None:
@@ -163,9 +173,18 @@ class VLLMChatModel:
     OPENAI_API_KEY: that one is not sent to whatever server VLLM_BASE_URL names.
     """
 
-    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
-                 api_key_env: str | None = None, port: int | None = None, extra_args: Sequence[str] = (), startup_timeout_s: float = 1200.0,
-                 **client_options: Any):
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        api_key_env: str | None = None,
+        port: int | None = None,
+        extra_args: Sequence[str] = (),
+        startup_timeout_s: float = 1200.0,
+        **client_options: Any,
+    ):
         self.name = f"vllm/{model}"
         self.model = model
         self.server: VLLMServer | None = None
@@ -173,8 +192,9 @@ class VLLMChatModel:
         if url:
             url = openai_base_url(url)
         else:
-            self.server = VLLMServer(model, port=port, extra_args=extra_args,
-                                     startup_timeout_s=startup_timeout_s).start()
+            self.server = VLLMServer(
+                model, port=port, extra_args=extra_args, startup_timeout_s=startup_timeout_s
+            ).start()
             url = self.server.base_url
         try:
             key = api_key_for(url, api_key=api_key, api_key_env=api_key_env, fallback_env="VLLM_API_KEY")
@@ -187,8 +207,14 @@ class VLLMChatModel:
             self.close()
             raise
 
-    def generate(self, messages: list[Message], *, max_tokens: int | None = None,
-                 temperature: float | None = None, task: TaskInfo | None = None) -> Completion:
+    def generate(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        task: TaskInfo | None = None,
+    ) -> Completion:
         return self.client.generate(messages, max_tokens=max_tokens, temperature=temperature, task=task)
 
     def close(self) -> None:

@@ -29,12 +29,13 @@ class Journal:
             raise ValueError(f"result record lacks columns {sorted(missing)}")
         if self._fh is None:
             self._open()
-        data = memoryview((json.dumps({k: record[k] for k in COLUMN_NAMES}, ensure_ascii=False, default=str)
-                           + "\n").encode("utf-8"))
+        data = memoryview(
+            (json.dumps({k: record[k] for k in COLUMN_NAMES}, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        )
         start = os.lseek(self._fh.fileno(), 0, os.SEEK_END)
         try:
             while data:
-                data = data[self._fh.write(data):]
+                data = data[self._fh.write(data) :]
             os.fsync(self._fh.fileno())
         except OSError as exc:  # a full disk: cut the torn line, so the journal stays whole for resume
             os.ftruncate(self._fh.fileno(), start)

@@ -32,8 +32,9 @@ class RunDirLock:
         except BlockingIOError:
             holder = _describe(self.path)
             os.close(fd)
-            raise UserError(f"{self.path.parent} is being written by {holder}; wait for it to finish, "
-                            "or use another --out") from None
+            raise UserError(
+                f"{self.path.parent} is being written by {holder}; wait for it to finish, or use another --out"
+            ) from None
         self._fd: int | None = fd
         os.ftruncate(fd, 0)
         os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started_at": now_utc()}).encode())
@@ -43,7 +44,7 @@ class RunDirLock:
             os.close(self._fd)  # closing the descriptor drops the flock
             self._fd = None
 
-    def __enter__(self) -> "RunDirLock":
+    def __enter__(self) -> RunDirLock:
         return self
 
     def __exit__(self, *exc) -> None:

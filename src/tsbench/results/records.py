@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from tsbench.core.episode import EpisodeOutcome
@@ -13,20 +13,41 @@ MAX_ERROR_CHARS = 2000
 
 
 def now_utc() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def new_record(*, sample_id: str, epoch: int, family: str, columns: dict[str, Any], model: str, harness: str,
-               depth: int, gold: Any) -> dict[str, Any]:
+def new_record(
+    *, sample_id: str, epoch: int, family: str, columns: dict[str, Any], model: str, harness: str, depth: int, gold: Any
+) -> dict[str, Any]:
     """Every column at its empty value, identity filled in. `columns` are the family's (Sample.columns)."""
     record: dict[str, Any] = dict.fromkeys(COLUMN_NAMES)
     record.update(
-        id=sample_id, epoch=int(epoch), family=family, split=columns.get("split"), regime=columns.get("regime"),
-        category=columns.get("category"), length=columns.get("length"), n_channels=columns.get("n_channels"),
+        id=sample_id,
+        epoch=int(epoch),
+        family=family,
+        split=columns.get("split"),
+        regime=columns.get("regime"),
+        category=columns.get("category"),
+        length=columns.get("length"),
+        n_channels=columns.get("n_channels"),
         attributes={str(k): str(v) for k, v in (columns.get("attributes") or {}).items()},
-        model=model, harness=harness, depth=int(depth), gold=json.dumps(gold, sort_keys=True, default=str),
-        valid=False, metrics={}, turns=0, code_cells=0, sub_calls=0, forced_final=False, input_tokens=0,
-        output_tokens=0, sub_call_tokens=0, latency_s=0.0, transcript="[]", calls="[]", truncated_replies=0,
+        model=model,
+        harness=harness,
+        depth=int(depth),
+        gold=json.dumps(gold, sort_keys=True, default=str),
+        valid=False,
+        metrics={},
+        turns=0,
+        code_cells=0,
+        sub_calls=0,
+        forced_final=False,
+        input_tokens=0,
+        output_tokens=0,
+        sub_call_tokens=0,
+        latency_s=0.0,
+        transcript="[]",
+        calls="[]",
+        truncated_replies=0,
     )
     return record
 
@@ -37,11 +58,17 @@ def apply_outcome(record: dict[str, Any], outcome: EpisodeOutcome) -> dict[str, 
     result = outcome.result
     if result is not None:
         record.update(
-            final_message=result.final_message, turns=result.turns, code_cells=result.code_cells,
-            sub_calls=result.sub_calls, sub_call_tokens=result.sub_call_tokens, forced_final=result.forced_final,
-            input_tokens=result.input_tokens, output_tokens=result.output_tokens,
-            transcript=json.dumps(_without_final_copy(result.transcript, result.final_message), ensure_ascii=False,
-                                  default=str),
+            final_message=result.final_message,
+            turns=result.turns,
+            code_cells=result.code_cells,
+            sub_calls=result.sub_calls,
+            sub_call_tokens=result.sub_call_tokens,
+            forced_final=result.forced_final,
+            input_tokens=result.input_tokens,
+            output_tokens=result.output_tokens,
+            transcript=json.dumps(
+                _without_final_copy(result.transcript, result.final_message), ensure_ascii=False, default=str
+            ),
             calls=json.dumps(result.calls, default=str),
             # A call whose server sent no usage has unknown tokens: the row's sum would undercount.
             cost_usd=None if any(c.get("usage") == "missing" for c in result.calls) else result.cost_usd,
@@ -50,8 +77,12 @@ def apply_outcome(record: dict[str, Any], outcome: EpisodeOutcome) -> dict[str, 
         record["attributes"] = {**record["attributes"], **{str(k): str(v) for k, v in result.attributes.items()}}
         record["metrics"] = {**record["metrics"], **{str(k): float(v) for k, v in result.metrics.items()}}
     if outcome.error_type is not None:
-        record.update(error_type=outcome.error_type, error=(outcome.error or "")[:MAX_ERROR_CHARS],
-                      attempts=outcome.attempts, score=None)
+        record.update(
+            error_type=outcome.error_type,
+            error=(outcome.error or "")[:MAX_ERROR_CHARS],
+            attempts=outcome.attempts,
+            score=None,
+        )
     return record
 
 
@@ -64,7 +95,7 @@ def _without_final_copy(transcript: list[dict], final_message: str) -> list[dict
         event = transcript[index]
         if final_message and isinstance(event, dict) and event.get("content") == final_message:
             stored = {key: value for key, value in event.items() if key != "content"}
-            return [*transcript[:index], {**stored, "content_from": FINAL_REF}, *transcript[index + 1:]]
+            return [*transcript[:index], {**stored, "content_from": FINAL_REF}, *transcript[index + 1 :]]
     return transcript
 
 
@@ -78,13 +109,22 @@ def transcript_events(record: dict[str, Any]) -> list[dict]:
     return events
 
 
-def apply_score(record: dict[str, Any], *, score: float, valid: bool, parsed: Any, answer_error: str | None,
-                metrics: dict[str, float | None]) -> dict[str, Any]:
+def apply_score(
+    record: dict[str, Any],
+    *,
+    score: float,
+    valid: bool,
+    parsed: Any,
+    answer_error: str | None,
+    metrics: dict[str, float | None],
+) -> dict[str, Any]:
     """The scorer's verdict on a finished episode."""
     if record.get("error_type") is not None:
         raise ValueError("an error row is never scored")
     record.update(
-        score=float(score), valid=bool(valid), answer_error=answer_error,
+        score=float(score),
+        valid=bool(valid),
+        answer_error=answer_error,
         parsed_answer=None if parsed is None else json.dumps(parsed, ensure_ascii=False, default=str),
         metrics={**(record.get("metrics") or {}), **{k: float(v) for k, v in metrics.items() if v is not None}},
     )

@@ -54,11 +54,18 @@ _FIELDS = [
     ("transcript", pa.string(), "JSON: messages, code, observations, image references"),
     ("finished_at", pa.timestamp("us", tz="UTC"), "when the episode finished"),
     # Added later: rows written before have them null (ADDED_COLUMNS).
-    ("calls", pa.string(), "JSON: one entry per model call: turn, finish_reason, usage (reported | missing), "
-                           "input_tokens, output_tokens, cost_usd, attempts, failed_attempts, latency_s, wall_s; "
-                           "the call an error row died on has error, status_code, attempts, wall_s"),
-    ("truncated_replies", pa.int32(), "replies stopped by the token cap (finish_reason length): never taken as "
-                                      "the final answer"),
+    (
+        "calls",
+        pa.string(),
+        "JSON: one entry per model call: turn, finish_reason, usage (reported | missing), "
+        "input_tokens, output_tokens, cost_usd, attempts, failed_attempts, latency_s, wall_s; "
+        "the call an error row died on has error, status_code, attempts, wall_s",
+    ),
+    (
+        "truncated_replies",
+        pa.int32(),
+        "replies stopped by the token cap (finish_reason length): never taken as the final answer",
+    ),
 ]
 # Columns later than the first schema: older journals and parquet files lack them, and read as null.
 ADDED_COLUMNS = ("calls", "truncated_replies")
@@ -93,6 +100,10 @@ def fits(value: object, kind: pa.DataType) -> bool:
 def is_record(value: object) -> bool:
     """A journal line that is a results record (valid JSON can still be something else: a stray
     `{"id": ..., "epoch": 0}` must not count as a finished row, nor a score of "abc" break the table)."""
-    return (isinstance(value, dict) and all(k in value for k in RECORD_KEYS) and isinstance(value["id"], str)
-            and value["epoch"] is not None
-            and all(fits(v, COLUMNS.field(k).type) for k, v in value.items() if k in COLUMN_NAMES))
+    return (
+        isinstance(value, dict)
+        and all(k in value for k in RECORD_KEYS)
+        and isinstance(value["id"], str)
+        and value["epoch"] is not None
+        and all(fits(v, COLUMNS.field(k).type) for k, v in value.items() if k in COLUMN_NAMES)
+    )

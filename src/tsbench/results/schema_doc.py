@@ -46,33 +46,51 @@ def _table(rows: dict[str, str], head: tuple[str, str]) -> list[str]:
 
 def render() -> str:
     lines = [
-        "# Results schema", "",
-        "<!-- Written by `python -m tsbench.results.schema_doc`; edit src/tsbench/results/schema.py, not this file. -->", "",
-        "A run directory `results/<run>/` holds:", "",
+        "# Results schema",
+        "",
+        "<!-- Written by `python -m tsbench.results.schema_doc`; edit src/tsbench/results/schema.py, not this file. -->",
+        "",
+        "A run directory `results/<run>/` holds:",
+        "",
         f"- `{RUN_JSON}`: the run's config and provenance (model, harness, dataset identity, versions, git commit).",
         f"- `{RESULTS_JSON}`: the summary (below), lm-eval style.",
         f"- `{JOURNAL}`: the crash-safe journal, one JSON line per finished (id, epoch); a later line supersedes.",
         f"- `{SAMPLES}`: the journal consolidated, one row per (id, epoch), typed as below. Each field's "
-        "description is also in the parquet schema (field metadata `description`).", "",
-        "## samples.parquet", "",
-        "| column | type | description |", "|---|---|---|",
-        *[f"| `{f.name}` | `{f.type}` | {_cell(f.metadata[b'description'].decode())} |" for f in COLUMNS], "",
+        "description is also in the parquet schema (field metadata `description`).",
+        "",
+        "## samples.parquet",
+        "",
+        "| column | type | description |",
+        "|---|---|---|",
+        *[f"| `{f.name}` | `{f.type}` | {_cell(f.metadata[b'description'].decode())} |" for f in COLUMNS],
+        "",
         "TimeSage-EV rows keep their judge's accounting in `metrics`: `judge_calls`, `judge_cache_hits`, "
         "`judge_errors`, `judge_unparsed`, `judge_tokens` (tokens of the uncached judge calls) and `judge_cost_usd` "
         "(absent when the judge model has no known price), apart from the agent's `input_tokens`, `output_tokens` "
-        "and `cost_usd`.", "",
+        "and `cost_usd`.",
+        "",
         f"JSON-text columns ({', '.join(f'`{c}`' for c in JSON_COLUMNS)}) hold values whose shape differs per "
-        "family or category. An error row has `error_type` set and `score` null: an error is never a 0.", "",
+        "family or category. An error row has `error_type` set and `score` null: an error is never a 0.",
+        "",
         "An error row keeps what its episode spent before the failure (turns, tokens, cost, transcript and "
         "`calls`, whose last entry is the failing call), so cost sums include it. `cost_usd` is null when "
         "no price is known: OpenAI's list prices apply only at api.openai.com, elsewhere only a price the user "
-        "gave (`--price IN,OUT`). A call whose server sent no usage has `usage` \"missing\" and a null cost.", "",
+        'gave (`--price IN,OUT`). A call whose server sent no usage has `usage` "missing" and a null cost.',
+        "",
         f"Columns added after the first schema ({', '.join(f'`{c}`' for c in ADDED_COLUMNS)}) are null in rows "
-        "written before them; such runs load unchanged.", "",
+        "written before them; such runs load unchanged.",
+        "",
         "Reading it: `tsbench.results.load_samples(run_dir)` (maps as dicts), or `pandas.read_parquet`. "
-        "`tsbench export RUN --format hf|csv|inspect` writes it for other tools.", "",
-        f"## {RESULTS_JSON}", "", *_table(RESULTS_FIELDS, ("key", "meaning")), "",
-        "Each block (a category's, or `overall`):", "", *_table(BLOCK_FIELDS, ("key", "meaning")), "",
+        "`tsbench export RUN --format hf|csv|inspect` writes it for other tools.",
+        "",
+        f"## {RESULTS_JSON}",
+        "",
+        *_table(RESULTS_FIELDS, ("key", "meaning")),
+        "",
+        "Each block (a category's, or `overall`):",
+        "",
+        *_table(BLOCK_FIELDS, ("key", "meaning")),
+        "",
     ]
     return "\n".join(lines)
 

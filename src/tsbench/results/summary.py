@@ -24,13 +24,20 @@ def _block(group: pd.DataFrame) -> dict:
     low, high = bootstrap_ci(scores, n_boot=1000, seed=0) if n else (None, None)
     cost = group["cost_usd"].dropna()
     return {
-        "rows": int(len(group)), "n": n, "errors": int(group["error_type"].notna().sum()),
-        "mean": mean, "stderr": stderr, "ci95": [low, high] if n else None, "small_n": bool(n < SMALL_N),
+        "rows": int(len(group)),
+        "n": n,
+        "errors": int(group["error_type"].notna().sum()),
+        "mean": mean,
+        "stderr": stderr,
+        "ci95": [low, high] if n else None,
+        "small_n": bool(n < SMALL_N),
         "valid_rate": float(scored["valid"].astype(float).mean()) if n else None,
         "mean_turns": float(group["turns"].mean()) if len(group) else None,
         "forced_final_rate": float(scored["forced_final"].astype(float).mean()) if n else None,
-        "input_tokens": int(group["input_tokens"].sum()), "output_tokens": int(group["output_tokens"].sum()),
-        "cost_usd": float(cost.sum()) if len(cost) else None, "cost_known_rows": int(len(cost)),
+        "input_tokens": int(group["input_tokens"].sum()),
+        "output_tokens": int(group["output_tokens"].sum()),
+        "cost_usd": float(cost.sum()) if len(cost) else None,
+        "cost_known_rows": int(len(cost)),
     }
 
 

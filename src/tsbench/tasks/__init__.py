@@ -22,7 +22,7 @@ BUILTIN = {
 FAMILIES = Registry("family", BUILTIN, direct=True)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def get_taskset(name: str) -> TaskFamily:
     found = FAMILIES.load(name)
     taskset = found() if isinstance(found, type) else found

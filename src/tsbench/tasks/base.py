@@ -85,7 +85,6 @@ class Column:
     mean_metric: str | None = None
 
 
-
 @dataclass
 class Audit:
     """What `tsbench audit` shows of a generated set: each check with its failure count, then every
@@ -174,7 +173,9 @@ class TaskFamily:
     judged: bool = False  # scored by a judge model: `scorer` binds the run's judge, `rescore` applies
 
     # -- the family's own ------------------------------------------------------------------------
-    def resolve(self, data: list[str], *, seed: int, split: str, root: str | None, filters: dict[str, Any]) -> list[Path]:
+    def resolve(
+        self, data: list[str], *, seed: int, split: str, root: str | None, filters: dict[str, Any]
+    ) -> list[Path]:
         """The dataset files a run reads (explicit paths, a seed dir, or the default location)."""
         raise NotImplementedError
 
@@ -285,8 +286,10 @@ class TaskFamily:
         """The seeded stream of training tasks (default: shuffled epochs over the `train` split)."""
         unknown = sorted(k for k, v in request.options.items() if v is not None)
         if unknown:
-            raise UserError(f"family {self.name} trains on its fixed train split: "
-                            f"{', '.join('--' + k for k in unknown)} do(es) not apply")
+            raise UserError(
+                f"family {self.name} trains on its fixed train split: "
+                f"{', '.join('--' + k for k in unknown)} do(es) not apply"
+            )
         files = self.resolve(list(request.data), seed=request.seed, split=TRAIN_SPLIT, root=None, filters={})
         rows = self.index(files, {})
         if "split" in rows.columns:

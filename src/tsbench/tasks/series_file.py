@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -72,21 +73,24 @@ class SeriesWriter:
         self.flush()
         self._writer.close()
 
-    def __enter__(self) -> "SeriesWriter":
+    def __enter__(self) -> SeriesWriter:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
 
 
-def iter_records(path: str | Path, light_columns: list[str], *, with_values: bool = True,
-                 batch_size: int = 8) -> Iterator[tuple[dict, np.ndarray | None]]:
+def iter_records(
+    path: str | Path, light_columns: list[str], *, with_values: bool = True, batch_size: int = 8
+) -> Iterator[tuple[dict, np.ndarray | None]]:
     """(light columns as a dict, values or None) per row, streamed a batch at a time."""
     pf = pq.ParquetFile(path)
     columns = light_columns + (["values"] if with_values else [])
     for batch in pf.iter_batches(batch_size=batch_size, columns=columns):
         for i, rec in enumerate(batch.select(light_columns).to_pylist()):
-            values = values_from_cell(batch.column("values")[i], rec["n_channels"], rec["length"]) if with_values else None
+            values = (
+                values_from_cell(batch.column("values")[i], rec["n_channels"], rec["length"]) if with_values else None
+            )
             yield rec, values
 
 

@@ -73,8 +73,14 @@ def _word_count(content: Any) -> int:
 class FakeOpenAIServer:
     """Start with `with FakeOpenAIServer(["429", "ok:hi"]) as server:`; point a client at `server.base_url`."""
 
-    def __init__(self, script: Iterable[str] = (), *, default: str = "ok:hello", latency_s: float = 0.0,
-                 model_ids: Iterable[str] = ("fake-model",)):
+    def __init__(
+        self,
+        script: Iterable[str] = (),
+        *,
+        default: str = "ok:hello",
+        latency_s: float = 0.0,
+        model_ids: Iterable[str] = ("fake-model",),
+    ):
         self.default = default
         self.latency_s = latency_s
         self.model_ids = list(model_ids)
@@ -96,8 +102,9 @@ class FakeOpenAIServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
         # A short poll interval lets stop() return promptly.
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
-                                        name="fake-openai", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-openai", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -158,24 +165,29 @@ class FakeOpenAIServer:
 def _tool_calls(behaviour: str, serial: int) -> list[dict[str, Any]]:
     """The tool_calls of a "tool:" or "tools:" behaviour, in wire format."""
     if behaviour.startswith("tools:"):
-        wanted = json.loads(behaviour[len("tools:"):])
+        wanted = json.loads(behaviour[len("tools:") :])
     else:
-        name, _, arguments = behaviour[len("tool:"):].partition(":")
+        name, _, arguments = behaviour[len("tool:") :].partition(":")
         wanted = [{"name": name, "arguments": arguments or "{}"}]
     calls = []
     for index, call in enumerate(wanted):
         arguments = call.get("arguments", {})
-        calls.append({
-            "id": f"call_{serial}_{index}",
-            "type": "function",
-            "function": {"name": call["name"],
-                         "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)},
-        })
+        calls.append(
+            {
+                "id": f"call_{serial}_{index}",
+                "type": "function",
+                "function": {
+                    "name": call["name"],
+                    "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+                },
+            }
+        )
     return calls
 
 
-def _completion_json(body: dict[str, Any], text: str, serial: int,
-                     tool_calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def _completion_json(
+    body: dict[str, Any], text: str, serial: int, tool_calls: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     prompt_tokens = sum(_word_count(m.get("content")) for m in body.get("messages", []))
     completion_tokens = len(text.split()) + sum(len(c["function"]["arguments"].split()) + 1 for c in tool_calls or [])
     message: dict[str, Any] = {"role": "assistant", "content": text}
@@ -186,12 +198,14 @@ def _completion_json(body: dict[str, Any], text: str, serial: int,
         "object": "chat.completion",
         "created": int(time.time()),
         "model": body.get("model", "fake-model"),
-        "choices": [{
-            "index": 0,
-            "message": message,
-            "finish_reason": "tool_calls" if tool_calls else "stop",
-            "logprobs": None,
-        }],
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if tool_calls else "stop",
+                "logprobs": None,
+            }
+        ],
         "usage": {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
@@ -278,10 +292,19 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 server.embedding_bodies.append(body)
             texts = body.get("input", [])
             texts = [texts] if isinstance(texts, str) else list(texts)
-            data = [{"object": "embedding", "index": i, "embedding": fake_embedding(str(t))} for i, t in enumerate(texts)]
+            data = [
+                {"object": "embedding", "index": i, "embedding": fake_embedding(str(t))} for i, t in enumerate(texts)
+            ]
             tokens = sum(len(str(t).split()) for t in texts)
-            self._send_json(200, {"object": "list", "data": data, "model": body.get("model", "fake-embedding"),
-                                  "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+            self._send_json(
+                200,
+                {
+                    "object": "list",
+                    "data": data,
+                    "model": body.get("model", "fake-embedding"),
+                    "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+                },
+            )
 
         def _respond(self, behaviour: str, body: dict[str, Any]) -> None:
             if behaviour == "hang":
@@ -294,7 +317,9 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self._drop()
                 return
             if behaviour == "bad_json":
-                self._send_raw(200, b'{"id": "chatcmpl-cut", "object": "chat.completion", "choices": [{"index": 0, "mess')
+                self._send_raw(
+                    200, b'{"id": "chatcmpl-cut", "object": "chat.completion", "choices": [{"index": 0, "mess'
+                )
                 return
             if behaviour == "empty_choices":
                 payload = _completion_json(body, "", server.request_count)
@@ -329,8 +354,11 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             code, _, retry_after = behaviour.partition(":")
             status = int(code)
             headers = {"Retry-After": retry_after or "0"} if status == 429 else {}
-            kind = "rate_limit_exceeded" if status == 429 else (
-                "server_error" if status >= 500 else "invalid_request_error")
+            kind = (
+                "rate_limit_exceeded"
+                if status == 429
+                else ("server_error" if status >= 500 else "invalid_request_error")
+            )
             error = {"error": {"message": f"scripted {status}", "type": kind, "code": str(status)}}
             self._send_json(status, error, headers)
 

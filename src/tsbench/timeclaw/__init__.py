@@ -22,6 +22,14 @@ def build_memory(*args: Any, **kwargs: Any):
 
 
 __all__ = [
-    "DIM", "FEATURE_NAMES", "MemoryBank", "Precedent", "build_memory", "fingerprint", "fingerprint_dict",
-    "load_bank", "recall", "render_precedents",
+    "DIM",
+    "FEATURE_NAMES",
+    "MemoryBank",
+    "Precedent",
+    "build_memory",
+    "fingerprint",
+    "fingerprint_dict",
+    "load_bank",
+    "recall",
+    "render_precedents",
 ]

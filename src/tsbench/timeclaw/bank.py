@@ -42,26 +42,28 @@ MEMORY_HEADER = (
     "are withheld; use them as guidance on how to analyse this series, not as answers."
 )
 
-SCHEMA = pa.schema([
-    ("id", pa.string()),
-    ("source_id", pa.string()),
-    ("family", pa.string()),  # the task's category (the retrieval family filter compares it)
-    ("regime", pa.string()),
-    ("length", pa.int64()),
-    ("n_channels", pa.int64()),
-    ("descriptor", pa.string()),  # c_tau, the text phi embeds
-    ("psi", pa.list_(pa.float64())),
-    ("phi", pa.list_(pa.float32())),  # null: no embedding (skipped in stage 1)
-    ("embedder", pa.string()),
-    ("trajectory", pa.string()),  # JSON list of steps: tool calls / code cells and their observations
-    ("rationale", pa.string()),
-    ("summary", pa.string()),  # what a retrieval injects; never the final answer
-    ("score", pa.float64()),
-    ("model", pa.string()),
-    ("harness", pa.string()),
-    ("run", pa.string()),
-    ("created_at", pa.string()),
-])
+SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("source_id", pa.string()),
+        ("family", pa.string()),  # the task's category (the retrieval family filter compares it)
+        ("regime", pa.string()),
+        ("length", pa.int64()),
+        ("n_channels", pa.int64()),
+        ("descriptor", pa.string()),  # c_tau, the text phi embeds
+        ("psi", pa.list_(pa.float64())),
+        ("phi", pa.list_(pa.float32())),  # null: no embedding (skipped in stage 1)
+        ("embedder", pa.string()),
+        ("trajectory", pa.string()),  # JSON list of steps: tool calls / code cells and their observations
+        ("rationale", pa.string()),
+        ("summary", pa.string()),  # what a retrieval injects; never the final answer
+        ("score", pa.float64()),
+        ("model", pa.string()),
+        ("harness", pa.string()),
+        ("run", pa.string()),
+        ("created_at", pa.string()),
+    ]
+)
 COLUMNS = [f.name for f in SCHEMA]
 
 
@@ -84,8 +86,11 @@ class MemoryBank:
                 frame[column] = None
         self.records = frame[COLUMNS].reset_index(drop=True)
         self.path = path
-        self.psi = np.array([np.asarray(p, dtype=np.float64) for p in self.records["psi"]]).reshape(len(self.records), -1) \
-            if len(self.records) else np.zeros((0, DIM))
+        self.psi = (
+            np.array([np.asarray(p, dtype=np.float64) for p in self.records["psi"]]).reshape(len(self.records), -1)
+            if len(self.records)
+            else np.zeros((0, DIM))
+        )
         if self.psi.shape[1] != DIM:
             raise ValueError(f"bank fingerprints have {self.psi.shape[1]} features, expected {DIM}")
         self.has_phi = np.array([p is not None and len(p) > 0 for p in self.records["phi"]], dtype=bool)
@@ -110,7 +115,7 @@ class MemoryBank:
 
     # -- storage --------------------------------------------------------------------------------
     @classmethod
-    def load(cls, path: str | Path) -> "MemoryBank":
+    def load(cls, path: str | Path) -> MemoryBank:
         table = pq.read_table(path)
         return cls(table.to_pylist(), path=str(path))
 
@@ -131,9 +136,17 @@ class MemoryBank:
     def normalise(self, psi: np.ndarray) -> np.ndarray:
         return (np.asarray(psi, dtype=np.float64) - self.mean) / self.std
 
-    def retrieve(self, psi: np.ndarray, phi: np.ndarray | None = None, *, top_k: int = TOP_K, pool: int = POOL_N,
-                 family: str | None = None, exclude_id: str | None = None,
-                 exclude_psi: np.ndarray | None = None) -> list[Precedent]:
+    def retrieve(
+        self,
+        psi: np.ndarray,
+        phi: np.ndarray | None = None,
+        *,
+        top_k: int = TOP_K,
+        pool: int = POOL_N,
+        family: str | None = None,
+        exclude_id: str | None = None,
+        exclude_psi: np.ndarray | None = None,
+    ) -> list[Precedent]:
         """Two-stage top-k: cosine on phi for a pool of N, then L2 on normalised psi."""
         if top_k <= 0 or not len(self):
             return []
@@ -143,15 +156,21 @@ class MemoryBank:
         if exclude_id is not None:
             candidates = candidates[(self.records["id"].to_numpy() != exclude_id)[candidates]]
         if exclude_psi is not None:
-            same = np.all(np.isclose(self.psi[candidates], np.asarray(exclude_psi, dtype=np.float64)[None, :],
-                                     rtol=0.0, atol=1e-12), axis=1)
+            same = np.all(
+                np.isclose(
+                    self.psi[candidates], np.asarray(exclude_psi, dtype=np.float64)[None, :], rtol=0.0, atol=1e-12
+                ),
+                axis=1,
+            )
             candidates = candidates[~same]
         cosines: dict[int, float] = {}
         if phi is not None:
             query = np.asarray(phi, dtype=np.float32).ravel()
             if self.phi_dim and query.shape[0] != self.phi_dim:
-                raise ValueError(f"query embedding has {query.shape[0]} dims, the bank's have {self.phi_dim} "
-                                 f"(built with {self.embedder})")
+                raise ValueError(
+                    f"query embedding has {query.shape[0]} dims, the bank's have {self.phi_dim} "
+                    f"(built with {self.embedder})"
+                )
             query = query / max(float(np.linalg.norm(query)), 1e-12)
             candidates = candidates[self.has_phi[candidates]]
             similarity = self.phi[candidates] @ query if len(candidates) else np.zeros(0)
@@ -166,11 +185,17 @@ class MemoryBank:
         for position in order:
             row = int(candidates[position])
             record = self.records.iloc[row]
-            found.append(Precedent(
-                id=str(record["id"]), family=str(record["family"]), summary=str(record["summary"] or ""),
-                rationale=str(record["rationale"] or ""), score=float(record["score"] or 0.0),
-                cosine=cosines.get(row), distance=float(distances[position]),
-            ))
+            found.append(
+                Precedent(
+                    id=str(record["id"]),
+                    family=str(record["family"]),
+                    summary=str(record["summary"] or ""),
+                    rationale=str(record["rationale"] or ""),
+                    score=float(record["score"] or 0.0),
+                    cosine=cosines.get(row),
+                    distance=float(distances[position]),
+                )
+            )
         return found
 
 
@@ -210,10 +235,22 @@ def render_precedents(precedents: list[Precedent]) -> str:
     return "\n".join(lines)
 
 
-def recall(bank_path: str | Path, *, row_id: str, category: str, regime: str, question: str,
-           channel_names: list[str], values, options: list[str] | None = None, top_k: int = TOP_K,
-           pool: int = POOL_N, family_filter: bool = False, exclude_self: bool = True,
-           embedder: str | None = None) -> tuple[str, dict[str, Any]]:
+def recall(
+    bank_path: str | Path,
+    *,
+    row_id: str,
+    category: str,
+    regime: str,
+    question: str,
+    channel_names: list[str],
+    values,
+    options: list[str] | None = None,
+    top_k: int = TOP_K,
+    pool: int = POOL_N,
+    family_filter: bool = False,
+    exclude_self: bool = True,
+    embedder: str | None = None,
+) -> tuple[str, dict[str, Any]]:
     """Retrieve precedents for one task: (prompt prefix, transcript event)."""
     from tsbench.timeclaw.embed import context_descriptor, get_embedder
     from tsbench.timeclaw.fingerprint import fingerprint
@@ -228,14 +265,24 @@ def recall(bank_path: str | Path, *, row_id: str, category: str, regime: str, qu
             descriptor = context_descriptor(category, regime, channel_names, question, options)
             phi = encoder.embed([descriptor])[0]
     precedents = bank.retrieve(
-        psi, phi, top_k=top_k, pool=pool, family=category if family_filter else None,
-        exclude_id=row_id if exclude_self else None, exclude_psi=psi if exclude_self else None,
+        psi,
+        phi,
+        top_k=top_k,
+        pool=pool,
+        family=category if family_filter else None,
+        exclude_id=row_id if exclude_self else None,
+        exclude_psi=psi if exclude_self else None,
     )
     event = {
-        "role": "memory", "bank": str(bank_path), "embedder": name if phi is not None else "none",
-        "top_k": top_k, "pool": pool,
-        "precedents": [{"id": p.id, "family": p.family, "score": p.score, "cosine": p.cosine,
-                        "distance": round(p.distance, 6)} for p in precedents],
+        "role": "memory",
+        "bank": str(bank_path),
+        "embedder": name if phi is not None else "none",
+        "top_k": top_k,
+        "pool": pool,
+        "precedents": [
+            {"id": p.id, "family": p.family, "score": p.score, "cosine": p.cosine, "distance": round(p.distance, 6)}
+            for p in precedents
+        ],
     }
     return render_precedents(precedents), event
 
@@ -249,13 +296,23 @@ def trajectory_steps(transcript: list[dict[str, Any]], *, max_chars: int = 400) 
             continue
         observation = str(event.get("observation", ""))[:max_chars]
         if "name" in event:
-            steps.append({"tool": event["name"], "arguments": event.get("arguments"), "observation": observation,
-                          "error": bool(event.get("error"))})
+            steps.append(
+                {
+                    "tool": event["name"],
+                    "arguments": event.get("arguments"),
+                    "observation": observation,
+                    "error": bool(event.get("error")),
+                }
+            )
         else:
             cells = event.get("cells") or []
             for index, cell in enumerate(cells):
-                steps.append({"code": str(cell.get("code", ""))[:max_chars],
-                              "observation": observation if index == len(cells) - 1 else ""})
+                steps.append(
+                    {
+                        "code": str(cell.get("code", ""))[:max_chars],
+                        "observation": observation if index == len(cells) - 1 else "",
+                    }
+                )
     return steps
 
 
@@ -286,13 +343,27 @@ def make_rationale(family: str, n_channels: int, length: int, score: float, step
     return f"A {family} question on {n_channels} channel(s) of length {length} was solved (score {score:.2f}): {how}."
 
 
-def make_summary(family: str, n_channels: int, length: int, score: float, rationale: str,
-                 steps: list[dict[str, Any]], *, max_steps: int = 6, step_chars: int = 160) -> str:
+def make_summary(
+    family: str,
+    n_channels: int,
+    length: int,
+    score: float,
+    rationale: str,
+    steps: list[dict[str, Any]],
+    *,
+    max_steps: int = 6,
+    step_chars: int = 160,
+) -> str:
     """The precedent text a retrieval injects: task shape, rationale, the steps (no final answer)."""
     shown = steps[:max_steps]
-    lines = [f"{family} task, {n_channels} channel(s), L = {length}; solved with score {score:.2f}.",
-             f"Rationale: {rationale}"]
+    lines = [
+        f"{family} task, {n_channels} channel(s), L = {length}; solved with score {score:.2f}.",
+        f"Rationale: {rationale}",
+    ]
     if shown:
-        lines.append("Steps: " + " | ".join(_step_text(s, step_chars) for s in shown)
-                     + (f" | ... ({len(steps) - max_steps} more)" if len(steps) > max_steps else ""))
+        lines.append(
+            "Steps: "
+            + " | ".join(_step_text(s, step_chars) for s in shown)
+            + (f" | ... ({len(steps) - max_steps} more)" if len(steps) > max_steps else "")
+        )
     return "\n    ".join(lines)

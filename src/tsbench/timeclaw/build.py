@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -49,8 +49,10 @@ def read_run_samples(run_dir: str | Path) -> pd.DataFrame:
 def refuse_test_split(samples: pd.DataFrame, run_dir, allow: bool) -> None:
     """Learning from test-split episodes contaminates the benchmark: refused unless asked for."""
     if not allow and "split" in samples and (samples["split"] == "test").any():
-        raise ValueError(f"{run_dir} holds test-split episodes; learning from them contaminates the benchmark "
-                         "(evaluate on --split train or val, or pass --include-test-split)")
+        raise ValueError(
+            f"{run_dir} holds test-split episodes; learning from them contaminates the benchmark "
+            "(evaluate on --split train or val, or pass --include-test-split)"
+        )
 
 
 def run_data_files(run_dir: str | Path, data: Iterable[str] | None = None) -> list[Path]:
@@ -101,9 +103,16 @@ def load_samples_by_id(family: TaskFamily, files: Iterable[Path], ids: set[str])
     return {str(i): family.load(SampleRef(family.name, str(p), str(i))) for i, p in zip(index["id"], index["path"])}
 
 
-def build_memory(from_runs, min_score: float = DEFAULT_MIN_SCORE, out: str | Path = "banks/memory.parquet", *,
-                 embedder: str = DEFAULT_EMBEDDER, data: list[str] | None = None, append: bool = False,
-                 include_test_split: bool = False) -> Path:
+def build_memory(
+    from_runs,
+    min_score: float = DEFAULT_MIN_SCORE,
+    out: str | Path = "banks/memory.parquet",
+    *,
+    embedder: str = DEFAULT_EMBEDDER,
+    data: list[str] | None = None,
+    append: bool = False,
+    include_test_split: bool = False,
+) -> Path:
     """Write a bank of the runs' successful episodes to `out`; returns its path.
 
     `from_runs`: one run dir or several. `embedder`: "minilm" (offline, default), "openai/<model>"
@@ -151,12 +160,22 @@ def _record(result: dict, sample: Sample, key: str, run: str) -> dict:
     n_channels = len(task.channel_names)
     rationale = make_rationale(task.category, n_channels, task.length, score, steps)
     return {
-        "id": task.row_id, "source_id": key, "family": task.category, "regime": task.regime,
-        "length": task.length, "n_channels": n_channels,
+        "id": task.row_id,
+        "source_id": key,
+        "family": task.category,
+        "regime": task.regime,
+        "length": task.length,
+        "n_channels": n_channels,
         "descriptor": context_descriptor(task.category, task.regime, task.channel_names, task.question, task.options),
-        "psi": [float(v) for v in fingerprint(task.values)], "phi": None, "embedder": "none",
-        "trajectory": json.dumps(steps, ensure_ascii=False), "rationale": rationale,
+        "psi": [float(v) for v in fingerprint(task.values)],
+        "phi": None,
+        "embedder": "none",
+        "trajectory": json.dumps(steps, ensure_ascii=False),
+        "rationale": rationale,
         "summary": make_summary(task.category, n_channels, task.length, score, rationale, steps),
-        "score": score, "model": result.get("model"), "harness": result.get("harness"), "run": run,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "score": score,
+        "model": result.get("model"),
+        "harness": result.get("harness"),
+        "run": run,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }

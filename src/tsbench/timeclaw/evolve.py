@@ -27,7 +27,7 @@ import json
 import logging
 import random
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +36,8 @@ from tsbench.harness.runtime.sandbox import Sandbox
 from tsbench.harness.toolset import (
     TOOL_FILE,
     TOOL_JSON,
-    ToolSourceError,
     Toolset,
+    ToolSourceError,
     read_observation,
     seed_specs,
     spec_from_source,
@@ -92,9 +92,14 @@ class HeldOutTask:
     gold: dict
 
     def meta(self) -> dict[str, Any]:
-        return {"row_id": self.id, "category": self.category, "regime": self.regime,
-                "length": int(self.values.shape[1]), "channels": list(self.channel_names),
-                "options": list(self.options)}
+        return {
+            "row_id": self.id,
+            "category": self.category,
+            "regime": self.regime,
+            "length": int(self.values.shape[1]),
+            "channels": list(self.channel_names),
+            "options": list(self.options),
+        }
 
 
 @dataclass
@@ -124,16 +129,18 @@ class EvolveReport:
         return [c for c in self.candidates if c.admitted]
 
     def to_dict(self) -> dict[str, Any]:
-        return {**{k: v for k, v in asdict(self).items() if k != "candidates"},
-                "candidates": [asdict(c) for c in self.candidates],
-                "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        return {
+            **{k: v for k, v in asdict(self).items() if k != "candidates"},
+            "candidates": [asdict(c) for c in self.candidates],
+            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
 
 
 # ----------------------------------------------------------------------------- the prompt --
 
+
 def seed_tool_listing() -> str:
-    return "\n".join(f"  - {spec.signature()}: {spec.description}"
-                     for spec in seed_specs().values() if not spec.image)
+    return "\n".join(f"  - {spec.signature()}: {spec.description}" for spec in seed_specs().values() if not spec.image)
 
 
 def _trajectory_text(sample: dict, max_steps: int = 8, chars: int = 600) -> str:
@@ -160,9 +167,16 @@ def evolve_prompt(category: str, question: str, examples: list[dict]) -> list[Me
 
 # ------------------------------------------------------------------------- verification --
 
-def verify_tool(source: str, tasks: list[HeldOutTask], family: TaskFamily, *,
-                success_threshold: float = SUCCESS_THRESHOLD, cell_timeout_s: float = 120.0,
-                memory_bytes: int = 4 * 2**30) -> list[dict[str, Any]]:
+
+def verify_tool(
+    source: str,
+    tasks: list[HeldOutTask],
+    family: TaskFamily,
+    *,
+    success_threshold: float = SUCCESS_THRESHOLD,
+    cell_timeout_s: float = 120.0,
+    memory_bytes: int = 4 * 2**30,
+) -> list[dict[str, Any]]:
     """Run a candidate tool (source) with its defaults on each held-out task, in one sandbox kernel;
     score json.dumps(its return value) with the family's scorer. Never runs the source in this process."""
     spec = spec_from_source(source, family="evolved")
@@ -171,20 +185,28 @@ def verify_tool(source: str, tasks: list[HeldOutTask], family: TaskFamily, *,
     if spec.parameters.get("required"):
         raise ToolSourceError(f"every parameter needs a default (no default: {', '.join(spec.parameters['required'])})")
     toolset = Toolset.build(extra=[spec])
-    union = {f"{index}::{name}": values
-             for index, task in enumerate(tasks) for name, values in zip(task.channel_names, task.values)}
+    union = {
+        f"{index}::{name}": values
+        for index, task in enumerate(tasks)
+        for name, values in zip(task.channel_names, task.values)
+    }
     placeholder = tasks[0].meta()
     results = []
     cache = stumpy_cache_dir()  # discords' compiled functions, read-only in the jail
-    with Sandbox(union, cell_timeout_s=cell_timeout_s, memory_bytes=memory_bytes,
-                 readonly_paths=[cache] if cache.is_dir() else []) as sandbox:
+    with Sandbox(
+        union,
+        cell_timeout_s=cell_timeout_s,
+        memory_bytes=memory_bytes,
+        readonly_paths=[cache] if cache.is_dir() else [],
+    ) as sandbox:
         install = toolset.install_code(placeholder, numba_cache=str(stumpy_cache_dir()), verification=True)
         setup = sandbox.run(install)
         if setup.error:
             raise RuntimeError(f"installing the tools failed: {setup.error[-1000:]}")
         for index, task in enumerate(tasks):
-            code = (f"_tc_select({index}, _tc_json.loads({json.dumps(task.meta())!r}))\n"
-                    + Toolset.call_code(spec.name, {}))
+            code = f"_tc_select({index}, _tc_json.loads({json.dumps(task.meta())!r}))\n" + Toolset.call_code(
+                spec.name, {}
+            )
             cell = sandbox.run(code)
             if cell.restarted:
                 sandbox.run(install)
@@ -195,26 +217,34 @@ def verify_tool(source: str, tasks: list[HeldOutTask], family: TaskFamily, *,
             else:
                 final = json.dumps(observation.data)
                 scored = family.score(task.category, task.gold, final)
-                entry.update(score=float(scored.score), success=bool(scored.score >= success_threshold),
-                             answer=final[:300], valid=bool(scored.valid))
+                entry.update(
+                    score=float(scored.score),
+                    success=bool(scored.score >= success_threshold),
+                    answer=final[:300],
+                    valid=bool(scored.valid),
+                )
             results.append(entry)
     return results
 
 
 # ------------------------------------------------------------------------------ the loop --
 
+
 def verification_files(family: TaskFamily, files: list[Path]) -> list[Path]:
     """The train and val files the family finds beside a run's dataset files."""
     found = [f for split in VERIFY_SPLITS for f in family.split_files([str(f) for f in files], split)]
     if not found:
         where = ", ".join(sorted({str(f if f.is_dir() else f.parent) for f in map(Path, files)}))
-        raise ValueError(f"evolve verifies tools on train/val rows, but {where} holds no {family.name} train or val "
-                         "split; write them beside the run's data (e.g. `tsbench generate --split all`)")
+        raise ValueError(
+            f"evolve verifies tools on train/val rows, but {where} holds no {family.name} train or val "
+            "split; write them beside the run's data (e.g. `tsbench generate --split all`)"
+        )
     return list(dict.fromkeys(found))
 
 
-def _held_out(family: TaskFamily, files: list[Path], category: str, exclude: set[str], limit: int,
-              seed: int) -> list[HeldOutTask]:
+def _held_out(
+    family: TaskFamily, files: list[Path], category: str, exclude: set[str], limit: int, seed: int
+) -> list[HeldOutTask]:
     index = family.index(files, {})
     index = index[(index["category"] == category) & ~index["id"].isin(exclude)].drop_duplicates("id")
     paths = dict(zip(index["id"].astype(str), index["path"].astype(str)))
@@ -228,8 +258,18 @@ def _held_out(family: TaskFamily, files: list[Path], category: str, exclude: set
         task = sample.task
         if sample.columns.get("split") not in VERIFY_SPLITS or task.values is None:
             continue  # a family whose every split file is one file: only its train/val rows verify
-        tasks.append(HeldOutTask(task.row_id, task.category, task.regime, task.question, list(task.channel_names),
-                                 task.values, list(task.options), sample.gold))
+        tasks.append(
+            HeldOutTask(
+                task.row_id,
+                task.category,
+                task.regime,
+                task.question,
+                list(task.channel_names),
+                task.values,
+                list(task.options),
+                sample.gold,
+            )
+        )
     return tasks
 
 
@@ -240,12 +280,26 @@ def _question_of(family: TaskFamily, files: list[Path], task_id: str) -> str:
     return found[task_id].task.question if task_id in found else ""
 
 
-def evolve_tools(from_runs, model: ChatModel, out: str | Path, gamma: float = GAMMA, *,
-                 min_score: float = 0.5, success_threshold: float = SUCCESS_THRESHOLD, examples_per_category: int = 3,
-                 max_heldout: int = 10, min_heldout: int = 3, categories: list[str] | None = None,
-                 data: list[str] | None = None, max_tokens: int | None = 2048, temperature: float | None = None,
-                 cell_timeout_s: float = 120.0, memory_bytes: int = 4 * 2**30, seed: int = 0,
-                 include_test_split: bool = False) -> EvolveReport:
+def evolve_tools(
+    from_runs,
+    model: ChatModel,
+    out: str | Path,
+    gamma: float = GAMMA,
+    *,
+    min_score: float = 0.5,
+    success_threshold: float = SUCCESS_THRESHOLD,
+    examples_per_category: int = 3,
+    max_heldout: int = 10,
+    min_heldout: int = 3,
+    categories: list[str] | None = None,
+    data: list[str] | None = None,
+    max_tokens: int | None = 2048,
+    temperature: float | None = None,
+    cell_timeout_s: float = 120.0,
+    memory_bytes: int = 4 * 2**30,
+    seed: int = 0,
+    include_test_split: bool = False,
+) -> EvolveReport:
     """Propose one tool per category of the runs' successful trajectories, verify each on held-out
     tasks in the sandbox, admit those with success rate >= gamma into `out` (see the module doc)."""
     from tsbench.timeclaw.build import _as_list, run_data_files, run_family, successful_rows
@@ -253,13 +307,18 @@ def evolve_tools(from_runs, model: ChatModel, out: str | Path, gamma: float = GA
     runs = _as_list(from_runs)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    report = EvolveReport(out=str(out), gamma=gamma, success_threshold=success_threshold,
-                          model=getattr(model, "name", "?"), runs=[str(r) for r in runs])
+    report = EvolveReport(
+        out=str(out),
+        gamma=gamma,
+        success_threshold=success_threshold,
+        model=getattr(model, "name", "?"),
+        runs=[str(r) for r in runs],
+    )
     chosen = successful_rows(runs, min_score, include_test_split)
     taken = set(seed_specs()) | {p.name for p in out.iterdir() if (p / TOOL_FILE).is_file()}
     if chosen.empty:
         log.warning("no successful trajectories (score >= %s) in %s", min_score, runs)
-    for category, group in ([] if chosen.empty else chosen.groupby("category", sort=True)):
+    for category, group in [] if chosen.empty else chosen.groupby("category", sort=True):
         if categories and category not in categories:
             continue
         examples = group.head(examples_per_category).to_dict("records")
@@ -267,15 +326,18 @@ def evolve_tools(from_runs, model: ChatModel, out: str | Path, gamma: float = GA
         report.candidates.append(candidate)
         family = run_family(examples[0]["run"])
         files = sorted({f for run in {e["run"] for e in examples} for f in run_data_files(run, data)})
-        tasks = _held_out(family, verification_files(family, files), category, {e["id"] for e in examples},
-                          max_heldout, seed)
+        tasks = _held_out(
+            family, verification_files(family, files), category, {e["id"] for e in examples}, max_heldout, seed
+        )
         candidate.n_heldout = len(tasks)
         if len(tasks) < min_heldout:
             candidate.reason = f"only {len(tasks)} held-out task(s) (need {min_heldout})"
             continue
-        completion = model.generate(evolve_prompt(category, _question_of(family, files, examples[0]["id"]), examples),
-                                    max_tokens=max_tokens,
-                                    temperature=temperature)
+        completion = model.generate(
+            evolve_prompt(category, _question_of(family, files, examples[0]["id"]), examples),
+            max_tokens=max_tokens,
+            temperature=temperature,
+        )
         blocks = extract_code(completion.text)
         if not blocks:
             candidate.reason = "the reply held no ```python block"
@@ -286,33 +348,53 @@ def evolve_tools(from_runs, model: ChatModel, out: str | Path, gamma: float = GA
             candidate.name = spec.name
             if spec.name in taken:
                 raise ToolSourceError(f"the tool name {spec.name!r} is already taken")
-            candidate.results = verify_tool(source, tasks, family, success_threshold=success_threshold,
-                                            cell_timeout_s=cell_timeout_s, memory_bytes=memory_bytes)
+            candidate.results = verify_tool(
+                source,
+                tasks,
+                family,
+                success_threshold=success_threshold,
+                cell_timeout_s=cell_timeout_s,
+                memory_bytes=memory_bytes,
+            )
         except (ToolSourceError, RuntimeError) as exc:
             candidate.reason = str(exc)
             continue
         successes = sum(r["success"] for r in candidate.results)
         candidate.success_rate = successes / len(candidate.results)
         candidate.admitted = candidate.success_rate >= gamma
-        candidate.reason = (f"{successes}/{len(candidate.results)} held-out tasks scored >= {success_threshold}; "
-                            f"{'admitted' if candidate.admitted else 'rejected'} at gamma = {gamma}")
+        candidate.reason = (
+            f"{successes}/{len(candidate.results)} held-out tasks scored >= {success_threshold}; "
+            f"{'admitted' if candidate.admitted else 'rejected'} at gamma = {gamma}"
+        )
         if candidate.admitted:
-            candidate.path = str(_save_tool(out, spec.name, source, spec.description, spec.parameters, candidate,
-                                            report))
+            candidate.path = str(
+                _save_tool(out, spec.name, source, spec.description, spec.parameters, candidate, report)
+            )
             taken.add(spec.name)
     (out / REPORT).write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     return report
 
 
-def _save_tool(out: Path, name: str, source: str, description: str, parameters: dict, candidate: Candidate,
-               report: EvolveReport) -> Path:
+def _save_tool(
+    out: Path, name: str, source: str, description: str, parameters: dict, candidate: Candidate, report: EvolveReport
+) -> Path:
     folder = out / name
     folder.mkdir(parents=True, exist_ok=True)
     (folder / TOOL_FILE).write_text(source if source.endswith("\n") else source + "\n")
-    meta = {"name": name, "description": description, "parameters": parameters, "category": candidate.category,
-            "success_rate": candidate.success_rate, "n_heldout": candidate.n_heldout, "gamma": report.gamma,
-            "success_threshold": report.success_threshold, "examples": candidate.examples,
-            "heldout": [r["id"] for r in candidate.results], "model": report.model, "runs": report.runs,
-            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    meta = {
+        "name": name,
+        "description": description,
+        "parameters": parameters,
+        "category": candidate.category,
+        "success_rate": candidate.success_rate,
+        "n_heldout": candidate.n_heldout,
+        "gamma": report.gamma,
+        "success_threshold": report.success_threshold,
+        "examples": candidate.examples,
+        "heldout": [r["id"] for r in candidate.results],
+        "model": report.model,
+        "runs": report.runs,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
     (folder / TOOL_JSON).write_text(json.dumps(meta, indent=2, ensure_ascii=False))
     return folder

@@ -32,13 +32,43 @@ import numpy as np
 
 EPS = 1e-12
 FEATURE_NAMES = (
-    "logLen", "logChan", "miss", "irreg", "meanZ", "stdLog", "iqr_over_std", "skew", "kurt", "slope", "r2",
-    "acf_1", "acf_sqrt", "acf_quarter", "fft_freq", "fft_pfrac", "spec_entropy", "cp_rate", "mean_abs_corr",
+    "logLen",
+    "logChan",
+    "miss",
+    "irreg",
+    "meanZ",
+    "stdLog",
+    "iqr_over_std",
+    "skew",
+    "kurt",
+    "slope",
+    "r2",
+    "acf_1",
+    "acf_sqrt",
+    "acf_quarter",
+    "fft_freq",
+    "fft_pfrac",
+    "spec_entropy",
+    "cp_rate",
+    "mean_abs_corr",
     "outlier_rate",
 )
 DIM = len(FEATURE_NAMES)  # 20
-_PER_CHANNEL = ("iqr_over_std", "skew", "kurt", "slope", "r2", "acf_1", "acf_sqrt", "acf_quarter", "fft_freq",
-                "fft_pfrac", "spec_entropy", "cp_rate", "outlier_rate")
+_PER_CHANNEL = (
+    "iqr_over_std",
+    "skew",
+    "kurt",
+    "slope",
+    "r2",
+    "acf_1",
+    "acf_sqrt",
+    "acf_quarter",
+    "fft_freq",
+    "fft_pfrac",
+    "spec_entropy",
+    "cp_rate",
+    "outlier_rate",
+)
 
 
 def _channels(values) -> list[np.ndarray]:
@@ -93,8 +123,8 @@ def channel_features(x: np.ndarray) -> dict[str, float]:
     q25, q75 = np.quantile(x, [0.25, 0.75])
     out["iqr_over_std"] = float(q75 - q25) / sigma
     z = (x - mu) / sigma
-    out["skew"] = float(np.mean(z ** 3))
-    out["kurt"] = float(np.mean(z ** 4) - 3.0)
+    out["skew"] = float(np.mean(z**3))
+    out["kurt"] = float(np.mean(z**4) - 3.0)
     median = float(np.median(x))
     mad = float(np.median(np.abs(x - median))) + EPS
     out["outlier_rate"] = float(np.count_nonzero(np.abs(x - median) > 3.0 * mad)) / n

@@ -16,9 +16,18 @@ def with_memory(task: EpisodeTask, cfg: HarnessConfig) -> tuple[EpisodeTask, dic
     """The task with retrieved precedents' summaries prefixed to its question, and a transcript
     event saying what was retrieved."""
     prefix, event = recall(
-        cfg.memory_bank, row_id=task.row_id, category=task.category, regime=task.regime, question=task.question,
-        channel_names=task.channel_names, values=task.values, options=task.options, top_k=cfg.top_k,
-        pool=cfg.memory_pool, family_filter=cfg.memory_family_filter, exclude_self=cfg.memory_exclude_self,
+        cfg.memory_bank,
+        row_id=task.row_id,
+        category=task.category,
+        regime=task.regime,
+        question=task.question,
+        channel_names=task.channel_names,
+        values=task.values,
+        options=task.options,
+        top_k=cfg.top_k,
+        pool=cfg.memory_pool,
+        family_filter=cfg.memory_family_filter,
+        exclude_self=cfg.memory_exclude_self,
         embedder=cfg.embedder,
     )
     if not prefix:

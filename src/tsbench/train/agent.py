@@ -17,8 +17,9 @@ import contextlib
 import hashlib
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Protocol, Sequence
+from typing import Any, Protocol
 
 from tsbench.models.base import Completion, Message, ModelError, TaskInfo
 
@@ -47,17 +48,20 @@ class ChatTokens:
 
     def continuation(self, reply_ids: Sequence[int], new_messages: Sequence[Message]) -> list[int]:
         """Ids that close a reply and add the new messages plus the next generation prompt."""
-        dummy = [{"role": "system", "content": "S"}, {"role": "user", "content": "U"},
-                 {"role": "assistant", "content": _MARK}]
+        dummy = [
+            {"role": "system", "content": "S"},
+            {"role": "user", "content": "U"},
+            {"role": "assistant", "content": _MARK},
+        ]
         text = self._render(dummy + _chat(new_messages), True)
         at = text.rfind(_MARK)
         if at < 0:
             raise RuntimeError("the chat template drops assistant content; cannot extend a conversation by ids")
-        tail = text[at + len(_MARK):]
+        tail = text[at + len(_MARK) :]
         if reply_ids and reply_ids[-1] in self.eos_ids:  # the reply already closed itself with an end token
             end_text = self.tokenizer.decode([reply_ids[-1]])
             if end_text and tail.startswith(end_text):
-                tail = tail[len(end_text):]
+                tail = tail[len(end_text) :]
         return self._encode(tail, special=False)
 
     def decode(self, ids: Sequence[int]) -> str:
@@ -123,18 +127,24 @@ class HFBackend:
         ids = torch.full((len(requests), width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(requests), width), dtype=torch.long)
         for row, r in enumerate(requests):  # left padding: every prompt ends where generation starts
-            ids[row, width - len(r.prompt_ids):] = torch.tensor(r.prompt_ids, dtype=torch.long)
-            mask[row, width - len(r.prompt_ids):] = 1
+            ids[row, width - len(r.prompt_ids) :] = torch.tensor(r.prompt_ids, dtype=torch.long)
+            mask[row, width - len(r.prompt_ids) :] = 1
         temperature = requests[0].temperature
         config = GenerationConfig(
-            max_new_tokens=max(r.max_new_tokens for r in requests), do_sample=temperature > 0,
-            temperature=temperature if temperature > 0 else None, top_k=0 if temperature > 0 else None,
-            top_p=1.0 if temperature > 0 else None, pad_token_id=self.pad_id, eos_token_id=sorted(self.eos_ids) or None,
+            max_new_tokens=max(r.max_new_tokens for r in requests),
+            do_sample=temperature > 0,
+            temperature=temperature if temperature > 0 else None,
+            top_k=0 if temperature > 0 else None,
+            top_p=1.0 if temperature > 0 else None,
+            pad_token_id=self.pad_id,
+            eos_token_id=sorted(self.eos_ids) or None,
         )
         digest = hashlib.sha256(repr(sorted(r.seed for r in requests)).encode()).digest()
         torch.manual_seed(int.from_bytes(digest[:4], "little"))
         with torch.no_grad():
-            out = self.model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), generation_config=config)
+            out = self.model.generate(
+                input_ids=ids.to(device), attention_mask=mask.to(device), generation_config=config
+            )
         return [Reply(cut_at_eos(g, self.eos_ids, r.max_new_tokens)) for g, r in zip(out[:, width:].tolist(), requests)]
 
 
@@ -147,9 +157,15 @@ class VLLMColocate:
     def generate(self, requests: list[Request]) -> list[Reply]:
         from vllm import SamplingParams
 
-        params = [SamplingParams(n=1, temperature=r.temperature, top_p=1.0, top_k=0, max_tokens=r.max_new_tokens,
-                                 logprobs=0, seed=r.seed) for r in requests]
-        outputs = self.llm.generate([{"prompt_token_ids": list(r.prompt_ids)} for r in requests], params, use_tqdm=False)
+        params = [
+            SamplingParams(
+                n=1, temperature=r.temperature, top_p=1.0, top_k=0, max_tokens=r.max_new_tokens, logprobs=0, seed=r.seed
+            )
+            for r in requests
+        ]
+        outputs = self.llm.generate(
+            [{"prompt_token_ids": list(r.prompt_ids)} for r in requests], params, use_tqdm=False
+        )
         replies = []
         for output in outputs:
             sample = output.outputs[0]
@@ -172,11 +188,20 @@ class VLLMServer:
         for i, r in enumerate(requests):
             by_settings.setdefault((r.max_new_tokens, r.temperature), []).append(i)
         for (max_tokens, temperature), members in by_settings.items():
-            out = self.client.generate(prompts=[requests[i].prompt_ids for i in members], n=1, temperature=temperature,
-                                       top_p=1.0, top_k=0, max_tokens=max_tokens, logprobs=0)
+            out = self.client.generate(
+                prompts=[requests[i].prompt_ids for i in members],
+                n=1,
+                temperature=temperature,
+                top_p=1.0,
+                top_k=0,
+                max_tokens=max_tokens,
+                logprobs=0,
+            )
             for k, i in enumerate(members):
                 logprobs = out["logprobs"][k] if out.get("logprobs") else None
-                replies[i] = Reply(list(out["completion_ids"][k]), None if logprobs is None else [lp[0] for lp in logprobs])
+                replies[i] = Reply(
+                    list(out["completion_ids"][k]), None if logprobs is None else [lp[0] for lp in logprobs]
+                )
         return replies
 
 
@@ -189,8 +214,15 @@ class Batcher:
     threads' timing, so a seeded CPU run is reproducible. With a float, a batch leaves after that long.
     """
 
-    def __init__(self, backend: Backend, *, wait_s: float | None = None, episodes: int | None = None,
-                 workers: int | None = None, max_batch: int = 256):
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        wait_s: float | None = None,
+        episodes: int | None = None,
+        workers: int | None = None,
+        max_batch: int = 256,
+    ):
         self.backend = backend
         self.wait_s = wait_s
         self.pending = episodes  # episodes of this rollout not yet finished
@@ -234,7 +266,7 @@ class Batcher:
                 deadline = None if self.wait_s is None else time.monotonic() + self.wait_s
                 while not self._ready(deadline):
                     self._cond.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
-                batch, self._queue = self._queue[:self.max_batch], self._queue[self.max_batch:]
+                batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
                 batch.sort(key=lambda s: (s["request"].seed, s["request"].prompt_ids))  # not the threads' arrival order
                 self._cond.release()
                 try:
@@ -275,30 +307,47 @@ class PolicyAgent:
     turns: list[Turn] = field(default_factory=list)
     _history: list[tuple[str, str]] = field(default_factory=list)
 
-    def generate(self, messages: list[Message], *, max_tokens: int | None = None,
-                 temperature: float | None = None, task: TaskInfo | None = None) -> Completion:
+    def generate(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        task: TaskInfo | None = None,
+    ) -> Completion:
         started = time.perf_counter()
         if not self.turns:
             prompt = self.chat.first_prompt(messages)
         else:
-            if [(m.role, m.content) for m in messages[:len(self._history)]] != self._history:
+            if [(m.role, m.content) for m in messages[: len(self._history)]] != self._history:
                 raise RuntimeError("the conversation changed between turns; its token ids would no longer match")
             last = self.turns[-1]
-            prompt = last.prompt_ids + last.output_ids + self.chat.continuation(
-                last.output_ids, messages[len(self._history):])
+            prompt = (
+                last.prompt_ids
+                + last.output_ids
+                + self.chat.continuation(last.output_ids, messages[len(self._history) :])
+            )
         limit = min(max_tokens or self.max_new_tokens, self.max_seq_len - len(prompt))
         if limit < 1:
-            raise ModelError("bad_request", f"context full: a prompt of {len(prompt)} tokens leaves no room "
-                                            f"under max_seq_len {self.max_seq_len}")
+            raise ModelError(
+                "bad_request",
+                f"context full: a prompt of {len(prompt)} tokens leaves no room under max_seq_len {self.max_seq_len}",
+            )
         temp = self.temperature if temperature is None else temperature
         reply = self.batcher.generate(Request(prompt, limit, temp, (self.seed + 7919 * len(self.turns)) % 2**31))
         text = self.chat.decode(reply.ids)
         self.turns.append(Turn(prompt, list(reply.ids), reply.logprobs))
         self._history = [(m.role, m.content) for m in messages] + [("assistant", text)]
         stopped = bool(reply.ids) and reply.ids[-1] in self.chat.eos_ids
-        return Completion(text=text, input_tokens=len(prompt), output_tokens=len(reply.ids),
-                          latency_s=time.perf_counter() - started, prompt_token_ids=list(prompt),
-                          output_token_ids=list(reply.ids), extra={"finish_reason": "stop" if stopped else "length"})
+        return Completion(
+            text=text,
+            input_tokens=len(prompt),
+            output_tokens=len(reply.ids),
+            latency_s=time.perf_counter() - started,
+            prompt_token_ids=list(prompt),
+            output_token_ids=list(reply.ids),
+            extra={"finish_reason": "stop" if stopped else "length"},
+        )
 
     def close(self) -> None:
         """The backend outlives the episode."""
@@ -316,13 +365,13 @@ def assemble(turns: Sequence[Turn]) -> tuple[list[int], list[int], list[int], li
     ids, mask = list(prompt), []
     logprobs: list[float] | None = []
     for number, turn in enumerate(turns, 1):
-        if turn.prompt_ids[:len(ids)] != ids:
+        if turn.prompt_ids[: len(ids)] != ids:
             raise ValueError(f"turn {number}'s prompt does not extend the ids of the turns before it")
-        shown = turn.prompt_ids[len(ids):]
+        shown = turn.prompt_ids[len(ids) :]
         ids += shown + turn.output_ids
         mask += [0] * len(shown) + [1] * len(turn.output_ids)
         if logprobs is not None and turn.logprobs is not None and len(turn.logprobs) == len(turn.output_ids):
             logprobs += [0.0] * len(shown) + list(turn.logprobs)
         else:
             logprobs = None
-    return prompt, ids[len(prompt):], mask, logprobs
+    return prompt, ids[len(prompt) :], mask, logprobs

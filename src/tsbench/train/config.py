@@ -246,9 +246,16 @@ class GRPOConfig:
     def training_request(self) -> TrainingRequest:
         """What the family's training stream is asked for."""
         return TrainingRequest(
-            seed=self.seed, steps=self.steps, tasks_per_step=max(self.tasks_per_step, 1), data=tuple(self.tasks.data),
-            categories=tuple(self.tasks.categories) if self.tasks.categories else None, warm_steps=self.warm_steps,
-            options={k: v for k, v in (("preset", self.tasks.preset), ("lengths", self.tasks.lengths)) if v is not None})
+            seed=self.seed,
+            steps=self.steps,
+            tasks_per_step=max(self.tasks_per_step, 1),
+            data=tuple(self.tasks.data),
+            categories=tuple(self.tasks.categories) if self.tasks.categories else None,
+            warm_steps=self.warm_steps,
+            options={
+                k: v for k, v in (("preset", self.tasks.preset), ("lengths", self.tasks.lengths)) if v is not None
+            },
+        )
 
     def training_stream(self):
         """The family's stream of training tasks; a request it cannot honour is a UserError."""
@@ -270,11 +277,15 @@ class GRPOConfig:
             found.append("--group-size must be >= 2 (advantages are relative to the group)")
         per_process = self.batch_size // max(world_size, 1)
         if self.batch_size % self.group_size or self.batch_size % world_size or per_process % self.group_size:
-            found.append(f"--batch-size ({self.batch_size} rollouts) must split into whole groups of {self.group_size} "
-                         f"on each of {world_size} process(es)")
+            found.append(
+                f"--batch-size ({self.batch_size} rollouts) must split into whole groups of {self.group_size} "
+                f"on each of {world_size} process(es)"
+            )
         elif per_process % self.micro_batch_size:
-            found.append(f"--micro-batch-size ({self.micro_batch_size}) must divide the {per_process} rollouts "
-                         "each process trains on per step")
+            found.append(
+                f"--micro-batch-size ({self.micro_batch_size}) must divide the {per_process} rollouts "
+                "each process trains on per step"
+            )
         if self.steps < 1 or self.micro_batch_size < 1 or self.max_seq_len < 2:
             found.append("--steps and --micro-batch-size must be >= 1 and --max-seq-len >= 2")
         if self.loss not in LOSSES or self.reward_scaling not in ("none", "group", "batch"):
@@ -286,7 +297,9 @@ class GRPOConfig:
         if self.save_every < 1 or self.keep_checkpoints < 1:
             found.append("save_every and keep_checkpoints must be >= 1")
         if self.harness not in HARNESSES or self.harness in REFERENCE_HARNESSES:
-            found.append(f"--harness must be a model harness: {', '.join(h for h in HARNESSES if h not in REFERENCE_HARNESSES)}")
+            found.append(
+                f"--harness must be a model harness: {', '.join(h for h in HARNESSES if h not in REFERENCE_HARNESSES)}"
+            )
         if self.launch.num_processes < 1:
             found.append("--num-processes must be >= 1")
         if not self.tasks.problems():
@@ -316,8 +329,9 @@ FORMATS = (SINGLE_PASS, RLM_TRAJECTORIES)
 
 
 def _sft_policy() -> PolicyConfig:
-    return PolicyConfig(lora=16, lora_alpha=32, lora_dropout=0.05, lora_target="q_proj,v_proj",
-                        gradient_checkpointing=False)
+    return PolicyConfig(
+        lora=16, lora_alpha=32, lora_dropout=0.05, lora_target="q_proj,v_proj", gradient_checkpointing=False
+    )
 
 
 @dataclass

@@ -26,9 +26,10 @@ import math
 import os
 import shutil
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from transformers import PrinterCallback, TrainerCallback
 
@@ -48,9 +49,34 @@ TRAIN_JSON = "train.json"
 # What must not change when a run resumes: the policy, the episodes, the rewards, the loss, and
 # the curriculum's cut-over (checked as "warm_steps", resolved from steps x fraction).
 RESUME_KEYS = (
-    "model", "lora", "lora_alpha", "lora_target", "group_size", "batch_size", "max_seq_len", "loss", "scale_rewards",
-    "beta", "epsilon", "reward", "lambda_tok", "lambda_fail", "format_weight", "hard_weight", "soft_weight", "judge",
-    "family", "data", "categories", "lengths", "preset", "seed", "harness", "max_turns", "max_tokens", "temperature",
+    "model",
+    "lora",
+    "lora_alpha",
+    "lora_target",
+    "group_size",
+    "batch_size",
+    "max_seq_len",
+    "loss",
+    "scale_rewards",
+    "beta",
+    "epsilon",
+    "reward",
+    "lambda_tok",
+    "lambda_fail",
+    "format_weight",
+    "hard_weight",
+    "soft_weight",
+    "judge",
+    "family",
+    "data",
+    "categories",
+    "lengths",
+    "preset",
+    "seed",
+    "harness",
+    "max_turns",
+    "max_tokens",
+    "temperature",
     "warm_steps",
 )
 
@@ -100,20 +126,28 @@ def build_trainer(cfg: GRPOConfig, progress: ProgressFn | None = None) -> Run:
     if not on_gpu:
         limit_malloc_arenas()  # a lower CPU peak (train/cpu_memory.py)
     if cfg.rollout.engine == "hf" and state.distributed_type == DistributedType.FSDP:
-        raise UserError("FSDP shards the weights the hf engine would generate with: use --engine vllm-colocate "
-                        "or vllm-server (or DeepSpeed ZeRO-3, experiments/grpo/accelerate/zero3.yaml)")
+        raise UserError(
+            "FSDP shards the weights the hf engine would generate with: use --engine vllm-colocate "
+            "or vllm-server (or DeepSpeed ZeRO-3, experiments/grpo/accelerate/zero3.yaml)"
+        )
     if cfg.rollout.engine != "hf" and not on_gpu:
-        raise UserError(f"--engine {cfg.rollout.engine} needs vLLM on a GPU machine (pip install 'tsbench[gpu]'); "
-                        "use --engine hf on CPU")
+        raise UserError(
+            f"--engine {cfg.rollout.engine} needs vLLM on a GPU machine (pip install 'tsbench[gpu]'); "
+            "use --engine hf on CPU"
+        )
     out = cfg.run_dir()
     checkpoint = prepare_run_dir(cfg, out, state.is_main_process)
     policy = load_policy(cfg.policy, out, on_gpu=on_gpu)
     env = Environment(cfg, policy.tokenizer, out, model_name=cfg.policy.model)
     trainer = GRPOTrainer(
-        model=policy.model, reward_funcs=env.functions,
+        model=policy.model,
+        reward_funcs=env.functions,
         args=trl_args(cfg, out, env.weights, on_gpu=on_gpu, world=state.num_processes),
-        train_dataset=dataset(env.keys()), processing_class=policy.tokenizer, peft_config=policy.peft_config,
-        rollout_func=env, callbacks=[RunLog(out, env, policy.base_record, progress, start=step_of(checkpoint))],
+        train_dataset=dataset(env.keys()),
+        processing_class=policy.tokenizer,
+        peft_config=policy.peft_config,
+        rollout_func=env,
+        callbacks=[RunLog(out, env, policy.base_record, progress, start=step_of(checkpoint))],
     )
     trainer.remove_callback(PrinterCallback)  # RunLog reports each step (metrics.parquet, the progress line)
     return Run(trainer, out, checkpoint, env, policy.base_record)
@@ -126,22 +160,48 @@ def trl_args(cfg: GRPOConfig, out: Path, reward_weights: list[float], *, on_gpu:
     accumulation = cfg.batch_size // (cfg.micro_batch_size * world)
     vllm = cfg.rollout.engine != "hf"
     return TRLConfig(
-        output_dir=str(out / CHECKPOINTS), max_steps=cfg.steps, seed=cfg.seed, data_seed=cfg.seed,
-        per_device_train_batch_size=cfg.micro_batch_size, gradient_accumulation_steps=accumulation,
-        num_generations=cfg.group_size, shuffle_dataset=False, num_iterations=1,
-        learning_rate=cfg.lr, weight_decay=cfg.weight_decay, warmup_steps=cfg.warmup_steps,
-        lr_scheduler_type="constant_with_warmup", max_grad_norm=cfg.max_grad_norm,
-        loss_type=cfg.loss, scale_rewards=cfg.reward_scaling, beta=cfg.beta, epsilon=cfg.epsilon,
-        temperature=cfg.temperature, top_p=1.0, top_k=0, max_completion_length=cfg.episode_tokens(),
-        reward_weights=reward_weights, disable_dropout=True, mask_truncated_completions=False,
+        output_dir=str(out / CHECKPOINTS),
+        max_steps=cfg.steps,
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+        per_device_train_batch_size=cfg.micro_batch_size,
+        gradient_accumulation_steps=accumulation,
+        num_generations=cfg.group_size,
+        shuffle_dataset=False,
+        num_iterations=1,
+        learning_rate=cfg.lr,
+        weight_decay=cfg.weight_decay,
+        warmup_steps=cfg.warmup_steps,
+        lr_scheduler_type="constant_with_warmup",
+        max_grad_norm=cfg.max_grad_norm,
+        loss_type=cfg.loss,
+        scale_rewards=cfg.reward_scaling,
+        beta=cfg.beta,
+        epsilon=cfg.epsilon,
+        temperature=cfg.temperature,
+        top_p=1.0,
+        top_k=0,
+        max_completion_length=cfg.episode_tokens(),
+        reward_weights=reward_weights,
+        disable_dropout=True,
+        mask_truncated_completions=False,
         gradient_checkpointing=cfg.policy.gradient_checkpointing,
         gradient_checkpointing_kwargs={"use_reentrant": False} if cfg.policy.gradient_checkpointing else None,
-        bf16=on_gpu, fp16=False, use_cpu=not on_gpu,
-        use_vllm=vllm, vllm_mode="server" if cfg.rollout.engine == "vllm-server" else "colocate",
+        bf16=on_gpu,
+        fp16=False,
+        use_cpu=not on_gpu,
+        use_vllm=vllm,
+        vllm_mode="server" if cfg.rollout.engine == "vllm-server" else "colocate",
         vllm_server_base_url=cfg.rollout.vllm_server_url if cfg.rollout.engine == "vllm-server" else None,
-        vllm_gpu_memory_utilization=cfg.rollout.vllm_gpu_memory, vllm_max_model_length=cfg.max_seq_len,
-        save_strategy="steps", save_steps=cfg.save_every, save_total_limit=cfg.keep_checkpoints,
-        logging_steps=1, report_to=check_targets(cfg.report_to), disable_tqdm=True, log_completions=False,
+        vllm_gpu_memory_utilization=cfg.rollout.vllm_gpu_memory,
+        vllm_max_model_length=cfg.max_seq_len,
+        save_strategy="steps",
+        save_steps=cfg.save_every,
+        save_total_limit=cfg.keep_checkpoints,
+        logging_steps=1,
+        report_to=check_targets(cfg.report_to),
+        disable_tqdm=True,
+        log_completions=False,
         dataloader_num_workers=0,
     )
 
@@ -181,16 +241,20 @@ def prepare_run_dir(cfg: GRPOConfig, out: Path, main: bool) -> Path | None:
     latest = existing[-1] if existing else None
     info_path = out / TRAIN_JSON
     if latest is not None and not cfg.resume:
-        raise UserError(f"{out} already holds a run (last checkpoint {latest.name}); "
-                        "pass --resume to continue it or choose another --out")
+        raise UserError(
+            f"{out} already holds a run (last checkpoint {latest.name}); "
+            "pass --resume to continue it or choose another --out"
+        )
     if cfg.resume and info_path.exists():
         previous = json.loads(info_path.read_text()).get("resume", {})
         now = resume_view(cfg)
         changed = [k for k in RESUME_KEYS if previous.get(k) != now.get(k)]
         if changed:
             detail = ", ".join(f"{k} {previous.get(k)!r} -> {now.get(k)!r}" for k in changed)
-            raise UserError(f"{out} was trained with other settings ({detail}); resume with the same settings "
-                            "(the curriculum's cut-over moves with --steps: pin it with warm_steps) or choose another --out")
+            raise UserError(
+                f"{out} was trained with other settings ({detail}); resume with the same settings "
+                "(the curriculum's cut-over moves with --steps: pin it with warm_steps) or choose another --out"
+            )
     if cfg.resume and latest is None:
         log.warning("--resume: no checkpoint in %s yet; starting from step 1", out)
     if main:
@@ -201,10 +265,16 @@ def prepare_run_dir(cfg: GRPOConfig, out: Path, main: bool) -> Path | None:
             for name in ("rollouts", f"{CHECKPOINTS}/runs"):  # the journal, TensorBoard's event files
                 shutil.rmtree(out / name, ignore_errors=True)
         out.mkdir(parents=True, exist_ok=True)
-        write_json(info_path, {
-            "config": cfg.to_dict(), "resume": resume_view(cfg), "resumed_from": latest.name if latest else None,
-            "versions": versions(("torch", "transformers", "trl", "peft", "accelerate")), "git_commit": git_commit(),
-        })
+        write_json(
+            info_path,
+            {
+                "config": cfg.to_dict(),
+                "resume": resume_view(cfg),
+                "resumed_from": latest.name if latest else None,
+                "versions": versions(("torch", "transformers", "trl", "peft", "accelerate")),
+                "git_commit": git_commit(),
+            },
+        )
     return latest
 
 
@@ -263,4 +333,6 @@ class LineProgress:
         self.console.print(
             f"step {step}/{total}  score {show('mean_score')}  reward {show('reward')}  loss {show('loss', '.4f')}  "
             f"kl {show('kl', '.4f')}  forced {show('forced_final_rate', '.2f')}  dropped "
-            f"{show('dropped_groups', '.0f')}/{show('groups', '.0f')}  {show('step_time', '.0f')}s", markup=False)
+            f"{show('dropped_groups', '.0f')}/{show('groups', '.0f')}  {show('step_time', '.0f')}s",
+            markup=False,
+        )

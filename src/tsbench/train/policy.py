@@ -77,8 +77,14 @@ def load_policy(cfg: Any, run_dir: Path, *, on_gpu: bool) -> Policy:
     if cfg.lora:
         from peft import LoraConfig
 
-        peft_config = LoraConfig(r=cfg.lora, lora_alpha=cfg.lora_alpha or 2 * cfg.lora, lora_dropout=cfg.lora_dropout,
-                                 target_modules=cfg.targets(), bias="none", task_type="CAUSAL_LM")
+        peft_config = LoraConfig(
+            r=cfg.lora,
+            lora_alpha=cfg.lora_alpha or 2 * cfg.lora,
+            lora_dropout=cfg.lora_dropout,
+            target_modules=cfg.targets(),
+            bias="none",
+            task_type="CAUSAL_LM",
+        )
     return Policy(model, tokenizer, peft_config, base_record, source.adapter)
 
 

@@ -22,8 +22,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from tsbench.tasks.base import TaskFamily
 
@@ -48,8 +49,14 @@ class Penalised:
     fail_penalty: float  # lambda_fail when the episode was forced to its final turn
 
 
-def penalised_rewards(scores: Sequence[float], tokens: Sequence[int], forced_final: Sequence[bool], *,
-                      lambda_tok: float = LAMBDA_TOK, lambda_fail: float = LAMBDA_FAIL) -> list[Penalised]:
+def penalised_rewards(
+    scores: Sequence[float],
+    tokens: Sequence[int],
+    forced_final: Sequence[bool],
+    *,
+    lambda_tok: float = LAMBDA_TOK,
+    lambda_fail: float = LAMBDA_FAIL,
+) -> list[Penalised]:
     """The penalised reward of every rollout in ONE group (the G rollouts of one task)."""
     if not len(scores) == len(tokens) == len(forced_final):
         raise ValueError("scores, tokens and forced_final must have one entry per rollout")
@@ -110,7 +117,7 @@ def parse_tagged(text: str) -> Tagged | None:
     expected = [(closing, name) for name in TAG_ORDER for closing in (False, True)]
     if [(closing, name) for closing, name, _, _ in tags] != expected:
         return None
-    spans = [(text[tags[k][3]:tags[k + 1][2]]).strip() for k in (0, 2, 4)]
+    spans = [(text[tags[k][3] : tags[k + 1][2]]).strip() for k in (0, 2, 4)]
     if not spans[0] or not spans[1]:
         return None
     return Tagged(*spans)
@@ -148,7 +155,7 @@ def parse_judge_scores(reply: str) -> float | None:
         if end < 0:
             break
         try:
-            obj: Any = json.loads(text[start:end + 1])
+            obj: Any = json.loads(text[start : end + 1])
         except ValueError:
             continue
         if isinstance(obj, dict) and all(k in obj for k in JUDGE_CRITERIA):
@@ -191,8 +198,10 @@ def reward_functions(rewards: Any, taskset: TaskFamily) -> tuple[list[RewardFn],
         return [task_score, token_cost, forced_final], [1.0, rewards.lambda_tok, rewards.lambda_fail]
 
     def hard_reward(final_message: list, category: list, gold: list, score: list, **_: Any) -> list:
-        return [None if s is None else float(class_matches(taskset, cat, json.loads(g), text))
-                for text, cat, g, s in zip(final_message, category, gold, score)]
+        return [
+            None if s is None else float(class_matches(taskset, cat, json.loads(g), text))
+            for text, cat, g, s in zip(final_message, category, gold, score)
+        ]
 
     def soft_reward(final_message: list, category: list, gold: list, score: list, judge_score: list, **_: Any) -> list:
         hard = hard_reward(final_message, category, gold, score)
@@ -226,8 +235,9 @@ def format_reward(final_message: list, score: list, **_: Any) -> list:
     return [None if s is None else float(parse_tagged(text) is not None) for text, s in zip(final_message, score)]
 
 
-def weighted_total(functions: Sequence[RewardFn], weights: Sequence[float], prompts: list,
-                   columns: dict[str, list]) -> list[float | None]:
+def weighted_total(
+    functions: Sequence[RewardFn], weights: Sequence[float], prompts: list, columns: dict[str, list]
+) -> list[float | None]:
     """What TRL will sum: sum_k w_k * f_k per rollout (None where every function said None)."""
     parts = [fn(prompts=prompts, completions=None, **columns) for fn in functions]
     totals: list[float | None] = []

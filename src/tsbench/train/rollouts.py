@@ -21,10 +21,11 @@ import contextlib
 import dataclasses
 import hashlib
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -109,11 +110,16 @@ class Environment:
         for episode, total, drop in zip(episodes, totals, dropped):
             if total is None or drop:
                 episode.env_mask = [0] * len(episode.env_mask)
-            episode.record["metrics"].update(step=float(step), dropped=float(drop),
-                                             **({} if total is None else {"reward": float(total)}))
+            episode.record["metrics"].update(
+                step=float(step), dropped=float(drop), **({} if total is None else {"reward": float(total)})
+            )
         records = gather_object([e.record for e in episodes])
-        stats = gather_object([(e.score, t, d, e.forced_final, e.generated_tokens, e.record["turns"])
-                               for e, t, d in zip(episodes, totals, dropped)])
+        stats = gather_object(
+            [
+                (e.score, t, d, e.forced_final, e.generated_tokens, e.record["turns"])
+                for e, t, d in zip(episodes, totals, dropped)
+            ]
+        )
         if trainer.accelerator.is_main_process:
             self.log(records)
             self.last = self.summary(step, stats, batcher.batches, time.perf_counter() - started)
@@ -138,7 +144,9 @@ class Environment:
             from trl.models.utils import unwrap_model_for_generation
 
             with unwrap_model_for_generation(
-                trainer.model_wrapped, trainer.accelerator, gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
+                trainer.model_wrapped,
+                trainer.accelerator,
+                gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
                 gradient_checkpointing_kwargs=trainer.args.gradient_checkpointing_kwargs,
             ) as model:
                 yield HFBackend(model, self.tokenizer), None
@@ -147,12 +155,25 @@ class Environment:
     def play(self, key: str, index: int, batcher: Batcher) -> Episode:
         sample = self.sample(key)
         hc = self.cfg.harness_config
-        record = new_record(sample_id=sample.ref.id, epoch=index, family=self.taskset.name,
-                            columns={"category": sample.task.category, **sample.columns}, model=self.model_name,
-                            harness=self.cfg.harness, depth=hc.depth, gold=sample.gold)
-        agent = PolicyAgent(batcher, self.chat, max_new_tokens=hc.max_tokens or self.cfg.max_seq_len,
-                            max_seq_len=self.cfg.max_seq_len, temperature=self.cfg.temperature,
-                            seed=rollout_seed(self.cfg.seed, key, index), name=self.model_name)
+        record = new_record(
+            sample_id=sample.ref.id,
+            epoch=index,
+            family=self.taskset.name,
+            columns={"category": sample.task.category, **sample.columns},
+            model=self.model_name,
+            harness=self.cfg.harness,
+            depth=hc.depth,
+            gold=sample.gold,
+        )
+        agent = PolicyAgent(
+            batcher,
+            self.chat,
+            max_new_tokens=hc.max_tokens or self.cfg.max_seq_len,
+            max_seq_len=self.cfg.max_seq_len,
+            temperature=self.cfg.temperature,
+            seed=rollout_seed(self.cfg.seed, key, index),
+            name=self.model_name,
+        )
         started = time.perf_counter()
         with batcher.episode():
             outcome = play(agent, self.cfg.harness, sample.task, hc)
@@ -181,8 +202,14 @@ class Environment:
             if self.instructions:  # composite: the task is scored on the <class> span
                 scored_text = rw.class_span(message) or ""
             scored = self.score_fn(category, gold, scored_text)
-            apply_score(record, score=scored.score, valid=scored.valid, parsed=scored.parsed,
-                        answer_error=scored.error, metrics=scored.metrics)
+            apply_score(
+                record,
+                score=scored.score,
+                valid=scored.valid,
+                parsed=scored.parsed,
+                answer_error=scored.error,
+                metrics=scored.metrics,
+            )
             episode.score = float(scored.score)
             tagged = rw.parse_tagged(message) if self.judge is not None else None
             if tagged is not None and rw.class_matches(self.taskset, category, gold, message):  # soft needs the class
@@ -190,8 +217,10 @@ class Environment:
                 record["metrics"]["judge"] = episode.judge_score
         elif outcome.error_type in POLICY_FAILURES:
             episode.score, episode.forced_final = 0.0, True  # the budget ran out before an answer
-        record["metrics"].update(train_score=episode.score if episode.score is not None else float("nan"),
-                                 generated_tokens=float(episode.generated_tokens))
+        record["metrics"].update(
+            train_score=episode.score if episode.score is not None else float("nan"),
+            generated_tokens=float(episode.generated_tokens),
+        )
 
     def ask_judge(self, tagged: rw.Tagged) -> float:
         """The soft reward's judge; 0 when it cannot be reached or its reply holds no scores."""
@@ -234,11 +263,17 @@ class Environment:
             return float(np.mean(values)) if values else float("nan")
 
         return {
-            "mean_score": mean([s[0] for s in scored]), "mean_reward": mean([s[1] for s in scored]),
-            "forced_final_rate": mean([float(s[3]) for s in scored]), "mean_generated_tokens": mean([s[4] for s in scored]),
-            "mean_turns": mean([s[5] for s in scored]), "infra_failures": float(len(stats) - len(scored)),
-            "dropped_groups": float(sum(s[2] for s in stats) // self.cfg.group_size), "groups": float(groups),
-            "generation_batches": float(batches), "rollout_s": seconds, **self.stream.step_metrics(step),
+            "mean_score": mean([s[0] for s in scored]),
+            "mean_reward": mean([s[1] for s in scored]),
+            "forced_final_rate": mean([float(s[3]) for s in scored]),
+            "mean_generated_tokens": mean([s[4] for s in scored]),
+            "mean_turns": mean([s[5] for s in scored]),
+            "infra_failures": float(len(stats) - len(scored)),
+            "dropped_groups": float(sum(s[2] for s in stats) // self.cfg.group_size),
+            "groups": float(groups),
+            "generation_batches": float(batches),
+            "rollout_s": seconds,
+            **self.stream.step_metrics(step),
         }
 
 
@@ -246,4 +281,3 @@ def rollout_seed(seed: int, key: str, index: int) -> int:
     """The sampling seed of one rollout: a 31-bit integer from blake2b over (seed, key, index)."""
     digest = hashlib.blake2b(f"{seed}|rollout|{key}|{index}".encode(), digest_size=8).digest()
     return (int.from_bytes(digest, "little") >> 1) % 2**31
-

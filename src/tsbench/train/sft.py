@@ -28,10 +28,11 @@ import math
 import shutil
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from transformers import TrainerCallback
@@ -56,7 +57,7 @@ ProgressFn = Callable[[str, dict], None]  # (event, fields)
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def checked(cfg: SFTConfig) -> SFTConfig:
@@ -76,10 +77,14 @@ def checked(cfg: SFTConfig) -> SFTConfig:
     if cfg.format == SINGLE_PASS and len(cfg.data) > 1:
         raise UserError("--format single-pass-text takes one --data dir (a dataset seed dir)")
     checks = [
-        (cfg.epochs >= 1, "--epochs must be >= 1"), (cfg.batch_size >= 1, "--batch-size must be >= 1"),
-        (cfg.lr >= 0, "--lr must be >= 0"), (0 <= cfg.warmup < 1, "--warmup must be in [0, 1)"),
-        (cfg.patience >= 1, "--patience must be >= 1"), (cfg.val_rows >= 0, "--val-rows must be >= 0"),
-        (cfg.grad_clip >= 0, "--grad-clip must be >= 0"), (cfg.weight_decay >= 0, "--weight-decay must be >= 0"),
+        (cfg.epochs >= 1, "--epochs must be >= 1"),
+        (cfg.batch_size >= 1, "--batch-size must be >= 1"),
+        (cfg.lr >= 0, "--lr must be >= 0"),
+        (0 <= cfg.warmup < 1, "--warmup must be in [0, 1)"),
+        (cfg.patience >= 1, "--patience must be >= 1"),
+        (cfg.val_rows >= 0, "--val-rows must be >= 0"),
+        (cfg.grad_clip >= 0, "--grad-clip must be >= 0"),
+        (cfg.weight_decay >= 0, "--weight-decay must be >= 0"),
         (cfg.train_rows is None or cfg.train_rows >= 1, "--train-rows must be >= 1"),
         (cfg.val_max_new_tokens >= 1, "val_max_new_tokens must be >= 1"),
         (cfg.text_budget_chars is None or cfg.text_budget_chars >= 1, "--text-budget-chars must be >= 1"),
@@ -110,7 +115,9 @@ def _prepare_out(cfg: SFTConfig) -> Path:
 
 
 # -- data -----------------------------------------------------------------------------------------
-def build_data(cfg: SFTConfig, tokenizer: Any, eos: set[int], max_seq_len: int, selected: Any) -> tuple[list, list, dict]:
+def build_data(
+    cfg: SFTConfig, tokenizer: Any, eos: set[int], max_seq_len: int, selected: Any
+) -> tuple[list, list, dict]:
     if cfg.format == SINGLE_PASS:
         family = get_taskset(cfg.family)
         files = sd.split_files(family, cfg.data[0] if cfg.data else _default_data(cfg))
@@ -120,7 +127,7 @@ def build_data(cfg: SFTConfig, tokenizer: Any, eos: set[int], max_seq_len: int, 
         if not val_refs and cfg.val_rows:  # no val split (TimerBed): a seeded part of train is held out
             everything = sd.balanced_refs(family, files["train"], None, cfg.regime)
             order = np.random.default_rng(cfg.seed).permutation(len(everything))
-            held = {everything[i].id for i in order[:min(cfg.val_rows, max(1, len(everything) // 10))]}
+            held = {everything[i].id for i in order[: min(cfg.val_rows, max(1, len(everything) // 10))]}
             val_refs = [r for r in everything if r.id in held]
             train_refs = sd.balanced_refs(family, files["train"], cfg.train_rows, cfg.regime, exclude=held)
             val_from = "train"
@@ -130,28 +137,60 @@ def build_data(cfg: SFTConfig, tokenizer: Any, eos: set[int], max_seq_len: int, 
             probe = [family.load(r) for r in sd.balanced_refs(family, files["train"], n_categories, cfg.regime)]
             probe = [p for p in probe if sd.target_problem(family, p) is None]
             if not probe:
-                raise UserError(f"no {family.name} train row of {cfg.data or _default_data(cfg)} can be an SFT example "
-                                "(no series, or its sft_target does not score 1)")
+                raise UserError(
+                    f"no {family.name} train row of {cfg.data or _default_data(cfg)} can be an SFT example "
+                    "(no series, or its sft_target does not score 1)"
+                )
             answer = max(len(tokenizer(family.sft_target(p.task.category, p.gold))["input_ids"]) for p in probe) + 8
-            budget = sd.fit_text_budget(tokenizer, [p.task for p in probe], max_seq_len,
-                                        max(answer, cfg.val_max_new_tokens))
-        train, train_stats = sd.single_pass_examples(tokenizer, family, train_refs, text_budget_chars=budget,
-                                                     max_seq_len=max_seq_len, eos_ids=eos, split="train")
-        val, val_stats = ([], sd.DataStats()) if cfg.val_rows == 0 else sd.single_pass_examples(
-            tokenizer, family, val_refs, text_budget_chars=budget, max_seq_len=max_seq_len, eos_ids=eos,
-            keep_prompt=True, split=val_from)
+            budget = sd.fit_text_budget(
+                tokenizer, [p.task for p in probe], max_seq_len, max(answer, cfg.val_max_new_tokens)
+            )
+        train, train_stats = sd.single_pass_examples(
+            tokenizer, family, train_refs, text_budget_chars=budget, max_seq_len=max_seq_len, eos_ids=eos, split="train"
+        )
+        val, val_stats = (
+            ([], sd.DataStats())
+            if cfg.val_rows == 0
+            else sd.single_pass_examples(
+                tokenizer,
+                family,
+                val_refs,
+                text_budget_chars=budget,
+                max_seq_len=max_seq_len,
+                eos_ids=eos,
+                keep_prompt=True,
+                split=val_from,
+            )
+        )
         used = {split: sorted({r.path for r in refs}) for split, refs in (("train", train_refs), ("val", val_refs))}
-        info = {"format": SINGLE_PASS, "family": family.name, "regime": cfg.regime, "text_budget_chars": budget,
-                "max_seq_len": max_seq_len, "val_from": val_from,
-                "files": {split: [{"path": p, "sha256": sd.file_fingerprint(Path(p))} for p in paths]
-                          for split, paths in used.items()}}
+        info = {
+            "format": SINGLE_PASS,
+            "family": family.name,
+            "regime": cfg.regime,
+            "text_budget_chars": budget,
+            "max_seq_len": max_seq_len,
+            "val_from": val_from,
+            "files": {
+                split: [{"path": p, "sha256": sd.file_fingerprint(Path(p))} for p in paths]
+                for split, paths in used.items()
+            },
+        }
     else:
         train_t, val_t, selection = selected
         train, train_stats = sd.trajectory_examples(tokenizer, train_t, max_seq_len=max_seq_len, eos_ids=eos)
-        val, val_stats = sd.trajectory_examples(tokenizer, val_t, max_seq_len=max_seq_len, eos_ids=eos, keep_prompt=True)
-        info = {"format": RLM_TRAJECTORIES, "regime": cfg.regime, "min_score": cfg.min_score, "max_seq_len": max_seq_len,
-                "results": [sd.results_fingerprint(Path(d)) for d in cfg.data], "selection": selection,
-                "train_rows": sorted({e.row_id for e in train}), "val_rows": sorted({e.row_id for e in val})}
+        val, val_stats = sd.trajectory_examples(
+            tokenizer, val_t, max_seq_len=max_seq_len, eos_ids=eos, keep_prompt=True
+        )
+        info = {
+            "format": RLM_TRAJECTORIES,
+            "regime": cfg.regime,
+            "min_score": cfg.min_score,
+            "max_seq_len": max_seq_len,
+            "results": [sd.results_fingerprint(Path(d)) for d in cfg.data],
+            "selection": selection,
+            "train_rows": sorted({e.row_id for e in train}),
+            "val_rows": sorted({e.row_id for e in val}),
+        }
     info.update(train=train_stats.to_dict(), val=val_stats.to_dict())
     return train, val, info
 
@@ -163,22 +202,30 @@ def _default_data(cfg: SFTConfig) -> str:
 def select_trajectories(cfg: SFTConfig) -> tuple[list, list, dict]:
     """(train, val) episodes and the selection counts; no model needed, so bad data fails fast."""
     regimes = None if cfg.regime is None else ("precise", "coarse") if cfg.regime == "both" else (cfg.regime,)
-    trajectories, selection = sd.load_trajectories(cfg.data, min_score=cfg.min_score, regimes=regimes,
-                                                   include_test_split=cfg.include_test_split)
+    trajectories, selection = sd.load_trajectories(
+        cfg.data, min_score=cfg.min_score, regimes=regimes, include_test_split=cfg.include_test_split
+    )
     if not trajectories:
         skipped = ", ".join(f"{k}: {v}" for k, v in sorted(selection["skipped"].items())) or "no rows"
-        hint = (" (SFT on test rows contaminates the benchmark: run tsbench eval with --split train)"
-                if selection["skipped"].get("test_split") else "")
+        hint = (
+            " (SFT on test rows contaminates the benchmark: run tsbench eval with --split train)"
+            if selection["skipped"].get("test_split")
+            else ""
+        )
         raise UserError(f"no usable RLM transcripts in {', '.join(cfg.data)} ({skipped}){hint}")
     train, val = sd.split_trajectories(trajectories, val_rows=cfg.val_rows, seed=cfg.seed)
-    return (train[:cfg.train_rows] if cfg.train_rows is not None else train), val, selection
+    return (train[: cfg.train_rows] if cfg.train_rows is not None else train), val, selection
 
 
 def as_dataset(examples: list[sd.Example]) -> Any:
     from datasets import Dataset
 
-    return Dataset.from_dict({"input_ids": [e.input_ids.tolist() for e in examples],
-                              "assistant_masks": [(e.labels != sd.IGNORE).astype(int).tolist() for e in examples]})
+    return Dataset.from_dict(
+        {
+            "input_ids": [e.input_ids.tolist() for e in examples],
+            "assistant_masks": [(e.labels != sd.IGNORE).astype(int).tolist() for e in examples],
+        }
+    )
 
 
 # -- validation ---------------------------------------------------------------------------------
@@ -217,11 +264,15 @@ class Validation(TrainerCallback):
                 self.emit("val_row", score=scored.score)
         finally:
             model.train(was_training)
-        return {"eval_primary": float(np.mean(scores)), "eval_valid": float(np.mean(valid)),
-                "eval_by_category": json.dumps({c: float(np.mean(v)) for c, v in by_category.items()}, sort_keys=True)}
+        return {
+            "eval_primary": float(np.mean(scores)),
+            "eval_valid": float(np.mean(valid)),
+            "eval_by_category": json.dumps({c: float(np.mean(v)) for c, v in by_category.items()}, sort_keys=True),
+        }
 
-    def on_evaluate(self, args: Any, state: Any, control: Any, metrics: dict | None = None, model: Any = None,
-                    **_: Any) -> None:
+    def on_evaluate(
+        self, args: Any, state: Any, control: Any, metrics: dict | None = None, model: Any = None, **_: Any
+    ) -> None:
         if metrics is None or model is None:
             return
         extra = self.primary(model)
@@ -235,10 +286,19 @@ class Validation(TrainerCallback):
         control.should_training_stop = control.should_training_stop or stop
         epoch = int(round(state.epoch or 0))
         losses = [h["loss"] for h in state.log_history if "loss" in h and math.ceil(h.get("epoch", 0) - 1e-9) == epoch]
-        self.epochs.append({"epoch": epoch, "train_loss": float(np.mean(losses)) if losses else math.nan,
-                            "val_loss": loss, "val_primary": extra["eval_primary"], "val_valid": extra["eval_valid"],
-                            "val_by_category": extra["eval_by_category"], "val_rows": len(self.examples),
-                            "step": int(state.global_step), "seconds": time.perf_counter() - self.started})
+        self.epochs.append(
+            {
+                "epoch": epoch,
+                "train_loss": float(np.mean(losses)) if losses else math.nan,
+                "val_loss": loss,
+                "val_primary": extra["eval_primary"],
+                "val_valid": extra["eval_valid"],
+                "val_by_category": extra["eval_by_category"],
+                "val_rows": len(self.examples),
+                "step": int(state.global_step),
+                "seconds": time.perf_counter() - self.started,
+            }
+        )
         self.emit("epoch_end", **self.epochs[-1], stop=stop)
 
 
@@ -290,43 +350,89 @@ def run_sft(cfg: SFTConfig, progress: ProgressFn | None = None) -> Path:
     emit("data_start")
     train, val, data_info = build_data(cfg, policy.tokenizer, eos, max_seq_len, selected)
     if not train:
-        raise UserError(f"no training examples fit max_seq_len={max_seq_len} "
-                        f"(skipped: {data_info['train']['skipped']}); raise --max-seq-len or lower the text budget")
+        raise UserError(
+            f"no training examples fit max_seq_len={max_seq_len} "
+            f"(skipped: {data_info['train']['skipped']}); raise --max-seq-len or lower the text budget"
+        )
 
     steps_per_epoch = math.ceil(len(train) / cfg.batch_size)
     total = steps_per_epoch * cfg.epochs
     validation = Validation(val, policy.tokenizer, cfg, emit)
     args = TRLConfig(
-        output_dir=str(out / CHECKPOINTS), num_train_epochs=cfg.epochs, per_device_train_batch_size=cfg.batch_size,
-        per_device_eval_batch_size=1, learning_rate=cfg.lr, weight_decay=cfg.weight_decay,
-        max_grad_norm=cfg.grad_clip if cfg.grad_clip > 0 else 1e9, lr_scheduler_type="linear",
-        warmup_steps=warmup_steps(cfg.warmup, total), seed=cfg.seed, data_seed=cfg.seed,
-        eval_strategy="epoch" if val else "no", save_strategy="epoch", save_total_limit=1,
-        load_best_model_at_end=bool(val), metric_for_best_model="eval_primary" if val else None,
-        greater_is_better=True, max_length=None, packing=False, completion_only_loss=False,
-        gradient_checkpointing=cfg.policy.gradient_checkpointing, bf16=on_gpu, fp16=False, use_cpu=not on_gpu,
-        logging_steps=1, report_to=check_targets(cfg.report_to), disable_tqdm=True, dataset_num_proc=None,
+        output_dir=str(out / CHECKPOINTS),
+        num_train_epochs=cfg.epochs,
+        per_device_train_batch_size=cfg.batch_size,
+        per_device_eval_batch_size=1,
+        learning_rate=cfg.lr,
+        weight_decay=cfg.weight_decay,
+        max_grad_norm=cfg.grad_clip if cfg.grad_clip > 0 else 1e9,
+        lr_scheduler_type="linear",
+        warmup_steps=warmup_steps(cfg.warmup, total),
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+        eval_strategy="epoch" if val else "no",
+        save_strategy="epoch",
+        save_total_limit=1,
+        load_best_model_at_end=bool(val),
+        metric_for_best_model="eval_primary" if val else None,
+        greater_is_better=True,
+        max_length=None,
+        packing=False,
+        completion_only_loss=False,
+        gradient_checkpointing=cfg.policy.gradient_checkpointing,
+        bf16=on_gpu,
+        fp16=False,
+        use_cpu=not on_gpu,
+        logging_steps=1,
+        report_to=check_targets(cfg.report_to),
+        disable_tqdm=True,
+        dataset_num_proc=None,
         eos_token=None,
     )
     manifest = {
-        "kind": "sft-baseline", "config": asdict(cfg), "data": data_info,
-        "model": {"spec": cfg.policy.model, "base_model_name_or_path": policy.base_record, "warm_start": policy.warm_start,
-                  "lora": cfg.policy.lora, "context": context},
-        "optimizer": {"steps_per_epoch": steps_per_epoch, "total_steps": total,
-                      "warmup_steps": warmup_steps(cfg.warmup, total), "schedule": "linear warmup, linear decay"},
-        "eval_hint": {"model": f"local/{out}", "harness": SINGLE_PASS if cfg.format == SINGLE_PASS else "rlm",
-                      **({"text_budget_chars": data_info["text_budget_chars"], "regime": cfg.regime}
-                         if cfg.format == SINGLE_PASS else {})},
-        "versions": versions((*TRACKED_PACKAGES, "peft", "trl")), "git_commit": git_commit(),
-        "created_at": _now(), "complete": False,
+        "kind": "sft-baseline",
+        "config": asdict(cfg),
+        "data": data_info,
+        "model": {
+            "spec": cfg.policy.model,
+            "base_model_name_or_path": policy.base_record,
+            "warm_start": policy.warm_start,
+            "lora": cfg.policy.lora,
+            "context": context,
+        },
+        "optimizer": {
+            "steps_per_epoch": steps_per_epoch,
+            "total_steps": total,
+            "warmup_steps": warmup_steps(cfg.warmup, total),
+            "schedule": "linear warmup, linear decay",
+        },
+        "eval_hint": {
+            "model": f"local/{out}",
+            "harness": SINGLE_PASS if cfg.format == SINGLE_PASS else "rlm",
+            **(
+                {"text_budget_chars": data_info["text_budget_chars"], "regime": cfg.regime}
+                if cfg.format == SINGLE_PASS
+                else {}
+            ),
+        },
+        "versions": versions((*TRACKED_PACKAGES, "peft", "trl")),
+        "git_commit": git_commit(),
+        "created_at": _now(),
+        "complete": False,
     }
     write_json(out / RUN_JSON, manifest)
     from transformers import PrinterCallback
 
     with tracking(cfg.report_to, out):
-        trainer = SFTTrainer(model=policy.model, args=args, train_dataset=as_dataset(train),
-                             eval_dataset=as_dataset(val) if val else None, processing_class=policy.tokenizer,
-                             peft_config=policy.peft_config, callbacks=[validation, StepEvents(emit)])
+        trainer = SFTTrainer(
+            model=policy.model,
+            args=args,
+            train_dataset=as_dataset(train),
+            eval_dataset=as_dataset(val) if val else None,
+            processing_class=policy.tokenizer,
+            peft_config=policy.peft_config,
+            callbacks=[validation, StepEvents(emit)],
+        )
         trainer.remove_callback(PrinterCallback)
         n_train = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
         n_all = sum(p.numel() for p in trainer.model.parameters())
@@ -339,20 +445,41 @@ def run_sft(cfg: SFTConfig, progress: ProgressFn | None = None) -> Path:
 
     import pandas as pd
 
-    epochs = validation.epochs or [{"epoch": cfg.epochs, "train_loss": math.nan, "val_loss": math.nan,
-                                    "val_primary": math.nan, "step": trainer.state.global_step}]
+    epochs = validation.epochs or [
+        {
+            "epoch": cfg.epochs,
+            "train_loss": math.nan,
+            "val_loss": math.nan,
+            "val_primary": math.nan,
+            "step": trainer.state.global_step,
+        }
+    ]
     best = max(validation.epochs, key=lambda r: (r["val_primary"], -r["val_loss"])) if validation.epochs else None
     for row in epochs:
         row["saved"] = best is None or row is best
     pd.DataFrame(epochs).to_parquet(out / METRICS, index=False)
-    steps = [{"step": h["step"], "epoch": h.get("epoch"), "loss": h["loss"], "grad_norm": h.get("grad_norm"),
-              "lr": h.get("learning_rate")} for h in trainer.state.log_history if "loss" in h]
+    steps = [
+        {
+            "step": h["step"],
+            "epoch": h.get("epoch"),
+            "loss": h["loss"],
+            "grad_norm": h.get("grad_norm"),
+            "lr": h.get("learning_rate"),
+        }
+        for h in trainer.state.log_history
+        if "loss" in h
+    ]
     pd.DataFrame(steps).to_parquet(out / STEPS, index=False)
     manifest["model"].update(trainable_params=n_train, total_params=n_all)
-    manifest.update(complete=True, updated_at=_now(), seconds=time.perf_counter() - started,
-                    epochs_run=len(validation.epochs) or cfg.epochs, best_epoch=best["epoch"] if best else cfg.epochs,
-                    best_val_primary=best["val_primary"] if best else None,
-                    stopped_early=len(validation.epochs) < cfg.epochs and bool(validation.epochs))
+    manifest.update(
+        complete=True,
+        updated_at=_now(),
+        seconds=time.perf_counter() - started,
+        epochs_run=len(validation.epochs) or cfg.epochs,
+        best_epoch=best["epoch"] if best else cfg.epochs,
+        best_val_primary=best["val_primary"] if best else None,
+        stopped_early=len(validation.epochs) < cfg.epochs and bool(validation.epochs),
+    )
     write_json(out / RUN_JSON, manifest)
     emit("done", out=str(out), best_epoch=manifest["best_epoch"])
     return out
@@ -366,7 +493,7 @@ class RichSFTProgress:
 
         self.console = console or Console(stderr=True)
 
-    def __enter__(self) -> "RichSFTProgress":
+    def __enter__(self) -> RichSFTProgress:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -380,6 +507,8 @@ class RichSFTProgress:
         elif event == "epoch_end":
             self.console.print(
                 f"epoch {values['epoch']}: train loss {values['train_loss']:.4f}  val loss {values['val_loss']:.4f}  "
-                f"val primary {values['val_primary']:.3f}" + ("  early stop" if values["stop"] else ""), markup=False)
+                f"val primary {values['val_primary']:.3f}" + ("  early stop" if values["stop"] else ""),
+                markup=False,
+            )
         elif event == "done":
             self.console.print(f"best epoch {values['best_epoch']}; model in {values['out']}", markup=False)

@@ -19,17 +19,18 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from tsbench.core.episode import EpisodeTask
 from tsbench.core.errors import UserError
-from tsbench.harness.prompts import SINGLE_PASS_SYSTEM, single_pass_text_prompt
 from tsbench.core.provenance import read_json, sha256_file
+from tsbench.harness.prompts import SINGLE_PASS_SYSTEM, single_pass_text_prompt
 from tsbench.models.base import Message
 from tsbench.results.records import transcript_events
 from tsbench.tasks.base import Sample, SampleRef, TaskFamily
@@ -79,11 +80,18 @@ class DataStats:
         self.categories[example.category] += 1
 
     def to_dict(self) -> dict[str, Any]:
-        return {"examples": self.examples, "tokens": self.tokens, "trained_tokens": self.trained_tokens,
-                "max_tokens": self.max_tokens, "skipped": dict(self.skipped), "categories": dict(self.categories)}
+        return {
+            "examples": self.examples,
+            "tokens": self.tokens,
+            "trained_tokens": self.trained_tokens,
+            "max_tokens": self.max_tokens,
+            "skipped": dict(self.skipped),
+            "categories": dict(self.categories),
+        }
 
 
 # -- token ids and masks from the chat template ---------------------------------------------------
+
 
 class TemplateError(UserError):
     """The chat template cannot be rendered incrementally, so prompt and reply tokens can't be told apart."""
@@ -92,8 +100,9 @@ class TemplateError(UserError):
 def _render(tokenizer, messages: list[dict], *, generation_prompt: bool) -> list[int]:
     if not messages:
         return []
-    encoded = tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=generation_prompt,
-                                            return_dict=True)
+    encoded = tokenizer.apply_chat_template(
+        messages, tokenize=True, add_generation_prompt=generation_prompt, return_dict=True
+    )
     return list(encoded["input_ids"])
 
 
@@ -114,22 +123,28 @@ def encode_conversation(tokenizer, messages: list[dict], eos_ids: Iterable[int])
 
     def extend(rendered: list[int], train: bool, what: str) -> None:
         if rendered[: len(ids)] != ids:
-            raise TemplateError(f"the chat template re-renders earlier turns when {what} is added, so turn-by-turn "
-                                "masking is impossible; use a model whose template renders conversations incrementally")
-        new = rendered[len(ids):]
+            raise TemplateError(
+                f"the chat template re-renders earlier turns when {what} is added, so turn-by-turn "
+                "masking is impossible; use a model whose template renders conversations incrementally"
+            )
+        new = rendered[len(ids) :]
         ids.extend(new)
         labels.extend(new if train else [IGNORE] * len(new))
 
     for i, message in enumerate(messages):
         if message["role"] != "assistant":
-            extend(_render(tokenizer, messages[: i + 1], generation_prompt=False), False, f"a {message['role']} message")
+            extend(
+                _render(tokenizer, messages[: i + 1], generation_prompt=False), False, f"a {message['role']} message"
+            )
             continue
         extend(_render(tokenizer, messages[:i], generation_prompt=True), False, "the generation prompt")
         full = _render(tokenizer, messages[: i + 1], generation_prompt=False)
         if full[: len(ids)] != ids:
-            raise TemplateError("the chat template renders an assistant reply differently from its generation prompt; "
-                                "turn-by-turn masking is impossible with this model")
-        reply = full[len(ids):]
+            raise TemplateError(
+                "the chat template renders an assistant reply differently from its generation prompt; "
+                "turn-by-turn masking is impossible with this model"
+            )
+        reply = full[len(ids) :]
         stop = next((j + 1 for j, token in enumerate(reply) if token in eos), len(reply))
         ids.extend(reply)
         labels.extend(reply[:stop] + [IGNORE] * (len(reply) - stop))
@@ -143,6 +158,7 @@ def prompt_ids(tokenizer, messages: list[Message]) -> list[int]:
 
 # -- single-pass-text from the dataset ------------------------------------------------------------
 
+
 def split_files(family: TaskFamily, data_dir: str | Path) -> dict[str, list[Path]]:
     """{"train": [...], "val": [...]} files of the family beside `data_dir` (val may be empty); no
     train split is a one-line error that names the fix."""
@@ -150,8 +166,10 @@ def split_files(family: TaskFamily, data_dir: str | Path) -> dict[str, list[Path
     files = {split: family.split_files([str(data_dir)], split) for split in ("train", "val")}
     if not files["train"]:
         seed = data_dir.name.removeprefix("seed") if data_dir.name.startswith("seed") else "42"
-        raise UserError(f"no {family.name} train split in {data_dir} (create the train and val splits with: "
-                        f"tsbench generate --seed {seed} --split all --family {family.name})")
+        raise UserError(
+            f"no {family.name} train split in {data_dir} (create the train and val splits with: "
+            f"tsbench generate --seed {seed} --split all --family {family.name})"
+        )
     return files
 
 
@@ -174,8 +192,9 @@ def rows_of(family: TaskFamily, files: list[Path], regime: str | None = None) ->
     return index.drop_duplicates("id").reset_index(drop=True)
 
 
-def balanced_refs(family: TaskFamily, files: list[Path], limit: int | None, regime: str | None = None,
-                  exclude: set[str] = frozenset()) -> list[SampleRef]:
+def balanced_refs(
+    family: TaskFamily, files: list[Path], limit: int | None, regime: str | None = None, exclude: set[str] = frozenset()
+) -> list[SampleRef]:
     """The rows of `files` (of one regime when given), or `limit` of them taken round-robin over
     categories (each in index order); returned in index order."""
     index = rows_of(family, files, regime)
@@ -198,15 +217,30 @@ def single_pass_messages(task: EpisodeTask, text_budget_chars: int) -> list[Mess
     return [Message("system", SINGLE_PASS_SYSTEM), Message("user", text)]
 
 
-def single_pass_example(tokenizer, family: TaskFamily, sample: Sample, text_budget_chars: int,
-                        eos_ids: Iterable[int], *, keep_prompt: bool = False) -> Example:
+def single_pass_example(
+    tokenizer,
+    family: TaskFamily,
+    sample: Sample,
+    text_budget_chars: int,
+    eos_ids: Iterable[int],
+    *,
+    keep_prompt: bool = False,
+) -> Example:
     task = sample.task
     prompt = single_pass_messages(task, text_budget_chars)
     chat = [{"role": m.role, "content": m.content} for m in prompt]
     chat.append({"role": "assistant", "content": family.sft_target(task.category, sample.gold)})
     ids, labels = encode_conversation(tokenizer, chat, eos_ids)
-    return Example(ids, labels, task.row_id, task.category, task.regime, str(sample.columns.get("split") or ""),
-                   sample.gold, prompt if keep_prompt else None)
+    return Example(
+        ids,
+        labels,
+        task.row_id,
+        task.category,
+        task.regime,
+        str(sample.columns.get("split") or ""),
+        sample.gold,
+        prompt if keep_prompt else None,
+    )
 
 
 def target_problem(family: TaskFamily, sample: Sample) -> str | None:
@@ -223,6 +257,7 @@ def fit_text_budget(tokenizer, tasks: list[EpisodeTask], max_seq_len: int, reser
     Starts from a generous guess and scales it by the measured characters per token until every
     sample task fits (the serializer keeps every k-th sample, so text length moves in steps).
     """
+
     def prompt_len(task: EpisodeTask, budget: int) -> int:
         return len(prompt_ids(tokenizer, single_pass_messages(task, budget)))
 
@@ -235,15 +270,26 @@ def fit_text_budget(tokenizer, tasks: list[EpisodeTask], max_seq_len: int, reser
             return budget
         overhead = prompt_len(worst_task, 1)  # question, note and about one value per channel
         if overhead >= available:
-            raise UserError(f"the question alone takes {overhead} tokens; it cannot fit max_seq_len={max_seq_len} "
-                            f"with {reserve_tokens} tokens for the answer")
+            raise UserError(
+                f"the question alone takes {overhead} tokens; it cannot fit max_seq_len={max_seq_len} "
+                f"with {reserve_tokens} tokens for the answer"
+            )
         budget = max(1, int(budget * (available - overhead) / max(1, worst - overhead) * 0.97))
     raise UserError(f"could not fit single-pass prompts into max_seq_len={max_seq_len}; pass text_budget_chars")
 
 
-def single_pass_examples(tokenizer, family: TaskFamily, refs: list[SampleRef], *, text_budget_chars: int,
-                         max_seq_len: int, eos_ids: Iterable[int], keep_prompt: bool = False, split: str | None = None,
-                         on_row=None) -> tuple[list[Example], DataStats]:
+def single_pass_examples(
+    tokenizer,
+    family: TaskFamily,
+    refs: list[SampleRef],
+    *,
+    text_budget_chars: int,
+    max_seq_len: int,
+    eos_ids: Iterable[int],
+    keep_prompt: bool = False,
+    split: str | None = None,
+    on_row=None,
+) -> tuple[list[Example], DataStats]:
     """Examples of the given rows (loaded one at a time), dropping any longer than `max_seq_len` tokens.
     With `split`, a row its family labels with another split is skipped (a family whose `resolve`
     ignores the split must not slip test rows into training)."""
@@ -269,6 +315,7 @@ def single_pass_examples(tokenizer, family: TaskFamily, refs: list[SampleRef], *
 
 
 # -- rlm-trajectories from eval results -----------------------------------------------------------
+
 
 @dataclass
 class Trajectory:
@@ -312,12 +359,13 @@ def transcript_messages(transcript: list[dict]) -> list[dict]:
 def results_fingerprint(run_dir: Path) -> dict[str, Any]:
     from tsbench import results
 
-    files = [run_dir / name for name in (results.SAMPLES, results.JOURNAL, results.RUN_JSON) if (run_dir / name).is_file()]
+    files = [
+        run_dir / name for name in (results.SAMPLES, results.JOURNAL, results.RUN_JSON) if (run_dir / name).is_file()
+    ]
     info = {"path": str(run_dir), "files": {f.name: sha256_file(f) for f in files}}
     if (run_dir / results.RUN_JSON).is_file():
         run = results.load_run(run_dir)
-        info.update(model=run.get("model"), harness=run.get("harness"),
-                    dataset_key=run.get("dataset", {}).get("key"))
+        info.update(model=run.get("model"), harness=run.get("harness"), dataset_key=run.get("dataset", {}).get("key"))
     return info
 
 
@@ -325,8 +373,9 @@ def _finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and value == value and abs(value) != float("inf")
 
 
-def load_trajectories(run_dirs: list[str | Path], *, min_score: float, regimes: tuple[str, ...] | None,
-                      include_test_split: bool = False) -> tuple[list[Trajectory], dict[str, Any]]:
+def load_trajectories(
+    run_dirs: list[str | Path], *, min_score: float, regimes: tuple[str, ...] | None, include_test_split: bool = False
+) -> tuple[list[Trajectory], dict[str, Any]]:
     """Finished RLM episodes scoring at least `min_score`, from eval run dirs; identical ones kept once."""
     from tsbench import results as schema
 
@@ -359,23 +408,44 @@ def load_trajectories(run_dirs: list[str | Path], *, min_score: float, regimes: 
                     skipped["duplicate"] += 1
                     continue
                 seen.add(digest)
-                kept.append(Trajectory(record["id"], int(record["epoch"]), record["split"], record["regime"],
-                                       record["category"], float(record["score"]), json.loads(record["gold"]),
-                                       messages, str(run_dir)))
+                kept.append(
+                    Trajectory(
+                        record["id"],
+                        int(record["epoch"]),
+                        record["split"],
+                        record["regime"],
+                        record["category"],
+                        float(record["score"]),
+                        json.loads(record["gold"]),
+                        messages,
+                        str(run_dir),
+                    )
+                )
     return kept, {"kept": len(kept), "skipped": dict(skipped)}
 
 
-def trajectory_example(tokenizer, trajectory: Trajectory, eos_ids: Iterable[int], *, keep_prompt: bool = False) -> Example:
+def trajectory_example(
+    tokenizer, trajectory: Trajectory, eos_ids: Iterable[int], *, keep_prompt: bool = False
+) -> Example:
     ids, labels = encode_conversation(tokenizer, trajectory.messages, eos_ids)
     prompt = None
     if keep_prompt:
         prompt = [Message(m["role"], m["content"]) for m in trajectory.messages[:-1]]
-    return Example(ids, labels, trajectory.row_id, trajectory.category, trajectory.regime, trajectory.split,
-                   trajectory.gold, prompt)
+    return Example(
+        ids,
+        labels,
+        trajectory.row_id,
+        trajectory.category,
+        trajectory.regime,
+        trajectory.split,
+        trajectory.gold,
+        prompt,
+    )
 
 
-def trajectory_examples(tokenizer, trajectories: list[Trajectory], *, max_seq_len: int, eos_ids: Iterable[int],
-                        keep_prompt: bool = False) -> tuple[list[Example], DataStats]:
+def trajectory_examples(
+    tokenizer, trajectories: list[Trajectory], *, max_seq_len: int, eos_ids: Iterable[int], keep_prompt: bool = False
+) -> tuple[list[Example], DataStats]:
     stats = DataStats()
     examples = []
     for trajectory in trajectories:
@@ -388,7 +458,9 @@ def trajectory_examples(tokenizer, trajectories: list[Trajectory], *, max_seq_le
     return examples, stats
 
 
-def split_trajectories(trajectories: list[Trajectory], *, val_rows: int, seed: int) -> tuple[list[Trajectory], list[Trajectory]]:
+def split_trajectories(
+    trajectories: list[Trajectory], *, val_rows: int, seed: int
+) -> tuple[list[Trajectory], list[Trajectory]]:
     """(train, val). Val: episodes on val-split rows when there are train-split ones too; otherwise a
     seeded tenth of the row ids (at least one row when two or more rows exist). At most `val_rows`."""
     splits = {t.split for t in trajectories}

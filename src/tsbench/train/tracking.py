@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from tsbench.core.tracking import check_targets
 
@@ -25,8 +25,13 @@ def tracker_env(targets: list[str] | None, run_dir: Path) -> dict[str, str]:
         env["TENSORBOARD_LOGGING_DIR"] = str(Path(run_dir) / "tensorboard")
     if "wandb" in chosen:
         env.update(WANDB_MODE="offline", WANDB_DIR=str(run_dir))
-        env.update({k: v for k, v in (("WANDB_PROJECT", "tsbench"), ("WANDB_SILENT", "true"),
-                                      ("WANDB_DISABLE_GIT", "true")) if k not in os.environ})
+        env.update(
+            {
+                k: v
+                for k, v in (("WANDB_PROJECT", "tsbench"), ("WANDB_SILENT", "true"), ("WANDB_DISABLE_GIT", "true"))
+                if k not in os.environ
+            }
+        )
     return env
 
 

@@ -33,11 +33,11 @@ the train split (`calibrate`), never on test.
 from __future__ import annotations
 
 from tsbench.baselines import decode
-from tsbench.core.episode import EpisodeTask
 from tsbench.baselines.detector.answers import analyse, answer_object, decide  # noqa: F401
 from tsbench.baselines.detector.calibrate import Analysed, _analyse_row, _mean_score, calibrate, fit_settings  # noqa: F401
 from tsbench.baselines.detector.model import DEFAULT, ChannelResult, Finding, Settings  # noqa: F401
 from tsbench.baselines.detector.search import analyse_channel  # noqa: F401
+from tsbench.core.episode import EpisodeTask
 
 
 class Detector:

@@ -7,12 +7,11 @@ import math
 import numpy as np
 
 from tsbench.baselines import decode
+from tsbench.baselines.detector.model import DEFAULT, ChannelResult, Finding, Settings
+from tsbench.baselines.detector.search import analyse_channel, presence_threshold
 from tsbench.core.episode import EpisodeTask
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.mcq import magnitude_band, start_bin
-from tsbench.baselines.detector.model import ChannelResult, DEFAULT, Finding, Settings
-from tsbench.baselines.detector.search import analyse_channel, presence_threshold
-
 
 # ---------------------------------------------------------------------------------------------
 # Answers
@@ -42,7 +41,11 @@ def analyse(category: str, values: list[np.ndarray]) -> list[ChannelResult]:
 
 
 def decide(
-    category: str, length: int, names: list[str], options: list[str], results: list[ChannelResult],
+    category: str,
+    length: int,
+    names: list[str],
+    options: list[str],
+    results: list[ChannelResult],
     settings: Settings = DEFAULT,
 ) -> dict:
     """The answer object for any category from the channels' analyses (pure: no signal work)."""

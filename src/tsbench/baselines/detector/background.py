@@ -9,10 +9,18 @@ from scipy.ndimage import uniform_filter1d
 from scipy.optimize import minimize_scalar
 
 from tsbench.baselines.detector.model import (
-    BASELINE_BLOCK, FOLD_WINDOW_DIVISOR, FOLD_WINDOW_MAX, FOLD_WINDOW_MIN, JUMP_SHARE, JUMP_ZONE,
-    PERIODIC_RATIO, PERIOD_BAND, RANDOM_WALK_PHI, TREND_GAIN, TREND_RATE,
+    BASELINE_BLOCK,
+    FOLD_WINDOW_DIVISOR,
+    FOLD_WINDOW_MAX,
+    FOLD_WINDOW_MIN,
+    JUMP_SHARE,
+    JUMP_ZONE,
+    PERIOD_BAND,
+    PERIODIC_RATIO,
+    RANDOM_WALK_PHI,
+    TREND_GAIN,
+    TREND_RATE,
 )
-
 
 # ---------------------------------------------------------------------------------------------
 # 1. Background
@@ -40,12 +48,12 @@ def periodic_part(x: np.ndarray) -> tuple[np.ndarray | None, float]:
     power = np.abs(np.fft.rfft(xc)) ** 2
     lo = max(1, int(n / PERIOD_BAND[1] * 0.9))
     hi = min(len(power) - 2, int(math.ceil(n / PERIOD_BAND[0] * 1.1)))
-    k = lo + int(np.argmax(power[lo:hi + 1]))
-    window = power[max(1, int(k / 1.5)):min(len(power), int(k * 1.5) + 2)]
+    k = lo + int(np.argmax(power[lo : hi + 1]))
+    window = power[max(1, int(k / 1.5)) : min(len(power), int(k * 1.5) + 2)]
     if power[k] < PERIODIC_RATIO * float(np.median(window)):
         return None, 0.0
     padded = np.abs(np.fft.rfft(xc, PEAK_PADDING * n))
-    kp = PEAK_PADDING * (k - 1) + int(np.argmax(padded[PEAK_PADDING * (k - 1):PEAK_PADDING * (k + 1) + 1]))
+    kp = PEAK_PADDING * (k - 1) + int(np.argmax(padded[PEAK_PADDING * (k - 1) : PEAK_PADDING * (k + 1) + 1]))
     kp = min(max(kp, 1), len(padded) - 2)
     left, mid, right = padded[kp - 1], padded[kp], padded[kp + 1]
     curvature = left - 2 * mid + right
@@ -207,7 +215,7 @@ def ar1_coefficient(r: np.ndarray, block: int = BASELINE_BLOCK) -> float:
     blocks = max(1, n // block)
     values = []
     for i in range(blocks):
-        c = r[i * block:(i + 1) * block] if blocks > 1 else r
+        c = r[i * block : (i + 1) * block] if blocks > 1 else r
         c = c - np.median(c)
         mad = 1.4826 * float(np.median(np.abs(c))) or float(np.std(c)) or 1.0
         c = np.clip(c, -5 * mad, 5 * mad)

@@ -7,10 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from tsbench.baselines import decode
-from tsbench.tasks.anomalyxl import labels as lb
-from tsbench.baselines.detector.model import ChannelResult, DEFAULT, Settings
 from tsbench.baselines.detector.answers import analyse, decide
-
+from tsbench.baselines.detector.model import DEFAULT, ChannelResult, Settings
+from tsbench.tasks.anomalyxl import labels as lb
 
 # ---------------------------------------------------------------------------------------------
 # Calibration (run once on the train split; the results are the Settings defaults)
@@ -31,7 +30,10 @@ class Analysed:
 def _mean_score(rows: list[Analysed], settings: Settings) -> float:
     from tsbench.tasks.anomalyxl.scoring import score
 
-    values = [score(r.category, r.gold, decode.answer_text(decide(r.category, r.length, r.names, [], r.results, settings))) for r in rows]
+    values = [
+        score(r.category, r.gold, decode.answer_text(decide(r.category, r.length, r.names, [], r.results, settings)))
+        for r in rows
+    ]
     return float(np.mean(values)) if values else 0.0
 
 
@@ -49,8 +51,10 @@ def fit_settings(rows: list[Analysed]) -> Settings:
         "channel_offset": [float(v) for v in np.arange(-4.0, 24.5, 0.5)],
     }
     target = {
-        "seasonality_penalty": lb.CLASSIFY, "variance_penalty": lb.CLASSIFY,
-        "presence_offset": lb.LOCALIZE, "channel_offset": lb.ALL_CHANNELS,
+        "seasonality_penalty": lb.CLASSIFY,
+        "variance_penalty": lb.CLASSIFY,
+        "presence_offset": lb.LOCALIZE,
+        "channel_offset": lb.ALL_CHANNELS,
     }
     from dataclasses import replace
 
@@ -58,7 +62,9 @@ def fit_settings(rows: list[Analysed]) -> Settings:
         subset = by_category.get(target[name], [])
         if not subset:
             continue
-        scored = [(_mean_score(subset, replace(settings, **{name: v})), -abs(v - getattr(DEFAULT, name)), v) for v in values]
+        scored = [
+            (_mean_score(subset, replace(settings, **{name: v})), -abs(v - getattr(DEFAULT, name)), v) for v in values
+        ]
         settings = replace(settings, **{name: max(scored)[2]})
     return settings
 

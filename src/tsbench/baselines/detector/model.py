@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-
 from tsbench.tasks.anomalyxl import labels as lb
-
 
 MIN_WIDTH, MAX_WIDTH = 8, 256  # anomaly widths the generator draws (samples)
 PERIOD_BAND = (16.0, 256.0)  # background periodic parts have periods in this range
@@ -59,10 +57,12 @@ class Finding:
     start: int
     end: int
     gain: float  # log-likelihood ratio against "background only" (kind penalty applied by ChannelResult.ranked)
-    amplitude: float = 0.0  # signed, in the channel's units (box/triangle/ramp), or the extra std (variance/seasonality)
+    amplitude: float = (
+        0.0  # signed, in the channel's units (box/triangle/ramp), or the extra std (variance/seasonality)
+    )
     period: int = 0  # seasonality only
 
-    def shifted(self, offset: int) -> "Finding":
+    def shifted(self, offset: int) -> Finding:
         return Finding(self.kind, self.start + offset, self.end + offset, self.gain, self.amplitude, self.period)
 
 

@@ -7,22 +7,37 @@ import math
 
 import numpy as np
 
-from tsbench.tasks.anomalyxl import labels as lb
-from tsbench.baselines.detector.model import (
-    BASELINE_BLOCK, CANDIDATE_SEPARATION, ChannelResult, Finding, LOG_NUISANCE_SPAN, MAX_WIDTH, MIN_WIDTH,
-    NOISE_FLOOR, N_CANDIDATES, SCAN_WIDTHS, SEGMENT_HALF,
-)
 from tsbench.baselines.detector.background import (
-    ar1_coefficient, block_median_baseline, jump_samples, periodic_part, robust_sigma, trend_part,
+    ar1_coefficient,
+    block_median_baseline,
+    jump_samples,
+    periodic_part,
+    robust_sigma,
+    trend_part,
 )
-
+from tsbench.baselines.detector.model import (
+    BASELINE_BLOCK,
+    CANDIDATE_SEPARATION,
+    LOG_NUISANCE_SPAN,
+    MAX_WIDTH,
+    MIN_WIDTH,
+    N_CANDIDATES,
+    NOISE_FLOOR,
+    SCAN_WIDTHS,
+    SEGMENT_HALF,
+    ChannelResult,
+    Finding,
+)
+from tsbench.tasks.anomalyxl import labels as lb
 
 # ---------------------------------------------------------------------------------------------
 # 2. Scan
 # ---------------------------------------------------------------------------------------------
 
 
-def scan_candidates(r: np.ndarray, phi: float, sigma: float, n_candidates: int = N_CANDIDATES) -> tuple[list[int], list[int]]:
+def scan_candidates(
+    r: np.ndarray, phi: float, sigma: float, n_candidates: int = N_CANDIDATES
+) -> tuple[list[int], list[int]]:
     """(centres of the strongest well-separated windows, centres of typical background stretches).
 
     Box statistic: the pre-whitened correlation with a box of width w, via u_t = y_t - phi*y_{t+1},
@@ -49,7 +64,7 @@ def scan_candidates(r: np.ndarray, phi: float, sigma: float, n_candidates: int =
         v = (Q[w:] - Q[:-w]) / w
         vg = np.where(v > 1.0, 0.5 * w * (v - 1.0 - np.log(np.maximum(v, 1e-12))), 0.0)
         g = np.maximum(gain, vg)
-        np.maximum(best[w // 2:w // 2 + len(g)], g, out=best[w // 2:w // 2 + len(g)])
+        np.maximum(best[w // 2 : w // 2 + len(g)], g, out=best[w // 2 : w // 2 + len(g)])
     out: list[int] = []
     score = best.copy()
     for _ in range(n_candidates):
@@ -57,7 +72,7 @@ def scan_candidates(r: np.ndarray, phi: float, sigma: float, n_candidates: int =
         if not np.isfinite(score[c]) or (score[c] <= 0 and out):
             break
         out.append(c)
-        score[max(0, c - CANDIDATE_SEPARATION):c + CANDIDATE_SEPARATION] = -np.inf
+        score[max(0, c - CANDIDATE_SEPARATION) : c + CANDIDATE_SEPARATION] = -np.inf
     typical: list[int] = []
     blocks = n // BASELINE_BLOCK
     if blocks >= 4:
@@ -225,7 +240,9 @@ class _Segment:
         if kind == lb.TRANSIENT_SPIKE:  # 0 at both edges, 1 at the centre
             h = (Wf - 1.0) / 2.0
             mid = S + np.floor(h).astype(np.int64) + 1
-            return self._fit([(S, mid, -S / h, 1.0 / h), (mid, E, (S + Wf - 1.0) / h, -1.0 / h)], self.tri_norm[W], valid)
+            return self._fit(
+                [(S, mid, -S / h, 1.0 / h), (mid, E, (S + Wf - 1.0) / h, -1.0 / h)], self.tri_norm[W], valid
+            )
         if kind == lb.TREND:  # ramp 0..1 over [s, e), then 1 to the end of the segment
             norm = self.ramp_norm[W] + (1.0 - phi) ** 2 * (n - E)
             parts = [(S, E, -S / (Wf - 1.0), 1.0 / (Wf - 1.0)), (E, np.full_like(E, n), 1.0, 0.0)]
@@ -262,7 +279,10 @@ class _Segment:
             gain, _ = self.evaluate(kind, COARSE_WIDTHS, starts, period=p, min_width=min_width, grid=self._coarse)
             i = int(np.argmax(gain))
             if gain.flat[i] > best_gain:
-                best_gain, coarse = float(gain.flat[i]), (p, int(COARSE_WIDTHS[i // gain.shape[1]]), int(starts[i % gain.shape[1]]))
+                best_gain, coarse = (
+                    float(gain.flat[i]),
+                    (p, int(COARSE_WIDTHS[i // gain.shape[1]]), int(starts[i % gain.shape[1]])),
+                )
         if coarse is None or not np.isfinite(best_gain):
             return None
         p0, w0, s0 = coarse
@@ -278,7 +298,7 @@ class _Segment:
         found = None
         for starts in grids:
             fine_grid = self.grid(widths, starts)
-            for p in ((p0 - 1, p0, p0 + 1) if p0 else (0,)):
+            for p in (p0 - 1, p0, p0 + 1) if p0 else (0,):
                 if p0 and p < 4:
                     continue
                 gain, amp = self.evaluate(kind, widths, starts, period=p, min_width=min_width, grid=fine_grid)
@@ -291,7 +311,13 @@ class _Segment:
 
 
 def refine(
-    r: np.ndarray, lo: int, hi: int, phi: float, sigma: float, *, variance_min_width: int = 64,
+    r: np.ndarray,
+    lo: int,
+    hi: int,
+    phi: float,
+    sigma: float,
+    *,
+    variance_min_width: int = 64,
 ) -> dict[str, Finding]:
     """The best window of each kind in r[lo:hi] (periodic part already removed), in series indices.
 
@@ -309,7 +335,7 @@ def refine(
     if f is not None:
         results[lb.VARIANCE] = f
     n = segment.n
-    centre = segment.yp[max(1, n // 2 - MAX_WIDTH):min(n, n // 2 + MAX_WIDTH)]
+    centre = segment.yp[max(1, n // 2 - MAX_WIDTH) : min(n, n // 2 + MAX_WIDTH)]
     periods = tuple(_top_periods(centre, MAX_WIDTH // 2))
     if periods:
         f = segment.best(lb.SEASONALITY, periods=periods)
@@ -360,7 +386,7 @@ def analyse_channel(x: np.ndarray, *, variance_min_width: int = 64, n_candidates
     mask = np.ones(n, dtype=bool)
     shift = by_kind.get(lb.LEVEL_SHIFT)
     if shift is not None:
-        mask[shift.start:shift.end] = False
+        mask[shift.start : shift.end] = False
     sigma_x = float(np.std(x[mask])) if mask.sum() > 1 else float(np.std(x))
     return ChannelResult(by_kind, sigma_x or 1.0, n, phi, periodic is not None, null_by_kind)
 

@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Iterable
+from typing import Any
 
 from tsbench.core.errors import UserError
 from tsbench.eval.episode import EpisodeJob, failed_record
@@ -78,25 +79,36 @@ class RayExecutor(BaseExecutor):
         """Nothing on the driver: each worker checks the jail of its own node, where the kernels run."""
 
     @classmethod
-    def from_options(cls, options: ExecutorOptions) -> "RayExecutor":
+    def from_options(cls, options: ExecutorOptions) -> RayExecutor:
         return cls(workers=options.concurrency, address=options.address, forward_env=options.forward_env)
 
-    def __init__(self, workers: int = 4, address: str | None = None, retries: int | None = None,
-                 data: str | None = None, startup_timeout_s: float | None = None,
-                 forward_env: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        workers: int = 4,
+        address: str | None = None,
+        retries: int | None = None,
+        data: str | None = None,
+        startup_timeout_s: float | None = None,
+        forward_env: tuple[str, ...] = (),
+    ) -> None:
         if workers < 1:
             raise ValueError("workers must be >= 1")
         cpus = _env_number("TSBENCH_RAY_WORKER_CPUS", 1.0)
         gpus = _env_number("TSBENCH_RAY_WORKER_GPUS", 0.0)
         self.retries = int(retries if retries is not None else _env_number("TSBENCH_RAY_RETRIES", 2))
-        self.startup_timeout_s = startup_timeout_s if startup_timeout_s is not None else _env_number(
-            "TSBENCH_RAY_STARTUP_TIMEOUT", 300.0)
+        self.startup_timeout_s = (
+            startup_timeout_s if startup_timeout_s is not None else _env_number("TSBENCH_RAY_STARTUP_TIMEOUT", 300.0)
+        )
         self.ray, self._connected = connect(address, workers * cpus)
         self.placement = DataPlacement(self.ray, data or os.environ.get("TSBENCH_RAY_DATA", "auto"))
         env = {name: os.environ[name] for name in (*FORWARDED_ENV, *forward_env) if os.environ.get(name)}
         actor = self.ray.remote(concurrency_groups={PROBE_GROUP: 1})(EpisodeWorker).options(
-            num_cpus=cpus, num_gpus=gpus, max_restarts=-1, max_task_retries=self.retries,
-            runtime_env={"env_vars": env} if env else None)
+            num_cpus=cpus,
+            num_gpus=gpus,
+            max_restarts=-1,
+            max_task_retries=self.retries,
+            runtime_env={"env_vars": env} if env else None,
+        )
         self.workers = [_Worker(actor.remote()) for _ in range(workers)]
         self._hello = {w.handle.hello.remote(): w for w in self.workers}
         self.hosts: dict[int, str] = {}  # worker pid -> host, as each first answered
@@ -135,11 +147,15 @@ class RayExecutor(BaseExecutor):
                     if worker.node is not None and not worker.busy and not worker.dead:
                         return worker
                 if not busy and not self._hello:
-                    raise UserError("every Ray worker died before it could start (see the Ray logs, "
-                                    "/tmp/ray/session_latest/logs on each node)")
+                    raise UserError(
+                        "every Ray worker died before it could start (see the Ray logs, "
+                        "/tmp/ray/session_latest/logs on each node)"
+                    )
                 if not busy and time.monotonic() - waiting_since > self.startup_timeout_s:
-                    raise UserError(f"no Ray worker started within {self.startup_timeout_s:.0f} s: does the cluster "
-                                    "have a free CPU per worker, and tsbench installed on every node?")
+                    raise UserError(
+                        f"no Ray worker started within {self.startup_timeout_s:.0f} s: does the cluster "
+                        "have a free CPU per worker, and tsbench installed on every node?"
+                    )
                 collect(True)
 
         try:
@@ -198,7 +214,9 @@ class RayExecutor(BaseExecutor):
             return self.ray.get(ref)
         except self.ray.exceptions.RayError as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            lost = WorkerLost(f"the Ray worker died on each of {self.retries + 1} tries ({type(exc).__name__}: {first})")
+            lost = WorkerLost(
+                f"the Ray worker died on each of {self.retries + 1} tries ({type(exc).__name__}: {first})"
+            )
             return failed_record(job, lost)
 
     def close(self) -> None:

@@ -72,8 +72,10 @@ def head_without_dashboard(ray: Any) -> Iterator[None]:
         node_class = None
     start = getattr(node_class, "start_api_server", None)
     if start is None:
-        raise UserError(f"Ray {getattr(ray, '__version__', '?')}: no Node.start_api_server to skip; "
-                        "tsbench cannot start a cluster without its dashboard process")
+        raise UserError(
+            f"Ray {getattr(ray, '__version__', '?')}: no Node.start_api_server to skip; "
+            "tsbench cannot start a cluster without its dashboard process"
+        )
 
     def skipped(self: Any, **_: Any) -> None:
         """The head's dashboard process, not started."""
@@ -103,7 +105,9 @@ def connect(address: str | None, cpus: float) -> tuple[Any, bool]:
     except Exception as exc:
         where = "start a local Ray cluster" if address is None else f"join the Ray cluster at {address}"
         hint = "" if address is None else " (is the head up, and RAY_AUTH_TOKEN or ~/.ray/auth_token its token?)"
-        raise UserError(f"cannot {where}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}{hint}") from None
+        raise UserError(
+            f"cannot {where}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}{hint}"
+        ) from None
     return ray, True
 
 

@@ -36,8 +36,12 @@ class EpisodeWorker:
             jail = None
         except SandboxError as exc:
             jail = str(exc)
-        return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid(), "host": socket.gethostname(),
-                "jail": jail}
+        return {
+            "node": ray.get_runtime_context().get_node_id(),
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "jail": jail,
+        }
 
     def run(self, job: EpisodeJob, samples: list[Sample] | None = None) -> list[dict]:
         """The job's records; a job that cannot run (its samples will not load) gives error rows,

@@ -6,8 +6,8 @@ local model on the CPU is shared and serialised by its own lock.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Iterable
 
 from tsbench.eval.agents import AgentCache
 from tsbench.eval.episode import EpisodeJob, execute_job, failed_record
@@ -23,7 +23,7 @@ class ThreadExecutor(BaseExecutor):
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="episode")
 
     @classmethod
-    def from_options(cls, options: ExecutorOptions) -> "ThreadExecutor":
+    def from_options(cls, options: ExecutorOptions) -> ThreadExecutor:
         return cls(concurrency=options.concurrency, agents=options.agents)
 
     def _run_one(self, job: EpisodeJob) -> list[dict]:
@@ -36,8 +36,11 @@ class ThreadExecutor(BaseExecutor):
         in_flight: set[Future] = set()
 
         def collect(block_until_one: bool) -> None:
-            done, _ = wait(in_flight, return_when=FIRST_COMPLETED) if block_until_one else (
-                {f for f in in_flight if f.done()}, None)
+            done, _ = (
+                wait(in_flight, return_when=FIRST_COMPLETED)
+                if block_until_one
+                else ({f for f in in_flight if f.done()}, None)
+            )
             for future in done:
                 in_flight.discard(future)
                 for record in future.result():

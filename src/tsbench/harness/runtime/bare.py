@@ -31,15 +31,36 @@ class BareKernel:
 
     def __enter__(self) -> BareKernel:
         self._dir = Path(tempfile.mkdtemp(prefix="tsb-bare-"))
-        spec = KernelSpec(argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
-                                "--HistoryManager.enabled=False"],
-                          display_name="bare", language="python", interrupt_mode="message")
+        spec = KernelSpec(
+            argv=[
+                sys.executable,
+                "-m",
+                "ipykernel_launcher",
+                "-f",
+                "{connection_file}",
+                "--HistoryManager.enabled=False",
+            ],
+            display_name="bare",
+            language="python",
+            interrupt_mode="message",
+        )
         began = time.perf_counter()
-        self._manager = KernelManager(kernel_name="bare", kernel_spec_manager=_InMemorySpec(spec), transport="ipc",
-                                      ip=str(self._dir / "k"), connection_file=str(self._dir / "kernel.json"))
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self._dir), "TMPDIR": str(self._dir),
-               "MPLCONFIGDIR": str(self._dir / ".matplotlib"), "IPYTHONDIR": str(self._dir / ".ipython"),
-               "JUPYTER_RUNTIME_DIR": str(self._dir / ".jupyter"), **_QUIET_ENV}
+        self._manager = KernelManager(
+            kernel_name="bare",
+            kernel_spec_manager=_InMemorySpec(spec),
+            transport="ipc",
+            ip=str(self._dir / "k"),
+            connection_file=str(self._dir / "kernel.json"),
+        )
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self._dir),
+            "TMPDIR": str(self._dir),
+            "MPLCONFIGDIR": str(self._dir / ".matplotlib"),
+            "IPYTHONDIR": str(self._dir / ".ipython"),
+            "JUPYTER_RUNTIME_DIR": str(self._dir / ".jupyter"),
+            **_QUIET_ENV,
+        }
         self._manager.start_kernel(env=env, stdout=None, stderr=None, cwd=str(self._dir))
         self._client = self._manager.client()
         self._client.start_channels(hb=False)
@@ -70,8 +91,11 @@ class BareKernel:
                 message = self._client.get_iopub_msg(timeout=0.05)
             except queue.Empty:
                 continue
-            if (message["parent_header"].get("msg_id") == msg_id and message["msg_type"] == "status"
-                    and message["content"]["execution_state"] == "idle"):
+            if (
+                message["parent_header"].get("msg_id") == msg_id
+                and message["msg_type"] == "status"
+                and message["content"]["execution_state"] == "idle"
+            ):
                 break
         else:
             raise RuntimeError(f"bare kernel: {code!r} did not finish")

@@ -57,11 +57,15 @@ OPT_DIR = "/opt/tsbench"
 BOOT_PATH = f"{OPT_DIR}/kernel_boot.py"
 CONNECTION_PATH = f"{OPT_DIR}/kernel.json"
 _HANDSHAKE_TIMEOUT_S = 30.0
-_FIX = ("install bubblewrap (Debian package `bubblewrap`; `make setup` does), enable unprivileged user "
-        "namespaces (sysctl kernel.unprivileged_userns_clone=1 and user.max_user_namespaces > 0), "
-        "or pass --unsafe-sandbox to run kernels without the jail")
-_PASSWD = (f"root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n"
-           f"sandbox:x:{SANDBOX_UID}:{SANDBOX_UID}:sandbox:{WORKDIR}:/usr/sbin/nologin\n")
+_FIX = (
+    "install bubblewrap (Debian package `bubblewrap`; `make setup` does), enable unprivileged user "
+    "namespaces (sysctl kernel.unprivileged_userns_clone=1 and user.max_user_namespaces > 0), "
+    "or pass --unsafe-sandbox to run kernels without the jail"
+)
+_PASSWD = (
+    f"root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n"
+    f"sandbox:x:{SANDBOX_UID}:{SANDBOX_UID}:sandbox:{WORKDIR}:/usr/sbin/nologin\n"
+)
 _GROUP = f"root:x:0:\nsandbox:x:{SANDBOX_UID}:\n"
 _HOSTS = "127.0.0.1 localhost sandbox\n::1 localhost\n"
 _NSSWITCH = "passwd: files\ngroup: files\nhosts: files\n"
@@ -69,7 +73,9 @@ _NSSWITCH = "passwd: files\ngroup: files\nhosts: files\n"
 
 def interpreter_paths() -> list[str]:
     """The directories the interpreter needs, outermost only: its prefix and the virtualenv."""
-    return _outermost(os.path.abspath(path) for path in (sys.base_prefix, sys.base_exec_prefix, sys.prefix, sys.exec_prefix))
+    return _outermost(
+        os.path.abspath(path) for path in (sys.base_prefix, sys.base_exec_prefix, sys.prefix, sys.exec_prefix)
+    )
 
 
 def _system_library_binds() -> tuple[list[str], list[tuple[str, str]]]:
@@ -144,18 +150,42 @@ class Jail:
         bwrap = shutil.which("bwrap")
         if bwrap is None:
             raise SandboxError(f"cannot start the jail: bubblewrap (bwrap) is not on PATH; {_FIX}")
-        argv = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-                "--unshare-cgroup-try", "--hostname", "sandbox"]
+        argv = [
+            bwrap,
+            "--unshare-user",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--hostname",
+            "sandbox",
+        ]
         if not self.network:
             argv.append("--unshare-net")
-        argv += ["--die-with-parent", "--new-session", "--info-fd", str(self._launch["info_w"]),
-                 "--block-fd", str(self._launch["block_r"]), "--cap-drop", "ALL"]
+        argv += [
+            "--die-with-parent",
+            "--new-session",
+            "--info-fd",
+            str(self._launch["info_w"]),
+            "--block-fd",
+            str(self._launch["block_r"]),
+            "--cap-drop",
+            "ALL",
+        ]
         if "seccomp" in self._launch:
             argv += ["--seccomp", str(self._launch["seccomp"])]
         if self.host_uid is not None:
             # bwrap runs as root: the host writes the uid map; the launcher drops to 65534 itself.
-            argv += ["--userns-block-fd", str(self._launch["userns_r"]),
-                     "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
+            argv += [
+                "--userns-block-fd",
+                str(self._launch["userns_r"]),
+                "--cap-add",
+                "CAP_SETUID",
+                "--cap-add",
+                "CAP_SETGID",
+                "--cap-add",
+                "CAP_SETPCAP",
+            ]
         else:
             argv += ["--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--disable-userns"]
         argv += self._filesystem_args()
@@ -186,9 +216,24 @@ class Jail:
 
         # The private mounts go first: a later bind shows through them, an earlier one would be hidden
         # (a virtualenv under /tmp, as in a checkout made with mktemp, must stay visible).
-        args += ["--proc", "/proc", "--dev", "/dev",
-                 "--perms", "01777", "--size", str(self.tmp_bytes), "--tmpfs", "/dev/shm",
-                 "--perms", "01777", "--size", str(self.tmp_bytes), "--tmpfs", "/tmp"]
+        args += [
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--perms",
+            "01777",
+            "--size",
+            str(self.tmp_bytes),
+            "--tmpfs",
+            "/dev/shm",
+            "--perms",
+            "01777",
+            "--size",
+            str(self.tmp_bytes),
+            "--tmpfs",
+            "/tmp",
+        ]
         bound += ["/proc", "/dev"]
         made.add("/tmp")
         libraries, links = _system_library_binds()
@@ -299,9 +344,12 @@ def _refuse_nested_userns(child: int) -> None:
     nsenter, shell = shutil.which("nsenter"), shutil.which("sh")
     if nsenter is None or shell is None:
         return
-    subprocess.run([nsenter, f"--user=/proc/{child}/ns/user", "--", shell, "-c",
-                    "echo 0 > /proc/sys/user/max_user_namespaces"],
-                   check=True, capture_output=True, timeout=_HANDSHAKE_TIMEOUT_S)
+    subprocess.run(
+        [nsenter, f"--user=/proc/{child}/ns/user", "--", shell, "-c", "echo 0 > /proc/sys/user/max_user_namespaces"],
+        check=True,
+        capture_output=True,
+        timeout=_HANDSHAKE_TIMEOUT_S,
+    )
 
 
 def _bwrap_reason(log: str) -> str:
@@ -316,8 +364,14 @@ def _preflight() -> str | None:
     """None when a jail starts here, else the one-line reason."""
     from tsbench.harness.runtime.limits import allocate_uid
 
-    jail = Jail(command=[sys.executable, "-I", "-c", "pass"], ipc_dir="", env={"PATH": "/usr/bin:/bin"},
-                work_bytes=2**20, tmp_bytes=2**20, host_uid=allocate_uid() if os.geteuid() == 0 else None)
+    jail = Jail(
+        command=[sys.executable, "-I", "-c", "pass"],
+        ipc_dir="",
+        env={"PATH": "/usr/bin:/bin"},
+        work_bytes=2**20,
+        tmp_bytes=2**20,
+        host_uid=allocate_uid() if os.geteuid() == 0 else None,
+    )
     scratch = Path(os.environ.get("TMPDIR", "/tmp"))
     import tempfile
 
@@ -327,8 +381,7 @@ def _preflight() -> str | None:
             passed = jail.open_launch()
             argv = jail.argv()
             with tempfile.TemporaryFile() as log:
-                process = subprocess.Popen(argv, pass_fds=passed, stdin=subprocess.DEVNULL,
-                                           stdout=log, stderr=log)
+                process = subprocess.Popen(argv, pass_fds=passed, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
 
                 def tail() -> str:
                     process.wait(timeout=10)

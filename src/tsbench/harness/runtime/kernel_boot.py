@@ -61,6 +61,7 @@ _PROGRAM_STARTING_EVENTS = {"subprocess.Popen", "os.system", "os.exec", "os.posi
 
 # ---------------------------------------------------------------- launcher (script) --
 
+
 def _apply_limits_and_exec(argv: list[str]) -> None:
     """Set rlimits given as `NAME=value` pairs (`uid=N`: drop to that uid), then become the
     command after `--`: `-m MODULE ARGS...` runs that module in this very process (one interpreter
@@ -69,7 +70,7 @@ def _apply_limits_and_exec(argv: list[str]) -> None:
     Limits are set soft == hard, so code in the kernel cannot raise them again.
     """
     split = argv.index("--")
-    settings, command = argv[:split], argv[split + 1:]
+    settings, command = argv[:split], argv[split + 1 :]
     drop_to = None
     for setting in settings:
         name, value = setting.split("=", 1)
@@ -124,8 +125,7 @@ def _drop_privileges(uid: int) -> None:
         _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
 
     class Data(ctypes.Structure):
-        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
-                    ("inheritable", ctypes.c_uint32)]
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
     header, data = Header(0x20080522, 0), (Data * 2)()  # _LINUX_CAPABILITY_VERSION_3, all zero
     if libc.capset(ctypes.byref(header), data) != 0:
@@ -135,6 +135,7 @@ def _drop_privileges(uid: int) -> None:
 
 
 # ----------------------------------------------------------------- boot (in kernel) --
+
 
 def boot(shell, config: dict) -> None:
     """Prepare a fresh kernel for an episode: data, helpers, figure hook, guards.
@@ -171,10 +172,7 @@ def _load_series(np, path: str):
     """Read the series the host saved: arrays `c0..cN` plus their channel `names`."""
     with np.load(path, allow_pickle=False) as archive:
         channels = [str(name) for name in archive["names"]]
-        series = {
-            name: np.asarray(archive[f"c{index}"], dtype=np.float64)
-            for index, name in enumerate(channels)
-        }
+        series = {name: np.asarray(archive[f"c{index}"], dtype=np.float64) for index, name in enumerate(channels)}
     return series, channels
 
 

@@ -64,6 +64,7 @@ class SandboxLimits:
 
 # ----------------------------------------------------------------------- uids and tasks --
 
+
 def allocate_uid() -> int:
     """A host uid no account uses, unique to this process and sandbox (root hosts only)."""
     with _uid_lock:
@@ -115,6 +116,7 @@ def task_limit_for(own_uid: bool, max_tasks: int) -> int | None:
 
 
 # ---------------------------------------------------------------------------- cgroups --
+
 
 class EpisodeCgroup:
     """One child cgroup per episode (v2, or v1 memory + pids), holding the jail's processes."""
@@ -182,7 +184,7 @@ def sweep_cgroups() -> None:
     for parent in layout[1]:
         for directory in parent.glob(f"{_CGROUP_PREFIX}*"):
             try:
-                host_pid = int(directory.name[len(_CGROUP_PREFIX):].split("-", 1)[0])
+                host_pid = int(directory.name[len(_CGROUP_PREFIX) :].split("-", 1)[0])
                 os.kill(host_pid, 0)
             except ProcessLookupError:
                 _kill_members(directory)

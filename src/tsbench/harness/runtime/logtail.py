@@ -41,4 +41,4 @@ class LogTail:
         for reader in self._readers:
             reader.join(wait_s)
         with self._lock:
-            return bytes(self._data[-self.keep_bytes:]).decode(errors="replace")[-chars:]
+            return bytes(self._data[-self.keep_bytes :]).decode(errors="replace")[-chars:]

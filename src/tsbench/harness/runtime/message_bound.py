@@ -24,8 +24,10 @@ WATCHED_CHANNELS = ("iopub", "shell", "stdin")
 
 
 def refusal_marker(count: int) -> str:
-    return (f"\n[... output cut: {count} message(s) from the kernel over {MAX_MESSAGE_BYTES // 2**20} MiB "
-            f"refused by the host ...]\n")
+    return (
+        f"\n[... output cut: {count} message(s) from the kernel over {MAX_MESSAGE_BYTES // 2**20} MiB "
+        f"refused by the host ...]\n"
+    )
 
 
 def bound_client(client) -> None:

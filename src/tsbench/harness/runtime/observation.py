@@ -128,15 +128,14 @@ class CellOutput:
         if self._tail_chars > 2 * self.keep_chars:  # trim rarely, so appends stay cheap
             tail = "".join(self._tail)
             self._dropped_chars += len(tail) - self.keep_chars
-            self._tail = [tail[-self.keep_chars:]]
+            self._tail = [tail[-self.keep_chars :]]
             self._tail_chars = self.keep_chars
 
     def result(self) -> CellResult:
         cut = marker(self._dropped_chars) if self._dropped_chars else ""
         refused = refusal_marker(self.refused_messages) if self.refused_messages else ""
         stdout = self._head + cut + "".join(self._tail) + refused
-        return CellResult(stdout=stdout, result_repr=self.result_repr,
-                          error=self.error, images=self.images)
+        return CellResult(stdout=stdout, result_repr=self.result_repr, error=self.error, images=self.images)
 
 
 def strip_ansi(text: str) -> str:

@@ -33,8 +33,9 @@ import tempfile
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from jupyter_client import KernelManager
@@ -44,15 +45,30 @@ from tsbench.harness.runtime.errors import SandboxError
 from tsbench.harness.runtime.jail import BOOT_PATH, CONNECTION_PATH, SANDBOX_UID, WORKDIR, Jail
 from tsbench.harness.runtime.kernel_boot import SERIES_FILE, SUB_RLM_PROMPT_PREFIX
 from tsbench.harness.runtime.limits import (
-    FIRST_SANDBOX_UID, EpisodeCgroup, SandboxLimits, allocate_uid, kill_all_of_uid, sweep_cgroups, task_limit_for,
+    FIRST_SANDBOX_UID,
+    EpisodeCgroup,
+    SandboxLimits,
+    allocate_uid,
+    kill_all_of_uid,
+    sweep_cgroups,
+    task_limit_for,
 )
 from tsbench.harness.runtime.logtail import LogTail
 from tsbench.harness.runtime.message_bound import RefusalWatch, bound_client
 from tsbench.harness.runtime.observation import (
-    OBSERVATION_MAX_CHARS, CellOutput, CellResult, strip_ansi, truncate_observation,
+    OBSERVATION_MAX_CHARS,
+    CellOutput,
+    CellResult,
+    strip_ansi,
+    truncate_observation,
 )
 from tsbench.harness.runtime.staging import (
-    CONTEXT_FILE, as_channel, checked_files, matplotlib_font_lists, series_npz, stage_copy,
+    CONTEXT_FILE,
+    as_channel,
+    checked_files,
+    matplotlib_font_lists,
+    series_npz,
+    stage_copy,
 )
 from tsbench.harness.runtime.unsafe import can_drop_to_own_uid, detect_network_isolation, unsafe_command
 
@@ -80,9 +96,15 @@ _MATPLOTLIB_DIR = "/tmp/.matplotlib"
 # Passed through to the unsafe mode's kernel; everything else in the host environment stays behind.
 _INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH", "PYTHONPATH")
 _QUIET_ENV = {
-    "MPLBACKEND": "Agg", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-    "NUMEXPR_NUM_THREADS": "1", "MALLOC_ARENA_MAX": "2", "PYTHONDONTWRITEBYTECODE": "1",
-    "PYTHONNOUSERSITE": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+    "MPLBACKEND": "Agg",
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "NUMEXPR_NUM_THREADS": "1",
+    "MALLOC_ARENA_MAX": "2",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONNOUSERSITE": "1",
+    "PYDEVD_DISABLE_FILE_VALIDATION": "1",
 }
 
 
@@ -98,6 +120,7 @@ class _InMemorySpec(KernelSpecManager):
 
 
 # ----------------------------------------------------------- host-side helpers --
+
 
 @functools.lru_cache(maxsize=1)
 def _remove_abandoned_sandboxes() -> None:
@@ -125,6 +148,7 @@ def _remove_private_dir(root: Path, uid: int | None) -> None:
 
 
 # -------------------------------------------------------------------- the sandbox --
+
 
 class Sandbox:
     """One episode's kernel: start it, run cells in it, close it.
@@ -161,8 +185,13 @@ class Sandbox:
         self.files = checked_files(files)
         self.readonly_paths = [Path(path).absolute() for path in readonly_paths]
         self.cell_timeout_s = float(cell_timeout_s)
-        self.limits = SandboxLimits(memory_bytes=int(memory_bytes), max_tasks=int(max_tasks),
-                                    file_bytes=int(file_bytes), work_bytes=int(work_bytes), tmp_bytes=int(tmp_bytes))
+        self.limits = SandboxLimits(
+            memory_bytes=int(memory_bytes),
+            max_tasks=int(max_tasks),
+            file_bytes=int(file_bytes),
+            work_bytes=int(work_bytes),
+            tmp_bytes=int(tmp_bytes),
+        )
         self.network = network
         self.capture_figures = capture_figures
         self.max_figures = int(max_figures)
@@ -209,7 +238,9 @@ class Sandbox:
     def limits_description(self) -> str:
         """Which whole-episode bound applies (see limits.py)."""
         if self.cgroup is not None:
-            return f"{self.cgroup.describe()}: {self.limits.episode_memory_bytes()} bytes, {self.limits.max_tasks} tasks"
+            return (
+                f"{self.cgroup.describe()}: {self.limits.episode_memory_bytes()} bytes, {self.limits.max_tasks} tasks"
+            )
         return f"rlimits: {self.limits.memory_bytes} bytes per process, {self.task_limit} tasks"
 
     def start(self) -> Sandbox:
@@ -218,8 +249,7 @@ class Sandbox:
             raise SandboxError("sandbox already started")
         began = time.perf_counter()
         if self.network_mode == "guard":
-            log.warning("no network namespace available: outbound sockets are refused by an "
-                        "in-kernel guard only")
+            log.warning("no network namespace available: outbound sockets are refused by an in-kernel guard only")
         _remove_abandoned_sandboxes()
         own_uid = os.geteuid() == 0 and (not self.unsafe or can_drop_to_own_uid())
         if own_uid:
@@ -227,8 +257,9 @@ class Sandbox:
         self._root = Path(tempfile.mkdtemp(prefix="tsb-"))
         self._root.chmod(0o711)
         (self._root / _HOST_PID_FILE).write_text(str(os.getpid()))
-        self._cleanup = weakref.finalize(self, _remove_private_dir, self._root,
-                                         self.sandbox_uid if self.unsafe else None)
+        self._cleanup = weakref.finalize(
+            self, _remove_private_dir, self._root, self.sandbox_uid if self.unsafe else None
+        )
         try:
             self.task_limit = task_limit_for(own_uid, self.limits.max_tasks)
             self._prepare_directories()
@@ -237,7 +268,8 @@ class Sandbox:
             else:
                 self._stage_jail()
             self._context_writer = threading.Thread(
-                target=self._write_context_json, name="tsbench-context-json", daemon=True)
+                target=self._write_context_json, name="tsbench-context-json", daemon=True
+            )
             self._context_writer.start()
             self._launch_kernel()
             self._boot_kernel()
@@ -279,8 +311,9 @@ class Sandbox:
         cell_timeout = self.cell_timeout_s if timeout_s is None else max(0.0, min(self.cell_timeout_s, timeout_s))
         outcome = self._collect(msg_id, output, cell_timeout, answer_stdin=True)
         timed_out = outcome == "timeout"
-        lost = "kernel restarted, series reloaded, earlier variables" + (" are lost" if self.unsafe else
-                                                                         " and written files are lost")
+        lost = "kernel restarted, series reloaded, earlier variables" + (
+            " are lost" if self.unsafe else " and written files are lost"
+        )
         reason = ""
         if timed_out:
             try:
@@ -289,9 +322,11 @@ class Sandbox:
                 pass
             outcome = self._collect(msg_id, output, self.interrupt_grace_s, answer_stdin=False)
             limit = f"{cell_timeout:g} s"
-            reason = (f"cell timed out after {limit} and was interrupted; variables are kept"
-                      if outcome == "done" else
-                      f"cell timed out after {limit} and did not stop when interrupted; {lost}")
+            reason = (
+                f"cell timed out after {limit} and was interrupted; variables are kept"
+                if outcome == "done"
+                else f"cell timed out after {limit} and did not stop when interrupted; {lost}"
+            )
         elif outcome == "dead":
             reason = f"kernel died (likely out of memory or a crash); {lost}"
         if outcome == "done":
@@ -341,7 +376,7 @@ class Sandbox:
                 self._client.input("")  # plain input(): model code gets an empty line
                 continue
             began = time.monotonic()
-            self._client.input(self._serve_sub_rlm(prompt[len(SUB_RLM_PROMPT_PREFIX):]))
+            self._client.input(self._serve_sub_rlm(prompt[len(SUB_RLM_PROMPT_PREFIX) :]))
             spent += time.monotonic() - began
         return spent
 
@@ -397,27 +432,56 @@ class Sandbox:
         readonly = {WORKDIR + "/" + CONTEXT_FILE: str(self._context_path)}
         for index, path in enumerate(self.readonly_paths):
             readonly[str(path)] = str(stage_copy(path, input_dir / f"ro{index}"))
-        env = {"PATH": f"{sys.prefix}/bin:/usr/bin:/bin", "HOME": WORKDIR, "TMPDIR": "/tmp",
-               "LANG": os.environ.get("LANG", "C.UTF-8"), "MPLCONFIGDIR": _MATPLOTLIB_DIR,
-               "IPYTHONDIR": "/tmp/.ipython", "JUPYTER_CONFIG_DIR": "/tmp/.jupyter",
-               "JUPYTER_DATA_DIR": "/tmp/.jupyter", "JUPYTER_RUNTIME_DIR": "/tmp/.jupyter", **_QUIET_ENV}
+        env = {
+            "PATH": f"{sys.prefix}/bin:/usr/bin:/bin",
+            "HOME": WORKDIR,
+            "TMPDIR": "/tmp",
+            "LANG": os.environ.get("LANG", "C.UTF-8"),
+            "MPLCONFIGDIR": _MATPLOTLIB_DIR,
+            "IPYTHONDIR": "/tmp/.ipython",
+            "JUPYTER_CONFIG_DIR": "/tmp/.jupyter",
+            "JUPYTER_DATA_DIR": "/tmp/.jupyter",
+            "JUPYTER_RUNTIME_DIR": "/tmp/.jupyter",
+            **_QUIET_ENV,
+        }
         if "TZ" in os.environ:
             env["TZ"] = os.environ["TZ"]
         limits = self.limits.rlimit_args(self.task_limit)
         if self.sandbox_uid is not None:
             limits.append(f"uid={SANDBOX_UID}")
-        command = [sys.executable, "-I", BOOT_PATH, *limits, "--", "-m", "ipykernel_launcher",
-                   "-f", CONNECTION_PATH, "--HistoryManager.enabled=False"]
+        command = [
+            sys.executable,
+            "-I",
+            BOOT_PATH,
+            *limits,
+            "--",
+            "-m",
+            "ipykernel_launcher",
+            "-f",
+            CONNECTION_PATH,
+            "--HistoryManager.enabled=False",
+        ]
         self.cgroup = EpisodeCgroup.create(self._root.name, self.limits)
-        jail = Jail(command=command, ipc_dir=str(self._ipc_dir), env=env, work_bytes=self.limits.work_bytes,
-                    tmp_bytes=self.limits.tmp_bytes, readonly=readonly, dirs={_MATPLOTLIB_DIR: 0o777},
-                    network=self.network, host_uid=self.sandbox_uid, cgroup=self.cgroup)
+        jail = Jail(
+            command=command,
+            ipc_dir=str(self._ipc_dir),
+            env=env,
+            work_bytes=self.limits.work_bytes,
+            tmp_bytes=self.limits.tmp_bytes,
+            readonly=readonly,
+            dirs={_MATPLOTLIB_DIR: 0o777},
+            network=self.network,
+            host_uid=self.sandbox_uid,
+            cgroup=self.cgroup,
+        )
         self._jail = jail
         jail.put(BOOT_PATH, _BOOT_FILE.read_bytes())
         total = sum(len(data) for data in self.files.values())
         if total > self.limits.work_bytes // 2:
-            raise SandboxError(f"sandbox files take {total} bytes, over half the working directory's "
-                               f"quota ({self.limits.work_bytes} bytes)")
+            raise SandboxError(
+                f"sandbox files take {total} bytes, over half the working directory's "
+                f"quota ({self.limits.work_bytes} bytes)"
+            )
         jail.put(f"{WORKDIR}/{SERIES_FILE}", series_npz(self.series))
         for name, data in self.files.items():
             jail.put(f"{WORKDIR}/{name}", data, mode=0o666)
@@ -469,8 +533,12 @@ class Sandbox:
         """Start a kernel process and connect to it (a fresh socket set on every launch)."""
         self._launch_serial += 1
         serial = self._launch_serial
-        spec = KernelSpec(argv=["python"], display_name="tsbench sandbox", language="python",
-                          interrupt_mode="signal" if self.unsafe else "message")
+        spec = KernelSpec(
+            argv=["python"],
+            display_name="tsbench sandbox",
+            language="python",
+            interrupt_mode="signal" if self.unsafe else "message",
+        )
         manager = KernelManager(
             kernel_name="tsbench-sandbox",
             kernel_spec_manager=_InMemorySpec(spec),
@@ -514,15 +582,28 @@ class Sandbox:
 
     def _unsafe_argv(self, connection_file: str) -> list[str]:
         kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file, "--HistoryManager.enabled=False"]
-        return unsafe_command(sys.executable, str(_BOOT_FILE), self.limits.rlimit_args(self.task_limit), kernel,
-                              uid=self.sandbox_uid, network_mode=self.network_mode)
+        return unsafe_command(
+            sys.executable,
+            str(_BOOT_FILE),
+            self.limits.rlimit_args(self.task_limit),
+            kernel,
+            uid=self.sandbox_uid,
+            network_mode=self.network_mode,
+        )
 
     def _unsafe_env(self) -> dict[str, str]:
         env = {name: os.environ[name] for name in _INHERITED_ENV if name in os.environ}
         workdir, scratch = str(self.workdir), str(self.workdir / ".ipython")
-        env.update(HOME=workdir, TMPDIR=workdir, MPLCONFIGDIR=str(self.workdir / ".matplotlib"),
-                   IPYTHONDIR=scratch, JUPYTER_CONFIG_DIR=scratch, JUPYTER_DATA_DIR=scratch,
-                   JUPYTER_RUNTIME_DIR=scratch, **_QUIET_ENV)
+        env.update(
+            HOME=workdir,
+            TMPDIR=workdir,
+            MPLCONFIGDIR=str(self.workdir / ".matplotlib"),
+            IPYTHONDIR=scratch,
+            JUPYTER_CONFIG_DIR=scratch,
+            JUPYTER_DATA_DIR=scratch,
+            JUPYTER_RUNTIME_DIR=scratch,
+            **_QUIET_ENV,
+        )
         return env
 
     def _boot_kernel(self) -> None:
@@ -548,7 +629,10 @@ class Sandbox:
             "del _tsbench_boot\n"
         )
         reply = self._client.execute_interactive(
-            code, silent=True, store_history=False, timeout=_KERNEL_READY_TIMEOUT_S,
+            code,
+            silent=True,
+            store_history=False,
+            timeout=_KERNEL_READY_TIMEOUT_S,
             output_hook=lambda message: None,
         )
         if reply["content"]["status"] != "ok":
@@ -593,6 +677,7 @@ def _decode_arrays(obj: dict) -> Any:
 
 
 # ------------------------------------------------------------------ benchmarking --
+
 
 def bare_roundtrip_seconds(repeats: int = 20) -> float:
     """Median round-trip of `1+1` on a plain ipykernel on the same transport (ipc) with no

@@ -38,17 +38,60 @@ _RET_K = 0x06
 _NR_OFFSET, _ARCH_OFFSET = 0, 4  # struct seccomp_data
 
 DENIED_X86_64 = {
-    "ptrace": 101, "syslog": 103, "vhangup": 153, "pivot_root": 155, "adjtimex": 159, "chroot": 161,
-    "acct": 163, "settimeofday": 164, "mount": 165, "umount2": 166, "swapon": 167, "swapoff": 168,
-    "reboot": 169, "sethostname": 170, "setdomainname": 171, "iopl": 172, "ioperm": 173,
-    "create_module": 174, "init_module": 175, "delete_module": 176, "get_kernel_syms": 177,
-    "query_module": 178, "quotactl": 179, "nfsservctl": 180, "lookup_dcookie": 212, "clock_settime": 227,
-    "kexec_load": 246, "add_key": 248, "request_key": 249, "keyctl": 250, "unshare": 272,
-    "perf_event_open": 298, "name_to_handle_at": 303, "open_by_handle_at": 304, "clock_adjtime": 305,
-    "setns": 308, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312, "finit_module": 313,
-    "kexec_file_load": 320, "bpf": 321, "userfaultfd": 323, "io_uring_setup": 425, "io_uring_enter": 426,
-    "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
-    "fsmount": 432, "fspick": 433, "pidfd_getfd": 438, "mount_setattr": 442,
+    "ptrace": 101,
+    "syslog": 103,
+    "vhangup": 153,
+    "pivot_root": 155,
+    "adjtimex": 159,
+    "chroot": 161,
+    "acct": 163,
+    "settimeofday": 164,
+    "mount": 165,
+    "umount2": 166,
+    "swapon": 167,
+    "swapoff": 168,
+    "reboot": 169,
+    "sethostname": 170,
+    "setdomainname": 171,
+    "iopl": 172,
+    "ioperm": 173,
+    "create_module": 174,
+    "init_module": 175,
+    "delete_module": 176,
+    "get_kernel_syms": 177,
+    "query_module": 178,
+    "quotactl": 179,
+    "nfsservctl": 180,
+    "lookup_dcookie": 212,
+    "clock_settime": 227,
+    "kexec_load": 246,
+    "add_key": 248,
+    "request_key": 249,
+    "keyctl": 250,
+    "unshare": 272,
+    "perf_event_open": 298,
+    "name_to_handle_at": 303,
+    "open_by_handle_at": 304,
+    "clock_adjtime": 305,
+    "setns": 308,
+    "process_vm_readv": 310,
+    "process_vm_writev": 311,
+    "kcmp": 312,
+    "finit_module": 313,
+    "kexec_file_load": 320,
+    "bpf": 321,
+    "userfaultfd": 323,
+    "io_uring_setup": 425,
+    "io_uring_enter": 426,
+    "io_uring_register": 427,
+    "open_tree": 428,
+    "move_mount": 429,
+    "fsopen": 430,
+    "fsconfig": 431,
+    "fsmount": 432,
+    "fspick": 433,
+    "pidfd_getfd": 438,
+    "mount_setattr": 442,
 }
 
 
@@ -62,8 +105,12 @@ def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k)
 
 
-def build(denied: dict[str, int], arch: int, socket_calls: dict[str, int] | None = None,
-          families: dict[str, int] | None = None) -> bytes:
+def build(
+    denied: dict[str, int],
+    arch: int,
+    socket_calls: dict[str, int] | None = None,
+    families: dict[str, int] | None = None,
+) -> bytes:
     """The filter: other architectures and x32 calls denied, the listed numbers denied, socket calls
     allowed only for `families` (EAFNOSUPPORT otherwise), the rest allowed.
 
@@ -81,10 +128,12 @@ def build(denied: dict[str, int], arch: int, socket_calls: dict[str, int] | None
         (_RET_K, 0, 0, SECCOMP_RET_ALLOW),
     ]
     if socket_numbers:  # BPF jumps only forward: the family check has its own allow
-        body += [("family:", _LD_W_ABS, 0, 0, _ARG0_LOW_OFFSET),
-                 *((_JEQ_K, "family_allowed", 0, family) for family in allowed),
-                 (_RET_K, 0, 0, SECCOMP_RET_ERRNO | errno.EAFNOSUPPORT),
-                 ("family_allowed:", _RET_K, 0, 0, SECCOMP_RET_ALLOW)]
+        body += [
+            ("family:", _LD_W_ABS, 0, 0, _ARG0_LOW_OFFSET),
+            *((_JEQ_K, "family_allowed", 0, family) for family in allowed),
+            (_RET_K, 0, 0, SECCOMP_RET_ERRNO | errno.EAFNOSUPPORT),
+            ("family_allowed:", _RET_K, 0, 0, SECCOMP_RET_ALLOW),
+        ]
     body.append(("deny:", _RET_K, 0, 0, SECCOMP_RET_ERRNO | errno.EPERM))
     labels = {insn[0][:-1]: i for i, insn in enumerate(body) if isinstance(insn[0], str)}
     out = []

@@ -41,8 +41,9 @@ def matplotlib_font_lists() -> tuple[Path, ...]:
         return ()
     cache_dir = Path(matplotlib.get_cachedir())
     if not list(cache_dir.glob("fontlist-v*.json")):
-        subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"],
-                       capture_output=True, timeout=300, check=False)
+        subprocess.run(
+            [sys.executable, "-c", "import matplotlib.font_manager"], capture_output=True, timeout=300, check=False
+        )
     return tuple(sorted(cache_dir.glob("fontlist-v*.json")))
 
 
@@ -69,7 +70,7 @@ def stage_copy(source: Path, target: Path) -> Path:
     """A world-readable copy of a host file or directory (the jail's uid may not read the original)."""
     if source.is_dir():
         shutil.copytree(source, target, symlinks=False)
-        for folder, subdirs, names in os.walk(target):
+        for folder, _subdirs, names in os.walk(target):
             os.chmod(folder, 0o755)
             for name in names:
                 os.chmod(os.path.join(folder, name), 0o644)

@@ -50,8 +50,9 @@ def can_drop_to_own_uid() -> bool:
     return _command_works(_setpriv_prefix(allocate_uid()) + ["true"])
 
 
-def unsafe_command(python: str, boot_file: str, limits: list[str], kernel: list[str], *,
-                   uid: int | None, network_mode: str) -> list[str]:
+def unsafe_command(
+    python: str, boot_file: str, limits: list[str], kernel: list[str], *, uid: int | None, network_mode: str
+) -> list[str]:
     """[unshare] python -I kernel_boot.py LIMITS -- [setpriv] KERNEL..."""
     if uid is not None:
         kernel = _setpriv_prefix(uid) + kernel
@@ -65,8 +66,13 @@ def unsafe_command(python: str, boot_file: str, limits: list[str], kernel: list[
 
 def _setpriv_prefix(uid: int) -> list[str]:
     return [
-        "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-        "--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search", "--",
+        "setpriv",
+        f"--reuid={uid}",
+        f"--regid={uid}",
+        "--clear-groups",
+        "--inh-caps=+dac_read_search",
+        "--ambient-caps=+dac_read_search",
+        "--",
     ]
 
 

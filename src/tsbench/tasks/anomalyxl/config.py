@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.core.errors import UserError
+from tsbench.tasks.anomalyxl import labels as lb
 
 PAPER_SINGLE_LENGTHS = (16384, 32768, 65536, 131072)
 PAPER_MULTI_LENGTHS = (32768, 131072)

@@ -34,8 +34,14 @@ GRIDS = ("paper", "small")
 OPTIONS = ("preset", "lengths")
 
 
-def generator_config(step: int, warm_steps: int, *, preset_name: str = "paper", seed: int = 0,
-                     lengths: list[int] | tuple[int, ...] | None = None) -> GenConfig:
+def generator_config(
+    step: int,
+    warm_steps: int,
+    *,
+    preset_name: str = "paper",
+    seed: int = 0,
+    lengths: list[int] | tuple[int, ...] | None = None,
+) -> GenConfig:
     """The generator's settings for one step (steps count from 1): the preset (its p_present and
     min_k are the paper's 0.8 and 0), the curriculum on top while step <= warm_steps."""
     cfg = preset(preset_name, seed=seed)
@@ -82,8 +88,9 @@ class GeneratorStream(TrainingStream):
         self.lengths = request.options.get("lengths")
 
     def generator(self, step: int) -> GenConfig:
-        return generator_config(step, self.request.warm_steps, preset_name=self.preset, seed=self.request.seed,
-                                lengths=self.lengths)
+        return generator_config(
+            step, self.request.warm_steps, preset_name=self.preset, seed=self.request.seed, lengths=self.lengths
+        )
 
     def plan(self, step: int, j: int) -> RowPlan:
         gen = self.generator(step)
@@ -106,8 +113,15 @@ class GeneratorStream(TrainingStream):
 
 def episode_task(plan: RowPlan) -> EpisodeTask:
     """The harness's view of a planned row: question and values, never gold."""
-    return EpisodeTask(plan.id, plan.category, plan.regime, plan.question, list(plan.channel_names),
-                       materialize(plan.plan), list(plan.options))
+    return EpisodeTask(
+        plan.id,
+        plan.category,
+        plan.regime,
+        plan.question,
+        list(plan.channel_names),
+        materialize(plan.plan),
+        list(plan.options),
+    )
 
 
 def record_columns(plan: RowPlan) -> dict[str, Any]:

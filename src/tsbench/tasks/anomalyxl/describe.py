@@ -28,7 +28,9 @@ def composition(index: pd.DataFrame) -> dict:
             mags = [inj["magnitude"] for inj in injections]
             if widths:
                 info["width min/max"] = (int(min(widths)), int(max(widths)))
-                info["magnitude min/median/max"] = tuple(round(float(v), 2) for v in (min(mags), np.median(mags), max(mags)))
+                info["magnitude min/median/max"] = tuple(
+                    round(float(v), 2) for v in (min(mags), np.median(mags), max(mags))
+                )
             if category == lb.LOCALIZE:
                 info["no_anomaly_share"] = round(float(np.mean([not g["present"] for g in golds])), 3)
             if category == lb.ALL_CHANNELS:

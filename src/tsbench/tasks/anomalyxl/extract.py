@@ -43,7 +43,6 @@ from tsbench.tasks.anomalyxl.labels import (
 INDEPENDENT = "independent"
 
 
-
 class Extraction(NamedTuple):
     """An answer pulled from a response; ``error`` says why it is unusable (None when valid)."""
 

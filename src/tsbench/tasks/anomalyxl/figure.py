@@ -41,7 +41,9 @@ def predicted_windows(row: Row, answer: dict | None) -> list[tuple[int, int, int
 def _anomalies(row: Row) -> str:
     parts = []
     for inj in row.plan["injections"]:
-        sign = "" if inj["kind"] in ("Change in Seasonality", "Change in Variance") else ("+" if inj["sign"] > 0 else "−")
+        sign = (
+            "" if inj["kind"] in ("Change in Seasonality", "Change in Variance") else ("+" if inj["sign"] > 0 else "−")
+        )
         where = f" on {row.channel_names[inj['channel']]}" if len(row.channel_names) > 1 else ""
         parts.append(f"{inj['kind']} {sign}{inj['magnitude']:.2f}σ{where}, width {inj['end'] - inj['start']}")
     return "; ".join(parts) if parts else "no anomaly"

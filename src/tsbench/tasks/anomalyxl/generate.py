@@ -7,14 +7,14 @@ written to a temporary name and renamed when complete, with `manifest.json` besi
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
+from tsbench.core.provenance import git_commit, read_json, sha256_file, versions, write_json
 from tsbench.tasks.anomalyxl.config import GenConfig
 from tsbench.tasks.anomalyxl.mcq import TEMPLATES_BY_SOURCE, project, select_sources
 from tsbench.tasks.anomalyxl.rowplan import RowPlan, materialize, plan_row
 from tsbench.tasks.anomalyxl.rows import RowWriter
-from tsbench.core.provenance import read_json, sha256_file, versions, git_commit, write_json
 
 ProgressFn = Callable[[int, int], None]  # (rows done this call, values written this call)
 
@@ -74,7 +74,11 @@ def generate_split(cfg: GenConfig, split: str, out_root: str | Path, progress: P
 def update_manifest(cfg: GenConfig, out_root: str | Path, split_entries: dict[str, dict]) -> Path:
     """Merge this run's splits into `manifest.json`; a config change for the same seed dir is recorded per split."""
     path = split_dir(cfg, out_root) / "manifest.json"
-    manifest = read_json(path) if path.exists() else {"dataset": "AnomalyXL", "family": "anomalyxl", "seed": cfg.seed, "splits": {}}
+    manifest = (
+        read_json(path)
+        if path.exists()
+        else {"dataset": "AnomalyXL", "family": "anomalyxl", "seed": cfg.seed, "splits": {}}
+    )
     manifest.setdefault("family", "anomalyxl")
     for split, entry in split_entries.items():
         manifest["splits"][split] = {"config": cfg.to_dict(), **entry}
@@ -89,8 +93,21 @@ def total_rows(cfg: GenConfig, split: str) -> int:
 
 
 # What `tsbench generate --family anomalyxl` takes; list values may come as comma strings.
-OPTIONS = ("seed", "split", "preset", "rows_per_cell", "train_rows", "val_rows", "lengths", "categories",
-           "p_present", "min_k", "width_range", "magnitude_range", "noise_weights")
+OPTIONS = (
+    "seed",
+    "split",
+    "preset",
+    "rows_per_cell",
+    "train_rows",
+    "val_rows",
+    "lengths",
+    "categories",
+    "p_present",
+    "min_k",
+    "width_range",
+    "magnitude_range",
+    "noise_weights",
+)
 
 
 def generate_from_options(options: dict, out_root: str | Path, progress=None) -> tuple[Path, list[dict]]:
@@ -108,8 +125,12 @@ def generate_from_options(options: dict, out_root: str | Path, progress=None) ->
     if any(s not in gen_config.SPLITS for s in splits):
         raise UserError(f"--split must be test, val, train or all (got {split})")
     cfg = gen_config.preset(
-        options.get("preset") or "paper", seed=options.get("seed", 42), rows_per_cell=options.get("rows_per_cell"),
-        train_rows=options.get("train_rows"), val_rows=options.get("val_rows"), p_present=options.get("p_present"),
+        options.get("preset") or "paper",
+        seed=options.get("seed", 42),
+        rows_per_cell=options.get("rows_per_cell"),
+        train_rows=options.get("train_rows"),
+        val_rows=options.get("val_rows"),
+        p_present=options.get("p_present"),
         min_k=options.get("min_k"),
         width_range=tuple(options["width_range"]) if options.get("width_range") else None,
         magnitude_range=tuple(options["magnitude_range"]) if options.get("magnitude_range") else None,
@@ -124,7 +145,9 @@ def generate_from_options(options: dict, out_root: str | Path, progress=None) ->
     entries = {}
     for name in splits:
         advance = progress(f"anomalyxl {name}", total_rows(cfg, name)) if progress else None
-        entries[name] = generate_split(cfg, name, out_root, progress=(lambda rows, values: advance(rows)) if advance else None)
+        entries[name] = generate_split(
+            cfg, name, out_root, progress=(lambda rows, values, advance=advance: advance(rows)) if advance else None
+        )
     manifest = update_manifest(cfg, out_root, entries)
     lines = [{"file": fname, **info} for entry in entries.values() for fname, info in entry["files"].items()]
     return manifest, lines

@@ -132,7 +132,9 @@ def _template(source: RowPlan, template: str, rng, cfg) -> tuple[str, list[str],
 def project(source: RowPlan, template: str, cfg) -> RowPlan:
     """The MCQ row `template` over `source`'s signal; `cfg` is the generator config (for the facts its question states)."""
     key = source.plan["key"]
-    rng = np.random.default_rng(derive_seed(key["seed"], key["split"], key["category"], key["length"], key["index"], MCQ_STREAM, template))
+    rng = np.random.default_rng(
+        derive_seed(key["seed"], key["split"], key["category"], key["length"], key["index"], MCQ_STREAM, template)
+    )
     stem, options, answer = _template(source, template, rng, cfg)
     options = [options[int(i)] for i in rng.permutation(len(options))]
     listed = "\n".join(f"- {o}" for o in options)
@@ -144,9 +146,18 @@ def project(source: RowPlan, template: str, cfg) -> RowPlan:
     plan = copy.deepcopy(source.plan)
     plan["projection"] = {"template": template, "source_id": source.id}
     return RowPlan(
-        id=f"{source.id}-{template}", split=source.split, regime="coarse", category=template,
-        length=source.length, channel_names=list(source.channel_names), question=question, options=options,
-        gold={"answer": answer, "options": options}, plan=plan, seed=source.seed, source_id=source.id,
+        id=f"{source.id}-{template}",
+        split=source.split,
+        regime="coarse",
+        category=template,
+        length=source.length,
+        channel_names=list(source.channel_names),
+        question=question,
+        options=options,
+        gold={"answer": answer, "options": options},
+        plan=plan,
+        seed=source.seed,
+        source_id=source.id,
     )
 
 

@@ -48,7 +48,9 @@ def row_id(split: str, category: str, length: int, index: int) -> str:
 
 
 def plan_row(cfg, split: str, category: str, length: int, index: int) -> RowPlan:
-    anomaly = category_module(category).plan(row_rng(cfg.seed, split, category, length, index, PLAN_STREAM), length, cfg)
+    anomaly = category_module(category).plan(
+        row_rng(cfg.seed, split, category, length, index, PLAN_STREAM), length, cfg
+    )
     scenes = []
     for c in range(len(anomaly.channel_names)):
         scene_rng = np.random.default_rng(derive_seed(cfg.seed, split, category, length, index, SCENE_STREAM, c))
@@ -61,9 +63,19 @@ def plan_row(cfg, split: str, category: str, length: int, index: int) -> RowPlan
         "injections": anomaly.injections,
     }
     return RowPlan(
-        id=rid, split=split, regime=lb.regime_of(category), category=category, length=length,
-        channel_names=anomaly.channel_names, question=anomaly.question, options=[], gold=anomaly.gold,
-        plan=plan, seed=cfg.seed, source_id=rid, facts=anomaly.facts,
+        id=rid,
+        split=split,
+        regime=lb.regime_of(category),
+        category=category,
+        length=length,
+        channel_names=anomaly.channel_names,
+        question=anomaly.question,
+        options=[],
+        gold=anomaly.gold,
+        plan=plan,
+        seed=cfg.seed,
+        source_id=rid,
+        facts=anomaly.facts,
     )
 
 

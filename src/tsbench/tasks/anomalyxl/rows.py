@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -99,14 +99,25 @@ class RowWriter(SeriesWriter):
 
 def _row(rec: dict, values: np.ndarray | None) -> Row:
     return Row(
-        id=rec["id"], split=rec["split"], regime=rec["regime"], category=rec["category"],
-        length=rec["length"], channel_names=list(rec["channel_names"]), question=rec["question"],
-        options=list(rec["options"]), gold=json.loads(rec["gold"]), plan=json.loads(rec["plan"]),
-        seed=rec["seed"], source_id=rec["source_id"], values=values,
+        id=rec["id"],
+        split=rec["split"],
+        regime=rec["regime"],
+        category=rec["category"],
+        length=rec["length"],
+        channel_names=list(rec["channel_names"]),
+        question=rec["question"],
+        options=list(rec["options"]),
+        gold=json.loads(rec["gold"]),
+        plan=json.loads(rec["plan"]),
+        seed=rec["seed"],
+        source_id=rec["source_id"],
+        values=values,
     )
 
 
-def iter_rows(path: str | Path, *, with_values: bool = True, ids: set[str] | None = None, batch_size: int = 8) -> Iterator[Row]:
+def iter_rows(
+    path: str | Path, *, with_values: bool = True, ids: set[str] | None = None, batch_size: int = 8
+) -> Iterator[Row]:
     """Stream rows from an AnomalyXL parquet file, a row group at a time."""
     for rec, values in iter_records(path, LIGHT_COLUMNS, with_values=with_values, batch_size=batch_size):
         if ids is None or rec["id"] in ids:

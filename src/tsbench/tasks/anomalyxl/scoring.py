@@ -5,8 +5,9 @@ Note that the name ``metrics`` here is the function; import per-category helpers
 ``from tsbench.tasks.anomalyxl.metrics import ...``.
 """
 
-from tsbench.core.text import json_object_spans, strip_reasoning
 from tsbench.core.stats import bootstrap_ci, category_means, macro_f1, overall_mean, paired_bootstrap_diff
+from tsbench.core.text import json_object_spans, strip_reasoning
+
 from .extract import (
     Extraction,
     extract_answer,

@@ -39,15 +39,18 @@ COLUMNS = (
 
 
 # Generator settings that choose which rows exist, not what a row holds.
-GRID_SETTINGS = frozenset({"preset", "categories", "single_lengths", "multi_lengths", "rows_per_cell", "train_rows",
-                           "val_rows"})
+GRID_SETTINGS = frozenset(
+    {"preset", "categories", "single_lengths", "multi_lengths", "rows_per_cell", "train_rows", "val_rows"}
+)
 
 
 class AnomalyXL(TaskFamily):
     name = "anomalyxl"
     strata = ("length",)
 
-    def resolve(self, data: list[str], *, seed: int, split: str, root: str | None, filters: dict[str, Any]) -> list[Path]:
+    def resolve(
+        self, data: list[str], *, seed: int, split: str, root: str | None, filters: dict[str, Any]
+    ) -> list[Path]:
         regime = filters.get("regime") or "both"
         if regime not in REGIMES:
             raise UserError(f"--regime must be precise, coarse or both (got {regime})")
@@ -61,7 +64,9 @@ class AnomalyXL(TaskFamily):
             files = [seed_dir / name for name in names]
         missing = [str(f) for f in files if not f.is_file()]
         if missing:
-            raise UserError(f"dataset file not found: {missing[0]} (create it with: tsbench generate --seed {seed} --split {split})")
+            raise UserError(
+                f"dataset file not found: {missing[0]} (create it with: tsbench generate --seed {seed} --split {split})"
+            )
         return files
 
     def index(self, files: list[Path], filters: dict[str, Any]) -> pd.DataFrame:
@@ -85,14 +90,18 @@ class AnomalyXL(TaskFamily):
 
     def load(self, ref: SampleRef) -> Sample:
         row = read_row(ref.path, ref.id)
-        task = EpisodeTask(row.id, row.category, row.regime, row.question, list(row.channel_names), row.values, list(row.options))
+        task = EpisodeTask(
+            row.id, row.category, row.regime, row.question, list(row.channel_names), row.values, list(row.options)
+        )
         columns = {"split": row.split, "regime": row.regime, "length": row.length, "n_channels": len(row.channel_names)}
         return Sample(ref=ref, task=task, gold=row.gold, columns=columns)
 
     def score(self, category: str, gold: Any, message: str) -> Scored:
         m = metrics(category, gold, message)
         numbers = {k: _number(v) for k, v in m.items() if k not in ("score", "valid", "parsed", "error")}
-        return Scored(score=float(m["score"]), valid=bool(m["valid"]), parsed=m["parsed"], error=m["error"], metrics=numbers)
+        return Scored(
+            score=float(m["score"]), valid=bool(m["valid"]), parsed=m["parsed"], error=m["error"], metrics=numbers
+        )
 
     def columns(self) -> list[Column]:
         return list(COLUMNS)
@@ -118,9 +127,12 @@ class AnomalyXL(TaskFamily):
             basis = json.dumps(hashes, sort_keys=True)
         seed = manifest.get("seed")
         return {
-            "family": self.name, "seed": seed, "split": ",".join(splits),
+            "family": self.name,
+            "seed": seed,
+            "split": ",".join(splits),
             "key": f"{self.name}/seed{seed}/{','.join(splits)}/{hashlib.sha256(basis.encode()).hexdigest()[:12]}",
-            "paths": [str(f) for f in files], "file_sha256": hashes,
+            "paths": [str(f) for f in files],
+            "file_sha256": hashes,
         }
 
     def generate(self, options: dict[str, Any], out: Path, progress=None) -> tuple[Path, list[dict]]:
@@ -141,10 +153,12 @@ class AnomalyXL(TaskFamily):
             cells = comp["cells"].assign(total=comp["cells"].sum(axis=1)).reset_index()
             cells.columns = [str(c) for c in cells.columns]
             tables.append((f"{path.name}: {comp['rows']} rows (category x L)", cells))
-            details = pd.DataFrame([
-                {"category": c, "composition": "\n".join(f"{k}: {v}" for k, v in info.items() if k != "rows")}
-                for c, info in comp["categories"].items()
-            ])
+            details = pd.DataFrame(
+                [
+                    {"category": c, "composition": "\n".join(f"{k}: {v}" for k, v in info.items() if k != "rows")}
+                    for c, info in comp["categories"].items()
+                ]
+            )
             tables.append((f"{path.name}: composition", details))
         return tables
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from tsbench.core.errors import UserError
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.config import GenConfig
-from tsbench.core.errors import UserError
 
 
 def check_config(cfg: GenConfig) -> None:
@@ -15,10 +15,14 @@ def check_config(cfg: GenConfig) -> None:
         raise UserError("no categories selected")
     lo, hi = cfg.width_range
     if not (8 <= lo <= hi):
-        raise UserError(f"--width-range must satisfy 8 <= A <= B (got {lo} {hi}); seasonality needs >= 2 cycles of period >= 4")
+        raise UserError(
+            f"--width-range must satisfy 8 <= A <= B (got {lo} {hi}); seasonality needs >= 2 cycles of period >= 4"
+        )
     for length in set(cfg.single_lengths) | set(cfg.multi_lengths):
         if length < 4 * hi or length < 512:
-            raise UserError(f"length {length} is too short: every L must be >= max(512, 4 x the widest window = {4 * hi})")
+            raise UserError(
+                f"length {length} is too short: every L must be >= max(512, 4 x the widest window = {4 * hi})"
+            )
     m_lo, m_hi = cfg.magnitude_range
     if not (0 < m_lo <= m_hi):
         raise UserError(f"--magnitude-range must satisfy 0 < A <= B (got {m_lo} {m_hi})")
@@ -28,7 +32,9 @@ def check_config(cfg: GenConfig) -> None:
         raise UserError(f"--min-k must be in 0..{cfg.max_k} (got {cfg.min_k})")
     weights = cfg.noise_weights
     if len(weights) != 3 or any(w < 0 for w in weights) or sum(weights) <= 0:
-        raise UserError(f"--noise-weights takes three non-negative weights (white, red, ar1) with a positive sum (got {weights})")
+        raise UserError(
+            f"--noise-weights takes three non-negative weights (white, red, ar1) with a positive sum (got {weights})"
+        )
     for name in ("rows_per_cell", "val_rows", "train_rows"):
         if getattr(cfg, name) < 0:
             raise UserError(f"--{name.replace('_', '-')} must be >= 0")

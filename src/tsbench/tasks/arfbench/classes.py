@@ -20,8 +20,13 @@ CLASSES = {
     "anomaly_start": ("earliest", "early", "medium", "late", NO_ANOMALY),
     "anomaly_end": ("early", "medium", "late", "latest", NO_ANOMALY),
     "anomaly_magnitude": ("smallest", "small", "medium", "large", NO_ANOMALY),
-    "anomaly_categorization": ("Level Shift", "Transient Spike", "Change in Seasonality/Variance", "Change in Trend",
-                               "No Anomaly"),
+    "anomaly_categorization": (
+        "Level Shift",
+        "Transient Spike",
+        "Change in Seasonality/Variance",
+        "Change in Trend",
+        "No Anomaly",
+    ),
 }
 
 
@@ -64,7 +69,9 @@ def _ranked(position: int, size: int, names: tuple[str, str, str, str]) -> str:
 
 
 def _timestamps(options: list[str], special: str) -> list[str]:
-    found = {m.group() for o in options if not _is_none(o) and special not in o.lower() for m in [TIMESTAMP.search(o)] if m}
+    found = {
+        m.group() for o in options if not _is_none(o) and special not in o.lower() for m in [TIMESTAMP.search(o)] if m
+    }
     return sorted(found)
 
 
@@ -108,9 +115,14 @@ def _magnitude(answer: str, options: list[str]) -> str | None:
 
 def _categorization(answer: str, options: list[str]) -> str:
     lowered = answer.lower()
-    for needle, label in (("no anomaly", "No Anomaly"), ("level shift", "Level Shift"),
-                          ("transient spike", "Transient Spike"), ("change in seasonality", "Change in Seasonality/Variance"),
-                          ("change in variance", "Change in Seasonality/Variance"), ("change in trend", "Change in Trend")):
+    for needle, label in (
+        ("no anomaly", "No Anomaly"),
+        ("level shift", "Level Shift"),
+        ("transient spike", "Transient Spike"),
+        ("change in seasonality", "Change in Seasonality/Variance"),
+        ("change in variance", "Change in Seasonality/Variance"),
+        ("change in trend", "Change in Trend"),
+    ):
         if needle in lowered:
             return label
     return answer

@@ -25,26 +25,42 @@ from tsbench.tasks.recordings.sources import file_hashes, refuse_unknown, source
 REGIME = "coarse"
 MAX_LENGTH = 131_072
 SHORT = {
-    "anomaly_identification": "Iden.", "anomaly_start": "Start", "anomaly_end": "End", "anomaly_magnitude": "Magn.",
-    "anomaly_categorization": "Categ.", "anomaly_presence": "Pres.", "anomaly_indicator": "Ind.",
+    "anomaly_identification": "Iden.",
+    "anomaly_start": "Start",
+    "anomaly_end": "End",
+    "anomaly_magnitude": "Magn.",
+    "anomaly_categorization": "Categ.",
+    "anomaly_presence": "Pres.",
+    "anomaly_indicator": "Ind.",
     "anomaly_correlation": "Corr.",
 }
 COLUMNS = tuple(
-    Column(reader.category_id(name), SHORT[reader.category_id(name)], "acc", f"ARFBench {tier}",
-           classes.CLASSES.get(reader.category_id(name), ()))
-    for tier in ("Tier 2", "Tier 1", "Tier 3") for name in reader.TIERS[tier]
+    Column(
+        reader.category_id(name),
+        SHORT[reader.category_id(name)],
+        "acc",
+        f"ARFBench {tier}",
+        classes.CLASSES.get(reader.category_id(name), ()),
+    )
+    for tier in ("Tier 2", "Tier 1", "Tier 3")
+    for name in reader.TIERS[tier]
 )
 DEFAULT_CATEGORIES = tuple(reader.category_id(c) for c in reader.TIERS["Tier 2"])
 ALL_CATEGORIES = tuple(c.category for c in COLUMNS)
 
 
 def question_text(question: str, options: list[str], series: reader.Series) -> str:
-    axis = (f"Sample i is at {series.start} + i x {series.interval_s} s (UTC)." if series.start
-            else f"Samples are {series.interval_s} s apart.")
+    axis = (
+        f"Sample i is at {series.start} + i x {series.interval_s} s (UTC)."
+        if series.start
+        else f"Samples are {series.interval_s} s apart."
+    )
     listed = "\n".join(f"- {o}" for o in options)
-    return (f"{question.strip()}\n\nThe series ({', '.join(series.names)}) have {series.values.shape[1]} samples. {axis}\n"
-            f"Options:\n{listed}\n"
-            f'Answer with the JSON object {{"answer": "<one option, exactly as written>"}}.')
+    return (
+        f"{question.strip()}\n\nThe series ({', '.join(series.names)}) have {series.values.shape[1]} samples. {axis}\n"
+        f"Options:\n{listed}\n"
+        f'Answer with the JSON object {{"answer": "<one option, exactly as written>"}}.'
+    )
 
 
 class ARFBench(RecordingFamily):
@@ -60,8 +76,13 @@ class ARFBench(RecordingFamily):
         on_list = chosen in options
         predicted_class = classes.answer_class(category, chosen, options) if on_list else None
         correct = float(chosen == gold["option"])
-        return Scored(score=correct, valid=on_list, parsed={"answer": predicted_class or "", "option": chosen},
-                      error=None if on_list else "the answer is not one of the options", metrics={"correct": correct})
+        return Scored(
+            score=correct,
+            valid=on_list,
+            parsed={"answer": predicted_class or "", "option": chosen},
+            error=None if on_list else "the answer is not one of the options",
+            metrics={"correct": correct},
+        )
 
     def columns(self) -> list[Column]:
         return list(COLUMNS)
@@ -102,8 +123,18 @@ class ARFBench(RecordingFamily):
                 read.extend(made[1])
                 yield made[0]
 
-        manifest, lines = write_split(self.name, self.dataset, rows(), out, seed=seed, split="test", config=config,
-                                      sources={}, progress=progress, total=len(table))
+        manifest, lines = write_split(
+            self.name,
+            self.dataset,
+            rows(),
+            out,
+            seed=seed,
+            split="test",
+            config=config,
+            sources={},
+            progress=progress,
+            total=len(table),
+        )
         if not lines[0]["rows"]:
             (manifest.parent / lines[0]["file"]).unlink(missing_ok=True)
             raise UserError(f"no ARFBench question of {', '.join(wanted)} has its series under {folder}")
@@ -122,13 +153,26 @@ class ARFBench(RecordingFamily):
         category = reader.category_id(rec.task_category)
         key = stable_id(self.name, number, rec.query_group, rec.question)
         digest = hashlib.blake2b(f"{seed}|{key}".encode(), digest_size=8).digest()
-        shuffled = [options[i] for i in np.random.default_rng(int.from_bytes(digest, "little")).permutation(len(options))]
-        gold = {"answer": classes.answer_class(category, correct, options) or correct, "option": correct,
-                "options": options}
+        shuffled = [
+            options[i] for i in np.random.default_rng(int.from_bytes(digest, "little")).permutation(len(options))
+        ]
+        gold = {
+            "answer": classes.answer_class(category, correct, options) or correct,
+            "option": correct,
+            "options": options,
+        }
         row = Row(
-            id=f"arfbench-{key}", split="test", category=category, regime=REGIME, channel_names=series.names,
-            question=question_text(str(rec.question), shuffled, series), options=shuffled, gold=gold, seed=seed,
-            values=series.values, meta={"interval_s": series.interval_s, "start": series.start},
+            id=f"arfbench-{key}",
+            split="test",
+            category=category,
+            regime=REGIME,
+            channel_names=series.names,
+            question=question_text(str(rec.question), shuffled, series),
+            options=shuffled,
+            gold=gold,
+            seed=seed,
+            values=series.values,
+            meta={"interval_s": series.interval_s, "start": series.start},
             source={"query_group": str(rec.query_group), "question_number": number, "interval_s": series.interval_s},
         )
         return row, series.files

@@ -57,8 +57,9 @@ def events(samples: np.ndarray, symbols: list[str]) -> list[Event]:
         after = beats[k + 1][0] if k + 1 < len(beats) else at + 1
         kind = TARGETS.get(sym) if 0 < k < len(beats) - 1 else None
         found.append(Event(before, max(after, at + 1), kind))
-    found += [Event(int(s), int(s) + 1, None) for s, sym in zip(samples, symbols)
-              if sym not in BEAT_SYMBOLS and sym != RHYTHM]
+    found += [
+        Event(int(s), int(s) + 1, None) for s, sym in zip(samples, symbols) if sym not in BEAT_SYMBOLS and sym != RHYTHM
+    ]
     return found
 
 
@@ -76,8 +77,11 @@ def read_sources(path: Path) -> tuple[list[Source], list[Path]]:
         length = int(header.sig_len)
         notes = list(ann.aux_note) if ann.aux_note is not None else [""] * len(ann.sample)
         recording = Recording(
-            key=str(stem.relative_to(base)), length=length, fs=float(header.fs),
-            events=events(ann.sample, list(ann.symbol)), regions=sinus_regions(ann.sample, list(ann.symbol), notes, length),
+            key=str(stem.relative_to(base)),
+            length=length,
+            fs=float(header.fs),
+            events=events(ann.sample, list(ann.symbol)),
+            regions=sinus_regions(ann.sample, list(ann.symbol), notes, length),
         )
         names = [f"ECG_{i}" for i in range(int(header.n_sig))]
         sources.append(Source(recording, names, _reader(wfdb, stem)))

@@ -14,9 +14,9 @@ PROMPT = Prompt(
     what="premature beat",
     kinds={
         reader.PVC: "an early, wide and abnormally shaped QRS complex with no preceding P wave, "
-                    "usually followed by a compensatory pause",
+        "usually followed by a compensatory pause",
         reader.APC: "an early beat with a premature, often differently shaped P wave and a normal narrow QRS "
-                    "complex, usually followed by a non-compensatory pause",
+        "complex, usually followed by a non-compensatory pause",
     },
 )
 
@@ -25,8 +25,15 @@ class LTAF(ClinicalFamily):
     name = "ltaf"
     dataset = "LTAF ECG generalization set (LTAFDB)"
     default_root_dir = "data/ltaf"
-    rules = WindowRules(min_s=60.0, max_s=1017.0, cap=131_072, n_windows=250, negative_share=0.2,
-                        edge_fraction=0.05, positive_in_regions=True)
+    rules = WindowRules(
+        min_s=60.0,
+        max_s=1017.0,
+        cap=131_072,
+        n_windows=250,
+        negative_share=0.2,
+        edge_fraction=0.05,
+        positive_in_regions=True,
+    )
     prompt = PROMPT
     short = "LTAF"
     group = "LTAF (ECG)"

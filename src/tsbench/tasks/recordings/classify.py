@@ -21,8 +21,7 @@ NO_ANOMALY = "No anomaly"
 IOU_THRESHOLDS = (0.3, 0.5)
 
 
-def question(*, recording: str, what: str, channels: list[str], fs: float, length: int,
-             kinds: dict[str, str]) -> str:
+def question(*, recording: str, what: str, channels: list[str], fs: float, length: int, kinds: dict[str, str]) -> str:
     """The single detect-and-classify prompt; `kinds` maps each label to its definition."""
     listed = "\n".join(f"- {label}: {definition}" for label, definition in kinds.items())
     seconds = length / fs
@@ -49,8 +48,7 @@ def gold(kind: str | None, window: tuple[int, int] | None) -> dict:
 
 
 def _empty_metrics(gold_present: bool) -> dict[str, float | None]:
-    out: dict[str, float | None] = {"kind_correct": 0.0, "presence_correct": 0.0,
-                                    "iou": 0.0 if gold_present else None}
+    out: dict[str, float | None] = {"kind_correct": 0.0, "presence_correct": 0.0, "iou": 0.0 if gold_present else None}
     for t in IOU_THRESHOLDS:
         out[f"acc_iou_{t}"] = 0.0 if gold_present else None
     return out
@@ -109,5 +107,8 @@ def table3(golds: list[dict], scored: list[Scored]) -> dict[str, float]:
     preds = [(s.parsed or {}).get("answer", "") for s in scored]
     kinds = list(dict.fromkeys(label for label in labels if label != NO_ANOMALY))
     ious = [s.metrics.get("iou") or 0.0 for g, s in zip(golds, scored) if g["answer"] != NO_ANOMALY]
-    return {"f1": macro_f1(labels, preds, [*kinds, NO_ANOMALY]), "iou": sum(ious) / len(ious) if ious else 0.0,
-            "rows": float(len(golds))}
+    return {
+        "f1": macro_f1(labels, preds, [*kinds, NO_ANOMALY]),
+        "iou": sum(ious) / len(ious) if ious else 0.0,
+        "rows": float(len(golds)),
+    }

@@ -7,9 +7,9 @@ reads samples [start, end) of its channels as a (channels, L) array.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterator
 
 import numpy as np
 
@@ -45,18 +45,32 @@ def znorm(block: np.ndarray) -> np.ndarray:
     return np.nan_to_num((block - np.nan_to_num(mean)) / std, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float32)
 
 
-def window_rows(family: str, sources: dict[str, Source], windows: list[Window], prompt: Prompt, seed: int) -> Iterator[Row]:
+def window_rows(
+    family: str, sources: dict[str, Source], windows: list[Window], prompt: Prompt, seed: int
+) -> Iterator[Row]:
     for w in windows:
         src = sources[w.key]
         fs = src.recording.fs
         values = znorm(src.read(w.start, w.end))
         yield Row(
-            id=f"{family}-{stable_id(family, w.key, w.start, w.end)}", split="test", category=classify.CATEGORY,
-            regime=classify.REGIME, channel_names=list(src.channel_names),
-            question=classify.question(recording=prompt.recording, what=prompt.what, channels=src.channel_names,
-                                       fs=fs, length=w.length, kinds=prompt.kinds),
-            options=classify.options(list(prompt.kinds)), gold=classify.gold(w.kind, w.gold), seed=seed,
-            values=values, meta={"fs": fs},
+            id=f"{family}-{stable_id(family, w.key, w.start, w.end)}",
+            split="test",
+            category=classify.CATEGORY,
+            regime=classify.REGIME,
+            channel_names=list(src.channel_names),
+            question=classify.question(
+                recording=prompt.recording,
+                what=prompt.what,
+                channels=src.channel_names,
+                fs=fs,
+                length=w.length,
+                kinds=prompt.kinds,
+            ),
+            options=classify.options(list(prompt.kinds)),
+            gold=classify.gold(w.kind, w.gold),
+            seed=seed,
+            values=values,
+            meta={"fs": fs},
             source={"record": w.key, "start": w.start, "end": w.end, "fs": fs},
         )
 
@@ -83,8 +97,16 @@ class ClinicalFamily(RecordingFamily):
     def columns(self) -> list[Column]:
         # Paper Table 3: macro-F1 over the kinds and IoU over the anomalous windows (the row score,
         # kind match x IoU, is what training and `score` use).
-        return [Column(classify.CATEGORY, self.short, "IoU", self.group, tuple(classify.options(list(self.prompt.kinds))),
-                       mean_metric="iou")]
+        return [
+            Column(
+                classify.CATEGORY,
+                self.short,
+                "IoU",
+                self.group,
+                tuple(classify.options(list(self.prompt.kinds))),
+                mean_metric="iou",
+            )
+        ]
 
     def answer_class(self, category: str, gold, text: str) -> str | None:
         answer, _ = classify.parse(text)
@@ -108,9 +130,21 @@ class ClinicalFamily(RecordingFamily):
         by_key = {s.recording.key: s for s in sources}
         planned = plan_windows([s.recording for s in sources], list(self.prompt.kinds), rules, seed)
         if not planned:
-            raise UserError(f"no window could be drawn from {path}: recordings shorter than {rules.min_s:g} s "
-                            "or no usable annotations")
+            raise UserError(
+                f"no window could be drawn from {path}: recordings shorter than {rules.min_s:g} s "
+                "or no usable annotations"
+            )
         config = {"rules": asdict(rules), "kinds": list(self.prompt.kinds), "path": str(path)}
         rows = window_rows(self.name, by_key, planned, self.prompt, seed)
-        return write_split(self.name, self.dataset, rows, out, seed=seed, split="test", config=config,
-                           sources=file_hashes(files, path), progress=progress, total=len(planned))
+        return write_split(
+            self.name,
+            self.dataset,
+            rows,
+            out,
+            seed=seed,
+            split="test",
+            config=config,
+            sources=file_hashes(files, path),
+            progress=progress,
+            total=len(planned),
+        )

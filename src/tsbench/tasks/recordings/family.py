@@ -9,8 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pandas as pd
 
@@ -33,7 +34,9 @@ class RecordingFamily(TaskFamily):
     default_root_dir = ""
 
     # -- files --------------------------------------------------------------------------------
-    def resolve(self, data: list[str], *, seed: int, split: str, root: str | None, filters: dict[str, Any]) -> list[Path]:
+    def resolve(
+        self, data: list[str], *, seed: int, split: str, root: str | None, filters: dict[str, Any]
+    ) -> list[Path]:
         self._check_filters(filters)
         if data:
             files = [p / f"{split}.parquet" if p.is_dir() else p for p in map(Path, data)]
@@ -41,8 +44,10 @@ class RecordingFamily(TaskFamily):
             files = [Path(root or self.default_root_dir) / f"seed{seed}" / f"{split}.parquet"]
         for path in files:
             if not path.is_file():
-                raise UserError(f"dataset file not found: {path} (create it with: tsbench generate --family {self.name} "
-                                f"--path DIR --seed {seed})")
+                raise UserError(
+                    f"dataset file not found: {path} (create it with: tsbench generate --family {self.name} "
+                    f"--path DIR --seed {seed})"
+                )
             family = _manifest(path).get("family")
             if family is not None and family != self.name:
                 raise UserError(f"{path} belongs to family {family}, not {self.name}")
@@ -61,7 +66,9 @@ class RecordingFamily(TaskFamily):
             try:
                 frame = read_index(path)
             except Exception as exc:  # pyarrow raises several types for a file that is not ours
-                raise UserError(f"{path} is not a {self.name} parquet file ({type(exc).__name__}: {str(exc)[:120]})") from None
+                raise UserError(
+                    f"{path} is not a {self.name} parquet file ({type(exc).__name__}: {str(exc)[:120]})"
+                ) from None
             frames.append(frame.assign(path=str(path)))
         rows = pd.concat(frames, ignore_index=True)
         rows["stratum"] = [str(json.loads(g).get("answer")) for g in rows["gold"]]
@@ -69,10 +76,23 @@ class RecordingFamily(TaskFamily):
 
     def load(self, ref: SampleRef) -> Sample:
         row = read_row(ref.path, ref.id)
-        task = EpisodeTask(row.id, row.category, row.regime, row.question, list(row.channel_names), row.values,
-                           list(row.options), meta=dict(row.meta))
-        columns = {"split": row.split, "regime": row.regime, "length": row.length, "n_channels": len(row.channel_names),
-                   "attributes": {k: v for k, v in row.source.items() if isinstance(v, (str, int, float))}}
+        task = EpisodeTask(
+            row.id,
+            row.category,
+            row.regime,
+            row.question,
+            list(row.channel_names),
+            row.values,
+            list(row.options),
+            meta=dict(row.meta),
+        )
+        columns = {
+            "split": row.split,
+            "regime": row.regime,
+            "length": row.length,
+            "n_channels": len(row.channel_names),
+            "attributes": {k: v for k, v in row.source.items() if isinstance(v, (str, int, float))},
+        }
         return Sample(ref=ref, task=task, gold=row.gold, columns=columns)
 
     def dataset_identity(self, files: list[Path]) -> dict[str, Any]:
@@ -86,9 +106,14 @@ class RecordingFamily(TaskFamily):
             hashes[path.name] = recorded.get("sha256") or sha256_file(path)
         digest = hashlib.sha256(json.dumps(hashes, sort_keys=True).encode()).hexdigest()[:12]
         seed = manifest.get("seed")
-        return {"family": self.name, "seed": seed, "split": ",".join(splits),
-                "key": f"{self.name}/seed{seed}/{','.join(splits)}/{digest}",
-                "paths": [str(f) for f in files], "file_sha256": hashes}
+        return {
+            "family": self.name,
+            "seed": seed,
+            "split": ",".join(splits),
+            "key": f"{self.name}/seed{seed}/{','.join(splits)}/{digest}",
+            "paths": [str(f) for f in files],
+            "file_sha256": hashes,
+        }
 
     def default_root(self) -> Path:
         return Path(self.default_root_dir)
@@ -97,9 +122,17 @@ class RecordingFamily(TaskFamily):
         tables = []
         for path in files:
             rows = self.index([path], {})
-            counts = rows.groupby(["category", "stratum"]).agg(
-                rows=("id", "size"), min_L=("length", "min"), median_L=("length", "median"), max_L=("length", "max"),
-                channels=("n_channels", "max")).reset_index()
+            counts = (
+                rows.groupby(["category", "stratum"])
+                .agg(
+                    rows=("id", "size"),
+                    min_L=("length", "min"),
+                    median_L=("length", "median"),
+                    max_L=("length", "max"),
+                    channels=("n_channels", "max"),
+                )
+                .reset_index()
+            )
             tables.append((f"{path.name}: {len(rows)} rows (category x gold class)", counts))
         return tables
 
@@ -114,8 +147,19 @@ def _manifest(path: Path) -> dict:
         raise UserError(f"{found} is not valid JSON") from None
 
 
-def write_split(family: str, dataset: str, rows: Iterable[Row], out_root: Path, *, seed: int, split: str,
-                config: dict, sources: dict[str, str], progress=None, total: int | None = None) -> tuple[Path, list[dict]]:
+def write_split(
+    family: str,
+    dataset: str,
+    rows: Iterable[Row],
+    out_root: Path,
+    *,
+    seed: int,
+    split: str,
+    config: dict,
+    sources: dict[str, str],
+    progress=None,
+    total: int | None = None,
+) -> tuple[Path, list[dict]]:
     """Stream rows to `<out_root>/seed<seed>/<split>.parquet` (renamed into place when complete) and
     merge the split into manifest.json: family, seed, config, source-file sha256s, output hashes."""
     out = Path(out_root) / f"seed{seed}"
@@ -142,8 +186,12 @@ def write_split(family: str, dataset: str, rows: Iterable[Row], out_root: Path, 
     if manifest.get("family") not in (None, family):
         raise UserError(f"{manifest_path} belongs to family {manifest['family']}: choose another --out")
     manifest.update(family=family, dataset=dataset, seed=seed)
-    manifest.setdefault("splits", {})[split] = {"config": config, "sources": sources, "counts": counts,
-                                                "files": {path.name: info}}
+    manifest.setdefault("splits", {})[split] = {
+        "config": config,
+        "sources": sources,
+        "counts": counts,
+        "files": {path.name: info},
+    }
     manifest["versions"] = versions(("numpy", "pyarrow", "pandas", "wfdb", "pyEDFlib", "aeon"))
     manifest["git_commit"] = git_commit()
     write_json(manifest_path, manifest)

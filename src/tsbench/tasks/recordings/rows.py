@@ -6,9 +6,10 @@ and where the row came from. Written in row groups of bounded size, read back on
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -80,21 +81,36 @@ class RowWriter(SeriesWriter):
 
     def columns(self, rows: list[Row]) -> dict:
         return {
-            "id": [r.id for r in rows], "split": [r.split for r in rows], "category": [r.category for r in rows],
-            "regime": [r.regime for r in rows], "length": [r.length for r in rows],
-            "n_channels": [len(r.channel_names) for r in rows], "channel_names": [r.channel_names for r in rows],
-            "values": values_array([r.values for r in rows]), "question": [r.question for r in rows],
-            "options": [r.options for r in rows], "gold": [_json(r.gold) for r in rows],
-            "meta": [_json(r.meta) for r in rows], "source": [_json(r.source) for r in rows],
+            "id": [r.id for r in rows],
+            "split": [r.split for r in rows],
+            "category": [r.category for r in rows],
+            "regime": [r.regime for r in rows],
+            "length": [r.length for r in rows],
+            "n_channels": [len(r.channel_names) for r in rows],
+            "channel_names": [r.channel_names for r in rows],
+            "values": values_array([r.values for r in rows]),
+            "question": [r.question for r in rows],
+            "options": [r.options for r in rows],
+            "gold": [_json(r.gold) for r in rows],
+            "meta": [_json(r.meta) for r in rows],
+            "source": [_json(r.source) for r in rows],
             "seed": [r.seed for r in rows],
         }
 
 
 def _to_row(rec: dict, values: np.ndarray | None) -> Row:
     row = Row(
-        id=rec["id"], split=rec["split"], category=rec["category"], regime=rec["regime"],
-        channel_names=list(rec["channel_names"]), question=rec["question"], options=list(rec["options"]),
-        gold=json.loads(rec["gold"]), seed=rec["seed"], values=values, meta=json.loads(rec["meta"]),
+        id=rec["id"],
+        split=rec["split"],
+        category=rec["category"],
+        regime=rec["regime"],
+        channel_names=list(rec["channel_names"]),
+        question=rec["question"],
+        options=list(rec["options"]),
+        gold=json.loads(rec["gold"]),
+        seed=rec["seed"],
+        values=values,
+        meta=json.loads(rec["meta"]),
         source=json.loads(rec["source"]),
     )
     row.length = rec["length"]

@@ -108,7 +108,9 @@ def _region_of(span: Span, regions: list[Span] | None, length: int) -> Span | No
     return None
 
 
-def _place_positive(rng: np.random.Generator, event: Event, lo: int, hi: int, rules: WindowRules, fs: float) -> Span | None:
+def _place_positive(
+    rng: np.random.Generator, event: Event, lo: int, hi: int, rules: WindowRules, fs: float
+) -> Span | None:
     min_len, max_len = rules.lengths(fs)
     span = event.end - event.start
     shortest = max(min_len, math.ceil(span / (1 - 2 * rules.edge_fraction)) + 2)
@@ -139,7 +141,7 @@ def free_gaps(rec: Recording) -> list[Span]:
     gaps = []
     for r0, r1 in sorted(regions):
         cursor = r0
-        for start, end in merged[bisect.bisect_right(ends, r0):]:  # the first event ending after r0 on
+        for start, end in merged[bisect.bisect_right(ends, r0) :]:  # the first event ending after r0 on
             if start >= r1:
                 break
             if start > cursor:
@@ -189,14 +191,18 @@ def plan_windows(recordings: list[Recording], kinds: list[str], rules: WindowRul
                 rec, index = by_key[key], indexes[key]
                 event = index.events[i]
                 corridor = index.corridor(i, rec.length)
-                region = _region_of((event.start, event.end), rec.regions if rules.positive_in_regions else None, rec.length)
+                region = _region_of(
+                    (event.start, event.end), rec.regions if rules.positive_in_regions else None, rec.length
+                )
                 if corridor is None or region is None:
                     continue
                 lo, hi = max(corridor[0], region[0]), min(corridor[1], region[1])
                 placed = _place_positive(rng, event, lo, hi, rules, rec.fs)
                 if placed is None:
                     continue
-                windows.append(Window(key, placed[0], placed[1], kind, (event.start - placed[0], event.end - placed[0])))
+                windows.append(
+                    Window(key, placed[0], placed[1], kind, (event.start - placed[0], event.end - placed[0]))
+                )
                 made[kind] += 1
                 break
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
-from typing import Iterable
 
 from tsbench.core.errors import UserError
 from tsbench.core.provenance import sha256_file
@@ -19,14 +19,14 @@ EXTRA = "pip install 'tsbench[recordings]'"
 
 SOURCES = {
     "ltaf": "the Long-Term AF Database (LTAFDB, Petrutiu et al. 2007) on PhysioNet (physionet.org/content/ltafdb): "
-            "a folder of WFDB records, <record>.hea + .dat with .atr beat/rhythm annotations",
+    "a folder of WFDB records, <record>.hea + .dat with .atr beat/rhythm annotations",
     "sleep-psg": "the PhysioNet/CinC Challenge 2018 polysomnograms (Ghassemi et al. 2018, "
-                 "physionet.org/content/challenge-2018), the Sleep-PSG source the paper cites, exported as EDF+ "
-                 "with the respiratory events as annotations; or its WFDB records (<record>.hea + .arousal) as released",
+    "physionet.org/content/challenge-2018), the Sleep-PSG source the paper cites, exported as EDF+ "
+    "with the respiratory events as annotations; or its WFDB records (<record>.hea + .arousal) as released",
     "arfbench": "ARFBench (Xie et al. 2026), the Datadog/ARFBench dataset on Hugging Face: a folder with "
-                "arfbench-qa.csv and arfbench-data/<query_group>_<interval>.parquet",
+    "arfbench-qa.csv and arfbench-data/<query_group>_<interval>.parquet",
     "timerbed": "TimerBed (VL-Time, Liu et al. 2025; used by TimeMaster): the UCR/UEA-format .ts files of its six tasks "
-                "(RCW, TEE, ECG, EMG, CTU, HAR), as <DIR>/<Task>/<Task>_TEST.ts (and _TRAIN.ts)",
+    "(RCW, TEE, ECG, EMG, CTU, HAR), as <DIR>/<Task>/<Task>_TEST.ts (and _TRAIN.ts)",
 }
 
 
@@ -63,8 +63,10 @@ def refuse_unknown(options: dict, allowed: Iterable[str], family: str) -> None:
 def file_hashes(files: Iterable[Path], root: Path) -> dict[str, str]:
     """sha256 of every source file read, keyed by its path relative to --path."""
     base = root if root.is_dir() else root.parent
-    return {str(Path(f).relative_to(base)) if Path(f).is_relative_to(base) else str(f): sha256_file(f)
-            for f in sorted(set(map(Path, files)))}
+    return {
+        str(Path(f).relative_to(base)) if Path(f).is_relative_to(base) else str(f): sha256_file(f)
+        for f in sorted(set(map(Path, files)))
+    }
 
 
 def stable_id(*parts: object) -> str:

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -56,7 +56,9 @@ def pick_channels(labels: list[str]) -> list[int] | None:
     lowered = [label.strip().lower() for label in labels]
     picked = []
     for _, aliases in CHANNELS:
-        hit = next((i for alias in aliases for i, label in enumerate(lowered) if alias in label and i not in picked), None)
+        hit = next(
+            (i for alias in aliases for i, label in enumerate(lowered) if alias in label and i not in picked), None
+        )
         if hit is None:
             return None
         picked.append(hit)
@@ -132,8 +134,9 @@ def _edf_source(pyedflib, path: Path, key: str) -> Source | None:
         onsets, durations, texts = edf.readAnnotations()
     fs = max(rates)
     length = min(math.floor(n / r * fs) for n, r in zip(counts, rates))
-    annotations = [(round(o * fs), round((o + d) * fs) if d > 0 else -1, str(t))
-                   for o, d, t in zip(onsets, durations, texts)]
+    annotations = [
+        (round(o * fs), round((o + d) * fs) if d > 0 else -1, str(t)) for o, d, t in zip(onsets, durations, texts)
+    ]
 
     def read_channel(c: int, first: int, n: int) -> np.ndarray:
         with pyedflib.EdfReader(str(path)) as edf:
@@ -172,8 +175,11 @@ def read_sources(path: Path) -> tuple[list[Source], list[Path]]:
     base = path if path.is_dir() else path.parent
     edfs = sorted(path.rglob("*.edf")) + sorted(path.rglob("*.EDF")) if path.is_dir() else [path]
     edfs = [p for p in edfs if p.suffix.lower() == ".edf"]
-    stems = sorted(h.with_suffix("") for h in (path.rglob("*.hea") if path.is_dir() else [])
-                   if h.with_suffix(f".{AROUSAL_ANNOTATION}").is_file())
+    stems = sorted(
+        h.with_suffix("")
+        for h in (path.rglob("*.hea") if path.is_dir() else [])
+        if h.with_suffix(f".{AROUSAL_ANNOTATION}").is_file()
+    )
     if not edfs and not stems:
         raise nothing_found(path, FAMILY, "EDF/EDF+ files or WFDB records with .arousal annotations")
     sources, files = [], []

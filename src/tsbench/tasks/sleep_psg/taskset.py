@@ -15,10 +15,10 @@ PROMPT = Prompt(
     kinds={
         reader.CENTRAL: "airflow stops for at least 10 s and the chest and abdominal effort stop with it",
         reader.OBSTRUCTIVE: "airflow stops for at least 10 s while chest and abdominal effort continue, "
-                            "often out of phase",
+        "often out of phase",
         reader.HYPOPNEA: "airflow drops by at least 30 % for at least 10 s, with an oxygen desaturation (SaO2 falls)",
         reader.RERA: "a respiratory-effort-related arousal: increasing effort or flattened airflow for at least 10 s "
-                     "that ends in an arousal, without meeting apnea or hypopnea criteria",
+        "that ends in an arousal, without meeting apnea or hypopnea criteria",
     },
 )
 
@@ -27,8 +27,15 @@ class SleepPSG(ClinicalFamily):
     name = "sleep-psg"
     dataset = "Sleep-PSG generalization set (PhysioNet/CinC 2018 polysomnograms)"
     default_root_dir = "data/sleep-psg"
-    rules = WindowRules(min_s=60.0, max_s=640.0, cap=131_072, n_windows=250, negative_share=0.2,
-                        edge_fraction=0.05, positive_in_regions=False)
+    rules = WindowRules(
+        min_s=60.0,
+        max_s=640.0,
+        cap=131_072,
+        n_windows=250,
+        negative_share=0.2,
+        edge_fraction=0.05,
+        positive_in_regions=False,
+    )
     prompt = PROMPT
     short = "Sleep"
     group = "Sleep-PSG"

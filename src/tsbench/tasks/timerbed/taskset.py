@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -34,17 +35,33 @@ CLASS_TAG = re.compile(r"<class>(.*?)</class>", re.IGNORECASE | re.DOTALL)
 
 # TimeMaster Appendix E: what each task's series is, its channels, its reasoning type.
 TASKS = {
-    "rcw": ("underwater acoustic recording; classify whether a North Atlantic right whale up-call is present",
-            ("audio",), "Simple Deterministic"),
-    "tee": ("FORTE satellite power-density recording of a transient electromagnetic event; classify the type of "
-            "lightning-related discharge", ("power_density",), "Simple Deterministic"),
+    "rcw": (
+        "underwater acoustic recording; classify whether a North Atlantic right whale up-call is present",
+        ("audio",),
+        "Simple Deterministic",
+    ),
+    "tee": (
+        "FORTE satellite power-density recording of a transient electromagnetic event; classify the type of "
+        "lightning-related discharge",
+        ("power_density",),
+        "Simple Deterministic",
+    ),
     "ecg": ("single-lead ECG recording; classify the cardiac rhythm", ("ECG",), "Complex Deterministic"),
-    "emg": ("electromyogram recording; classify the subject as healthy, myopathy or neuropathy", ("EMG",),
-            "Complex Deterministic"),
-    "ctu": ("24-hour electricity consumption trace of a computer; classify whether it is a desktop or a laptop",
-            ("electricity",), "Probabilistic"),
-    "har": ("tri-axial smartphone accelerometer recording; classify the physical activity",
-            ("body_acc_x", "body_acc_y", "body_acc_z"), "Probabilistic"),
+    "emg": (
+        "electromyogram recording; classify the subject as healthy, myopathy or neuropathy",
+        ("EMG",),
+        "Complex Deterministic",
+    ),
+    "ctu": (
+        "24-hour electricity consumption trace of a computer; classify whether it is a desktop or a laptop",
+        ("electricity",),
+        "Probabilistic",
+    ),
+    "har": (
+        "tri-axial smartphone accelerometer recording; classify the physical activity",
+        ("body_acc_x", "body_acc_y", "body_acc_z"),
+        "Probabilistic",
+    ),
 }
 SHORT = {"rcw": "RCW", "tee": "TEE", "ecg": "ECG", "emg": "EMG", "ctu": "CTU", "har": "HAR"}
 COLUMNS = tuple(Column(task, SHORT[task], "acc", group, ()) for task, (_, _, group) in TASKS.items())
@@ -83,9 +100,11 @@ def question_text(task: str, names: list[str], length: int, classes: list[str]) 
     described = TASKS.get(task.lower())
     what = described[0] if described else f"time series from the {task} dataset; classify it"
     listed = "\n".join(f"- {c}" for c in classes)
-    return (f"This is a {what}. It has {len(names)} channel(s) ({', '.join(names)}) of {length} samples.\n"
-            f"Classes:\n{listed}\n"
-            f'Answer with the JSON object {{"answer": "<one class, exactly as written>"}}.')
+    return (
+        f"This is a {what}. It has {len(names)} channel(s) ({', '.join(names)}) of {length} samples.\n"
+        f"Classes:\n{listed}\n"
+        f'Answer with the JSON object {{"answer": "<one class, exactly as written>"}}.'
+    )
 
 
 class TimerBed(RecordingFamily):
@@ -98,8 +117,13 @@ class TimerBed(RecordingFamily):
         chosen = chosen_class(message)
         on_list = chosen in gold["options"]
         correct = float(chosen == gold["answer"])
-        return Scored(score=correct, valid=on_list, parsed={"answer": chosen if on_list else ""},
-                      error=None if on_list else "the answer is not one of the classes", metrics={"correct": correct})
+        return Scored(
+            score=correct,
+            valid=on_list,
+            parsed={"answer": chosen if on_list else ""},
+            error=None if on_list else "the answer is not one of the classes",
+            metrics={"correct": correct},
+        )
 
     def columns(self) -> list[Column]:
         return list(COLUMNS)
@@ -130,8 +154,17 @@ class TimerBed(RecordingFamily):
             files = self._ts_files(path, name, wanted)
             config = {"split": name, "rows_per_cell": limit, "tasks": sorted(files), "path": str(path)}
             rows = self._rows(files, path, name, seed, None if limit is None else int(limit))
-            manifest, written = write_split(self.name, self.dataset, rows, out, seed=seed, split=name, config=config,
-                                            sources=file_hashes(files.values(), path), progress=progress)
+            manifest, written = write_split(
+                self.name,
+                self.dataset,
+                rows,
+                out,
+                seed=seed,
+                split=name,
+                config=config,
+                sources=file_hashes(files.values(), path),
+                progress=progress,
+            )
             lines += written
         return manifest, lines
 
@@ -167,13 +200,26 @@ class TimerBed(RecordingFamily):
             default_names = TASKS.get(category, (None, (), None))[1]
             for i in picked:
                 values = _trimmed(X[i])
-                names = list(default_names) if len(default_names) == values.shape[0] else \
-                    [f"dim_{c}" for c in range(values.shape[0])]
+                names = (
+                    list(default_names)
+                    if len(default_names) == values.shape[0]
+                    else [f"dim_{c}" for c in range(values.shape[0])]
+                )
                 label = names_of.get(str(y[i]), str(y[i]))
                 yield Row(
-                    id=f"timerbed-{category}-{split}-{int(i):06d}", split=split, category=category, regime=REGIME,
-                    channel_names=names, question=question_text(task, names, values.shape[1], classes),
-                    options=list(classes), gold={"answer": label, "options": list(classes)}, seed=seed,
-                    values=values, meta={}, source={"file": str(file.relative_to(base)) if file.is_relative_to(base)
-                                                    else file.name, "index": int(i)},
+                    id=f"timerbed-{category}-{split}-{int(i):06d}",
+                    split=split,
+                    category=category,
+                    regime=REGIME,
+                    channel_names=names,
+                    question=question_text(task, names, values.shape[1], classes),
+                    options=list(classes),
+                    gold={"answer": label, "options": list(classes)},
+                    seed=seed,
+                    values=values,
+                    meta={},
+                    source={
+                        "file": str(file.relative_to(base)) if file.is_relative_to(base) else file.name,
+                        "index": int(i),
+                    },
                 )

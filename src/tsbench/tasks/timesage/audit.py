@@ -16,8 +16,9 @@ from __future__ import annotations
 import io
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import pandas as pd
 
@@ -25,8 +26,18 @@ from tsbench.tasks.timesage.contract import SCHEMA_FILE, SOURCE_DIR, TABLE_FILE,
 from tsbench.tasks.timesage.derive import derive, rows_needed
 from tsbench.tasks.timesage.taxonomy import coverage_problems, rule_allowed
 
-CHECKS = ("visible_files", "table_order", "no_future_rows", "no_target_release", "truth_outside_jail", "schema",
-          "rule_reproduces", "coverage", "completeness", "rule_matches_tag")
+CHECKS = (
+    "visible_files",
+    "table_order",
+    "no_future_rows",
+    "no_target_release",
+    "truth_outside_jail",
+    "schema",
+    "rule_reproduces",
+    "coverage",
+    "completeness",
+    "rule_matches_tag",
+)
 
 
 @dataclass
@@ -45,9 +56,15 @@ class AuditReport:
 
     def summary(self) -> dict[str, Any]:
         by_check = {check: sum(1 for _, c, _ in self.failures if c == check) for check in CHECKS}
-        return {"ok": self.ok, "instances": self.instances, "scenarios": self.scenarios,
-                "failures": len(self.failures), "failures_by_check": by_check, "warnings": len(self.warnings),
-                "first_failures": [f"{w}: {c}: {d}" for w, c, d in self.failures[:10]]}
+        return {
+            "ok": self.ok,
+            "instances": self.instances,
+            "scenarios": self.scenarios,
+            "failures": len(self.failures),
+            "failures_by_check": by_check,
+            "warnings": len(self.warnings),
+            "first_failures": [f"{w}: {c}: {d}" for w, c, d in self.failures[:10]],
+        }
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -89,7 +106,9 @@ def audit_period(scenario: Scenario, period: Period, report: AuditReport) -> Non
     if late:
         report.fail(where, "no_future_rows", f"{len(late)} row(s) after the cutoff {period.cutoff}, first {late[0]}")
     if not dates or dates[-1] != period.label:
-        report.fail(where, "no_future_rows", f"last row {dates[-1] if dates else None} is not the period {period.label}")
+        report.fail(
+            where, "no_future_rows", f"last row {dates[-1] if dates else None} is not the period {period.label}"
+        )
     if period.target_name in files:
         report.fail(where, "no_target_release", f"the target release {period.target_name} is visible")
     for name in files:
@@ -120,8 +139,11 @@ def audit_period(scenario: Scenario, period: Period, report: AuditReport) -> Non
             continue
         recomputed = derive(table, spec.derive)
         if not _same(recomputed, period.truth.get(spec.name)):
-            report.fail(where, "rule_reproduces", f"{spec.name}: rule gives {recomputed!r}, truth is "
-                                                  f"{period.truth.get(spec.name)!r}")
+            report.fail(
+                where,
+                "rule_reproduces",
+                f"{spec.name}: rule gives {recomputed!r}, truth is {period.truth.get(spec.name)!r}",
+            )
 
 
 def audit(sets: Iterable[tuple[Scenario, list[Period]]]) -> AuditReport:
@@ -132,8 +154,9 @@ def audit(sets: Iterable[tuple[Scenario, list[Period]]]) -> AuditReport:
             report.fail(scenario.id, "coverage", problem)
         for spec in scenario.fields:  # Table 7: which scoring rules a question's intent allows
             if not rule_allowed(spec.tag, spec.rule):
-                report.fail(scenario.id, "rule_matches_tag",
-                            f"{spec.name}: tag {spec.tag} is not scored by rule {spec.rule!r}")
+                report.fail(
+                    scenario.id, "rule_matches_tag", f"{spec.name}: tag {spec.tag} is not scored by rule {spec.rule!r}"
+                )
         indexes = [p.index for p in periods]
         if indexes != list(range(1, len(periods) + 1)):
             report.fail(scenario.id, "completeness", f"period indexes {indexes[:5]}... are not 1..{len(periods)}")
@@ -153,10 +176,18 @@ def periods_from_frame(frame: pd.DataFrame) -> dict[str, list[Period]]:
     for row in frame.sort_values(["scenario", "period_index"]).itertuples(index=False):
         gold = json.loads(row.gold)
         truths = {kp["id"]: kp["truth"] for kp in gold["keypoints"]}
-        out.setdefault(row.scenario, []).append(Period(
-            scenario=row.scenario, index=int(row.period_index), label=row.period_label, cutoff=row.cutoff,
-            files=dict(row.files) if row.files is not None else {}, truth=json.loads(row.truth),
-            keypoint_truths=truths, context=json.loads(row.context), target_name=row.target_name,
-            target_doc=bytes(row.target_doc or b""),
-        ))
+        out.setdefault(row.scenario, []).append(
+            Period(
+                scenario=row.scenario,
+                index=int(row.period_index),
+                label=row.period_label,
+                cutoff=row.cutoff,
+                files=dict(row.files) if row.files is not None else {},
+                truth=json.loads(row.truth),
+                keypoint_truths=truths,
+                context=json.loads(row.context),
+                target_name=row.target_name,
+                target_doc=bytes(row.target_doc or b""),
+            )
+        )
     return out

@@ -19,8 +19,16 @@ from typing import Any
 
 from tsbench.tasks.timesage.contract import FieldSpec
 from tsbench.tasks.timesage.judge import (
-    CLAIMS_PROMPT, COVERAGE_PROMPT, QUALITY_PROMPT, SUPPORTED, VERIFY_PROMPT, JudgeCall, parse_claims, parse_coverage,
-    parse_quality, parse_verdict,
+    CLAIMS_PROMPT,
+    COVERAGE_PROMPT,
+    QUALITY_PROMPT,
+    SUPPORTED,
+    VERIFY_PROMPT,
+    JudgeCall,
+    parse_claims,
+    parse_coverage,
+    parse_quality,
+    parse_verdict,
 )
 from tsbench.tasks.timesage.judge_cache import Asker
 from tsbench.tasks.timesage.judge_rules import literal_coverage
@@ -51,8 +59,9 @@ def _mean(values: list[float]) -> float | None:
     return 100.0 * sum(values) / len(values) if values else None
 
 
-def keypoint_accuracy(fields: list[FieldSpec], answer: dict, truth: dict, asker: Asker | None = None
-                      ) -> tuple[float | None, dict[str, float | None]]:
+def keypoint_accuracy(
+    fields: list[FieldSpec], answer: dict, truth: dict, asker: Asker | None = None
+) -> tuple[float | None, dict[str, float | None]]:
     failed: list[str] = []
 
     def judge_field(spec: FieldSpec, value: Any, expected: Any) -> float | None:
@@ -61,9 +70,13 @@ def keypoint_accuracy(fields: list[FieldSpec], answer: dict, truth: dict, asker:
             failed.append(spec.name)
         return covered
 
-    per_field = {spec.name: field_score(spec, answer.get(spec.name), truth.get(spec.name),
-                                        judge_field if asker is not None else None)
-                 for spec in fields if spec.in_accuracy}
+    per_field = {
+        spec.name: field_score(
+            spec, answer.get(spec.name), truth.get(spec.name), judge_field if asker is not None else None
+        )
+        for spec in fields
+        if spec.in_accuracy
+    }
     if failed:  # a failed judge call: the axis is not scored (never a 0 the agent did not earn)
         return None, per_field
     return _mean([v for v in per_field.values() if v is not None]), per_field
@@ -78,8 +91,9 @@ def family_scores(fields: list[FieldSpec], per_field: dict[str, float | None]) -
     return {family: 100.0 * sum(v) / len(v) for family, v in grouped.items()}
 
 
-def _judge_coverage(asker: Asker | None, description: str, verify: str, report: str, truth: Any,
-                    truth_text: str | None = None) -> float | None:
+def _judge_coverage(
+    asker: Asker | None, description: str, verify: str, report: str, truth: Any, truth_text: str | None = None
+) -> float | None:
     if asker is None:
         return None
     prompt = COVERAGE_PROMPT.format(description=description, verify=verify, report=report)
@@ -87,14 +101,17 @@ def _judge_coverage(asker: Asker | None, description: str, verify: str, report: 
     return None if reply is None else asker.parsed(parse_coverage(reply))
 
 
-def keypoint_coverage(keypoints: list[dict], report: str, tier: str, asker: Asker
-                      ) -> tuple[float | None, dict[str, float | None]]:
+def keypoint_coverage(
+    keypoints: list[dict], report: str, tier: str, asker: Asker
+) -> tuple[float | None, dict[str, float | None]]:
     """Keypoints carry id, description, verify, truth (the anchored field's value or None) and
     truth_text (what the report must convey)."""
     per_kp: dict[str, float | None] = {}
     for kp in keypoints:
         truth, text = kp.get("truth"), kp.get("truth_text")
-        literal = literal_coverage(truth, report) if tier in ("easy", "medium") and not isinstance(truth, list) else None
+        literal = (
+            literal_coverage(truth, report) if tier in ("easy", "medium") and not isinstance(truth, list) else None
+        )
         if literal == 1.0:
             per_kp[kp["id"]] = 1.0
             continue
@@ -131,8 +148,9 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
-def report_faithfulness(report: str, keypoints: list[dict], context: list[str], fields: list[FieldSpec],
-                        truth: dict, asker: Asker) -> tuple[float | None, list[tuple[str, str | None]]]:
+def report_faithfulness(
+    report: str, keypoints: list[dict], context: list[str], fields: list[FieldSpec], truth: dict, asker: Asker
+) -> tuple[float | None, list[tuple[str, str | None]]]:
     if not report.strip():
         return 0.0, []
     reply = asker.ask(JudgeCall("claims", CLAIMS_PROMPT.format(report=report), {"report": report}))
@@ -155,14 +173,26 @@ def report_faithfulness(report: str, keypoints: list[dict], context: list[str], 
     return 100.0 * sum(v in SUPPORTED for _, v in verdicts) / len(verdicts), verdicts
 
 
-def report_quality(report: str, rubric: dict, period: str, extra: dict, asker: Asker
-                   ) -> tuple[float | None, dict[str, list[str]]]:
+def report_quality(
+    report: str, rubric: dict, period: str, extra: dict, asker: Asker
+) -> tuple[float | None, dict[str, list[str]]]:
     required = [s["text"] for s in rubric["required"]]
     forbidden = [s["text"] for s in rubric["forbidden"]]
     prompt = QUALITY_PROMPT.format(
-        period=period, genre=rubric["genre"], required="\n".join(f"- {s}" for s in required),
-        forbidden="\n".join(f"- {s}" for s in forbidden), exemplar=rubric["exemplar"], report=report)
-    ctx = {"report": report, "period": period, "required": rubric["required"], "forbidden": rubric["forbidden"], **extra}
+        period=period,
+        genre=rubric["genre"],
+        required="\n".join(f"- {s}" for s in required),
+        forbidden="\n".join(f"- {s}" for s in forbidden),
+        exemplar=rubric["exemplar"],
+        report=report,
+    )
+    ctx = {
+        "report": report,
+        "period": period,
+        "required": rubric["required"],
+        "forbidden": rubric["forbidden"],
+        **extra,
+    }
     reply = asker.ask(JudgeCall("quality", prompt, ctx))
     placed = None if reply is None else asker.parsed(parse_quality(reply, required, forbidden))
     if placed is None:
@@ -189,7 +219,8 @@ def score_period(gold: dict, answer: dict | None, report: str, asker: Asker) -> 
         return result
     result.coverage, result.keypoints = keypoint_coverage(gold["keypoints"], report, gold["tier"], asker)
     result.faithfulness, result.verdicts = report_faithfulness(
-        report, gold["keypoints"], gold["context"], fields, gold["truth"], asker)
+        report, gold["keypoints"], gold["context"], fields, gold["truth"], asker
+    )
     extra = {"target_name": gold.get("target_name", ""), "prior_docs": gold.get("prior_docs", [])}
     result.quality, result.quality_lists = report_quality(report, gold["quality"], gold["period_label"], extra, asker)
     return result

@@ -18,7 +18,7 @@ def label(day: dt.date, cadence: str) -> str:
     return day.strftime("%Y-%m") if cadence == "monthly" else day.isoformat()
 
 
-def dates(cadence: str, n: int, rng: "np.random.Generator | None" = None, end: dt.date = END) -> list[dt.date]:
+def dates(cadence: str, n: int, rng: np.random.Generator | None = None, end: dt.date = END) -> list[dt.date]:
     """`n` release dates in order, the last at (or, monthly, in the month of) `end`.
 
     irregular: 35 to 56 days apart (central-bank style meeting calendars), drawn from `rng`.

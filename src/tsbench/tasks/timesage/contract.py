@@ -117,8 +117,12 @@ class Scenario:
                 prop["x-scoring"] = spec.note
             prop["x-rule"] = spec.derive if spec.derive is not None else {"kind": "issuer"}
             properties[spec.name] = prop
-        return {"type": "object", "additionalProperties": False, "required": self.required_keys,
-                "properties": properties}
+        return {
+            "type": "object",
+            "additionalProperties": False,
+            "required": self.required_keys,
+            "properties": properties,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -16,8 +16,23 @@ import numpy as np
 import pandas as pd
 
 KINDS = (
-    "bands", "latest", "direction", "change", "run_length", "baseline_dev", "record", "rank", "top_components",
-    "dominant", "shares", "buckets", "flag_events", "event_class", "yoy", "largest_change", "next_changes",
+    "bands",
+    "latest",
+    "direction",
+    "change",
+    "run_length",
+    "baseline_dev",
+    "record",
+    "rank",
+    "top_components",
+    "dominant",
+    "shares",
+    "buckets",
+    "flag_events",
+    "event_class",
+    "yoy",
+    "largest_change",
+    "next_changes",
 )
 
 
@@ -36,7 +51,7 @@ def status_path(values: np.ndarray, edges: list[float], labels: list[str], persi
     raw = [band_of(v, edges, labels) for v in values]
     status = [raw[0]]
     for t in range(1, len(raw)):
-        window = raw[max(0, t - persistence + 1): t + 1]
+        window = raw[max(0, t - persistence + 1) : t + 1]
         status.append(raw[t] if len(window) == persistence and len(set(window)) == 1 else status[-1])
     return status
 
@@ -47,7 +62,7 @@ def _direction(delta: float, flat: float) -> str:
 
 def robust_z(diffs: np.ndarray, t: int, baseline: int) -> float:
     """z of diffs[t] against the `baseline` diffs before it (median, 1.4826 x MAD)."""
-    base = diffs[t - baseline: t]
+    base = diffs[t - baseline : t]
     median = float(np.median(base))
     mad = 1.4826 * float(np.median(np.abs(base - median)))
     return (float(diffs[t]) - median) / max(mad, 1e-9)
@@ -85,12 +100,12 @@ def derive(table: pd.DataFrame, rule: dict[str, Any]) -> Any:
     if kind == "baseline_dev":
         x = _col(table, rule)
         n = rule["window"]
-        return round(float(x[-1] - x[-1 - n:-1].mean()), rule.get("decimals", 2))
+        return round(float(x[-1] - x[-1 - n : -1].mean()), rule.get("decimals", 2))
     if kind == "record":
-        x = _col(table, rule)[-rule["window"]:]
+        x = _col(table, rule)[-rule["window"] :]
         return bool(x[-1] >= x.max())
     if kind == "rank":
-        x = _col(table, rule)[-rule["window"]:]
+        x = _col(table, rule)[-rule["window"] :]
         return int((x > x[-1]).sum()) + 1
     if kind in ("top_components", "dominant"):
         values = {name: float(table[col].iloc[-1]) for col, name in zip(rule["columns"], rule["names"])}
@@ -106,16 +121,23 @@ def derive(table: pd.DataFrame, rule: dict[str, Any]) -> Any:
         if kind == "event_class":
             z = robust_z(diffs, last, rule["baseline"])
             return "spike" if z > rule["z"] else "dip" if z < -rule["z"] else "none"
-        flagged = [dates[t + 1] for t in range(last - rule["window"] + 1, last + 1)
-                   if abs(robust_z(diffs, t, rule["baseline"])) > rule["z"]]
+        flagged = [
+            dates[t + 1]
+            for t in range(last - rule["window"] + 1, last + 1)
+            if abs(robust_z(diffs, t, rule["baseline"])) > rule["z"]
+        ]
         return sorted(flagged)
     if kind in ("largest_change", "next_changes"):
-        moves = {name: abs(float(table[col].iloc[-1] - table[col].iloc[-2]))
-                 for col, name in zip(rule["columns"], rule["names"])}
+        moves = {
+            name: abs(float(table[col].iloc[-1] - table[col].iloc[-2]))
+            for col, name in zip(rule["columns"], rule["names"])
+        }
         order = sorted(moves, key=lambda name: (-moves[name], name))
         if kind == "largest_change":
             return order[0]
-        return sorted(n for n in order[1: 1 + rule.get("n", 2)] if moves[n] >= rule.get("share", 0.35) * moves[order[0]])
+        return sorted(
+            n for n in order[1 : 1 + rule.get("n", 2)] if moves[n] >= rule.get("share", 0.35) * moves[order[0]]
+        )
     if kind == "yoy":
         x = _col(table, rule)
         lag = rule["lag"]

@@ -47,8 +47,10 @@ def build_sets(options: dict[str, Any], progress=None) -> tuple[list, dict[str, 
         from tsbench.tasks.timesage.sources.released import read_released
 
         if not options.get("path"):
-            raise UserError("--source released needs --path DIR (a folder in the paper's layout; see "
-                            "tsbench/tasks/timesage/sources/released.py)")
+            raise UserError(
+                "--source released needs --path DIR (a folder in the paper's layout; see "
+                "tsbench/tasks/timesage/sources/released.py)"
+            )
         sets = read_released(Path(options["path"]), n_scenarios, n_periods)
         return sets, {"source": source, "seed": seed, "path": str(options["path"]), "scenarios": len(sets)}
     raise UserError(f"--source must be one of {', '.join(SOURCES)} (got {source})")
@@ -64,5 +66,6 @@ def generate_from_options(options: dict[str, Any], out_root: str | Path, progres
         shown = "; ".join(f"{w}: {c}: {d}" for w, c, d in report.failures[:3])
         raise UserError(f"the audit failed on {len(report.failures)} check(s), nothing written: {shown}")
     out = Path(out_root) / f"seed{config['seed']}"
-    return write_set(sets, out, {"seed": config["seed"], "source": config["source"], "config": config,
-                                 "audit": report.summary()})
+    return write_set(
+        sets, out, {"seed": config["seed"], "source": config["source"], "config": config, "audit": report.summary()}
+    )

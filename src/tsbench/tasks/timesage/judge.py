@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from tsbench.core.text import strip_reasoning
 from tsbench.tasks.base import JudgeReply
@@ -80,15 +81,16 @@ class ModelJudge:
 
     reads_context = False
 
-    def __init__(self, name: str, complete: Callable[[str], "str | JudgeReply"]):
+    def __init__(self, name: str, complete: Callable[[str], str | JudgeReply]):
         self.name = name
         self._complete = complete
 
-    def __call__(self, call: JudgeCall) -> "str | JudgeReply":
+    def __call__(self, call: JudgeCall) -> str | JudgeReply:
         return self._complete(call.prompt)
 
 
 # ---------------------------------------------------------------------------------- parsing --
+
 
 def parse_coverage(reply: str) -> float | None:
     found = re.search(r"\b(YES|PARTIAL|NO)\b", strip_reasoning(reply), re.IGNORECASE)
@@ -102,7 +104,7 @@ def _json_value(reply: str, opener: str, closer: str) -> Any:
         end = text.rfind(closer)
         while end > start:
             try:
-                return json.loads(text[start:end + 1])
+                return json.loads(text[start : end + 1])
             except json.JSONDecodeError:
                 end = text.rfind(closer, start, end)
         start = text.find(opener, start + 1)
@@ -136,7 +138,9 @@ def parse_quality(reply: str, required: list[str], forbidden: list[str]) -> dict
         for name in names if isinstance(names, list) else []:
             text = str(name).strip().lower()
             for signal in pool:
-                if signal not in out and (signal.lower() == text or (text and (text in signal.lower() or signal.lower() in text))):
+                if signal not in out and (
+                    signal.lower() == text or (text and (text in signal.lower() or signal.lower() in text))
+                ):
                     out.append(signal)
                     break
         return out
@@ -144,5 +148,9 @@ def parse_quality(reply: str, required: list[str], forbidden: list[str]) -> dict
     hits = place(value.get("required_hits"), required)
     partial = [s for s in place(value.get("required_partial"), required) if s not in hits]
     misses = [s for s in required if s not in hits and s not in partial]
-    return {"hits": hits, "partial": partial, "misses": misses,
-            "violations": place(value.get("forbidden_violations"), forbidden)}
+    return {
+        "hits": hits,
+        "partial": partial,
+        "misses": misses,
+        "violations": place(value.get("forbidden_violations"), forbidden),
+    }

@@ -15,6 +15,7 @@ from typing import Any
 
 from tsbench.tasks.timesage.judge import Judge, JudgeCall, JudgeReply
 
+
 class JudgeCache:
     """judge_cache.jsonl in a run directory: one line per distinct call, appended and flushed;
     None keeps the cache in memory only. Safe to share between threads."""

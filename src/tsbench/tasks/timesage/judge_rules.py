@@ -62,8 +62,9 @@ def literal_coverage(truth: Any, report: str) -> float | None:
     if isinstance(truth, list):
         if not truth:
             return None
-        found = sum(mentions(report, item if not isinstance(item, dict) else next(iter(item.values()), ""))
-                    for item in truth)
+        found = sum(
+            mentions(report, item if not isinstance(item, dict) else next(iter(item.values()), "")) for item in truth
+        )
         return 1.0 if found == len(truth) else 0.5 if found else 0.0
     return 1.0 if mentions(report, truth) else 0.0
 
@@ -140,12 +141,20 @@ class RulesJudge:
         for signal in c["forbidden"]:
             if check_signal(signal, c) == 1.0:
                 violations.append(signal["text"])
-        return json.dumps({"required_hits": hits, "required_partial": partial, "required_misses": misses,
-                           "forbidden_violations": violations, "rationale": "rules judge: literal checks"})
+        return json.dumps(
+            {
+                "required_hits": hits,
+                "required_partial": partial,
+                "required_misses": misses,
+                "forbidden_violations": violations,
+                "rationale": "rules judge: literal checks",
+            }
+        )
 
 
-_QUOTE = re.compile(r"(said|stated|according to)[^\"]{0,40}\"[^\"]{12,}\"|\"[^\"]{12,}\"[^\"]{0,20}(said|stated)",
-                    re.IGNORECASE)
+_QUOTE = re.compile(
+    r"(said|stated|according to)[^\"]{0,40}\"[^\"]{12,}\"|\"[^\"]{12,}\"[^\"]{0,20}(said|stated)", re.IGNORECASE
+)
 
 
 def check_signal(signal: dict, c: dict) -> float:
@@ -167,7 +176,11 @@ def check_signal(signal: dict, c: dict) -> float:
         return 1.0 if re.search(r"\d\s*%|\d\s*percent", report, re.IGNORECASE) else 0.0
     if kind == "cites":
         named = any(name.split("/")[-1].lower() in low for name in c.get("prior_docs", []))
-        if "timeseries.csv" in low or named or re.search(r"\b(prior|previous|last) (release|report|bulletin|note)", low):
+        if (
+            "timeseries.csv" in low
+            or named
+            or re.search(r"\b(prior|previous|last) (release|report|bulletin|note)", low)
+        ):
             return 1.0
         return 0.5 if re.search(r"\b(csv|table|data)\b", low) else 0.0
     if kind == "current_doc":

@@ -32,7 +32,14 @@ def period_question(scenario: Scenario, period: Period) -> str:
 def period_meta(scenario: Scenario, period: Period) -> dict:
     """Facts the harness's system prompt states (never truth)."""
     return {
-        "family": "timesage", "scenario": scenario.id, "period": period.label, "period_index": period.index,
-        "role": scenario.role, "tier": scenario.tier, "domain": scenario.domain, "cadence": scenario.cadence,
-        "release_name": scenario.release_name, "required_keys": scenario.required_keys,
+        "family": "timesage",
+        "scenario": scenario.id,
+        "period": period.label,
+        "period_index": period.index,
+        "role": scenario.role,
+        "tier": scenario.tier,
+        "domain": scenario.domain,
+        "cadence": scenario.cadence,
+        "release_name": scenario.release_name,
+        "required_keys": scenario.required_keys,
     }

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from tsbench.tasks.timesage.contract import FieldSpec
 

@@ -39,7 +39,7 @@ def parse_message(message: str) -> tuple[dict | None, str, str | None]:
             if isinstance(answer, dict):
                 return answer, report, None
             return None, report, f"answer is a {type(answer).__name__}, not an object"
-    return None, "", "no {\"answer\": ..., \"report\": ...} object in the final message"
+    return None, "", 'no {"answer": ..., "report": ...} object in the final message'
 
 
 def metrics_of(result: PeriodScore, asker: Asker) -> dict[str, float | None]:
@@ -48,9 +48,15 @@ def metrics_of(result: PeriodScore, asker: Asker) -> dict[str, float | None]:
     out.update({f"family_{family}": value for family, value in result.families.items()})
     out.update({f"field:{name}": value for name, value in result.fields.items()})
     supported = [v for _, v in result.verdicts]
-    out.update(judge_calls=float(asker.calls), judge_cache_hits=float(asker.hits), judge_errors=float(asker.errors),
-               judge_unparsed=float(asker.unparsed), claims=float(len(supported)), judge_tokens=float(asker.tokens),
-               judge_cost_usd=asker.spent_usd())
+    out.update(
+        judge_calls=float(asker.calls),
+        judge_cache_hits=float(asker.hits),
+        judge_errors=float(asker.errors),
+        judge_unparsed=float(asker.unparsed),
+        claims=float(len(supported)),
+        judge_tokens=float(asker.tokens),
+        judge_cost_usd=asker.spent_usd(),
+    )
     return out
 
 
@@ -58,10 +64,20 @@ def score_message(gold: dict, message: str, asker: Asker) -> Scored:
     answer, report, error = parse_message(message)
     result = score_period(gold, answer, report, asker)
     overall = result.overall
-    parsed = {"answer": answer, "report": report, "keypoints": result.keypoints,
-              "verdicts": [{"claim": c, "verdict": v} for c, v in result.verdicts], "quality": result.quality_lists}
-    return Scored(score=0.0 if overall is None else overall / 100.0, valid=answer is not None, parsed=parsed,
-                  error=error, metrics=metrics_of(result, asker))
+    parsed = {
+        "answer": answer,
+        "report": report,
+        "keypoints": result.keypoints,
+        "verdicts": [{"claim": c, "verdict": v} for c, v in result.verdicts],
+        "quality": result.quality_lists,
+    }
+    return Scored(
+        score=0.0 if overall is None else overall / 100.0,
+        valid=answer is not None,
+        parsed=parsed,
+        error=error,
+        metrics=metrics_of(result, asker),
+    )
 
 
 def feedback_text(label: str, scored: Scored) -> str:
@@ -73,6 +89,8 @@ def feedback_text(label: str, scored: Scored) -> str:
         return "not scored" if value is None else f"{value:.1f}"
 
     note = "" if scored.valid else f" (no usable answer: {scored.error})"
-    return (f"Feedback for period {label}{note}: keypoint accuracy {show('accuracy')}, keypoint coverage "
-            f"{show('coverage')}, report faithfulness {show('faithfulness')}, report quality {show('quality')}, "
-            f"overall {show('overall')} (each 0-100).")
+    return (
+        f"Feedback for period {label}{note}: keypoint accuracy {show('accuracy')}, keypoint coverage "
+        f"{show('coverage')}, report faithfulness {show('faithfulness')}, report quality {show('quality')}, "
+        f"overall {show('overall')} (each 0-100)."
+    )

@@ -27,18 +27,44 @@ PERIODS = "periods.parquet"
 MANIFEST = "manifest.json"
 COMPRESSION = "zstd"
 
-SCENARIO_SCHEMA = pa.schema([
-    ("id", pa.string()), ("source", pa.string()), ("domain", pa.string()), ("cadence", pa.string()),
-    ("tier", pa.string()), ("role", pa.string()), ("publisher", pa.string()), ("release_name", pa.string()),
-    ("n_periods", pa.int32()), ("tags", pa.list_(pa.string())), ("contract", pa.string()),
-])
-PERIOD_SCHEMA = pa.schema([
-    ("id", pa.string()), ("scenario", pa.string()), ("period_index", pa.int32()), ("period_label", pa.string()),
-    ("cutoff", pa.string()), ("source", pa.string()), ("domain", pa.string()), ("cadence", pa.string()),
-    ("tier", pa.string()), ("question", pa.string()), ("meta", pa.string()), ("answer_schema", pa.string()),
-    ("files", pa.map_(pa.string(), pa.binary())), ("truth", pa.string()), ("keypoints", pa.string()),
-    ("context", pa.string()), ("gold", pa.string()), ("target_name", pa.string()), ("target_doc", pa.binary()),
-])
+SCENARIO_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("source", pa.string()),
+        ("domain", pa.string()),
+        ("cadence", pa.string()),
+        ("tier", pa.string()),
+        ("role", pa.string()),
+        ("publisher", pa.string()),
+        ("release_name", pa.string()),
+        ("n_periods", pa.int32()),
+        ("tags", pa.list_(pa.string())),
+        ("contract", pa.string()),
+    ]
+)
+PERIOD_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("scenario", pa.string()),
+        ("period_index", pa.int32()),
+        ("period_label", pa.string()),
+        ("cutoff", pa.string()),
+        ("source", pa.string()),
+        ("domain", pa.string()),
+        ("cadence", pa.string()),
+        ("tier", pa.string()),
+        ("question", pa.string()),
+        ("meta", pa.string()),
+        ("answer_schema", pa.string()),
+        ("files", pa.map_(pa.string(), pa.binary())),
+        ("truth", pa.string()),
+        ("keypoints", pa.string()),
+        ("context", pa.string()),
+        ("gold", pa.string()),
+        ("target_name", pa.string()),
+        ("target_doc", pa.binary()),
+    ]
+)
 INDEX_FIELDS = ["id", "scenario", "period_index", "period_label", "domain", "cadence", "tier", "source", "gold"]
 
 
@@ -46,45 +72,86 @@ def keypoints(scenario: Scenario, period: Period) -> list[dict[str, Any]]:
     out = []
     for kp in scenario.keypoints:
         value = period.keypoint_truths.get(kp.id)
-        out.append({"id": kp.id, "field": kp.field, "description": kp.description, "verify": kp.verify,
-                    "truth": value, "truth_text": truth_text(value)})
+        out.append(
+            {
+                "id": kp.id,
+                "field": kp.field,
+                "description": kp.description,
+                "verify": kp.verify,
+                "truth": value,
+                "truth_text": truth_text(value),
+            }
+        )
     return out
 
 
 def gold(scenario: Scenario, period: Period) -> dict[str, Any]:
     contract = scenario.to_dict()
     return {
-        "scenario": scenario.id, "period_label": period.label, "period_index": period.index, "tier": scenario.tier,
-        "fields": contract["fields"], "truth": period.truth, "keypoints": keypoints(scenario, period),
-        "quality": contract["quality"], "context": period.context, "target_name": period.target_name,
+        "scenario": scenario.id,
+        "period_label": period.label,
+        "period_index": period.index,
+        "tier": scenario.tier,
+        "fields": contract["fields"],
+        "truth": period.truth,
+        "keypoints": keypoints(scenario, period),
+        "quality": contract["quality"],
+        "context": period.context,
+        "target_name": period.target_name,
         "prior_docs": period.prior_docs,
     }
 
 
 def _scenario_row(scenario: Scenario, n_periods: int) -> dict[str, Any]:
-    return {"id": scenario.id, "source": scenario.source, "domain": scenario.domain, "cadence": scenario.cadence,
-            "tier": scenario.tier, "role": scenario.role, "publisher": scenario.publisher,
-            "release_name": scenario.release_name, "n_periods": n_periods, "tags": scenario.tags,
-            "contract": dumps(scenario.to_dict())}
+    return {
+        "id": scenario.id,
+        "source": scenario.source,
+        "domain": scenario.domain,
+        "cadence": scenario.cadence,
+        "tier": scenario.tier,
+        "role": scenario.role,
+        "publisher": scenario.publisher,
+        "release_name": scenario.release_name,
+        "n_periods": n_periods,
+        "tags": scenario.tags,
+        "contract": dumps(scenario.to_dict()),
+    }
 
 
 def _period_row(scenario: Scenario, period: Period) -> dict[str, Any]:
     return {
-        "id": period.id, "scenario": scenario.id, "period_index": period.index, "period_label": period.label,
-        "cutoff": period.cutoff, "source": scenario.source, "domain": scenario.domain, "cadence": scenario.cadence,
-        "tier": scenario.tier, "question": period_question(scenario, period), "meta": dumps(period_meta(scenario, period)),
-        "answer_schema": dumps(scenario.answer_schema()), "files": sorted(period.files.items()),
-        "truth": dumps(period.truth), "keypoints": dumps(keypoints(scenario, period)), "context": dumps(period.context),
-        "gold": dumps(gold(scenario, period)), "target_name": period.target_name, "target_doc": period.target_doc,
+        "id": period.id,
+        "scenario": scenario.id,
+        "period_index": period.index,
+        "period_label": period.label,
+        "cutoff": period.cutoff,
+        "source": scenario.source,
+        "domain": scenario.domain,
+        "cadence": scenario.cadence,
+        "tier": scenario.tier,
+        "question": period_question(scenario, period),
+        "meta": dumps(period_meta(scenario, period)),
+        "answer_schema": dumps(scenario.answer_schema()),
+        "files": sorted(period.files.items()),
+        "truth": dumps(period.truth),
+        "keypoints": dumps(keypoints(scenario, period)),
+        "context": dumps(period.context),
+        "gold": dumps(gold(scenario, period)),
+        "target_name": period.target_name,
+        "target_doc": period.target_doc,
     }
 
 
-def write_set(sets: list[tuple[Scenario, list[Period]]], out: Path, manifest: dict[str, Any]) -> tuple[Path, list[dict]]:
+def write_set(
+    sets: list[tuple[Scenario, list[Period]]], out: Path, manifest: dict[str, Any]
+) -> tuple[Path, list[dict]]:
     """Write the two parquet files and the manifest; returns (manifest path, one line per file)."""
     out.mkdir(parents=True, exist_ok=True)
     tables = {
         SCENARIOS: pa.Table.from_pylist([_scenario_row(s, len(p)) for s, p in sets], schema=SCENARIO_SCHEMA),
-        PERIODS: pa.Table.from_pylist([_period_row(s, period) for s, ps in sets for period in ps], schema=PERIOD_SCHEMA),
+        PERIODS: pa.Table.from_pylist(
+            [_period_row(s, period) for s, ps in sets for period in ps], schema=PERIOD_SCHEMA
+        ),
     }
     lines = []
     for name, table in tables.items():
@@ -95,11 +162,16 @@ def write_set(sets: list[tuple[Scenario, list[Period]]], out: Path, manifest: di
             partial.replace(target)
         finally:
             partial.unlink(missing_ok=True)
-        lines.append({"file": name, "rows": table.num_rows, "bytes": target.stat().st_size, "sha256": sha256_file(target)})
+        lines.append(
+            {"file": name, "rows": table.num_rows, "bytes": target.stat().st_size, "sha256": sha256_file(target)}
+        )
     manifest = {
-        "dataset": "TimeSage-EV", "family": "timesage", **manifest,
+        "dataset": "TimeSage-EV",
+        "family": "timesage",
+        **manifest,
         "files": {line["file"]: {k: line[k] for k in ("rows", "bytes", "sha256")} for line in lines},
-        "versions": versions(("numpy", "pandas", "pyarrow", "statsmodels")), "git_commit": git_commit(),
+        "versions": versions(("numpy", "pandas", "pyarrow", "statsmodels")),
+        "git_commit": git_commit(),
     }
     write_json(out / MANIFEST, manifest)
     return out / MANIFEST, lines

@@ -6,16 +6,27 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 
 from tsbench.core.episode import EpisodeTask
 from tsbench.core.errors import UserError
 from tsbench.core.provenance import read_json, sha256_file
-from tsbench.tasks.base import (Audit, Column, EpochStream, JudgeModels, Sample, SampleRef, Scored, TaskFamily,
-                                TrainingRequest, TrainingStream)
+from tsbench.tasks.base import (
+    Audit,
+    Column,
+    EpochStream,
+    JudgeModels,
+    Sample,
+    SampleRef,
+    Scored,
+    TaskFamily,
+    TrainingRequest,
+    TrainingStream,
+)
 from tsbench.tasks.timesage.judge import RULES_JUDGE, ModelJudge
 from tsbench.tasks.timesage.judge_cache import Asker, JudgeCache
 from tsbench.tasks.timesage.judge_rules import RulesJudge
@@ -29,6 +40,7 @@ MODES = ("independent", "sequential")
 
 COLUMNS = tuple(Column(tier, tier.capitalize(), "overall", "TimeSage-EV (overall, 0-1)") for tier in TIERS)
 
+
 class TimeSage(TaskFamily):
     name = "timesage"
     strata = ("domain",)
@@ -36,15 +48,19 @@ class TimeSage(TaskFamily):
     harnesses = ("file-agent",)
     judged = True
 
-    def resolve(self, data: list[str], *, seed: int, split: str, root: str | None, filters: dict[str, Any]) -> list[Path]:
+    def resolve(
+        self, data: list[str], *, seed: int, split: str, root: str | None, filters: dict[str, Any]
+    ) -> list[Path]:
         if data:
             files = [Path(d) / PERIODS if Path(d).is_dir() else Path(d) for d in data]
         else:
             files = [Path(root or DEFAULT_ROOT) / f"seed{seed}" / PERIODS]
         missing = [str(f) for f in files if not f.is_file()]
         if missing:
-            raise UserError(f"dataset file not found: {missing[0]} (create it with: tsbench generate --family timesage "
-                            f"--seed {seed})")
+            raise UserError(
+                f"dataset file not found: {missing[0]} (create it with: tsbench generate --family timesage "
+                f"--seed {seed})"
+            )
         return files
 
     def index(self, files: list[Path], filters: dict[str, Any]) -> pd.DataFrame:
@@ -53,7 +69,9 @@ class TimeSage(TaskFamily):
             try:
                 frame = read_index(path)
             except Exception as exc:  # pyarrow raises several types for a file that is not ours
-                raise UserError(f"{path} is not a TimeSage periods.parquet ({type(exc).__name__}: {str(exc)[:120]})") from None
+                raise UserError(
+                    f"{path} is not a TimeSage periods.parquet ({type(exc).__name__}: {str(exc)[:120]})"
+                ) from None
             frames.append(frame.assign(path=str(path), category=frame["tier"]))
         rows = pd.concat(frames, ignore_index=True)
         return rows.sort_values(["scenario", "period_index"], kind="stable").reset_index(drop=True)
@@ -64,19 +82,37 @@ class TimeSage(TaskFamily):
             raise UserError(f"no period {ref.id!r} in {ref.path}")
         row = frame.loc[ref.id]
         meta = json.loads(row["meta"])
-        task = EpisodeTask(row_id=ref.id, category=row["tier"], regime=row["tier"], question=row["question"],
-                           files=files_of(row["files"]), meta=meta)
-        attributes = {"scenario": row["scenario"], "period": row["period_label"], "period_index": int(row["period_index"]),
-                      "domain": row["domain"], "cadence": row["cadence"], "tier": row["tier"], "source": row["source"]}
-        return Sample(ref=ref, task=task, gold=json.loads(row["gold"]),
-                      columns={"split": "test", "regime": row["tier"], "attributes": attributes})
+        task = EpisodeTask(
+            row_id=ref.id,
+            category=row["tier"],
+            regime=row["tier"],
+            question=row["question"],
+            files=files_of(row["files"]),
+            meta=meta,
+        )
+        attributes = {
+            "scenario": row["scenario"],
+            "period": row["period_label"],
+            "period_index": int(row["period_index"]),
+            "domain": row["domain"],
+            "cadence": row["cadence"],
+            "tier": row["tier"],
+            "source": row["source"],
+        }
+        return Sample(
+            ref=ref,
+            task=task,
+            gold=json.loads(row["gold"]),
+            columns={"split": "test", "regime": row["tier"], "attributes": attributes},
+        )
 
     def score(self, category: str, gold: Any, message: str) -> Scored:
         """With the offline rules judge (what a run without --judge uses)."""
         return score_message(gold, message, Asker(RulesJudge()))
 
-    def scorer(self, options: dict[str, Any], judge_models: JudgeModels | None = None
-               ) -> Callable[[str, Any, str], Scored]:
+    def scorer(
+        self, options: dict[str, Any], judge_models: JudgeModels | None = None
+    ) -> Callable[[str, Any, str], Scored]:
         """score(category, gold, message) bound to the run's judge (options["judge"], a model spec or
         judge/rules) and its cache (judge_cache.jsonl in options["run_dir"]; in memory without one)."""
         spec = options.get("judge") or RULES_JUDGE
@@ -125,9 +161,14 @@ class TimeSage(TaskFamily):
         hashes = {f.name: recorded.get(f.name, {}).get("sha256") or sha256_file(f) for f in files}
         basis = json.dumps(manifest.get("config") or hashes, sort_keys=True)
         seed = manifest.get("seed")
-        return {"family": self.name, "seed": seed, "split": "test",
-                "key": f"{self.name}/seed{seed}/test/{hashlib.sha256(basis.encode()).hexdigest()[:12]}",
-                "paths": [str(f) for f in files], "file_sha256": hashes}
+        return {
+            "family": self.name,
+            "seed": seed,
+            "split": "test",
+            "key": f"{self.name}/seed{seed}/test/{hashlib.sha256(basis.encode()).hexdigest()[:12]}",
+            "paths": [str(f) for f in files],
+            "file_sha256": hashes,
+        }
 
     def generate(self, options: dict[str, Any], out: Path, progress=None) -> tuple[Path, list[dict]]:
         from tsbench.tasks.timesage.generate import generate_from_options
@@ -142,11 +183,15 @@ class TimeSage(TaskFamily):
         train split (every seed is a benchmark of its own), so the set must be named: never the
         default location, which is the set runs are evaluated on."""
         if not request.data:
-            raise UserError("family timesage has no train split: give --data a TimeSage set generated for training "
-                            "(another --seed than the set you evaluate on)")
+            raise UserError(
+                "family timesage has no train split: give --data a TimeSage set generated for training "
+                "(another --seed than the set you evaluate on)"
+            )
         given = sorted(k for k, v in request.options.items() if v is not None)
         if given:
-            raise UserError(f"family timesage trains on a fixed set: {', '.join('--' + k for k in given)} do(es) not apply")
+            raise UserError(
+                f"family timesage trains on a fixed set: {', '.join('--' + k for k in given)} do(es) not apply"
+            )
         rows = self.index(self.resolve(list(request.data), seed=request.seed, split="test", root=None, filters={}), {})
         if request.categories:
             rows = rows[rows["category"].isin(request.categories)]
@@ -155,7 +200,8 @@ class TimeSage(TaskFamily):
     def audit(self, folder: Path) -> Audit:
         """Every period instance: no visible row after the cutoff, no target-period release, truth never
         in the jail, schema, rule reproduction, scoring rules their tags allow, tier coverage."""
-        from tsbench.tasks.timesage.audit import CHECKS, audit as run_audit, periods_from_frame
+        from tsbench.tasks.timesage.audit import CHECKS, periods_from_frame
+        from tsbench.tasks.timesage.audit import audit as run_audit
         from tsbench.tasks.timesage.store import SCENARIOS, read_scenarios
 
         folder = folder if folder.is_dir() else folder.parent
@@ -168,10 +214,12 @@ class TimeSage(TaskFamily):
             raise UserError(f"periods of unknown scenario(s) {missing[:3]} in {folder / PERIODS}")
         report = run_audit((scenarios[sid], periods.get(sid, [])) for sid in scenarios)
         by_check = report.summary()["failures_by_check"]
-        return Audit(title=f"audit of {folder}: {report.instances} instances, {report.scenarios} scenarios",
-                     checks=pd.DataFrame({"check": list(CHECKS), "failures": [by_check[c] for c in CHECKS]}),
-                     failures=[f"{where}: {check}: {detail}" for where, check, detail in report.failures],
-                     warnings=list(report.warnings))
+        return Audit(
+            title=f"audit of {folder}: {report.instances} instances, {report.scenarios} scenarios",
+            checks=pd.DataFrame({"check": list(CHECKS), "failures": [by_check[c] for c in CHECKS]}),
+            failures=[f"{where}: {check}: {detail}" for where, check, detail in report.failures],
+            warnings=list(report.warnings),
+        )
 
     def plot(self, files: list[Path], row_id: str, out: Path, predicted: Any = None) -> Path | None:
         raise UserError("family timesage draws no row: a period's task is a folder of files, not one series")

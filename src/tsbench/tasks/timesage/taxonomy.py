@@ -17,8 +17,14 @@ FAMILIES = {
     "E": "Attribution",
     "F": "Outlook",
 }
-FAMILY_SHORT = {"A": "State ID", "B": "Change Det.", "C": "Comp. ID", "D": "Event Det.", "E": "Attribution",
-                "F": "Forecast"}
+FAMILY_SHORT = {
+    "A": "State ID",
+    "B": "Change Det.",
+    "C": "Comp. ID",
+    "D": "Event Det.",
+    "E": "Attribution",
+    "F": "Forecast",
+}
 
 TAGS = {
     "A1": "The current categorical state of the target.",
@@ -47,7 +53,7 @@ TAGS = {
     "F1": "The forward risks, paired with traceable evidence.",
     "F2": "The direction, regime, or tone of the outlook.",
     "F3": "The outlook with its confidence and horizon.",
-    "F4": "A conditional outlook (\"if X, then Y\").",
+    "F4": 'A conditional outlook ("if X, then Y").',
 }
 SUMMARY_TAG = "summary"
 EVIDENCE_TAG = "evidence"
@@ -67,7 +73,7 @@ RULES_BY_TAG = {
 
 
 def family_of(tag: str) -> str | None:
-    """"A".."F" for a taxonomy tag; None for summary and evidence fields."""
+    """ "A".."F" for a taxonomy tag; None for summary and evidence fields."""
     return tag[0] if tag in TAGS else None
 
 

@@ -28,22 +28,26 @@ KIND_MEANINGS = {
     lb.SEASONALITY: "an added sine wave whose period is between 4 samples and half the window",
     lb.VARIANCE: "extra random noise, drawn sample by sample",
     lb.TREND: "a ramp from zero that reaches its full size at the window's end, after which the series "
-              "stays offset by that amount, the window being the ramp",
+    "stays offset by that amount, the window being the ramp",
 }
 
 
 def scale_fact(n_channels: int) -> str:
     which = "Every channel" if n_channels > 1 else "The channel"
-    return (f"{which} was scaled to mean 0 and standard deviation 1 before any anomaly was added, and "
-            "sizes are in units of that standard deviation (σ).")
+    return (
+        f"{which} was scaled to mean 0 and standard deviation 1 before any anomaly was added, and "
+        "sizes are in units of that standard deviation (σ)."
+    )
 
 
 def window_fact(cfg, variance_floor: int) -> str:
     """Anomaly widths are absolute sample counts, whatever L is (the model should know the scale)."""
     low, high = cfg.width_range
-    return (f"An anomaly covers one contiguous window of {low} to {high} samples (a change in variance at least "
-            f"{max(low, variance_floor)}), whatever the series length; a window is given as half-open indices "
-            "[start, end), so end - start is its width.")
+    return (
+        f"An anomaly covers one contiguous window of {low} to {high} samples (a change in variance at least "
+        f"{max(low, variance_floor)}), whatever the series length; a window is given as half-open indices "
+        "[start, end), so end - start is its width."
+    )
 
 
 def kinds_fact(cfg, *, meanings: bool = True) -> str:
@@ -52,8 +56,10 @@ def kinds_fact(cfg, *, meanings: bool = True) -> str:
         kinds = "; ".join(f'"{kind}" ({meaning})' for kind, meaning in KIND_MEANINGS.items())
     else:
         kinds = ", ".join(f'"{kind}"' for kind in KIND_MEANINGS)
-    return (f"An anomaly is one of five kinds: {kinds}. Its size (the offset, peak, amplitude, noise standard "
-            f"deviation or final offset) is between {low:g} and {high:g} σ.")
+    return (
+        f"An anomaly is one of five kinds: {kinds}. Its size (the offset, peak, amplitude, noise standard "
+        f"deviation or final offset) is between {low:g} and {high:g} σ."
+    )
 
 
 def describe_channels(names: list[str], length: int) -> str:

@@ -40,8 +40,13 @@ def plan(rng, length: int, cfg) -> AnomalyPlan:
         kind = lb.KINDS[int(rng.integers(len(lb.KINDS)))]
         for _ in range(MAX_TRIES):
             inj = plan_injection(
-                rng, length=length, kind=kind, channel=channel, width_range=cfg.width_range,
-                variance_floor=cfg.variance_width_floor, magnitude_range=cfg.magnitude_range,
+                rng,
+                length=length,
+                kind=kind,
+                channel=channel,
+                width_range=cfg.width_range,
+                variance_floor=cfg.variance_width_floor,
+                magnitude_range=cfg.magnitude_range,
             )
             if not _overlaps(inj["start"], inj["end"], taken):
                 break

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.categories import (
-    AnomalyPlan, describe_channels, kinds_fact, scale_fact, single_channel_names, window_fact,
+    AnomalyPlan,
+    describe_channels,
+    kinds_fact,
+    scale_fact,
+    single_channel_names,
+    window_fact,
 )
 from tsbench.tasks.anomalyxl.injections import plan_injection
 
@@ -23,8 +28,12 @@ def question(length: int, cfg) -> str:
 def plan(rng, length: int, cfg) -> AnomalyPlan:
     kind = lb.KINDS[int(rng.integers(len(lb.KINDS)))]
     inj = plan_injection(
-        rng, length=length, kind=kind, width_range=cfg.width_range,
-        variance_floor=cfg.variance_width_floor, magnitude_range=cfg.magnitude_range,
+        rng,
+        length=length,
+        kind=kind,
+        width_range=cfg.width_range,
+        variance_floor=cfg.variance_width_floor,
+        magnitude_range=cfg.magnitude_range,
     )
     gold = {"kind": kind, "start": inj["start"], "end": inj["end"], "_L": length}
     return AnomalyPlan(single_channel_names(), [inj], gold, question(length, cfg))

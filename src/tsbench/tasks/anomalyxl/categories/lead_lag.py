@@ -26,7 +26,7 @@ def question(length: int, cfg) -> str:
         f"You are given a two-channel time series: {describe_channels(NAMES, length)}. {scale_fact(len(NAMES))} "
         f"Each channel contains one anomaly. {window_fact(cfg, cfg.lead_lag_variance_width_floor)} "
         f"{kinds_fact(cfg, meanings=False)} Either the two anomalies are coupled (the same kind, width, size and sign) "
-        f"and A's starts some number of samples before B's (direction \"lead\") or after B's (\"lag\"); that offset "
+        f'and A\'s starts some number of samples before B\'s (direction "lead") or after B\'s ("lag"); that offset '
         f"is between 1 and {max_lag(length)} samples, never more than L/4 = {quarter}. Or they are independent: each has "
         f"its own kind, width and size, and their starts are more than L/4 = {quarter} samples apart. "
         "Give the direction and lag_samples, the distance between the two starts in samples "
@@ -37,8 +37,12 @@ def question(length: int, cfg) -> str:
 
 def _draw(rng, length: int, cfg, **fixed) -> dict:
     return plan_injection(
-        rng, length=length, width_range=cfg.width_range,
-        variance_floor=cfg.lead_lag_variance_width_floor, magnitude_range=cfg.magnitude_range, **fixed,
+        rng,
+        length=length,
+        width_range=cfg.width_range,
+        variance_floor=cfg.lead_lag_variance_width_floor,
+        magnitude_range=cfg.magnitude_range,
+        **fixed,
     )
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 
@@ -28,8 +29,12 @@ class Table:
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, decimals: dict[str, int]) -> Table:
-        text = pd.DataFrame({c: frame[c] if c not in decimals else frame[c].map(lambda x, d=decimals[c]: f"{x:.{d}f}")
-                             for c in frame.columns})
+        text = pd.DataFrame(
+            {
+                c: frame[c] if c not in decimals else frame[c].map(lambda x, d=decimals[c]: f"{x:.{d}f}")
+                for c in frame.columns
+            }
+        )
         header = ",".join(text.columns)
         lines = [",".join(map(str, row)) for row in text.itertuples(index=False)]
         parsed = pd.read_csv(io.StringIO(header + "\n" + "\n".join(lines) + "\n"), dtype={"date": str})
@@ -40,16 +45,22 @@ class Table:
         return (self.header + "\n" + "\n".join(self.lines[: upto + 1]) + "\n").encode()
 
     def rows(self, first: int, last: int) -> list[dict[str, Any]]:
-        return [dict(zip(self.header.split(","), line.split(","))) for line in self.lines[first: last + 1]]
+        return [dict(zip(self.header.split(","), line.split(","))) for line in self.lines[first : last + 1]]
 
 
 def release_name(label: str, ext: str = "md") -> str:
     return f"{SOURCE_DIR}/{label}.{ext}"
 
 
-def assemble(scenario: Scenario, table: Table, releases: dict[int, tuple[str, str]], first_row: int, n_periods: int,
-             truth_at: Callable[[int], dict[str, Any]], keypoints_at: Callable[[int, dict[str, Any]], dict[str, Any]]
-             ) -> list[Period]:
+def assemble(
+    scenario: Scenario,
+    table: Table,
+    releases: dict[int, tuple[str, str]],
+    first_row: int,
+    n_periods: int,
+    truth_at: Callable[[int], dict[str, Any]],
+    keypoints_at: Callable[[int, dict[str, Any]], dict[str, Any]],
+) -> list[Period]:
     """Period k (1-based) targets row first_row + k - 1. `releases` maps a row to (file name,
     text); `truth_at(row)` gives the truth, `keypoints_at(row, truth)` the keypoint values."""
     schema = (json.dumps(scenario.answer_schema(), indent=2, sort_keys=True) + "\n").encode()
@@ -66,9 +77,18 @@ def assemble(scenario: Scenario, table: Table, releases: dict[int, tuple[str, st
         latest_prior = releases[prior[-1]] if prior else None
         context = context_lines(scenario.background, scenario.columns, table.rows(max(0, row - 2), row), latest_prior)
         truth = truth_at(row)
-        periods.append(Period(
-            scenario=scenario.id, index=k, label=label, cutoff=label, files=files, truth=truth,
-            keypoint_truths=keypoints_at(row, truth), context=context, target_name=target_name,
-            target_doc=target_text.encode(),
-        ))
+        periods.append(
+            Period(
+                scenario=scenario.id,
+                index=k,
+                label=label,
+                cutoff=label,
+                files=files,
+                truth=truth,
+                keypoint_truths=keypoints_at(row, truth),
+                context=context,
+                target_name=target_name,
+                target_doc=target_text.encode(),
+            )
+        )
     return periods

@@ -33,7 +33,15 @@ import pandas as pd
 
 from tsbench.core.errors import UserError
 from tsbench.tasks.timesage.contract import (
-    SCHEMA_FILE, SOURCE_DIR, TABLE_FILE, FieldSpec, KeypointSpec, Period, Rubric, Scenario, Signal,
+    SCHEMA_FILE,
+    SOURCE_DIR,
+    TABLE_FILE,
+    FieldSpec,
+    KeypointSpec,
+    Period,
+    Rubric,
+    Scenario,
+    Signal,
 )
 from tsbench.tasks.timesage.sources.catalog import keypoints_for
 from tsbench.tasks.timesage.sources.render import context_lines, rubric
@@ -59,12 +67,22 @@ def _fields(spec: dict, schema: dict) -> list[FieldSpec]:
         rule = prop.pop("x-rule", None)
         note = prop.pop("x-scoring", "")
         prop.pop("description", None)
-        fields.append(FieldSpec(
-            name=entry["name"], tag=entry["tag"], rule=entry["rule"], question=entry["question"], schema=prop,
-            abs_tol=entry.get("abs_tol"), rel_tol=entry.get("rel_tol"), parts=entry.get("parts", {}),
-            item_key=entry.get("item_key"), value_rule=entry.get("value_rule"),
-            derive=rule if rule and rule.get("kind") != "issuer" else None, note=note,
-        ))
+        fields.append(
+            FieldSpec(
+                name=entry["name"],
+                tag=entry["tag"],
+                rule=entry["rule"],
+                question=entry["question"],
+                schema=prop,
+                abs_tol=entry.get("abs_tol"),
+                rel_tol=entry.get("rel_tol"),
+                parts=entry.get("parts", {}),
+                item_key=entry.get("item_key"),
+                value_rule=entry.get("value_rule"),
+                derive=rule if rule and rule.get("kind") != "issuer" else None,
+                note=note,
+            )
+        )
     return fields
 
 
@@ -76,20 +94,37 @@ def _scenario(folder: Path, first_instance: Path) -> Scenario:
         raise UserError(f"{folder / SCENARIO_FILE} lists no fields")
     header = (first_instance / TABLE_FILE).read_text().splitlines()[0].split(",")
     columns = spec.get("columns") or {c: c for c in header}
-    keypoints = ([KeypointSpec(**k) for k in spec["keypoints"]] if spec.get("keypoints")
-                 else keypoints_for(fields, "state", spec["tier"]))
+    keypoints = (
+        [KeypointSpec(**k) for k in spec["keypoints"]]
+        if spec.get("keypoints")
+        else keypoints_for(fields, "state", spec["tier"])
+    )
     if "quality" in spec:
         q = spec["quality"]
-        quality = Rubric(q["genre"], [Signal(**s) for s in q["required"]], [Signal(**s) for s in q["forbidden"]],
-                         q.get("exemplar", ""))
+        quality = Rubric(
+            q["genre"],
+            [Signal(**s) for s in q["required"]],
+            [Signal(**s) for s in q["forbidden"]],
+            q.get("exemplar", ""),
+        )
     else:
-        quality = rubric(spec["tier"], status_name="state", labels=[], units=[], drivers=[], components=[],
-                         has_status=False)
+        quality = rubric(
+            spec["tier"], status_name="state", labels=[], units=[], drivers=[], components=[], has_status=False
+        )
     return Scenario(
-        id=spec.get("id", folder.name), source="released", domain=spec["domain"], cadence=spec["cadence"],
-        tier=spec["tier"], role=spec.get("role", "analyst"), publisher=spec.get("publisher", ""),
-        release_name=spec.get("release_name", "release"), background=spec.get("background", ""), columns=columns,
-        fields=fields, keypoints=keypoints, quality=quality,
+        id=spec.get("id", folder.name),
+        source="released",
+        domain=spec["domain"],
+        cadence=spec["cadence"],
+        tier=spec["tier"],
+        role=spec.get("role", "analyst"),
+        publisher=spec.get("publisher", ""),
+        release_name=spec.get("release_name", "release"),
+        background=spec.get("background", ""),
+        columns=columns,
+        fields=fields,
+        keypoints=keypoints,
+        quality=quality,
     )
 
 
@@ -112,19 +147,30 @@ def _period(scenario: Scenario, folder: Path, index: int) -> Period:
         rows = table.tail(3).to_dict("records")
         latest = (f"{SOURCE_DIR}/{prior[-1].name}", prior[-1].read_text(errors="replace")) if prior else None
         context = context_lines(scenario.background, scenario.columns, rows, latest)
-    return Period(scenario=scenario.id, index=index, label=label, cutoff=label, files=files, truth=truth,
-                  keypoint_truths=keypoint_truths, context=context, target_name=target_name,
-                  target_doc=targets[0].read_bytes() if targets else b"")
+    return Period(
+        scenario=scenario.id,
+        index=index,
+        label=label,
+        cutoff=label,
+        files=files,
+        truth=truth,
+        keypoint_truths=keypoint_truths,
+        context=context,
+        target_name=target_name,
+        target_doc=targets[0].read_bytes() if targets else b"",
+    )
 
 
-def read_released(root: Path, n_scenarios: int | None = None, n_periods: int | None = None
-                  ) -> list[tuple[Scenario, list[Period]]]:
+def read_released(
+    root: Path, n_scenarios: int | None = None, n_periods: int | None = None
+) -> list[tuple[Scenario, list[Period]]]:
     if not root.is_dir():
         raise UserError(f"--path {root} is not a folder")
     folders = sorted(p for p in root.iterdir() if (p / SCENARIO_FILE).is_file())
     if not folders:
-        raise UserError(f"no <scenario>/{SCENARIO_FILE} under {root} (see the layout in "
-                        "tsbench/tasks/timesage/sources/released.py)")
+        raise UserError(
+            f"no <scenario>/{SCENARIO_FILE} under {root} (see the layout in tsbench/tasks/timesage/sources/released.py)"
+        )
     sets = []
     for folder in folders[: n_scenarios or None]:
         instances = sorted(p for p in folder.iterdir() if p.is_dir() and (p / TRUTH_FILE).is_file())
@@ -152,8 +198,11 @@ def export_released(sets: list[tuple[Scenario, list[Period]]], root: Path) -> No
                 (instance / name).parent.mkdir(parents=True, exist_ok=True)
                 (instance / name).write_bytes(body)
             (instance / TRUTH_FILE).write_text(json.dumps(period.truth, indent=2))
-            extra = {k: v for k, v in period.keypoint_truths.items()
-                     if not any(kp.id == k and kp.field for kp in scenario.keypoints)}
+            extra = {
+                k: v
+                for k, v in period.keypoint_truths.items()
+                if not any(kp.id == k and kp.field for kp in scenario.keypoints)
+            }
             (instance / KEYPOINTS_FILE).write_text(json.dumps(extra, indent=2, sort_keys=True))
             (instance / CONTEXT_FILE).write_text(json.dumps(period.context, indent=2))
             (instance / TARGET_DIR).mkdir(exist_ok=True)

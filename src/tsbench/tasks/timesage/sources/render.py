@@ -14,8 +14,16 @@ GENRES = {
 }
 
 
-def rubric(tier: str, *, status_name: str, labels: list[str], units: list[str], drivers: list[str],
-           components: list[str], has_status: bool) -> Rubric:
+def rubric(
+    tier: str,
+    *,
+    status_name: str,
+    labels: list[str],
+    units: list[str],
+    drivers: list[str],
+    components: list[str],
+    has_status: bool,
+) -> Rubric:
     """The tier's rubric; each signal carries the check the offline rules judge applies."""
     required = [Signal("issue period stated", {"kind": "period"})]
     if has_status:
@@ -23,38 +31,55 @@ def rubric(tier: str, *, status_name: str, labels: list[str], units: list[str], 
     if tier == "easy":
         required.append(Signal("latest value with unit", {"kind": "number_unit", "units": units}))
     elif tier == "medium":
-        required += [Signal("a change with its magnitude", {"kind": "number"}),
-                     Signal("direction of change stated", {"kind": "any", "words": [
-                         "up", "down", "flat", "rose", "fell", "increased", "decreased", "unchanged"]})]
+        required += [
+            Signal("a change with its magnitude", {"kind": "number"}),
+            Signal(
+                "direction of change stated",
+                {"kind": "any", "words": ["up", "down", "flat", "rose", "fell", "increased", "decreased", "unchanged"]},
+            ),
+        ]
         if components:
-            required.append(Signal("leading component or flagged event named",
-                                   {"kind": "any", "words": components + ["unusual", "flagged", "no events"]}))
+            required.append(
+                Signal(
+                    "leading component or flagged event named",
+                    {"kind": "any", "words": components + ["unusual", "flagged", "no events"]},
+                )
+            )
     else:
-        required += [Signal("primary driver named", {"kind": "any", "words": drivers}),
-                     Signal("outlook with its confidence", {"kind": "percent"}),
-                     Signal(">= 1 risk or uncertainty with evidence", {"kind": "any", "words": [
-                         "risk", "risks", "uncertain", "uncertainty", "upside", "downside"]})]
+        required += [
+            Signal("primary driver named", {"kind": "any", "words": drivers}),
+            Signal("outlook with its confidence", {"kind": "percent"}),
+            Signal(
+                ">= 1 risk or uncertainty with evidence",
+                {"kind": "any", "words": ["risk", "risks", "uncertain", "uncertainty", "upside", "downside"]},
+            ),
+        ]
     required.append(Signal("cites CSV cells or prior-period files", {"kind": "cites"}))
-    forbidden = [Signal("citing the current period's release", {"kind": "current_doc"}),
-                 Signal("invented institutional quotes", {"kind": "quotes"})]
+    forbidden = [
+        Signal("citing the current period's release", {"kind": "current_doc"}),
+        Signal("invented institutional quotes", {"kind": "quotes"}),
+    ]
     exemplar = {
         "easy": "Period 2026-05: the status is <label>; the latest reading is <value> <unit> (timeseries.csv, last row), "
-                "consistent with the prior release.",
+        "consistent with the prior release.",
         "medium": "Four to six sentences: state, change and its size, direction, the leading component or flagged "
-                  "events, each with the CSV cell or prior file it comes from.",
+        "events, each with the CSV cell or prior file it comes from.",
         "hard": "A short note in the issuer's register: primary and secondary drivers with their readings, the outlook "
-                "with probability and horizon, the risks with evidence, and the guidance, citing CSV cells and "
-                "prior releases.",
+        "with probability and horizon, the risks with evidence, and the guidance, citing CSV cells and "
+        "prior releases.",
     }[tier]
     return Rubric(GENRES[tier], required, forbidden, exemplar)
 
 
-def context_lines(background: str, columns: dict[str, str], rows: list[dict[str, Any]], prior: tuple[str, str] | None
-                  ) -> list[str]:
+def context_lines(
+    background: str, columns: dict[str, str], rows: list[dict[str, Any]], prior: tuple[str, str] | None
+) -> list[str]:
     """Level-2 references: the scenario, the table layout, the last visible rows and the latest
     prior release, all from before the cutoff."""
-    lines = [f"Scenario background: {background}",
-             "Table columns: " + "; ".join(f"{name} = {meaning}" for name, meaning in columns.items())]
+    lines = [
+        f"Scenario background: {background}",
+        "Table columns: " + "; ".join(f"{name} = {meaning}" for name, meaning in columns.items()),
+    ]
     for row in rows:
         lines.append("Row " + ", ".join(f"{k}={v}" for k, v in row.items()))
     if prior is not None:
@@ -79,9 +104,12 @@ def release_text(state: dict[str, Any]) -> str:
         f"Against the same period a year earlier ({s['yoy_reference']}) the reading is {s['yoy_direction']}.",
     ]
     if s.get("shares"):
-        lines += ["", "## Composition",
-                  f"{s['whole'].capitalize()}: " + ", ".join(f"{k} {v:.1f} %" for k, v in s["shares"].items()) + ".",
-                  f"The largest component is {s['dominant']}."]
+        lines += [
+            "",
+            "## Composition",
+            f"{s['whole'].capitalize()}: " + ", ".join(f"{k} {v:.1f} %" for k, v in s["shares"].items()) + ".",
+            f"The largest component is {s['dominant']}.",
+        ]
     if s.get("drivers"):
         secondary = ", ".join(s["secondary"]) if s["secondary"] else "none"
         lines += ["", "## Drivers", f"Primary driver: {s['primary']}. Secondary drivers: {secondary}."]
@@ -89,10 +117,13 @@ def release_text(state: dict[str, Any]) -> str:
     flagged = ", ".join(s["flagged"]) if s["flagged"] else "none"
     lines += ["", "## Events", f"Unusual changes flagged in the last {s['event_window']} periods: {flagged}."]
     if s.get("outlook_direction") is not None:
-        lines += ["", "## Outlook",
-                  f"Outlook for the next period: {s['outlook_direction']}. Expected regime: {s['regime']} with "
-                  f"{s['probability']} % probability over the next {s['outlook_horizon']} periods.",
-                  f"Guidance on {s['guidance_about']}: {s['stance']} for the next {s['guidance_horizon']} periods."]
+        lines += [
+            "",
+            "## Outlook",
+            f"Outlook for the next period: {s['outlook_direction']}. Expected regime: {s['regime']} with "
+            f"{s['probability']} % probability over the next {s['outlook_horizon']} periods.",
+            f"Guidance on {s['guidance_about']}: {s['stance']} for the next {s['guidance_horizon']} periods.",
+        ]
         lines += ["", "## Risks"]
         lines += [f"- {r['risk']}: {r['evidence']}" for r in s["risks"]] or ["- none flagged"]
     return "\n".join(lines) + "\n"

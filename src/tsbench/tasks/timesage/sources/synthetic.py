@@ -98,8 +98,20 @@ def plan_set(seed: int, n_scenarios: int = FULL_SET, n_periods: int = 24) -> lis
         own = np.random.default_rng([int(seeds[i]), 1])
         kinds = tuple(_kinds(tier, own))
         persistence = int(own.choice([1, 2]) if tier == "easy" else own.choice([1, 2, 3]))
-        plans.append(ScenarioPlan(f"{domain}-{theme.replace('_', '-')}-{cadences[i]}-{i:02d}", i, domain, theme,
-                                  cadences[i], tier, n_periods, int(seeds[i]), kinds, persistence))
+        plans.append(
+            ScenarioPlan(
+                f"{domain}-{theme.replace('_', '-')}-{cadences[i]}-{i:02d}",
+                i,
+                domain,
+                theme,
+                cadences[i],
+                tier,
+                n_periods,
+                int(seeds[i]),
+                kinds,
+                persistence,
+            )
+        )
     return plans
 
 
@@ -136,7 +148,9 @@ def _simulate(plan: ScenarioPlan, theme: Theme, rng: np.random.Generator) -> _Wo
         jumps = rng.random(n) < 1 / 80
         row += np.cumsum(jumps * rng.choice([-1.5, 1.5], size=n)) * 0.5
     beta = rng.uniform(0.35, 1.0, size=len(theme.drivers)) * rng.choice([-1.0, 1.0], size=len(theme.drivers))
-    season = (plan.cadence != "irregular") * rng.uniform(0.0, 0.6) * np.sin(2 * np.pi * t / ppy + rng.uniform(0, 2 * np.pi))
+    season = (
+        (plan.cadence != "irregular") * rng.uniform(0.0, 0.6) * np.sin(2 * np.pi * t / ppy + rng.uniform(0, 2 * np.pi))
+    )
     trend = rng.uniform(-0.6, 0.6) * t / n
     shifts = np.zeros(n)
     for start in rng.integers(int(0.2 * n), n, size=int(rng.integers(1, 4))):
@@ -154,8 +168,15 @@ def _simulate(plan: ScenarioPlan, theme: Theme, rng: np.random.Generator) -> _Wo
     for col, _ in theme.components:
         base = theme.component_level * rng.uniform(0.5, 1.5)
         columns[col] = base * np.exp(np.cumsum(rng.normal(0.0, 0.03, size=n)))
-    return _World(theme, pd.DataFrame(columns), beta, phi, rng.standard_normal(n), rng.random(n),
-                  float(np.std(np.diff(value[: HISTORY[plan.cadence]]))))
+    return _World(
+        theme,
+        pd.DataFrame(columns),
+        beta,
+        phi,
+        rng.standard_normal(n),
+        rng.random(n),
+        float(np.std(np.diff(value[: HISTORY[plan.cadence]]))),
+    )
 
 
 def _vocabulary(plan: ScenarioPlan, theme: Theme, values: np.ndarray, sd_change: float) -> Vocabulary:
@@ -164,18 +185,32 @@ def _vocabulary(plan: ScenarioPlan, theme: Theme, values: np.ndarray, sd_change:
     k = len(theme.labels)
     edges = [round(float(np.quantile(history, i / k)), d) for i in range(1, k)]
     for i in range(1, len(edges)):  # strictly increasing after rounding
-        edges[i] = max(edges[i], round(edges[i - 1] + 10 ** -d, d))
-    unit = 10 ** -d
+        edges[i] = max(edges[i], round(edges[i - 1] + 10**-d, d))
+    unit = 10**-d
     flat = round(max(unit, round(0.15 * sd_change, d)) + 0.5 * unit, d + 1)
     return Vocabulary(
-        value=theme.value, value_desc=theme.value_desc, unit=theme.unit, decimals=d, status_name=theme.status_name,
-        labels=list(theme.labels), edges=edges, persistence=plan.persistence, issuer_status=plan.tier == "hard",
-        flat=flat, periods_per_year=cal.PERIODS_PER_YEAR[plan.cadence], baseline_window=BASELINE[plan.cadence],
-        record_window=RECORD[plan.cadence], event_baseline=EVENT_BASELINE[plan.cadence],
-        event_window=5 if plan.cadence == "daily" else 6, event_z=EVENT_Z,
-        drivers=[c for c, *_ in theme.drivers], components=[c for c, _ in theme.components],
-        component_names=[name for _, name in theme.components], stances=list(theme.stances),
-        guidance_about=theme.guidance, period_word=PERIOD_WORD[plan.cadence],
+        value=theme.value,
+        value_desc=theme.value_desc,
+        unit=theme.unit,
+        decimals=d,
+        status_name=theme.status_name,
+        labels=list(theme.labels),
+        edges=edges,
+        persistence=plan.persistence,
+        issuer_status=plan.tier == "hard",
+        flat=flat,
+        periods_per_year=cal.PERIODS_PER_YEAR[plan.cadence],
+        baseline_window=BASELINE[plan.cadence],
+        record_window=RECORD[plan.cadence],
+        event_baseline=EVENT_BASELINE[plan.cadence],
+        event_window=5 if plan.cadence == "daily" else 6,
+        event_z=EVENT_Z,
+        drivers=[c for c, *_ in theme.drivers],
+        components=[c for c, _ in theme.components],
+        component_names=[name for _, name in theme.components],
+        stances=list(theme.stances),
+        guidance_about=theme.guidance,
+        period_word=PERIOD_WORD[plan.cadence],
     )
 
 
@@ -183,8 +218,9 @@ def _direction(delta: float, flat: float) -> str:
     return "up" if delta > flat else "down" if delta < -flat else "flat"
 
 
-def issuer_states(plan: ScenarioPlan, world: _World, table: Table, v: Vocabulary, rows: range
-                  ) -> dict[int, dict[str, Any]]:
+def issuer_states(
+    plan: ScenarioPlan, world: _World, table: Table, v: Vocabulary, rows: range
+) -> dict[int, dict[str, Any]]:
     """What the issuer says in each release (rows = the releases' rows)."""
     theme, frame = world.theme, table.frame
     x = frame[theme.value].to_numpy(dtype=float)
@@ -192,8 +228,13 @@ def issuer_states(plan: ScenarioPlan, world: _World, table: Table, v: Vocabulary
     ppy = v.periods_per_year
     drivers = [(col, level, scale) for col, _, _, level, scale in theme.drivers]
     comps = {"columns": v.components, "names": v.component_names}
-    flag_rule = {"kind": "flag_events", "column": theme.value, "window": v.event_window,
-                 "baseline": v.event_baseline, "z": v.event_z}
+    flag_rule = {
+        "kind": "flag_events",
+        "column": theme.value,
+        "window": v.event_window,
+        "baseline": v.event_baseline,
+        "z": v.event_z,
+    }
     guidance_horizon = 2 + plan.seed % 2
     states = {}
     for r in rows:
@@ -205,8 +246,12 @@ def issuer_states(plan: ScenarioPlan, world: _World, table: Table, v: Vocabulary
         primary = order[0]
         secondary = [c for c in order[1:] if abs(contrib[c]) >= 0.35 * abs(contrib[primary])][:2]
         z_now = {col: (float(frame[col].iloc[r]) - level) / scale for col, level, scale in drivers}
-        forecast = sum(world.beta[i] * theme.scale * (world.phi[i] - 1.0) * z_now[col]
-                       for i, (col, _, _) in enumerate(drivers)) + 0.3 * change
+        forecast = (
+            sum(
+                world.beta[i] * theme.scale * (world.phi[i] - 1.0) * z_now[col] for i, (col, _, _) in enumerate(drivers)
+            )
+            + 0.3 * change
+        )
         forecast += world.issuer_noise[r] * 0.3 * world.sd_change
         outlook = _direction(forecast, v.flat)
         raw = band_of(x[r], v.edges, v.labels)
@@ -221,23 +266,44 @@ def issuer_states(plan: ScenarioPlan, world: _World, table: Table, v: Vocabulary
             stance = min(2, stance + 1) if outlook == "up" else max(0, stance - 1) if outlook == "down" else stance
         risks = sorted((c for c in z_now if abs(z_now[c]) > 1.0), key=lambda c: (-abs(z_now[c]), c))[:3]
         states[r] = {
-            "label": str(frame["date"].iloc[r]), "release": theme.release, "publisher": theme.publisher,
+            "label": str(frame["date"].iloc[r]),
+            "release": theme.release,
+            "publisher": theme.publisher,
             "provenance": f"Synthetic release rendered by tsbench from the scenario state (seed {plan.seed}).",
-            "status_name": theme.status_name, "status": status, "value": theme.value, "value_desc": theme.value_desc,
-            "unit": theme.unit, "decimals": theme.decimals, "latest": float(x[r]), "previous": float(x[r - 1]),
-            "change": float(change), "direction": _direction(change, v.flat),
-            "yoy_reference": str(frame["date"].iloc[r - ppy]), "yoy_direction": _direction(x[r] - x[r - ppy], v.flat),
-            "whole": theme.whole, "shares": derive(upto, {"kind": "shares", **comps, "decimals": 1}),
+            "status_name": theme.status_name,
+            "status": status,
+            "value": theme.value,
+            "value_desc": theme.value_desc,
+            "unit": theme.unit,
+            "decimals": theme.decimals,
+            "latest": float(x[r]),
+            "previous": float(x[r - 1]),
+            "change": float(change),
+            "direction": _direction(change, v.flat),
+            "yoy_reference": str(frame["date"].iloc[r - ppy]),
+            "yoy_direction": _direction(x[r] - x[r - ppy], v.flat),
+            "whole": theme.whole,
+            "shares": derive(upto, {"kind": "shares", **comps, "decimals": 1}),
             "dominant": derive(upto, {"kind": "dominant", **comps}),
             "drivers": [(col, f"{frame[col].iloc[r]:.2f}", deltas[col]) for col, _, _ in drivers],
-            "primary": primary, "secondary": secondary,
-            "flagged": derive(upto, flag_rule), "event_window": v.event_window,
-            "outlook_direction": outlook, "regime": band_of(x[r] + forecast, v.edges, v.labels),
+            "primary": primary,
+            "secondary": secondary,
+            "flagged": derive(upto, flag_rule),
+            "event_window": v.event_window,
+            "outlook_direction": outlook,
+            "regime": band_of(x[r] + forecast, v.edges, v.labels),
             "probability": int(5 * round((50 + 40 * math.tanh(abs(forecast) / world.sd_change)) / 5)),
-            "outlook_horizon": 3, "guidance_about": theme.guidance, "stance": v.stances[int(stance)],
+            "outlook_horizon": 3,
+            "guidance_about": theme.guidance,
+            "stance": v.stances[int(stance)],
             "guidance_horizon": guidance_horizon,
-            "risks": [{"risk": f"{c}_{'upside' if z_now[c] > 0 else 'downside'}",
-                       "evidence": f"{c} at {frame[c].iloc[r]:.2f} in {frame['date'].iloc[r]}"} for c in risks],
+            "risks": [
+                {
+                    "risk": f"{c}_{'upside' if z_now[c] > 0 else 'downside'}",
+                    "evidence": f"{c} at {frame[c].iloc[r]:.2f} in {frame['date'].iloc[r]}",
+                }
+                for c in risks
+            ],
         }
     return states
 
@@ -265,17 +331,36 @@ def materialize(plan: ScenarioPlan) -> tuple[Scenario, list[Period]]:
     columns = {"date": "release period label", theme.value: f"{theme.value_desc} ({theme.unit})"}
     columns.update({col: f"{meaning} ({unit})" for col, meaning, unit, _, _ in theme.drivers})
     columns.update({col: f"{theme.whole}: {name}" for col, name in theme.components})
-    background = (f"{theme.background} {theme.publisher} publishes a {theme.release} every {v.period_word}; "
-                  f"{TABLE_FILE} holds {theme.value_desc} ({theme.value}, {theme.unit}), its drivers "
-                  f"({', '.join(v.drivers)}) and {theme.whole} ({', '.join(v.components)}). "
-                  f"Synthetic scenario generated by tsbench (seed {plan.seed}).")
+    background = (
+        f"{theme.background} {theme.publisher} publishes a {theme.release} every {v.period_word}; "
+        f"{TABLE_FILE} holds {theme.value_desc} ({theme.value}, {theme.unit}), its drivers "
+        f"({', '.join(v.drivers)}) and {theme.whole} ({', '.join(v.components)}). "
+        f"Synthetic scenario generated by tsbench (seed {plan.seed})."
+    )
     units = [theme.unit] + ([theme.unit.split()[0]] if " " in theme.unit else [])
-    quality = rubric(plan.tier, status_name=theme.status_name, labels=list(theme.labels), units=units,
-                     drivers=v.drivers, components=v.component_names, has_status="status" in plan.kinds)
+    quality = rubric(
+        plan.tier,
+        status_name=theme.status_name,
+        labels=list(theme.labels),
+        units=units,
+        drivers=v.drivers,
+        components=v.component_names,
+        has_status="status" in plan.kinds,
+    )
     scenario = Scenario(
-        id=plan.id, source="synthetic", domain=plan.domain, cadence=plan.cadence, tier=plan.tier, role=theme.role,
-        publisher=theme.publisher, release_name=theme.release, background=background, columns=columns,
-        fields=fields, keypoints=keypoints_for(fields, theme.status_name, plan.tier), quality=quality,
+        id=plan.id,
+        source="synthetic",
+        domain=plan.domain,
+        cadence=plan.cadence,
+        tier=plan.tier,
+        role=theme.role,
+        publisher=theme.publisher,
+        release_name=theme.release,
+        background=background,
+        columns=columns,
+        fields=fields,
+        keypoints=keypoints_for(fields, theme.status_name, plan.tier),
+        quality=quality,
     )
     first = HISTORY[plan.cadence]
     release_rows = range(first - PRIOR_RELEASES, first + plan.n_periods)
