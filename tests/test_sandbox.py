@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tsbench.harness.runtime.cleanup import remove_abandoned_sandboxes
 from tsbench.harness.runtime.jail import interpreter_paths
 from tsbench.harness.runtime.observation import dropped_characters
 from tsbench.harness.runtime.sandbox import (
@@ -21,7 +22,6 @@ from tsbench.harness.runtime.sandbox import (
     CellResult,
     Sandbox,
     _CellOutput,
-    _remove_abandoned_sandboxes,
     bare_roundtrip_seconds,
     truncate_observation,
 )
@@ -417,7 +417,7 @@ def test_directories_of_dead_hosts_are_swept(tmp_path, monkeypatch):
         (root / "work").mkdir(parents=True)
         (root / "host.pid").write_text(str(pid))
     monkeypatch.setattr("tempfile.gettempdir", lambda: str(tmp_path))
-    _remove_abandoned_sandboxes.__wrapped__()
+    remove_abandoned_sandboxes.__wrapped__()
     assert not abandoned.exists() and alive.exists()
 
 

@@ -16,8 +16,8 @@ from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpec
 
 from tsbench.harness.runtime.kernel_boot import SERIES_FILE
-from tsbench.harness.runtime.sandbox import _BOOT_FILE, _QUIET_ENV, _InMemorySpec
-from tsbench.harness.runtime.staging import series_npz
+from tsbench.harness.runtime.sandbox import _BOOT_FILE, _InMemorySpec
+from tsbench.harness.runtime.staging import QUIET_ENV, series_npz
 
 
 class BareKernel:
@@ -59,7 +59,7 @@ class BareKernel:
             "MPLCONFIGDIR": str(self._dir / ".matplotlib"),
             "IPYTHONDIR": str(self._dir / ".ipython"),
             "JUPYTER_RUNTIME_DIR": str(self._dir / ".jupyter"),
-            **_QUIET_ENV,
+            **QUIET_ENV,
         }
         self._manager.start_kernel(env=env, stdout=None, stderr=None, cwd=str(self._dir))
         self._client = self._manager.client()

@@ -22,12 +22,10 @@ wrote are gone with the old jail's tmpfs), and the episode goes on. A kernel tha
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import os
 import queue
-import shutil
 import sys
 import tempfile
 import threading
@@ -41,16 +39,15 @@ import numpy as np
 from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 
+from tsbench.harness.runtime.cleanup import HOST_PID_FILE, remove_abandoned_sandboxes, remove_private_dir
 from tsbench.harness.runtime.errors import SandboxError
 from tsbench.harness.runtime.jail import BOOT_PATH, CONNECTION_PATH, SANDBOX_UID, WORKDIR, Jail
 from tsbench.harness.runtime.kernel_boot import SERIES_FILE, SUB_RLM_PROMPT_PREFIX
 from tsbench.harness.runtime.limits import (
-    FIRST_SANDBOX_UID,
     EpisodeCgroup,
     SandboxLimits,
     allocate_uid,
     kill_all_of_uid,
-    sweep_cgroups,
     task_limit_for,
 )
 from tsbench.harness.runtime.logtail import LogTail
@@ -64,13 +61,22 @@ from tsbench.harness.runtime.observation import (
 )
 from tsbench.harness.runtime.staging import (
     CONTEXT_FILE,
+    MATPLOTLIB_DIR,
     as_channel,
     checked_files,
+    jail_env,
     matplotlib_font_lists,
     series_npz,
     stage_copy,
+    stage_unsafe_workdir,
 )
-from tsbench.harness.runtime.unsafe import can_drop_to_own_uid, detect_network_isolation, unsafe_command
+from tsbench.harness.runtime.unsafe import (
+    can_drop_to_own_uid,
+    detect_network_isolation,
+    unsafe_command,
+    unsafe_env,
+    unsafe_kernel_argv,
+)
 
 __all__ = [
     "OBSERVATION_MAX_CHARS",
@@ -88,24 +94,9 @@ SubRlmHandler = Callable[[str, "dict[str, Any] | None"], str]
 _CellOutput = CellOutput  # the name older tests use
 
 _BOOT_FILE = Path(__file__).with_name("kernel_boot.py")
-_HOST_PID_FILE = "host.pid"
 _POLL_S = 0.05
 _KERNEL_READY_TIMEOUT_S = 60.0
 _LOST_IDLE_GRACE_S = 0.5  # after a refused message: wait this long past the shell reply for `idle`
-_MATPLOTLIB_DIR = "/tmp/.matplotlib"
-# Passed through to the unsafe mode's kernel; everything else in the host environment stays behind.
-_INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH", "PYTHONPATH")
-_QUIET_ENV = {
-    "MPLBACKEND": "Agg",
-    "OPENBLAS_NUM_THREADS": "1",
-    "OMP_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-    "NUMEXPR_NUM_THREADS": "1",
-    "MALLOC_ARENA_MAX": "2",
-    "PYTHONDONTWRITEBYTECODE": "1",
-    "PYTHONNOUSERSITE": "1",
-    "PYDEVD_DISABLE_FILE_VALIDATION": "1",
-}
 
 
 class _InMemorySpec(KernelSpecManager):
@@ -117,34 +108,6 @@ class _InMemorySpec(KernelSpecManager):
 
     def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
         return self._spec
-
-
-# ----------------------------------------------------------- host-side helpers --
-
-
-@functools.lru_cache(maxsize=1)
-def _remove_abandoned_sandboxes() -> None:
-    """Once per process: remove private directories (and cgroups, and the unsafe mode's
-    processes) left by host processes that died without closing their sandboxes. Each directory
-    names its host's pid; a live or reused pid keeps the directory. (Jailed kernels die with
-    their host: bwrap's --die-with-parent.)"""
-    for root in Path(tempfile.gettempdir()).glob("tsb-*"):
-        try:
-            host_pid = int((root / _HOST_PID_FILE).read_text())
-            os.kill(host_pid, 0)
-        except ProcessLookupError:
-            owner = (root / "ipc").stat().st_uid if (root / "ipc").exists() else root.stat().st_uid
-            _remove_private_dir(root, owner if owner >= FIRST_SANDBOX_UID else None)
-        except (OSError, ValueError):
-            continue
-    sweep_cgroups()
-
-
-def _remove_private_dir(root: Path, uid: int | None) -> None:
-    """Final cleanup, also run at interpreter exit if `close()` was never called."""
-    if uid is not None:
-        kill_all_of_uid(uid)
-    shutil.rmtree(root, ignore_errors=True)
 
 
 # -------------------------------------------------------------------- the sandbox --
@@ -250,21 +213,22 @@ class Sandbox:
         began = time.perf_counter()
         if self.network_mode == "guard":
             log.warning("no network namespace available: outbound sockets are refused by an in-kernel guard only")
-        _remove_abandoned_sandboxes()
+        remove_abandoned_sandboxes()
         own_uid = os.geteuid() == 0 and (not self.unsafe or can_drop_to_own_uid())
         if own_uid:
             self.sandbox_uid = allocate_uid()
         self._root = Path(tempfile.mkdtemp(prefix="tsb-"))
         self._root.chmod(0o711)
-        (self._root / _HOST_PID_FILE).write_text(str(os.getpid()))
+        (self._root / HOST_PID_FILE).write_text(str(os.getpid()))
         self._cleanup = weakref.finalize(
-            self, _remove_private_dir, self._root, self.sandbox_uid if self.unsafe else None
+            self, remove_private_dir, self._root, self.sandbox_uid if self.unsafe else None
         )
         try:
             self.task_limit = task_limit_for(own_uid, self.limits.max_tasks)
             self._prepare_directories()
             if self.unsafe:
-                self._stage_unsafe_workdir()
+                self.workdir = stage_unsafe_workdir(self._root / "work", self.series, self.files, self.sandbox_uid)
+                self._context_path = self.workdir / CONTEXT_FILE
             else:
                 self._stage_jail()
             self._context_writer = threading.Thread(
@@ -432,20 +396,6 @@ class Sandbox:
         readonly = {WORKDIR + "/" + CONTEXT_FILE: str(self._context_path)}
         for index, path in enumerate(self.readonly_paths):
             readonly[str(path)] = str(stage_copy(path, input_dir / f"ro{index}"))
-        env = {
-            "PATH": f"{sys.prefix}/bin:/usr/bin:/bin",
-            "HOME": WORKDIR,
-            "TMPDIR": "/tmp",
-            "LANG": os.environ.get("LANG", "C.UTF-8"),
-            "MPLCONFIGDIR": _MATPLOTLIB_DIR,
-            "IPYTHONDIR": "/tmp/.ipython",
-            "JUPYTER_CONFIG_DIR": "/tmp/.jupyter",
-            "JUPYTER_DATA_DIR": "/tmp/.jupyter",
-            "JUPYTER_RUNTIME_DIR": "/tmp/.jupyter",
-            **_QUIET_ENV,
-        }
-        if "TZ" in os.environ:
-            env["TZ"] = os.environ["TZ"]
         limits = self.limits.rlimit_args(self.task_limit)
         if self.sandbox_uid is not None:
             limits.append(f"uid={SANDBOX_UID}")
@@ -465,11 +415,11 @@ class Sandbox:
         jail = Jail(
             command=command,
             ipc_dir=str(self._ipc_dir),
-            env=env,
+            env=jail_env(),
             work_bytes=self.limits.work_bytes,
             tmp_bytes=self.limits.tmp_bytes,
             readonly=readonly,
-            dirs={_MATPLOTLIB_DIR: 0o777},
+            dirs={MATPLOTLIB_DIR: 0o777},
             network=self.network,
             host_uid=self.sandbox_uid,
             cgroup=self.cgroup,
@@ -486,24 +436,7 @@ class Sandbox:
         for name, data in self.files.items():
             jail.put(f"{WORKDIR}/{name}", data, mode=0o666)
         for font_list in matplotlib_font_lists():
-            jail.put(f"{_MATPLOTLIB_DIR}/{font_list.name}", font_list.read_bytes())
-
-    def _stage_unsafe_workdir(self) -> None:
-        """The unsafe mode's working directory is a host directory the kernel owns."""
-        self.workdir = self._root / "work"
-        matplotlib_dir = self.workdir / ".matplotlib"
-        matplotlib_dir.mkdir(parents=True)
-        for font_list in matplotlib_font_lists():
-            shutil.copy(font_list, matplotlib_dir / font_list.name)
-        (self.workdir / SERIES_FILE).write_bytes(series_npz(self.series))
-        for name, data in self.files.items():
-            target = self.workdir / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        self._context_path = self.workdir / CONTEXT_FILE
-        if self.sandbox_uid is not None:
-            for path in (self.workdir, *self.workdir.rglob("*")):
-                os.chown(path, self.sandbox_uid, self.sandbox_uid)
+            jail.put(f"{MATPLOTLIB_DIR}/{font_list.name}", font_list.read_bytes())
 
     def _write_context_json(self) -> None:
         """context.json as the spec asks: {channel: list of floats}.
@@ -549,8 +482,15 @@ class Sandbox:
         manager.write_connection_file()  # now, so that the jail gets it by value
         passed: list[int] = []
         if self.unsafe:  # the kernel reads the host-only file with CAP_DAC_READ_SEARCH
-            spec.argv = self._unsafe_argv(manager.connection_file)
-            env, cwd = self._unsafe_env(), str(self.workdir)
+            spec.argv = unsafe_command(
+                sys.executable,
+                str(_BOOT_FILE),
+                self.limits.rlimit_args(self.task_limit),
+                unsafe_kernel_argv(manager.connection_file),
+                uid=self.sandbox_uid,
+                network_mode=self.network_mode,
+            )
+            env, cwd = unsafe_env(self.workdir), str(self.workdir)
         else:
             self._jail.put(CONNECTION_PATH, Path(manager.connection_file).read_bytes())
             passed = self._jail.open_launch()
@@ -579,32 +519,6 @@ class Sandbox:
             raise SandboxError(f"kernel did not start: {exc}; {self._kernel_log_tail()}") from exc
         if self._jail is not None and self.sandbox_uid is not None:
             os.chown(self._ipc_dir, 0, 0)  # sockets bound: from now on the kernel cannot write there
-
-    def _unsafe_argv(self, connection_file: str) -> list[str]:
-        kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file, "--HistoryManager.enabled=False"]
-        return unsafe_command(
-            sys.executable,
-            str(_BOOT_FILE),
-            self.limits.rlimit_args(self.task_limit),
-            kernel,
-            uid=self.sandbox_uid,
-            network_mode=self.network_mode,
-        )
-
-    def _unsafe_env(self) -> dict[str, str]:
-        env = {name: os.environ[name] for name in _INHERITED_ENV if name in os.environ}
-        workdir, scratch = str(self.workdir), str(self.workdir / ".ipython")
-        env.update(
-            HOME=workdir,
-            TMPDIR=workdir,
-            MPLCONFIGDIR=str(self.workdir / ".matplotlib"),
-            IPYTHONDIR=scratch,
-            JUPYTER_CONFIG_DIR=scratch,
-            JUPYTER_DATA_DIR=scratch,
-            JUPYTER_RUNTIME_DIR=scratch,
-            **_QUIET_ENV,
-        )
-        return env
 
     def _boot_kernel(self) -> None:
         """Run kernel_boot.boot() in the kernel as a silent cell (no history, no output)."""

@@ -17,9 +17,62 @@ from pathlib import Path
 import numpy as np
 
 from tsbench.harness.runtime.errors import SandboxError
+from tsbench.harness.runtime.jail import WORKDIR
 from tsbench.harness.runtime.kernel_boot import SERIES_FILE
 
 CONTEXT_FILE = "context.json"
+MATPLOTLIB_DIR = "/tmp/.matplotlib"
+# Quiet, single-threaded numerics and no writes outside the working directory, in every kernel mode.
+QUIET_ENV = {
+    "MPLBACKEND": "Agg",
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "NUMEXPR_NUM_THREADS": "1",
+    "MALLOC_ARENA_MAX": "2",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONNOUSERSITE": "1",
+    "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+}
+
+
+def jail_env() -> dict[str, str]:
+    """The jailed kernel's whole environment: nothing of the host's but its locale and time zone."""
+    env = {
+        "PATH": f"{sys.prefix}/bin:/usr/bin:/bin",
+        "HOME": WORKDIR,
+        "TMPDIR": "/tmp",
+        "LANG": os.environ.get("LANG", "C.UTF-8"),
+        "MPLCONFIGDIR": MATPLOTLIB_DIR,
+        "IPYTHONDIR": "/tmp/.ipython",
+        "JUPYTER_CONFIG_DIR": "/tmp/.jupyter",
+        "JUPYTER_DATA_DIR": "/tmp/.jupyter",
+        "JUPYTER_RUNTIME_DIR": "/tmp/.jupyter",
+        **QUIET_ENV,
+    }
+    if "TZ" in os.environ:
+        env["TZ"] = os.environ["TZ"]
+    return env
+
+
+def stage_unsafe_workdir(
+    workdir: Path, series: dict[str, np.ndarray], files: dict[str, bytes], uid: int | None
+) -> Path:
+    """The unsafe mode's working directory: a host directory the kernel owns, holding what the jail
+    would have been given by value."""
+    matplotlib_dir = workdir / ".matplotlib"
+    matplotlib_dir.mkdir(parents=True)
+    for font_list in matplotlib_font_lists():
+        shutil.copy(font_list, matplotlib_dir / font_list.name)
+    (workdir / SERIES_FILE).write_bytes(series_npz(series))
+    for name, data in files.items():
+        target = workdir / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    if uid is not None:
+        for path in (workdir, *workdir.rglob("*")):
+            os.chown(path, uid, uid)
+    return workdir
 
 
 def as_channel(name: object, values: object) -> np.ndarray:

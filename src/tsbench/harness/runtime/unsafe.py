@@ -22,8 +22,14 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 from tsbench.harness.runtime.limits import allocate_uid
+from tsbench.harness.runtime.staging import QUIET_ENV
+
+# Passed through to the unsafe mode's kernel; everything else in the host environment stays behind.
+INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH", "PYTHONPATH")
 
 __all__ = ["can_drop_to_own_uid", "detect_network_isolation", "unsafe_command"]
 
@@ -81,3 +87,25 @@ def _command_works(command: list[str]) -> bool:
         return subprocess.run(command, capture_output=True, timeout=10).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
+
+
+def unsafe_kernel_argv(connection_file: str) -> list[str]:
+    """The ipykernel command the unsafe mode wraps in `unsafe_command`."""
+    return [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file, "--HistoryManager.enabled=False"]
+
+
+def unsafe_env(workdir: Path) -> dict[str, str]:
+    """The unsafe kernel's environment: a few host variables, every scratch directory in `workdir`."""
+    env = {name: os.environ[name] for name in INHERITED_ENV if name in os.environ}
+    scratch = str(workdir / ".ipython")
+    env.update(
+        HOME=str(workdir),
+        TMPDIR=str(workdir),
+        MPLCONFIGDIR=str(workdir / ".matplotlib"),
+        IPYTHONDIR=scratch,
+        JUPYTER_CONFIG_DIR=scratch,
+        JUPYTER_DATA_DIR=scratch,
+        JUPYTER_RUNTIME_DIR=scratch,
+        **QUIET_ENV,
+    )
+    return env

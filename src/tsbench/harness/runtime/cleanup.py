@@ -1,0 +1,42 @@
+"""Host-side cleanup of sandboxes whose host process died without closing them.
+
+Each sandbox's private directory names its host's pid (`HOST_PID_FILE`); a later host removes the
+directories (and cgroups, and the unsafe mode's processes) of hosts that are gone.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from tsbench.harness.runtime.limits import FIRST_SANDBOX_UID, kill_all_of_uid, sweep_cgroups
+
+HOST_PID_FILE = "host.pid"
+
+
+@functools.lru_cache(maxsize=1)
+def remove_abandoned_sandboxes() -> None:
+    """Once per process: remove private directories (and cgroups, and the unsafe mode's
+    processes) left by host processes that died without closing their sandboxes. Each directory
+    names its host's pid; a live or reused pid keeps the directory. (Jailed kernels die with
+    their host: bwrap's --die-with-parent.)"""
+    for root in Path(tempfile.gettempdir()).glob("tsb-*"):
+        try:
+            host_pid = int((root / HOST_PID_FILE).read_text())
+            os.kill(host_pid, 0)
+        except ProcessLookupError:
+            owner = (root / "ipc").stat().st_uid if (root / "ipc").exists() else root.stat().st_uid
+            remove_private_dir(root, owner if owner >= FIRST_SANDBOX_UID else None)
+        except (OSError, ValueError):
+            continue
+    sweep_cgroups()
+
+
+def remove_private_dir(root: Path, uid: int | None) -> None:
+    """Final cleanup, also run at interpreter exit if `close()` was never called."""
+    if uid is not None:
+        kill_all_of_uid(uid)
+    shutil.rmtree(root, ignore_errors=True)
