@@ -124,6 +124,8 @@ def test_one_cpu_train_grpo_step_on_its_train_split(tmp_path):
         "8",
         "--max-seq-len",
         "1024",
+        "--text-budget-chars",  # the default 200k characters: a 1598-token prompt, refused at load (train/budget.py)
+        "400",
         "--rollout-workers",
         "2",
         "--out",

@@ -370,3 +370,83 @@ def test_one_cpu_step_on_timerbed_rows_draws_timerbed_tasks(tmp_path, timerbed_t
     assert pd.read_parquet(run / "metrics.parquet")["step"].tolist() == [1]
     with pytest.raises(UserError, match="--preset"):
         build(GRPOConfig, {**settings, "preset": "small"}).validate()
+
+
+def test_full_parameter_weights_load_fp32_and_a_bf16_autocast_step_moves_them_as_fp32_does(tmp_path):
+    """On a GPU full-parameter training gets bf16 compute from mixed precision (TRL bf16=True) while
+    AdamW updates fp32 master weights; pure-bf16 weights swallow lr-1e-6 updates."""
+    from tsbench.train.policy import load_policy
+
+    model = f"local/{make_small_vocab_llama(tmp_path / 'small')}"
+    full = build(GRPOConfig, {"model": model, "lora": 0}).policy
+    policy = load_policy(full, tmp_path / "run", on_gpu=True)  # as on a GPU (the load touches no device)
+    assert {p.dtype for p in policy.model.parameters() if p.requires_grad} == {torch.float32}
+    lora = load_policy(build(GRPOConfig, {"model": model, "lora": 4}).policy, tmp_path / "run", on_gpu=True)
+    assert {p.dtype for p in lora.model.parameters()} == {torch.bfloat16}  # a LoRA's frozen base may be bf16
+
+    ids = torch.tensor([[4, 5, 7, 8, 9, 10, 11, 12, 13, 2]])
+
+    def moved(dtype: torch.dtype, autocast: bool) -> float:
+        net = load_policy(full, tmp_path / "run", on_gpu=False).model.to(dtype)
+        before = [p.detach().clone() for p in net.parameters()]
+        optimizer = torch.optim.AdamW(net.parameters(), lr=1e-6, weight_decay=0.0)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            loss = net(input_ids=ids, labels=ids).loss
+        loss.backward()
+        optimizer.step()
+        changed = sum(int((p.detach() != b).sum()) for p, b in zip(net.parameters(), before))
+        return changed / sum(b.numel() for b in before)
+
+    fp32, mixed, bf16 = moved(torch.float32, False), moved(torch.float32, True), moved(torch.bfloat16, False)
+    print(f"share of weights moved by one lr-1e-6 step: fp32 {fp32:.4f}, bf16 autocast {mixed:.4f}, bf16 {bf16:.4f}")
+    assert fp32 > 0.5 and abs(mixed - fp32) < 0.02 and bf16 < 0.05
+
+
+def test_a_prompt_over_the_context_is_refused_before_the_policy_loads(tmp_path, smol_tokenizer):
+    """The first prompt is measured with the model's tokenizer through the run's harness."""
+    from tsbench.train.budget import check_context, first_prompt_tokens
+
+    fits = run_config("local/smollm2-135m", tmp_path / "run")
+    check_context(fits, smol_tokenizer)  # 120 characters of series text, 12-token replies, 1024 tokens
+    over = run_config("local/smollm2-135m", tmp_path / "run", text_budget_chars=6000, max_tokens=200)
+    assert first_prompt_tokens(over, smol_tokenizer) > first_prompt_tokens(fits, smol_tokenizer) + 1000
+    with pytest.raises(UserError, match=r"takes \d+ tokens.*exceeds max_seq_len 1024") as caught:
+        check_context(over, smol_tokenizer)
+    assert "\n" not in str(caught.value)
+    with pytest.raises(UserError, match="exceeds max_seq_len"):
+        build_trainer(over)
+    assert not (tmp_path / "run").exists()  # refused before the run dir, the weights or the trainer
+
+
+def test_the_timemaster_preset_fits_its_context(smol_tokenizer):
+    """Measured with SmolLM2's tokenizer, which like Qwen2.5's splits every digit."""
+    from tsbench.core.config import read_toml_table
+    from tsbench.train.budget import check_context
+
+    preset = Path(__file__).resolve().parents[1] / "experiments/grpo/timemaster_qwen2.5-3b.toml"
+    check_context(build(GRPOConfig, read_toml_table(preset, "grpo")), smol_tokenizer)
+
+
+class Constant(AnomalyXL):
+    """Every reply scores 1: every group is flat (zero variance)."""
+
+    name = "constant"
+
+    def score(self, category, gold, message):
+        return Scored(score=1.0, valid=True)
+
+
+def test_refill_replays_a_flat_group_with_a_fresh_task_then_masks_it(tmp_path):
+    """DAPO's dynamic sampling as an option: a zero-variance group is played again on a fresh task of
+    the same step (refill_rounds times), and still-flat groups are masked as without refill."""
+    model = f"local/{make_small_vocab_llama(tmp_path / 'small')}"
+    run = tmp_path / "run"
+    flat = {"lambda_tok": 0.0, "lambda_fail": 0.0, "family": f"{__name__}:Constant"}  # the reward is the score: 1
+    train_grpo(run_config(model, run, steps=1, max_tokens=4, refill_rounds=2, **flat))
+    rollouts = pd.read_json(run / "rollouts" / "samples.jsonl", lines=True)
+    assert len(rollouts) == 6  # the group, then two refills of it
+    refilled = rollouts["metrics"].map(lambda m: m.get("refilled", 0.0) == 1.0)
+    assert refilled.tolist() == [True, True, True, True, False, False]
+    assert rollouts["gold"].astype(str).nunique() == 3  # each round a task of its own (AnomalyXL ids: by index)
+    metrics = pd.read_parquet(run / "metrics.parquet")
+    assert metrics[["groups", "dropped_groups", "refilled_groups"]].iloc[0].tolist() == [1.0, 1.0, 1.0]

@@ -236,6 +236,12 @@ def test_presets_load_with_the_papers_settings():
         ({"harness": "direct"}, "model harness"),
         ({"temperature": 0.0}, "temperature"),
         ({"model": ""}, "--model"),
+        ({"depth": 1}, "depth 0"),
+        ({"harness": "rlm-image"}, "text model"),
+        ({"epsilon_high": 0.1}, "epsilon_high"),
+        ({"importance_sampling": "sequence"}, "importance_sampling"),
+        ({"dtype": "bfloat16"}, "float32 master weights"),
+        ({"refill_rounds": -1}, "refill_rounds"),
     ],
 )
 def test_bad_settings_are_one_line_errors(changes, needle):
@@ -339,3 +345,127 @@ def test_cli_flags_override_the_preset_and_bad_ones_are_one_line_errors():
     )
     assert res.returncode == 2 and res.stderr.strip().count("\n") == 0
     assert "needs --judge" in res.stderr
+
+
+# -- what reaches TRL and the GPU-only paths that can be checked here ----------------------------
+def test_every_vllm_batch_has_a_logprob_per_token_and_unsampled_episodes_leave_the_loss():
+    """An episode that never generated (a jail that did not start, a prompt over max_seq_len) has no
+    sampler logprobs; TRL's importance-sampling correction needs a list for every row."""
+    from tsbench.train.rollouts import Episode, sampler_logprobs
+
+    played = Episode("k", 0, {}, [1, 2], [5, 6, 7], [1, 0, 1], [-0.5, 0.0, -1.0])
+    failed = Episode("k", 1, {}, [1, 2], [2], [0], None)  # rollouts.Environment.sequence's stand-in end token
+    cut = Episode("k", 2, {}, [1, 2], [5, 6], [1, 1], None)  # generated, but the server sent no logprobs
+    logprobs, masks = sampler_logprobs([played, failed, cut], wanted=True)
+    assert logprobs == [[-0.5, 0.0, -1.0], [0.0], [0.0, 0.0]]
+    assert masks == [[1, 0, 1], [0], [0, 0]]
+    assert cut.env_mask == [1, 1]  # the function is pure
+    assert sampler_logprobs([played, failed], wanted=False) == (None, [[1, 0, 1], [0]])  # hf: no correction
+
+
+def test_clip_and_importance_sampling_settings_reach_trl(tmp_path):
+    from tsbench.train.grpo import trl_args
+
+    def args(**changes):
+        return trl_args(build(GRPOConfig, {"model": "local/x", **changes}), tmp_path, [1.0], on_gpu=False, world=1)
+
+    default = args()
+    assert (default.vllm_importance_sampling_mode, default.vllm_importance_sampling_clip_max) == ("token_truncate", 3.0)
+    assert default.vllm_importance_sampling_correction and default.epsilon_high is None  # TRL: epsilon
+    chosen = args(epsilon_high=0.28, importance_sampling="sequence_mask", importance_sampling_cap=2.0)
+    assert (chosen.epsilon_high, chosen.vllm_importance_sampling_mode, chosen.vllm_importance_sampling_clip_max) == (
+        0.28,
+        "sequence_mask",
+        2.0,
+    )
+    assert not args(importance_sampling="none").vllm_importance_sampling_correction
+
+
+def test_fsdp_writes_the_final_model_as_one_full_state_dict():
+    """Sharded checkpoints, but `final/` must be a directory `local/<run>/final` loads."""
+    from types import SimpleNamespace
+
+    from accelerate.utils import FullyShardedDataParallelPlugin
+
+    from tsbench.train.grpo import full_state_dict_at_save
+
+    plugin = FullyShardedDataParallelPlugin(fsdp_version=2, state_dict_type="SHARDED_STATE_DICT")
+    full_state_dict_at_save(SimpleNamespace(state=SimpleNamespace(fsdp_plugin=plugin)))
+    assert "FULL_STATE_DICT" in str(plugin.state_dict_type) and "Full" in type(plugin.state_dict_config).__name__
+    full_state_dict_at_save(SimpleNamespace(state=SimpleNamespace()))  # no FSDP: nothing to do
+    yaml = (ROOT / "experiments/grpo/accelerate/fsdp.yaml").read_text()
+    assert "fsdp_state_dict_type: SHARDED_STATE_DICT" in yaml  # what the checkpoints use
+
+
+def test_gpu_extra_pins_vllm_to_the_range_trl_supports_and_deepspeed_has_an_extra():
+    import re
+    import tomllib
+
+    import trl
+    from packaging.requirements import Requirement
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    source = (Path(trl.__file__).parent / "import_utils.py").read_text()
+    low, high = re.search(r'Version\("([\d.]+)"\) <= _vllm_base_version <= Version\("([\d.]+)"\)', source).groups()
+    vllm = next(Requirement(r) for r in extras["gpu"] if Requirement(r).name == "vllm")
+    major, minor = (int(x) for x in low.split(".")[:2])
+    assert vllm.specifier.contains(low) and vllm.specifier.contains(high)
+    assert not vllm.specifier.contains(f"{major}.{minor - 1}.0")
+    assert not vllm.specifier.contains(".".join([*high.split(".")[:2], "1"]))
+    assert any(Requirement(r).name == "deepspeed" for r in extras["deepspeed"])
+
+
+def test_server_errors_are_retried_a_bounded_number_of_times_then_raised():
+    """TRL's vLLM client raises a bare Exception on a 400 (it retries only 5xx); the retry wrapper tries
+    again, then raises, and the Batcher keeps the failure so the rollout stops instead of training on
+    a batch of infrastructure failures."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import requests
+
+    from tsbench.train.agent import BackendError, Batcher, Request, with_retries
+
+    hits = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            hits.append(self.path)
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            status = 400 if len(hits) <= int(self.path.strip("/")) else 200
+            self.send_response(status)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *_):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+
+    def post(fails: int):
+        response = requests.post(f"{base}/{fails}", json={"prompts": [[1]]}, timeout=5)
+        if response.status_code != 200:  # what trl.generation.vllm_client.VLLMClient does
+            raise Exception(f"Request failed: {response.status_code}, {response.text}")
+        return response.status_code
+
+    try:
+        assert with_retries(lambda: post(2), attempts=3, wait_s=0.01) == 200 and len(hits) == 3
+        hits.clear()
+        with pytest.raises(BackendError, match="failed 3 times.*400"):
+            with_retries(lambda: post(5), attempts=3, wait_s=0.01)
+        assert len(hits) == 3
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    class Down:
+        def generate(self, requests):
+            raise BackendError("the vLLM server failed 3 times")
+
+    batcher = Batcher(Down(), episodes=1, workers=1)
+    with batcher.episode(), pytest.raises(BackendError):
+        batcher.generate(Request([1], 1, 1.0, 0))
+    assert isinstance(batcher.failure, BackendError)

@@ -141,7 +141,9 @@ class HFBackend:
         )
         digest = hashlib.sha256(repr(sorted(r.seed for r in requests)).encode()).digest()
         torch.manual_seed(int.from_bytes(digest[:4], "little"))
-        with torch.no_grad():
+        # fp32 master weights on a GPU sample in bf16, the precision the loss is computed in (mixed precision)
+        mixed = device.type == "cuda" and next(self.model.parameters()).dtype == torch.float32
+        with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16, enabled=mixed):
             out = self.model.generate(
                 input_ids=ids.to(device), attention_mask=mask.to(device), generation_config=config
             )
@@ -174,13 +176,33 @@ class VLLMColocate:
         return replies
 
 
+class BackendError(RuntimeError):
+    """The generator failed past its retries: the rollout (and so the step) stops, never trains on failures."""
+
+
+def with_retries(call: Any, *, attempts: int = 3, wait_s: float = 2.0, what: str = "the vLLM server") -> Any:
+    """`call()`, tried `attempts` times with doubling waits, then a BackendError naming the last error.
+    TRL's client retries only 500/502/503 and raises a bare Exception for any other status (a 400 from
+    an overlong prompt, a 4xx from a restarted server); an episode would record that as its own
+    failure, so a whole batch would silently become infrastructure failures."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return call()
+        except Exception as exc:
+            last = exc
+            if attempt < attempts:
+                time.sleep(wait_s * 2 ** (attempt - 1))
+    raise BackendError(f"{what} failed {attempts} times; last error: {last}") from last
+
+
 class VLLMServer:
     """A `trl vllm-serve` server (GRPOConfig vllm_mode="server"); TRL pushes the weights before each step."""
 
-    def __init__(self, base_url: str, timeout_s: float = 240.0):
+    def __init__(self, base_url: str, timeout_s: float = 240.0, attempts: int = 3, wait_s: float = 2.0):
         from trl.generation.vllm_client import VLLMClient
 
         self.client = VLLMClient(base_url=base_url, connection_timeout=timeout_s)
+        self.attempts, self.wait_s = attempts, wait_s
 
     def generate(self, requests: list[Request]) -> list[Reply]:
         replies: list[Reply] = [Reply([]) for _ in requests]
@@ -188,14 +210,18 @@ class VLLMServer:
         for i, r in enumerate(requests):
             by_settings.setdefault((r.max_new_tokens, r.temperature), []).append(i)
         for (max_tokens, temperature), members in by_settings.items():
-            out = self.client.generate(
-                prompts=[requests[i].prompt_ids for i in members],
-                n=1,
-                temperature=temperature,
-                top_p=1.0,
-                top_k=0,
-                max_tokens=max_tokens,
-                logprobs=0,
+            out = with_retries(
+                lambda members=members, max_tokens=max_tokens, temperature=temperature: self.client.generate(
+                    prompts=[requests[i].prompt_ids for i in members],
+                    n=1,
+                    temperature=temperature,
+                    top_p=1.0,
+                    top_k=0,
+                    max_tokens=max_tokens,
+                    logprobs=0,
+                ),
+                attempts=self.attempts,
+                wait_s=self.wait_s,
             )
             for k, i in enumerate(members):
                 logprobs = out["logprobs"][k] if out.get("logprobs") else None
@@ -230,6 +256,7 @@ class Batcher:
         self.max_batch = max_batch
         self.running = 0
         self.batches = 0
+        self.failure: BaseException | None = None  # the first error the backend raised (the rollout re-raises it)
         self._queue: list[dict[str, Any]] = []
         self._leading = False
         self._cond = threading.Condition()
@@ -273,6 +300,7 @@ class Batcher:
                     replies, error = self.backend.generate([s["request"] for s in batch]), None
                 except BaseException as exc:  # every waiter of this batch gets the error
                     replies, error = None, exc
+                    self.failure = self.failure or exc
                 finally:
                     self._cond.acquire()
                 for i, s in enumerate(batch):

@@ -19,6 +19,8 @@ from tsbench.tasks.base import TrainingRequest
 REWARDS = ("anomalyxl", "composite")
 LOSSES = ("dr_grpo", "grpo")
 ENGINES = ("hf", "vllm-colocate", "vllm-server")
+# TRL's vLLM importance-sampling modes (trl GRPOConfig vllm_importance_sampling_mode), and "none": no correction
+IMPORTANCE_SAMPLING = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask", "none")
 CURRICULUM_FRACTION = 220 / 300  # anomaly-free cases withheld for the first 220 of 300 steps
 
 
@@ -37,7 +39,8 @@ class PolicyConfig:
     lora_target: str = "all-linear"
     """LoRA target modules (comma-separated, or all-linear)."""
     dtype: str | None = None
-    """Weights' dtype: float32, bfloat16 or float16 [bfloat16 on GPU, float32 on CPU]."""
+    """Stored weights' dtype: float32, bfloat16 or float16 [float32 for full-parameter training (the
+    optimizer's master copy; GPU compute is bf16 mixed precision), bfloat16 for a LoRA's base on GPU]."""
     gradient_checkpointing: bool = True
     """Recompute activations in the backward pass (less memory, more time)."""
 
@@ -57,6 +60,11 @@ class PolicyConfig:
             found.append("lora_target names no module")
         if self.dtype not in (None, "float32", "bfloat16", "float16"):
             found.append("dtype must be float32, bfloat16 or float16")
+        elif not self.lora and self.dtype in ("bfloat16", "float16"):
+            found.append(
+                f"full-parameter training keeps float32 master weights (bf16 compute is mixed precision): "
+                f"drop dtype {self.dtype} or train a LoRA (--lora)"
+            )
         return found
 
 
@@ -141,6 +149,11 @@ class RolloutConfig:
     """vllm-colocate: share of the GPU vLLM may take."""
     rollout_workers: int = 32
     """Episodes in flight per process, each with its own kernel."""
+    importance_sampling: str = "token_truncate"
+    """vLLM engines: correct the sampler/trainer logprob mismatch per token (token_truncate: ratios clipped at
+    the cap), token_mask, sequence_truncate, sequence_mask (TRL's default: zero-weights long episodes) or none."""
+    importance_sampling_cap: float = 3.0
+    """vLLM engines: the importance ratio's upper bound C_max (clipped by *_truncate, masked by *_mask)."""
 
     def problems(self) -> list[str]:
         found = []
@@ -148,6 +161,10 @@ class RolloutConfig:
             found.append(f"--engine must be one of {', '.join(ENGINES)}")
         if self.rollout_workers < 1 or not 0 < self.vllm_gpu_memory <= 1:
             found.append("rollout_workers must be >= 1 and vllm_gpu_memory in (0, 1]")
+        if self.importance_sampling not in IMPORTANCE_SAMPLING or not self.importance_sampling_cap > 1:
+            found.append(
+                f"importance_sampling must be one of {', '.join(IMPORTANCE_SAMPLING)} and importance_sampling_cap > 1"
+            )
         return found
 
 
@@ -196,6 +213,11 @@ class GRPOConfig:
     """KL weight to the reference (= the starting policy, the warm start if any); TimeMaster 0.001."""
     epsilon: float = 0.2
     """PPO clip epsilon."""
+    epsilon_high: float | None = None
+    """Upper clip epsilon (DAPO's clip-higher: 0.28) [epsilon]."""
+    refill_rounds: int = 0
+    """Zero-variance groups: 0 masks them out of the loss (the paper); N > 0 replays each with a fresh task,
+    up to N rounds (DAPO's dynamic sampling), before masking what is still flat."""
     harness: str = "rlm"
     """The harness episodes run in (rlm, single-pass-text, tools, ...)."""
     out: str | None = None
@@ -292,6 +314,20 @@ class GRPOConfig:
             found.append(f"--loss must be one of {', '.join(LOSSES)} and scale_rewards none, group or batch")
         if not 0 < self.epsilon < 1 or self.beta < 0 or self.lr <= 0 or self.warmup_steps < 0:
             found.append("need 0 < epsilon < 1, beta >= 0, lr > 0 and warmup_steps >= 0")
+        if self.refill_rounds < 0:
+            found.append("refill_rounds must be >= 0")
+        if self.epsilon_high is not None and not self.epsilon <= self.epsilon_high < 1:
+            found.append(f"epsilon_high must lie in [epsilon ({self.epsilon}), 1)")
+        if self.harness_config.depth > 0:
+            found.append(
+                "train-grpo plays depth 0: a sub-call's conversation is not a continuation of the policy's "
+                "token ids, so every sub-call would fail (set depth = 0)"
+            )
+        if self.harness.endswith("-image"):
+            found.append(
+                f"--harness {self.harness} shows figures, but the policy trains as a text model "
+                "(TRL's loss gets no pixel values): use its text harness"
+            )
         if not self.harness_config.temperature or self.harness_config.temperature <= 0:
             found.append("training samples at a temperature > 0 (--temperature)")
         if self.save_every < 1 or self.keep_checkpoints < 1:

@@ -7,7 +7,8 @@ Read top to bottom. One optimizer step is:
        policy, scores it with the family's scorer, logs it with the one record builder
     -> the reward functions (rewards.py) read the episodes' columns; TRL sums them with the
        reward weights, forms group advantages (Dr. GRPO: R - mean, no std) and drops nothing itself:
-       the environment already masked out zero-variance groups and infrastructure failures
+       the environment already masked out zero-variance groups (replayed first with refill_rounds)
+       and infrastructure failures
     -> TRL's clipped surrogate over the generated tokens (env mask), loss "dr_grpo" (a constant
        normaliser) or "grpo" (TimeMaster eq. 7), KL to the reference at weight beta
     -> checkpoints every `save_every` steps (TRL/transformers format, resumable), metrics.parquet.
@@ -60,6 +61,10 @@ RESUME_KEYS = (
     "scale_rewards",
     "beta",
     "epsilon",
+    "epsilon_high",
+    "refill_rounds",
+    "importance_sampling",
+    "importance_sampling_cap",
     "reward",
     "lambda_tok",
     "lambda_fail",
@@ -89,6 +94,7 @@ def train_grpo(cfg: GRPOConfig, progress: ProgressFn | None = None) -> Path:
         run = build_trainer(cfg, progress)
         run.trainer.train(resume_from_checkpoint=str(run.checkpoint) if run.checkpoint else None)
     final = run.out / FINAL
+    full_state_dict_at_save(run.trainer.accelerator)
     run.trainer.save_model(str(final))
     if run.trainer.accelerator.is_main_process:
         from tsbench.train.policy import name_base
@@ -96,6 +102,17 @@ def train_grpo(cfg: GRPOConfig, progress: ProgressFn | None = None) -> Path:
         name_base(final, run.base_record)
     run.trainer.accelerator.wait_for_everyone()
     return run.out
+
+
+def full_state_dict_at_save(accelerator: Any) -> None:
+    """FSDP checkpoints stay sharded (fast, resumable), but `final/` must be one Hugging Face directory
+    `local/<run>/final` loads: transformers' `save_model` writes the model files only for FULL_STATE_DICT
+    (rank 0 gathers them), so the plugin switches to it for the last save (accelerate's documented
+    "train sharded, save full")."""
+    plugin = getattr(accelerator.state, "fsdp_plugin", None)
+    if plugin is not None and "FULL_STATE_DICT" not in str(plugin.state_dict_type):
+        plugin.state_dict_config = plugin.optim_state_dict_config = None  # else the sharded configs stay
+        plugin.set_state_dict_type("FULL_STATE_DICT")
 
 
 @dataclass
@@ -116,7 +133,8 @@ def build_trainer(cfg: GRPOConfig, progress: ProgressFn | None = None) -> Run:
     from accelerate.utils import DistributedType
     from trl import GRPOTrainer
 
-    from tsbench.train.policy import load_policy
+    from tsbench.train.budget import check_context
+    from tsbench.train.policy import load_policy, source_tokenizer
     from tsbench.train.rollouts import Environment
 
     state = PartialState()
@@ -135,6 +153,7 @@ def build_trainer(cfg: GRPOConfig, progress: ProgressFn | None = None) -> Run:
             f"--engine {cfg.rollout.engine} needs vLLM on a GPU machine (pip install 'tsbench[gpu]'); "
             "use --engine hf on CPU"
         )
+    check_context(cfg, source_tokenizer(cfg.policy.model))  # one line before any weights load
     out = cfg.run_dir()
     checkpoint = prepare_run_dir(cfg, out, state.is_main_process)
     policy = load_policy(cfg.policy, out, on_gpu=on_gpu)
@@ -178,6 +197,7 @@ def trl_args(cfg: GRPOConfig, out: Path, reward_weights: list[float], *, on_gpu:
         scale_rewards=cfg.reward_scaling,
         beta=cfg.beta,
         epsilon=cfg.epsilon,
+        epsilon_high=cfg.epsilon_high,
         temperature=cfg.temperature,
         top_p=1.0,
         top_k=0,
@@ -195,6 +215,11 @@ def trl_args(cfg: GRPOConfig, out: Path, reward_weights: list[float], *, on_gpu:
         vllm_server_base_url=cfg.rollout.vllm_server_url if cfg.rollout.engine == "vllm-server" else None,
         vllm_gpu_memory_utilization=cfg.rollout.vllm_gpu_memory,
         vllm_max_model_length=cfg.max_seq_len,
+        vllm_importance_sampling_correction=cfg.rollout.importance_sampling != "none",
+        vllm_importance_sampling_mode=(
+            "token_truncate" if cfg.rollout.importance_sampling == "none" else cfg.rollout.importance_sampling
+        ),
+        vllm_importance_sampling_clip_max=cfg.rollout.importance_sampling_cap,
         save_strategy="steps",
         save_steps=cfg.save_every,
         save_total_limit=cfg.keep_checkpoints,

@@ -81,7 +81,8 @@ def zero_variance(rewards: Sequence[float | None], keys: Sequence[str]) -> list[
     Such groups are dropped by masking: their tokens leave the loss, but the batch keeps its size, so
     TRL's normaliser (B x max length for dr_grpo, the sequence count for grpo) still counts them and
     the kept groups' gradient shrinks by the dropped share. DAPO instead refills the batch with new
-    groups; metrics.parquet records `dropped_groups` per step so the share is visible."""
+    groups (`refill_rounds`, rollouts.Environment); metrics.parquet records `dropped_groups` and
+    `refilled_groups` per step so the share is visible."""
     out = [False] * len(rewards)
     for members in groups_of(keys):
         scored = [rewards[i] for i in members if rewards[i] is not None]

@@ -12,7 +12,10 @@ columns the reward functions read.
 Failures: an episode the policy ran into a wall (context full, a token or wall-clock cap) keeps
 its tokens, scores 0 and counts as a forced final; a jail crash or an internal error is not the
 policy's doing: its score is None (no reward, advantage 0) and its tokens leave the loss. Groups
-whose rewards are all equal carry no signal and leave the loss too (timerlm-anomalyxl §4.1).
+whose rewards are all equal carry no signal and leave the loss too (timerlm-anomalyxl §4.1); with
+`refill_rounds` they are first played again on fresh tasks (DAPO's dynamic sampling), all rounds inside
+one backend context. With a vLLM engine every episode hands TRL one sampler logprob per completion id
+(`sampler_logprobs`); a backend that fails past its retries stops the step (agent.BackendError).
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ class Episode:
     generated_tokens: int = 0  # T_i: all replies, observations excluded
     final_message: str = ""
     judge_score: float | None = None
+    refill: int = 0  # 0: the step's own task; r > 0: a fresh task drawn in refill round r
 
 
 class Environment:
@@ -68,6 +72,7 @@ class Environment:
         self.model_name = model_name
         self.taskset = get_taskset(cfg.tasks.family)
         self.stream = self.taskset.training_stream(cfg.training_request())
+        self.refill_streams: dict[int, Any] = {}  # refill round -> a stream of the same request, its own seed
         self.score_fn = self.taskset.scorer({"judge": None, "run_dir": str(run_dir)})
         self.functions, self.weights = rw.reward_functions(cfg.rewards, self.taskset)
         self.instructions = rw.FORMAT_INSTRUCTIONS if cfg.rewards.reward == "composite" else ""
@@ -84,9 +89,17 @@ class Environment:
         """Every task key of the run, in the order TRL reads them."""
         return task_keys(self.cfg.steps, self.cfg.tasks_per_step)
 
-    def sample(self, key: str) -> Sample:
-        """The training task a key names, with the reward format's instructions appended."""
-        sample = self.stream.sample(*parse_key(key))
+    def sample(self, key: str, refill: int = 0) -> Sample:
+        """The training task a key names (or, in refill round r, its stand-in: the same (step, j) of a stream
+        with its own seed, so a fresh task of the same curriculum phase, distinct on every process and
+        drawn again on resume), with the reward format's instructions appended."""
+        stream = self.stream
+        if refill:
+            if refill not in self.refill_streams:
+                request = dataclasses.replace(self.cfg.training_request(), seed=refill_seed(self.cfg.seed, refill))
+                self.refill_streams[refill] = self.taskset.training_stream(request)
+            stream = self.refill_streams[refill]
+        sample = stream.sample(*parse_key(key))
         if not self.instructions:
             return sample
         task = dataclasses.replace(sample.task, question=f"{sample.task.question}\n\n{self.instructions}")
@@ -98,38 +111,69 @@ class Environment:
 
         step = parse_key(prompts[0])[0]
         started = time.perf_counter()
-        jobs = [(key, prompts[:i].count(key)) for i, key in enumerate(prompts)]
-        workers = min(self.cfg.rollout.rollout_workers, len(jobs))
-        with self.backend(trainer) as (backend, wait_s):
-            batcher = Batcher(backend, wait_s=wait_s, episodes=len(jobs), workers=workers)
-            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollout") as pool:
-                episodes = list(pool.map(lambda job: self.play(job[0], job[1], batcher), jobs))
+        group = self.cfg.group_size
+        discarded: list[Episode] = []  # refilled groups' first tries: journaled, not trained on
+        with self.backend(trainer) as (backend, wait_s):  # one context for every round (ZeRO-3 gathers once)
+            episodes, batches = self.rollout(
+                [(key, prompts[:i].count(key), 0) for i, key in enumerate(prompts)], backend, wait_s
+            )
+            totals, dropped = self.signal(episodes, prompts)
+            for round_ in range(1, self.cfg.refill_rounds + 1):  # DAPO's dynamic sampling, when asked for
+                starts = [i for i in range(0, len(prompts), group) if dropped[i]]
+                if not starts:
+                    break
+                fresh, more = self.rollout(
+                    [(prompts[i], k, round_) for i in starts for k in range(group)], backend, wait_s
+                )
+                batches += more
+                for n, i in enumerate(starts):
+                    discarded += episodes[i : i + group]
+                    episodes[i : i + group] = fresh[n * group : (n + 1) * group]
+                totals, dropped = self.signal(episodes, prompts)
+        logprobs, masks = sampler_logprobs(episodes, wanted=self.cfg.rollout.engine != "hf")
+        for episode, mask in zip(episodes, masks):
+            episode.env_mask = mask
         columns = self.columns(episodes)
-        totals = rw.weighted_total(self.functions, self.weights, prompts, columns)
-        dropped = rw.zero_variance(totals, prompts)
         for episode, total, drop in zip(episodes, totals, dropped):
             if total is None or drop:
                 episode.env_mask = [0] * len(episode.env_mask)
             episode.record["metrics"].update(
                 step=float(step), dropped=float(drop), **({} if total is None else {"reward": float(total)})
             )
-        records = gather_object([e.record for e in episodes])
+        for episode in discarded:
+            episode.record["metrics"].update(step=float(step), dropped=1.0, refilled=1.0)
+        records = gather_object([e.record for e in discarded + episodes])
         stats = gather_object(
             [
-                (e.score, t, d, e.forced_final, e.generated_tokens, e.record["turns"])
+                (e.score, t, d, e.forced_final, e.generated_tokens, e.record["turns"], e.refill > 0)
                 for e, t, d in zip(episodes, totals, dropped)
             ]
         )
         if trainer.accelerator.is_main_process:
             self.log(records)
-            self.last = self.summary(step, stats, batcher.batches, time.perf_counter() - started)
+            self.last = self.summary(step, stats, batches, time.perf_counter() - started)
         return {
             "prompt_ids": [e.prompt_ids for e in episodes],
             "completion_ids": [e.completion_ids for e in episodes],
-            "logprobs": [e.logprobs for e in episodes] if all(e.logprobs is not None for e in episodes) else None,
+            "logprobs": logprobs,
             "env_mask": [e.env_mask for e in episodes],
             **columns,
         }
+
+    def rollout(self, jobs: list[tuple[str, int, int]], backend: Any, wait_s: float | None) -> tuple[list, int]:
+        """Play (key, index in group, refill round) jobs on the shared backend; the episodes and batch count."""
+        workers = min(self.cfg.rollout.rollout_workers, len(jobs))
+        batcher = Batcher(backend, wait_s=wait_s, episodes=len(jobs), workers=workers)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollout") as pool:
+            episodes = list(pool.map(lambda job: self.play(job[0], job[1], batcher, refill=job[2]), jobs))
+        if batcher.failure is not None:  # the generator itself failed: no step trains on a batch of failures
+            raise RuntimeError(f"the rollout backend failed: {batcher.failure}") from batcher.failure
+        return episodes, batcher.batches
+
+    def signal(self, episodes: list[Episode], keys: list[str]) -> tuple[list[float | None], list[bool]]:
+        """What TRL will sum per rollout, and which groups carry no signal."""
+        totals = rw.weighted_total(self.functions, self.weights, keys, self.columns(episodes))
+        return totals, rw.zero_variance(totals, keys)
 
     @contextlib.contextmanager
     def backend(self, trainer: Any) -> Iterator[tuple[Any, float | None]]:
@@ -152,8 +196,8 @@ class Environment:
                 yield HFBackend(model, self.tokenizer), None
 
     # -- one episode ---------------------------------------------------------------------------
-    def play(self, key: str, index: int, batcher: Batcher) -> Episode:
-        sample = self.sample(key)
+    def play(self, key: str, index: int, batcher: Batcher, refill: int = 0) -> Episode:
+        sample = self.sample(key, refill)
         hc = self.cfg.harness_config
         record = new_record(
             sample_id=sample.ref.id,
@@ -171,14 +215,14 @@ class Environment:
             max_new_tokens=hc.max_tokens or self.cfg.max_seq_len,
             max_seq_len=self.cfg.max_seq_len,
             temperature=self.cfg.temperature,
-            seed=rollout_seed(self.cfg.seed, key, index),
+            seed=rollout_seed(self.cfg.seed, key if not refill else f"{key}/refill-{refill}", index),
             name=self.model_name,
         )
         started = time.perf_counter()
         with batcher.episode():
             outcome = play(agent, self.cfg.harness, sample.task, hc)
         apply_outcome(record, outcome)
-        episode = Episode(key, index, record)
+        episode = Episode(key, index, record, refill=refill)
         episode.prompt_ids, episode.completion_ids, episode.env_mask, episode.logprobs = self.sequence(agent)
         episode.generated_tokens = sum(len(t.output_ids) for t in agent.turns)
         self.score(episode, outcome, sample.task.category, sample.gold)
@@ -270,11 +314,39 @@ class Environment:
             "mean_turns": mean([s[5] for s in scored]),
             "infra_failures": float(len(stats) - len(scored)),
             "dropped_groups": float(sum(s[2] for s in stats) // self.cfg.group_size),
+            "refilled_groups": float(sum(s[6] for s in stats) // self.cfg.group_size),
             "groups": float(groups),
             "generation_batches": float(batches),
             "rollout_s": seconds,
             **self.stream.step_metrics(step),
         }
+
+
+def sampler_logprobs(episodes: list[Episode], *, wanted: bool) -> tuple[list[list[float]] | None, list[list[int]]]:
+    """TRL's `logprobs` and the env masks that go with them.
+
+    None only when no logprobs are wanted (the hf engine: TRL applies no vLLM correction). With a
+    vLLM engine TRL builds one tensor from every row, so every episode gets one float per completion
+    id: an episode without them (it never generated: a jail that did not start, a prompt over
+    max_seq_len; or a reply came back without logprobs) gets 0.0 per id and an all-zero mask, so it
+    adds no token to the loss and no weight to the correction."""
+    masks = [list(e.env_mask) for e in episodes]
+    if not wanted:
+        return None, masks
+    out = []
+    for episode, mask in zip(episodes, masks):
+        if episode.logprobs is not None and len(episode.logprobs) == len(episode.completion_ids):
+            out.append(list(episode.logprobs))
+        else:
+            out.append([0.0] * len(episode.completion_ids))
+            mask[:] = [0] * len(mask)
+    return out, masks
+
+
+def refill_seed(seed: int, refill: int) -> int:
+    """The task seed of refill round `refill`: a 31-bit integer from blake2b, apart from the run's own."""
+    digest = hashlib.blake2b(f"{seed}|refill|{refill}".encode(), digest_size=8).digest()
+    return (int.from_bytes(digest, "little") >> 1) % 2**31
 
 
 def rollout_seed(seed: int, key: str, index: int) -> int:

@@ -1,0 +1,64 @@
+"""Does an episode's first prompt leave room for a reply under `max_seq_len`? Checked before the policy loads.
+
+The prompt is measured, not estimated: the family's first training task is played through the run's
+harness by a probe that tokenizes the first prompt with the model's own tokenizer and chat template
+(the `ChatTokens` the rollouts use) and stops the episode there. Series text tokenizes very
+differently across tokenizers (Qwen's splits every digit), so no chars-per-token rule would hold.
+A kernel harness (rlm, tools) keeps the series in its kernel and needs the jail to build its prompt:
+there the question alone is measured, a lower bound of the first prompt.
+A run is refused when first prompt + one reply (`max_tokens`) exceeds `max_seq_len`: such a reply
+is cut by the context, or, with the prompt alone over it, the episode fails before it generates.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from tsbench.core.errors import UserError
+from tsbench.harness import KERNEL_HARNESSES, play
+from tsbench.models.base import Message, ModelError
+from tsbench.train import rewards as rw
+from tsbench.train.agent import ChatTokens
+from tsbench.train.curriculum import parse_key, task_key
+
+
+class _Probe:
+    """A chat model that measures the first prompt it is sent and ends the episode there."""
+
+    def __init__(self, chat: ChatTokens):
+        self.chat = chat
+        self.tokens: int | None = None
+
+    def generate(self, messages: list[Message], **_: Any) -> Any:
+        self.tokens = len(self.chat.first_prompt(messages))
+        raise ModelError("bad_request", "measured the first prompt")
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def first_prompt_tokens(cfg: Any, tokenizer: Any) -> int:
+    """Tokens of the first prompt of the run's first training task (`cfg` is a GRPOConfig)."""
+    task = cfg.training_stream().sample(*parse_key(task_key(1, 0))).task
+    if cfg.rewards.reward == "composite":  # the rollouts append the format's instructions (rollouts.Environment)
+        task = dataclasses.replace(task, question=f"{task.question}\n\n{rw.FORMAT_INSTRUCTIONS}")
+    chat = ChatTokens(tokenizer)
+    if cfg.harness in KERNEL_HARNESSES:
+        return len(chat.first_prompt([Message("user", task.question)]))
+    probe = _Probe(chat)
+    play(probe, cfg.harness, task, cfg.harness_config)
+    return probe.tokens or 0
+
+
+def check_context(cfg: Any, tokenizer: Any) -> None:
+    """One line (exit 2) when the first prompt and one reply do not fit `max_seq_len`."""
+    prompt = first_prompt_tokens(cfg, tokenizer)
+    reply = cfg.harness_config.max_tokens or 1
+    if prompt + reply > cfg.max_seq_len:
+        lower = " (the question alone)" if cfg.harness in KERNEL_HARNESSES else ""
+        raise UserError(
+            f"{cfg.tasks.family} under {cfg.harness}: the first prompt takes {prompt} tokens{lower} with "
+            f"{cfg.policy.model}'s tokenizer; with a {reply}-token reply (max_tokens) that exceeds max_seq_len "
+            f"{cfg.max_seq_len}: lower text_budget_chars or max_tokens, or raise --max-seq-len"
+        )
