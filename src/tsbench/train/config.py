@@ -232,6 +232,14 @@ class GRPOConfig:
     """Write every rollout's transcript to the run dir."""
     report_to: list[str] = field(default_factory=list)
     """Track the run: tensorboard and/or wandb (offline), under the run dir (pip install 'tsbench[tracking]')."""
+    eval_every: int = 0
+    """Every N steps play the held-out split with the current policy and log eval_mean_score (0: never)."""
+    eval_split: str = "val"
+    """The split periodic eval plays: rows the policy never trains on."""
+    eval_data: list[str] = field(default_factory=list)
+    """Dataset folders or files the held-out split lies beside; empty: --data (tasks.data)."""
+    eval_limit: int = 16
+    """Held-out rows each periodic eval plays: the split's first N, the same rows every time."""
     seed: int = 0
     """Seed for tasks, sampling and init."""
     policy: PolicyConfig = field(default_factory=PolicyConfig)
@@ -332,6 +340,8 @@ class GRPOConfig:
             found.append("training samples at a temperature > 0 (--temperature)")
         if self.save_every < 1 or self.keep_checkpoints < 1:
             found.append("save_every and keep_checkpoints must be >= 1")
+        if self.eval_every < 0 or self.eval_limit < 1:
+            found.append("eval_every must be >= 0 and eval_limit >= 1")
         if self.harness not in HARNESSES or self.harness in REFERENCE_HARNESSES:
             found.append(
                 f"--harness must be a model harness: {', '.join(h for h in HARNESSES if h not in REFERENCE_HARNESSES)}"
