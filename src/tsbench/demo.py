@@ -52,7 +52,7 @@ STEPS = [
         "--limit",
         "1",
         "--max-turns",
-        "3",
+        "2",
         "--max-tokens",
         "160",
         "--concurrency",

@@ -1,7 +1,8 @@
 """GRPO on CPU through TRL: one real step of experiments/grpo/cpu_smoke.toml (SmolLM2-135M, LoRA 8,
-one task x G 4 rlm episodes of about 850 tokens in the jail), run as users run it (`tsbench
-train-grpo` in a child process), its seconds split into rollouts and the rest, and the child's peak
-RSS against the 4 GB goal."""
+one task x G 8 rlm episodes of two short turns in the jail), run as users run it (`tsbench
+train-grpo` in a child process): its seconds split into rollouts and the rest, the child's peak RSS
+against the 4 GB goal, and the step's gradient norm (0 would mean the step learned nothing: every
+group flat and dropped)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from tsbench.bench.common import measure_in_child
 
 PRESET = Path(__file__).resolve().parents[3] / "experiments" / "grpo" / "cpu_smoke.toml"
 RSS_GOAL_BYTES = 4 * 10**9
+TIME_GOAL_S = 600
 
 
 def run_cli(out: str) -> int:
@@ -33,12 +35,19 @@ def main() -> dict:
         seconds, _, rss = measure_in_child(run_cli, str(out))
         step = pd.read_parquet(out / "metrics.parquet").iloc[0]
     rest = seconds - step["rollout_s"]
-    verdict = "met" if rss < RSS_GOAL_BYTES else "MISSED"
+    grad = float(step.get("grad_norm", float("nan")))
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "MISSED"
+
     print(
-        "train-grpo (CPU, one step of experiments/grpo/cpu_smoke.toml, SmolLM2-135M LoRA 8, G 4):\n"
-        f"  {seconds:6.1f} s in all = rollouts {step['rollout_s']:6.1f} s "
-        f"({step['mean_generated_tokens']:.0f} generated tokens per episode) "
+        "train-grpo (CPU, one step of experiments/grpo/cpu_smoke.toml, SmolLM2-135M LoRA 8, G 8, rlm 2 turns):\n"
+        f"  {seconds:6.1f} s in all (goal < {TIME_GOAL_S} s: {verdict(seconds < TIME_GOAL_S)}) = rollouts "
+        f"{step['rollout_s']:6.1f} s ({step['mean_generated_tokens']:.0f} generated tokens per episode) "
         f"+ start, load and TRL update {rest:6.1f} s\n"
-        f"  peak RSS {rss / 2**30:.2f} GiB ({rss / 1e9:.2f} GB; goal < 4 GB: {verdict})"
+        f"  peak RSS {rss / 2**30:.2f} GiB ({rss / 1e9:.2f} GB; goal < 4 GB: {verdict(rss < RSS_GOAL_BYTES)})\n"
+        f"  grad norm {grad:.4g} (goal > 0: {verdict(grad > 0)}); dropped groups "
+        f"{step.get('dropped_groups', 0):.0f}/{step.get('groups', 0):.0f}, forced-final rate "
+        f"{step.get('forced_final_rate', float('nan')):.2f}, reward {step.get('reward', float('nan')):.3f}"
     )
-    return {"seconds": seconds, "peak_rss": rss, "rollout_s": float(step["rollout_s"])}
+    return {"seconds": seconds, "peak_rss": rss, "rollout_s": float(step["rollout_s"]), "grad_norm": grad}

@@ -127,6 +127,8 @@ def launch_command(launch: LaunchConfig, argv: list[str]) -> list[str]:
         if not Path(launch.accelerate_config).is_file():
             raise UserError(f"no such accelerate config: {launch.accelerate_config}")
         command += ["--config_file", launch.accelerate_config]
+    elif launch.num_processes > 1:  # torchrun's N processes: DDP on GPUs, gloo on CPU (train/grpo.py)
+        command += ["--multi_gpu", "--main_process_port", "0"]
     return command + ["-m", "tsbench.cli", *argv]
 
 

@@ -134,12 +134,14 @@ def build_trainer(cfg: GRPOConfig, progress: ProgressFn | None = None) -> Run:
     from trl import GRPOTrainer
 
     from tsbench.train.budget import check_context
+    from tsbench.train.periodic_eval import periodic_eval
     from tsbench.train.policy import load_policy, source_tokenizer
     from tsbench.train.rollouts import Environment
 
-    state = PartialState()
+    state = PartialState(cpu=not torch.cuda.is_available())  # several CPU processes: gloo (MULTI_CPU)
     cfg.validate(state.num_processes)
     require_jail(cfg.harness, cfg.harness_config.unsafe_sandbox)  # not a run of error episodes
+    evals = periodic_eval(cfg)  # the held-out rows are read (or refused) before any weights load
     on_gpu = torch.cuda.is_available()
     if not on_gpu:
         limit_malloc_arenas()  # a lower CPU peak (train/cpu_memory.py)
@@ -166,8 +168,10 @@ def build_trainer(cfg: GRPOConfig, progress: ProgressFn | None = None) -> Run:
         processing_class=policy.tokenizer,
         peft_config=policy.peft_config,
         rollout_func=env,
-        callbacks=[RunLog(out, env, policy.base_record, progress, start=step_of(checkpoint))],
+        callbacks=[RunLog(out, env, policy.base_record, progress, start=step_of(checkpoint)), *evals],
     )
+    for callback in evals:
+        callback.attach(trainer, env)
     trainer.remove_callback(PrinterCallback)  # RunLog reports each step (metrics.parquet, the progress line)
     return Run(trainer, out, checkpoint, env, policy.base_record)
 
@@ -287,7 +291,7 @@ def prepare_run_dir(cfg: GRPOConfig, out: Path, main: bool) -> Path | None:
 
         if latest is None:  # a fresh start: whatever an aborted run left here goes
             (out / METRICS).unlink(missing_ok=True)
-            for name in ("rollouts", f"{CHECKPOINTS}/runs"):  # the journal, TensorBoard's event files
+            for name in ("rollouts", "ranks", f"{CHECKPOINTS}/runs"):  # the journal, per-rank keys, TensorBoard's
                 shutil.rmtree(out / name, ignore_errors=True)
         out.mkdir(parents=True, exist_ok=True)
         write_json(

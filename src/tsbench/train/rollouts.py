@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import json
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -43,6 +44,7 @@ from tsbench.train.curriculum import parse_key, task_keys
 
 POLICY_FAILURES = {"bad_request", "token_cap", "wall_clock"}  # the policy's own doing: score 0, forced final
 ROLLOUTS = "rollouts"
+RANKS = "ranks"  # rank-<i>.jsonl: the task keys each process played per step (multi-process checks)
 
 
 @dataclass
@@ -82,6 +84,7 @@ class Environment:
 
             self.judge = get_model(cfg.rewards.judge, base_url=cfg.rewards.judge_base_url)
         self.journal_dir = run_dir / ROLLOUTS
+        self.ranks_dir = run_dir / RANKS
         self.server: VLLMServer | None = None
         self.last: dict[str, float] = {}  # the latest step's numbers, for metrics.parquet
 
@@ -149,6 +152,7 @@ class Environment:
                 for e, t, d in zip(episodes, totals, dropped)
             ]
         )
+        self.log_rank(trainer.accelerator.process_index, step, prompts, episodes)
         if trainer.accelerator.is_main_process:
             self.log(records)
             self.last = self.summary(step, stats, batches, time.perf_counter() - started)
@@ -159,6 +163,13 @@ class Environment:
             "env_mask": [e.env_mask for e in episodes],
             **columns,
         }
+
+    def log_rank(self, rank: int, step: int, prompts: list[str], episodes: list[Episode]) -> None:
+        """One line per step per process: the keys TRL handed it and the tasks its groups played."""
+        self.ranks_dir.mkdir(parents=True, exist_ok=True)
+        line = {"step": step, "rank": rank, "keys": prompts, "samples": [e.record["id"] for e in episodes]}
+        with open(self.ranks_dir / f"rank-{rank}.jsonl", "a") as f:
+            f.write(json.dumps(line) + "\n")
 
     def rollout(self, jobs: list[tuple[str, int, int]], backend: Any, wait_s: float | None) -> tuple[list, int]:
         """Play (key, index in group, refill round) jobs on the shared backend; the episodes and batch count."""
