@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup test lint format demo bench clean gpu
+.PHONY: setup test test-servers lint format demo bench clean gpu
 
 # Every phony target that runs kernels depends on setup, so bubblewrap (the kernels' jail) is checked on each.
 setup: $(STAMP)
@@ -52,6 +52,12 @@ format: setup
 test: lint
 	@sh scripts/ensure_chromium.sh
 	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadfile
+
+# Opt in: the real-server tests again against llama.cpp's server (llama-cpp-python compiles from
+# source, 10-30 min on 2 cores), beside transformers serve, which `make test` always runs.
+test-servers: setup
+	$(BIN)/pip install -q 'llama-cpp-python[server]'
+	TSBENCH_TEST_SERVERS=llamacpp $(BIN)/python -m pytest -q tests/test_real_server.py
 
 demo: setup
 	$(BIN)/python -m tsbench.demo

@@ -110,7 +110,7 @@ def test_eval_sends_the_key_named_by_api_key_env(user_env, small_data, tmp_path)
                 harness="single-pass-text",
                 regime="coarse",
                 categories=[lb.PRESENCE],
-                limit=1,
+                limit_per_category=1,
                 api_key_env="MY_SERVER_KEY",
             )
         )
@@ -130,7 +130,7 @@ def test_an_error_row_keeps_the_turns_tokens_cost_and_transcript_before_the_fail
             harness="rlm",
             regime="precise",
             categories=[lb.LOCALIZE],
-            limit=1,
+            limit_per_category=1,
             price="1,2",
         )
         run_dir = run_eval(cfg)
@@ -164,7 +164,7 @@ def test_a_sub_rlm_episodes_cost_and_calls_are_the_rows_too(user_env, small_data
                 harness="rlm",
                 regime="precise",
                 categories=[lb.LOCALIZE],
-                limit=1,
+                limit_per_category=1,
                 depth=1,
                 price="1,1",
             )
@@ -247,7 +247,7 @@ def test_answer_cut_replies_takes_a_capped_reply_as_the_answer(user_env, small_d
                 harness="single-pass-text",
                 regime="coarse",
                 categories=[lb.PRESENCE],
-                limit=1,
+                limit_per_category=1,
                 answer_cut_replies=True,
             )
         )
@@ -260,7 +260,13 @@ def test_rlm_goes_on_after_a_reply_cut_inside_a_code_block(user_env, small_data,
     with FakeOpenAIServer([cut], default='ok:{"start": 10, "end": 20}') as server:
         run_dir = run_eval(
             eval_config(
-                server, small_data, tmp_path, harness="rlm", regime="precise", categories=[lb.LOCALIZE], limit=1
+                server,
+                small_data,
+                tmp_path,
+                harness="rlm",
+                regime="precise",
+                categories=[lb.LOCALIZE],
+                limit_per_category=1,
             )
         )
         second_request = server.bodies[1]["messages"]

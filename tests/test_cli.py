@@ -85,7 +85,8 @@ def test_every_experiment_config_is_a_valid_eval_config():
     for path in configs:
         table = tomllib.loads(path.read_text())["eval"]
         cfg = build(EvalConfig, table)
-        assert cfg.harness in HARNESSES and split_spec(cfg.model)[0] in ("openai", "vllm", "local", "scripted")
+        providers = ("openai", "vllm", "local", "scripted", "tslm", "toto")
+        assert cfg.harness in HARNESSES and split_spec(cfg.model)[0] in providers
         assert cfg.harness_config.max_turns == table.get("max_turns", 15)
 
 
@@ -117,7 +118,7 @@ def test_score_your_own_predictions(small_data, tmp_path):
 
 def test_timeclaw_memory_build_and_tools_eval_from_the_command_line(small_data, tmp_path):
     env_run = tmp_path / "zscore"
-    common = ["--data", str(small_data), "--regime", "precise", "--limit", "1", "--concurrency", "1"]
+    common = ["--data", str(small_data), "--regime", "precise", "--limit-per-category", "1", "--concurrency", "1"]
     assert run("eval", "--model", "scripted/zscore", "--harness", "rlm", *common, "--out", str(env_run)).returncode == 0
     bank = tmp_path / "banks" / "b.parquet"
     refused = run("memory", "build", "--from", str(env_run), "--embedder", "none", "--out", str(bank))
@@ -205,7 +206,7 @@ def test_sft_baseline_then_eval_from_the_command_line(tmp_path):
         str(tmp_path / "data" / "seed42"),
         "--regime",
         "coarse",
-        "--limit",
+        "--limit-per-category",
         "1",
         "--max-tokens",
         "8",
@@ -267,7 +268,7 @@ def test_train_grpo_one_step_then_eval_the_checkpoint(small_data, tmp_path):
         "precise",
         "--categories",
         "localize",
-        "--limit",
+        "--limit-per-category",
         "1",
         "--max-turns",
         "1",
@@ -294,7 +295,7 @@ def test_classical_baseline_and_detector_through_eval(tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     for model in (f"classical/{model_dir}", "detector/default"):
         out = tmp_path / model.replace("/", "_")
-        res = run("eval", "--model", model, "--data", str(data), "--limit", "1", "--out", str(out))
+        res = run("eval", "--model", model, "--data", str(data), "--limit-per-category", "1", "--out", str(out))
         assert res.returncode == 0, res.stderr[-3000:]
         samples = __import__("pandas").read_parquet(out / "samples.parquet")
         assert len(samples) == 11 and samples["error_type"].isna().all() and samples["valid"].all()

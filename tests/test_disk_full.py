@@ -32,7 +32,7 @@ def _eval(small_data, out, limited: bool) -> subprocess.CompletedProcess:
         str(small_data),
         "--regime",
         "precise",
-        "--limit",
+        "--limit-per-category",
         "2",
         "--concurrency",
         "1",

@@ -54,7 +54,7 @@ with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
 
 data, out, ray_tests = sys.argv[1:4]
-common = [sys.executable, "-m", "tsbench.cli", "eval", "--data", data, "--limit", "1"]
+common = [sys.executable, "-m", "tsbench.cli", "eval", "--data", data, "--limit-per-category", "1"]
 with FakeOpenAIServer(default='ok:{"answer": "No"}') as server:
     runs = {
         "ray": [*common, "--model", "detector/default", "--harness", "direct", "--categories", "presence,start_time",

@@ -49,7 +49,7 @@ def test_every_harness_and_regime_with_the_scripted_policy(small_data, tmp_path,
         model="scripted/zscore",
         harness=harness,
         data=[str(small_data)],
-        limit=1,
+        limit_per_category=1,
         concurrency=2,
         out=str(tmp_path / "run"),
     )
@@ -89,7 +89,7 @@ def test_resume_after_kill_runs_every_id_exactly_once(small_data, tmp_path):
         str(small_data),
         "--regime",
         "precise",
-        "--limit",
+        "--limit-per-category",
         "3",
         "--concurrency",
         "1",
@@ -154,7 +154,7 @@ def test_timeouts_are_retried_with_a_bound(small_data, tmp_path):
             data=[str(small_data)],
             regime="coarse",
             categories=[lb.PRESENCE],
-            limit=1,
+            limit_per_category=1,
             concurrency=1,
             out=str(tmp_path / "run"),
         )
@@ -173,7 +173,7 @@ def test_forced_final_and_observation_truncation(small_data, tmp_path):
             data=[str(small_data)],
             regime="precise",
             categories=[lb.LOCALIZE],
-            limit=1,
+            limit_per_category=1,
             max_turns=3,
             concurrency=1,
             out=str(tmp_path / "run"),
@@ -201,7 +201,7 @@ def test_sub_rlm_recursion_counts_sub_calls(small_data, tmp_path):
             data=[str(small_data)],
             regime="precise",
             categories=[lb.LOCALIZE],
-            limit=1,
+            limit_per_category=1,
             depth=1,
             concurrency=1,
             out=str(tmp_path / "run"),
@@ -222,7 +222,7 @@ def test_local_smollm2_under_rlm(small_data, tmp_path):
         data=[str(small_data)],
         regime="precise",
         categories=[lb.LOCALIZE],
-        limit=1,
+        limit_per_category=1,
         max_turns=2,
         max_tokens=48,
         concurrency=1,
@@ -251,7 +251,7 @@ def test_ctrl_c_keeps_finished_rows_and_exits_130(small_data, tmp_path):
         "rlm",
         "--data",
         str(small_data),
-        "--limit",
+        "--limit-per-category",
         "2",
         "--concurrency",
         "2",
@@ -397,21 +397,38 @@ def test_limit_draws_every_length_cell_shuffled_by_seed_and_grows_as_a_superset(
 
     lengths = (16384, 32768, 65536, 131072)
     rows = _index({("localize", n): 50 for n in lengths} | {("lead_lag", n): 50 for n in (32768, 131072)})
-    eight = draw(rows, ("length",), 8, seed=42)
+    eight = draw(rows, ("length",), None, seed=42, per_category=8)
     assert eight.groupby("category").size().to_dict() == {"lead_lag": 8, "localize": 8}
     assert eight[eight["category"] == "localize"].groupby("length").size().to_dict() == dict.fromkeys(lengths, 2)
     assert not eight["id"].str.endswith(("-000", "-001")).all()  # not the first rows of each cell
     reached = set()
     previous: set[str] = set()
     for limit in range(1, 12):
-        chosen = set(draw(rows, ("length",), limit, seed=42)["id"])
+        chosen = set(draw(rows, ("length",), None, seed=42, per_category=limit)["id"])
         assert previous <= chosen  # growing --limit extends a run
         previous = chosen
     for seed in range(8):
-        two = draw(rows, ("length",), 2, seed=seed)
+        two = draw(rows, ("length",), None, seed=seed, per_category=2)
         reached |= set(two.loc[two["category"] == "localize", "length"])
     assert reached == set(lengths)  # small limits still reach the longest series
     assert set(draw(rows, ("length",), 4, seed=1)["id"]) != set(draw(rows, ("length",), 4, seed=2)["id"])
+
+
+def test_limit_counts_in_total_over_categories_and_grows_as_a_superset():
+    """--limit N is N rows in all (inspect's and lm-eval's count), interleaving the categories."""
+    from tsbench.eval.selection import draw
+
+    lengths = (16384, 32768, 65536, 131072)
+    rows = _index({("localize", n): 50 for n in lengths} | {("lead_lag", n): 50 for n in (32768, 131072)})
+    previous: set[str] = set()
+    for limit in range(1, 12):
+        chosen = draw(rows, ("length",), limit, seed=42)
+        assert len(chosen) == limit and previous <= set(chosen["id"])
+        previous = set(chosen["id"])
+    two = draw(rows, ("length",), 2, seed=42)
+    assert set(two["category"]) == {"localize", "lead_lag"}  # spread over categories before repeating one
+    both = draw(rows, ("length",), 3, seed=42, per_category=1)
+    assert len(both) == 2 and both.groupby("category").size().eq(1).all()
 
 
 def test_selection_refuses_a_limit_below_one_and_unknown_ids(small_data):

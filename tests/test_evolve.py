@@ -119,7 +119,7 @@ def easy_run(easy_data, tmp_path_factory):
             data=[str(easy_data / "train-precise.parquet")],
             split="train",
             regime="precise",
-            limit=4,
+            limit_per_category=4,
             concurrency=2,
             out=str(tmp_path_factory.mktemp("runs") / "easy"),
         ),
@@ -201,7 +201,7 @@ def test_unusable_replies_are_rejected_without_running(easy_run, tmp_path):
         ("ok:I would rather not.", "no ```python block"),
         (reply("def f(:\n"), "syntax error"),
         (reply(clash), "already taken"),
-        (reply(GOOD_TOOL.replace("threshold: float = 6.0", "threshold: float")), "default"),
+        (reply(GOOD_TOOL.replace("threshold: float = 6.0", "threshold: float")), "binds to nothing"),
     ]:
         with FakeOpenAIServer([text]) as server:
             report = evolve_tools(easy_run, fake_model(server), tmp_path / "x", max_heldout=4)
@@ -238,7 +238,7 @@ def test_verification_is_real_execution_with_the_task_scorer(easy_data):
         verify_tool(GOOD_TOOL.replace("locate_zscore_window", "find_peaks"), tasks, anomalyxl)
     assert "discords" in Toolset.build(extra=[]).names
     messages = evolve_prompt(lb.LOCALIZE, "Q?", [])
-    assert "EVERY parameter has a literal default" in messages[0].content
+    assert "_verify_arguments" in messages[0].content and "_verify_answer" in messages[0].content
 
 
 def test_verification_needs_the_seed_dirs_train_or_val_files(easy_run, easy_data, tmp_path):
@@ -311,7 +311,7 @@ def timerbed_run(tmp_path_factory):
                 "harness": "single-pass-text",
                 "data": [str(out / "seed1")],
                 "split": "train",
-                "limit": 6,
+                "limit_per_category": 6,
                 "concurrency": 2,
                 "out": str(tmp_path_factory.mktemp("runs") / "timerbed"),
             },

@@ -71,6 +71,7 @@ def test_every_extra_named_in_messages_exists_in_pyproject():
         (["statsmodels"], ["eval", "--model", "scripted/zscore", "--harness", "tools"], "timeclaw"),
         (["torch"], ["train-grpo", "--model", "local/smollm2-135m"], "train"),
         (["xgboost"], ["sft-baseline", "--model", "classical", "--data", "."], "classical"),
+        (["chronos"], ["sft-baseline", "--model", "tslm/chatts", "--data", "."], "tslm"),
         (["inspect_ai"], ["export", "{run}", "--format", "inspect"], "inspect"),
         (["tensorboard"], ["eval", "--model", "scripted/zscore", "--report-to", "tensorboard"], "tracking"),
     ],

@@ -35,7 +35,7 @@ def run_dir(small_data, tmp_path_factory) -> Path:
             model="scripted/zscore",
             harness="rlm",
             data=[str(small_data)],
-            limit=1,
+            limit_per_category=1,
             categories=[lb.PRESENCE, lb.LOCALIZE],
             out=str(out),
         ),

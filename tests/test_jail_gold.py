@@ -83,7 +83,7 @@ def _run(small_data: Path, out: Path, script: list[str], monkeypatch) -> pd.Data
             data=[str(small_data)],
             regime="precise",
             categories=["localize"],
-            limit=2,
+            limit_per_category=2,
             concurrency=1,
             out=str(out),
             harness_config=HarnessConfig(max_turns=4, cell_timeout_s=120),

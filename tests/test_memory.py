@@ -259,7 +259,14 @@ def tools_run(small_data, tmp_path_factory):
     out = tmp_path_factory.mktemp("memory") / "run"
     cfg = build(
         EvalConfig,
-        dict(model="scripted/tools", harness="tools", data=[str(small_data)], limit=1, concurrency=2, out=str(out)),
+        dict(
+            model="scripted/tools",
+            harness="tools",
+            data=[str(small_data)],
+            limit_per_category=1,
+            concurrency=2,
+            out=str(out),
+        ),
     )
     return run_eval(cfg)
 

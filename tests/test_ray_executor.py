@@ -74,7 +74,7 @@ def config(small_data: Path, out: Path, **settings) -> EvalConfig:
         {
             "data": [str(small_data)],
             "categories": CATEGORIES,
-            "limit": LIMIT,
+            "limit_per_category": LIMIT,
             "concurrency": 2,
             "out": str(out),
             **DETECTOR,
@@ -138,7 +138,7 @@ def test_without_ray_the_cli_says_how_to_install_it(small_data, tmp_path, monkey
             "detector/default",
             "--data",
             str(small_data),
-            "--limit",
+            "--limit-per-category",
             "1",
             "--executor",
             "ray",
@@ -176,7 +176,7 @@ def test_ray_rows_equal_the_thread_executors(cluster, small_data, tmp_path, by_t
 
 def test_a_kernel_harness_runs_jailed_on_the_workers(cluster, small_data, tmp_path):
     """rlm episodes through Ray: each worker checks its own node's jail and plays the episode in it."""
-    settings = {"model": "scripted/zscore", "harness": "rlm", "categories": ["localize"], "limit": 1}
+    settings = {"model": "scripted/zscore", "harness": "rlm", "categories": ["localize"], "limit_per_category": 1}
     local = rows(run_eval(config(small_data, tmp_path / "threads", **settings)))
     remote = rows(
         run_eval(config(small_data, tmp_path / "ray", executor="ray", ray_address=cluster.address, **settings))
@@ -219,7 +219,7 @@ def test_a_killed_driver_resumes_where_it_stopped(cluster, small_data, tmp_path,
         str(small_data),
         "--categories",
         ",".join(CATEGORIES),
-        "--limit",
+        "--limit-per-category",
         str(LIMIT),
         "--executor",
         "ray",

@@ -146,7 +146,7 @@ def test_generate_and_eval_through_the_command(ltafdb, tmp_path, monkeypatch, ca
         "scripted/zscore",
         "--harness",
         "single-pass-text",
-        "--limit",
+        "--limit-per-category",
         "1",
         "--out",
         str(run),

@@ -29,7 +29,7 @@ def tracked_run(small_data, tmp_path_factory) -> Path:
             model="scripted/zscore",
             harness="single-pass-text",
             data=[str(small_data)],
-            limit=2,
+            limit_per_category=2,
             regime="coarse",
             categories=[lb.PRESENCE, lb.INDICATOR],
             out=str(out),
@@ -52,7 +52,7 @@ def test_results_json_has_scores_intervals_counts_usage_config_and_dataset(track
         low, high = block["ci95"]
         assert low <= block["mean"] <= high
         assert block["input_tokens"] == rows["input_tokens"].sum() and "cost_usd" in block
-    assert results["config"]["limit"] == 2 and results["config"]["harness"] == "single-pass-text"
+    assert results["config"]["limit_per_category"] == 2 and results["config"]["harness"] == "single-pass-text"
     assert results["dataset"]["key"].startswith("anomalyxl/seed42/test/") and results["dataset"]["file_sha256"]
     assert results["expected_samples"] == results["finished_samples"] == len(samples) and results["complete"]
     assert results["versions"]["tsbench"] and "git_commit" in results and results["updated_at"]

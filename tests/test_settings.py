@@ -182,7 +182,7 @@ def zscore_run(small_data, tmp_path_factory) -> Path:
             harness="single-pass-text",
             data=[str(small_data)],
             regime="precise",
-            limit=1,
+            limit_per_category=1,
             concurrency=1,
             out=str(out),
         )
@@ -201,7 +201,7 @@ def test_resume_with_a_changed_cell_timeout_is_refused_with_a_diff(monkeypatch, 
         str(small_data),
         "--regime",
         "precise",
-        "--limit",
+        "--limit-per-category",
         "1",
         "--concurrency",
         "1",
@@ -211,7 +211,9 @@ def test_resume_with_a_changed_cell_timeout_is_refused_with_a_diff(monkeypatch, 
     code, err = _cli(monkeypatch, capsys, *common, "--cell-timeout", "10", "--retry-delay-s", "2")
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "cell_timeout_s: 300.0 → 10.0" in err and "retry_delay_s: None → 2.0" in err
-    code, err = _cli(monkeypatch, capsys, *common, "--concurrency", "2", "--limit", "2")  # no answer changes
+    code, err = _cli(
+        monkeypatch, capsys, *common, "--concurrency", "2", "--limit-per-category", "2"
+    )  # no answer changes
     assert code in (0, None), err
     assert json.loads((zscore_run / "run.json").read_text())["settings"]["cell_timeout_s"] == 300.0
 
@@ -261,7 +263,7 @@ def test_the_judge_gets_its_own_server_and_key(tmp_path, monkeypatch):
                 "model": "scripted/timesage",
                 "family": "timesage",
                 "data": [str(manifest.parent)],
-                "limit": 1,
+                "limit_per_category": 1,
                 "categories": ["easy"],
                 "concurrency": 1,
                 "out": str(tmp_path / "run"),

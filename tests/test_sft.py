@@ -82,7 +82,7 @@ def rlm_results(data_dir, tmp_path_factory) -> dict[str, Path]:
             harness="rlm",
             data=[str(data_dir)],
             split=split,
-            limit=1,
+            limit_per_category=1,
             concurrency=2,
             out=str(root / split),
             **extra,

@@ -173,7 +173,7 @@ def test_openai_wire_format_for_tool_messages():
     call = ToolCall("call_1", "channel_stats", '{"channel": "a"}')
     assert message_payload(Message("assistant", "", tool_calls=[call])) == {
         "role": "assistant",
-        "content": None,
+        "content": "",  # not null: llama.cpp's server rejects it (tests/test_real_server.py)
         "tool_calls": [
             {"id": "call_1", "type": "function", "function": {"name": "channel_stats", "arguments": '{"channel": "a"}'}}
         ],
@@ -299,7 +299,7 @@ def test_end_to_end_with_the_scripted_tool_policy(small_data, tmp_path, model, r
             harness="tools",
             data=[str(small_data)],
             regime=regime,
-            limit=1,
+            limit_per_category=1,
             concurrency=2,
             out=str(tmp_path / "run"),
         ),
@@ -329,7 +329,7 @@ def test_end_to_end_with_the_scripted_tool_policy(small_data, tmp_path, model, r
             harness="single-pass-text",
             data=[str(small_data)],
             regime=regime,
-            limit=1,
+            limit_per_category=1,
             out=str(tmp_path / "reference"),
         ),
     )
@@ -405,7 +405,7 @@ def test_local_smollm2_under_the_tools_harness(small_data, tmp_path):
             data=[str(small_data)],
             regime="precise",
             categories=[lb.LOCALIZE],
-            limit=1,
+            limit_per_category=1,
             max_turns=2,
             max_tokens=48,
             concurrency=1,

@@ -59,10 +59,10 @@ def test_limit_takes_whole_scenarios_when_periods_are_chained(ts_data):
     from tsbench.tasks import get_taskset
 
     taskset, files = get_taskset("timesage"), [ts_data / "periods.parquet"]
-    scattered = select_rows(taskset, files, limit=1, settings={"mode": "independent"})
+    scattered = select_rows(taskset, files, limit_per_category=1, settings={"mode": "independent"})
     assert scattered.groupby("category").size().eq(1).all()  # one period per tier
     for settings in ({"mode": "sequential"}, {"mode": "independent", "skills": True}):
-        chained = select_rows(taskset, files, limit=1, settings=settings)
+        chained = select_rows(taskset, files, limit_per_category=1, settings=settings)
         assert chained.groupby("category")["scenario"].nunique().eq(1).all()  # one scenario per tier ...
         every = taskset.index(files, {})
         for scenario, periods in chained.groupby("scenario"):  # ... with every one of its periods, in order
@@ -73,12 +73,11 @@ def _metric(samples: pd.DataFrame, name: str) -> pd.Series:
     return samples["metrics"].map(lambda m: m.get(name))
 
 
-def test_scripted_scores_100_accuracy_on_easy_and_less_on_hard(independent_run):
+def test_scripted_floor_runs_every_period_below_full_accuracy(independent_run):
     samples = load_samples(independent_run)
     assert len(samples) == 4 and samples["error_type"].isna().all(), samples["error"].dropna().tolist()
-    easy, hard = samples[samples["category"] == "easy"], samples[samples["category"] == "hard"]
-    assert (_metric(easy, "accuracy") == 100.0).all()
-    assert _metric(hard, "accuracy").mean() < 100.0
+    # the fields' scoring rules stay on the host (issue 23): the rule executor no longer scores 100 on easy
+    assert _metric(samples, "accuracy").mean() < 100.0
     assert samples["valid"].all() and samples["score"].between(0, 1).all()
     row = samples.iloc[0]
     assert {"scenario", "period", "period_index", "tier"} <= set(row["attributes"])

@@ -296,13 +296,14 @@ def test_timemaster_composite_reward_with_a_scripted_judge(tmp_path, smol_tokeni
         out = env([key] * 3, trainer)
         assert server.request_count == 1  # only the well-formed, correct rollout is judged
         assert "Replace the sensor." in server.bodies[0]["messages"][0]["content"]
+        assert server.bodies[0]["temperature"] == 1.0  # the public code's judge temperature
 
     assert out["judge_score"] == [pytest.approx(0.65), None, None]
     fmt, hard, soft = (fn(prompts=[key] * 3, completions=None, **out) for fn in env.functions)
     assert fmt == [1.0, 0.0, 1.0] and hard == [1.0, 1.0, 0.0] and soft == [pytest.approx(0.65), 0.0, 0.0]
     totals = rw.weighted_total(env.functions, env.weights, [key] * 3, out)
-    assert env.weights == [0.1, 0.9, 1.0]
-    assert totals == pytest.approx([0.1 + 0.9 + 0.65, 0.9, 0.1])
+    assert env.weights == [0.1, 0.9, 0.5]  # TimeMaster's public code weighs the judge's score 0.5
+    assert totals == pytest.approx([0.1 + 0.9 + 0.5 * 0.65, 0.9, 0.1])
     assert all(sum(m) > 0 for m in out["env_mask"])  # rewards differ: the group trains
     assert "<think></think>" in tok.decode(scripted.prompts[0])  # the format instructions reach the policy
     assert env.last["mean_reward"] == pytest.approx(sum(totals) / 3)
@@ -359,7 +360,7 @@ def test_one_cpu_step_on_timerbed_rows_draws_timerbed_tasks(tmp_path, timerbed_t
     ]
     assert sorted(s.ref.id for s in epoch) == sorted(rows["id"])  # one epoch = every train row once
     assert {s.task.category for s in epoch} == {"ctu", "ecg"} and all(s.columns["split"] == "train" for s in epoch)
-    assert "electricity consumption" in next(s for s in epoch if s.task.category == "ctu").task.question
+    assert "electricity usage" in next(s for s in epoch if s.task.category == "ctu").task.question
 
     run = train_grpo(cfg)
     rollouts = pd.read_json(run / "rollouts" / "samples.jsonl", lines=True)
@@ -423,7 +424,7 @@ def test_the_timemaster_preset_fits_its_context(smol_tokenizer):
     from tsbench.core.config import read_toml_table
     from tsbench.train.budget import check_context
 
-    preset = Path(__file__).resolve().parents[1] / "experiments/grpo/timemaster_qwen2.5-3b.toml"
+    preset = Path(__file__).resolve().parents[1] / "experiments/timemaster/cpu_smoke.toml"
     check_context(build(GRPOConfig, read_toml_table(preset, "grpo")), smol_tokenizer)
 
 

@@ -77,7 +77,7 @@ def test_zero_variance_groups_are_dropped():
         ("<think>a</think><class>yes</class><class>no</class><extension>x</extension>", False),  # repeated
         ("<think> </think><class>yes</class><extension>x</extension>", False),  # empty reasoning
         ("<think>a</think><class></class><extension>x</extension>", False),  # empty class
-        ("<think>a</think><class>yes</class>", False),  # no extension
+        ("<think>a</think><class>yes</class>", True),  # the extension is optional (TimeMaster's main results)
     ],
 )
 def test_format_reward_checks_only_nesting_and_order(text, ok):
@@ -88,7 +88,7 @@ def test_format_reward_checks_only_nesting_and_order(text, ok):
 def test_hard_reward_compares_the_class_and_soft_is_gated_on_it():
     taskset = get_taskset("anomalyxl")
     functions, weights = rw.reward_functions(RewardConfig(reward="composite", judge="openai/x"), taskset)
-    assert weights == [0.1, 0.9, 1.0]  # a judge turns the soft weight on (TimeMaster's case studies)
+    assert weights == [0.1, 0.9, 0.5]  # a judge turns the soft weight on (TimeMaster's public code: 0.5)
     gold = json.dumps({"present": True, "start": 10, "end": 20, "_L": 100})
     texts = [
         '<think>a bump</think><class>{"present": true, "start": 12, "end": 18}</class><extension>x</extension>',
@@ -104,14 +104,14 @@ def test_hard_reward_compares_the_class_and_soft_is_gated_on_it():
     }
     fmt, hard, soft = (fn(prompts=["k"] * 3, completions=None, **columns) for fn in functions)
     assert fmt == [1.0, 1.0, 0.0] and hard == [1.0, 0.0, 0.0] and soft == [0.5, 0.0, 0.0]
-    assert rw.weighted_total(functions, weights, ["k"] * 3, columns) == pytest.approx([0.1 + 0.9 + 0.5, 0.1, 0.0])
+    assert rw.weighted_total(functions, weights, ["k"] * 3, columns) == pytest.approx([0.1 + 0.9 + 0.25, 0.1, 0.0])
     assert rw.composite_reward(1.0, 0.0, 0.9, (0.1, 0.9, 1.0)) == pytest.approx(0.1)
     assert RewardConfig(reward="composite").soft == 0.0 and RewardConfig(judge="j", soft_weight=0.3).soft == 0.3
 
 
 def test_judge_reply_parsing():
     assert rw.parse_judge_scores('{"specificity": 1, "appropriateness": 0.5, "relevance": 0.5, "depth": 0}') == 0.5
-    assert rw.parse_judge_scores("score: 0.8") == 0.8 and rw.parse_judge_scores("7") == 1.0
+    assert rw.parse_judge_scores("score: 0.8") == 0.8 and rw.parse_judge_scores("7") is None  # out of [0, 1]
     assert rw.parse_judge_scores("no idea") is None and rw.parse_judge_scores("1 or 2") is None
 
 
@@ -186,7 +186,7 @@ def test_defaults_are_the_papers():
 def test_nested_settings_keep_their_own_defaults():
     cfg = build(GRPOConfig, {"max_turns": 3, "engine": "vllm-server", "judge": "x", "reward": "composite"})
     assert cfg.harness_config.max_turns == 3 and cfg.harness_config.temperature == 1.0  # not the eval default None
-    assert cfg.rollout.engine == "vllm-server" and cfg.rewards.soft == 1.0
+    assert cfg.rollout.engine == "vllm-server" and cfg.rewards.soft == 0.5  # with a judge: the public code's weight
 
 
 def test_presets_load_with_the_papers_settings():
@@ -199,7 +199,7 @@ def test_presets_load_with_the_papers_settings():
         220,
     )
     timerlm.validate(8)
-    master = build(GRPOConfig, read_toml_table(ROOT / "experiments/grpo/timemaster_qwen2.5-3b.toml", "grpo"))
+    master = build(GRPOConfig, read_toml_table(ROOT / "experiments/timemaster/cpu_smoke.toml", "grpo"))
     assert (master.group_size, master.beta, master.epsilon, master.loss, master.rewards.reward) == (
         5,
         0.001,
@@ -208,12 +208,12 @@ def test_presets_load_with_the_papers_settings():
         "composite",
     )
     assert (master.rewards.format_weight, master.rewards.hard_weight, master.rewards.soft) == (0.1, 0.9, 0.0)
-    master.validate(4)
+    master.validate(master.launch.num_processes)  # the GPU config: tests/test_timemaster_configs.py
     with_judge = build(
         GRPOConfig,
-        {**read_toml_table(ROOT / "experiments/grpo/timemaster_qwen2.5-3b.toml", "grpo"), "judge": "openai/gpt-4o"},
+        {**read_toml_table(ROOT / "experiments/timemaster/cpu_smoke.toml", "grpo"), "judge": "openai/gpt-4o"},
     )
-    assert with_judge.rewards.soft == 1.0
+    assert with_judge.rewards.soft == 0.5  # the public code's judge weight
     for name in ("cpu_smoke", "gpu_smoke", "vllm_server"):
         cfg = build(GRPOConfig, read_toml_table(ROOT / f"experiments/grpo/{name}.toml", "grpo"))
         cfg.validate(cfg.launch.num_processes)
@@ -237,7 +237,6 @@ def test_presets_load_with_the_papers_settings():
         ({"temperature": 0.0}, "temperature"),
         ({"model": ""}, "--model"),
         ({"depth": 1}, "depth 0"),
-        ({"harness": "rlm-image"}, "text model"),
         ({"epsilon_high": 0.1}, "epsilon_high"),
         ({"importance_sampling": "sequence"}, "importance_sampling"),
         ({"dtype": "bfloat16"}, "float32 master weights"),
@@ -335,7 +334,7 @@ def test_cli_flags_override_the_preset_and_bad_ones_are_one_line_errors():
             "tsbench.cli",
             "train-grpo",
             "--config",
-            str(ROOT / "experiments/grpo/timemaster_qwen2.5-3b.toml"),
+            str(ROOT / "experiments/timemaster/cpu_smoke.toml"),
             "--soft-weight",
             "1",
         ],

@@ -18,6 +18,8 @@ POLICIES = {
     "scripted": "tsbench.baselines.scripted",
     "detector": "tsbench.baselines.detector",
     "classical": "tsbench.baselines.classical",
+    "scripted-cik": "tsbench.baselines.scripted_cik",
+    "scripted-timerbed": "tsbench.baselines.scripted_timerbed",
 }
 
 

@@ -13,10 +13,16 @@ scenarios every field has a stated rule, so it scores 100 accuracy there.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import io
 import json
+import os
 import re
+import tempfile
 import time
+from pathlib import Path
+from types import SimpleNamespace
 
 from tsbench.models.base import Completion, Message, TaskInfo
 
@@ -174,6 +180,12 @@ def analyse(use_skill=False):
             answer[name] = apply(rule)
         elif name == "status":
             answer[name] = issuer_status(prop)
+        elif name == "latest_value":  # the question names the latest reading: the table's last row
+            answer[name] = float(table[value_col][-1])
+        elif name == "latest_direction":  # the question states the flat band
+            stated = re.search(r"absolute change is below (-?\d+(?:\.\d+)?)", prop.get("description", ""))
+            x = table[value_col]
+            answer[name] = direction(x[-1] - x[-2], float(stated.group(1)) if stated else 0.0)
         elif name == "primary_driver":
             answer[name] = ranked[0]
         elif name == "secondary_drivers":
@@ -273,6 +285,45 @@ def report(answer: dict, facts: dict, task: TaskInfo, question: str) -> str:
     return " ".join(lines)
 
 
+def answer_and_report(result: dict | None, task, question: str) -> tuple[dict, str]:
+    """The final answer and report from the analysis' printed result (None: it failed)."""
+    if result is None:  # the analysis failed: finish anyway, with what the schema allows
+        return {key: None for key in task.meta.get("required_keys", [])}, "The analysis failed this period."
+    answer = result["answer"]
+    body = report(answer, result["facts"], task, question)
+    if "summary" in answer:
+        answer["summary"] = body.split(". ")[0].rstrip(".") + "."
+    return answer, body
+
+
+def run_analysis(files: dict[str, bytes]) -> dict | None:
+    """`analyse` on a period's visible files in a scratch folder, in this process (what the kernel
+    runs in the jail, without the jail): the calibration's quick path."""
+    out = io.StringIO()
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, data in files.items():
+            target = Path(tmp) / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        try:
+            os.chdir(tmp)
+            with contextlib.redirect_stdout(out):
+                analyse()
+        except Exception:
+            return None
+        finally:
+            os.chdir(here)
+    found = re.search(rf"{RESULT_TAG} (\{{.*\}})", out.getvalue())
+    return json.loads(found.group(1)) if found else None
+
+
+def scripted_message(files: dict[str, bytes], question: str, meta: dict) -> str:
+    """The final message scripted/timesage would send for one period: {"answer": ..., "report": ...}."""
+    answer, body = answer_and_report(run_analysis(files), SimpleNamespace(meta=meta), question)
+    return json.dumps({"answer": answer, "report": body}, default=str)
+
+
 def _result(messages: list[Message]) -> dict | None:
     for message in reversed(messages):
         if message.role == "user":
@@ -308,14 +359,7 @@ class TimeSagePolicy:
         use_skill = SKILL_NAME in task.meta.get("skills", [])
         if replied == 0:
             return f"I will read the files and apply each field's rule.\n```python\n{_analysis_cell(use_skill)}```"
-        result = _result(messages)
-        if result is None:  # the analysis failed: finish anyway, with what the schema allows
-            answer, body = {key: None for key in task.meta.get("required_keys", [])}, "The analysis failed this period."
-        else:
-            answer = result["answer"]
-            body = report(answer, result["facts"], task, messages[start].content)
-        if "summary" in answer:
-            answer["summary"] = body.split(". ")[0].rstrip(".") + "."
+        answer, body = answer_and_report(_result(messages), task, messages[start].content)
         code = []
         if task.meta.get("skills_enabled") and not use_skill:
             code.append(

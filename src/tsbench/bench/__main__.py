@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 
-from tsbench.bench import baselines, eval_overhead, generation, jail, ray_eval, timesage, train_grpo
+from tsbench.bench import baselines, detector, eval_overhead, generation, jail, ray_eval, timesage, train_grpo
 
 SECTIONS = {
     "generate": generation.main,
     "baselines": baselines.main,
+    "detector": detector.main,
     "timesage": timesage.main,
     "jail": jail.main,
     "ray": ray_eval.main,

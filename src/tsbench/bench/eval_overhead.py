@@ -1,8 +1,15 @@
-"""Eval overheads, each beside its floor: kernel start, per-turn RLM overhead vs a bare jupyter_client
-round-trip, and rows/s at concurrency 8 vs 1 against a loopback server with a fixed 200 ms latency."""
+"""Eval overheads, each beside its floor, every ratio measured interleaved.
+
+* the whole RLM loop's per-turn cost on `1+1` (policy, sandbox round-trip, observation) vs a bare
+  jupyter_client round-trip on the same transport, rounds alternating; goal <= 1.5x;
+* rows/s at concurrency 8 vs 1 against a loopback server that answers after 200 ms, on >= 200 rows
+  (the small test split, 5 epochs), runs alternating 1, 8, 8, 1, ...; only the executor's run is
+  timed (row selection, run directory and the summary are outside the window). Goal >= 6.5x.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import tempfile
 import time
@@ -11,29 +18,25 @@ from pathlib import Path
 import numpy as np
 
 from tsbench.baselines.scripted import TrivialCodePolicy
+from tsbench.bench.common import Ratio, interleaved, load_average, spread
 from tsbench.eval.config import EvalConfig
+from tsbench.eval.executors.threads import ThreadExecutor
 from tsbench.eval.runner import run_eval
 from tsbench.harness import EpisodeTask, HarnessConfig
 from tsbench.harness.rlm import run_rlm
-from tsbench.harness.runtime.sandbox import Sandbox, bare_roundtrip_seconds
+from tsbench.harness.runtime.bare import BareKernel
 from tsbench.tasks.anomalyxl.config import preset
 from tsbench.tasks.anomalyxl.generate import generate_split
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
 
-
-def kernel_start_seconds(repeats: int = 3) -> float:
-    series = {f"ch_{i:02d}": np.random.default_rng(i).standard_normal(131072) for i in range(16)}
-    timings = []
-    for _ in range(repeats):
-        began = time.perf_counter()
-        with Sandbox(series):
-            timings.append(time.perf_counter() - began)
-    return statistics.median(timings)
+TURN_GOAL, SCALING_GOAL = 1.5, 6.5
+EPOCHS = 5  # 44 rows of the small test split x 5 = 220 episodes per run
+ROUNDS = 2
 
 
-def rlm_turn_overhead_seconds(turns: int = 60) -> float:
-    """Per-turn time of the whole RLM loop (policy, sandbox round-trip, observation) on `1+1`:
-    an episode of `turns` code turns minus one of a single turn, so the kernel start cancels out."""
+def rlm_turn_samples(rounds: int = 3, turns: int = 60) -> dict[str, list[float]]:
+    """Per-turn seconds of the RLM loop on `1+1` (an episode of `turns` + 1 code turns minus one of a
+    single turn, so the kernel start cancels out) and of a bare ipykernel round-trip, interleaved."""
     values = np.random.default_rng(0).standard_normal((1, 16384)).astype(np.float32)
     task = EpisodeTask("bench", "localize", "precise", "Is there an anomaly?", ["ch_00"], values)
 
@@ -42,50 +45,91 @@ def rlm_turn_overhead_seconds(turns: int = 60) -> float:
         run_rlm(TrivialCodePolicy(), task, HarnessConfig(max_turns=n + 1), image=False)
         return time.perf_counter() - began
 
-    short = statistics.median(episode(1) for _ in range(3))
-    return (episode(turns + 1) - short) / turns
+    with BareKernel() as bare:
+        for _ in range(5):
+            bare.run("1+1")
+
+        def rlm_turn() -> float:
+            return (episode(turns + 1) - episode(1)) / turns
+
+        def bare_turn() -> float:
+            return statistics.median(bare.roundtrip_seconds("1+1") for _ in range(turns))
+
+        return interleaved({"rlm": rlm_turn, "bare": bare_turn}, rounds)
 
 
-def rows_per_second(data_dir: Path, concurrency: int, latency_s: float = 0.2, limit: int | None = None) -> float:
-    """Rows/s of a whole eval run against a loopback server that answers after `latency_s`."""
+@contextlib.contextmanager
+def _timed_executor_runs(seconds: list[float]):
+    """Record how long each ThreadExecutor.run takes (the episodes only), restored afterwards."""
+    original = ThreadExecutor.run
+
+    def run(self, *args, **kwargs):
+        began = time.perf_counter()
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            seconds.append(time.perf_counter() - began)
+
+    ThreadExecutor.run = run
+    try:
+        yield
+    finally:
+        ThreadExecutor.run = original
+
+
+def rows_per_second(
+    data_dir: Path, concurrency: int, latency_s: float = 0.2, epochs: int = EPOCHS
+) -> tuple[float, int]:
+    """(rows/s of the executor's run, rows) of a whole eval against a loopback server answering after `latency_s`."""
+    window: list[float] = []
     with (
         tempfile.TemporaryDirectory() as tmp,
         FakeOpenAIServer(default='ok:{"answer": "Yes"}', latency_s=latency_s) as server,
+        _timed_executor_runs(window),
     ):
         cfg = EvalConfig(
             model="openai/fake-model",
             harness="single-pass-text",
             data=[str(data_dir)],
             regime="both",
+            epochs=epochs,
             concurrency=concurrency,
             base_url=server.base_url,
             max_attempts=1,
-            limit=limit,
             out=str(Path(tmp) / "run"),
         )
-        began = time.perf_counter()
         run_eval(cfg)
-        elapsed = time.perf_counter() - began
-        return server.request_count / elapsed
+        rows = server.request_count
+    return rows / window[0], rows
 
 
 def main() -> dict:
+    turns = rlm_turn_samples()
+    turn = Ratio("RLM turn with `1+1` / bare ipykernel (ipc) execute", turns["rlm"], turns["bare"], TURN_GOAL)
+    counted: dict[int, int] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = preset("small")
-        generate_split(cfg, "test", tmp)
+        generate_split(preset("small"), "test", tmp)
         data_dir = Path(tmp) / "seed42"
-        start = kernel_start_seconds()
-        bare = bare_roundtrip_seconds()
-        turn = rlm_turn_overhead_seconds()
-        rows_per_second(data_dir, 1, latency_s=0.0, limit=1)  # warm-up: the first run pays the client's imports
-        r1 = rows_per_second(data_dir, 1)
-        r8 = rows_per_second(data_dir, 8)
+        rows_per_second(data_dir, 1, latency_s=0.0, epochs=1)  # warm-up: the first run pays the client's imports
+
+        def side(concurrency: int):
+            def seconds_per_row() -> float:
+                rate, counted[concurrency] = rows_per_second(data_dir, concurrency)
+                return 1.0 / rate
+
+            return seconds_per_row
+
+        runs = interleaved({1: side(1), 8: side(8)}, ROUNDS)
+    # rows/s ratio c8 / c1 = (seconds per row at c1) / (seconds per row at c8)
+    scaling = Ratio("rows/s concurrency 8 / concurrency 1 (200 ms loopback)", runs[1], runs[8], SCALING_GOAL, False)
+    r1 = [1 / s for s in runs[1]]
+    r8 = [1 / s for s in runs[8]]
     print(
-        "eval:\n"
-        f"  sandbox kernel start (16 x 131072 series loaded)  {start:6.2f} s\n"
-        f"  RLM turn with `1+1` {turn * 1000:7.1f} ms  vs bare ipykernel (ipc) execute {bare * 1000:6.1f} ms  "
-        f"ratio {turn / bare:.2f} (goal <= 1.5)\n"
-        f"  rows/s against a 200 ms loopback server: concurrency 1 {r1:5.2f}, concurrency 8 {r8:5.2f}  "
-        f"ratio {r8 / r1:.2f} (goal >= 6)"
+        f"eval ({load_average()}):\n"
+        f"  RLM turn {spread(turns['rlm'], 1000, 'ms')}; bare execute {spread(turns['bare'], 1000, 'ms')}\n"
+        f"  {turn.line()}\n"
+        f"  rows/s over {counted[1]} rows: concurrency 1 median {statistics.median(r1):.2f} (max {max(r1):.2f}), "
+        f"concurrency 8 median {statistics.median(r8):.2f} (max {max(r8):.2f}); executor's run only\n"
+        f"  {scaling.line()}"
     )
-    return {"kernel_start_s": start, "turn_s": turn, "bare_s": bare, "rows_s_1": r1, "rows_s_8": r8}
+    return {"turn": turn.as_dict(), "scaling": scaling.as_dict(), "rows": counted[1], "rows_s_1": r1, "rows_s_8": r8}

@@ -1,5 +1,7 @@
 """TimeSage-EV benchmarks: generating the default set (60 scenarios x 24 periods: seconds, MB on
-disk, peak RSS), the scripted agent's seconds per period, and the judge-cache hit rate of a rescore."""
+disk, peak RSS), the scripted agent's seconds per period, the judge-cache hit rate of a rescore, and
+the calibration (data-blind, copy-last, truth, scripted floor side by side, per tier, judge/rules) on
+a seed the tests do not use."""
 
 from __future__ import annotations
 
@@ -43,6 +45,38 @@ def run_scripted(data: str, out: str, mode: str, skills: bool) -> dict:
     }
 
 
+CALIBRATION_SEED = 31415  # no test uses it
+
+
+def run_calibration(out: str, scenarios: int = 12, periods: int = 6) -> dict:
+    from tsbench.baselines.timesage_calibration import POLICIES, calibrate
+    from tsbench.tasks.timesage.generate import generate_from_options
+
+    manifest, _ = generate_from_options(
+        {"seed": CALIBRATION_SEED, "scenarios": scenarios, "periods": periods}, Path(out) / "calibration"
+    )
+    return calibrate(manifest.parent / "periods.parquet", (*POLICIES, "data_blind_guessing", "copy_last_text"))
+
+
+def calibration_table(result: dict) -> str:
+    from tsbench.baselines.timesage_calibration import BOUNDS, PAPER_FLOOR, POLICIES, violations
+
+    bounds = {**{k: f"{op} {b:g}" for k, (op, b) in BOUNDS.items()}, "scripted": "< paper"}
+    lines = [f"  {'where':8} " + " ".join(f"{p:>11}" for p in POLICIES) + f" {'paper floor':>12}"]
+    lines.append(f"  {'bound':8} " + " ".join(f"{bounds[p]:>11}" for p in POLICIES))
+    for where in ("overall", "easy", "medium", "hard"):
+        cells = " ".join(f"{result[p].get(where, float('nan')):11.1f}" for p in POLICIES)
+        lines.append(f"  {where:8} {cells} {PAPER_FLOOR[where]:12.2f}")
+    variants = [
+        f"{name} {result[name]['overall']:.1f}" for name in ("data_blind_guessing", "copy_last_text") if name in result
+    ]
+    if variants:
+        lines.append("  variants (overall): " + ", ".join(variants))
+    broken = violations(result)
+    lines.append("  calibrated" if not broken else "  OUT OF BOUNDS: " + "; ".join(broken))
+    return "\n".join(lines)
+
+
 def main(scenarios: int = 3, periods: int = 3) -> dict:
     from tsbench.eval.rescore import rescore_run
     from tsbench.tasks.timesage.generate import generate_from_options
@@ -55,6 +89,7 @@ def main(scenarios: int = 3, periods: int = 3) -> dict:
         independent = run_scripted(data, str(Path(tmp) / "ind"), "independent", False)
         sequential = run_scripted(data, str(Path(tmp) / "seq"), "sequential", True)
         _, stats = rescore_run(Path(tmp) / "seq", "judge/rules", Path(tmp) / "rescored")
+        calibration = run_calibration(tmp)
     result = {
         "generate_s": gen_s,
         "generate_MB": gen_bytes / 2**20,
@@ -63,6 +98,7 @@ def main(scenarios: int = 3, periods: int = 3) -> dict:
         "scripted_s_per_period_sequential_skills": sequential["wall_s"] / max(1, sequential["rows"]),
         "rescore_judge_calls": stats.judge_calls,
         "rescore_cache_hit_rate": stats.hit_rate,
+        "calibration": calibration,
     }
     print(
         f"timesage:\n"
@@ -74,6 +110,8 @@ def main(scenarios: int = 3, periods: int = 3) -> dict:
         f"(overall {independent['mean_overall']:.1f} / {sequential['mean_overall']:.1f}, errors "
         f"{independent['errors']} / {sequential['errors']})\n"
         f"  rescore with judge/rules: {stats.judge_calls} judge calls, cache hit rate "
-        f"{100 * (stats.hit_rate or 0):.1f} %"
+        f"{100 * (stats.hit_rate or 0):.1f} %\n"
+        f"  calibration, judge/rules, seed {CALIBRATION_SEED} (overall 0-100; truth is a reference that sees the "
+        f"withheld truth):\n{calibration_table(calibration)}"
     )
     return result

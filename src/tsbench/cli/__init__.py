@@ -58,6 +58,7 @@ memory_app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 memory_app.command("build")(timeclaw.memory_build)
+memory_app.command("ablation")(timeclaw.ablation)
 app.add_typer(memory_app, name="memory")
 app.command()(timeclaw.evolve)
 timesage.register(app)

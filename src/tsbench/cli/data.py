@@ -66,7 +66,7 @@ def generate(
         None, help="Weights of white, red, ar1 base noise (paper: 1,1,1)."
     ),
     source: Optional[str] = typer.Option(
-        None, help="TimeSage: synthetic (default), replay (real series statsmodels ships) or released (--path)."
+        None, help="TimeSage: synthetic (default), replay (statsmodels/aeon series), released or snapshot (--path)."
     ),
     scenarios: Optional[int] = typer.Option(None, help="TimeSage: number of scenarios (default 60: 20 per tier)."),
     periods: Optional[int] = typer.Option(None, help="TimeSage: periods per scenario (default 24)."),
@@ -205,9 +205,7 @@ def score(
                 "score": scored.score,
                 "valid": scored.valid,
                 "gold_answer": gold.get("answer") if isinstance(gold, dict) else None,
-                "parsed_answer": scored.parsed
-                if isinstance(scored.parsed, str)
-                else (scored.parsed.get("answer") if isinstance(scored.parsed, dict) else None),
+                "parsed_answer": _answer_cell(scored.parsed),
                 "answer_error": scored.error,
                 "metrics": json.dumps(scored.metrics),
             }
@@ -233,6 +231,13 @@ def score(
         out.parent.mkdir(parents=True, exist_ok=True)
         df.to_parquet(out, index=False)
         console.print(f"wrote {out}")
+
+
+def _answer_cell(parsed):
+    """The parsed answer as one parquet cell: an object or list as JSON text (a column of `{}`
+    answers has no struct type pyarrow can write), a label or number as is."""
+    answer = parsed if isinstance(parsed, str) else parsed.get("answer") if isinstance(parsed, dict) else None
+    return json.dumps(answer, ensure_ascii=False, default=str) if isinstance(answer, (dict, list)) else answer
 
 
 def _response_text(value) -> str:

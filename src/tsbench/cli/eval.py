@@ -22,6 +22,7 @@ from tsbench.core.config import build, read_toml_table
 from tsbench.core.errors import UserError
 from tsbench.core.sanitize import terminal_text
 from tsbench.eval.config import EvalConfig
+from tsbench.eval.model_args import task_settings
 from tsbench.results.records import transcript_events
 
 LOG_EVERY_S = 5.0
@@ -36,6 +37,15 @@ def eval_cmd(
         "sections [eval.rlm], [eval.tools], [eval.memory], [eval.file-agent]); "
         "flags override it.",
     ),
+    task_arg: Optional[list[str]] = typer.Option(  # noqa: UP045 - typer needs a runtime type
+        None,
+        "-T",
+        "--task-arg",
+        help="KEY=VALUE, repeatable (as inspect's -T): any setting by its name, e.g. -T regime=precise "
+        "-T categories=localize; flags named in full win.",
+        metavar="KEY=VALUE",
+        show_default=False,
+    ),
 ) -> None:
     """Evaluate a model under a harness; re-running the same command resumes.
 
@@ -44,6 +54,7 @@ def eval_cmd(
     from tsbench.eval.runner import RunProgress, run_eval
 
     settings = read_toml_table(config, "eval") if config else {}
+    settings.update(task_settings(task_arg))
     flags = given_settings(ctx, EvalConfig)
     for name in ("tools_dir", "memory_bank"):
         if flags.get(name) is not None and not Path(flags[name]).exists():
@@ -194,7 +205,9 @@ def show(
         return
     match = samples[(samples["id"] == sample_id) & (samples["epoch"] == epoch)]
     if match.empty:
-        raise UserError(f"no sample {sample_id!r} (epoch {epoch}) in {run}")
+        ids = list(dict.fromkeys(samples["id"]))
+        listed = ", ".join(ids[:3]) + (f" (and {len(ids) - 3} more: tsbench show {run})" if len(ids) > 3 else "")
+        raise UserError(f"no sample {sample_id!r} (epoch {epoch}) in {run}; its rows: {listed or 'none yet'}")
     rec = match.iloc[0].to_dict()
 
     def panel(body: str, title: str, style: str) -> Panel:  # model text: never markup, never a terminal control

@@ -56,12 +56,20 @@ def _parameters(spec: Spec, hidden: bool = False) -> list[inspect.Parameter]:
     else:
         annotation = Optional[list[str]] if spec.is_list else Optional[str]  # noqa: UP045 - typer needs a runtime type
         metavar = _METAVAR.get(spec.base, "TEXT") + ("[,...]" if spec.is_list else "")
+        short = [a for a in spec.meta.get("aliases") or () if len(a) == 2]  # -M, -T: shown beside the flag
         option = typer.Option(
-            None, spec.flag, help=_help(spec), metavar=metavar, show_default=False, rich_help_panel=panel, hidden=hidden
+            None,
+            *short,
+            spec.flag,
+            help=_help(spec),
+            metavar=metavar,
+            show_default=False,
+            rich_help_panel=panel,
+            hidden=hidden,
         )
         made = [inspect.Parameter(spec.name, kind, default=option, annotation=annotation)]
     for i, alias in enumerate(spec.meta.get("aliases") or ()):
-        if spec.base is bool:
+        if spec.base is bool or len(alias) == 2:
             continue
         option = typer.Option(None, alias, hidden=True)
         made.append(inspect.Parameter(f"{spec.name}{_ALIAS}{i}", kind, default=option, annotation=annotation))

@@ -33,12 +33,20 @@ def memory_build(
     embedder: str = typer.Option("minilm", help="Context encoder: minilm (offline), openai/<model>, or none."),
     append: bool = typer.Option(False, help="Add to an existing bank instead of replacing it."),
     include_test_split: bool = typer.Option(False, help="Allow episodes of test rows (contaminates the benchmark)."),
+    rationale_model: Optional[str] = typer.Option(
+        None, help="Model (provider/name) shown each task's correct answer that writes the stored rationale."
+    ),
 ) -> None:
     """Build an episodic memory bank (fingerprint, context embedding, trajectory summary) from eval runs of any
     task family whose rows hold a series (read through the run's family)."""
     from tsbench.timeclaw import build_memory
 
     from_runs = _runs(runs, from_runs)
+    writer = None
+    if rationale_model:
+        from tsbench.models.registry import get_model
+
+        writer = get_model(rationale_model)
     try:
         path = build_memory(
             from_runs,
@@ -47,10 +55,21 @@ def memory_build(
             embedder=embedder,
             append=append,
             include_test_split=include_test_split,
+            rationale_model=writer,
         )
     except ValueError as exc:
         raise UserError(str(exc)) from None
     console.print(f"wrote {path}")
+
+
+def ablation(
+    runs: list[Path] = typer.Argument(..., help="Run dirs: tools only, + memory (k), + evolution, full."),
+) -> None:
+    """TimeClaw's ablation board (paper Fig. 5 / Table 1): each run placed by its settings, per benchmark,
+    with RCRPS / sMAPE (CiK), RCRPS by context type, score and tokens per row."""
+    from tsbench.leaderboard.ablation import ablation_board, render_board
+
+    console.print(render_board(ablation_board(_runs(runs, None))))
 
 
 def evolve(

@@ -50,6 +50,9 @@ def sft_baseline(
         )
         return
     check(*TRAIN_PACKAGES, extra="train", what="sft-baseline of a language model")
+    table = read_toml_table(config, "sft") if config else {}
+    if str(model or table.get("model") or (table.get("policy") or {}).get("model") or "").startswith("tslm/"):
+        raise typer.Exit(_train_tslm(config, flags))
     from tsbench.train.sft import RichSFTProgress, run_sft
 
     settings = read_toml_table(config, "sft") if config else {}
@@ -62,6 +65,21 @@ def sft_baseline(
     with RichSFTProgress(err_console) as progress:
         path = run_sft(cfg, progress)
     console.print(f"wrote {path}  (evaluate: tsbench eval --model local/{path})")
+
+
+def _train_tslm(config: Optional[Path], flags: dict) -> int:
+    """A TSLM baseline (tsbench/train/tslm_sft.py): --model tslm/chatts|flamingo|itformer."""
+    check("chronos", extra="tslm", what="a TSLM baseline")
+    from tsbench.train.sft import RichSFTProgress
+    from tsbench.train.tslm_sft import run_tslm_sft
+
+    settings = read_toml_table(config, "sft") if config else {}
+    settings.update(flags)
+    cfg = build(SFTConfig, settings, where=f"setting in {config}" if config else "setting")
+    with RichSFTProgress(err_console) as progress:
+        path = run_tslm_sft(cfg, progress)
+    console.print(f"wrote {path}  (evaluate: tsbench eval --model tslm/{path})")
+    return 0
 
 
 def _train_classical(data_dir: Path, out: Path, seed: int) -> None:

@@ -26,6 +26,9 @@ class EpisodeTask:
     options: list[str] = field(default_factory=list)
     files: dict[str, bytes] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)  # family facts a prompt may state (never gold)
+    # The family's own picture of the series (PNG; TimerBed: the paper's plot); image harnesses show it
+    # instead of their default plot. None: the harness draws the series.
+    image: bytes | None = field(default=None, repr=False)
 
     @property
     def length(self) -> int:

@@ -24,6 +24,7 @@ EXTRAS = {
     "gpu": "vLLM models",
     "inspect": "inspect_ai interop (export --format inspect, inspect eval tsbench/...)",
     "tracking": "experiment tracking (--report-to)",
+    "tslm": "the TSLM baselines (tslm/...: Chronos-2 encoder + LoRA backbone)",
 }
 
 
@@ -38,7 +39,7 @@ class MissingExtra(UserError):
 
 def _distribution_of(module: str) -> str:
     """The package name people install, for the few whose import name differs."""
-    return {"sklearn": "scikit-learn", "yaml": "pyyaml"}.get(module, module)
+    return {"sklearn": "scikit-learn", "yaml": "pyyaml", "chronos": "chronos-forecasting"}.get(module, module)
 
 
 def available(module: str) -> bool:

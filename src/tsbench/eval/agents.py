@@ -33,7 +33,7 @@ def default_harness(spec: str) -> str:
 TOOL_HARNESSES = ("tools", "tools-image")
 IMAGE_HARNESSES = ("single-pass-image", "rlm-image", "tools-image")
 NO_NATIVE_TOOLS = ("vllm", "local")  # providers without native function calling (no `native_tools`)
-TEXT_ONLY = ("local",)  # providers whose models drop image parts
+TEXT_ONLY = ("local",)  # providers whose models drop image parts (but a local vision-language model)
 
 
 def check_combination(spec: str, harness: str, hc: HarnessConfig | None = None) -> None:
@@ -50,11 +50,18 @@ def check_combination(spec: str, harness: str, hc: HarnessConfig | None = None) 
             f"{provider}/ models have no native function calling: use --tool-protocol json (or auto) "
             f"with --harness {harness}"
         )
-    if provider in TEXT_ONLY and harness in IMAGE_HARNESSES:
+    if provider in TEXT_ONLY and harness in IMAGE_HARNESSES and not local_vision_language(spec):
         raise UserError(
             f"{provider}/ models read text only, and --harness {harness} shows the series as an image: "
             "use a text harness (single-pass-text, rlm, tools)"
         )
+
+
+def local_vision_language(spec: str) -> bool:
+    """A local/ directory holding an image-text-to-text model (Qwen2.5-VL, ...) sees images (models/local_vlm.py)."""
+    from tsbench.models.local_vlm import names_vision_language
+
+    return split_spec(spec)[0] == "local" and names_vision_language(split_spec(spec)[1])
 
 
 def check_pairing(spec: str, harness: str, agent: Any | None = None, hc: HarnessConfig | None = None) -> None:
@@ -66,6 +73,8 @@ def check_pairing(spec: str, harness: str, agent: Any | None = None, hc: Harness
     supported = getattr(agent, "harnesses", None)
     if supported is not None and harness not in supported:
         raise UserError(f"{spec} plays {', '.join(supported)}, not {harness}")
+    if harness == "series" and supported is None:
+        raise UserError(f"--harness series is for models that read the series natively (tslm/); {spec} reads messages")
     if harness in REFERENCE_HARNESSES and not is_reference(spec):
         raise UserError(f"--harness {harness} is for reference policies (detector/, classical/); {spec} is a model")
     check_combination(spec, harness, hc)

@@ -88,18 +88,30 @@ class EvalConfig(JudgeSettings):
     )
     limit: int | None = _no_answers(
         None,
-        "At most N rows per category, spread over the family's strata, "
-        "shuffled by --seed; a larger N extends the run (TimeSage sequential or with "
-        "skills: N whole scenarios per tier).",
+        "At most N rows in all (as inspect and lm-eval count), spread over categories and the "
+        "family's strata, shuffled by --seed; a larger N extends the run (TimeSage sequential or "
+        "with skills: N whole scenarios).",
         ge=1,
+    )
+    limit_per_category: int | None = _no_answers(
+        None, "At most N rows of each category, drawn as --limit draws (with it: both hold).", ge=1
     )
     epochs: int = _no_answers(1, "Episodes per row.", ge=1)
     executor: str = _no_answers("threads", "threads (this process) or ray (pip install 'tsbench[ray]').")
     concurrency: int = setting(
         4, "Episodes in parallel (threads) or Ray workers.", ge=1, answers=False, aliases=("--workers",)
     )
+    jail_pool: bool = _no_answers(
+        True, "Pre-start one jail per concurrent episode (each serves one episode, then is destroyed)."
+    )
     ray_address: str | None = _no_answers(None, "Ray cluster: auto or HOST:PORT [a local cluster].")
     base_url: str | None = setting(None, "OpenAI-compatible server URL [OPENAI_BASE_URL].")
+    model_args: list[str] | None = setting(
+        None,
+        "-M KEY=VALUE provider options, repeatable (as inspect's -M): context_tokens=8192 (the context the "
+        "single-pass text prompt must fit), device=cpu, dtype=..., price=IN,OUT.",
+        aliases=("-M",),
+    )
     api_key_env: str | None = _no_answers(
         None,
         "Environment variable holding the API key for --base-url "
@@ -123,7 +135,8 @@ class EvalConfig(JudgeSettings):
     )
     retry_delay_s: float | None = setting(
         None,
-        f"First retry delay in seconds, doubled each time [provider "
+        f"First retry's delay ceiling in seconds, doubled each retry; each wait is drawn at random below "
+        f"it (full jitter) [provider "
         f"default: {_RETRY.base_delay_s:g}; 429s wait "
         f"{_RETRY.rate_limit_base_delay_s / _RETRY.base_delay_s:g}x longer].",
         ge=0,
@@ -133,6 +146,9 @@ class EvalConfig(JudgeSettings):
         0.0, "Error rows tolerated before a non-zero exit: a share below 1, a count from 1.", ge=0
     )
     out: str | None = _no_answers(None, "Run dir [results/<model>__<harness>].")
+    log_dir: str | None = _no_answers(
+        None, "Folder the run dir goes in when --out is not given (as inspect's) [results]."
+    )
     overwrite: bool = _no_answers(False, "Discard an existing run with different settings.")
     allow_modified_data: bool = _no_answers(
         False,
@@ -148,7 +164,9 @@ class EvalConfig(JudgeSettings):
         return asdict(self)
 
     def model_options(self) -> dict:
-        """Provider options (the registry rejects those a provider does not take)."""
+        """Provider options (the registry rejects those a provider does not take); -M pairs last."""
+        from tsbench.eval.model_args import parse_model_args
+
         return {
             "base_url": self.base_url,
             "timeout_s": self.client_timeout_s,
@@ -156,7 +174,7 @@ class EvalConfig(JudgeSettings):
             "retry_delay_s": self.retry_delay_s,
             "api_key_env": self.api_key_env,
             "price": self.price,
-        }
+        } | parse_model_args(self.model_args)
 
     def filters(self) -> dict:
         return {"regime": self.regime, "lengths": self.lengths}

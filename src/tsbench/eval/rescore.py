@@ -17,6 +17,7 @@ from tsbench.core.errors import UserError
 from tsbench.core.provenance import write_json
 from tsbench.eval.agents import AgentCache
 from tsbench.eval.episode import judge_completer
+from tsbench.eval.task_results import task_results
 from tsbench.results import RESULTS_JSON, RUN_JSON, Journal, consolidate, load_run, load_samples, now_utc, read_journal
 from tsbench.results.summary import summarize
 from tsbench.tasks import get_taskset
@@ -124,6 +125,7 @@ def rescore_run(
             "dataset": info.get("dataset"),
             "config": info["config"],
             "results": summarize(samples, [c.category for c in taskset.columns()]),
+            "tasks": task_results(samples, info.get("family") or taskset.name, list(taskset.columns())),
             "versions": info.get("versions"),
             "git_commit": info.get("git_commit"),
             "rescored_from": str(run_dir),

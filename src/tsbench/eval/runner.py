@@ -2,8 +2,9 @@
 every record as it arrives, summarise.
 
 Resume is the default: finished (id, epoch) keys in the journal are skipped; error rows are run
-again. Records are fsync'd to the journal one by one in this process only, so a crash, Ctrl-C
-or kill -9 loses at most the episodes in flight, whatever executor ran them.
+again. Records are written to the journal one by one in this process only (each through to the OS
+before the next; fsync batched), so a crash, Ctrl-C or kill -9 loses at most the episodes in flight,
+whatever executor ran them.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from tsbench.eval.config import EvalConfig, result_settings, run_name, settings_
 from tsbench.eval.episode import EpisodeJob
 from tsbench.eval.executors import ExecutorOptions, OnInterrupt, executor_class
 from tsbench.eval.selection import select_rows
+from tsbench.eval.task_results import task_results
 from tsbench.eval.tracking import open_reporters
+from tsbench.harness import KERNEL_HARNESSES
 from tsbench.results import RESULTS_JSON, RUN_JSON, Journal, consolidate, load_run, load_samples, now_utc
 from tsbench.results.journal import read_journal_report
 from tsbench.results.lock import LOCK_FILE, RunDirLock
@@ -188,11 +191,12 @@ def run_eval(
         categories=cfg.categories,
         sample_ids=cfg.sample_ids,
         limit=cfg.limit,
+        limit_per_category=cfg.limit_per_category,
         seed=cfg.seed,
         filters=cfg.filters(),
         settings=settings,
     )
-    out = Path(cfg.out) if cfg.out else Path("results") / run_name(cfg)
+    out = Path(cfg.out) if cfg.out else Path(cfg.log_dir or "results") / run_name(cfg)
     variant = taskset.variant(settings)
     identity = checked_identity(taskset.dataset_identity(files), files, cfg.allow_modified_data)  # bytes read
     lock = RunDirLock(out)  # one writer per run dir, held until the run is summarised
@@ -240,7 +244,9 @@ def run_eval(
     try:
         if pending:
             forward_env = tuple(name for name in (cfg.api_key_env, cfg.judge_api_key_env) if name)
-            executor = executor_cls.from_options(ExecutorOptions(cfg.concurrency, agents, cfg.ray_address, forward_env))
+            pool = cfg.concurrency if cfg.jail_pool and cfg.harness in KERNEL_HARNESSES and not hc.unsafe_sandbox else 0
+            options = ExecutorOptions(cfg.concurrency, agents, cfg.ray_address, forward_env, jail_pool=pool)
+            executor = executor_cls.from_options(options)
             executor.run(_jobs(cfg, rows, pending, chains, scoring), on_record, on_interrupt)
     finally:
         try:
@@ -304,6 +310,7 @@ def _finalize(out: Path, info: dict, wanted: set, taskset) -> dict:
         "dataset": info["dataset"],
         "config": info["config"],
         "results": summary,
+        "tasks": task_results(in_selection, info["family"], list(taskset.columns())),
         "versions": info["versions"],
         "git_commit": info["git_commit"],
         **{k: info[k] for k in ("expected_samples", "finished_samples", "error_samples", "updated_at")},

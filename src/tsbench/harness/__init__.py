@@ -33,6 +33,7 @@ HARNESSES = Registry(
         "tools": ("tsbench.harness.tools:run_tools", {"image": False}),
         "tools-image": ("tsbench.harness.tools:run_tools", {"image": True}),
         "direct": "tsbench.harness.direct:run_direct",
+        "series": "tsbench.harness.series:run_series",  # TSLMs: the values beside the prompt, no text
         "file-agent": "tsbench.harness.file_agent:run_file_agent",
     },
 )

@@ -32,7 +32,9 @@ def list_channels() -> dict:
 def series_overview() -> dict:
     """Per-channel summary (n, min, max, mean) with the timestamp count and the task metadata.
 
-    The index is the sample number 0..L-1 (no timestamps). At most 64 channels are listed.
+    The index is the sample number 0..L-1; when the task has timestamps (seconds), their count, first
+    and last time and median spacing are given, and sample i is at timestamps[i]. At most 64 channels
+    are listed.
     """
     rows = {}
     for name in channels[:64]:
@@ -44,13 +46,17 @@ def series_overview() -> dict:
             "max": finite.max() if finite.size else None,
             "mean": finite.mean() if finite.size else None,
         }
+    stamps = TASK.get("timestamps") or []
     out = {
         "length": L,
         "n_channels": len(channels),
-        "timestamps": 0,
+        "timestamps": len(stamps),
         "task": {key: TASK.get(key) for key in ("category", "regime")},
         "channels": rows,
     }
+    if len(stamps) > 1:
+        t = np.asarray(stamps, dtype=np.float64)
+        out["time"] = {"first_s": t[0], "last_s": t[-1], "median_step_s": float(np.median(np.diff(t)))}
     if len(channels) > 64:
         out["channels_not_listed"] = len(channels) - 64
     return out
@@ -184,9 +190,14 @@ def find_peaks(
     distance: int | None = None,
     start: int = 0,
     end: int | None = None,
-    max_peaks: int = 50,
+    offset: int = 0,
+    limit: int = 500,
+    order: str = "index",
 ) -> dict:
-    """Local maxima via scipy.signal.find_peaks: indices, values and count (the most prominent max_peaks listed).
+    """Local maxima via scipy.signal.find_peaks: indices, values, prominences and the count of all of them, a page at a time.
+
+    Every peak is reachable: a call lists at most `limit` (<= 500) of them from position `offset` of
+    the chosen order, and `next_offset` says where the next page starts.
 
     Args:
         channel: channel name (may be omitted when there is only one channel)
@@ -195,7 +206,9 @@ def find_peaks(
         distance: minimal distance between peaks, in samples
         start: first index searched
         end: end (exclusive) of the search; default L
-        max_peaks: most peaks listed (at most 500), the most prominent ones, in index order
+        offset: position of the first peak listed, in the chosen order
+        limit: most peaks listed per call (1..500)
+        order: "index" (left to right) or "prominence" (most prominent first)
     """
     from scipy.signal import find_peaks as scipy_find_peaks
     from scipy.signal import peak_prominences
@@ -208,26 +221,34 @@ def find_peaks(
         for key, value in (("height", height), ("prominence", prominence), ("distance", distance))
         if value is not None
     }
+    if order not in ("index", "prominence"):
+        raise ValueError('order must be "index" or "prominence"')
     peaks, _ = scipy_find_peaks(segment, **options)
     prominences = peak_prominences(segment, peaks)[0] if len(peaks) else np.zeros(0)
-    keep = max(0, min(int(max_peaks), 500))
-    chosen = np.sort(np.argsort(prominences)[::-1][:keep])
-    return {
+    ranked = np.arange(len(peaks)) if order == "index" else np.argsort(-prominences, kind="stable")
+    offset = max(0, int(offset))
+    chosen = ranked[offset : offset + max(1, min(int(limit), 500))]
+    out = {
         "channel": name,
         "start": start,
         "end": end,
         "count": len(peaks),
+        "order": order,
+        "offset": offset,
         "indices": peaks[chosen] + start,
         "values": segment[peaks[chosen]],
         "prominences": prominences[chosen],
         "listed": len(chosen),
     }
+    if offset + len(chosen) < len(peaks):
+        out["next_offset"] = offset + len(chosen)
+    return out
 
 
 def arima_forecast(
-    channel: str | None = None, p: int = 1, d: int = 0, q: int = 0, periods: int = 10, fit_last: int = 2000
+    channel: str | None = None, p: int = 1, d: int = 0, q: int = 0, periods: int = 10, fit_last: int | None = None
 ) -> dict:
-    """Fit ARIMA(p, d, q) (statsmodels) on a channel's last fit_last samples; point forecast of the next periods steps and the in-sample AIC.
+    """Fit ARIMA(p, d, q) (statsmodels) on a channel (the whole series unless fit_last is set); point forecast of the next periods steps, its 80% interval and the in-sample AIC.
 
     Args:
         channel: channel name (may be omitted when there is only one channel)
@@ -235,7 +256,7 @@ def arima_forecast(
         d: differencing order (0..2)
         q: moving-average order (0..5)
         periods: steps to forecast (1..500)
-        fit_last: fit on this many most recent samples (bounds the cost on long series)
+        fit_last: fit on only this many most recent samples (default: the whole series; set it to bound the cost on very long series)
     """
     import warnings
 
@@ -247,12 +268,13 @@ def arima_forecast(
         raise ValueError("orders must satisfy 0 <= p <= 5, 0 <= d <= 2, 0 <= q <= 5")
     if not 1 <= periods <= 500:
         raise ValueError("periods must be between 1 and 500")
-    fit_last = max(10, int(fit_last))
-    y = _tc_finite(x[-fit_last:])
+    y = _tc_finite(x if fit_last is None else x[-max(10, int(fit_last)) :])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fitted = ARIMA(y, order=(p, d, q)).fit()
-        forecast = fitted.forecast(steps=periods)
+        predicted = fitted.get_forecast(steps=periods)
+        forecast = predicted.predicted_mean
+        interval = np.asarray(predicted.conf_int(alpha=0.2))
     return {
         "channel": name,
         "order": [p, d, q],
@@ -260,6 +282,8 @@ def arima_forecast(
         "fit_start": len(x) - len(y),
         "periods": periods,
         "forecast": np.asarray(forecast),
+        "lower_80": interval[:, 0],
+        "upper_80": interval[:, 1],
         "aic": fitted.aic,
     }
 

@@ -63,10 +63,11 @@ def serialize_values(channel_names: list[str], values: np.ndarray, budget_chars:
 
     length = values.shape[1]
     # Estimate characters per value from a sample, then confirm (and step up) with the real text.
-    probe = render(max(1, length // 2000))
-    per_value = len(probe) / max(1, sum(len(x[:: max(1, length // 2000)]) for x in values))
+    probe_stride = max(1, length // 2000)
+    probe = render(probe_stride)
+    per_value = len(probe) / max(1, sum(len(x[::probe_stride]) for x in values))
     k = max(1, int(np.ceil(per_value * values.size / budget_chars)))
-    text = render(k)
+    text = probe if k == probe_stride else render(k)  # short series: the probe is the text, rendered once
     while len(text) > budget_chars and k < length:
         k = int(np.ceil(k * len(text) / budget_chars)) + (0 if len(text) <= budget_chars else 1)
         text = render(k)

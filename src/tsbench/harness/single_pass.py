@@ -7,19 +7,26 @@ import hashlib
 from tsbench.harness.accounting import unfinished
 from tsbench.harness.episode import EpisodeResult, EpisodeTask, HarnessConfig
 from tsbench.harness.plots import render_series_png
-from tsbench.harness.prompts import SINGLE_PASS_SYSTEM, single_pass_image_prompt, single_pass_text_prompt
+from tsbench.harness.prompts import SINGLE_PASS_SYSTEM, single_pass_image_prompt
+from tsbench.harness.text_budget import fitted_text_prompt
 from tsbench.models.base import ChatModel, Message
+
+
+def image_user_message(task: EpisodeTask) -> tuple[Message, dict]:
+    """single-pass-image's question with its plot (SFT on image traces builds the same prompt)."""
+    png = task.image or render_series_png(task.channel_names, task.values)
+    # A family's own image comes with a question that already says what it shows (TimerBed).
+    text = task.question if task.image else single_pass_image_prompt(task.question, task.channel_names, task.length)
+    return Message("user", text, images=[png]), {"image_sha256": hashlib.sha256(png).hexdigest()[:16]}
 
 
 def run_single_pass(model: ChatModel, task: EpisodeTask, cfg: HarnessConfig, *, image: bool) -> EpisodeResult:
     if image:
-        png = render_series_png(task.channel_names, task.values)
-        user = Message("user", single_pass_image_prompt(task.question, task.channel_names, task.length), images=[png])
-        meta = {"image_sha256": hashlib.sha256(png).hexdigest()[:16]}
+        user, meta = image_user_message(task)
     else:
-        text, stride = single_pass_text_prompt(task.question, task.channel_names, task.values, cfg.text_budget_chars)
+        text, stride, fit = fitted_text_prompt(model, SINGLE_PASS_SYSTEM, task, cfg.text_budget_chars, cfg.max_tokens)
         user = Message("user", text)
-        meta = {"stride": stride}
+        meta = {"stride": stride, **fit}
     messages = [Message("system", SINGLE_PASS_SYSTEM), user]
     completion = model.generate(messages, max_tokens=cfg.max_tokens, temperature=cfg.temperature, task=task.info())
     # A reply the token cap cut off is never the answer (harness/accounting.py): this is the only turn.

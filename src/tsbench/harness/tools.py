@@ -69,7 +69,9 @@ def tools_system_prompt(task: EpisodeTask, toolset: Toolset, protocol: ToolProto
 
 
 def task_metadata(task: EpisodeTask) -> dict:
-    """What the kernel's `TASK` holds: never the gold."""
+    """What the kernel's `TASK` holds: never the gold. `meta` is the family's facts (a CiK row's
+    context and timestamps, a TSAIA row's weights); `timestamps` the samples' times in seconds when
+    the family has them (meta "time_s"), else None."""
     return {
         "row_id": task.row_id,
         "category": task.category,
@@ -77,6 +79,8 @@ def task_metadata(task: EpisodeTask) -> dict:
         "length": task.length,
         "channels": list(task.channel_names),
         "options": list(task.options),
+        "meta": dict(task.meta),
+        "timestamps": task.meta.get("time_s"),
     }
 
 

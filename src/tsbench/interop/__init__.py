@@ -1,5 +1,6 @@
 """tsbench beside the tools people already use: runs exported to inspect_ai logs, Hugging Face
-dataset folders and long CSV; AnomalyXL as an inspect_ai task (`inspect eval tsbench/anomalyxl`).
+dataset folders and long CSV; generated benchmarks as Hugging Face dataset folders with a card
+(`hf_data.py`); AnomalyXL as an inspect_ai task (`inspect eval tsbench/anomalyxl`).
 
 This package sits at the edge: it reads results (and, for the inspect task, runs harnesses), and
 nothing in tsbench imports it but the command line. inspect_ai is the `[inspect]` extra, imported
@@ -43,4 +44,14 @@ def export_run(run_dir: str | Path, fmt: str, out: str | Path | None = None) -> 
     return write_long_csv(source, target)
 
 
-__all__ = ["FORMATS", "default_out", "export_run"]
+def export_data(data_dir: str | Path, fmt: str, out: str | Path | None = None, progress=None) -> Path:
+    """Write a generated benchmark folder (manifest.json + parquet) as a Hugging Face dataset folder."""
+    from tsbench.interop.hf_data import default_data_out, write_hf_data
+
+    if fmt != "hf":
+        raise UserError(f"a data dir exports only as --format hf (got {fmt}); the other formats take a run dir")
+    target = Path(out) if out is not None else default_data_out(Path(data_dir))
+    return write_hf_data(Path(data_dir), target, progress)
+
+
+__all__ = ["FORMATS", "default_out", "export_data", "export_run"]

@@ -17,32 +17,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tsbench.interop.hf_features import features
 from tsbench.interop.source import RunSource
 from tsbench.interop.yaml_text import dump
 from tsbench.results import RESULTS_JSON, RUN_JSON, to_table
 from tsbench.results.schema import DESCRIPTIONS
 
 CARD = "README.md"
-
-
-def _hf_type(kind: pa.DataType) -> dict[str, Any]:
-    """One Arrow type as a datasets feature in card YAML."""
-    if pa.types.is_list(kind) and pa.types.is_struct(kind.value_type):
-        return {"list": [{"name": f.name, **_hf_type(f.type)} for f in kind.value_type]}
-    if pa.types.is_timestamp(kind):
-        return {"dtype": f"timestamp[{kind.unit}" + (f", tz={kind.tz}]" if kind.tz else "]")}
-    names = {
-        pa.string(): "string",
-        pa.large_string(): "large_string",
-        pa.bool_(): "bool",
-        pa.int32(): "int32",
-        pa.int64(): "int64",
-        pa.float32(): "float32",
-        pa.float64(): "float64",
-    }
-    if kind in names:
-        return {"dtype": names[kind]}
-    raise ValueError(f"no datasets feature for Arrow type {kind}")
 
 
 def hf_table(table: pa.Table) -> pa.Table:
@@ -60,10 +41,6 @@ def hf_table(table: pa.Table) -> pa.Table:
         columns.append(column)
         fields.append(field)
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
-
-
-def features(schema: pa.Schema) -> list[dict[str, Any]]:
-    return [{"name": f.name, **_hf_type(f.type)} for f in schema]
 
 
 def _cell(text: str) -> str:

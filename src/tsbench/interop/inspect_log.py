@@ -35,6 +35,7 @@ from inspect_ai.scorer import Score
 
 from tsbench import __version__
 from tsbench.interop.inspect_messages import first_user_text, to_messages
+from tsbench.interop.public_gold import public_gold
 from tsbench.interop.source import RunSource, is_error_row, transcript_of
 
 SCORER = "tsbench_score"  # the scorer's name in `inspect eval tsbench/...` logs too
@@ -120,7 +121,7 @@ def _sample(row: dict, model: str) -> EvalSample:
         id=str(row["id"]),
         epoch=int(row["epoch"]) + 1,
         input=first_user_text(events),
-        target=str(row.get("gold") or ""),
+        target=public_gold(str(row.get("gold") or "")),
         messages=to_messages(events, model),
         output=output,
         scores=scores,

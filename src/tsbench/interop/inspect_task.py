@@ -26,6 +26,7 @@ from tsbench.eval.selection import select_rows
 from tsbench.harness import HarnessConfig, get_harness, play
 from tsbench.interop.inspect_messages import to_messages
 from tsbench.interop.inspect_model import InspectChatModel
+from tsbench.interop.public_gold import public_gold
 from tsbench.tasks import get_taskset
 from tsbench.tasks.base import SampleRef
 
@@ -70,8 +71,8 @@ def tsbench_dataset(
             Sample(
                 id=row["id"],
                 input=str(row.get("question") or row["id"]),
-                target=gold,
-                metadata={**meta, "ref": {"family": family, "path": str(row["path"]), "id": row["id"]}},
+                target=public_gold(gold),  # what inspect shows; the scorer reads metadata's full gold
+                metadata={**meta, "ref": {"family": family, "path": str(row["path"]), "id": row["id"]}, "gold": gold},
             )
         )
     return MemoryDataset(samples, name=f"tsbench/{family}", location=str(files[0].parent))
@@ -108,9 +109,8 @@ def tsbench_score():
 
     async def score(state: TaskState, target: Target) -> Score:
         ref = state.metadata["ref"]
-        scored = get_taskset(ref["family"]).score(
-            state.metadata["category"], json.loads(target.text), state.output.completion
-        )
+        gold = json.loads(state.metadata.get("gold") or target.text)
+        scored = get_taskset(ref["family"]).score(state.metadata["category"], gold, state.output.completion)
         return Score(
             value=scored.score,
             answer=None if scored.parsed is None else json.dumps(scored.parsed, default=str),
@@ -141,7 +141,7 @@ def anomalyxl(
     cell_timeout_s: float = _HC.cell_timeout_s,
     unsafe_sandbox: bool = False,
 ) -> Task:
-    """AnomalyXL (data: a seed dir or files [data/anomalyxl/seed<seed>]; limit: rows per category)."""
+    """AnomalyXL (data: a seed dir or files [data/anomalyxl/seed<seed>]; limit: rows in all, as eval --limit)."""
     settings = dict(
         max_turns=max_turns,
         depth=depth,

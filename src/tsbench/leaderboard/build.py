@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -9,12 +10,13 @@ import pandas as pd
 from tsbench.core.sanitize import csv_frame
 
 from .columns import columns_for, family_columns, is_choice
-from .figures import length_curves_figure, length_heatmap
+from .figures import length_curves_figure, length_heatmap, safe_name, sweep_stale
 from .html import render_html
 from .load import discover_runs, load_results
 from .markdown import render_markdown
-from .paper_rows import paper_table
+from .paper_rows import paper_table, with_tslm_rows
 from .result import LeaderboardResult, short_hash
+from .sections import FIGURE_TITLES
 from .tables import (
     SMALL_N,
     cell_table,
@@ -28,6 +30,7 @@ from .tables import (
     paired_table,
     wide_table,
 )
+from .timerbed import attach as attach_timerbed
 from .timesage_render import attach as attach_timesage
 
 
@@ -129,23 +132,36 @@ def _notes(cells: pd.DataFrame) -> list[str]:
     return notes
 
 
+# What `progress` is told, in order (the command line shows them as a bar).
+STAGES = ("reading runs", "bootstrap intervals", "length curves, paired tests", "figures", "family boards", "files")
+
+
 def build_leaderboard(
-    run_dirs: list[Path], out: Path, with_paper: bool = False, n_boot: int = 1000, seed: int = 0
+    run_dirs: list[Path],
+    out: Path,
+    with_paper: bool = False,
+    n_boot: int = 1000,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
 ) -> LeaderboardResult:
     """Read every run, compute the tables, write leaderboard.{md,html,csv} and the PNGs into ``out``.
 
     ``run_dirs`` may name run directories or folders of them; ``out`` itself and paths without a
     run.json are skipped with a note. Raises ValueError when no run directory is found at all.
+    ``progress(stage)`` is called as each of STAGES starts.
     """
+    stage = progress or (lambda name: None)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file; the leaderboard writes a folder")
     found, notes = discover_runs([Path(p) for p in run_dirs], skip=out)
     if not found:
         raise ValueError("no run directories (with run.json) among " + ", ".join(map(str, run_dirs)))
+    stage(STAGES[0])
     rows, runs, warnings = load_results(found)
     if not runs:
         raise ValueError("no run could be read: " + "; ".join(w for w in warnings if w.startswith("skipped")))
+    stage(STAGES[1])
     cells = cell_table(rows, n_boot=n_boot, seed=seed)
     columns = dataset_columns(rows)
     for run in runs:  # a run with no rows yet still gets its family's columns
@@ -153,6 +169,7 @@ def build_leaderboard(
     every_column = list({(c.category, c.short): c for cols in columns.values() for c in cols}.values())
     precise = [c.category for c in every_column if not is_choice(c)]
     by_length = length_table(rows)
+    stage(STAGES[2])
     result = LeaderboardResult(
         runs=runs,
         columns=columns,
@@ -168,12 +185,22 @@ def build_leaderboard(
         n_boot=n_boot,
         seed=seed,
     )
-    if with_paper:
+    if with_paper and any(r.family == "anomalyxl" for r in runs):  # TimerBed quotes its own paper (timerbed.py)
         result.paper, result.paper_counts = paper_table()
+        families = {r.dataset: r.family for r in runs}
+        result.paper = with_tslm_rows(result.paper, cells, families, result.config_name)  # ours in its TSLM block
         result.paper_columns = list(family_columns("anomalyxl") or ())
+    stage(STAGES[3])
     result.figures = _figures(result)
+    stage(STAGES[4])
     family_frames = attach_timesage(result, rows)  # TimeSage boards: sections, figures, CSVs
+    family_frames.update(attach_timerbed(result, rows, with_paper))  # TimerBed: TimeMaster Tables 1 and 3
+    stage(STAGES[5])
+    # file names without spaces or parentheses ("by_length-anomalyxl_seed42_test_3f2a9c.png")
+    result.figures = {d: {safe_name(n): f for n, f in figs.items()} for d, figs in result.figures.items()}
     out.mkdir(parents=True, exist_ok=True)
+    written = {f"{n}.{fmt}" for figs in result.figures.values() for n, formats in figs.items() for fmt in formats}
+    sweep_stale(out, written, tuple(FIGURE_TITLES))  # one build's figures per folder
     for figures in result.figures.values():
         for name, formats in figures.items():
             for fmt, data in formats.items():

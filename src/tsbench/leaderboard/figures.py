@@ -9,7 +9,9 @@ rows behind each number (n), and writes "n/a" where a category was not run at a 
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Callable
+from pathlib import Path
 
 import matplotlib
 import numpy as np
@@ -23,7 +25,7 @@ from tsbench.tasks.base import Column
 
 from .columns import is_choice, order, short_name
 from .load import CONFIG_KEY
-from .result import NOT_RUN
+from .result import INCOMPLETE, NOT_RUN
 from .tables import SMALL_N, config_label
 
 FORMATS = ("png", "svg", "pdf")
@@ -48,6 +50,44 @@ def render(fig: Figure) -> dict[str, bytes]:
             fig.savefig(buffer, format=fmt, dpi=110, bbox_inches="tight", metadata=_METADATA[fmt])
             out[fmt] = buffer.getvalue()
     return out
+
+
+def safe_name(name: str) -> str:
+    """A figure's file stem with nothing a shell, a URL or LaTeX trips on: letters, digits, `._-`
+    ("by_length-anomalyxl seed42 test (3f2a9c)" -> "by_length-anomalyxl_seed42_test_3f2a9c")."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_.") or "figure"
+
+
+STALE_LIST = ".tsbench-figures"  # in a leaderboard folder: the figure files the last build wrote
+
+
+def sweep_stale(out: Path, written: set[str], prefixes: tuple[str, ...] = ()) -> list[Path]:
+    """Remove the figures an earlier build left in `out` that this one does not write (so a folder
+    never shows figures of runs it was not built from), then record `written`. Only files this tool
+    wrote are touched: those on the last build's list, or (a folder from before the list) figure
+    files named like ours."""
+    out = Path(out)
+    listed = out / STALE_LIST
+    earlier = set(listed.read_text(encoding="utf-8").split()) if listed.is_file() else set()
+    removed = []
+    for path in sorted(out.iterdir()) if out.is_dir() else []:
+        ours = path.name in earlier or (not earlier and path.name.startswith(prefixes))
+        if path.is_file() and path.suffix[1:] in FORMATS and ours and path.name not in written:
+            path.unlink()
+            removed.append(path)
+    out.mkdir(parents=True, exist_ok=True)
+    listed.write_text("".join(f"{name}\n" for name in sorted(written)), encoding="utf-8")
+    return removed
+
+
+def marks_note(labels: list[str]) -> str:
+    """The line that explains the marks the labels carry (a figure is read apart from its table)."""
+    notes = []
+    if any(INCOMPLETE in label for label in labels):
+        notes.append(f"{INCOMPLETE} incomplete run: fewer rows than it planned (errors or still going)")
+    if any("(reference:" in label for label in labels):
+        notes.append("reference: a policy that sees more than a model (never ranked)")
+    return "; ".join(notes)
 
 
 def _default_name(config: tuple) -> str:
@@ -149,6 +189,8 @@ def length_heatmap(
         "the category's shortest L)",
         fontsize=10,
     )
+    if note := marks_note([name(config) for config, _ in panels]):
+        fig.supxlabel(note, fontsize=7.5, color="0.3")
     return render(fig)
 
 
@@ -158,6 +200,14 @@ def length_curves_figure(
     """Fig. 4: one line per configuration, the mean over its length-swept precise categories at each
     length, a 95 % bootstrap band, and the rows behind each point (hollow below SMALL_N rows).
     Reference policies (`references`) are dashed."""
+    fig = curves_figure(curves, name, references)
+    return None if fig is None else render(fig)
+
+
+def curves_figure(
+    curves: pd.DataFrame, name: Namer = _default_name, references: set[tuple] = frozenset()
+) -> Figure | None:
+    """Fig. 4 as a matplotlib Figure (tests measure where its labels land)."""
     if curves.empty:
         return None
     fig = Figure(figsize=(7.5, 4.6), layout="constrained")
@@ -165,41 +215,53 @@ def length_curves_figure(
     lengths = sorted(int(x) for x in curves["length"].unique())
     palette = colormaps["tab10"]
     groups = list(curves.groupby(CONFIG_KEY[1:], sort=True))
-    for i, (config, part) in enumerate(groups):
+    labels = [name(config) for config, _ in groups]
+    for i, ((config, part), label) in enumerate(zip(groups, labels)):
         part = part.sort_values("length")
         colour = palette(i % 10)
         x, y = part["length"].to_numpy(dtype=float), part["mean"].to_numpy(dtype=float)
-        ax.plot(x, y, color=colour, lw=1.6, ls="--" if tuple(config) in references else "-", label=name(config))
+        ax.plot(x, y, color=colour, lw=1.6, ls="--" if tuple(config) in references else "-", label=label)
         if {"lo", "hi"} <= set(part) and part["lo"].notna().any():
             ax.fill_between(
                 x, part["lo"].to_numpy(dtype=float), part["hi"].to_numpy(dtype=float), color=colour, alpha=0.15, lw=0
             )
         n = part["n"].to_numpy() if "n" in part else np.full(len(part), SMALL_N)
         small = n < SMALL_N
-        ax.scatter(x[~small], y[~small], color=colour, s=22, zorder=3)
-        ax.scatter(x[small], y[small], facecolors="white", edgecolors=[colour], s=22, zorder=3)
+        # clip_on=False: a point at 0 or 1 shows whole, never half under the frame
+        ax.scatter(x[~small], y[~small], color=colour, s=22, zorder=3, clip_on=False)
+        ax.scatter(x[small], y[small], facecolors="white", edgecolors=[colour], s=22, zorder=3, clip_on=False)
         shift = (i - (len(groups) - 1) / 2) * 16  # side by side, so labels of close points stay apart
         for xi, yi, ni in zip(x, y, n):
+            above = yi < 0.9  # near the top the label goes under its point, inside the axes
             ax.annotate(
                 f"n={int(ni)}",
                 (xi, yi),
                 textcoords="offset points",
-                xytext=(shift, 7),
+                xytext=(shift, 7 if above else -8),
                 ha="center",
+                va="bottom" if above else "top",
                 fontsize=6.5,
                 color=colour,
+                annotation_clip=False,
             )
     if len(lengths) > 1:
         ax.set_xscale("log", base=2)
+        ax.set_xlim(lengths[0] / 2**0.4, lengths[-1] * 2**0.4)  # room for the end points' labels
+    else:
+        ax.set_xlim(lengths[0] * 0.6, lengths[0] * 1.4)
     ax.set_xticks(lengths, [length_tick(x) for x in lengths])
     ax.minorticks_off()
-    ax.set_ylim(0.0, 1.05)
+    ax.set_ylim(-0.06, 1.1)
     ax.set_xlabel("context length L (samples)")
     ax.set_ylabel("mean score, length-swept precise categories")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
+    # outside the axes, with room made for it by the layout: never clipped, whatever the labels' length
+    columns = 1 if max(map(len, labels), default=0) > 45 else 2
+    legend = fig.legend(fontsize=7, loc="outside lower center", ncol=columns, frameon=False)
+    if note := marks_note(labels):
+        legend.set_title(note, prop={"size": 7})
     ax.set_title(
         f"Score versus context length (bands: 95 % bootstrap; hollow: n < {SMALL_N}; dashed: reference policy)",
         fontsize=10,
     )
-    return render(fig)
+    return fig

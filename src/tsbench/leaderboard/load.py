@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from tsbench.results import COLUMN_NAMES, JOURNAL, RESULTS_JSON, RUN_JSON, SAMPLES, load_run, load_samples
+from tsbench.results.journal import read_journal_report
 from tsbench.results.summary import summarize
 
 # A table row is one configuration on one dataset: these columns identify it.
@@ -79,6 +80,18 @@ def read_results_json(run_dir: Path) -> dict | None:
     return value if isinstance(value, dict) and isinstance(value.get("results"), dict) else None
 
 
+def file_problems(run_dir: Path) -> list[str]:
+    """One line per damaged file of a run that is still read (a results.json that is not ours, journal
+    lines that do not parse), naming the run's folder: the tables then rest on what could be read."""
+    run_dir = Path(run_dir)
+    notes = []
+    if (run_dir / RESULTS_JSON).is_file() and read_results_json(run_dir) is None:
+        notes.append(f"{run_dir}: {RESULTS_JSON} is unreadable or not a results file; the tables use the samples")
+    if (run_dir / JOURNAL).exists() and (note := read_journal_report(run_dir).note()):
+        notes.append(f"{run_dir}: {note} of {JOURNAL}")
+    return notes
+
+
 def read_summary(run_dir: Path) -> dict:
     """A run's per-category and overall numbers: results.json's when present (no rows are read),
     else the same summary computed from the rows."""
@@ -132,7 +145,7 @@ def read_run(run_dir: Path) -> tuple[RunInfo, pd.DataFrame]:
     dataset = identity.get("key") or identity.get("manifest_sha256") or UNKNOWN_DATASET
     info = RunInfo(
         path=run_dir,
-        run_name=str(meta.get("run_name") or run_dir.name),
+        run_name=run_dir.name or str(meta.get("run_name")),  # the folder the user sees, not the stored name
         model=str(meta.get("model") or _first(frame, "model", "?")),
         harness=str(meta.get("harness") or _first(frame, "harness", "?"))
         + (f" [{meta['variant']}]" if meta.get("variant") else "")  # e.g. TimeSage's mode, skills, judge
@@ -224,9 +237,10 @@ def load_results(run_dirs: list[Path]) -> tuple[pd.DataFrame, list[RunInfo], lis
     for run_dir in run_dirs:
         try:
             info, frame = read_run(Path(run_dir))
-        except (OSError, ValueError) as exc:
-            warnings.append(f"skipped {run_dir}: {exc}")
+        except (OSError, ValueError) as exc:  # pyarrow's errors for a truncated parquet are both
+            warnings.append(f"skipped {run_dir}: {' '.join(str(exc).split())[:200]}")
             continue
+        warnings.extend(file_problems(Path(run_dir)))
         infos.append(info)
         frames.append(frame)
         if note := summary_mismatch(info, frame):
@@ -244,9 +258,9 @@ def load_results(run_dirs: list[Path]) -> tuple[pd.DataFrame, list[RunInfo], lis
     infos, frames = _split_by_settings(infos, frames)
     datasets = sorted({i.dataset for i in infos})
     if len(datasets) > 1:
-        listed = ", ".join(d[:12] for d in datasets)
+        listed = ", ".join(datasets)  # whole keys: family/seed/split/hash, the hash alone tells none apart
         warnings.append(
-            f"runs were evaluated on {len(datasets)} different datasets (manifest {listed}); "
+            f"runs were evaluated on {len(datasets)} different datasets ({listed}); "
             "they are kept in separate tables and never compared"
         )
     by_config: dict[tuple, list[str]] = {}

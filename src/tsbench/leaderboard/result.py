@@ -12,6 +12,7 @@ from tsbench.tasks.base import Column
 
 from .columns import is_choice
 from .load import CONFIG_KEY, RunInfo
+from .paper_rows import OOM_MARK
 
 INCOMPLETE = "†"
 DASH = "—"
@@ -20,7 +21,8 @@ NOT_RUN = "n/a"  # a figure cell whose category was not run at that length
 
 # The one legend: every renderer (Markdown, HTML, terminal, figures) marks things this way.
 LEGEND = (
-    "MCQ columns give accuracy and macro-F1 (the paper reports macro-F1); Localize columns give each task's "
+    "MCQ columns give accuracy and macro-F1 (the AnomalyXL paper reports macro-F1; TimeMaster's TimerBed table "
+    "reports accuracy only); Localize columns give each task's "
     "primary score. Values are unweighted means over scored (id, epoch) rows; error rows are left out and "
     "counted under Cost and Failures. Bold = best, underline = second-best among complete cells of models on the "
     "same dataset (reference policies are shown and never ranked); "
@@ -194,6 +196,8 @@ def display_cell(result: LeaderboardResult, dataset: str, config: tuple, column:
     if cell is None:
         # Absent but run by another configuration on this dataset: a gap, so incomplete.
         return DisplayCell(DASH, "", "", result.count(dataset, column.category) is not None, 0)
+    if bool(cell.get("oom", False)):
+        return DisplayCell(OOM_MARK, "", "", bool(cell["incomplete"]), int(cell["n_scored"]))
     source = "f1" if column.part == "f1" else "mean"
     interval = fmt_ci(cell[f"{source}_lo"], cell[f"{source}_hi"])
     if interval and bool(cell.get("small_n", False)):

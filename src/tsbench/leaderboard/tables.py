@@ -36,6 +36,7 @@ from tsbench.tasks.base import Column
 
 from .columns import columns_for, is_choice
 from .load import CONFIG_KEY
+from .paper_rows import OOM_ERROR
 from .stats import (
     bootstrap_macro_f1_ci,
     bootstrap_mean_of_means,
@@ -61,6 +62,7 @@ CELL_COLUMNS = CONFIG_KEY + [
     "f1_hi",
     "run_complete",
     "reference",
+    "oom",
 ]
 
 
@@ -103,8 +105,10 @@ def _cell(column: Column | None, group: pd.DataFrame, n_boot: int, seed: int) ->
         "f1": np.nan,
         "f1_lo": np.nan,
         "f1_hi": np.nan,
+        # Out of memory at some of its lengths: no number, the cell reads OOM* (the paper's Table 1).
+        "oom": bool((group["error_type"] == OOM_ERROR).any()),
     }
-    if scored.empty:
+    if scored.empty or out["oom"]:
         return out
     scores = scored["score"].astype(float).to_numpy()
     if column is not None and column.mean_metric:

@@ -162,18 +162,29 @@ def sections(b: Boards) -> list[Section]:
     return out
 
 
+def _period_ticks(ax, indices: pd.Series) -> None:
+    """Ticks at the periods themselves (one period never reads 1.900 ... 2.100), half a period of room."""
+    periods = sorted(int(p) for p in indices.unique())
+    if len(periods) <= 12:
+        ax.set_xticks(periods)
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlim(periods[0] - 0.5, periods[-1] + 0.5)
+
+
 def _period_figure(b: Boards) -> dict[str, bytes] | None:
     if b.by_period.empty:
         return None
     fig = Figure(figsize=(7.5, 3.6), layout="constrained")
     ax = fig.add_subplot(1, 1, 1)
     for config, part in b.by_period.groupby("config", sort=True):
-        ax.plot(part["period_index"], part["overall"], marker="o", label=config)
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.plot(part["period_index"], part["overall"], marker="o", label=config, clip_on=False)
+    _period_ticks(ax, b.by_period["period_index"])
     ax.set_xlabel("period index (1 = oldest)")
-    ax.set_ylabel("overall score")
+    ax.set_ylabel("overall score (0-100, the paper's scale)")
     ax.set_ylim(0, 100)
-    ax.legend(fontsize=7, loc="lower left")
+    ax.set_title("TimeSage overall score by period (like the paper's Fig. 7)", fontsize=10)
+    fig.legend(fontsize=7, loc="outside lower center", frameon=False)
     return render(fig)
 
 
@@ -188,7 +199,7 @@ def _seq_figure(b: Boards) -> dict[str, bytes] | None:
         ax.plot(part["period_index"], part["overall_independent"], marker="o", label="independent")
         ax.plot(part["period_index"], part["overall_sequential"], marker="s", label="sequential")
         ax.set_title(pair, fontsize=9)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        _period_ticks(ax, part["period_index"])
         ax.set_ylim(0, 100)
         ax.legend(fontsize=7)
     return render(fig)
@@ -202,7 +213,7 @@ def _skills_figure(b: Boards) -> dict[str, bytes] | None:
     for config, part in b.skills.groupby("config", sort=True):
         rates.plot(part["period_index"], 100 * part["induction_rate"], marker="o", label=f"induction: {config}")
         rates.plot(part["period_index"], 100 * part["reuse_rate"], marker="s", ls="--", label=f"reuse: {config}")
-    rates.xaxis.set_major_locator(MaxNLocator(integer=True))
+    _period_ticks(rates, b.skills["period_index"])
     rates.set_xlabel("period index")
     rates.set_ylabel("% of periods")
     rates.legend(fontsize=6)

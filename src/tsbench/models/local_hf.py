@@ -251,6 +251,16 @@ class LocalHFModel:
             encoded = self.tokenizer(text, return_tensors="pt")
         return encoded, notes
 
+    @property
+    def context_tokens(self) -> int | None:
+        """The model's context (max_position_embeddings): budgets such as single-pass text fit it."""
+        return getattr(self.model.config, "max_position_embeddings", None) if self.model is not None else None
+
+    def count_tokens(self, messages: list[Message]) -> int:
+        """The prompt's length in tokens, chat template and generation prompt included."""
+        with self._lock:
+            return int(self._prompt_ids(messages)[0]["input_ids"].shape[1])
+
     def _eos_ids(self) -> set[int]:
         eos = self.model.generation_config.eos_token_id
         if eos is None:

@@ -25,6 +25,7 @@ from typing import Any
 import openai
 
 from tsbench.models.base import Completion, Message, ModelError, TaskInfo, ToolCall
+from tsbench.models.context import server_context_tokens
 from tsbench.models.endpoint import (  # noqa: F401
     DEFAULT_OPENAI_BASE_URL,
     PLACEHOLDER_API_KEY,
@@ -56,7 +57,8 @@ def message_payload(message: Message) -> dict[str, Any]:
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
             for c in message.tool_calls
         ]
-        return {"role": message.role, "content": message.content or None, "tool_calls": calls}
+        # "" rather than null: OpenAI takes either, llama.cpp's server rejects a null content.
+        return {"role": message.role, "content": message.content or "", "tool_calls": calls}
     if not message.images:
         return {"role": message.role, "content": message.content}
     parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
@@ -157,6 +159,7 @@ class OpenAIChatModel:
         name: str | None = None,
         api_key_env: str | None = None,
         price: str | tuple[float, float] | None = None,
+        context_tokens: int | None = None,
     ):
         self.model_name = model_name
         self.name = name or f"openai/{model_name}"
@@ -166,11 +169,21 @@ class OpenAIChatModel:
         self.timeout_s = timeout_s
         self.price = parse_price(price)  # the user's ($/1M in, $/1M out); else list prices at OpenAI only
         self.endpoint = f"{self.base_url}/chat/completions"
+        self._context_tokens = int(context_tokens) if context_tokens else None
+        self._context_asked = self._context_tokens is not None or is_openai_endpoint(self.base_url)
         key = api_key_for(self.base_url, api_key=api_key, api_key_env=api_key_env)
         self._sent_no_key = key == PLACEHOLDER_API_KEY
         self._client = openai.OpenAI(api_key=key, base_url=self.base_url, timeout=timeout_s, max_retries=0)
         if not is_openai_endpoint(self.base_url):  # the client adds OPENAI_ORG_ID / OPENAI_PROJECT_ID headers
             self._client.organization = self._client.project = None
+
+    @property
+    def context_tokens(self) -> int | None:
+        """Declared (`-M context_tokens=N`), else what the server's /v1/models says (asked once), else None."""
+        if not self._context_asked:
+            self._context_asked = True
+            self._context_tokens = server_context_tokens(self.base_url, self.model_name, self._client.api_key)
+        return self._context_tokens
 
     def _request(
         self,

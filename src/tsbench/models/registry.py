@@ -26,6 +26,7 @@ OPENAI_OPTIONS = {
     "extra_body",
     "max_attempts",
     "retry_delay_s",
+    "context_tokens",
 }
 VLLM_OPTIONS = OPENAI_OPTIONS | {"port", "extra_args", "startup_timeout_s"}
 LOCAL_OPTIONS = {"device", "dtype", "max_new_tokens", "seed"}
@@ -93,8 +94,10 @@ def _vllm(name: str, opts: dict[str, Any]) -> ChatModel:
 def _local(name: str, opts: dict[str, Any]) -> ChatModel:
     check("torch", "transformers", "safetensors", extra="local", what="a local/ model")
     from tsbench.models.local_hf import LocalHFModel
+    from tsbench.models.local_vlm import LocalVLMModel, names_vision_language
 
-    return LocalHFModel(name, name=f"local/{name}", **_options_for("local", LOCAL_OPTIONS, opts))
+    model_class = LocalVLMModel if names_vision_language(name) else LocalHFModel  # images reach a VLM as pixels
+    return model_class(name, name=f"local/{name}", **_options_for("local", LOCAL_OPTIONS, opts))
 
 
 # name -> a (model name, options) -> ChatModel function; plugins' providers (`provider.<name>` entry
@@ -105,6 +108,8 @@ PROVIDERS = Registry(
         "openai": _openai,
         "vllm": _vllm,
         "local": _local,
+        "tslm": "tsbench.models.tslm.provider:build_model",  # trained TSLM run dirs (sft-baseline --model tslm/<arch>)
+        "toto": "tsbench.models.tslm.toto:build_model",  # Toto-1.0-QA checkpoints (checks only, see the module)
     },
 )
 ProviderFn = Callable[[str, dict[str, Any]], ChatModel]
@@ -117,4 +122,7 @@ def get_model(spec: str, **opts: Any) -> ChatModel:
         build: ProviderFn = PROVIDERS.load(provider)
         return build(name, opts)
     known = ", ".join(f"{p}/" for p in PROVIDERS)
-    raise ValueError(f"unknown model provider {provider!r} in {spec!r}; use one of {known} or a bare OpenAI model name")
+    raise ValueError(
+        f"unknown model provider {provider!r} in {spec!r}; use one of {known} or a bare OpenAI model name, "
+        "or a reference policy: scripted/, classical/, detector/"
+    )

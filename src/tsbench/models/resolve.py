@@ -29,6 +29,10 @@ def resolve_model(spec: str) -> ModelSource:
         if name == SMOLLM2_NAME:
             cache_dir, _ = ensure_smollm2_cache()
             return ModelSource(str(cache_dir), None, SMOLLM2_NAME, True)
+        if name == "tiny-random-vlm":  # a random Qwen2.5-VL for CPU smoke runs (models/local_vlm.py)
+            from tsbench.models.local_vlm import ensure_tiny_vlm
+
+            return resolve_model(f"local/{ensure_tiny_vlm()}")
         path = Path(name).expanduser()
         if (path / "adapter_config.json").is_file():
             base = json.loads((path / "adapter_config.json").read_text()).get("base_model_name_or_path") or ""

@@ -207,6 +207,11 @@ class VLLMChatModel:
             self.close()
             raise
 
+    @property
+    def context_tokens(self) -> int | None:
+        """The server's max_model_len (or a declared context_tokens): the single-pass text budget fits it."""
+        return self.client.context_tokens
+
     def generate(
         self,
         messages: list[Message],

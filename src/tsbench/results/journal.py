@@ -1,4 +1,9 @@
-"""The crash-safe journal: one JSON line per finished (id, epoch), flushed and fsync'd.
+"""The crash-safe journal: one JSON line per finished (id, epoch), written through to the OS at once.
+
+`append` returns only once the whole line is in the kernel's page cache (an unbuffered write), so a
+killed process (Ctrl-C, kill -9, a crash) loses no finished row. fsync, which only matters if the
+machine itself goes down, is batched: at most every `FSYNC_EVERY_S` seconds or `FSYNC_EVERY_ROWS`
+rows, and at close; an fsync per row was a measurable share of a fast run's per-row cost.
 
 A later line for the same key supersedes an earlier one (an error row replaced on resume). The
 reader is the only one in the project: eval, train, TimeClaw and the leaderboard all use it, so a
@@ -9,10 +14,14 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tsbench.results.schema import COLUMN_NAMES, JOURNAL, is_record, key_of
+
+FSYNC_EVERY_S = 1.0
+FSYNC_EVERY_ROWS = 64
 
 
 class Journal:
@@ -22,6 +31,8 @@ class Journal:
         self.path = Path(run_dir) / JOURNAL
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = None
+        self._unsynced = 0
+        self._synced_at = time.monotonic()
 
     def append(self, record: dict) -> None:
         missing = set(COLUMN_NAMES) - set(record)
@@ -36,7 +47,9 @@ class Journal:
         try:
             while data:
                 data = data[self._fh.write(data) :]
-            os.fsync(self._fh.fileno())
+            self._unsynced += 1
+            if self._unsynced >= FSYNC_EVERY_ROWS or time.monotonic() - self._synced_at >= FSYNC_EVERY_S:
+                self.sync()
         except OSError as exc:  # a full disk: cut the torn line, so the journal stays whole for resume
             os.ftruncate(self._fh.fileno(), start)
             raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
@@ -52,8 +65,15 @@ class Journal:
         self._fh.close()
         self._fh = open(self.path, "ab", buffering=0)  # unbuffered: a failed write leaves nothing behind
 
+    def sync(self) -> None:
+        """fsync what was appended (also done by `close`)."""
+        if self._fh is not None and self._unsynced:
+            os.fsync(self._fh.fileno())
+        self._unsynced, self._synced_at = 0, time.monotonic()
+
     def close(self) -> None:
         if self._fh is not None:
+            self.sync()
             self._fh.close()
             self._fh = None
 

@@ -17,6 +17,10 @@ BUILTIN = {
     "arfbench": "tsbench.tasks.arfbench.taskset:ARFBench",
     "timerbed": "tsbench.tasks.timerbed.taskset:TimerBed",
     "timesage": "tsbench.tasks.timesage.taskset:TimeSage",
+    "cik": "tsbench.tasks.cik.taskset:CiK",
+    "tsrbench": "tsbench.tasks.tsrbench.taskset:TSRBench",
+    "tsaia": "tsbench.tasks.tsaia.taskset:TSAIA",
+    "trend": "tsbench.tasks.trend.taskset:Trend",
 }
 # Plugins add `family.<name>` entry points to the `tsbench.plugins` group (see tsbench.core.registry).
 FAMILIES = Registry("family", BUILTIN, direct=True)

@@ -34,6 +34,20 @@ def values_from_cell(cell: pa.ListScalar, n_channels: int, length: int) -> np.nd
     return cell.values.flatten().to_numpy(zero_copy_only=False).reshape(n_channels, length)
 
 
+def _is_float(dtype: pa.DataType) -> bool:
+    while pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_fixed_size_list(dtype):
+        dtype = dtype.value_type
+    return pa.types.is_floating(dtype)
+
+
+def writer_options(schema: pa.Schema) -> dict[str, Any]:
+    """ParquetWriter options for series files: float columns (the series) are written PLAIN, with no
+    dictionary (random floats never repeat: building one cost most of the write and made files larger)
+    and no min/max statistics (nothing filters on them); the other columns keep both."""
+    others = [f.name for f in schema if not _is_float(f.type)]
+    return {"use_dictionary": others, "write_statistics": others}
+
+
 class SeriesWriter:
     """Appends rows to one parquet file; a row group holds about `group_bytes` of values.
     Subclasses set `schema`, `compression`, `group_bytes` and turn pending items into columns."""
@@ -45,7 +59,9 @@ class SeriesWriter:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._writer = pq.ParquetWriter(self.path, self.schema, compression=self.compression)
+        self._writer = pq.ParquetWriter(
+            self.path, self.schema, compression=self.compression, **writer_options(self.schema)
+        )
         self._pending: list[Any] = []
         self._bytes = 0
         self.rows = 0

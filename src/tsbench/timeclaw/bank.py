@@ -245,25 +245,29 @@ def recall(
     channel_names: list[str],
     values,
     options: list[str] | None = None,
+    timestamps=None,
+    descriptor: str | None = None,
     top_k: int = TOP_K,
     pool: int = POOL_N,
     family_filter: bool = False,
     exclude_self: bool = True,
     embedder: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """Retrieve precedents for one task: (prompt prefix, transcript event)."""
+    """Retrieve precedents for one task: (prompt prefix, transcript event). `timestamps` (seconds) feed
+    the fingerprint's irregular-sampling feature; `descriptor` is the family's c_tau (Appendix C), which
+    replaces the generic one built from the other fields."""
     from tsbench.timeclaw.embed import context_descriptor, get_embedder
     from tsbench.timeclaw.fingerprint import fingerprint
 
     bank = load_bank(bank_path)
-    psi = fingerprint(values)
+    psi = fingerprint(values, timestamps)
     name = embedder or bank.embedder
     phi = None
     if name != "none" and bank.has_phi.any():
         encoder = get_embedder(name)
         if encoder is not None:
-            descriptor = context_descriptor(category, regime, channel_names, question, options)
-            phi = encoder.embed([descriptor])[0]
+            text = context_descriptor(category, regime, channel_names, question, options, descriptor=descriptor)
+            phi = encoder.embed([text])[0]
     precedents = bank.retrieve(
         psi,
         phi,

@@ -8,12 +8,19 @@ one record (the best-scoring episode per task id across the runs given): psi fro
 phi from the descriptor of the task the harness saw, the trajectory from the transcript without
 any assistant text, and a rationale and summary built from it. A row without a series (a
 file-only task) has no fingerprint and is left out.
+
+The rationale is the paper's (§3.4, Appendix I): with `rationale_model`, the model is shown each
+training task, its trajectory and the correct answer (the family's `sft_target` of the gold) and
+writes the transferable explanation (the contextual cue and the analytical rule) in a
+<context_to_action> block, which is what the bank stores. Without one, a template naming the tools
+used stands in (and the summary says so).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -112,12 +119,16 @@ def build_memory(
     data: list[str] | None = None,
     append: bool = False,
     include_test_split: bool = False,
+    rationale_model=None,
+    rationale_max_tokens: int | None = 512,
 ) -> Path:
     """Write a bank of the runs' successful episodes to `out`; returns its path.
 
     `from_runs`: one run dir or several. `embedder`: "minilm" (offline, default), "openai/<model>"
     or "none". `data`: dataset files to read the series from, when the runs' recorded paths moved.
     `append`: add to an existing bank at `out` (a task id already there is replaced).
+    `rationale_model`: a ChatModel shown each task with its correct answer, whose explanation is stored
+    as the record's rationale (see the module doc).
     """
     runs = _as_list(from_runs)
     chosen = successful_rows(runs, min_score, include_test_split)
@@ -134,7 +145,11 @@ def build_memory(
                 if sample.task.values is None or not sample.task.length:
                     log.warning("%s: row %s has no series to fingerprint; left out of the bank", run_dir, row["id"])
                     continue
-                records.append(_record(row, sample, family.memory_key(sample), str(run_dir)))
+                rationale = None
+                if rationale_model is not None:
+                    answer = family.sft_target(sample.task.category, sample.gold)
+                    rationale = write_rationale(rationale_model, row, sample, answer, rationale_max_tokens)
+                records.append(_record(row, sample, family.memory_key(sample), str(run_dir), rationale))
     encoder = get_embedder(embedder)
     if records and encoder is not None:
         vectors = encoder.embed([r["descriptor"] for r in records])
@@ -151,14 +166,50 @@ def build_memory(
     return MemoryBank(frame).save(out)
 
 
-def _record(result: dict, sample: Sample, key: str, run: str) -> dict:
+RATIONALE_PROMPT = """You solved the time-series task below during memory building. You are now shown its
+correct answer. Explain, in two to four sentences, the contextual cue and the analytical rule that lead
+from this task's context and series to the correct answer, phrased so that it transfers to similar tasks
+(e.g. "a snowstorm scenario implies a sharp rise in electricity demand"). Do not restate the answer's
+numbers. Reply with the explanation inside <context_to_action> ... </context_to_action>.
+
+Task:
+{question}
+
+Your analysis steps (tool calls and observations):
+{steps}
+
+Correct answer:
+{answer}"""
+_BLOCK = re.compile(r"<\s*context_to_action\s*>(.*?)(?:<\s*/\s*context_to_action\s*>|$)", re.S | re.I)
+
+
+def write_rationale(model, result: dict, sample: Sample, answer: str, max_tokens: int | None = 512) -> str:
+    """The model's <context_to_action> explanation of one solved task, shown its correct answer."""
+    from tsbench.models.base import Message
+    from tsbench.timeclaw.bank import _step_text
+
+    steps = trajectory_steps(transcript_events(result))
+    shown = "\n".join(f"- {_step_text(step, 200)}" for step in steps[:12]) or "- (answered without tools)"
+    prompt = (
+        RATIONALE_PROMPT.replace("{question}", sample.task.question[:6000])
+        .replace("{steps}", shown)
+        .replace("{answer}", answer[:2000])
+    )
+    reply = model.generate([Message("user", prompt)], max_tokens=max_tokens, task=sample.task.info()).text or ""
+    found = _BLOCK.search(reply)
+    text = (found.group(1) if found else reply).strip()
+    return " ".join(text.split())[:1500]
+
+
+def _record(result: dict, sample: Sample, key: str, run: str, rationale: str | None = None) -> dict:
     """One bank record from a results row and the sample it played; the descriptor is built from
     the task exactly as `recall` builds a query's, so build and retrieval embed the same text."""
     task = sample.task
     steps = trajectory_steps(transcript_events(result))
     score = float(result["score"])
     n_channels = len(task.channel_names)
-    rationale = make_rationale(task.category, n_channels, task.length, score, steps)
+    if not rationale:
+        rationale = make_rationale(task.category, n_channels, task.length, score, steps)
     return {
         "id": task.row_id,
         "source_id": key,
@@ -166,8 +217,15 @@ def _record(result: dict, sample: Sample, key: str, run: str) -> dict:
         "regime": task.regime,
         "length": task.length,
         "n_channels": n_channels,
-        "descriptor": context_descriptor(task.category, task.regime, task.channel_names, task.question, task.options),
-        "psi": [float(v) for v in fingerprint(task.values)],
+        "descriptor": context_descriptor(
+            task.category,
+            task.regime,
+            task.channel_names,
+            task.question,
+            task.options,
+            descriptor=task.meta.get("memory_descriptor"),
+        ),
+        "psi": [float(v) for v in fingerprint(task.values, task.meta.get("time_s"))],
         "phi": None,
         "embedder": "none",
         "trajectory": json.dumps(steps, ensure_ascii=False),

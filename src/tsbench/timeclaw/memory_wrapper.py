@@ -24,6 +24,8 @@ def with_memory(task: EpisodeTask, cfg: HarnessConfig) -> tuple[EpisodeTask, dic
         channel_names=task.channel_names,
         values=task.values,
         options=task.options,
+        timestamps=task.meta.get("time_s"),
+        descriptor=task.meta.get("memory_descriptor"),
         top_k=cfg.top_k,
         pool=cfg.memory_pool,
         family_filter=cfg.memory_family_filter,

@@ -9,6 +9,9 @@
   model itself), `VLLMColocate` (TRL's in-process vLLM, weights synced by TRL) or `VLLMServer`
   (`trl vllm-serve`, weights synced by TRL). `Batcher` lets the episode threads share one backend.
 * `PolicyAgent` is one episode's ChatModel: it keeps that episode's turns for the loss.
+* A vision-language policy (`ChatTokens(tokenizer, processor)`): the first prompt's images go through
+  the processor (models/local_vlm.py `encode_messages`), its pixel inputs ride on every request of the
+  episode, and the episode keeps the conversation and images TRL re-renders for the loss forward.
 """
 
 from __future__ import annotations
@@ -24,13 +27,15 @@ from typing import Any, Protocol
 from tsbench.models.base import Completion, Message, ModelError, TaskInfo
 
 _MARK = "\u2063TSBENCH-REPLY\u2063"  # stands in for a reply when reading the template's tail
+_REASONING_PROBE = "tsbench-reasoning-probe"  # reasoning text whose survival in a rendered history is checked
 
 
 class ChatTokens:
     """Token ids for a first prompt, and for what follows a generated reply."""
 
-    def __init__(self, tokenizer: Any):
+    def __init__(self, tokenizer: Any, processor: Any = None):
         self.tokenizer = tokenizer
+        self.processor = processor
         self.has_template = bool(getattr(tokenizer, "chat_template", None))
         self.eos_ids = eos_token_ids(tokenizer)
 
@@ -43,11 +48,29 @@ class ChatTokens:
     def _encode(self, text: str, *, special: bool) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=special)["input_ids"])
 
+    def first_prompt_vision(self, messages: Sequence[Message]) -> tuple[list[int], Any]:
+        """A first prompt's ids and, for a vision-language policy, its `Encoded` (None for a text policy)."""
+        if self.processor is None:
+            if any(m.images for m in messages):
+                raise ModelError("bad_request", "a text-only policy cannot see images (train a vision-language model)")
+            return self.first_prompt(messages), None
+        from tsbench.models.local_vlm import encode_messages
+
+        first_user = next((i for i, m in enumerate(messages) if m.role == "user"), None)
+        if any(m.images for i, m in enumerate(messages) if i != first_user):  # TRL's loss puts them there only
+            raise ModelError("bad_request", "images outside the first user message are not trained on")
+        encoded = encode_messages(self.processor, list(messages))
+        return encoded.ids, encoded
+
     def first_prompt(self, messages: Sequence[Message]) -> list[int]:
         return self._encode(self._render(_chat(messages), True), special=not self.has_template)
 
     def continuation(self, reply_ids: Sequence[int], new_messages: Sequence[Message]) -> list[int]:
         """Ids that close a reply and add the new messages plus the next generation prompt."""
+        if any(m.images for m in new_messages):
+            raise ModelError(
+                "bad_request", "images after the first prompt are not trained on (use a single-pass harness)"
+            )
         dummy = [
             {"role": "system", "content": "S"},
             {"role": "user", "content": "U"},
@@ -66,6 +89,21 @@ class ChatTokens:
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+
+    def keeps_earlier_reasoning(self) -> bool:
+        """Does a later prompt, as the template renders it, still show an earlier reply's reasoning?
+
+        Training extends each prompt by the reply's ids as generated, so the policy learns later turns
+        with its earlier reasoning in view; an eval that re-renders the history through a template that
+        drops it (Qwen3-style) shows the model a different context than it was trained on."""
+        if not self.has_template:
+            return True
+        chat = [
+            {"role": "user", "content": "U1"},
+            {"role": "assistant", "content": f"<think>{_REASONING_PROBE}</think>A1"},
+            {"role": "user", "content": "U2"},
+        ]
+        return _REASONING_PROBE in self._render(chat, True)
 
 
 def _chat(messages: Sequence[Message]) -> list[dict[str, str]]:
@@ -97,6 +135,7 @@ class Request:
     max_new_tokens: int
     temperature: float
     seed: int
+    vision: dict[str, Any] = field(default_factory=dict)  # the processor's pixel inputs for these ids (a VLM)
 
 
 @dataclass
@@ -130,6 +169,7 @@ class HFBackend:
             ids[row, width - len(r.prompt_ids) :] = torch.tensor(r.prompt_ids, dtype=torch.long)
             mask[row, width - len(r.prompt_ids) :] = 1
         temperature = requests[0].temperature
+        vision = batch_vision([r.vision for r in requests], [len(r.prompt_ids) for r in requests], width)
         config = GenerationConfig(
             max_new_tokens=max(r.max_new_tokens for r in requests),
             do_sample=temperature > 0,
@@ -138,6 +178,8 @@ class HFBackend:
             top_p=1.0 if temperature > 0 else None,
             pad_token_id=self.pad_id,
             eos_token_id=sorted(self.eos_ids) or None,
+            # a sampled image token would not match the image features in the loss forward (as TRL does)
+            suppress_tokens=vision_token_ids(self.model) or None,
         )
         digest = hashlib.sha256(repr(sorted(r.seed for r in requests)).encode()).digest()
         torch.manual_seed(int.from_bytes(digest[:4], "little"))
@@ -145,9 +187,45 @@ class HFBackend:
         mixed = device.type == "cuda" and next(self.model.parameters()).dtype == torch.float32
         with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16, enabled=mixed):
             out = self.model.generate(
-                input_ids=ids.to(device), attention_mask=mask.to(device), generation_config=config
+                input_ids=ids.to(device),
+                attention_mask=mask.to(device),
+                generation_config=config,
+                **{k: v.to(device) for k, v in vision.items()},
             )
         return [Reply(cut_at_eos(g, self.eos_ids, r.max_new_tokens)) for g, r in zip(out[:, width:].tolist(), requests)]
+
+
+def vision_token_ids(model: Any) -> list[int]:
+    """A VLM's image and video placeholder ids (never to be generated); [] for a text model."""
+    config = getattr(model, "config", None)
+    ids = [getattr(config, key, None) for key in ("image_token_id", "video_token_id", "image_token_index")]
+    return sorted({int(i) for i in ids if isinstance(i, int)})
+
+
+def batch_vision(inputs: list[dict[str, Any]], lengths: list[int], width: int) -> dict[str, Any]:
+    """The requests' pixel inputs as one batch, as TRL batches them for its loss: per-image tensors
+    concatenated along the first axis; per-token ones (of the first prompt) zero-extended to each
+    request's prompt length (a later turn's ids add no image) and left-padded to `width`."""
+    import torch
+
+    if not any(inputs):
+        return {}
+    if not all(inputs):
+        raise ValueError("a batch mixes requests with and without images")
+    from tsbench.models.local_vlm import PER_TOKEN_KEYS
+
+    out = {}
+    for key in inputs[0]:
+        parts = [x[key] for x in inputs]
+        if key in PER_TOKEN_KEYS:
+            padded = torch.zeros((len(parts), width), dtype=parts[0].dtype)
+            for row, (part, length) in enumerate(zip(parts, lengths)):
+                start = width - length
+                padded[row, start : start + part.shape[-1]] = part.reshape(-1)
+            out[key] = padded
+        else:
+            out[key] = torch.cat(parts, dim=0)
+    return out
 
 
 class VLLMColocate:
@@ -333,6 +411,7 @@ class PolicyAgent:
     seed: int = 0
     name: str = "policy"
     turns: list[Turn] = field(default_factory=list)
+    vision: Any = None  # the first prompt's `Encoded` (a vision-language policy): images, conversation, pixels
     _history: list[tuple[str, str]] = field(default_factory=list)
 
     def generate(
@@ -345,7 +424,7 @@ class PolicyAgent:
     ) -> Completion:
         started = time.perf_counter()
         if not self.turns:
-            prompt = self.chat.first_prompt(messages)
+            prompt, self.vision = self.chat.first_prompt_vision(messages)
         else:
             if [(m.role, m.content) for m in messages[: len(self._history)]] != self._history:
                 raise RuntimeError("the conversation changed between turns; its token ids would no longer match")
@@ -362,7 +441,9 @@ class PolicyAgent:
                 f"context full: a prompt of {len(prompt)} tokens leaves no room under max_seq_len {self.max_seq_len}",
             )
         temp = self.temperature if temperature is None else temperature
-        reply = self.batcher.generate(Request(prompt, limit, temp, (self.seed + 7919 * len(self.turns)) % 2**31))
+        seed = (self.seed + 7919 * len(self.turns)) % 2**31
+        pixels = self.vision.inputs if self.vision is not None else {}
+        reply = self.batcher.generate(Request(prompt, limit, temp, seed, pixels))
         text = self.chat.decode(reply.ids)
         self.turns.append(Turn(prompt, list(reply.ids), reply.logprobs))
         self._history = [(m.role, m.content) for m in messages] + [("assistant", text)]

@@ -13,6 +13,7 @@ is cut by the context, or, with the prompt alone over it, the episode fails befo
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Any
 
 from tsbench.core.errors import UserError
@@ -51,8 +52,28 @@ def first_prompt_tokens(cfg: Any, tokenizer: Any) -> int:
     return probe.tokens or 0
 
 
+def check_reasoning_history(cfg: Any, tokenizer: Any) -> str | None:
+    """A multi-turn run whose template drops earlier reasoning trains on contexts eval never shows:
+    refused under `reasoning_history = "refuse"`, else the warning line returned (None when they match)."""
+    if cfg.harness not in KERNEL_HARNESSES or cfg.harness_config.max_turns <= 1:
+        return None
+    if ChatTokens(tokenizer).keeps_earlier_reasoning():
+        return None
+    line = (
+        f"{cfg.policy.model}'s chat template drops earlier replies' reasoning: training extends each turn by the "
+        f"reply as generated (reasoning included), so {cfg.harness}'s later turns will see less in eval than in training"
+    )
+    if cfg.rollout.reasoning_history == "refuse":
+        raise UserError(f"{line} (reasoning_history = refuse; set as-generated to train anyway)")
+    return line
+
+
 def check_context(cfg: Any, tokenizer: Any) -> None:
-    """One line (exit 2) when the first prompt and one reply do not fit `max_seq_len`."""
+    """One line (exit 2) when the first prompt and one reply do not fit `max_seq_len`; a warning on stderr
+    when train and eval contexts will differ (`check_reasoning_history`)."""
+    warning = check_reasoning_history(cfg, tokenizer)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     prompt = first_prompt_tokens(cfg, tokenizer)
     reply = cfg.harness_config.max_tokens or 1
     if prompt + reply > cfg.max_seq_len:

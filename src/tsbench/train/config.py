@@ -14,11 +14,13 @@ from pathlib import Path
 from tsbench.core.errors import UserError
 from tsbench.core.tracking import check_targets
 from tsbench.harness.episode import HarnessConfig
+from tsbench.models.tslm.settings import TSLMSettings
 from tsbench.tasks.base import TrainingRequest
 
 REWARDS = ("anomalyxl", "composite")
 LOSSES = ("dr_grpo", "grpo")
 ENGINES = ("hf", "vllm-colocate", "vllm-server")
+REASONING_HISTORY = ("as-generated", "refuse")
 # TRL's vLLM importance-sampling modes (trl GRPOConfig vllm_importance_sampling_mode), and "none": no correction
 IMPORTANCE_SAMPLING = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask", "none")
 CURRICULUM_FRACTION = 220 / 300  # anomaly-free cases withheld for the first 220 of 300 steps
@@ -84,7 +86,7 @@ class RewardConfig:
     hard_weight: float = 0.9
     """composite: weight of the hard (class) reward."""
     soft_weight: float | None = None
-    """composite: weight of the judge's soft reward [1 with --judge, else 0]."""
+    """composite: weight of the judge's soft reward [0.5 with --judge (TimeMaster's public code), else 0]."""
     judge: str | None = None
     """composite: the soft reward's LLM judge, provider/name (TimeMaster: GPT-4o)."""
     judge_base_url: str | None = None
@@ -92,7 +94,7 @@ class RewardConfig:
 
     @property
     def soft(self) -> float:
-        return self.soft_weight if self.soft_weight is not None else (1.0 if self.judge else 0.0)
+        return self.soft_weight if self.soft_weight is not None else (0.5 if self.judge else 0.0)
 
     def problems(self) -> list[str]:
         found = []
@@ -154,9 +156,15 @@ class RolloutConfig:
     the cap), token_mask, sequence_truncate, sequence_mask (TRL's default: zero-weights long episodes) or none."""
     importance_sampling_cap: float = 3.0
     """vLLM engines: the importance ratio's upper bound C_max (clipped by *_truncate, masked by *_mask)."""
+    reasoning_history: str = "as-generated"
+    """Multi-turn episodes extend the prompt by each reply's ids as generated, reasoning included. Where the chat
+    template drops earlier reasoning (Qwen3-style), eval's later turns will not show it: as-generated trains anyway
+    and warns; refuse stops the run before the policy loads."""
 
     def problems(self) -> list[str]:
         found = []
+        if self.reasoning_history not in REASONING_HISTORY:
+            found.append(f"reasoning_history must be one of {', '.join(REASONING_HISTORY)}")
         if self.engine not in ENGINES:
             found.append(f"--engine must be one of {', '.join(ENGINES)}")
         if self.rollout_workers < 1 or not 0 < self.vllm_gpu_memory <= 1:
@@ -331,11 +339,7 @@ class GRPOConfig:
                 "train-grpo plays depth 0: a sub-call's conversation is not a continuation of the policy's "
                 "token ids, so every sub-call would fail (set depth = 0)"
             )
-        if self.harness.endswith("-image"):
-            found.append(
-                f"--harness {self.harness} shows figures, but the policy trains as a text model "
-                "(TRL's loss gets no pixel values): use its text harness"
-            )
+        # -image harnesses: grpo.check_images refuses a text-only policy (it needs the model's config)
         if not self.harness_config.temperature or self.harness_config.temperature <= 0:
             found.append("training samples at a temperature > 0 (--temperature)")
         if self.save_every < 1 or self.keep_checkpoints < 1:
@@ -371,7 +375,8 @@ class GRPOConfig:
 
 SINGLE_PASS = "single-pass-text"
 RLM_TRAJECTORIES = "rlm-trajectories"
-FORMATS = (SINGLE_PASS, RLM_TRAJECTORIES)
+TIMEMASTER_TRACES = "timemaster-traces"  # <think>/<class> traces: TimeMaster's warm start (train/sft_timemaster.py)
+FORMATS = (SINGLE_PASS, RLM_TRAJECTORIES, TIMEMASTER_TRACES)
 
 
 def _sft_policy() -> PolicyConfig:
@@ -385,7 +390,7 @@ class SFTConfig:
     """`tsbench sft-baseline` for a language model; defaults are the paper's (Appendix C)."""
 
     format: str = SINGLE_PASS
-    """LMs: single-pass-text or rlm-trajectories."""
+    """LMs: single-pass-text, rlm-trajectories or timemaster-traces (JSONL files or teacher eval runs; VLMs too)."""
     family: str = "anomalyxl"
     """The task family whose rows (single-pass-text) and scorer (validation) SFT uses (name or module:attribute)."""
     data: list[str] = field(default_factory=list)
@@ -431,3 +436,4 @@ class SFTConfig:
     overwrite: bool = False
     """Replace an existing output dir."""
     policy: PolicyConfig = field(default_factory=_sft_policy)
+    tslm: TSLMSettings = field(default_factory=TSLMSettings)  # --model tslm/<arch> only ([sft.tslm])

@@ -135,8 +135,9 @@ def build_trainer(cfg: GRPOConfig, progress: ProgressFn | None = None) -> Run:
 
     from tsbench.train.budget import check_context
     from tsbench.train.periodic_eval import periodic_eval
-    from tsbench.train.policy import load_policy, source_tokenizer
+    from tsbench.train.policy import load_policy, source_is_vision_language, source_tokenizer
     from tsbench.train.rollouts import Environment
+    from tsbench.train.vision_trainer import vision_trainer_class
 
     state = PartialState(cpu=not torch.cuda.is_available())  # several CPU processes: gloo (MULTI_CPU)
     cfg.validate(state.num_processes)
@@ -155,25 +156,53 @@ def build_trainer(cfg: GRPOConfig, progress: ProgressFn | None = None) -> Run:
             f"--engine {cfg.rollout.engine} needs vLLM on a GPU machine (pip install 'tsbench[gpu]'); "
             "use --engine hf on CPU"
         )
+    check_images(cfg, source_is_vision_language(cfg.policy.model))
     check_context(cfg, source_tokenizer(cfg.policy.model))  # one line before any weights load
     out = cfg.run_dir()
     checkpoint = prepare_run_dir(cfg, out, state.is_main_process)
     policy = load_policy(cfg.policy, out, on_gpu=on_gpu)
-    env = Environment(cfg, policy.tokenizer, out, model_name=cfg.policy.model)
-    trainer = GRPOTrainer(
+    check_images(cfg, policy.processor is not None)
+    env = Environment(cfg, policy.tokenizer, out, model_name=cfg.policy.model, processor=policy.processor)
+    # a vision-language policy: the episodes' images reach TRL's loss forward (train/vision_trainer.py)
+    trainer_class, rollout = (
+        (vision_trainer_class(), {"environment": env}) if policy.processor else (GRPOTrainer, {"rollout_func": env})
+    )
+    trainer = trainer_class(
         model=policy.model,
         reward_funcs=env.functions,
         args=trl_args(cfg, out, env.weights, on_gpu=on_gpu, world=state.num_processes),
         train_dataset=dataset(env.keys()),
-        processing_class=policy.tokenizer,
+        processing_class=policy.processing_class,
         peft_config=policy.peft_config,
-        rollout_func=env,
+        **rollout,
         callbacks=[RunLog(out, env, policy.base_record, progress, start=step_of(checkpoint)), *evals],
     )
     for callback in evals:
         callback.attach(trainer, env)
     trainer.remove_callback(PrinterCallback)  # RunLog reports each step (metrics.parquet, the progress line)
     return Run(trainer, out, checkpoint, env, policy.base_record)
+
+
+IMAGE_HARNESSES = ("single-pass-image",)  # images in the first prompt: the only place a VLM's loss sees them
+OBSERVATION_IMAGE_HARNESSES = ("rlm-image", "tools-image")  # images arrive in later observations
+
+
+def check_images(cfg: GRPOConfig, vision_language: bool | None) -> None:
+    """Refuse, before any weights load, a run whose images the policy would never see in its loss
+    (`vision_language` None: the model's config is not readable yet; the checks wait for the weights)."""
+    shows_images = cfg.harness in IMAGE_HARNESSES + OBSERVATION_IMAGE_HARNESSES
+    if shows_images and vision_language is False:
+        raise UserError(
+            f"--harness {cfg.harness} shows the policy images, but {cfg.policy.model} is a text-only model: "
+            "train a vision-language model (e.g. Qwen2.5-VL) or use a text harness"
+        )
+    if vision_language and cfg.harness in OBSERVATION_IMAGE_HARNESSES:
+        raise UserError(
+            f"--harness {cfg.harness}: images in later observations are not trained on yet; "
+            "train a vision-language policy under single-pass-image"
+        )
+    if vision_language and cfg.rollout.engine != "hf":
+        raise UserError(f"--engine {cfg.rollout.engine} does not pass images to vLLM yet: use --engine hf for a VLM")
 
 
 def trl_args(cfg: GRPOConfig, out: Path, reward_weights: list[float], *, on_gpu: bool, world: int) -> Any:

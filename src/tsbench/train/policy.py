@@ -10,6 +10,9 @@ an SFT adapter (a warm start) the adapter is folded into its base ONCE and saved
 Out: checkpoints and the final model are Hugging Face directories that `local/<dir>` loads; an
 adapter names a base `resolve_model` finds offline ("smollm2-135m", an absolute directory, or a
 cached hub snapshot).
+A vision-language model (any image-text-to-text model, e.g. Qwen2.5-VL) loads through
+AutoModelForImageTextToText with its processor, which is then TRL's `processing_class`: the images of
+an episode reach the loss forward as pixels (models/local_vlm.py).
 """
 
 from __future__ import annotations
@@ -33,6 +36,12 @@ class Policy:
     peft_config: Any  # peft.LoraConfig, or None for full-parameter training
     base_record: str  # what a saved adapter names as its base
     warm_start: str | None  # the adapter that was folded in, when --model was one
+    processor: Any = None  # a vision-language model's processor (its tokenizer is `tokenizer`); None: text-only
+
+    @property
+    def processing_class(self) -> Any:
+        """What TRL's trainer is given: the processor for a VLM (images in the loss), else the tokenizer."""
+        return self.processor if self.processor is not None else self.tokenizer
 
 
 def resolve(spec: str) -> ModelSource:
@@ -64,9 +73,54 @@ def load_tokenizer(where: str, local: bool) -> Any:
     return tokenizer
 
 
+def model_class(weights: str, local: bool) -> Any:
+    """AutoModelForImageTextToText for a vision-language model, else AutoModelForCausalLM."""
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+
+    return AutoModelForImageTextToText if is_vl(weights, local) else AutoModelForCausalLM
+
+
+def is_vl(weights: str, local: bool) -> bool:
+    return bool(vision_language(weights, local))
+
+
+def vision_language(weights: str, local: bool) -> bool | None:
+    """Whether the weights are an image-text-to-text model; None when a hub model's config cannot be read."""
+    from tsbench.models.local_vlm import is_vision_language
+
+    if local:
+        return is_vision_language(weights)
+    from transformers import AutoConfig
+    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+
+    try:
+        return AutoConfig.from_pretrained(weights).model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+    except (OSError, ValueError):
+        return None
+
+
+def load_processor(where: str, local: bool) -> Any:
+    """A VLM's processor, its tokenizer padding on the left (TRL pads prompts so; the per-token vision ids align)."""
+    from tsbench.models.local_vlm import load_processor as load
+
+    processor = load(where, local=local)
+    processor.tokenizer.padding_side = "left"
+    if processor.tokenizer.pad_token_id is None:
+        processor.tokenizer.pad_token = processor.tokenizer.eos_token
+    return processor
+
+
+def source_is_vision_language(spec: str) -> bool | None:
+    """Whether the policy `spec` names is a vision-language model; None when its config cannot be read here."""
+    source = resolve(spec)
+    return vision_language(source.weights, source.local)
+
+
 def source_tokenizer(spec: str) -> Any:
     """The tokenizer `load_policy` will use, without loading any weights (an SFT adapter's own when it has one)."""
     source = resolve(spec)
+    if is_vl(source.weights, source.local):
+        return load_processor(source.weights, source.local).tokenizer
     if source.adapter and (Path(source.adapter) / "tokenizer_config.json").is_file():
         return load_tokenizer(source.adapter, source.local)
     return load_tokenizer(source.weights, source.local)
@@ -75,7 +129,6 @@ def source_tokenizer(spec: str) -> Any:
 def load_policy(cfg: Any, run_dir: Path, *, on_gpu: bool) -> Policy:
     """`cfg` is a PolicyConfig. Safe to call on every process: the warm start is written by the main one."""
     from accelerate import PartialState
-    from transformers import AutoModelForCausalLM
 
     source = resolve(cfg.model)
     dtype = torch_dtype(cfg.dtype, on_gpu, full=not cfg.lora)
@@ -86,8 +139,9 @@ def load_policy(cfg: Any, run_dir: Path, *, on_gpu: bool) -> Policy:
             if not (target / _DONE).is_file():
                 fold_adapter(source, target, dtype)
         weights, base_record, local = str(target.resolve()), str(target.resolve()), True
-    model = AutoModelForCausalLM.from_pretrained(weights, local_files_only=local, dtype=dtype)
-    tokenizer = load_tokenizer(weights, local)
+    model = model_class(weights, local).from_pretrained(weights, local_files_only=local, dtype=dtype)
+    processor = load_processor(weights, local) if is_vl(weights, local) else None
+    tokenizer = processor.tokenizer if processor is not None else load_tokenizer(weights, local)
     peft_config = None
     if cfg.lora:
         from peft import LoraConfig
@@ -100,7 +154,7 @@ def load_policy(cfg: Any, run_dir: Path, *, on_gpu: bool) -> Policy:
             bias="none",
             task_type="CAUSAL_LM",
         )
-    return Policy(model, tokenizer, peft_config, base_record, source.adapter)
+    return Policy(model, tokenizer, peft_config, base_record, source.adapter, processor)
 
 
 def fold_adapter(source: ModelSource, target: Path, dtype: Any) -> None:
@@ -108,13 +162,16 @@ def fold_adapter(source: ModelSource, target: Path, dtype: Any) -> None:
     import shutil
 
     from peft import PeftModel
-    from transformers import AutoModelForCausalLM
 
-    base = AutoModelForCausalLM.from_pretrained(source.weights, local_files_only=source.local, dtype=dtype)
+    base = model_class(source.weights, source.local).from_pretrained(
+        source.weights, local_files_only=source.local, dtype=dtype
+    )
     merged = PeftModel.from_pretrained(base, source.adapter).merge_and_unload()
     shutil.rmtree(target, ignore_errors=True)
     merged.save_pretrained(target, safe_serialization=True)
     has_tokenizer = (Path(source.adapter) / "tokenizer_config.json").is_file()
+    if is_vl(source.weights, source.local):
+        load_processor(source.weights, source.local).save_pretrained(target)
     load_tokenizer(source.adapter if has_tokenizer else source.weights, source.local).save_pretrained(target)
     (target / _DONE).write_text(json.dumps({"adapter": source.adapter, "base": source.base_record}))
 

@@ -5,12 +5,13 @@
   tokens the model generated (all turns, observations excluded). The token cost applies only when
   s_i > 0. To TRL it is three reward functions (score, token cost, forced final) whose
   `reward_weights` are (1, lambda_tok, lambda_fail), so each part is logged on its own.
-* TimeMaster's composite reward (timemaster §3.3): a binary format reward (<think>, <class> and
-  <extension> correctly nested and in order, non-empty reasoning and class; text outside them is
-  allowed), a binary hard reward (the class in <class> equals the gold class, as the family's
-  `answer_class` / `gold_class` say) and a soft reward from an LLM judge (mean of specificity,
-  appropriateness, relevance and depth, counted only when the class is right), weighted (0.1, 0.9, 0)
-  or (0.1, 0.9, 1).
+* TimeMaster's composite reward (timemaster §3.3; pure parts in timemaster_reward.py): a binary format
+  reward (<think>, <class> and an optional <extension> correctly nested and in order, non-empty
+  reasoning and class; text outside them is allowed), a binary hard reward (the class in <class> equals
+  the gold class, as the family's `answer_class` / `gold_class` say; TimerBed compares
+  case-insensitively) and a soft reward from an LLM judge (one float, the mean of specificity,
+  appropriateness, relevance and depth, counted only when the class is right), weighted (0.1, 0.9, 0),
+  or (0.1, 0.9, 0.5) with a judge (the public code's weight).
 
 A rollout that failed for a reason outside the policy (the jail crashed, a bug) has score None:
 every reward function returns None for it, which TRL turns into an advantage of 0.
@@ -20,17 +21,17 @@ Nothing here calls a model: the judge is asked in rollouts.py and its reply pars
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tsbench.tasks.base import TaskFamily
+from tsbench.train import timemaster_reward as tm
 
 LAMBDA_TOK = 0.1
 LAMBDA_FAIL = 0.25
-JUDGE_CRITERIA = ("specificity", "appropriateness", "relevance", "depth")
+JUDGE_CRITERIA = tm.JUDGE_CRITERIA
 ZERO_VARIANCE_TOL = 1e-12
 
 
@@ -92,85 +93,29 @@ def zero_variance(rewards: Sequence[float | None], keys: Sequence[str]) -> list[
     return out
 
 
-# -- TimeMaster's composite reward ---------------------------------------------------------------
-_TAG = re.compile(r"<(/?)(think|class|extension)>")
-TAG_ORDER = ("think", "class", "extension")
+# -- TimeMaster's composite reward (the pure parts live in timemaster_reward.py) ------------------
+TAG_ORDER = tm.TAGS
+Tagged = tm.Tagged
+judge_prompt = tm.judge_prompt  # H.3: one float back
+parse_judge_scores = tm.parse_judge_reply
 
 FORMAT_INSTRUCTIONS = (
-    "Structure your FINAL answer (the reply without code) in three tagged parts, in this order: your "
+    "Structure your FINAL answer (the reply without code) in tagged parts, in this order: your "
     "step-by-step reasoning about the series inside <think></think>; your answer, in exactly the format the "
-    "question asks for, inside <class></class>; then a recommendation, suggestion or interpretation that "
-    "follows from your reasoning and answer inside <extension></extension>."
+    "question asks for, inside <class></class>; then, optionally, a recommendation, suggestion or "
+    "interpretation that follows from your reasoning and answer inside <extension></extension>."
 )
 
 
-@dataclass(frozen=True)
-class Tagged:
-    think: str
-    cls: str
-    extension: str
-
-
 def parse_tagged(text: str) -> Tagged | None:
-    """The three spans when <think>, <class> and <extension> each open and close exactly once, in that
-    order, none inside another, with non-empty reasoning and class; text around them is allowed."""
-    tags = [(m.group(1) == "/", m.group(2), m.start(), m.end()) for m in _TAG.finditer(text or "")]
-    expected = [(closing, name) for name in TAG_ORDER for closing in (False, True)]
-    if [(closing, name) for closing, name, _, _ in tags] != expected:
-        return None
-    spans = [(text[tags[k][3] : tags[k + 1][2]]).strip() for k in (0, 2, 4)]
-    if not spans[0] or not spans[1]:
-        return None
-    return Tagged(*spans)
+    """The spans of a well-formed TimeMaster output (<extension> optional; see timemaster_reward)."""
+    return tm.parse_output(text)
 
 
 def class_span(text: str) -> str | None:
     """What the message puts inside its last <class>...</class>, or None."""
-    found = re.findall(r"<class>(.*?)</class>", text or "", re.DOTALL)
+    found = re.findall(r"<class>(.*?)</class>", text or "", re.DOTALL | re.IGNORECASE)
     return found[-1].strip() if found else None
-
-
-def judge_prompt(tagged: Tagged) -> str:
-    """What the soft-reward judge reads (TimeMaster H.3, in our words), asking for four scores."""
-    return (
-        "You grade the recommendation part of a time-series analysis. The analysis had three parts.\n\n"
-        f"Reasoning:\n{tagged.think}\n\nPrediction:\n{tagged.cls}\n\nRecommendation:\n{tagged.extension}\n\n"
-        "Rate the recommendation from 0.0 to 1.0 on each criterion:\n"
-        "- specificity: tailored to this prediction and context rather than generic;\n"
-        "- appropriateness: suitable given the prediction and the reasoning;\n"
-        "- relevance: follows logically from the reasoning and the predicted class;\n"
-        "- depth: shows domain knowledge, with concrete actions or next steps.\n"
-        "Vague advice such as 'be careful' scores low unless justified; informative, actionable, "
-        "context-aware advice scores high.\n"
-        'Reply with one JSON object and nothing else: {"specificity": x, "appropriateness": x, '
-        '"relevance": x, "depth": x}'
-    )
-
-
-def parse_judge_scores(reply: str) -> float | None:
-    """Mean of the four criteria from the judge's JSON, or a lone number if that is all it gave;
-    clipped to [0, 1]; None when nothing usable is there."""
-    text = reply or ""
-    for start in [m.start() for m in re.finditer(r"\{", text)]:
-        end = text.find("}", start)
-        if end < 0:
-            break
-        try:
-            obj: Any = json.loads(text[start : end + 1])
-        except ValueError:
-            continue
-        if isinstance(obj, dict) and all(k in obj for k in JUDGE_CRITERIA):
-            values = [_unit(obj[k]) for k in JUDGE_CRITERIA]
-            if all(v is not None for v in values):
-                return sum(values) / len(values)  # type: ignore[arg-type]
-    numbers = re.findall(r"-?\d+(?:\.\d+)?", text)
-    return _unit(float(numbers[0])) if len(numbers) == 1 else None
-
-
-def _unit(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return min(1.0, max(0.0, float(value)))
 
 
 def class_matches(taskset: TaskFamily, category: str, gold: Any, message: str) -> bool:

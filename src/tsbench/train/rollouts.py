@@ -7,7 +7,8 @@ scorer scores its final message; the one record builder logs it to the run's jou
 What goes back to TRL: the first prompt's ids, the rest of the episode as "completion" ids (every
 reply exactly as generated, plus the template glue and sandbox observations between replies),
 an env mask (1 = the model generated it), the sampler's logprobs when vLLM reports them, and the
-columns the reward functions read.
+columns the reward functions read. A vision-language policy's episodes also hand back `vision` (the first
+prompt's conversation and images, train/vision_trainer.py puts them where TRL's loss forward reads them).
 
 Failures: an episode the policy ran into a wall (context full, a token or wall-clock cap) keeps
 its tokens, scores 0 and counts as a forced final; a jail crash or an internal error is not the
@@ -34,7 +35,6 @@ from typing import Any
 import numpy as np
 
 from tsbench.harness import EpisodeOutcome, play
-from tsbench.models.base import Message
 from tsbench.results import Journal, apply_outcome, apply_score, finish, new_record
 from tsbench.tasks import get_taskset
 from tsbench.tasks.base import Sample
@@ -62,14 +62,15 @@ class Episode:
     final_message: str = ""
     judge_score: float | None = None
     refill: int = 0  # 0: the step's own task; r > 0: a fresh task drawn in refill round r
+    vision: Any = None  # a VLM's first prompt (models/local_vlm.Encoded): conversation, images, pixel inputs
 
 
 class Environment:
     """Callable as TRL's rollout_func(prompts, trainer) -> dict."""
 
-    def __init__(self, cfg: Any, tokenizer: Any, run_dir: Path, *, model_name: str):
+    def __init__(self, cfg: Any, tokenizer: Any, run_dir: Path, *, model_name: str, processor: Any = None):
         self.cfg = cfg
-        self.chat = ChatTokens(tokenizer)
+        self.chat = ChatTokens(tokenizer, processor)
         self.tokenizer = tokenizer
         self.model_name = model_name
         self.taskset = get_taskset(cfg.tasks.family)
@@ -161,6 +162,7 @@ class Environment:
             "completion_ids": [e.completion_ids for e in episodes],
             "logprobs": logprobs,
             "env_mask": [e.env_mask for e in episodes],
+            **({"vision": [e.vision for e in episodes]} if any(e.vision is not None for e in episodes) else {}),
             **columns,
         }
 
@@ -233,7 +235,7 @@ class Environment:
         with batcher.episode():
             outcome = play(agent, self.cfg.harness, sample.task, hc)
         apply_outcome(record, outcome)
-        episode = Episode(key, index, record, refill=refill)
+        episode = Episode(key, index, record, refill=refill, vision=agent.vision)
         episode.prompt_ids, episode.completion_ids, episode.env_mask, episode.logprobs = self.sequence(agent)
         episode.generated_tokens = sum(len(t.output_ids) for t in agent.turns)
         self.score(episode, outcome, sample.task.category, sample.gold)
@@ -278,13 +280,11 @@ class Environment:
         )
 
     def ask_judge(self, tagged: rw.Tagged) -> float:
-        """The soft reward's judge; 0 when it cannot be reached or its reply holds no scores."""
-        try:
-            reply = self.judge.generate([Message("user", rw.judge_prompt(tagged))], max_tokens=200, temperature=0.0)
-        except Exception:  # a judge outage must not stop training: the rollout earns no soft reward
-            return 0.0
-        value = rw.parse_judge_scores(reply.text)
-        return 0.0 if value is None else value
+        """The soft reward's judge as TimeMaster's public code asks it (train/timemaster_judge.py: one float,
+        temperature 1.0, generic advice capped at 0.4); 0 when it cannot be reached or gives no usable float."""
+        from tsbench.train.timemaster_judge import soft_score
+
+        return soft_score(self.judge, tagged)
 
     # -- what goes back, what is kept ----------------------------------------------------------
     @staticmethod

@@ -42,7 +42,7 @@ from tsbench.core.provenance import TRACKED_PACKAGES, git_commit, versions, writ
 from tsbench.core.tracking import check_targets
 from tsbench.tasks import get_taskset
 from tsbench.train import sft_data as sd
-from tsbench.train.config import FORMATS, RLM_TRAJECTORIES, SINGLE_PASS, SFTConfig
+from tsbench.train.config import FORMATS, RLM_TRAJECTORIES, SINGLE_PASS, TIMEMASTER_TRACES, SFTConfig
 from tsbench.train.cpu_memory import limit_malloc_arenas
 from tsbench.train.tracking import tracking
 
@@ -72,6 +72,8 @@ def checked(cfg: SFTConfig) -> SFTConfig:
         allowed = ("precise", "coarse") if cfg.format == SINGLE_PASS else ("precise", "coarse", "both")
         if cfg.regime not in allowed:
             raise UserError(f"--regime must be {', '.join(allowed)} for {cfg.format} (got {cfg.regime})")
+    if cfg.format == TIMEMASTER_TRACES and not cfg.data:
+        raise UserError("--format timemaster-traces needs --data: trace JSONL files or teacher eval run dirs")
     if cfg.format == RLM_TRAJECTORIES and not cfg.data:
         raise UserError("--format rlm-trajectories needs --data results/<run> (eval results with RLM transcripts)")
     if cfg.format == SINGLE_PASS and len(cfg.data) > 1:
@@ -327,6 +329,10 @@ def run_sft(cfg: SFTConfig, progress: ProgressFn | None = None) -> Path:
 
     warnings.filterwarnings("ignore", category=FutureWarning, module="transformers")
     cfg = checked(cfg)
+    if cfg.format == TIMEMASTER_TRACES:  # its own data and trainer call (a VLM's images): train/sft_timemaster.py
+        from tsbench.train.sft_timemaster import run_trace_sft
+
+        return run_trace_sft(cfg, progress)
     selected = None  # bad data fails before a model loads
     if cfg.format == SINGLE_PASS:
         sd.split_files(get_taskset(cfg.family), cfg.data[0] if cfg.data else _default_data(cfg))

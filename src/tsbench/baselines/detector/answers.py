@@ -57,7 +57,7 @@ def decide(
             return decode.lead_lag_answer(direction, lag, L)
         return {"answer": decode.preferred_option(options, [lb.DIRECTION_TO_INDICATOR[direction]])}
     if c in (lb.ALL_CHANNELS, lb.IDENTIFICATION):
-        threshold = presence_threshold(L, settings.channel_offset)
+        threshold = presence_threshold(L, settings.channel_offset, channels=len(results))
         evidence = [r.evidence(settings) for r in results]
         if c == lb.ALL_CHANNELS:
             events = [(names[i], best[i].start, best[i].end) for i in _flag_channels(best, evidence, threshold)]

@@ -116,7 +116,16 @@ def _block_medians(x: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
     if edges[-1] != n:
         edges = np.append(edges, n)
     centres = (edges[:-1] + edges[1:] - 1) / 2.0
-    return centres, np.array([np.median(x[a:b]) for a, b in zip(edges[:-1], edges[1:])])
+    return centres, block_medians(x, block)
+
+
+def block_medians(x: np.ndarray, block: int) -> np.ndarray:
+    """The median of each consecutive block (the last one may be shorter), all full blocks in one call."""
+    full = len(x) // block
+    medians = np.median(x[: full * block].reshape(full, block), axis=1) if full else np.empty(0)
+    if full * block < len(x):
+        medians = np.append(medians, np.median(x[full * block :]))
+    return medians
 
 
 def _trend_design(t: np.ndarray, n: int, rate: float) -> np.ndarray:
@@ -139,12 +148,15 @@ def _fit_with_step(design: np.ndarray, values: np.ndarray) -> tuple[float, np.nd
     q, _ = np.linalg.qr(design)
     resid = values - q @ (q.T @ values)
     m = len(values)
-    steps = (np.arange(m)[:, None] >= np.arange(1, m)[None, :]).astype(np.float64)  # column k: step at k+1
-    perp = steps - q @ (q.T @ steps)
-    norms = np.einsum("ij,ij->j", perp, perp)
-    gains = np.where(norms > 1e-9, (resid @ perp) ** 2 / np.maximum(norms, 1e-9), 0.0)
+    # Step k is 1 on t >= k+1: its products with q's columns and with the residual are suffix sums,
+    # so every boundary costs O(columns), not a projection of an m x m matrix of steps.
+    q_tail = np.cumsum(q[::-1], axis=0)[::-1][1:]  # row k: sum of q[t] over t >= k+1
+    r_tail = np.cumsum(resid[::-1])[::-1][1:]
+    norms = (m - np.arange(1, m)) - np.einsum("ij,ij->i", q_tail, q_tail)
+    dots = r_tail - q_tail @ (q.T @ resid)
+    gains = np.where(norms > 1e-9, dots**2 / np.maximum(norms, 1e-9), 0.0)
     k = int(np.argmax(gains))
-    full = np.column_stack([design, steps[:, k]])
+    full = np.column_stack([design, (np.arange(m) >= k + 1).astype(np.float64)])
     coef, *_ = np.linalg.lstsq(full, values, rcond=None)
     ssr = float(np.sum((full @ coef - values) ** 2))
     return ssr, coef[: design.shape[1]]
@@ -197,8 +209,7 @@ def block_median_baseline(x: np.ndarray, block: int = BASELINE_BLOCK) -> np.ndar
     if edges[-1] != n:
         edges = np.append(edges, n)
     centres = (edges[:-1] + edges[1:] - 1) / 2.0
-    medians = np.array([np.median(x[a:b]) for a, b in zip(edges[:-1], edges[1:])])
-    return np.interp(np.arange(n), centres, medians)
+    return np.interp(np.arange(n), centres, block_medians(x, block))
 
 
 def ar1_coefficient(r: np.ndarray, block: int = BASELINE_BLOCK) -> float:
@@ -212,18 +223,18 @@ def ar1_coefficient(r: np.ndarray, block: int = BASELINE_BLOCK) -> float:
     phi = 0, 0.7 or a walk, so estimates above RANDOM_WALK_PHI are snapped to 1.
     """
     n = len(r)
-    blocks = max(1, n // block)
-    values = []
-    for i in range(blocks):
-        c = r[i * block : (i + 1) * block] if blocks > 1 else r
-        c = c - np.median(c)
-        mad = 1.4826 * float(np.median(np.abs(c))) or float(np.std(c)) or 1.0
-        c = np.clip(c, -5 * mad, 5 * mad)
-        c = c - c.mean()
-        denom = float(np.dot(c, c))
-        if denom > 0:
-            values.append(float(np.dot(c[1:], c[:-1])) / denom)
-    if not values:
+    blocks = n // block
+    c = r[: blocks * block].reshape(blocks, block) if blocks > 1 else np.asarray(r, dtype=np.float64)[None, :]
+    c = c - np.median(c, axis=1, keepdims=True)  # every block at once
+    mad = 1.4826 * np.median(np.abs(c), axis=1)
+    mad = np.where(mad > 0, mad, np.std(c, axis=1))
+    mad = np.where(mad > 0, mad, 1.0)[:, None]
+    c = np.clip(c, -5 * mad, 5 * mad)
+    c = c - c.mean(axis=1, keepdims=True)
+    denom = np.einsum("ij,ij->i", c, c)
+    lagged = np.einsum("ij,ij->i", c[:, 1:], c[:, :-1])
+    values = lagged[denom > 0] / denom[denom > 0]
+    if not len(values):
         return 0.0
     phi = min(max(float(np.median(values)), 0.0), 1.0)
     return 1.0 if phi > RANDOM_WALK_PHI else phi

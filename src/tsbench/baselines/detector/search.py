@@ -99,7 +99,12 @@ class _Cums:
         self.p1 = np.concatenate([[0.0], np.cumsum(t * v)])
 
     def lin(self, a, b, alpha, beta):
-        return alpha * (self.p0[b] - self.p0[a]) + beta * (self.p1[b] - self.p1[a])
+        """sum over [a, b) of v_t (alpha + beta t); a constant alpha = 1, beta = 0 (a box) skips the
+        multiplications and the t*v sums, with the same result."""
+        level = self.p0[b] - self.p0[a]
+        if np.isscalar(beta) and beta == 0.0:
+            return level if np.isscalar(alpha) and alpha == 1.0 else alpha * level
+        return alpha * level + beta * (self.p1[b] - self.p1[a])
 
 
 def _triangle_norms(phi: float) -> np.ndarray:
@@ -391,6 +396,9 @@ def analyse_channel(x: np.ndarray, *, variance_min_width: int = 64, n_candidates
     return ChannelResult(by_kind, sigma_x or 1.0, n, phi, periodic is not None, null_by_kind)
 
 
-def presence_threshold(length: int, offset: float) -> float:
-    """Evidence needed to call an anomaly: grows like log L, the null maximum over L positions."""
-    return math.log(max(length, 2)) + offset
+def presence_threshold(length: int, offset: float, channels: int = 1) -> float:
+    """Evidence needed to call an anomaly: grows like log L, the null maximum over L positions, and,
+    where `channels` channels are each tested, like log C more (Bonferroni: a log-likelihood gain's
+    null tail falls like exp(-gain), so testing C channels at level p each is testing at C p), so the
+    row's false-alarm rate, not each channel's, is what the offset sets."""
+    return math.log(max(length, 2)) + math.log(max(channels, 1)) + offset

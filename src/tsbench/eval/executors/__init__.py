@@ -42,6 +42,7 @@ class ExecutorOptions:
     # Environment variables the run's settings name (--api-key-env, --judge-api-key-env): an executor
     # whose workers are other processes hands them on, so a remote worker reads the same key.
     forward_env: tuple[str, ...] = ()
+    jail_pool: int = 0  # pre-started jails for a kernel harness (threads): 0 = none
 
 
 class BaseExecutor:

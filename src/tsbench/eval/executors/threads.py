@@ -1,7 +1,9 @@
 """Episodes on a bounded thread pool in this process, sharing one agent per spec.
 
 Threads suit API models (the wait is network I/O) and the kernels (separate processes); a
-local model on the CPU is shared and serialised by its own lock.
+local model on the CPU is shared and serialised by its own lock. With `jail_pool` > 0 (a kernel
+harness), that many jails are pre-started for the run (harness/runtime/pool.py): each serves one
+episode and is destroyed after it.
 """
 
 from __future__ import annotations
@@ -15,16 +17,21 @@ from tsbench.eval.executors import Abandoned, BaseExecutor, ExecutorOptions, OnI
 
 
 class ThreadExecutor(BaseExecutor):
-    def __init__(self, concurrency: int = 4, agents: AgentCache | None = None) -> None:
+    def __init__(self, concurrency: int = 4, agents: AgentCache | None = None, jail_pool: int = 0) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
         self.concurrency = concurrency
         self.agents = agents or AgentCache()
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="episode")
+        self.jails = None
+        if jail_pool > 0:
+            from tsbench.harness.runtime.pool import JailPool
+
+            self.jails = JailPool(jail_pool)
 
     @classmethod
     def from_options(cls, options: ExecutorOptions) -> ThreadExecutor:
-        return cls(concurrency=options.concurrency, agents=options.agents)
+        return cls(concurrency=options.concurrency, agents=options.agents, jail_pool=options.jail_pool)
 
     def _run_one(self, job: EpisodeJob) -> list[dict]:
         try:
@@ -33,6 +40,14 @@ class ThreadExecutor(BaseExecutor):
             return failed_record(job, exc)
 
     def run(self, jobs: Iterable[EpisodeJob], on_record: OnRecord, on_interrupt: OnInterrupt | None = None) -> None:
+        if self.jails is not None:
+            from tsbench.harness.runtime.pool import use_pool
+
+            with use_pool(self.jails):
+                return self._run(jobs, on_record, on_interrupt)
+        return self._run(jobs, on_record, on_interrupt)
+
+    def _run(self, jobs: Iterable[EpisodeJob], on_record: OnRecord, on_interrupt: OnInterrupt | None) -> None:
         in_flight: set[Future] = set()
 
         def collect(block_until_one: bool) -> None:
@@ -69,4 +84,6 @@ class ThreadExecutor(BaseExecutor):
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if self.jails is not None:
+            self.jails.close()
         self.agents.close()

@@ -11,7 +11,8 @@ the weaker mode of `unsafe.py` instead.
 What enters the jail is copied by value: the series (series.npz), the caller's `files`, and
 `readonly_paths`; context.json, which takes seconds to encode for a long series, is written by a
 background thread into a host file bound read-only into the working directory, and `run()` waits
-for it. The host keeps the launch command in memory and its connection files and kernel log in
+for it. With a pool of pre-started jails in use (`pool.py`), `start()` takes one over instead: the
+series then enters by value into a host file bound read-only at series.npz. The host keeps the launch command in memory and its connection files and kernel log in
 a directory the kernel cannot reach; from the socket directory it only ever connects to sockets.
 
 A cell that runs past `cell_timeout_s` is interrupted; if it does not stop within
@@ -59,6 +60,7 @@ from tsbench.harness.runtime.observation import (
     strip_ansi,
     truncate_observation,
 )
+from tsbench.harness.runtime.pool import claim_from_pool, warm_kernel
 from tsbench.harness.runtime.staging import (
     CONTEXT_FILE,
     MATPLOTLIB_DIR,
@@ -188,6 +190,7 @@ class Sandbox:
         self._context_writer: threading.Thread | None = None
         self._context_error: BaseException | None = None
         self._cleanup: weakref.finalize | None = None
+        self.deferred_series = False  # a pool's pre-started jail: series.npz is a bound host file, filled later
 
     # ---- lifecycle
 
@@ -211,6 +214,9 @@ class Sandbox:
         if self._root is not None:
             raise SandboxError("sandbox already started")
         began = time.perf_counter()
+        if not self.deferred_series and claim_from_pool(self):  # a pre-started jail (pool.py)
+            self.start_seconds = time.perf_counter() - began
+            return self
         if self.network_mode == "guard":
             log.warning("no network namespace available: outbound sockets are refused by an in-kernel guard only")
         remove_abandoned_sandboxes()
@@ -231,12 +237,13 @@ class Sandbox:
                 self._context_path = self.workdir / CONTEXT_FILE
             else:
                 self._stage_jail()
-            self._context_writer = threading.Thread(
-                target=self._write_context_json, name="tsbench-context-json", daemon=True
-            )
-            self._context_writer.start()
+            if not self.deferred_series:
+                self._context_writer = threading.Thread(
+                    target=self._write_context_json, name="tsbench-context-json", daemon=True
+                )
+                self._context_writer.start()
             self._launch_kernel()
-            self._boot_kernel()
+            warm_kernel(self) if self.deferred_series else self._boot_kernel()
         except BaseException:
             self.close()
             raise
@@ -394,6 +401,9 @@ class Sandbox:
         self._context_path = input_dir / CONTEXT_FILE
         self._context_path.touch(mode=0o644)  # the writer fills this inode; the jail binds it
         readonly = {WORKDIR + "/" + CONTEXT_FILE: str(self._context_path)}
+        if self.deferred_series:  # the pool's claim writes the series into this inode
+            (input_dir / SERIES_FILE).touch(mode=0o644)
+            readonly[WORKDIR + "/" + SERIES_FILE] = str(input_dir / SERIES_FILE)
         for index, path in enumerate(self.readonly_paths):
             readonly[str(path)] = str(stage_copy(path, input_dir / f"ro{index}"))
         limits = self.limits.rlimit_args(self.task_limit)
@@ -432,7 +442,8 @@ class Sandbox:
                 f"sandbox files take {total} bytes, over half the working directory's "
                 f"quota ({self.limits.work_bytes} bytes)"
             )
-        jail.put(f"{WORKDIR}/{SERIES_FILE}", series_npz(self.series))
+        if not self.deferred_series:
+            jail.put(f"{WORKDIR}/{SERIES_FILE}", series_npz(self.series))
         for name, data in self.files.items():
             jail.put(f"{WORKDIR}/{name}", data, mode=0o666)
         for font_list in matplotlib_font_lists():

@@ -102,10 +102,11 @@ def plot_row(row: Row, out: str | Path, max_points: int = 20000, predicted: dict
         ax.tick_params(labelsize=7)
         ax.set_xlim(0, row.length)
     axes[-1].set_xlabel("sample index")
-    handles = [Patch(color=GOLD, alpha=0.3, label="gold window")]
+    handles = [Patch(color=GOLD, alpha=0.3, label="gold window")] if windows else []  # a no-anomaly row has none
     if guessed:
         handles.append(Patch(facecolor="none", edgecolor=PREDICTED, hatch="///", label="predicted window"))
-    axes[0].legend(handles=handles, loc="upper right", fontsize=7, framealpha=0.9)
+    if handles:
+        axes[0].legend(handles=handles, loc="upper right", fontsize=7, framealpha=0.9)
     if zooms:
         zoom_axes = zoom_area.subplots(len(zooms), 1, squeeze=False)[:, 0]
         for ax, (c, s, e) in zip(zoom_axes, zooms):

@@ -25,8 +25,10 @@ SOURCES = {
     "with the respiratory events as annotations; or its WFDB records (<record>.hea + .arousal) as released",
     "arfbench": "ARFBench (Xie et al. 2026), the Datadog/ARFBench dataset on Hugging Face: a folder with "
     "arfbench-qa.csv and arfbench-data/<query_group>_<interval>.parquet",
-    "timerbed": "TimerBed (VL-Time, Liu et al. 2025; used by TimeMaster): the UCR/UEA-format .ts files of its six tasks "
-    "(RCW, TEE, ECG, EMG, CTU, HAR), as <DIR>/<Task>/<Task>_TEST.ts (and _TRAIN.ts)",
+    "timerbed": "TimerBed (VL-Time, Liu et al. 2025; used by TimeMaster) from its public releases: UCR/UEA "
+    "RightWhaleCalls, Lightning7, Computers (<Name>_TRAIN/_TEST .ts/.arff/.tsv), PhysioNet/CinC 2017 "
+    "(REFERENCE.csv + WFDB records), PhysioNet emgdb (emg_healthy/myopathy/neuropathy .hea+.dat), "
+    "UCI HAR Dataset (train|test/Inertial Signals/body_acc_[xyz]_<split>.txt + y_<split>.txt)",
 }
 
 

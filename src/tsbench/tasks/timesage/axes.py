@@ -1,10 +1,15 @@
 """The four axes of a period's score (paper A.4), each 0-100, and the overall mean.
 
 - accuracy: the structured answer, field by field with the field's rule; mean over scored fields.
-- coverage: per keypoint, a literal match of the truth scalar (easy and medium tiers: covered
-  without a judge call) else the judge's YES / PARTIAL / NO = 1 / 0.5 / 0; mean.
+- accuracy first checks the answer against the field schemas (answer_check.py): a missing or
+  mistyped field scores 0 and is listed in `schema_problems`.
+- the report is cut at clauses.REPORT_CHAR_LIMIT characters before any judging.
+- coverage: per keypoint, the truth scalar stated about the keypoint's subject (clauses.py; easy
+  and medium tiers: covered without a judge call) else the judge's YES / PARTIAL / NO = 1 / 0.5 / 0;
+  mean. A bare list of labels or numbers binds nothing.
 - faithfulness: the judge splits the report into <= 10 atomic claims and labels each against
-  keypoints (tier 1) and cutoff-valid context (tier 2); the supported share (tiers 1-3).
+  keypoints (tier 1) and cutoff-valid context (tier 2); score = (tier 1 + tier 2) / the claims that
+  are not general knowledge (tier 3 counts neither way); no verifiable claim at all scores 0.
 - quality: the judge places each required signal as hit (1) / partial (0.5) / miss and flags
   forbidden ones; (hits + partials/2 - violations) / required, clipped to [0, 100].
 overall = the mean of the axes that were scored (an axis whose judge failed is left out).
@@ -17,10 +22,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tsbench.tasks.timesage.answer_check import check_answer, normalised, unexpected_keys
+from tsbench.tasks.timesage.clauses import allowed_labels, bound_coverage, cut, subject_terms
 from tsbench.tasks.timesage.contract import FieldSpec
 from tsbench.tasks.timesage.judge import (
     CLAIMS_PROMPT,
     COVERAGE_PROMPT,
+    GENERAL_KNOWLEDGE,
     QUALITY_PROMPT,
     SUPPORTED,
     VERIFY_PROMPT,
@@ -31,7 +39,6 @@ from tsbench.tasks.timesage.judge import (
     parse_verdict,
 )
 from tsbench.tasks.timesage.judge_cache import Asker
-from tsbench.tasks.timesage.judge_rules import literal_coverage
 from tsbench.tasks.timesage.rules import field_score
 
 AXES = ("accuracy", "coverage", "faithfulness", "quality")
@@ -48,6 +55,8 @@ class PeriodScore:
     keypoints: dict[str, float | None] = field(default_factory=dict)
     verdicts: list[tuple[str, str | None]] = field(default_factory=list)
     quality_lists: dict[str, list[str]] = field(default_factory=dict)
+    schema_problems: dict[str, str] = field(default_factory=dict)  # field -> "missing" / "mistyped: ..."
+    unexpected_keys: list[str] = field(default_factory=list)
 
     @property
     def overall(self) -> float | None:
@@ -62,18 +71,24 @@ def _mean(values: list[float]) -> float | None:
 def keypoint_accuracy(
     fields: list[FieldSpec], answer: dict, truth: dict, asker: Asker | None = None
 ) -> tuple[float | None, dict[str, float | None]]:
+    """Mean field score; a field the schema check refuses (answer_check.py) scores 0."""
     failed: list[str] = []
+    problems = check_answer(fields, answer, truth)
+    answer = normalised(fields, answer)
+
+    enums = all_enums(fields)
 
     def judge_field(spec: FieldSpec, value: Any, expected: Any) -> float | None:
-        covered = _judge_coverage(asker, f"{spec.question}: {expected}", spec.question, str(value or ""), expected)
+        question, text = spec.question, str(value or "")
+        covered = _judge_coverage(asker, f"{question}: {expected}", question, text, expected, None, {"enums": enums})
         if covered is None:
             failed.append(spec.name)
         return covered
 
     per_field = {
-        spec.name: field_score(
-            spec, answer.get(spec.name), truth.get(spec.name), judge_field if asker is not None else None
-        )
+        spec.name: 0.0
+        if spec.name in problems
+        else field_score(spec, answer.get(spec.name), truth.get(spec.name), judge_field if asker is not None else None)
         for spec in fields
         if spec.in_accuracy
     }
@@ -92,31 +107,68 @@ def family_scores(fields: list[FieldSpec], per_field: dict[str, float | None]) -
 
 
 def _judge_coverage(
-    asker: Asker | None, description: str, verify: str, report: str, truth: Any, truth_text: str | None = None
+    asker: Asker | None,
+    description: str,
+    verify: str,
+    report: str,
+    truth: Any,
+    truth_text: str | None = None,
+    binding: dict | None = None,
 ) -> float | None:
+    """The judge's YES / PARTIAL / NO. `binding` (keypoint, options, enums) lets the rules judge check
+    that the value is stated about the keypoint's subject; without it (a judged answer field) the
+    text judged is the answer itself."""
     if asker is None:
         return None
     prompt = COVERAGE_PROMPT.format(description=description, verify=verify, report=report)
-    reply = asker.ask(JudgeCall("coverage", prompt, {"report": report, "truth": truth, "truth_text": truth_text}))
+    context = {"report": report, "truth": truth, "truth_text": truth_text, "keypoint": None, **(binding or {})}
+    reply = asker.ask(JudgeCall("coverage", prompt, context))
     return None if reply is None else asker.parsed(parse_coverage(reply))
 
 
+def field_options(fields: list[FieldSpec]) -> dict[str, list[str]]:
+    """field name -> the enum labels its schema allows (items' and sub-fields' included)."""
+    return {f.name: enum_options(f.schema) for f in fields if enum_options(f.schema)}
+
+
+def keypoint_binding(kp: dict, options: dict[str, list[str]], enums: list[list[str]], period: str = "") -> dict:
+    """What the rules judge needs to tell a stated value from a sprayed one: the words naming the
+    keypoint's subject (its entity or field, or the period: spec "Keypoint coverage"), the options
+    of its field and every enum of the schema."""
+    labels = [label for values in options.values() for label in values]
+    terms = subject_terms({**kp, "labels": labels}) + ([period] if period else [])
+    return {
+        "keypoint": {**kp, "terms": terms},
+        "options": options.get(kp.get("field") or "", []),
+        "enums": enums,
+    }
+
+
+def all_enums(fields: list[FieldSpec]) -> list[list[str]]:
+    return [group for f in fields for group in enum_groups(f.schema)]
+
+
 def keypoint_coverage(
-    keypoints: list[dict], report: str, tier: str, asker: Asker
+    keypoints: list[dict],
+    report: str,
+    tier: str,
+    asker: Asker,
+    fields: list[FieldSpec] | None = None,
+    period: str = "",
 ) -> tuple[float | None, dict[str, float | None]]:
     """Keypoints carry id, description, verify, truth (the anchored field's value or None) and
-    truth_text (what the report must convey)."""
+    truth_text (what the report must convey); `subject` optionally (clauses.subject_terms)."""
+    options, enums = field_options(fields or []), all_enums(fields or [])
     per_kp: dict[str, float | None] = {}
     for kp in keypoints:
         truth, text = kp.get("truth"), kp.get("truth_text")
-        literal = (
-            literal_coverage(truth, report) if tier in ("easy", "medium") and not isinstance(truth, list) else None
-        )
-        if literal == 1.0:
-            per_kp[kp["id"]] = 1.0
-            continue
+        binding = keypoint_binding(kp, options, enums, period)
+        if tier in ("easy", "medium") and not isinstance(truth, (list, dict)):
+            if bound_coverage(binding["keypoint"], report, binding["options"], binding["enums"]) == 1.0:
+                per_kp[kp["id"]] = 1.0  # the value is stated about its subject: no judge call
+                continue
         description = f"{kp['description']}: {text}" if text else kp["description"]
-        per_kp[kp["id"]] = _judge_coverage(asker, description, kp["verify"], report, truth, text)
+        per_kp[kp["id"]] = _judge_coverage(asker, description, kp["verify"], report, truth, text, binding)
     scored = [v for v in per_kp.values() if v is not None]
     if len(scored) < len(per_kp):  # a failed judge call: the axis is not scored
         return None, per_kp
@@ -138,6 +190,17 @@ def enum_options(schema: dict) -> list[str]:
     return [str(x) for x in found]
 
 
+def enum_groups(schema: dict) -> list[list[str]]:
+    """Each enum of a field's schema on its own (the field's, its items', each sub-field's): one
+    clause naming several options of ONE enum lists them; options of different enums do not."""
+    groups = [[str(x) for x in schema["enum"]]] if schema.get("enum") else []
+    if isinstance(schema.get("items"), dict):
+        groups += enum_groups(schema["items"])
+    for sub in schema.get("properties", {}).values():
+        groups += enum_groups(sub)
+    return groups
+
+
 def _strings(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]
@@ -149,7 +212,13 @@ def _strings(value: Any) -> list[str]:
 
 
 def report_faithfulness(
-    report: str, keypoints: list[dict], context: list[str], fields: list[FieldSpec], truth: dict, asker: Asker
+    report: str,
+    keypoints: list[dict],
+    context: list[str],
+    fields: list[FieldSpec],
+    truth: dict,
+    asker: Asker,
+    period: str = "",
 ) -> tuple[float | None, list[tuple[str, str | None]]]:
     if not report.strip():
         return 0.0, []
@@ -160,17 +229,41 @@ def report_faithfulness(
     if not claims:
         return 0.0, []
     tier1, tier2 = references(keypoints, context)
-    labels = {f.name: enum_options(f.schema) for f in fields if enum_options(f.schema)}
+    labels = field_options(fields)
     truth_labels = sorted({value for name in labels for value in _strings(truth.get(name))})
+    enums = all_enums(fields)
+    bound = [keypoint_binding(kp, labels, enums) for kp in keypoints]
+    kp_context = [{**b["keypoint"], "options": b["options"]} for b in bound]
     verdicts = []
     for claim in claims:
         prompt = VERIFY_PROMPT.format(claim=claim, references="\n".join(tier1 + tier2))
-        ctx = {"claim": claim, "tier1": tier1, "tier2": tier2, "labels": labels, "truth_labels": truth_labels}
+        ctx = {
+            "claim": claim,
+            "tier1": tier1,
+            "tier1_values": [str(kp["truth_text"]) for kp in keypoints if kp.get("truth_text")],
+            "tier2": tier2,
+            "labels": labels,
+            "truth_labels": truth_labels,
+            "keypoints": kp_context,
+            "enums": enums,
+            "scalar_labels": sorted({str(x) for f in fields for x in f.schema.get("enum", [])}),
+            "listing_labels": allowed_labels(list(truth.values())),
+            "period": period,
+        }
         answer = asker.ask(JudgeCall("verify", prompt, ctx))
         verdicts.append((claim, None if answer is None else asker.parsed(parse_verdict(answer))))
     if any(v is None for _, v in verdicts):
         return None, verdicts
-    return 100.0 * sum(v in SUPPORTED for _, v in verdicts) / len(verdicts), verdicts
+    return faithfulness_share([v for _, v in verdicts]), verdicts
+
+
+def faithfulness_share(verdicts: list[str]) -> float:
+    """Supported (tier 1 + 2) over the claims that can be checked (all but general knowledge); a
+    report with nothing checkable scores 0."""
+    checkable = [v for v in verdicts if v != GENERAL_KNOWLEDGE]
+    if not checkable:
+        return 0.0
+    return 100.0 * sum(v in SUPPORTED for v in checkable) / len(checkable)
 
 
 def report_quality(
@@ -212,15 +305,25 @@ def score_period(gold: dict, answer: dict | None, report: str, asker: Asker) -> 
         result.accuracy = 0.0
         result.fields = {f.name: 0.0 for f in fields if f.in_accuracy}
     else:
+        result.schema_problems = check_answer(fields, answer, gold["truth"])
+        result.unexpected_keys = unexpected_keys(fields, answer)
         result.accuracy, result.fields = keypoint_accuracy(fields, answer, gold["truth"], asker)
     result.families = family_scores(fields, result.fields)
+    report = cut(report)
     if not report.strip():
         result.coverage = result.faithfulness = result.quality = 0.0
         return result
-    result.coverage, result.keypoints = keypoint_coverage(gold["keypoints"], report, gold["tier"], asker)
-    result.faithfulness, result.verdicts = report_faithfulness(
-        report, gold["keypoints"], gold["context"], fields, gold["truth"], asker
+    result.coverage, result.keypoints = keypoint_coverage(
+        gold["keypoints"], report, gold["tier"], asker, fields, gold["period_label"]
     )
-    extra = {"target_name": gold.get("target_name", ""), "prior_docs": gold.get("prior_docs", [])}
+    result.faithfulness, result.verdicts = report_faithfulness(
+        report, gold["keypoints"], gold["context"], fields, gold["truth"], asker, gold["period_label"]
+    )
+    extra = {
+        "target_name": gold.get("target_name", ""),
+        "prior_docs": gold.get("prior_docs", []),
+        "enums": all_enums(fields),
+        "listing_labels": allowed_labels(list(gold["truth"].values())),
+    }
     result.quality, result.quality_lists = report_quality(report, gold["quality"], gold["period_label"], extra, asker)
     return result

@@ -7,6 +7,7 @@ Field names differ from the worked example (spec/timesage-example.md); the conte
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -22,8 +23,8 @@ SOURCE_DIR = "gt_source"
 class FieldSpec:
     """One numbered question of the template and how its answer is scored.
 
-    `derive` is the machine-readable rule that recomputes the truth from the cumulative table
-    (shown to the agent as `x-rule` in answer_schema.json); None means the truth is the issuer's
+    `derive` is the machine-readable rule that recomputes the truth from the cumulative table (host
+    side only: never in the agent's answer_schema.json); None means the truth is the issuer's
     statement in the withheld release. `parts` holds the sub-field rules of a joint field;
     `item_key` / `value_rule` say how an item-wise field's items are keyed and compared.
     """
@@ -60,6 +61,9 @@ class KeypointSpec:
     description: str
     verify: str
     field: str | None = None
+    # words naming what it is about (the rules judge binds a stated value to them); `field` above
+    # shadows dataclasses.field inside this class body, hence the qualified name
+    subject: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclass
@@ -106,16 +110,13 @@ class Scenario:
         return next(f for f in self.fields if f.name == name)
 
     def answer_schema(self) -> dict[str, Any]:
-        """The JSON Schema the agent's answer must satisfy, each field annotated with its
-        question, its scoring rule in words (x-scoring) and, where one exists, the rule that
-        derives it from the table (x-rule)."""
+        """The JSON Schema the agent's answer must satisfy, as the agent sees it: types, enums and
+        each field's question as its description. No scoring or derivation rule: those stay on the
+        host (`host_schema`), so an agent cannot execute the rule instead of reading the evidence."""
         properties = {}
         for spec in self.fields:
-            prop = dict(spec.schema)
+            prop = agent_view(dict(spec.schema))
             prop["description"] = spec.question
-            if spec.note:
-                prop["x-scoring"] = spec.note
-            prop["x-rule"] = spec.derive if spec.derive is not None else {"kind": "issuer"}
             properties[spec.name] = prop
         return {
             "type": "object",
@@ -123,6 +124,17 @@ class Scenario:
             "required": self.required_keys,
             "properties": properties,
         }
+
+    def host_schema(self) -> dict[str, Any]:
+        """The answer schema annotated for host code only: each field's scoring rule in words
+        (x-scoring) and, where one exists, the rule that derives it from the table (x-rule)."""
+        schema = self.answer_schema()
+        for spec in self.fields:
+            prop = schema["properties"][spec.name]
+            if spec.note:
+                prop["x-scoring"] = spec.note
+            prop["x-rule"] = spec.derive if spec.derive is not None else {"kind": "issuer"}
+        return schema
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -154,6 +166,7 @@ class Period:
     context: list[str]  # cutoff-valid reference excerpts (faithfulness level 2)
     target_name: str  # gt_source/<label>.<ext>: withheld
     target_doc: bytes
+    prior_truth: dict[str, Any] | None = None  # what the last visible release stated for these fields
 
     @property
     def id(self) -> str:
@@ -186,6 +199,16 @@ def truth_text(value: Any) -> str | None:
 def dumps(value: Any) -> str:
     """Canonical JSON (sorted keys, no NaN): the bytes a seed must reproduce."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def agent_view(schema: Any) -> Any:
+    """A JSON Schema with every annotation key starting "x-" (x-rule, x-scoring, ...) removed, at
+    every depth: what may be shown to an agent."""
+    if isinstance(schema, dict):
+        return {k: agent_view(v) for k, v in schema.items() if not (isinstance(k, str) and k.startswith("x-"))}
+    if isinstance(schema, list):
+        return [agent_view(v) for v in schema]
+    return schema
 
 
 def validate(value: Any, schema: dict[str, Any], path: str = "$") -> list[str]:

@@ -1,8 +1,8 @@
 """`tsbench generate --family timesage`: build a source's scenarios and periods, audit them, and
 write the set only when the audit passes.
 
-Options: seed, source (synthetic | replay | released), scenarios, periods, path (the folder a
-`released` set is read from). Files go to <out>/seed<seed>/.
+Options: seed, source (synthetic | replay | released | snapshot), scenarios, periods, path (the
+folder a `released` set, or a snapshot in the authors' layout (sources/snapshot.py), is read from). Files go to <out>/seed<seed>/.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from tsbench.tasks.timesage.audit import audit
 from tsbench.tasks.timesage.store import write_set
 
 OPTIONS = ("seed", "source", "scenarios", "periods", "path")
-SOURCES = ("synthetic", "replay", "released")
+SOURCES = ("synthetic", "replay", "released", "snapshot")
 
 
 def build_sets(options: dict[str, Any], progress=None) -> tuple[list, dict[str, Any]]:
@@ -43,6 +43,18 @@ def build_sets(options: dict[str, Any], progress=None) -> tuple[list, dict[str, 
 
         sets = build_replay(n_periods or 24, n_scenarios)
         return sets, {"source": source, "seed": seed, "scenarios": len(sets), "periods": n_periods or 24}
+    if source == "snapshot":
+        import tempfile
+
+        from tsbench.tasks.timesage.sources.released import read_released
+        from tsbench.tasks.timesage.sources.snapshot import convert_snapshot
+
+        if not options.get("path"):
+            raise UserError("--source snapshot needs --path DIR (see tsbench/tasks/timesage/sources/snapshot.py)")
+        with tempfile.TemporaryDirectory(prefix="tsb-snapshot-") as tmp:
+            convert_snapshot(Path(options["path"]), Path(tmp))
+            sets = read_released(Path(tmp), n_scenarios, n_periods)
+        return sets, {"source": source, "seed": seed, "path": str(options["path"]), "scenarios": len(sets)}
     if source == "released":
         from tsbench.tasks.timesage.sources.released import read_released
 

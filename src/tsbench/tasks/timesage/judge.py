@@ -22,48 +22,50 @@ from tsbench.tasks.base import JudgeReply
 
 RULES_JUDGE = "judge/rules"
 VERDICTS = ("tier1_supported", "tier2_supported", "tier3_general_knowledge", "contradicts_keypoint", "speculation")
-SUPPORTED = VERDICTS[:3]
+SUPPORTED = VERDICTS[:2]  # tier 1 + tier 2; general knowledge counts neither way (axes.faithfulness_share)
+GENERAL_KNOWLEDGE = VERDICTS[2]
 
-COVERAGE_PROMPT = """You are checking whether a report communicates a predefined content unit (ACU). Reply with exactly one of: YES, PARTIAL, NO.
+# The paper's four judge prompts (A.5.2), same questions and reply formats, in tsbench's wording.
+COVERAGE_PROMPT = """Does the report below convey one predefined analytical content unit (ACU)? Answer with exactly one word: YES, PARTIAL or NO.
 
-Content unit:
-description: {description}
-verification question: {verify}
+Content unit
+- description: {description}
+- question to check: {verify}
 
 Report:
 {report}
 
-Reply with the single word YES, PARTIAL, or NO and nothing else."""
+Your whole reply must be one of YES, PARTIAL, NO."""
 
-CLAIMS_PROMPT = """Decompose this report into AT MOST 10 atomic, verifiable claims. Each claim must be ONE scalar fact: one number, one named entity, one date, one direction, one classification -- never a compound sentence with multiple facts. Skip markdown headers, bullet labels, rhetorical sentences, hedges, and definitional preambles. Each claim should be standalone and grounded enough to verify against a data source. Return a JSON list of strings, no prose around it.
+CLAIMS_PROMPT = """Break the report below into atomic claims that can be verified: no more than 10. A claim states ONE scalar fact (a single number, named entity, date, direction or classification); never merge several facts into one claim. Leave out markdown headings, bullet labels, rhetorical or hedging sentences and definitions. Write every claim so that it stands on its own and can be checked against a data source. Reply with a JSON list of strings only, without any other text.
 
 Report:
 {report}"""
 
-VERIFY_PROMPT = """Verify a single atomic factual claim against reference sources.
+VERIFY_PROMPT = """Check one atomic factual claim against the reference sources below.
 
 Claim: {claim}
 
 Reference sources:
 {references}
 
-Pick exactly one verdict from this set: tier1_supported (keypoint says so), tier2_supported (context says so), tier3_general_knowledge (only if the claim is encyclopedic and not contradicting any reference), contradicts_keypoint (clearly conflicts with a keypoint), speculation (unsupported by any reference). Return JSON: {{"verdict": "<one>"}}"""
+Choose exactly one verdict: tier1_supported (a keypoint states it), tier2_supported (the context states it), tier3_general_knowledge (only for encyclopedic facts that no reference contradicts), contradicts_keypoint (it clearly conflicts with a keypoint), speculation (no reference supports it). Reply with JSON: {{"verdict": "<one of these>"}}"""
 
-QUALITY_PROMPT = """You are scoring a report's WRITING quality only -- its genre conformance, structure, and readability. DO NOT score for factual correctness; that is evaluated separately by a different scorer.
+QUALITY_PROMPT = """Score only the WRITING of the report below: how well it fits its genre, how it is structured, how readable it is. Do NOT judge whether its facts are right; another scorer checks that.
 
-Issue period: {period}
-Tier genre: {genre}
-Required signals:
+Period of the issue: {period}
+Genre for this tier: {genre}
+Signals the report must show:
 {required}
-Forbidden signals:
+Signals the report must not show:
 {forbidden}
-Exemplar of a good report:
+An example of a good report:
 {exemplar}
 
 Report to score:
 {report}
 
-Return JSON: {{"required_hits": ["<signal>", ...], "required_partial": ["<signal>", ...], "required_misses": ["<signal>", ...], "forbidden_violations": ["<signal>", ...], "rationale": "<one sentence>"}}"""
+Reply with JSON: {{"required_hits": ["<signal>", ...], "required_partial": ["<signal>", ...], "required_misses": ["<signal>", ...], "forbidden_violations": ["<signal>", ...], "rationale": "<one sentence>"}}"""
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ def period_question(scenario: Scenario, period: Period) -> str:
         f"{scenario.tier} tier).\n"
         f"Background: {scenario.background}\n"
         f"Input: {TABLE_FILE}, the cumulative table up to this period ({columns}); {SOURCE_DIR}/<period>.*, the "
-        f"releases of prior periods; {SCHEMA_FILE}, the answer schema (each field's rule is its x-rule).\n\n"
+        f"releases of prior periods; {SCHEMA_FILE}, the answer schema (types, allowed values, questions).\n\n"
         f"It is now {period.label}. I need an evidence-based analysis for this period's {scenario.release_name}. "
         f"Use {TABLE_FILE} and any prior-period files in {SOURCE_DIR}/. The current-period source document is not "
         "available.\n"

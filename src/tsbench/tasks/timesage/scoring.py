@@ -3,8 +3,10 @@ the configured judge, and lay the numbers out for the results row.
 
 `score` in [0, 1] is the overall (mean of the scored axes) / 100; `metrics` holds the four axes,
 the overall, per-family accuracy (family_A .. family_F), per-field scores (field:<name>) and the
-judge's call counts; `valid` is False when there is no usable answer dict (a period that ended
-without final_answer: every axis 0, recorded as a failure of the agent, not an error row).
+judge's call counts and the schema check's counts (schema_missing, schema_mistyped; the fields
+are listed in `parsed["schema_problems"]`); `valid` is False when there is no usable answer dict (a
+period that ended without final_answer: every axis 0, recorded as a failure of the agent, not an
+error row) or when the answer holds none of the required fields (`{}` is no answer).
 """
 
 from __future__ import annotations
@@ -48,7 +50,10 @@ def metrics_of(result: PeriodScore, asker: Asker) -> dict[str, float | None]:
     out.update({f"family_{family}": value for family, value in result.families.items()})
     out.update({f"field:{name}": value for name, value in result.fields.items()})
     supported = [v for _, v in result.verdicts]
+    problems = list(result.schema_problems.values())
     out.update(
+        schema_missing=float(sum(p == "missing" for p in problems)),
+        schema_mistyped=float(sum(p.startswith("mistyped") for p in problems)),
         judge_calls=float(asker.calls),
         judge_cache_hits=float(asker.hits),
         judge_errors=float(asker.errors),
@@ -60,20 +65,33 @@ def metrics_of(result: PeriodScore, asker: Asker) -> dict[str, float | None]:
     return out
 
 
+def answer_error(gold: dict, answer: dict | None, error: str | None) -> str | None:
+    """Why an answer dict is no answer at all: it holds none of the required fields."""
+    if answer is None or error is not None:
+        return error
+    required = [f["name"] for f in gold["fields"]]
+    if not any(name in answer for name in required):
+        return f"the answer holds none of the {len(required)} required fields"
+    return None
+
+
 def score_message(gold: dict, message: str, asker: Asker) -> Scored:
     answer, report, error = parse_message(message)
     result = score_period(gold, answer, report, asker)
+    error = answer_error(gold, answer, error)
     overall = result.overall
     parsed = {
         "answer": answer,
         "report": report,
+        "schema_problems": [f"{name}: {problem}" for name, problem in result.schema_problems.items()],
+        "unexpected_keys": result.unexpected_keys,
         "keypoints": result.keypoints,
         "verdicts": [{"claim": c, "verdict": v} for c, v in result.verdicts],
         "quality": result.quality_lists,
     }
     return Scored(
         score=0.0 if overall is None else overall / 100.0,
-        valid=answer is not None,
+        valid=answer is not None and error is None,
         parsed=parsed,
         error=error,
         metrics=metrics_of(result, asker),

@@ -80,6 +80,7 @@ def keypoints(scenario: Scenario, period: Period) -> list[dict[str, Any]]:
                 "verify": kp.verify,
                 "truth": value,
                 "truth_text": truth_text(value),
+                "subject": list(kp.subject),
             }
         )
     return out
@@ -99,6 +100,7 @@ def gold(scenario: Scenario, period: Period) -> dict[str, Any]:
         "context": period.context,
         "target_name": period.target_name,
         "prior_docs": period.prior_docs,
+        "prior_truth": period.prior_truth,
     }
 
 

@@ -47,6 +47,9 @@ HARD_POOL = (
 )
 
 
+# Kinds only the synthetic issuer can answer (they need its releases).
+ISSUER_ONLY = ("change_direction", "cause", "drivers_evidence", "stakeholders", "conditional_outlook")
+
 # The taxonomy tag each question kind asks (build() gives the same tag).
 KIND_TAGS = {
     "status": "A1",
@@ -63,15 +66,20 @@ KIND_TAGS = {
     "dominant_component": "C2",
     "component_shares": "C3",
     "major_components": "C4",
+    "change_direction": "B2",
     "flagged_periods": "D1",
     "event_type": "D2",
+    "cause": "E1",
     "primary_driver": "E2",
+    "drivers_evidence": "E4",
+    "stakeholders": "E5",
     "secondary_drivers": "E3",
     "guidance": "E6",
     "yoy_comparison": "E7",
     "risks": "F1",
     "outlook_direction": "F2",
     "outlook": "F3",
+    "conditional_outlook": "F4",
     "summary": SUMMARY_TAG,
     "evidence": EVIDENCE_TAG,
 }
@@ -103,6 +111,11 @@ class Vocabulary:
     stances: list[str] = field(default_factory=list)
     guidance_about: str = ""
     period_word: str = "period"
+    issuer_view: bool = False  # medium/hard synthetic: B/C/D fields as the issuer reports them
+    stakeholders: list[str] = field(default_factory=list)
+    event_types: list[str] = field(default_factory=list)
+    record_releases: int = 7
+    series: list[str] = field(default_factory=list)  # the table's series (issuer view: unusual moves)
 
     def number(self, x: float) -> str:
         return f"{x:.{self.decimals}f}"
@@ -151,6 +164,12 @@ def build(kind: str, v: Vocabulary) -> FieldSpec:
     comps = {"columns": v.components, "names": v.component_names}
     if kind == "status":
         return _status(v)
+    if v.issuer_view or kind in ISSUER_ONLY:
+        from tsbench.tasks.timesage.sources.catalog_issuer import build_issuer
+
+        built = build_issuer(kind, v)
+        if built is not None:
+            return built
     if kind == "latest_value":
         return FieldSpec(
             "latest_value",
@@ -460,6 +479,7 @@ def keypoints_for(fields: list[FieldSpec], status_name: str, tier: str) -> list[
             f.question.split("?")[0].strip(),
             f"Does the report state {f.name.replace('_', ' ')}?",
             field=f.name,
+            subject=[f.name.replace("_", " "), *([status_name, "status"] if f.tag == "A1" else [])],
         )
         for f in fields
         if f.in_accuracy
@@ -470,6 +490,7 @@ def keypoints_for(fields: list[FieldSpec], status_name: str, tier: str) -> list[
                 "kp_prior",
                 f"what the previous release said ({status_name} or primary driver)",
                 "Does the report relate this period to what the previous release said?",
+                subject=["previous release", "prior release", "last release"],
             )
         )
     return out

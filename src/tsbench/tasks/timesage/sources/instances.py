@@ -89,6 +89,7 @@ def assemble(
                 context=context,
                 target_name=target_name,
                 target_doc=target_text.encode(),
+                prior_truth=truth_at(row - 1) if latest_prior is not None else None,
             )
         )
     return periods

@@ -7,16 +7,20 @@ Accepted layout (one folder per scenario, one sub-folder per period instance)::
         scenario.json                # the contract, see below
         <period label>/              # e.g. 2024-11 or 2024-11-29: how the issuer names the period
           timeseries.csv             # cumulative table: a `date` column, rows ascending, last row = the label
-          answer_schema.json         # JSON Schema of the answer (properties may carry x-rule)
+          answer_schema.json         # JSON Schema of the answer (any x-* keys are stripped before the jail)
           gt_source/<label>.<ext>    # releases of PRIOR periods only, each named by its period label
           ground_truth.json          # {field: truth}; never copied into the jail
           keypoints.json             # optional: {keypoint id: truth} for keypoints without a field
           context.json               # optional: ["reference excerpt", ...] (faithfulness level 2)
+          prior_truth.json           # optional: {field: what the last visible release stated}
           target/<label>.<ext>       # optional: the withheld release of this period
 
 scenario.json holds id, domain, cadence, tier, role, publisher, release_name, background and
-`fields`: [{name, tag, rule, question, abs_tol?, rel_tol?, parts?, item_key?, value_rule?}] (each
-field's JSON schema and x-rule come from answer_schema.json); optionally `columns` (name ->
+`fields`: [{name, tag, rule, question, abs_tol?, rel_tol?, parts?, item_key?, value_rule?, derive?,
+note?}] (each field's JSON schema comes from answer_schema.json; `derive`, the host-side rule that
+recomputes a truth from the table, may instead be given there as `x-rule`, and `note` as
+`x-scoring`: both stay on the host, the agent's copy of answer_schema.json has every x-* key
+removed); optionally `columns` (name ->
 meaning; default: the CSV header), `keypoints` ([{id, description, verify, field?}]; default one
 per scored field) and `quality` ({genre, required, forbidden, exemplar}, signals as {text}; default
 the tier's rubric). `export_released` writes any set in this layout, so a set round-trips.
@@ -42,6 +46,7 @@ from tsbench.tasks.timesage.contract import (
     Rubric,
     Scenario,
     Signal,
+    agent_view,
 )
 from tsbench.tasks.timesage.sources.catalog import keypoints_for
 from tsbench.tasks.timesage.sources.render import context_lines, rubric
@@ -49,6 +54,7 @@ from tsbench.tasks.timesage.sources.render import context_lines, rubric
 TRUTH_FILE = "ground_truth.json"
 KEYPOINTS_FILE = "keypoints.json"
 CONTEXT_FILE = "context.json"
+PRIOR_TRUTH_FILE = "prior_truth.json"
 TARGET_DIR = "target"
 SCENARIO_FILE = "scenario.json"
 
@@ -64,8 +70,9 @@ def _fields(spec: dict, schema: dict) -> list[FieldSpec]:
     fields = []
     for entry in spec.get("fields", []):
         prop = dict(schema.get("properties", {}).get(entry["name"], {}))
-        rule = prop.pop("x-rule", None)
-        note = prop.pop("x-scoring", "")
+        rule = entry.get("derive", prop.get("x-rule"))
+        note = entry.get("note", prop.get("x-scoring", ""))
+        prop = agent_view(prop)
         prop.pop("description", None)
         fields.append(
             FieldSpec(
@@ -128,9 +135,14 @@ def _scenario(folder: Path, first_instance: Path) -> Scenario:
     )
 
 
+def _schema_bytes(schema: dict) -> bytes:
+    return (json.dumps(schema, indent=2, sort_keys=True) + "\n").encode()
+
+
 def _period(scenario: Scenario, folder: Path, index: int) -> Period:
     label = folder.name
-    files = {TABLE_FILE: (folder / TABLE_FILE).read_bytes(), SCHEMA_FILE: (folder / SCHEMA_FILE).read_bytes()}
+    schema = agent_view(_read_json(folder / SCHEMA_FILE))  # rules never reach the jail
+    files = {TABLE_FILE: (folder / TABLE_FILE).read_bytes(), SCHEMA_FILE: _schema_bytes(schema)}
     source = folder / SOURCE_DIR
     prior = sorted(p for p in source.iterdir() if p.is_file()) if source.is_dir() else []
     for path in prior:
@@ -158,6 +170,7 @@ def _period(scenario: Scenario, folder: Path, index: int) -> Period:
         context=context,
         target_name=target_name,
         target_doc=targets[0].read_bytes() if targets else b"",
+        prior_truth=_read_json(folder / PRIOR_TRUTH_FILE) if (folder / PRIOR_TRUTH_FILE).exists() else None,
     )
 
 
@@ -189,7 +202,19 @@ def export_released(sets: list[tuple[Scenario, list[Period]]], root: Path) -> No
         folder = root / scenario.id
         folder.mkdir(parents=True, exist_ok=True)
         contract = scenario.to_dict()
-        keep = ("name", "tag", "rule", "question", "abs_tol", "rel_tol", "parts", "item_key", "value_rule")
+        keep = (
+            "name",
+            "tag",
+            "rule",
+            "question",
+            "abs_tol",
+            "rel_tol",
+            "parts",
+            "item_key",
+            "value_rule",
+            "derive",
+            "note",
+        )
         contract["fields"] = [{k: f[k] for k in keep} for f in contract["fields"]]
         (folder / SCENARIO_FILE).write_text(json.dumps(contract, indent=2))
         for period in periods:
@@ -205,5 +230,7 @@ def export_released(sets: list[tuple[Scenario, list[Period]]], root: Path) -> No
             }
             (instance / KEYPOINTS_FILE).write_text(json.dumps(extra, indent=2, sort_keys=True))
             (instance / CONTEXT_FILE).write_text(json.dumps(period.context, indent=2))
+            if period.prior_truth is not None:
+                (instance / PRIOR_TRUTH_FILE).write_text(json.dumps(period.prior_truth, indent=2))
             (instance / TARGET_DIR).mkdir(exist_ok=True)
             (instance / TARGET_DIR / period.target_name.split("/")[-1]).write_bytes(period.target_doc)

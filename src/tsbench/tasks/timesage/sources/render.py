@@ -90,7 +90,8 @@ def context_lines(
 
 
 def release_text(state: dict[str, Any]) -> str:
-    """The issuer's release for one period, rendered from its state (see synthetic.issuer_state)."""
+    """The issuer's release for one period, rendered from its state (see issuer.issuer_states).
+    Replay states may lack the issuer's own sections; each section is written when present."""
     s = state
     d = s["decimals"]
     lines = [
@@ -103,19 +104,48 @@ def release_text(state: dict[str, Any]) -> str:
         f"{s['previous']:.{d}f} {s['unit']} (change {s['change']:+.{d}f}).",
         f"Against the same period a year earlier ({s['yoy_reference']}) the reading is {s['yoy_direction']}.",
     ]
+    if "adjusted" in s:
+        lines += [
+            "",
+            "## Adjusted figures",
+            f"Adjusted {s['value']}: {s['adjusted']:.{d}f} {s['unit']} (adjustment {s['adjustment']:+.{d}f}), "
+            f"{s['adj_direction']} by {s['adj_change']:+.{d}f} from the previous release's adjusted figure; "
+            f"three-release change {s['adj_trend_3']:+.{d}f}; the same direction for {s['adj_run']} release(s).",
+            f"Against the reference level {s['reference']:.{d}f} the deviation is {s['deviation']:+.{d}f}. "
+            f"Rank {s['rank']} of the last seven adjusted figures" + (" (the highest)." if s["record"] else "."),
+            f"Adjustment announced for the next period: {s['next_adjustment']:+.{d}f}. Reference level for the "
+            f"next period: {s['next_reference']:.{d}f}.",
+        ]
     if s.get("shares"):
         lines += [
             "",
             "## Composition",
-            f"{s['whole'].capitalize()}: " + ", ".join(f"{k} {v:.1f} %" for k, v in s["shares"].items()) + ".",
-            f"The largest component is {s['dominant']}.",
+            f"{s['whole'].capitalize()} (contribution shares): "
+            + ", ".join(f"{k} {v:.1f} %" for k, v in s["shares"].items())
+            + ".",
+            f"The largest contributor is {s['dominant']}.",
         ]
     if s.get("drivers"):
         secondary = ", ".join(s["secondary"]) if s["secondary"] else "none"
         lines += ["", "## Drivers", f"Primary driver: {s['primary']}. Secondary drivers: {secondary}."]
+        if s.get("cause"):
+            lines.append(f"Main cause: {s['cause']}.")
         lines += [f"- {name}: {value} ({delta:+.2f} since the previous release)" for name, value, delta in s["drivers"]]
+        if s.get("stakeholders"):
+            via = s.get("stakeholder_of", {})
+            moves = {name: delta for name, _, delta in s["drivers"]}
+            named = [f"{c} {'rising' if moves.get(c, 0) > 0 else 'falling'}" for c in [s["primary"], *s["secondary"]]]
+            lines.append("Stakeholders affected: " + ", ".join(f"{via.get(c, '?')} (through {c})" for c in named) + ".")
     flagged = ", ".join(s["flagged"]) if s["flagged"] else "none"
     lines += ["", "## Events", f"Unusual changes flagged in the last {s['event_window']} periods: {flagged}."]
+    if "unusual_series" in s:
+        moved = ", ".join(s["unusual_series"]) or "none"
+        lines.append(f"Series moving unusually this period: {moved}.")
+    if "event_class" in s:
+        happened = f"the announced {s['event']} took place" if s.get("event") else s["event_class"]
+        lines.append(f"This period's event classification: {s['event_class']} ({happened}).")
+        for kind, when in s.get("notices", []):
+            lines.append(f"Notice: a {kind} event is expected in {when}.")
     if s.get("outlook_direction") is not None:
         lines += [
             "",
@@ -124,6 +154,13 @@ def release_text(state: dict[str, Any]) -> str:
             f"{s['probability']} % probability over the next {s['outlook_horizon']} periods.",
             f"Guidance on {s['guidance_about']}: {s['stance']} for the next {s['guidance_horizon']} periods.",
         ]
+        if s.get("conditional"):
+            c = s["conditional"]
+            side = "above" if c["if_direction"] == "up" else "below"
+            lines.append(
+                f"Conditional outlook: if {c['if_driver']} stays {side} its normal ({c['if_direction']}), "
+                f"{s['value']} is expected to go {c['then_direction']}."
+            )
         lines += ["", "## Risks"]
         lines += [f"- {r['risk']}: {r['evidence']}" for r in s["risks"]] or ["- none flagged"]
     return "\n".join(lines) + "\n"

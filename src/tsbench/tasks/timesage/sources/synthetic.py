@@ -22,11 +22,24 @@ import numpy as np
 import pandas as pd
 
 from tsbench.tasks.timesage import cadence as cal
+from tsbench.tasks.timesage.audit import degeneracy_problems
 from tsbench.tasks.timesage.contract import TABLE_FILE, Period, Scenario
-from tsbench.tasks.timesage.derive import band_of, derive, status_path
-from tsbench.tasks.timesage.sources.catalog import EASY_POOL, HARD_POOL, MEDIUM_POOL, Vocabulary, build, keypoints_for
+from tsbench.tasks.timesage.derive import derive
+from tsbench.tasks.timesage.sources.catalog import Vocabulary, build, keypoints_for
 from tsbench.tasks.timesage.sources.domains import THEMES, THEMES_BY_DOMAIN, Theme
 from tsbench.tasks.timesage.sources.instances import Table, assemble, release_name
+from tsbench.tasks.timesage.sources.issuer import (
+    EVENT_TYPES,
+    ISSUER_FIELDS,
+    RECORD_WINDOW,
+    SERIES_Z,
+    STAKEHOLDERS,
+    IssuerBook,
+    IssuerInputs,
+    adjustments,
+    issuer_states,
+    plan_events,
+)
 from tsbench.tasks.timesage.sources.render import release_text, rubric
 from tsbench.tasks.timesage.taxonomy import CADENCES, DOMAINS, TIERS
 
@@ -55,19 +68,49 @@ class ScenarioPlan:
     persistence: int
 
 
-def _kinds(tier: str, rng: np.random.Generator) -> list[str]:
+# Per-tier question families and the number of fields each takes, by the scenario's index j within
+# its tier: over 20 scenarios a tier this gives A 60, B 54, C 20, D 30, E 30, F 32 fields, the
+# paper's question-type shares (Fig. 3a: A 26.6, B 23.6, F 14.3, D 13.5, E 13.1, C 8.9 %).
+FAMILY_KINDS = {
+    "A": ("status", "latest_value", "latest_direction"),
+    "B": ("change", "change_direction", "trend_3", "run_length", "vs_baseline", "is_record", "rank"),
+    "C": ("top_components", "dominant_component", "component_shares", "major_components"),
+    "D": ("flagged_periods", "event_type"),
+    "E": (
+        "cause",
+        "primary_driver",
+        "secondary_drivers",
+        "drivers_evidence",
+        "stakeholders",
+        "guidance",
+        "yoy_comparison",
+    ),
+    "F": ("risks", "outlook_direction", "outlook", "conditional_outlook"),
+}
+
+
+def _counts(tier: str, j: int) -> dict[str, int]:
     if tier == "easy":
-        extra = [str(k) for k in rng.choice(EASY_POOL, size=int(rng.integers(0, len(EASY_POOL) + 1)), replace=False)]
-        return ["status", *sorted(extra, key=EASY_POOL.index), "summary"]
+        return {"A": 3}
     if tier == "medium":
-        chosen = [str(k) for k in rng.choice(MEDIUM_POOL, size=4, replace=False)]
-        if rng.random() < 0.5:
-            chosen.insert(0, "status")
-        return [*sorted(chosen, key=("status", *MEDIUM_POOL).index), "summary"]
-    chosen = [str(k) for k in rng.choice(HARD_POOL, size=5, replace=False)]
-    if sum(k != "status" for k in chosen) < 3:
-        chosen.append("flagged_periods")
-    return [*sorted(set(chosen), key=HARD_POOL.index), "summary", "evidence"]
+        return {"B": 3 if j % 3 != 2 else 2, "C": 1, "D": 1 if j % 4 != 3 else 0}
+    counts = {"E": 2 if j % 2 == 0 else 1, "F": 2 if j % 5 < 3 else 1, "D": 1 if j % 4 != 3 else 0}
+    if sum(counts.values()) < 3:
+        counts["F"] += 1
+    return counts
+
+
+def _kinds(tier: str, j: int) -> list[str]:
+    """The question kinds of the j-th scenario of a tier: each family's kinds taken in turn, so
+    every tag of a family appears within a few scenarios of the tier."""
+    used = {family: sum(_counts(tier, i).get(family, 0) for i in range(j)) for family in FAMILY_KINDS}
+    kinds = []
+    for family, count in _counts(tier, j).items():
+        pool = FAMILY_KINDS[family]
+        kinds += [pool[(used[family] + k) % len(pool)] for k in range(count)]
+    order = [k for family in "ABCDEF" for k in FAMILY_KINDS[family]]
+    tail = ["summary"] if tier != "hard" else ["summary", "evidence"]
+    return [*sorted(kinds, key=order.index), *tail]
 
 
 def _cadences(n: int, rng: np.random.Generator) -> list[str]:
@@ -96,8 +139,8 @@ def plan_set(seed: int, n_scenarios: int = FULL_SET, n_periods: int = 24) -> lis
         themes = THEMES_BY_DOMAIN[domain]
         theme = themes[block % len(themes)]
         own = np.random.default_rng([int(seeds[i]), 1])
-        kinds = tuple(_kinds(tier, own))
-        persistence = int(own.choice([1, 2]) if tier == "easy" else own.choice([1, 2, 3]))
+        kinds = tuple(_kinds(tier, sum(p.tier == tier for p in plans)))
+        persistence = int(own.choice([1, 1, 2]) if tier == "easy" else own.choice([1, 2, 3]))
         plans.append(
             ScenarioPlan(
                 f"{domain}-{theme.replace('_', '-')}-{cadences[i]}-{i:02d}",
@@ -135,14 +178,16 @@ class _World:
     issuer_noise: np.ndarray
     stance_noise: np.ndarray
     sd_change: float
+    book: IssuerBook
 
 
 def _simulate(plan: ScenarioPlan, theme: Theme, rng: np.random.Generator) -> _World:
     n = HISTORY[plan.cadence] + plan.n_periods
+    first = HISTORY[plan.cadence]
     ppy = cal.PERIODS_PER_YEAR[plan.cadence]
     days = cal.dates(plan.cadence, n, rng)
     t = np.arange(n)
-    phi = rng.uniform(0.85, 0.97, size=len(theme.drivers))
+    phi = rng.uniform(0.6, 0.92, size=len(theme.drivers))
     z = np.stack([_ar1(rng, n, p) for p in phi])
     for row in z:  # occasional jumps in the drivers
         jumps = rng.random(n) < 1 / 80
@@ -159,15 +204,39 @@ def _simulate(plan: ScenarioPlan, theme: Theme, rng: np.random.Generator) -> _Wo
     value = theme.level + theme.scale * (beta @ z + season + trend + shifts + noise)
     change = np.diff(value)
     mad = 1.4826 * float(np.median(np.abs(change - np.median(change))))
-    first_event = max(2, HISTORY[plan.cadence] - 24)
+    sd_change = float(np.std(change[:first]))
+    first_event = max(2, first - 24)
     for row in rng.choice(np.arange(first_event, n), size=int(rng.integers(2, 5)), replace=False):
-        value[row] += rng.choice([-1.0, 1.0]) * rng.uniform(5.0, 8.0) * mad
+        value[row] += rng.choice([-1.0, 1.0]) * rng.uniform(5.0, 8.0) * mad  # unannounced one-off shocks
+    events = plan_events(rng, first - PRIOR_RELEASES, first - 3, n)
+    offset = 0.0
+    for row in sorted(events):  # announced events shift the level; the sign pulls the sum back to zero
+        sign = -np.sign(offset) if offset else rng.choice([-1.0, 1.0])
+        step = sign * rng.uniform(4.0, 7.0) * mad
+        value[row:] += step
+        offset += step
     columns: dict[str, Any] = {"date": [cal.label(d, plan.cadence) for d in days], theme.value: value}
     for (col, _, _, level, scale), row in zip(theme.drivers, z):
         columns[col] = level + scale * row
+    bases = {}
     for col, _ in theme.components:
-        base = theme.component_level * rng.uniform(0.5, 1.5)
-        columns[col] = base * np.exp(np.cumsum(rng.normal(0.0, 0.03, size=n)))
+        bases[col] = theme.component_level * rng.uniform(0.5, 1.5)
+        columns[col] = bases[col] * np.exp(0.12 * _ar1(rng, n, 0.8))  # native units differ
+    weights = {
+        col: round(float(rng.uniform(0.93, 1.07)) * theme.component_level / base, 3) for col, base in bases.items()
+    }
+    groups = list(rng.permutation(STAKEHOLDERS[theme.domain]))
+    book = IssuerBook(
+        adjustments(rng, n, ppy, plan.cadence != "irregular", sd_change, theme.decimals),
+        weights,
+        events,
+        {
+            (col, rose): str(groups[(2 * i + rose) % len(groups)])
+            for i, (col, *_) in enumerate(theme.drivers)
+            for rose in (False, True)
+        },
+        first - PRIOR_RELEASES,
+    )
     return _World(
         theme,
         pd.DataFrame(columns),
@@ -175,7 +244,8 @@ def _simulate(plan: ScenarioPlan, theme: Theme, rng: np.random.Generator) -> _Wo
         phi,
         rng.standard_normal(n),
         rng.random(n),
-        float(np.std(np.diff(value[: HISTORY[plan.cadence]]))),
+        float(np.std(np.diff(value[:first]))),
+        book,
     )
 
 
@@ -197,7 +267,7 @@ def _vocabulary(plan: ScenarioPlan, theme: Theme, values: np.ndarray, sd_change:
         labels=list(theme.labels),
         edges=edges,
         persistence=plan.persistence,
-        issuer_status=plan.tier == "hard",
+        issuer_status=False,
         flat=flat,
         periods_per_year=cal.PERIODS_PER_YEAR[plan.cadence],
         baseline_window=BASELINE[plan.cadence],
@@ -211,117 +281,103 @@ def _vocabulary(plan: ScenarioPlan, theme: Theme, values: np.ndarray, sd_change:
         stances=list(theme.stances),
         guidance_about=theme.guidance,
         period_word=PERIOD_WORD[plan.cadence],
+        issuer_view=plan.tier != "easy",
+        stakeholders=sorted(STAKEHOLDERS[theme.domain]),
+        event_types=list(EVENT_TYPES),
+        record_releases=RECORD_WINDOW,
+        series=[theme.value, *(c for c, *_ in theme.drivers), *(c for c, _ in theme.components)],
     )
 
 
-def _direction(delta: float, flat: float) -> str:
-    return "up" if delta > flat else "down" if delta < -flat else "flat"
+def _brief(plan: ScenarioPlan, theme: Theme, v: Vocabulary, book: IssuerBook) -> str:
+    """The scenario background: the table layout and the issuer's published conventions (the
+    adjustment, the flat band, the contribution weights, how it flags events)."""
+    weights = ", ".join(f"{name} {book.weights[col]:.3f}" for col, name in theme.components)
+    text = (
+        f"{theme.background} {theme.publisher} publishes a {theme.release} every {v.period_word}; "
+        f"{TABLE_FILE} holds {theme.value_desc} ({theme.value}, {theme.unit}), its drivers "
+        f"({', '.join(v.drivers)}) and the components of {theme.whole} ({', '.join(v.components)})."
+    )
+    if plan.tier == "easy":
+        return text + f" Synthetic scenario generated by tsbench (seed {plan.seed})."
+    return text + (
+        f" Methodology: the release reports {theme.value} in adjusted terms, the table value minus the "
+        f"seasonal and calendar adjustment each release announces for the next {v.period_word}; its changes, "
+        f"trends, records and ranks compare adjusted figures as published, and it calls a move flat when "
+        f"smaller than {v.flat_text()} {theme.unit}. Each release also declares the reference level for the "
+        f"next {v.period_word}. Contributions to {theme.whole} are the component values times these weights: "
+        f"{weights}. The release flags a change as unusual when its robust z-score against the "
+        f"{v.event_baseline} changes before it (median, 1.4826 x MAD) exceeds {v.event_z:g}, unless a prior "
+        f"release announced an event for that {v.period_word}; announced events are named by their type. "
+        f"It also lists the series of the table ({theme.value}, drivers and components) whose change this "
+        f"{v.period_word} has a robust z-score above {SERIES_Z:g} in absolute value, leaving out {theme.value} "
+        f"when an announced event explains its move. "
+        f"Synthetic scenario generated by tsbench (seed {plan.seed})."
+    )
 
 
-def issuer_states(
-    plan: ScenarioPlan, world: _World, table: Table, v: Vocabulary, rows: range
-) -> dict[int, dict[str, Any]]:
-    """What the issuer says in each release (rows = the releases' rows)."""
-    theme, frame = world.theme, table.frame
-    x = frame[theme.value].to_numpy(dtype=float)
-    rule_status = status_path(x, v.edges, v.labels, v.persistence)
-    ppy = v.periods_per_year
-    drivers = [(col, level, scale) for col, _, _, level, scale in theme.drivers]
-    comps = {"columns": v.components, "names": v.component_names}
-    flag_rule = {
-        "kind": "flag_events",
-        "column": theme.value,
-        "window": v.event_window,
-        "baseline": v.event_baseline,
-        "z": v.event_z,
-    }
-    guidance_horizon = 2 + plan.seed % 2
-    states = {}
-    for r in rows:
-        upto = frame.iloc[: r + 1]
-        change = x[r] - x[r - 1]
-        deltas = {col: float(frame[col].iloc[r] - frame[col].iloc[r - 1]) for col, _, _ in drivers}
-        contrib = {col: world.beta[i] * theme.scale / scale * deltas[col] for i, (col, _, scale) in enumerate(drivers)}
-        order = sorted(contrib, key=lambda c: (-abs(contrib[c]), c))
-        primary = order[0]
-        secondary = [c for c in order[1:] if abs(contrib[c]) >= 0.35 * abs(contrib[primary])][:2]
-        z_now = {col: (float(frame[col].iloc[r]) - level) / scale for col, level, scale in drivers}
-        forecast = (
-            sum(
-                world.beta[i] * theme.scale * (world.phi[i] - 1.0) * z_now[col] for i, (col, _, _) in enumerate(drivers)
-            )
-            + 0.3 * change
-        )
-        forecast += world.issuer_noise[r] * 0.3 * world.sd_change
-        outlook = _direction(forecast, v.flat)
-        raw = band_of(x[r], v.edges, v.labels)
-        status = rule_status[r]
-        if v.issuer_status and raw != status:
-            toward_up = v.labels.index(raw) > v.labels.index(status)
-            if (outlook == "up" and toward_up) or (outlook == "down" and not toward_up):
-                status = raw
-        position = v.labels.index(status) / max(1, len(v.labels) - 1)
-        stance = 1 + (position >= 0.66 and outlook == "up") - (position <= 0.34 and outlook == "down")
-        if world.stance_noise[r] < 0.1:
-            stance = min(2, stance + 1) if outlook == "up" else max(0, stance - 1) if outlook == "down" else stance
-        risks = sorted((c for c in z_now if abs(z_now[c]) > 1.0), key=lambda c: (-abs(z_now[c]), c))[:3]
-        states[r] = {
-            "label": str(frame["date"].iloc[r]),
+def _inputs(plan: ScenarioPlan, world: _World, table: Table, v: Vocabulary) -> IssuerInputs:
+    theme = world.theme
+    return IssuerInputs(
+        x=table.frame[theme.value].to_numpy(dtype=float),
+        frame=table.frame,
+        labels=v.labels,
+        edges=v.edges,
+        persistence=v.persistence,
+        flat=v.flat,
+        decimals=theme.decimals,
+        ppy=v.periods_per_year,
+        event_baseline=v.event_baseline,
+        event_window=v.event_window,
+        event_z=v.event_z,
+        drivers=[(col, level, scale) for col, _, _, level, scale in theme.drivers],
+        components=v.components,
+        component_names=v.component_names,
+        beta=world.beta,
+        phi=world.phi,
+        issuer_noise=world.issuer_noise,
+        stance_noise=world.stance_noise,
+        sd_change=world.sd_change,
+        scale=theme.scale,
+        stances=v.stances,
+        guidance_horizon=2 + plan.seed % 2,
+        extra={
             "release": theme.release,
             "publisher": theme.publisher,
             "provenance": f"Synthetic release rendered by tsbench from the scenario state (seed {plan.seed}).",
             "status_name": theme.status_name,
-            "status": status,
             "value": theme.value,
             "value_desc": theme.value_desc,
             "unit": theme.unit,
             "decimals": theme.decimals,
-            "latest": float(x[r]),
-            "previous": float(x[r - 1]),
-            "change": float(change),
-            "direction": _direction(change, v.flat),
-            "yoy_reference": str(frame["date"].iloc[r - ppy]),
-            "yoy_direction": _direction(x[r] - x[r - ppy], v.flat),
             "whole": theme.whole,
-            "shares": derive(upto, {"kind": "shares", **comps, "decimals": 1}),
-            "dominant": derive(upto, {"kind": "dominant", **comps}),
-            "drivers": [(col, f"{frame[col].iloc[r]:.2f}", deltas[col]) for col, _, _ in drivers],
-            "primary": primary,
-            "secondary": secondary,
-            "flagged": derive(upto, flag_rule),
             "event_window": v.event_window,
-            "outlook_direction": outlook,
-            "regime": band_of(x[r] + forecast, v.edges, v.labels),
-            "probability": int(5 * round((50 + 40 * math.tanh(abs(forecast) / world.sd_change)) / 5)),
-            "outlook_horizon": 3,
             "guidance_about": theme.guidance,
-            "stance": v.stances[int(stance)],
-            "guidance_horizon": guidance_horizon,
-            "risks": [
-                {
-                    "risk": f"{c}_{'upside' if z_now[c] > 0 else 'downside'}",
-                    "evidence": f"{c} at {frame[c].iloc[r]:.2f} in {frame['date'].iloc[r]}",
-                }
-                for c in risks
-            ],
-        }
-    return states
+            "stakeholder_of": {
+                f"{c} {'rising' if up else 'falling'}": g for (c, up), g in world.book.stakeholders.items()
+            },
+            "series": [theme.value, *(c for c, *_ in theme.drivers), *(c for c, _ in theme.components)],
+        },
+    )
 
 
-ISSUER_FIELDS = {
-    "status": lambda s: s["status"],
-    "primary_driver": lambda s: s["primary"],
-    "secondary_drivers": lambda s: sorted(s["secondary"]),
-    "guidance": lambda s: {"stance": s["stance"], "horizon": s["guidance_horizon"]},
-    "risks": lambda s: s["risks"],
-    "outlook_direction": lambda s: s["outlook_direction"],
-    "outlook": lambda s: {"regime": s["regime"], "probability": s["probability"], "horizon": s["outlook_horizon"]},
-}
+MAX_ATTEMPTS = 24  # worlds tried per plan until one passes the degeneracy checks
 
 
 def materialize(plan: ScenarioPlan) -> tuple[Scenario, list[Period]]:
+    """The scenario and its periods; a world whose truths are degenerate (one answer throughout,
+    or copying the last release too often right, see audit.degeneracy_problems) is redrawn."""
+    built = None
+    for attempt in range(MAX_ATTEMPTS):
+        built = _materialize(plan, attempt)
+        if not degeneracy_problems(*built):
+            return built
+    return built
+
+
+def _materialize(plan: ScenarioPlan, attempt: int) -> tuple[Scenario, list[Period]]:
     theme = THEMES[plan.theme]
-    rng = np.random.default_rng([plan.seed, 2])
+    rng = np.random.default_rng([plan.seed, 2, attempt] if attempt else [plan.seed, 2])
     world = _simulate(plan, theme, rng)
     decimals = {theme.value: theme.decimals, **{c: 2 for c, *_ in theme.drivers}, **{c: 1 for c, _ in theme.components}}
     table = Table.from_frame(world.frame, decimals)
@@ -331,12 +387,6 @@ def materialize(plan: ScenarioPlan) -> tuple[Scenario, list[Period]]:
     columns = {"date": "release period label", theme.value: f"{theme.value_desc} ({theme.unit})"}
     columns.update({col: f"{meaning} ({unit})" for col, meaning, unit, _, _ in theme.drivers})
     columns.update({col: f"{theme.whole}: {name}" for col, name in theme.components})
-    background = (
-        f"{theme.background} {theme.publisher} publishes a {theme.release} every {v.period_word}; "
-        f"{TABLE_FILE} holds {theme.value_desc} ({theme.value}, {theme.unit}), its drivers "
-        f"({', '.join(v.drivers)}) and {theme.whole} ({', '.join(v.components)}). "
-        f"Synthetic scenario generated by tsbench (seed {plan.seed})."
-    )
     units = [theme.unit] + ([theme.unit.split()[0]] if " " in theme.unit else [])
     quality = rubric(
         plan.tier,
@@ -356,7 +406,7 @@ def materialize(plan: ScenarioPlan) -> tuple[Scenario, list[Period]]:
         role=theme.role,
         publisher=theme.publisher,
         release_name=theme.release,
-        background=background,
+        background=_brief(plan, theme, v, world.book),
         columns=columns,
         fields=fields,
         keypoints=keypoints_for(fields, theme.status_name, plan.tier),
@@ -364,14 +414,14 @@ def materialize(plan: ScenarioPlan) -> tuple[Scenario, list[Period]]:
     )
     first = HISTORY[plan.cadence]
     release_rows = range(first - PRIOR_RELEASES, first + plan.n_periods)
-    states = issuer_states(plan, world, table, v, release_rows)
+    states = issuer_states(_inputs(plan, world, table, v), world.book, release_rows)
     releases = {r: (release_name(states[r]["label"]), release_text(states[r])) for r in release_rows}
 
     def truth_at(row: int) -> dict[str, Any]:
         upto = table.frame.iloc[: row + 1]
         truth = {}
         for spec in fields:
-            if not spec.in_accuracy:
+            if spec.rule == "judge" and not spec.in_accuracy:
                 truth[spec.name] = None
             elif spec.derive is not None:
                 truth[spec.name] = derive(upto, spec.derive)

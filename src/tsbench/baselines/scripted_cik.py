@@ -1,0 +1,67 @@
+"""`scripted-cik/persistence`: a deterministic CiK forecaster that sees only what a model sees.
+
+It forecasts the last history value of the prompt's <history> block for every horizon step (three
+samples spread by 1 % of the level), shifted by the amount a retrieved precedent's rationale states
+("lift the forecast by X"). Under the tools harness it calls an evolved tool whose name starts with
+`forecast_` when one is offered and answers with that tool's samples (shifted the same way). It is the ablation board's
+offline driver: memory and evolution change its answers only through the prompt and the tools.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from tsbench.models.base import Completion, Message, TaskInfo, ToolCall
+
+LIFT = re.compile(r"lift the forecast by (-?\d+(?:\.\d+)?)")
+HORIZON = re.compile(r"at these (\d+) timestamps")
+
+
+def _last_value(text: str) -> float:
+    block = text.split("<history>", 1)[-1].split("</history>", 1)[0]
+    rows = [line for line in block.splitlines() if line.startswith("(")]
+    return float(rows[-1].rstrip(")").split(",")[-1]) if rows else 0.0
+
+
+class PersistencePolicy:
+    harnesses = ("tools", "single-pass-text")
+    native_tools = True
+    name = "scripted-cik/persistence"
+
+    def generate(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens=None,
+        temperature=None,
+        task: TaskInfo | None = None,
+        tools=None,
+        tool_choice=None,
+    ) -> Completion:
+        text = "\n".join(str(m.content) for m in messages if m.role in ("system", "user"))
+        tokens = len(text) // 4
+        offered = [t["function"]["name"] for t in tools or [] if t["function"]["name"].startswith("forecast_")]
+        observed = [m for m in messages if m.role == "tool"]
+        if offered and not observed and tool_choice != "none":
+            return Completion("", input_tokens=tokens, tool_calls=[ToolCall("call_0", offered[0], "{}")])
+        lifts = LIFT.findall(text)
+        lift = float(lifts[0]) if lifts else 0.0
+        if observed:
+            found = json.loads(str(observed[-1].content))
+            if isinstance(found, dict) and "samples" in found:
+                shifted = [[v + lift for v in sample] for sample in found["samples"]]
+                return Completion(json.dumps({"samples": shifted}), input_tokens=tokens)
+        horizon = int(HORIZON.search(text).group(1)) if HORIZON.search(text) else 1
+        level = _last_value(text) + lift
+        samples = [[round(level * (1 + d), 6)] * horizon for d in (-0.01, 0.0, 0.01)]
+        return Completion(json.dumps({"samples": samples}), input_tokens=tokens, output_tokens=20)
+
+    def close(self) -> None:
+        pass
+
+
+def build(name: str):
+    if name != "persistence":
+        raise LookupError(name)
+    return PersistencePolicy()

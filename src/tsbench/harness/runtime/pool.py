@@ -1,0 +1,330 @@
+"""Pre-started jails, so that kernel start (bwrap, ipykernel, numpy and scipy imports) leaves an
+episode's critical path.
+
+A `JailPool` keeps up to `size` jails booted ahead: each is a `Sandbox` launched with no series and
+its heavy imports done, with an empty host file bound read-only where series.npz goes. When an
+episode starts a `Sandbox` whose launch settings match, it takes one of them over (`claim`): the
+host writes that episode's series into the bound file (by value, as before), fills context.json and
+runs the usual boot cell; nothing of another episode is in it, because each pre-started jail serves
+exactly one episode and is destroyed with it (`Sandbox.close`). A replacement is booted behind it.
+A pre-started jail whose kernel died is thrown away and replaced. Sandboxes the pool cannot serve
+(the unsafe mode, `files`) start cold, as without a pool; one with other bounds or read-only paths
+starts cold and the pool pre-starts those from then on.
+
+The pool in use is process-wide: `use_pool(pool)` (the thread executor does this for a run), or the
+environment variable TSBENCH_JAIL_POOL=N, which makes one of size N on first use (the jail tests run
+unchanged under it).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import threading
+import time
+import weakref
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tsbench.harness.runtime.errors import SandboxError
+from tsbench.harness.runtime.kernel_boot import SERIES_FILE
+from tsbench.harness.runtime.staging import series_npz
+
+if TYPE_CHECKING:
+    from tsbench.harness.runtime.sandbox import Sandbox
+
+__all__ = ["ENV_VAR", "JailPool", "active_pool", "claim_from_pool", "use_pool"]
+
+log = logging.getLogger(__name__)
+
+ENV_VAR = "TSBENCH_JAIL_POOL"
+_CLAIM_WAIT_S = 120.0  # the longest a claim waits for a boot in flight
+_FIRST_BOOT_GUESS_S = 3.0  # how long a pre-start takes until the pool has timed one
+_MAX_BOOT_FAILURES = 3  # in a row: then the pool stops refilling and sandboxes start cold
+# What a claimed sandbox takes over from the pre-started one: the jail, the kernel and its channels.
+_RUNTIME_FIELDS = (
+    "network_mode",
+    "sandbox_uid",
+    "task_limit",
+    "cgroup",
+    "workdir",
+    "_root",
+    "_ctl_dir",
+    "_ipc_dir",
+    "_context_path",
+    "_jail",
+    "_kernel_manager",
+    "_client",
+    "_refusals",
+    "_replied_to",
+    "_kernel_log",
+    "_launch_serial",
+)
+_WARM_CELL = "def _tsbench_warm():\n    import numpy, scipy\n_tsbench_warm()\ndel _tsbench_warm\n"
+
+
+def launch_key(box: Sandbox) -> tuple | None:
+    """The settings fixed when a jail is launched (its bounds, its network, the read-only paths copied
+    in), or None when the pool cannot serve this sandbox (the unsafe mode; `files`, which are the
+    episode's own and enter the working directory before launch)."""
+    if box.unsafe or box.files:
+        return None
+    limits = box.limits
+    return (
+        limits.memory_bytes,
+        limits.max_tasks,
+        limits.file_bytes,
+        limits.work_bytes,
+        limits.tmp_bytes,
+        box.network,
+        tuple(str(path) for path in box.readonly_paths),
+    )
+
+
+def _settings_of(key: tuple) -> dict[str, Any]:
+    memory, tasks, file_bytes, work, tmp, network, readonly = key
+    return {
+        "memory_bytes": memory,
+        "max_tasks": tasks,
+        "file_bytes": file_bytes,
+        "work_bytes": work,
+        "tmp_bytes": tmp,
+        "network": network,
+        "readonly_paths": readonly,
+    }
+
+
+def _default_key() -> tuple:
+    from tsbench.harness.runtime.sandbox import Sandbox
+
+    return launch_key(Sandbox())
+
+
+def prestart(key: tuple) -> Sandbox:
+    """A jail launched and warmed with `key`'s settings, its series still to come."""
+    from tsbench.harness.runtime.sandbox import Sandbox
+
+    box = Sandbox(None, **_settings_of(key))
+    box.deferred_series = True
+    box.start()
+    return box
+
+
+def warm_kernel(box: Sandbox) -> None:
+    """Import what every boot imports, in a silent cell (no history, no names left behind)."""
+    reply = box._client.execute_interactive(
+        _WARM_CELL, silent=True, store_history=False, timeout=120, output_hook=lambda message: None
+    )
+    if reply["content"]["status"] != "ok":
+        raise SandboxError("pre-started kernel failed to import numpy and scipy")
+
+
+def _alive(box: Sandbox) -> bool:
+    manager = box._kernel_manager
+    return manager is not None and manager.is_alive()
+
+
+def hand_over(warm: Sandbox, box: Sandbox) -> None:
+    """Move `warm`'s jail and kernel into `box`, give it `box`'s series and boot it for the episode."""
+    if warm._cleanup is not None:
+        _obj, func, args, kwargs = warm._cleanup.detach()
+        box._cleanup = weakref.finalize(box, func, *args, **kwargs)
+    warm._cleanup = None
+    for name in _RUNTIME_FIELDS:
+        setattr(box, name, getattr(warm, name))
+    for name in ("cgroup", "_root", "_jail", "_kernel_manager", "_client", "_refusals"):
+        setattr(warm, name, None)
+    try:
+        input_dir = Path(box._root) / "input"
+        (input_dir / SERIES_FILE).write_bytes(series_npz(box.series))  # the inode the jail has bound
+        box._context_writer = threading.Thread(target=box._write_context_json, name="tsbench-context-json", daemon=True)
+        box._context_writer.start()
+        box._boot_kernel()
+    except BaseException:
+        box.close()
+        raise
+
+
+class JailPool:
+    """Up to `size` pre-started jails of one launch key; see the module docstring."""
+
+    def __init__(self, size: int, key: tuple | None = None) -> None:
+        if size < 1:
+            raise ValueError("a jail pool holds at least one jail")
+        self.size = int(size)
+        self.key = key or _default_key()
+        self.stats: Counter[str] = Counter()  # warm, cold, dead (replaced), failed boots
+        self._ready: list[Sandbox] = []
+        self._booting = 0
+        self._boot_began: dict[int, float] = {}  # boots in flight: serial -> monotonic start
+        self._serial = 0
+        self.boot_seconds = _FIRST_BOOT_GUESS_S  # a running mean of how long a pre-start takes
+        self._failures = 0
+        self._closed = False
+        self._cond = threading.Condition()
+        # A boot is CPU-bound (imports): boots side by side on a small machine only make the first one late.
+        workers = max(1, min(self.size, (os.cpu_count() or 2) // 2))
+        self._boots = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jail")
+        with self._cond:
+            self._fill()
+
+    # ---- filling
+
+    def _fill(self) -> None:
+        """(Lock held.) Start boots until ready + booting reaches `size`."""
+        while not self._closed and self._failures < _MAX_BOOT_FAILURES and len(self._ready) + self._booting < self.size:
+            self._booting += 1
+            self._serial += 1
+            self._boots.submit(self._boot_one, self.key, self._serial)
+
+    def _boot_one(self, key: tuple, serial: int) -> None:
+        with self._cond:
+            self._boot_began[serial] = time.monotonic()
+        box = None
+        try:
+            box = prestart(key)
+        except Exception as exc:  # a cold start will say the same in the episode
+            log.warning("jail pool: pre-start failed: %s", exc)
+        with self._cond:
+            self._booting -= 1
+            took = time.monotonic() - self._boot_began.pop(serial)
+            keep = box is not None and not self._closed and key == self.key
+            if keep:
+                self._ready.append(box)
+                self._failures = 0
+                self.boot_seconds = 0.7 * self.boot_seconds + 0.3 * took
+            elif box is None:
+                self._failures += 1
+                self.stats["failed"] += 1
+            self._cond.notify_all()
+        if box is not None and not keep:
+            box.close()
+
+    def wait_ready(self, timeout_s: float = 120.0) -> bool:
+        """Block until `size` jails are ready (benchmarks and tests); False on timeout."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while len(self._ready) < self.size and not self._closed and self._failures < _MAX_BOOT_FAILURES:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+            return len(self._ready) >= self.size
+
+    @property
+    def ready(self) -> int:
+        with self._cond:
+            return len(self._ready)
+
+    # ---- serving
+
+    def claim(self, box: Sandbox) -> bool:
+        """Give `box` a pre-started jail (True), or leave it to start cold (False)."""
+        key = launch_key(box)
+        if key is None or self._closed:
+            return False
+        stale: list[Sandbox] = []
+        warm = None
+        with self._cond:
+            if key != self.key:  # the run asks for other bounds: pre-start those from now on
+                stale, self._ready, self.key = self._ready, [], key
+                self._fill()
+            else:
+                deadline = time.monotonic() + _CLAIM_WAIT_S
+                while warm is None:
+                    while self._ready and warm is None:
+                        candidate = self._ready.pop(0)
+                        if _alive(candidate):
+                            warm = candidate
+                        else:
+                            stale.append(candidate)
+                            self.stats["dead"] += 1
+                    if warm is not None or self._closed:
+                        break
+                    self._fill()  # replaces the dead ones
+                    remaining = deadline - time.monotonic()
+                    if not self._boot_nearly_done() or remaining <= 0:
+                        break  # a cold start now is sooner than waiting
+                    self._cond.wait(min(remaining, 0.25))
+                self._fill()
+            self.stats["warm" if warm is not None else "cold"] += 1
+        for old in stale:
+            old.close()
+        if warm is None:
+            return False
+        hand_over(warm, box)
+        return True
+
+    def _boot_nearly_done(self) -> bool:
+        """(Lock held.) Whether a boot in flight is past half its expected time, so that waiting for
+        it beats a cold start (which would also share the CPU with it)."""
+        now = time.monotonic()
+        return any(now - began >= 0.5 * self.boot_seconds for began in self._boot_began.values())
+
+    def close(self) -> None:
+        """Stop refilling, wait for boots in flight, destroy every pre-started jail."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        self._boots.shutdown(wait=True)
+        with self._cond:
+            left, self._ready = self._ready, []
+        for box in left:
+            box.close()
+
+    def __enter__(self) -> JailPool:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+# ---------------------------------------------------------------- the pool in use --
+
+_lock = threading.Lock()
+_active: list[JailPool] = []  # a stack: use_pool() nests
+_from_env: JailPool | None = None
+
+
+@contextlib.contextmanager
+def use_pool(pool: JailPool) -> Iterator[JailPool]:
+    """Sandboxes started inside this block draw from `pool` (the caller closes it)."""
+    with _lock:
+        _active.append(pool)
+    try:
+        yield pool
+    finally:
+        with _lock:
+            _active.remove(pool)
+
+
+def active_pool() -> JailPool | None:
+    """The innermost `use_pool` pool, else the TSBENCH_JAIL_POOL one (made on first use), else None."""
+    global _from_env
+    with _lock:
+        if _active:
+            return _active[-1]
+        if _from_env is None:
+            text = os.environ.get(ENV_VAR, "").strip()
+            if not text or text == "0":
+                return None
+            try:
+                size = int(text)
+            except ValueError:
+                raise SandboxError(f"{ENV_VAR} must be a whole number of jails, not {text!r}") from None
+            if size < 1:
+                return None
+            _from_env = JailPool(size)
+            atexit.register(_from_env.close)
+        return _from_env
+
+
+def claim_from_pool(box: Sandbox) -> bool:
+    """Called by `Sandbox.start`: True when `box` now runs in a pre-started jail."""
+    pool = active_pool()
+    return pool is not None and pool.claim(box)

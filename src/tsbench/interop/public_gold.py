@@ -1,0 +1,18 @@
+"""A gold answer as another tool shows it: the family's own bookkeeping keys (a leading underscore,
+such as AnomalyXL's `_L`, the series length its metrics normalise by) are left out of what a
+reader sees as the target; the scorer keeps the full gold."""
+
+from __future__ import annotations
+
+import json
+
+
+def public_gold(gold: str) -> str:
+    """The gold JSON text without underscore keys; text that is not a JSON object is returned as is."""
+    try:
+        value = json.loads(gold)
+    except (TypeError, ValueError):
+        return gold
+    if not isinstance(value, dict):
+        return gold
+    return json.dumps({k: v for k, v in value.items() if not str(k).startswith("_")}, sort_keys=True, default=str)

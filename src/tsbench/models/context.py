@@ -1,0 +1,61 @@
+"""How many tokens a model's context holds and how long a prompt is in them, so budgets that must fit
+the model (the single-pass text prompt) follow the model rather than a fixed character count.
+
+A model says what it knows through two optional members: `context_tokens` (an int, or None when
+unknown) and `count_tokens(messages)` (its own tokenizer's count, or None). Servers are asked once:
+vLLM lists `max_model_len` and llama.cpp's server `meta.n_ctx_train` (or `n_ctx`) under /v1/models;
+others (transformers serve, OpenAI) say nothing and take a declared `-M context_tokens=N`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import urllib.request
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+# Characters per token assumed for serialized numbers when the tokenizer is unknown: Llama-style
+# tokenizers split digits one by one (SmolLM2 measures 1.08), so 1.0 never overfills a context.
+UNKNOWN_TOKENIZER_CHARS_PER_TOKEN = 1.0
+
+
+def model_context_tokens(model: Any) -> int | None:
+    """The model's context in tokens, or None when neither declared nor discoverable."""
+    value = getattr(model, "context_tokens", None)
+    return int(value) if isinstance(value, (int, float)) and value > 0 else None
+
+
+def prompt_tokens(model: Any, messages: list) -> int | None:
+    """The prompt's length in the model's own tokens (chat template included), or None."""
+    count = getattr(model, "count_tokens", None)
+    return count(messages) if callable(count) else None
+
+
+def _context_in(entry: dict[str, Any]) -> int | None:
+    meta = entry.get("meta") if isinstance(entry.get("meta"), dict) else {}
+    for value in (entry.get("max_model_len"), entry.get("context_length"), meta.get("n_ctx"), meta.get("n_ctx_train")):
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def server_context_tokens(
+    base_url: str, model_name: str, api_key: str | None = None, timeout_s: float = 5.0
+) -> int | None:
+    """What the server's /v1/models says this model's context is (None: it says nothing, or fails)."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    request = urllib.request.Request(f"{base_url.rstrip('/')}/models", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            listing = json.loads(response.read().decode("utf-8", "replace"))
+    except (OSError, ValueError) as error:
+        log.debug("no context length from %s/models: %s", base_url, error)
+        return None
+    entries = listing.get("data") if isinstance(listing, dict) else None
+    if not isinstance(entries, list):
+        return None
+    entries = [e for e in entries if isinstance(e, dict)]
+    mine = [e for e in entries if e.get("id") == model_name] or (entries if len(entries) == 1 else [])
+    return _context_in(mine[0]) if mine else None

@@ -1,0 +1,1 @@
+"""Context-is-Key (CiK): context-aided probabilistic forecasting, scored by RCRPS and sMAPE."""

@@ -1,0 +1,198 @@
+"""Context-is-Key as a TaskFamily (TimeClaw paper §4.1, Table 1): context-aided probabilistic forecasting.
+
+`tsbench generate --family cik --path DIR` reads the published instances (reader.py) and writes
+`train.parquet` and `test.parquet` split as the paper (Table 11: half of each task's instances to
+train, at least one, split seed 2026), or one split with --split. A row's series is the history
+(every past_time column; the target is the last), its meta the timestamps and the context, its gold
+the target, region of interest, constraints and scaling. The answer is forecast samples
+(answer.py); the row's metrics are CiK's RCRPS and its parts and the paper's sMAPE (metrics.py),
+and its score in [0, 1] is 1 / (1 + RCRPS) (RCRPS is unbounded; lower is better).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tsbench.core.errors import UserError
+from tsbench.tasks.base import Column, Scored
+from tsbench.tasks.cik import reader
+from tsbench.tasks.cik.answer import answer_format, parse_forecast
+from tsbench.tasks.cik.metrics import Constraints, point_forecast, rcrps, smape
+from tsbench.tasks.recordings.family import RecordingFamily, write_split
+from tsbench.tasks.recordings.rows import Row
+from tsbench.tasks.recordings.sources import file_hashes, refuse_unknown
+
+INLINE_ROWS = 3000  # history rows written into the question (CiK's prompt lists the whole history)
+OPTIONS = ("path", "seed", "split")
+
+
+def _iso(stamp: pd.Timestamp) -> str:
+    return pd.Timestamp(stamp).isoformat()
+
+
+def question_text(instance: reader.Instance) -> str:
+    """CiK's direct prompt, in substance: the context, the history as (timestamp, values), the
+    timestamps to forecast and the answer format."""
+    context = [
+        f"Background: {instance.background}" if instance.background else "",
+        f"Scenario: {instance.scenario}" if instance.scenario else "",
+        f"Constraints: {instance.constraints_text}" if instance.constraints_text else "",
+    ]
+    shown = "\n".join(c for c in context if c) or "(no context)"
+    header = "timestamp, " + ", ".join(instance.columns)
+    lines = [
+        f"({_iso(t)}, " + ", ".join(f"{v:.6g}" for v in instance.history[:, i]) + ")"
+        for i, t in enumerate(instance.times[-INLINE_ROWS:], start=max(0, len(instance.times) - INLINE_ROWS))
+    ]
+    future = ", ".join(_iso(t) for t in instance.future_times)
+    target = instance.columns[-1]
+    return (
+        f"<context>\n{shown}\n</context>\n\n<history>\n{header}\n" + "\n".join(lines) + "\n</history>\n\n"
+        f"Forecast {target} (the last column; the workspace channel {target!r}) at these "
+        f"{len(instance.future_times)} timestamps: {future}\n\n{answer_format(len(instance.future_times))}"
+    )
+
+
+def memory_descriptor(instance: reader.Instance) -> str:
+    """Appendix C's c_tau for CiK: background, scenario and constraints, in that order."""
+    return "\n".join(f for f in (instance.background, instance.scenario, instance.constraints_text) if f)
+
+
+def to_row(instance: reader.Instance, split: str, seed: int) -> Row:
+    times_s = [pd.Timestamp(t).value / 1e9 for t in instance.times]
+    gold = {
+        "answer": instance.name,
+        "target": [float(v) for v in instance.target],
+        "region_of_interest": list(instance.region_of_interest),
+        "scaling": instance.scaling,
+        "constraints": {
+            "minimum": instance.constraints.minimum,
+            "maximum": instance.constraints.maximum,
+            "variable_max_index": list(instance.constraints.variable_max_index),
+            "variable_max_values": list(instance.constraints.variable_max_values),
+        },
+        "weight": instance.weight,
+    }
+    meta = {
+        "timestamps": [_iso(t) for t in instance.times],
+        "time_s": times_s,
+        "forecast_timestamps": [_iso(t) for t in instance.future_times],
+        "horizon": len(instance.future_times),
+        "target_channel": instance.columns[-1],
+        "task_name": instance.name,
+        "memory_descriptor": memory_descriptor(instance),
+    }
+    source = {
+        "task_name": instance.name,
+        "instance_seed": instance.seed,
+        "domain": instance.domain,
+        "context_types": ",".join(instance.context_types),
+        "weight": instance.weight,
+    }
+    return Row(
+        id=instance.key,
+        split=split,
+        category=instance.domain,
+        regime="context",
+        channel_names=list(instance.columns),
+        question=question_text(instance),
+        options=[],
+        gold=gold,
+        seed=seed,
+        values=np.nan_to_num(instance.history).astype(np.float32),
+        meta=meta,
+        source=source,
+    )
+
+
+def score_forecast(gold: dict[str, Any], message: str) -> Scored:
+    """RCRPS and sMAPE of the message's samples against the gold (pure)."""
+    target = np.asarray(gold["target"], dtype=np.float64)
+    samples, why = parse_forecast(message, len(target))
+    if samples is None:
+        return Scored(0.0, False, None, why, {"rcrps": None, "smape": None})
+    limits = gold.get("constraints") or {}
+    constraints = Constraints(
+        minimum=limits.get("minimum"),
+        maximum=limits.get("maximum"),
+        variable_max_index=tuple(limits.get("variable_max_index") or ()),
+        variable_max_values=tuple(limits.get("variable_max_values") or ()),
+    )
+    result = rcrps(
+        target,
+        samples,
+        scaling=float(gold["scaling"]),
+        region_of_interest=gold.get("region_of_interest") or None,
+        constraints=constraints,
+    )
+    point = point_forecast(samples)
+    metrics = {
+        "rcrps": result.rcrps,
+        "crps": result.crps,
+        "roi_crps": result.roi_crps,
+        "non_roi_crps": result.non_roi_crps,
+        "violation_crps": result.violation_crps,
+        "smape": smape(target, point),
+        "n_samples": float(len(samples)),
+    }
+    parsed = {"n_samples": len(samples), "median": [round(float(v), 6) for v in point]}
+    return Scored(1.0 / (1.0 + result.rcrps), True, parsed, None, metrics)
+
+
+class CiK(RecordingFamily):
+    name = "cik"
+    dataset = "Context-is-Key (ServiceNow, 71 context-aided forecasting tasks)"
+    default_root_dir = "data/cik"
+    strata = ("stratum",)  # the CiK task name: --limit draws evenly over tasks
+
+    def score(self, category: str, gold: Any, message: str) -> Scored:
+        return score_forecast(gold, message)
+
+    def columns(self) -> list[Column]:
+        return [Column(d, d, "RCRPS", "RCRPS by domain", mean_metric="rcrps") for d in reader.DOMAINS]
+
+    def sft_target(self, category: str, gold: Any) -> str:
+        return json.dumps({"forecast": gold["target"]})
+
+    def generate(self, options: dict, out: Path, progress=None) -> tuple[Path, list[dict]]:
+        """`options`: path (required: the published instances), seed, split (train | test; default both)."""
+        refuse_unknown(options, OPTIONS, self.name)
+        raw = options.get("path")
+        if not raw:
+            raise UserError(f"--family cik needs --path DIR: {reader.SOURCE_HINT}")
+        path = Path(raw).expanduser()
+        if not path.exists():
+            raise UserError(f"--path {path} does not exist; --family cik reads {reader.SOURCE_HINT}")
+        instances = reader.read_instances(path)
+        if not instances:
+            raise UserError(f"no CiK instances under {path}")
+        seed = int(options.get("seed", 42))
+        train, test = reader.split_instances(instances)
+        wanted = options.get("split")
+        if wanted not in (None, "all", "train", "test"):
+            raise UserError(f"--family cik has the splits train and test (got --split {wanted})")
+        splits = {"train": train, "test": test}
+        chosen = [wanted] if wanted in ("train", "test") else ["train", "test"]
+        hashes = file_hashes(reader.find_files(path), path)
+        lines, manifest = [], None
+        for split in chosen:
+            config = {"path": str(path), "train_ratio": 0.5, "split_seed": 2026, "instances": len(splits[split])}
+            manifest, written = write_split(
+                self.name,
+                self.dataset,
+                (to_row(i, split, seed) for i in splits[split]),
+                out,
+                seed=seed,
+                split=split,
+                config=config,
+                sources=hashes,
+                progress=progress,
+                total=len(splits[split]),
+            )
+            lines += written
+        return manifest, lines

@@ -1,0 +1,252 @@
+"""`tsbench sft-baseline --format timemaster-traces`: TimeMaster's warm start (§3.4, Appendix I), SFT on
+`<think>...</think><class>...</class>` traces before GRPO.
+
+Where the traces come from (`--data`, any mix):
+- JSONL files, one trace a line: {"prompt": user text, "response": the trace, "image": a PNG path
+  (relative to the file) or null, "system": optional, "id": optional};
+- eval run dirs (`results/<run>`, a teacher model under single-pass-image or single-pass-text): each
+  finished row whose score reaches `min_score` (the paper keeps only traces whose class is right) and
+  whose final message is a trace; its prompt is rebuilt from the family's row exactly as the harness
+  built it (system prompt, question, plot).
+A reply that is not `<think>x</think><class>y</class>` (an optional `<extension>` may follow) is
+skipped and counted. Examples reach TRL's SFTTrainer in its documented prompt-completion form, with an
+"images" column for a vision-language model (TRL's vision collator turns them into pixels; the loss
+is on the completion only).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tsbench.core.errors import UserError
+
+TRACE = re.compile(r"^\s*<think>.+?</think>\s*<class>.+?</class>(\s*<extension>.*?</extension>)?\s*$", re.S | re.I)
+
+
+@dataclass
+class Trace:
+    row_id: str
+    system: str | None
+    prompt: str
+    response: str
+    images: list[bytes] = field(default_factory=list)  # PNG bytes
+    source: str = ""
+
+
+def is_trace(text: str) -> bool:
+    return bool(TRACE.match(text or ""))
+
+
+def traces_from_jsonl(path: Path, skipped: Counter) -> list[Trace]:
+    found = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+            prompt, response = str(item["prompt"]), str(item["response"])
+        except (ValueError, KeyError, TypeError):
+            raise UserError(f"{path}:{number}: not a trace line (needs JSON with prompt and response)") from None
+        if not is_trace(response):
+            skipped["not_a_trace"] += 1
+            continue
+        images = []
+        if item.get("image"):
+            image = (path.parent / item["image"]).resolve()
+            if not image.is_file():
+                raise UserError(f"{path}:{number}: image {item['image']} not found")
+            images = [image.read_bytes()]
+        found.append(
+            Trace(str(item.get("id", f"{path.name}:{number}")), item.get("system"), prompt, response, images, str(path))
+        )
+    return found
+
+
+def traces_from_run(run_dir: Path, min_score: float, skipped: Counter) -> list[Trace]:
+    """A teacher's single-pass eval rows, their prompts rebuilt from the family's rows."""
+    from tsbench import results
+    from tsbench.harness.prompts import SINGLE_PASS_SYSTEM
+    from tsbench.harness.single_pass import image_user_message
+    from tsbench.tasks import get_taskset
+    from tsbench.tasks.base import SampleRef
+
+    run = results.load_run(run_dir)
+    harness = str(run.get("harness"))
+    if harness not in ("single-pass-image", "single-pass-text"):
+        raise UserError(f"{run_dir}: a {harness} run; timemaster-traces reads single-pass-image/-text eval runs")
+    family = get_taskset(run["family"])
+    config = run.get("config", {})
+    files = family.resolve(
+        list(config.get("data") or []),
+        seed=int(config.get("seed") or 0),
+        split=str(config.get("split") or "test"),
+        root=config.get("root"),
+        filters={},
+    )
+    paths = dict(zip(*(lambda rows: (rows["id"].astype(str), rows["path"]))(family.index(files, {}))))
+    found = []
+    for record in results.load_samples(run_dir).to_dict("records"):
+        score = record.get("score")
+        if isinstance(record.get("error_type"), str) or score is None or not score >= min_score:
+            skipped["below_min_score_or_error"] += 1
+            continue
+        response = str(record.get("final_message") or "")
+        if not is_trace(response):
+            skipped["not_a_trace"] += 1
+            continue
+        if str(record["id"]) not in paths:
+            skipped["row_not_in_data"] += 1
+            continue
+        task = family.load(SampleRef(family.name, str(paths[str(record["id"])]), str(record["id"]))).task
+        if harness == "single-pass-image":
+            user, _ = image_user_message(task)
+        else:
+            from tsbench.harness.prompts import single_pass_text_prompt
+
+            budget = int(config.get("text_budget_chars") or 4000)
+            text, _ = single_pass_text_prompt(task.question, task.channel_names, task.values, budget)
+            user = _user(text)
+        found.append(
+            Trace(str(record["id"]), SINGLE_PASS_SYSTEM, user.content, response, list(user.images), str(run_dir))
+        )
+    return found
+
+
+def _user(text: str) -> Any:
+    from tsbench.models.base import Message
+
+    return Message("user", text)
+
+
+def load_traces(data: list[str], min_score: float) -> tuple[list[Trace], dict[str, Any]]:
+    if not data:
+        raise UserError("--format timemaster-traces needs --data: trace JSONL files or teacher eval run dirs")
+    skipped: Counter = Counter()
+    traces: list[Trace] = []
+    for item in map(Path, data):
+        if item.is_file() and item.suffix == ".jsonl":
+            traces += traces_from_jsonl(item, skipped)
+        elif item.is_dir():
+            traces += traces_from_run(item, min_score, skipped)
+        else:
+            raise UserError(f"--data {item}: neither a .jsonl trace file nor an eval run dir")
+    if not traces:
+        raise UserError(f"no <think>/<class> traces in {', '.join(data)} (skipped: {dict(skipped)})")
+    with_images = {bool(t.images) for t in traces}
+    if len(with_images) > 1:
+        raise UserError("the traces mix rows with and without images; train them as two runs")
+    return traces, {"kept": len(traces), "skipped": dict(skipped)}
+
+
+def trl_rows(traces: list[Trace]) -> list[dict[str, Any]]:
+    """TRL's conversational prompt-completion rows (+ "images" when the traces have them)."""
+    from tsbench.models.local_vlm import pil_images
+
+    rows = []
+    for t in traces:
+        prompt = ([{"role": "system", "content": t.system}] if t.system else []) + [
+            {"role": "user", "content": t.prompt}
+        ]
+        row = {"prompt": prompt, "completion": [{"role": "assistant", "content": t.response}]}
+        if t.images:
+            row["images"] = pil_images(t.images)
+        rows.append(row)
+    return rows
+
+
+def run_trace_sft(cfg: Any, progress: Any = None) -> Path:
+    """Fine-tune on the traces (epochs, lr, LoRA or full as `cfg` says); the output dir loads as local/<dir>."""
+    import torch
+    from datasets import Dataset
+    from trl import SFTConfig as TRLConfig
+    from trl import SFTTrainer
+
+    from tsbench.core.provenance import git_commit, versions, write_json
+    from tsbench.train.policy import load_policy, name_base
+    from tsbench.train.sft import _prepare_out, warmup_steps
+
+    traces, selection = load_traces(cfg.data, cfg.min_score)
+    if cfg.train_rows is not None:
+        traces = traces[: cfg.train_rows]
+    out = _prepare_out(cfg)
+    started = time.perf_counter()
+    on_gpu = torch.cuda.is_available()
+    torch.manual_seed(cfg.seed)
+    policy = load_policy(cfg.policy, out, on_gpu=on_gpu)
+    if traces[0].images and policy.processor is None:
+        raise UserError(
+            f"the traces show images, but {cfg.policy.model} is a text-only model: use a vision-language one"
+        )
+    total = math.ceil(len(traces) / cfg.batch_size) * cfg.epochs
+    args = TRLConfig(
+        output_dir=str(out / "checkpoints"),
+        num_train_epochs=cfg.epochs,
+        per_device_train_batch_size=cfg.batch_size,
+        learning_rate=cfg.lr,
+        weight_decay=cfg.weight_decay,
+        max_grad_norm=cfg.grad_clip if cfg.grad_clip > 0 else 1e9,
+        lr_scheduler_type="cosine",
+        warmup_steps=warmup_steps(cfg.warmup, total),
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+        save_strategy="no",
+        max_length=cfg.max_seq_len,
+        completion_only_loss=True,
+        gradient_checkpointing=cfg.policy.gradient_checkpointing,
+        bf16=on_gpu,
+        use_cpu=not on_gpu,
+        logging_steps=1,
+        report_to=[],
+        disable_tqdm=True,
+    )
+    trainer = SFTTrainer(
+        model=policy.model,
+        args=args,
+        train_dataset=Dataset.from_list(trl_rows(traces)),
+        processing_class=policy.processing_class,
+        peft_config=policy.peft_config,
+    )
+    trainer.train()
+    trainer.save_model(str(out))
+    if policy.processor is not None:
+        policy.processor.save_pretrained(str(out))
+    name_base(out, policy.base_record)
+    steps = [
+        {"step": h["step"], "loss": h["loss"], "grad_norm": h.get("grad_norm")}
+        for h in trainer.state.log_history
+        if "loss" in h
+    ]
+    import pandas as pd
+
+    pd.DataFrame(steps).to_parquet(out / "steps.parquet", index=False)
+    write_json(
+        out / "run.json",
+        {
+            "kind": "sft-baseline",
+            "config": asdict(cfg),
+            "data": {
+                "format": "timemaster-traces",
+                "selection": selection,
+                "sources": sorted({t.source for t in traces}),
+            },
+            "model": {"spec": cfg.policy.model, "base_model_name_or_path": policy.base_record, "lora": cfg.policy.lora},
+            "eval_hint": {
+                "model": f"local/{out}",
+                "harness": "single-pass-image" if traces[0].images else "single-pass-text",
+            },
+            "versions": versions(("torch", "transformers", "trl", "peft")),
+            "git_commit": git_commit(),
+            "seconds": time.perf_counter() - started,
+            "complete": True,
+        },
+    )
+    if progress is not None:
+        progress("done", {"out": str(out), "best_epoch": cfg.epochs})
+    return out

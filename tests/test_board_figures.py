@@ -1,0 +1,137 @@
+"""Figures fit for a paper, measured on the drawn figure: Fig. 4's labels inside its axes, its legend
+inside the figure, no marker half under the frame, marks explained; safe file names; one build's
+figures per folder."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import PathCollection
+from matplotlib.transforms import Bbox
+
+from test_leaderboard import make_run, record
+from tsbench.leaderboard import build_leaderboard
+from tsbench.leaderboard.figures import STALE_LIST, curves_figure, marks_note, safe_name, sweep_stale
+
+LONG = "local/a-model-with-a-really-quite-long-name-for-a-legend"
+
+
+def _curves(lengths: list[int]) -> pd.DataFrame:
+    """Points on the frame (0 and 1) at both ends, n=1 and big n, three configurations."""
+    rows = []
+    for model, level in (("m-top", 1.0), ("m-bottom", 0.0), (LONG, 0.5)):
+        for i, length in enumerate(lengths):
+            rows.append(
+                {"model": model, "harness": "rlm", "depth": 0, "length": length, "mean": level, "n": 1 if i else 40}
+            )
+    frame = pd.DataFrame(rows)
+    return frame.assign(lo=frame["mean"] - 0.05, hi=frame["mean"] + 0.05)
+
+
+def _name(config: tuple) -> str:
+    label = f"{config[0]} · {config[1]} · depth {config[2]}"
+    return label + (" †" if config[0] == LONG else "") + (" (reference: knows all)" if config[0] == "m-top" else "")
+
+
+def _inside(inner: Bbox, outer: Bbox, slack: float = 0.5) -> bool:
+    return (
+        inner.x0 >= outer.x0 - slack
+        and inner.y0 >= outer.y0 - slack
+        and inner.x1 <= outer.x1 + slack
+        and inner.y1 <= outer.y1 + slack
+    )
+
+
+@pytest.mark.parametrize("lengths", [[1024, 4096, 16384, 131072], [2048]])
+def test_fig4_labels_inside_axes_legend_inside_figure_markers_whole(lengths):
+    fig = curves_figure(_curves(lengths), _name, references={("m-top", "rlm", 0)})
+    FigureCanvasAgg(fig).draw()
+    renderer = fig.canvas.get_renderer()
+    (ax,) = fig.axes
+    frame = ax.get_window_extent(renderer)
+    labels = [t for t in ax.texts if t.get_text().startswith("n=")]
+    assert len(labels) == 3 * len(lengths)
+    for text in labels:
+        assert _inside(text.get_window_extent(renderer), frame), (text.get_text(), text.get_position())
+    radius = (22**0.5 / 2) * fig.dpi / 72  # scatter size 22 pt^2
+    points = [c for c in ax.collections if isinstance(c, PathCollection)]  # the scatter marks, not the bands
+    assert sum(len(c.get_offsets()) for c in points) == 3 * len(lengths)
+    for collection in points:
+        for x, y in ax.transData.transform(collection.get_offsets()):
+            assert frame.x0 <= x - radius and x + radius <= frame.x1 and frame.y0 <= y - radius <= frame.y1
+    (legend,) = fig.legends
+    assert _inside(legend.get_window_extent(renderer), fig.bbox)  # nothing of it is cut off
+    title = legend.get_title().get_text()
+    assert "† incomplete run" in title and "reference:" in title  # the marks the labels carry, explained
+
+
+def test_marks_note_only_for_marks_present():
+    assert marks_note(["m · rlm · depth 0"]) == ""
+    assert marks_note(["m · rlm · depth 0 †"]).startswith("† incomplete run")
+
+
+def test_safe_names_have_no_spaces_or_parentheses():
+    assert safe_name("by_length-anomalyxl seed42 test (3f2a9c)") == "by_length-anomalyxl_seed42_test_3f2a9c"
+    assert safe_name("a/b c") == "a_b_c" and safe_name("()") == "figure"
+
+
+def test_a_rebuild_removes_its_stale_figures_and_nothing_else(tmp_path):
+    """Two datasets give suffixed names; a later build on one leaves only its own figures."""
+    key = "anomalyxl/seed42/test/3f2a9c" + "0" * 58
+    runs = tmp_path / "runs"
+    a = make_run(runs, "a", "m-a", [record(f"L{i}", "localize", 0.5, length=n) for i in range(3) for n in (1024, 2048)])
+    b = make_run(runs, "b", "m-b", [record("L0", "localize", 0.3, length=n) for n in (1024, 2048)], dataset=key)
+    out = tmp_path / "board"
+    out.mkdir()
+    (out / "mine.png").write_bytes(b"a user's file")
+    (out / "by_length-from_before_the_list.png").write_bytes(b"an old build's figure")
+    board = build_leaderboard([a, b], out, n_boot=20)
+    names = {p.name for p in out.iterdir() if p.suffix in (".png", ".svg", ".pdf")}
+    assert "by_length-anomalyxl_seed42_test_3f2a9c.png" in names
+    assert not any(" " in n or "(" in n or ")" in n for n in names)
+    assert "by_length-from_before_the_list.png" not in names and "mine.png" in names
+    md = (out / "leaderboard.md").read_text()
+    assert "(by_length-anomalyxl_seed42_test_3f2a9c.png)" in md  # the page points at the files as written
+    assert set((out / STALE_LIST).read_text().split()) == {n for n in names if n != "mine.png"}
+    assert board.files
+    # the same folder, now for one dataset: the suffixed figures of the earlier build go
+    removed = sweep_stale(out, {"by_length.png"}, ("by_length",))
+    assert {p.name for p in removed} == {n for n in names if n not in ("mine.png", "by_length.png")}
+    assert (out / "mine.png").exists()
+
+
+def test_a_row_plot_without_an_anomaly_has_no_gold_window_entry(small_data, tmp_path, monkeypatch):
+    """A localize row with no anomaly: no shaded window, so no legend entry claiming one."""
+    import matplotlib.figure
+
+    from tsbench.tasks.anomalyxl.figure import gold_windows, plot_row
+    from tsbench.tasks.anomalyxl.rows import iter_rows
+
+    rows = list(iter_rows(small_data / "test-precise.parquet"))
+    empty = next(r for r in rows if not gold_windows(r))
+    shaded = next(r for r in rows if gold_windows(r))
+    legends: dict[str, list[str]] = {}
+    saved = matplotlib.figure.Figure.savefig
+
+    def spy(fig, *args, **kwargs):  # what the saved figure's legends say
+        legends[current] = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+        return saved(fig, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", spy)
+    for current, row in (("empty", empty), ("shaded", shaded)):
+        assert plot_row(row, tmp_path / f"{current}.png").stat().st_size > 0
+    assert "gold window" not in legends["empty"] and "gold window" in legends["shaded"]
+
+
+def test_timesage_by_period_ticks_are_periods_and_it_has_a_title():
+    from types import SimpleNamespace
+
+    from tsbench.leaderboard.timesage_render import _period_figure
+
+    one_period = pd.DataFrame(
+        {"config": ["a · file-agent", "b · file-agent"], "period_index": [2, 2], "overall": [61.0, 80.0]}
+    )
+    svg = _period_figure(SimpleNamespace(by_period=one_period))["svg"].decode()
+    assert "1.900" not in svg and "2.100" not in svg and ">2<" in svg  # the period itself, no fractional ticks
+    assert "overall score by period" in svg and "0-100" in svg

@@ -1,0 +1,233 @@
+"""Against a real OpenAI-compatible server that no one here wrote: `transformers serve` (installed with
+transformers, so on every machine `make test` runs on) serving the shipped SmolLM2-135M-Instruct on
+127.0.0.1. Every harness that talks to a model runs a tiny eval through it, and whatever such a server
+rejects (a schema our fake server accepts) shows up here as an error row.
+
+Sizes are tiny on purpose (one row per harness, a 640-token declared context, 16-token replies, one
+torch thread: OpenMP barriers on busy shared cores cost more than they gain): the whole module must
+stay well under 3 minutes on 2 shared cores.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tsbench import results as schema
+from tsbench.core.config import build
+from tsbench.eval.config import EvalConfig
+from tsbench.eval.runner import run_eval
+from tsbench.tasks.anomalyxl import labels as lb
+
+CONTEXT = 640  # declared with -M context_tokens=...: transformers serve does not report a context
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _serve_executable() -> Path:
+    return Path(sys.executable).with_name("transformers")
+
+
+def _backends() -> list[str]:
+    """transformers serve always; llama.cpp's server (llama-cpp-python, compiled from source, so not in
+    `make test`) when TSBENCH_TEST_SERVERS names it: `make test-servers`."""
+    extra = [b for b in os.environ.get("TSBENCH_TEST_SERVERS", "").split(",") if b.strip() == "llamacpp"]
+    return ["transformers", *extra]
+
+
+def _command(backend: str, port: int) -> tuple[list[str], str, str]:
+    """(command line, readiness path, the model name requests carry)."""
+    from tsbench.models.local_hf import ensure_smollm2_cache, smollm2_gguf_path
+
+    if backend == "llamacpp":
+        if importlib.util.find_spec("llama_cpp") is None:
+            pytest.fail("TSBENCH_TEST_SERVERS=llamacpp needs pip install 'llama-cpp-python[server]'")
+        command = [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_gguf_path())]
+        command += ["--model_alias", "smollm2", "--n_ctx", "2048", "--n_threads", "1"]
+        return [*command, "--host", "127.0.0.1", "--port", str(port)], "/v1/models", "smollm2"
+    weights, _ = ensure_smollm2_cache()
+    command = [str(_serve_executable()), "serve", str(weights), "--host", "127.0.0.1", "--port", str(port)]
+    return [*command, "--device", "cpu", "--dtype", "float32", "--default-seed", "0"], "/health", str(weights)
+
+
+@pytest.fixture(scope="module", params=_backends())
+def server(request, tmp_path_factory):
+    """The server on a free loopback port, serving SmolLM2; yields (base_url, model name)."""
+    if request.param == "transformers":
+        pytest.importorskip("fastapi")
+        pytest.importorskip("uvicorn")
+    port = _free_port()
+    command, ready, model = _command(request.param, port)
+    env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    log = (tmp_path_factory.mktemp("serve") / "serve.log").open("wb")  # a file: a full pipe would stall it
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"{request.param} server exited: {Path(log.name).read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{base}{ready}", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"{request.param} server did not answer {ready} in 120 s")
+            time.sleep(0.5)
+        yield f"{base}/v1", model
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+def _config(server, out: Path, data: Path, **settings) -> EvalConfig:
+    base_url, model = server
+    values = {
+        "model": f"openai/{model}",
+        "base_url": base_url,
+        "model_args": [f"context_tokens={CONTEXT}"],
+        "data": [str(data)],
+        "regime": "precise",
+        "categories": [lb.LOCALIZE],
+        "limit": 1,
+        "max_tokens": 16,
+        "observation_chars": 600,
+        "max_turns": 2,
+        "cell_timeout_s": 20,  # SmolLM2's code may loop: a cell is cut, the episode goes on
+        "episode_wall_s": 150,
+        "concurrency": 1,
+        "client_timeout_s": 120,
+        "max_attempts": 2,
+        "retry_delay_s": 0.01,
+        "out": str(out),
+    }
+    return build(EvalConfig, values | settings)
+
+
+def _rows(run_dir: Path) -> pd.DataFrame:
+    rows = pd.read_parquet(run_dir / schema.SAMPLES)
+    assert rows["error_type"].isna().all(), rows["error"].dropna().tolist()
+    return rows
+
+
+def _calls(row) -> list[dict]:
+    return json.loads(row["calls"])
+
+
+def test_single_pass_text_fits_the_declared_context(server, small_data, tmp_path):
+    """The text budget follows the model's context: no HTTP 400 or a prompt past it, the reply room kept."""
+    row = _rows(run_eval(_config(server, tmp_path / "sp", small_data, harness="single-pass-text"))).iloc[0]
+    [call] = _calls(row)
+    assert call["usage"] == "reported" and 0 < call["input_tokens"] <= CONTEXT - 16
+    assert call["output_tokens"] > 0 and 0.0 <= row["score"] <= 1.0
+
+
+def test_rlm_runs_turns_through_a_real_server(server, small_data, tmp_path):
+    row = _rows(run_eval(_config(server, tmp_path / "rlm", small_data, harness="rlm"))).iloc[0]
+    assert 1 <= row["turns"] <= 2 and row["input_tokens"] > 0 and row["output_tokens"] > 0
+    assert all(c["usage"] == "reported" for c in _calls(row))
+
+
+@pytest.mark.parametrize("protocol", ["native", "json"])
+def test_tools_harness_under_both_protocols(server, small_data, tmp_path, protocol):
+    """Native: the tool specs go with every request (the server takes them; SmolLM2 rarely calls one).
+    JSON: the text protocol. Either way the row is the model's, not an HTTP error."""
+    pytest.importorskip("statsmodels")
+    cfg = _config(server, tmp_path / protocol, small_data, harness="tools", tool_protocol=protocol)
+    row = _rows(run_eval(cfg)).iloc[0]
+    assert 1 <= row["turns"] <= 2 and all(c["usage"] == "reported" for c in _calls(row))
+
+
+def test_assistant_tool_call_turn_is_accepted(server):
+    """The turn that carries tool_calls, replayed to the server as our client sends it (content "",
+    not null: llama.cpp's server rejects null), then the tool's result."""
+    from tsbench.models.base import Message, ToolCall
+    from tsbench.models.openai_model import OpenAIChatModel, message_payload
+
+    call = ToolCall(id="call_1", name="describe", arguments="{}")
+    turn = Message("assistant", "", tool_calls=[call])
+    assert message_payload(turn)["content"] == ""
+    model = OpenAIChatModel(server[1], base_url=server[0], context_tokens=CONTEXT)
+    spec = {"type": "function", "function": {"name": "describe", "parameters": {"type": "object", "properties": {}}}}
+    messages = [Message("user", "Describe the series."), turn, Message("tool", '{"n": 3}', tool_call_id="call_1")]
+    completion = model.generate(messages, max_tokens=8, tools=[spec])
+    assert completion.output_tokens > 0 and completion.extra["finish_reason"] in ("stop", "length", "tool_calls")
+    model.close()
+
+
+def test_inspect_eval_of_our_task_against_the_server(server, small_data, tmp_path):
+    """inspect's own OpenAI provider (chat completions: responses_api=False, as a local server needs)
+    runs `tsbench/anomalyxl` with our harness and scorer."""
+    pytest.importorskip("inspect_ai")
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.model import get_model
+
+    from tsbench.interop.inspect_task import anomalyxl
+
+    base_url, weights = server
+    task = anomalyxl(
+        data=str(small_data), regime="coarse", categories=lb.PRESENCE, limit=1, max_tokens=16, text_budget_chars=1500
+    )
+    model = get_model(f"openai/{weights}", base_url=base_url, api_key="unused", responses_api=False)
+    [log] = inspect_eval(task, model=model, log_dir=str(tmp_path), display="none", max_tokens=16)
+    assert log.status == "success", log.error
+    [sample] = log.samples
+    assert sample.error is None and sample.scores["tsbench_score"].value in (0.0, 1.0)
+    assert sum(u.input_tokens for u in sample.model_usage.values()) > 0
+
+
+def test_ray_executor_against_the_server(server, small_data, tmp_path, monkeypatch):
+    """Episodes in a private Ray cluster on 127.0.0.1, each worker its own client to the server."""
+    if importlib.util.find_spec("ray") is None:  # not importorskip: Ray reads its auth mode when first imported,
+        pytest.skip("needs the ray extra: pip install 'tsbench[ray]'")  # and tsbench sets it before that
+    monkeypatch.setenv("RAY_AUTH_TOKEN", secrets.token_hex(16))  # this cluster's own (test_ray_executor.py)
+    cfg = _config(server, tmp_path / "ray", small_data, harness="single-pass-text", executor="ray")
+    row = _rows(run_eval(cfg)).iloc[0]
+    assert _calls(row)[0]["usage"] == "reported" and row["output_tokens"] > 0
+
+
+def test_timesage_file_agent_against_the_server(server, tmp_path):
+    """TimeSage's code agent (the period's files in the jail, final_answer(...)) with the served model."""
+    from tsbench.tasks.timesage.generate import generate_from_options
+
+    manifest, _ = generate_from_options({"seed": 42, "scenarios": 1, "periods": 1}, tmp_path / "ts")
+    base_url, model = server
+    settings = {
+        "model": f"openai/{model}",
+        "base_url": base_url,
+        "model_args": [f"context_tokens={CONTEXT}"],
+        "family": "timesage",
+        "data": [str(manifest.parent)],
+        "limit": 1,
+        "max_tokens": 16,
+        "period_steps": 2,
+        "concurrency": 1,
+        "client_timeout_s": 120,
+        "max_attempts": 2,
+        "retry_delay_s": 0.01,
+        "out": str(tmp_path / "sage"),
+    }
+    row = _rows(run_eval(build(EvalConfig, settings))).iloc[0]
+    assert row["turns"] >= 1 and row["input_tokens"] > 0 and all(c["usage"] == "reported" for c in _calls(row))

@@ -1,0 +1,240 @@
+"""The judge protocol steps behind the calibration (paper A.4, A.5.2) on hand-built periods: a value
+counts only when stated about its subject, listings earn nothing, numberless prose is no evidence,
+long reports are cut, answers are checked against the schema, and `score --out` writes any answers."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pandas as pd
+import pytest
+
+from tsbench.tasks.timesage.axes import score_period
+from tsbench.tasks.timesage.clauses import REPORT_CHAR_LIMIT, cut
+from tsbench.tasks.timesage.contract import FieldSpec
+from tsbench.tasks.timesage.judge import CLAIMS_PROMPT, COVERAGE_PROMPT, QUALITY_PROMPT, VERDICTS, VERIFY_PROMPT
+from tsbench.tasks.timesage.judge_cache import Asker
+from tsbench.tasks.timesage.judge_rules import RulesJudge
+from tsbench.tasks.timesage.scoring import score_message
+
+STATUS = ["tight", "balanced", "ample"]
+FIELDS = [
+    FieldSpec("status", "A1", "label", "What is the stock position?", {"type": "string", "enum": STATUS}),
+    FieldSpec("latest_value", "A2", "numeric", "What is the latest stock level?", {"type": "number"}, abs_tol=0.05),
+    FieldSpec("run_length", "B4", "numeric", "For how many weeks?", {"type": "integer"}),
+    FieldSpec(
+        "flagged_periods", "D1", "set", "Which weeks were unusual?", {"type": "array", "items": {"type": "string"}}
+    ),
+]
+TRUTH = {"status": "tight", "latest_value": 1004.0, "run_length": 3, "flagged_periods": []}
+
+
+def gold() -> dict:
+    def kp(field, description, truth, text):
+        return {
+            "id": f"kp_{field}",
+            "field": field,
+            "description": description,
+            "verify": "?",
+            "truth": truth,
+            "truth_text": text,
+        }
+
+    return {
+        "scenario": "cold-storage",
+        "period_label": "2026-05-15",
+        "period_index": 2,
+        "tier": "easy",
+        "fields": [vars(f) for f in FIELDS],
+        "truth": TRUTH,
+        "keypoints": [
+            kp("status", "the stock position", "tight", "tight"),
+            kp("latest_value", "the latest stock level (million lb)", 1004.0, "1004.0"),
+        ],
+        "quality": {
+            "genre": "bulletin",
+            "exemplar": "",
+            "required": [
+                {"text": "issue period stated", "check": {"kind": "period"}},
+                {"text": "stock position stated", "check": {"kind": "any", "words": STATUS}},
+            ],
+            "forbidden": [],
+        },
+        "context": ["Row date=2026-05-08, stocks=1045.9", "Row date=2026-05-15, stocks=1004.0"],
+        "target_name": "gt_source/2026-05-15.md",
+        "prior_docs": ["gt_source/2026-05-08.md"],
+    }
+
+
+def rules(report: str, answer: dict | None = None):
+    return score_period(gold(), TRUTH if answer is None else answer, report, Asker(RulesJudge()))
+
+
+STATED = "Week 2026-05-15: the stock position is tight. The latest stock level is 1004.0 million lb."
+
+
+def test_a_value_stated_about_its_subject_is_covered():
+    assert rules(STATED).keypoints == {"kp_status": 1.0, "kp_latest_value": 1.0}
+
+
+@pytest.mark.parametrize(
+    "report",
+    [
+        "Possible positions: tight, balanced, ample; values 1000, 1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008.",
+        "The stock position is tight, balanced or ample.",  # every option about the subject: hedging
+        "The stock position is tight. The stock position is balanced. The stock position is ample.",
+        "Tight. 1004.0.",  # the values without their subjects
+    ],
+)
+def test_listed_or_unbound_values_earn_no_coverage(report):
+    assert rules(report).coverage == 0.0
+
+
+def test_numberless_prose_is_no_evidence():
+    bland = "Conditions remain broadly in line with the wider picture. Analysts continue to watch this market closely."
+    assert rules(bland).faithfulness == 0.0  # nothing checkable: 0, never 100
+    assert rules(f"It is now 2026-05-15. {bland}").faithfulness == 0.0  # the period the prompt names is no fact
+    assert rules(f"{STATED} {bland}").faithfulness == 100.0  # general knowledge counts neither way
+
+
+def test_a_value_stated_as_current_but_wrong_contradicts_the_keypoint():
+    verdicts = dict(rules("The latest stock level is 1045.9 million lb. It was 1045.9 in the previous week.").verdicts)
+    assert verdicts["The latest stock level is 1045.9 million lb."] == "contradicts_keypoint"
+    assert verdicts["It was 1045.9 in the previous week."] == "tier2_supported"
+
+
+def test_a_report_is_cut_at_the_bound_before_judging():
+    padding = "Analysts continue to watch this market closely. " * (REPORT_CHAR_LIMIT // 40)
+    assert len(cut(padding + STATED)) <= REPORT_CHAR_LIMIT
+    assert rules(padding + STATED).coverage == 0.0 and rules(STATED + " " + padding).coverage == 100.0
+
+
+def test_missing_and_mistyped_fields_score_zero_and_are_reported():
+    result = rules(STATED, {"status": "TIGHT", "latest_value": "1004", "run_length": 3.0})
+    assert result.fields == {"status": 1.0, "latest_value": 0.0, "run_length": 1.0, "flagged_periods": 0.0}
+    assert result.schema_problems["flagged_periods"] == "missing"  # a missing list never matches an empty truth
+    assert result.schema_problems["latest_value"].startswith("mistyped")
+    assert rules(STATED, {**TRUTH, "flagged_periods": None}).fields["flagged_periods"] == 0.0  # null is no list
+    assert rules(STATED, TRUTH).accuracy == 100.0 and rules(STATED, TRUTH).schema_problems == {}
+
+
+def test_an_empty_answer_is_no_answer():
+    scored = score_message(gold(), json.dumps({"answer": {}, "report": STATED}), Asker(RulesJudge()))
+    assert not scored.valid and "none of the 4 required fields" in scored.error
+    assert scored.metrics["accuracy"] == 0.0 and scored.metrics["schema_missing"] == 4.0
+    assert scored.parsed["schema_problems"][0] == "status: missing"
+
+
+def test_the_model_judge_prompts_ask_what_the_paper_asks():
+    assert "YES, PARTIAL or NO" in COVERAGE_PROMPT and "{verify}" in COVERAGE_PROMPT
+    assert "10" in CLAIMS_PROMPT and "JSON list" in CLAIMS_PROMPT
+    assert all(v in VERIFY_PROMPT for v in VERDICTS)
+    assert all(k in QUALITY_PROMPT for k in ("required_hits", "required_partial", "forbidden_violations", "{exemplar}"))
+
+
+def test_score_out_writes_all_empty_answers(tmp_path, monkeypatch, capsys):
+    from tsbench.cli import main
+    from tsbench.tasks.timesage.generate import generate_from_options
+    from tsbench.tasks.timesage.store import read_index
+
+    manifest, _ = generate_from_options({"seed": 2719, "scenarios": 3, "periods": 2}, tmp_path / "set")
+    periods = manifest.parent / "periods.parquet"
+    answers = tmp_path / "answers.jsonl"
+    ids = list(read_index(periods)["id"])
+    answers.write_text("".join(json.dumps({"id": i, "response": {"answer": {}, "report": ""}}) + "\n" for i in ids))
+    out = tmp_path / "scores.parquet"
+    monkeypatch.setattr(
+        sys, "argv", ["tsbench", "score", "--data", str(periods), "--responses", str(answers), "--out", str(out)]
+    )
+    with pytest.raises(SystemExit) as exited:
+        main()
+    assert (exited.value.code or 0) == 0, capsys.readouterr().err
+    frame = pd.read_parquet(out)
+    assert len(frame) == len(ids) and not frame["valid"].any() and (frame["parsed_answer"] == "{}").all()
+
+
+def test_a_judged_cause_is_not_earned_by_naming_every_driver():
+    drivers = ["slaughter_idx", "export_idx", "wholesale_usd"]
+    fields = [
+        FieldSpec("primary_driver", "E2", "label", "Which driver?", {"type": "string", "enum": drivers}),
+        FieldSpec("cause", "E1", "judge", "What single cause?", {"type": "string"}),
+    ]
+    judged = {
+        **gold(),
+        "fields": [vars(f) for f in fields],
+        "truth": {"primary_driver": "export_idx", "cause": "export_idx fell"},
+    }
+
+    def cause_score(cause: str) -> float:
+        answer = {"primary_driver": "export_idx", "cause": cause}
+        return score_period(judged, answer, STATED, Asker(RulesJudge())).fields["cause"]
+
+    assert cause_score("export_idx fell sharply") == 1.0
+    assert cause_score("slaughter_idx, export_idx or wholesale_usd rose or fell") == 0.0
+
+
+def test_a_set_of_three_is_covered_but_every_option_is_a_listing():
+    columns = ["beef", "pork", "poultry", "other", "imports", "exports"]
+    fields = [
+        FieldSpec("flagged_series", "D1", "set", "Which series moved?", {"type": "array", "items": {"enum": columns}})
+    ]
+    truth = ["beef", "pork", "poultry"]
+    keypoint = {
+        "id": "kp_flagged_series",
+        "field": "flagged_series",
+        "description": "which series moved unusually",
+        "verify": "?",
+        "truth": truth,
+        "truth_text": "beef, pork, poultry",
+    }
+    listed = {
+        **gold(),
+        "fields": [vars(f) for f in fields],
+        "truth": {"flagged_series": truth},
+        "keypoints": [keypoint],
+    }
+
+    def coverage(report: str) -> float:
+        return score_period(listed, {"flagged_series": truth}, report, Asker(RulesJudge())).coverage
+
+    assert coverage("The flagged series this week are beef, pork and poultry.") == 100.0
+    assert coverage("The flagged series: beef, pork, poultry, other, imports, exports.") == 0.0
+
+
+def test_a_wrong_judged_value_about_its_subject_contradicts_and_a_source_list_is_no_fact():
+    fields = [FieldSpec("cause", "E1", "judge", "What single cause?", {"type": "string"})]
+    keypoint = {
+        "id": "kp_cause",
+        "field": "cause",
+        "description": "the cause",
+        "verify": "?",
+        "truth": "export_idx fell",
+        "truth_text": "export_idx fell",
+    }
+    judged = {**gold(), "fields": [vars(f) for f in fields], "truth": {"cause": "export_idx fell"}}
+    judged["keypoints"] = [keypoint]
+
+    def verdicts(report: str) -> dict:
+        return dict(score_period(judged, {"cause": "x"}, report, Asker(RulesJudge())).verdicts)
+
+    assert verdicts("The cause is export_idx fell.")["The cause is export_idx fell."] == "tier1_supported"
+    stale = "The cause is slaughter_idx rose."  # not encyclopedic: a wrong value about the keypoint's subject
+    assert verdicts(stale)[stale] == "contradicts_keypoint"
+    cited = "Evidence: timeseries.csv and the prior release gt_source/2026-05-08.md."
+    assert verdicts(cited)[cited] == "tier3_general_knowledge"
+    said = "The previous release (gt_source/2026-05-08.md) said ample."
+    assert verdicts(said)[said] != "tier3_general_knowledge"  # what a release said is a fact
+
+
+def test_an_outlook_signal_needs_a_direction_beside_its_confidence():
+    rubric = {"genre": "note", "exemplar": "", "forbidden": []}
+    rubric["required"] = [{"text": "outlook with its confidence", "check": {"kind": "percent"}}]
+    hard = {**gold(), "tier": "hard", "quality": rubric}
+
+    def quality(report: str) -> float:
+        return score_period(hard, TRUTH, report, Asker(RulesJudge())).quality
+
+    assert quality("The outlook is up, held with 70 % confidence.") == 100.0
+    assert quality("The outlook carries uncertainty (60 % confidence).") == 50.0
+    assert quality("The outlook is uncertain.") == 0.0

@@ -1,0 +1,239 @@
+"""TimeSage generator tiers (issue 23): the agent never sees a rule; all 27 tags at the paper's
+family shares; medium answers need the prior releases and the brief, not only the table; the audit
+refuses degenerate scenarios."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import re
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tsbench.core.errors import UserError
+from tsbench.tasks.timesage import generate as generate_module
+from tsbench.tasks.timesage.audit import COPY_LAST_MAX, audit, copy_last_rates, degeneracy_problems
+from tsbench.tasks.timesage.contract import SCHEMA_FILE, TABLE_FILE
+from tsbench.tasks.timesage.derive import robust_z
+from tsbench.tasks.timesage.generate import generate_from_options
+from tsbench.tasks.timesage.prompt import period_question
+from tsbench.tasks.timesage.rules import field_score
+from tsbench.tasks.timesage.sources.catalog import KIND_TAGS
+from tsbench.tasks.timesage.sources.released import export_released, read_released
+from tsbench.tasks.timesage.sources.synthetic import materialize, plan_set
+from tsbench.tasks.timesage.taxonomy import FAMILIES, TAGS
+
+PAPER_SHARES = {"A": 26.6, "B": 23.6, "C": 8.9, "D": 13.5, "E": 13.1, "F": 14.3}  # Fig. 3a, % of questions
+
+
+@pytest.fixture(scope="module")
+def sets():
+    """The first 12 scenarios of the default plan (all tiers, every medium kind), 8 periods each."""
+    return [materialize(plan) for plan in plan_set(42, 12, 8)]
+
+
+def _x_keys(value, path="$"):
+    if isinstance(value, dict):
+        return [f"{path}.{k}" for k in value if str(k).startswith("x-")] + [
+            hit for k, v in value.items() for hit in _x_keys(v, f"{path}.{k}")
+        ]
+    if isinstance(value, list):
+        return [hit for v in value for hit in _x_keys(v, path)]
+    return []
+
+
+def test_the_agent_never_sees_a_scoring_or_derivation_rule(sets, tmp_path):
+    for scenario, periods in sets:
+        for period in periods:
+            schema = json.loads(period.files[SCHEMA_FILE])
+            assert not _x_keys(schema), (period.id, _x_keys(schema))
+            assert set(schema["properties"]) == set(scenario.required_keys)
+            for body in period.files.values():
+                assert b"x-rule" not in body and b"x-scoring" not in body
+            prompt = period_question(scenario, period)
+            assert "x-rule" not in prompt and "x-scoring" not in prompt
+        rules = [f for f in scenario.fields if f.derive is not None]
+        assert all(prop.get("x-rule") for prop in scenario.host_schema()["properties"].values())  # host side keeps them
+        if scenario.tier != "easy":
+            assert not rules, scenario.id  # medium and hard truths are the issuer's, from the withheld release
+    # a released folder whose answer_schema.json carries x-rule: the rule stays on the host, the jail copy drops it
+    easy = next(s for s in sets if s[0].tier == "easy")
+    export_released([easy], tmp_path)
+    for schema_file in tmp_path.rglob(SCHEMA_FILE):
+        annotated = easy[0].host_schema()
+        schema_file.write_text(json.dumps(annotated))
+    ((scenario, periods),) = read_released(tmp_path)
+    assert [f.derive for f in scenario.fields] == [f.derive for f in easy[0].fields]
+    assert not _x_keys(json.loads(periods[0].files[SCHEMA_FILE]))
+    assert audit([(scenario, periods)]).ok
+
+
+def test_all_27_tags_appear_at_the_default_size_with_the_papers_family_shares():
+    plans = plan_set(42)
+    tags = Counter(KIND_TAGS[kind] for plan in plans for kind in plan.kinds if KIND_TAGS[kind] in TAGS)
+    assert set(tags) == set(TAGS) and len(TAGS) == 27
+    total = sum(tags.values())
+    shares = {family: 100 * sum(n for tag, n in tags.items() if tag[0] == family) / total for family in FAMILIES}
+    for family, share in shares.items():
+        assert abs(share - PAPER_SHARES[family]) < 1.5, (family, share)
+    # E1 is an LLM-judgment field in accuracy (Table 7); E4, E5, F4 are built with their Table 7 rules
+    cause_plan = next(p for p in plans if "cause" in p.kinds)
+    scenario, _ = materialize(dataclasses.replace(cause_plan, n_periods=2))
+    rules = {f.tag: f.rule for f in scenario.fields}
+    assert rules["E1"] == "judge" and scenario.field("cause").in_accuracy
+    for kind, rule in (("drivers_evidence", "itemwise"), ("stakeholders", "set"), ("conditional_outlook", "joint")):
+        plan = next(p for p in plans if kind in p.kinds)
+        built, periods = materialize(dataclasses.replace(plan, n_periods=2))
+        assert built.field(kind).rule == rule and periods[-1].truth[kind]
+
+
+# --- a solver that reads the table, the brief and the prior releases; and one that reads the table only
+
+
+NUM = r"([+-]?\d+(?:\.\d+)?)"
+
+
+def _num(pattern: str, text: str) -> float:
+    return float(re.search(pattern.replace("NUM", NUM), text).group(1))
+
+
+def _answers(scenario, period, read_docs: bool) -> dict:
+    """Answer every medium field from the visible files. read_docs=False is the table-only rule
+    executor: it applies the brief's stated thresholds to the raw table and ignores the releases
+    (no adjustment, no declared reference, no weights, no announced events)."""
+    table = pd.read_csv(io.BytesIO(period.files[TABLE_FILE]), dtype={"date": str})
+    header = list(table.columns)
+    value, drivers, components = header[1], header[2:5], header[5:9]
+    decimals = len(period.files[TABLE_FILE].decode().splitlines()[-1].split(",")[1].split(".")[-1])
+    x = table[value].to_numpy(dtype=float)
+    brief = scenario.background
+    flat = _num(r"smaller than NUM", brief)
+    docs = [period.files[name].decode() for name in period.prior_docs]  # oldest first
+    names = [scenario.columns[c].split(": ", 1)[1] for c in components]
+    if read_docs:
+        adjusted = [_num(r"Adjusted \S+: NUM", d) for d in docs]
+        now = round(x[-1] - _num(r"Adjustment announced for the next period: NUM", docs[-1]), decimals)
+        reference = _num(r"Reference level for the next period: NUM", docs[-1])
+        weights = [_num(re.escape(n) + " NUM", brief.split("these weights:")[1]) for n in names]
+        runs = [re.search(r"\), (up|down|flat) by", d) for d in docs]
+        directions = [m.group(1) if m else None for m in runs]
+        announced = [
+            m.group(1) for d in docs for m in re.finditer(rf"a (\w+) event is expected in {period.label}\.", d)
+        ]
+    else:
+        adjusted, now, reference = list(x[:-1]), x[-1], float(np.mean(x[-14:-1]))
+        weights, directions, announced = [1.0] * 4, None, []
+
+    def direction(delta):
+        return "up" if delta > flat else "down" if delta < -flat else "flat"
+
+    now_dir = direction(round(now - adjusted[-1], decimals))
+    if directions is None:
+        directions = [direction(b - a) for a, b in zip(x[:-2], x[1:-1])]
+    run = 1
+    for d in reversed(directions):
+        if d != now_dir:
+            break
+        run += 1
+    window = np.array([*adjusted[-6:], now])
+    contrib = {n: w * float(table[c].iloc[-1]) for n, w, c in zip(names, weights, components)}
+    total = sum(contrib.values())
+    ordered = sorted(contrib, key=lambda n: (-contrib[n], n))
+    z = {
+        c: robust_z(np.diff(table[c].to_numpy(dtype=float)), len(table) - 2, 36) for c in [value, *drivers, *components]
+    }
+    baseline = int(_num(r"against the (\d+) changes", brief))
+    event_z = abs(robust_z(np.diff(x), len(x) - 2, baseline))
+    return {
+        "change": round(now - adjusted[-1], decimals),
+        "change_direction": now_dir,
+        "trend_3": round(now - adjusted[-3], decimals),
+        "run_length": run,
+        "vs_baseline": round(now - reference, decimals),
+        "is_record": bool(now >= window.max() or now <= window.min()),
+        "rank": int((window[:-1] > now).sum()) + 1,
+        "top_components": sorted(ordered[:2]),
+        "dominant_component": ordered[0],
+        "component_shares": {n: round(100 * v / total, 1) for n, v in contrib.items()},
+        "major_components": sorted(n for n in names if 100 * contrib[n] / total >= 25.0),
+        "event_type": announced[0] if announced else "unannounced" if event_z > 3.5 else "none",
+        "_z": z,
+    }
+
+
+def _flagged(scenario, period, answers, read_docs):
+    z = answers["_z"]
+    window = int(_num(r"against the (\d+) changes", scenario.background))
+    if window != 36:  # the series baseline follows the cadence; recompute on the stated one
+        table = pd.read_csv(io.BytesIO(period.files[TABLE_FILE]), dtype={"date": str})
+        z = {c: robust_z(np.diff(table[c].to_numpy(dtype=float)), len(table) - 2, window) for c in z}
+    out = [c for c, v in z.items() if abs(v) > _num(r"robust z-score above NUM in absolute value", scenario.background)]
+    headline = next(iter(z))
+    if read_docs and answers["event_type"] not in ("unannounced", "none"):
+        out = [c for c in out if c != headline]
+    return sorted(out)
+
+
+def test_medium_fields_need_the_prior_releases_and_the_brief(sets):
+    scores = {True: [], False: []}
+    kinds = set()
+    for scenario, periods in sets:
+        if scenario.tier != "medium":
+            continue
+        for period in periods:
+            for read_docs in (True, False):
+                answers = _answers(scenario, period, read_docs)
+                answers["flagged_series"] = _flagged(scenario, period, answers, read_docs)
+                for spec in scenario.fields:
+                    if spec.in_accuracy:
+                        kinds.add(spec.name)
+                        score = field_score(spec, answers[spec.name], period.truth[spec.name])
+                        scores[read_docs].append((spec.name, score))
+    assert len(kinds) == 13  # every medium kind (B1-B7, C1-C4, D1, D2) is exercised
+    doc_wrong = [(name, s) for name, s in scores[True] if s < 1.0]
+    assert not doc_wrong, doc_wrong[:5]  # everything is answerable exactly from cutoff-valid files
+    table_only = [s for _, s in scores[False]]
+    assert np.mean(table_only) < 0.6, np.mean(table_only)  # a table-only rule executor fails often
+    for name in ("change", "trend_3", "vs_baseline", "component_shares"):
+        assert np.mean([s for n, s in scores[False] if n == name]) < 0.2, name
+
+
+# --- degeneracy
+
+
+def test_the_audit_refuses_degenerate_scenarios_and_passes_the_default(tmp_path, monkeypatch):
+    plans = plan_set(42, 6, 24)  # a prefix of the default set, at the default period count
+    built = [materialize(plan) for plan in plans]
+    report = audit(built)
+    assert report.ok, report.failures[:3]
+    for scenario, periods in built:
+        rates = copy_last_rates(scenario, periods)
+        assert sum(rates.values()) / len(rates) <= COPY_LAST_MAX
+    scenario, periods = built[1]  # medium: issuer truths, so only the degeneracy check can object
+    name = scenario.fields[0].name
+
+    def frozen(field, values):
+        return [dataclasses.replace(p, truth={**p.truth, field: values(i, p)}) for i, p in enumerate(periods)]
+
+    constant = frozen(name, lambda i, p: periods[0].truth[name])  # one answer in all 24 periods
+    assert any("same answer in all 24" in d for d in degeneracy_problems(scenario, constant))
+    sticky = frozen(name, lambda i, p: periods[0 if i < 12 else 12].truth[name])  # changes once: copy right 22/23
+    problems = degeneracy_problems(scenario, sticky)
+    assert any(f"of the time on {name}" in d for d in problems) and not any("same answer" in d for d in problems)
+    # every field answered with a first-half / second-half truth: the scenario mean is refused too
+    halves = [dataclasses.replace(p, truth=periods[0 if i < 12 else 12].truth) for i, p in enumerate(periods)]
+    assert any("limit 40 %" in d for d in degeneracy_problems(scenario, halves))
+    planted = [(scenario, sticky), *built[1:]]
+    assert "degenerate" in {c for _, c, _ in audit(planted).failures}
+    assert {c for _, c, _ in audit(planted).failures} == {"degenerate"}
+    short = degeneracy_problems(scenario, sticky[:8])  # under MIN_PERIODS only the scenario mean is judged
+    assert short and all("limit 40 %" in d for d in short), short
+    assert audit([(scenario, sticky[:2])]).ok  # under MIN_TRANSITIONS releases: too short to judge
+    monkeypatch.setattr(generate_module, "build_sets", lambda options, progress=None: (planted, {"seed": 42}))
+    with pytest.raises(UserError, match="degenerate"):
+        generate_from_options({"seed": 42}, tmp_path)
+    assert not (tmp_path / "seed42").exists()
