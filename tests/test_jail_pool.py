@@ -139,3 +139,14 @@ def test_shutdown_leaves_no_processes_or_directories():
         time.sleep(0.05)
     assert _children() - before == set()
     assert not any(Path(root).exists() for root in roots)
+
+
+def test_a_budget_boots_no_jail_beyond_the_runs_episodes():
+    """A run of two episodes at concurrency 4 boots two jails, not four plus replacements."""
+    with JailPool(2, budget=2) as jails, use_pool(jails):
+        assert jails.wait_ready(120)
+        for value in (1.0, 2.0):
+            with Sandbox({"a": np.full(4, value)}) as box:
+                assert box.run("float(series['a'].sum())").result_repr == repr(4 * value)
+        time.sleep(0.5)
+        assert jails.stats["warm"] == 2 and jails.ready == 0 and jails._booting == 0 and jails._serial == 2

@@ -230,7 +230,8 @@ def test_the_audit_refuses_degenerate_scenarios_and_passes_the_default(tmp_path,
     planted = [(scenario, sticky), *built[1:]]
     assert "degenerate" in {c for _, c, _ in audit(planted).failures}
     assert {c for _, c, _ in audit(planted).failures} == {"degenerate"}
-    short = degeneracy_problems(scenario, sticky[:8])  # under MIN_PERIODS only the scenario mean is judged
+    # under MIN_PERIODS only the scenario mean is judged: eight periods with one answer on every field
+    short = degeneracy_problems(scenario, halves[:8])
     assert short and all("limit 40 %" in d for d in short), short
     assert audit([(scenario, sticky[:2])]).ok  # under MIN_TRANSITIONS releases: too short to judge
     monkeypatch.setattr(generate_module, "build_sets", lambda options, progress=None: (planted, {"seed": 42}))

@@ -244,8 +244,12 @@ def run_eval(
     try:
         if pending:
             forward_env = tuple(name for name in (cfg.api_key_env, cfg.judge_api_key_env) if name)
-            pool = cfg.concurrency if cfg.jail_pool and cfg.harness in KERNEL_HARNESSES and not hc.unsafe_sandbox else 0
-            options = ExecutorOptions(cfg.concurrency, agents, cfg.ray_address, forward_env, jail_pool=pool)
+            pooled = cfg.jail_pool and cfg.harness in KERNEL_HARNESSES and not hc.unsafe_sandbox
+            episodes = sum(len(epochs) for epochs in pending.values())
+            pool = min(cfg.concurrency, episodes) if pooled else 0  # never more jails than episodes
+            options = ExecutorOptions(
+                cfg.concurrency, agents, cfg.ray_address, forward_env, jail_pool=pool, jail_budget=episodes
+            )
             executor = executor_cls.from_options(options)
             executor.run(_jobs(cfg, rows, pending, chains, scoring), on_record, on_interrupt)
     finally:

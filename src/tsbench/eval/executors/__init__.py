@@ -43,6 +43,7 @@ class ExecutorOptions:
     # whose workers are other processes hands them on, so a remote worker reads the same key.
     forward_env: tuple[str, ...] = ()
     jail_pool: int = 0  # pre-started jails for a kernel harness (threads): 0 = none
+    jail_budget: int | None = None  # jails booted in all (the run's pending episodes); None: no bound
 
 
 class BaseExecutor:

@@ -17,7 +17,9 @@ from tsbench.eval.executors import Abandoned, BaseExecutor, ExecutorOptions, OnI
 
 
 class ThreadExecutor(BaseExecutor):
-    def __init__(self, concurrency: int = 4, agents: AgentCache | None = None, jail_pool: int = 0) -> None:
+    def __init__(
+        self, concurrency: int = 4, agents: AgentCache | None = None, jail_pool: int = 0, jail_budget: int | None = None
+    ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
         self.concurrency = concurrency
@@ -27,11 +29,16 @@ class ThreadExecutor(BaseExecutor):
         if jail_pool > 0:
             from tsbench.harness.runtime.pool import JailPool
 
-            self.jails = JailPool(jail_pool)
+            self.jails = JailPool(jail_pool, budget=jail_budget)
 
     @classmethod
     def from_options(cls, options: ExecutorOptions) -> ThreadExecutor:
-        return cls(concurrency=options.concurrency, agents=options.agents, jail_pool=options.jail_pool)
+        return cls(
+            concurrency=options.concurrency,
+            agents=options.agents,
+            jail_pool=options.jail_pool,
+            jail_budget=options.jail_budget,
+        )
 
     def _run_one(self, job: EpisodeJob) -> list[dict]:
         try:

@@ -153,10 +153,12 @@ def hand_over(warm: Sandbox, box: Sandbox) -> None:
 class JailPool:
     """Up to `size` pre-started jails of one launch key; see the module docstring."""
 
-    def __init__(self, size: int, key: tuple | None = None) -> None:
+    def __init__(self, size: int, key: tuple | None = None, budget: int | None = None) -> None:
         if size < 1:
             raise ValueError("a jail pool holds at least one jail")
         self.size = int(size)
+        # At most this many boots in all (a run's episode count): no jail is booted that no episode will take.
+        self.budget = budget
         self.key = key or _default_key()
         self.stats: Counter[str] = Counter()  # warm, cold, dead (replaced), failed boots
         self._ready: list[Sandbox] = []
@@ -177,7 +179,12 @@ class JailPool:
 
     def _fill(self) -> None:
         """(Lock held.) Start boots until ready + booting reaches `size`."""
-        while not self._closed and self._failures < _MAX_BOOT_FAILURES and len(self._ready) + self._booting < self.size:
+        while (
+            not self._closed
+            and self._failures < _MAX_BOOT_FAILURES
+            and len(self._ready) + self._booting < self.size
+            and (self.budget is None or self._serial < self.budget)
+        ):
             self._booting += 1
             self._serial += 1
             self._boots.submit(self._boot_one, self.key, self._serial)

@@ -23,7 +23,7 @@ from tsbench.tasks.base import Column, Scored
 from tsbench.tasks.cik import reader
 from tsbench.tasks.cik.answer import answer_format, parse_forecast
 from tsbench.tasks.cik.metrics import Constraints, point_forecast, rcrps, smape
-from tsbench.tasks.recordings.family import RecordingFamily, write_split
+from tsbench.tasks.recordings.family import RecordingFamily, write_train_test
 from tsbench.tasks.recordings.rows import Row
 from tsbench.tasks.recordings.sources import file_hashes, refuse_unknown
 
@@ -173,26 +173,15 @@ class CiK(RecordingFamily):
             raise UserError(f"no CiK instances under {path}")
         seed = int(options.get("seed", 42))
         train, test = reader.split_instances(instances)
-        wanted = options.get("split")
-        if wanted not in (None, "all", "train", "test"):
-            raise UserError(f"--family cik has the splits train and test (got --split {wanted})")
-        splits = {"train": train, "test": test}
-        chosen = [wanted] if wanted in ("train", "test") else ["train", "test"]
-        hashes = file_hashes(reader.find_files(path), path)
-        lines, manifest = [], None
-        for split in chosen:
-            config = {"path": str(path), "train_ratio": 0.5, "split_seed": 2026, "instances": len(splits[split])}
-            manifest, written = write_split(
-                self.name,
-                self.dataset,
-                (to_row(i, split, seed) for i in splits[split]),
-                out,
-                seed=seed,
-                split=split,
-                config=config,
-                sources=hashes,
-                progress=progress,
-                total=len(splits[split]),
-            )
-            lines += written
-        return manifest, lines
+        return write_train_test(
+            self.name,
+            self.dataset,
+            {"train": train, "test": test},
+            to_row,
+            out,
+            seed=seed,
+            wanted=options.get("split"),
+            config={"path": str(path), "train_ratio": 0.5, "split_seed": 2026},
+            sources=file_hashes(reader.find_files(path), path),
+            progress=progress,
+        )

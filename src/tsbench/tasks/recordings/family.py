@@ -196,3 +196,40 @@ def write_split(
     manifest["git_commit"] = git_commit()
     write_json(manifest_path, manifest)
     return manifest_path, [{"file": path.name, **info}]
+
+
+def write_train_test(
+    family: str,
+    dataset: str,
+    splits: dict[str, list],
+    to_row,
+    out_root: Path,
+    *,
+    seed: int,
+    wanted: str | None,
+    config: dict,
+    sources: dict[str, str],
+    progress=None,
+) -> tuple[Path | None, list[dict]]:
+    """Write a published benchmark's train and test items (or the one `--split` names) with
+    `write_split`; `to_row(item, split, seed)` turns an item into a Row, and an empty split is skipped."""
+    if wanted not in (None, "all", "train", "test"):
+        raise UserError(f"--family {family} has the splits train and test (got --split {wanted})")
+    manifest, lines = None, []
+    for split in [wanted] if wanted in ("train", "test") else ["train", "test"]:
+        if not splits[split]:
+            continue
+        manifest, written = write_split(
+            family,
+            dataset,
+            (to_row(item, split, seed) for item in splits[split]),
+            out_root,
+            seed=seed,
+            split=split,
+            config={**config, "items": len(splits[split])},
+            sources=sources,
+            progress=progress,
+            total=len(splits[split]),
+        )
+        lines += written
+    return manifest, lines

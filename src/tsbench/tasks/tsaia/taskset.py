@@ -17,7 +17,7 @@ import numpy as np
 
 from tsbench.core.errors import UserError
 from tsbench.tasks.base import Column, Scored
-from tsbench.tasks.recordings.family import RecordingFamily, write_split
+from tsbench.tasks.recordings.family import RecordingFamily, write_train_test
 from tsbench.tasks.recordings.rows import Row
 from tsbench.tasks.recordings.sources import file_hashes, refuse_unknown
 from tsbench.tasks.tsaia import reader
@@ -106,26 +106,16 @@ class TSAIA(RecordingFamily):
             raise UserError(f"no TSAIA item with a readable series under {path} ({skipped} skipped)")
         seed = int(options.get("seed", 42))
         train, test = split_items(items)
-        wanted = options.get("split")
-        if wanted not in (None, "all", "train", "test"):
-            raise UserError(f"--family tsaia has the splits train and test (got --split {wanted})")
-        splits = {"train": train, "test": test}
-        csvs = [f for f in (path if path.is_dir() else path.parent).glob("*.csv")]
-        manifest, lines = None, []
-        for split in [wanted] if wanted in ("train", "test") else ["train", "test"]:
-            if not splits[split]:
-                continue
-            manifest, written = write_split(
-                self.name,
-                self.dataset,
-                (to_row(i, split, seed) for i in splits[split]),
-                out,
-                seed=seed,
-                split=split,
-                config={"path": str(path), "train_ratio": 0.5, "split_seed": 2026, "skipped_items": skipped},
-                sources=file_hashes(csvs, path),
-                progress=progress,
-                total=len(splits[split]),
-            )
-            lines += written
-        return manifest, lines
+        csvs = list((path if path.is_dir() else path.parent).glob("*.csv"))
+        return write_train_test(
+            self.name,
+            self.dataset,
+            {"train": train, "test": test},
+            to_row,
+            out,
+            seed=seed,
+            wanted=options.get("split"),
+            config={"path": str(path), "train_ratio": 0.5, "split_seed": 2026, "skipped_items": skipped},
+            sources=file_hashes(csvs, path),
+            progress=progress,
+        )

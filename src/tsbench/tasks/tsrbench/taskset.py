@@ -20,7 +20,7 @@ import pandas as pd
 from tsbench.core.answers import extract_choice
 from tsbench.core.errors import UserError
 from tsbench.tasks.base import Column, Scored
-from tsbench.tasks.recordings.family import RecordingFamily, write_split
+from tsbench.tasks.recordings.family import RecordingFamily, write_train_test
 from tsbench.tasks.recordings.rows import Row
 from tsbench.tasks.recordings.sources import file_hashes, refuse_unknown
 from tsbench.tasks.tsrbench import reader
@@ -117,26 +117,15 @@ class TSRBench(RecordingFamily):
             raise UserError(f"no TSRBench item of a known subtask under {path}")
         seed = int(options.get("seed", 42))
         train, test = reader.stratified_split(items, seed=seed)
-        wanted = options.get("split")
-        if wanted not in (None, "all", "train", "test"):
-            raise UserError(f"--family tsrbench has the splits train and test (got --split {wanted})")
-        splits = {"train": train, "test": test}
-        hashes = file_hashes([path] if path.is_file() else sorted(path.rglob("*.jsonl")), path)
-        manifest, lines = None, []
-        for split in [wanted] if wanted in ("train", "test") else ["train", "test"]:
-            if not splits[split]:
-                continue
-            manifest, written = write_split(
-                self.name,
-                self.dataset,
-                (to_row(i, split, seed) for i in splits[split]),
-                out,
-                seed=seed,
-                split=split,
-                config={"path": str(path), "test_fraction": 0.2, "stratified_by": "subtask"},
-                sources=hashes,
-                progress=progress,
-                total=len(splits[split]),
-            )
-            lines += written
-        return manifest, lines
+        return write_train_test(
+            self.name,
+            self.dataset,
+            {"train": train, "test": test},
+            to_row,
+            out,
+            seed=seed,
+            wanted=options.get("split"),
+            config={"path": str(path), "test_fraction": 0.2, "stratified_by": "subtask"},
+            sources=file_hashes([path] if path.is_file() else sorted(path.rglob("*.jsonl")), path),
+            progress=progress,
+        )

@@ -221,7 +221,9 @@ def _simulate(plan: ScenarioPlan, theme: Theme, rng: np.random.Generator) -> _Wo
     bases = {}
     for col, _ in theme.components:
         bases[col] = theme.component_level * rng.uniform(0.5, 1.5)
-        columns[col] = bases[col] * np.exp(0.12 * _ar1(rng, n, 0.8))  # native units differ
+        # native units differ; the shares move period to period (log-AR(1), phi 0.4, sd 0.2) enough that the
+        # top and major components rotate, as a real breakdown's do, instead of one ranking holding for years
+        columns[col] = bases[col] * np.exp(0.2 * _ar1(rng, n, 0.4))
     weights = {
         col: round(float(rng.uniform(0.93, 1.07)) * theme.component_level / base, 3) for col, base in bases.items()
     }
