@@ -12,8 +12,9 @@ What enters the jail is copied by value: the series (series.npz), the caller's `
 `readonly_paths`; context.json, which takes seconds to encode for a long series, is written by a
 background thread into a host file bound read-only into the working directory, and `run()` waits
 for it. With a pool of pre-started jails in use (`pool.py`), `start()` takes one over instead: the
-series then enters by value into a host file bound read-only at series.npz. The host keeps the launch command in memory and its connection files and kernel log in
-a directory the kernel cannot reach; from the socket directory it only ever connects to sockets.
+series then enters by value into a host file bound read-only at series.npz. The host keeps the
+launch command in memory and its connection files and kernel log in a directory the kernel cannot
+reach; from the socket directory it only ever connects to sockets.
 
 A cell that runs past `cell_timeout_s` is interrupted; if it does not stop within
 `interrupt_grace_s` the kernel is restarted in the same jail with the series reloaded (files it
