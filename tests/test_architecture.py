@@ -72,15 +72,10 @@ def test_every_harness_setting_is_a_config_key():
         build(EvalConfig, {"model": "m", "no_such_key": 1})
 
 
-# Modules of extras left out of [all] (and so of `make setup`), with the package each needs.
-OUTSIDE_ALL = {"tsbench.interop.verifiers_env": "verifiers"}
-
-
 def test_every_module_imports():
     """A renamed helper must not leave a module that only fails when someone runs it (a bench, a
     CLI path no test takes): import them all, as `make setup` installs them."""
     import importlib
-    import importlib.util
     import pkgutil
 
     import tsbench
@@ -89,9 +84,6 @@ def test_every_module_imports():
     for module in pkgutil.walk_packages(tsbench.__path__, "tsbench."):
         if module.name.endswith("__main__"):
             continue
-        extra = OUTSIDE_ALL.get(module.name)
-        if extra is not None and importlib.util.find_spec(extra) is None:
-            continue  # an extra `make setup` does not install: it must import once that is installed
         try:
             importlib.import_module(module.name)
         except Exception as exc:  # noqa: BLE001 - every failure is reported, whatever its type

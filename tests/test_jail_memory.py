@@ -29,6 +29,9 @@ def test_ordinary_output_still_arrives_whole_below_the_bound():
         cell = box.run("print('y' * (4 * 2**20)); 7")  # 4 MiB: received, then cut to the host's buffer
         assert cell.result_repr == "7" and "output cut" not in cell.stdout
         assert cell.stdout.startswith("y" * 1000) and "truncated" in cell.stdout
+        # json, not orjson even where installed: orjson's output buffer took a 900 MiB print past the kernel's
+        # memory bound (the kernel died instead of the host cutting the message; make bench's host RSS line)
+        assert box.run("get_ipython().kernel.session.pack.__name__").result_repr == "'json_packer'"
 
 
 def test_a_huge_final_answer_is_cut_recorded_and_stored_once(small_data, tmp_path):

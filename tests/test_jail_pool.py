@@ -81,7 +81,11 @@ def test_series_enters_by_value_and_context_json_is_filled(pool):
     values = np.random.default_rng(0).standard_normal(1000)
     with Sandbox({"x": values}) as box:
         assert box.run("float(series['x'][17])").result_repr == repr(float(values[17]))
-        assert box.run("import json; len(json.load(open('context.json'))['x'])").result_repr == "1000"
+        assert box.run("import json; json.load(open('context.json'))['x'] == series['x'].tolist()").result_repr == (
+            "True"
+        )
+        # warmed ahead (pool.WARM_MODULES), yet nothing of it is in the episode's namespace
+        assert box.run("import sys; 'scipy.ndimage' in sys.modules, 'ndimage' in dir()").result_repr == "(True, False)"
         written = box.run("open('series.npz', 'wb')")  # the bound file is the host's: read-only here
         assert "Read-only" in written.stdout + (written.error or "")
         assert box.run("import os; os._exit(3)").restarted  # a restart reloads the series from the same file

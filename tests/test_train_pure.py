@@ -362,6 +362,60 @@ def test_every_vllm_batch_has_a_logprob_per_token_and_unsampled_episodes_leave_t
     assert sampler_logprobs([played, failed], wanted=False) == (None, [[1, 0, 1], [0]])  # hf: no correction
 
 
+def test_episodes_that_never_generated_get_advantage_0_and_leave_their_groups_baseline():
+    """A policy failure before the first reply (a prompt over max_seq_len: score 0, forced final) has no token
+    to credit; like an infrastructure failure it reaches TRL with no reward, so TRL's nan-aware group mean and
+    std (trl/trainer/grpo_trainer.py, `unscorable_mask`) leave it out and its advantage is 0."""
+    import torch
+    from trl.trainer.utils import nanstd
+
+    from tsbench.train.rollouts import Environment, Episode
+
+    def episode(index, score, tokens, forced=False):
+        return Episode(
+            "k",
+            index,
+            {"category": "localize", "gold": "{}"},
+            score=score,
+            forced_final=forced,
+            generated_tokens=tokens,
+        )
+
+    group = [
+        episode(0, 1.0, 10),
+        episode(1, 0.0, 20, forced=True),  # generated, then hit a wall: keeps its forced-final penalty
+        episode(2, 0.0, 0, forced=True),  # the policy's failure before generating (prompt over max_seq_len)
+        episode(3, None, 0),  # an infrastructure failure
+        episode(4, 0.5, 40),
+    ]
+    keys = ["k"] * len(group)
+    functions, weights = rw.reward_functions(RewardConfig(), taskset=None)
+    totals = rw.weighted_total(functions, weights, keys, Environment.columns(group))
+    assert totals[2] is None and totals[3] is None
+    played = rw.penalised_rewards([1.0, 0.0, 0.5], [10, 20, 40], [False, True, False])
+    assert [totals[i] for i in (0, 1, 4)] == pytest.approx([p.reward for p in played])
+
+    # TRL 1.16's advantage, sum_then_normalize: unscorable rows NaN, nanmean / nanstd per group, NaN -> 0
+    rewards = torch.tensor([float("nan") if t is None else t for t in totals])
+    for scale in (False, True):
+        advantages = rewards - torch.nanmean(rewards)
+        if scale:
+            advantages = advantages / (nanstd(rewards) + 1e-4)
+        advantages = torch.nan_to_num(advantages, nan=0.0).tolist()
+        kept = torch.tensor([p.reward for p in played])
+        alone = (kept - kept.mean()) / ((kept.std() + 1e-4) if scale else 1.0)
+        assert advantages[2] == 0.0 and advantages[3] == 0.0
+        assert [advantages[i] for i in (0, 1, 4)] == pytest.approx(alone.tolist(), abs=1e-6)
+    assert rw.zero_variance(totals, keys) == [False] * 5
+    assert rw.zero_variance(totals[1:4], keys[1:4]) == [True] * 3  # one scored rollout left: no signal
+
+
+def test_rewarded_scores_drop_only_rollouts_without_a_generated_token():
+    assert rw.rewarded_scores([1.0, 0.0, 0.0, None, 0.3], [5, 1, 0, 7, 0]) == [1.0, 0.0, None, None, None]
+    with pytest.raises(ValueError):
+        rw.rewarded_scores([1.0], [])
+
+
 def test_clip_and_importance_sampling_settings_reach_trl(tmp_path):
     from tsbench.train.grpo import trl_args
 

@@ -10,7 +10,10 @@ from collections import Counter
 
 import pytest
 
-vf = pytest.importorskip("verifiers.v1", reason="pip install 'tsbench[verifiers]'")
+vf = pytest.importorskip(  # make setup installs it (Makefile: verifiers 0.4.0 pins openai<3, so without its deps)
+    "verifiers.v1",
+    reason="verifiers is not installed: pip install 'tsbench[verifiers]' && pip install --no-deps verifiers==0.4.0",
+)
 
 from tsbench.core.errors import UserError  # noqa: E402
 from tsbench.harness import HarnessConfig, play  # noqa: E402

@@ -90,11 +90,20 @@ def _value_text(field: dict, value: Any, unit: str) -> str:
     if isinstance(value, dict):
         parts = [f"{k} {v}{' %' if k in ('probability', 'share') else ''}" for k, v in value.items()]
         return ", ".join(parts)
+    if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+        # items paired with their evidence (E4 drivers, F1 risks): "name (reading)"
+        return ", ".join(" ".join(_paired(item)) for item in value)
     text = truth_text(value) or "none"
     changes = field["tag"].startswith("B") and field["tag"] != "B4"  # change detection (B4 counts a run)
     if changes and isinstance(value, (int, float)) and not isinstance(value, bool):
         return f"{value:g} ({'it increased' if value > 0 else 'it decreased' if value < 0 else 'unchanged'})"
     return f"{text} {unit}".strip() if isinstance(value, (int, float)) and not isinstance(value, bool) else text
+
+
+def _paired(item: dict) -> list[str]:
+    texts = [str(v) for v in item.values() if v is not None]
+    name = str(item.get("driver") or item.get("risk") or texts[0])
+    return [name, *(f"({t})" for t in texts if t != name)]
 
 
 def _unit(gold: dict) -> str:
@@ -104,9 +113,12 @@ def _unit(gold: dict) -> str:
     return ""
 
 
-def plain_report(gold: dict, values: dict, prior: Any, confidence: str | None = None) -> str:
-    """One sentence per keypoint stating its value about its subject, then the sources; the risk
-    and (when known) the confidence a hard-tier note carries."""
+def plain_report(gold: dict, values: dict, prior: Any, release: dict[str, str] | None = None) -> str:
+    """One sentence per keypoint stating its value about its subject, then the sources; the risk,
+    the primary driver (when no sentence names one) and the outlook with its confidence a hard-tier
+    note carries (`release`: what the release the policy reads states, `release_facts`)."""
+    release = release or {}
+    confidence, driver = release.get("confidence"), release.get("driver")
     unit = _unit(gold)
     lines = [f"Period {gold['period_label']}: analysis of this release."]
     by_field = {f["name"]: f for f in gold["fields"]}
@@ -114,7 +126,7 @@ def plain_report(gold: dict, values: dict, prior: Any, confidence: str | None = 
         name = kp.get("field")
         if name is None:
             if prior is not None and gold.get("prior_docs"):
-                lines.append(f"The previous release ({gold['prior_docs'][-1]}) said {truth_text(prior)}.")
+                lines.append(f"The previous release ({gold['prior_docs'][-1]}) named {truth_text(prior)} as a driver.")
             continue
         value = values.get(name)
         if value is None or name not in by_field:
@@ -124,9 +136,12 @@ def plain_report(gold: dict, values: dict, prior: Any, confidence: str | None = 
     sources = "timeseries.csv" + (f" and the prior release {gold['prior_docs'][-1]}" if gold.get("prior_docs") else "")
     lines.append(f"Evidence: {sources}.")
     if gold["tier"] == "hard":
+        if driver and not any(phrase(driver) in phrase(line) for line in lines):
+            lines.append(f"The primary driver is {driver}.")
         lines.append("The main risk is that the drivers reverse (timeseries.csv), so uncertainty remains.")
         if confidence:
-            lines.append(f"The outlook{_direction(gold, values)} is held with {confidence} % confidence.")
+            direction = _direction(gold, values) or (f" ({release['direction']})" if "direction" in release else "")
+            lines.append(f"The outlook{direction} is held with {confidence} % confidence.")
     return " ".join(lines)
 
 
@@ -146,30 +161,47 @@ def _prior_statement(gold: dict) -> Any:
     return next((kp["truth"] for kp in gold["keypoints"] if kp.get("field") is None), None)
 
 
+def release_facts(text: str) -> dict[str, str]:
+    """What a release states of its outlook and drivers: "confidence" (the outlook's probability),
+    "direction" (of the outlook) and "driver" (the primary one), where it states them."""
+    patterns = {
+        "confidence": r"(\d+(?:\.\d+)?) % probability",
+        "direction": r"Outlook for the next period: ([\w-]+)",
+        "driver": r"Primary driver: ([\w-]+)",
+    }
+    found = {key: re.search(pattern, text) for key, pattern in patterns.items()}
+    return {key: match.group(1) for key, match in found.items() if match}
+
+
 def truth(gold: dict, period: dict | None = None) -> str:
     """REFERENCE policy: it sees the withheld truth and the withheld release (more than a model can)."""
-    stated = re.search(r"(\d+(?:\.\d+)?) % probability", (period or {}).get("target_doc", ""))
-    report = plain_report(gold, gold["truth"], _prior_statement(gold), stated.group(1) if stated else None)
+    report = plain_report(
+        gold, gold["truth"], _prior_statement(gold), release_facts((period or {}).get("target_doc", ""))
+    )
     return message(dict(gold["truth"]), report)
 
 
+def _last_release(gold: dict, period: dict | None) -> str:
+    docs, files = gold.get("prior_docs") or [], (period or {}).get("files") or {}
+    return files[docs[-1]].decode("utf-8", "replace") if docs and docs[-1] in files else ""
+
+
 def copy_last(gold: dict, period: dict | None = None) -> str | None:
-    """What the last visible release said (gold["prior_truth"], else the previous period's truth) as
-    this period's answer, written up by the same plain report as the truth: stale values, good
-    writing. None when there is nothing to copy (the period is left out)."""
+    """What the last visible release said (gold["prior_truth"], else the previous period's truth;
+    its outlook's confidence and primary driver) as this period's answer, written up by the same
+    plain report as the truth: stale values, good writing. None when there is nothing to copy (the
+    period is left out)."""
     previous = gold.get("prior_truth") or (period or {}).get("previous_truth")
     if previous is None:
         return None
-    return message(dict(previous), plain_report(gold, previous, _prior_statement(gold)))
+    report = plain_report(gold, previous, _prior_statement(gold), release_facts(_last_release(gold, period)))
+    return message(dict(previous), report)
 
 
 def copy_last_text(gold: dict, period: dict | None = None) -> str | None:
     """The milder copier: the last release's values and its text verbatim as the report."""
-    previous = gold.get("prior_truth") or (period or {}).get("previous_truth")
-    docs, files = gold.get("prior_docs") or [], (period or {}).get("files") or {}
-    if previous is None or not docs or docs[-1] not in files:
-        return None
-    return message(dict(previous), files[docs[-1]].decode("utf-8", "replace"))
+    previous, text = gold.get("prior_truth") or (period or {}).get("previous_truth"), _last_release(gold, period)
+    return None if previous is None or not text else message(dict(previous), text)
 
 
 def scripted(gold: dict, period: dict | None = None) -> str:
@@ -226,6 +258,39 @@ def calibrate(path: str | Path, policies: tuple[str, ...] = POLICIES) -> dict[st
         every = [v for values in by_tier.values() for v in values]
         result[name] = {"overall": sum(every) / len(every), **{t: sum(v) / len(v) for t, v in by_tier.items()}}
     return result
+
+
+TIERS = ("overall", "easy", "medium", "hard")
+
+
+def margin(name: str, where: str, value: float) -> float | None:
+    """How far inside its bound a policy's score is (negative: outside); None where no bound
+    applies (the spec bounds copy-last overall only; its tiers are shown for reading)."""
+    if name == "scripted":
+        return PAPER_FLOOR[where] - value
+    if name not in BOUNDS or (name == "copy_last" and where != "overall"):
+        return None
+    op, bound = BOUNDS[name]
+    return bound - value if op == "<=" else value - bound
+
+
+def calibration_table(result: dict[str, dict[str, float]]) -> str:
+    """The four policies side by side per tier, each score with its margin to the bound (+ inside)."""
+    bounds = {**{k: f"{op} {b:g}" for k, (op, b) in BOUNDS.items()}, "scripted": "< paper"}
+    bounds["copy_last"] += " overall"
+    lines = [f"  {'where':8} " + " ".join(f"{p:>16}" for p in POLICIES) + f" {'paper floor':>12}"]
+    lines.append(f"  {'bound':8} " + " ".join(f"{bounds[p]:>16}" for p in POLICIES))
+    for where in TIERS:
+        cells = []
+        for name in POLICIES:
+            value = result.get(name, {}).get(where)
+            room = None if value is None else margin(name, where, value)
+            text = "-" if value is None else f"{value:.1f}" + ("" if room is None else f" ({room:+.1f})")
+            cells.append(f"{text:>16}")
+        lines.append(f"  {where:8} " + " ".join(cells) + f" {PAPER_FLOOR[where]:12.2f}")
+    broken = violations(result)
+    lines.append("  calibrated (margins in brackets)" if not broken else "  OUT OF BOUNDS: " + "; ".join(broken))
+    return "\n".join(lines)
 
 
 def violations(result: dict[str, dict[str, float]]) -> list[str]:

@@ -59,22 +59,12 @@ def run_calibration(out: str, scenarios: int = 12, periods: int = 6) -> dict:
 
 
 def calibration_table(result: dict) -> str:
-    from tsbench.baselines.timesage_calibration import BOUNDS, PAPER_FLOOR, POLICIES, violations
+    from tsbench.baselines.timesage_calibration import calibration_table as table
 
-    bounds = {**{k: f"{op} {b:g}" for k, (op, b) in BOUNDS.items()}, "scripted": "< paper"}
-    lines = [f"  {'where':8} " + " ".join(f"{p:>11}" for p in POLICIES) + f" {'paper floor':>12}"]
-    lines.append(f"  {'bound':8} " + " ".join(f"{bounds[p]:>11}" for p in POLICIES))
-    for where in ("overall", "easy", "medium", "hard"):
-        cells = " ".join(f"{result[p].get(where, float('nan')):11.1f}" for p in POLICIES)
-        lines.append(f"  {where:8} {cells} {PAPER_FLOOR[where]:12.2f}")
     variants = [
         f"{name} {result[name]['overall']:.1f}" for name in ("data_blind_guessing", "copy_last_text") if name in result
     ]
-    if variants:
-        lines.append("  variants (overall): " + ", ".join(variants))
-    broken = violations(result)
-    lines.append("  calibrated" if not broken else "  OUT OF BOUNDS: " + "; ".join(broken))
-    return "\n".join(lines)
+    return table(result) + ("\n  variants (overall): " + ", ".join(variants) if variants else "")
 
 
 def main(scenarios: int = 3, periods: int = 3) -> dict:

@@ -51,7 +51,8 @@ def sft_baseline(
         return
     check(*TRAIN_PACKAGES, extra="train", what="sft-baseline of a language model")
     table = read_toml_table(config, "sft") if config else {}
-    if str(model or table.get("model") or (table.get("policy") or {}).get("model") or "").startswith("tslm/"):
+    spec = str(model or table.get("model") or (table.get("policy") or {}).get("model") or "")
+    if spec.startswith(("tslm/", "toto/")):  # the TSLM baselines and Toto-1.0-QA: a loop of their own
         raise typer.Exit(_train_tslm(config, flags))
     from tsbench.train.sft import RichSFTProgress, run_sft
 
@@ -68,17 +69,19 @@ def sft_baseline(
 
 
 def _train_tslm(config: Optional[Path], flags: dict) -> int:
-    """A TSLM baseline (tsbench/train/tslm_sft.py): --model tslm/chatts|flamingo|itformer."""
-    check("chronos", extra="tslm", what="a TSLM baseline")
+    """A TSLM baseline (tsbench/train/tslm_sft.py): --model tslm/chatts|flamingo|itformer, or toto/<checkpoint>."""
     from tsbench.train.sft import RichSFTProgress
     from tsbench.train.tslm_sft import run_tslm_sft
 
     settings = read_toml_table(config, "sft") if config else {}
     settings.update(flags)
     cfg = build(SFTConfig, settings, where=f"setting in {config}" if config else "setting")
+    kind = "toto" if cfg.policy.model.startswith("toto/") else "tslm"
+    if kind == "tslm":
+        check("chronos", extra="tslm", what="a TSLM baseline")
     with RichSFTProgress(err_console) as progress:
         path = run_tslm_sft(cfg, progress)
-    console.print(f"wrote {path}  (evaluate: tsbench eval --model tslm/{path})")
+    console.print(f"wrote {path}  (evaluate: tsbench eval --model {kind}/{path})")
     return 0
 
 

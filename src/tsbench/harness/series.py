@@ -2,21 +2,25 @@
 
 The values (channels x L) go to the model beside the messages, never serialised into them; the
 prompt holds the question, the channel names and lengths, and one marker per channel
-(models/tslm/prompt.py, the same prompt the TSLM was trained on). Chat models cannot play it.
+(models/tslm/prompt.py, the same prompt the TSLM was trained on). A model that also reads a plot
+(Toto-1.0-QA: `wants_plot`) gets the image harness's rendering on the user turn. Chat models cannot
+play it.
 """
 
 from __future__ import annotations
 
 from tsbench.harness.accounting import unfinished
 from tsbench.harness.episode import EpisodeError, EpisodeResult, EpisodeTask, HarnessConfig
+from tsbench.harness.plots import render_series_png
 from tsbench.models.base import Message
 from tsbench.models.tslm.prompt import TSLM_SYSTEM, series_user_prompt
 
 
-def series_messages(task: EpisodeTask) -> list[Message]:
+def series_messages(task: EpisodeTask, with_plot: bool = False) -> list[Message]:
+    images = [render_series_png(task.channel_names, task.values)] if with_plot and task.values is not None else []
     return [
         Message("system", TSLM_SYSTEM),
-        Message("user", series_user_prompt(task.question, task.channel_names, task.length)),
+        Message("user", series_user_prompt(task.question, task.channel_names, task.length), images),
     ]
 
 
@@ -25,13 +29,14 @@ def run_series(model, task: EpisodeTask, cfg: HarnessConfig) -> EpisodeResult:
         raise EpisodeError("no_series", f"row {task.row_id} has no series for a series-reading model")
     if "series" not in (getattr(model, "harnesses", None) or ()):
         raise EpisodeError("bad_pairing", f"{getattr(model, 'name', model)} does not read series natively")
-    messages = series_messages(task)
+    messages = series_messages(task, with_plot=bool(getattr(model, "wants_plot", False)))
     completion = model.generate(
         messages, max_tokens=cfg.max_tokens, temperature=cfg.temperature, task=task.info(), series=task.values
     )
     result = EpisodeResult(final_message="" if unfinished(completion, cfg) else completion.text)
     result.add_completion(completion)
     result.transcript = [
-        {"role": m.role, "content": m.content, "series_shape": list(task.values.shape)} for m in messages
+        {"role": m.role, "content": m.content, "series_shape": list(task.values.shape), "images": len(m.images)}
+        for m in messages
     ] + [{"role": "assistant", "content": completion.text, "input_tokens": completion.input_tokens}]
     return result

@@ -109,7 +109,7 @@ PROVIDERS = Registry(
         "vllm": _vllm,
         "local": _local,
         "tslm": "tsbench.models.tslm.provider:build_model",  # trained TSLM run dirs (sft-baseline --model tslm/<arch>)
-        "toto": "tsbench.models.tslm.toto:build_model",  # Toto-1.0-QA checkpoints (checks only, see the module)
+        "toto": "tsbench.models.tslm.toto:build_model",  # Toto-1.0-QA checkpoints and their SFT runs (series + plot)
     },
 )
 ProviderFn = Callable[[str, dict[str, Any]], ChatModel]

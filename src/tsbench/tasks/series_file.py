@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import os
+import queue
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,10 +19,32 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tsbench.tasks.written_hash import WrittenHash
+
+
+def _contiguous_run(blocks: list[np.ndarray]) -> np.ndarray | None:
+    """The blocks as one flat float32 view when they lie back to back in one buffer (rows a
+    `SeriesWriter` stored in its row-group buffer), else None."""
+    base = blocks[0].base
+    if not isinstance(base, np.ndarray) or base.ndim != 1 or base.dtype != np.float32:
+        return None
+    origin = base.__array_interface__["data"][0]
+    start = end = (blocks[0].__array_interface__["data"][0] - origin) // base.itemsize
+    for block in blocks:
+        address = block.__array_interface__["data"][0]
+        if block.base is not base or not block.flags.c_contiguous or address != origin + end * base.itemsize:
+            return None
+        end += block.size
+    return base[start:end]
+
 
 def values_array(blocks: list[np.ndarray]) -> pa.Array:
-    """list<list<float32>> from (C, L) blocks without copying through Python objects."""
-    flat = pa.array(np.concatenate([b.ravel() for b in blocks]), type=pa.float32())
+    """list<list<float32>> from (C, L) blocks without copying through Python objects (and without
+    copying at all when they already lie back to back in one float32 buffer)."""
+    flat = _contiguous_run(blocks)
+    if flat is None:
+        flat = np.concatenate([b.ravel() for b in blocks])
+    flat = pa.array(flat, type=pa.float32())
     inner, outer = [0], [0]
     for block in blocks:
         for _ in range(block.shape[0]):
@@ -50,7 +74,13 @@ def writer_options(schema: pa.Schema) -> dict[str, Any]:
 
 class SeriesWriter:
     """Appends rows to one parquet file; a row group holds about `group_bytes` of values.
-    Subclasses set `schema`, `compression`, `group_bytes` and turn pending items into columns."""
+    Subclasses set `schema`, `compression`, `group_bytes` and turn pending items into columns.
+
+    Row groups are encoded and written by one background thread, in order, while the caller builds
+    the next rows (pyarrow and hashlib release the GIL): at most one group waits in the queue, so
+    memory stays bounded. The bytes are those a plain in-line writer gives. The file's sha256 and
+    size (`sha256`, `size` after `close`) are taken group by group as it is written, on that thread,
+    from the page cache (`written_hash`), not by a second pass over the finished file."""
 
     schema: pa.Schema
     compression = "snappy"
@@ -59,16 +89,53 @@ class SeriesWriter:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # a native file: pages go out without the GIL (a Python sink would need it once per page)
+        self._stream = pa.OSFile(str(self.path), mode="wb")
+        self._hash = WrittenHash(self.path)
         self._writer = pq.ParquetWriter(
-            self.path, self.schema, compression=self.compression, **writer_options(self.schema)
+            self._stream, self.schema, compression=self.compression, **writer_options(self.schema)
         )
         self._pending: list[Any] = []
         self._bytes = 0
+        self._buffer: np.ndarray | None = None  # float32 values of the group being reserved (see reserve)
+        self._used = self._reserved = 0
+        self._recent: list[np.ndarray] = []  # the last few buffers, whose blocks need no copy
         self.rows = 0
+        self.sha256: str | None = None
+        self.size = 0
+        self._closed = False
+        self._error: BaseException | None = None
+        self._queue: queue.Queue[list[Any] | None] = queue.Queue(maxsize=1)
+        self._thread = threading.Thread(target=self._drain, name=f"write {self.path.name}", daemon=True)
+        self._thread.start()
 
     def columns(self, items: list[Any]) -> dict[str, list | pa.Array]:
         """Column name -> values for the pending items (`values` as a `values_array`)."""
         raise NotImplementedError
+
+    def reserve(self, channels: int, length: int) -> np.ndarray:
+        """An uninitialised (channels, length) float32 block in a row-group buffer: fill it (on any
+        thread), then `write` rows with their blocks in the order they were reserved, and each group's
+        values reach parquet without a copy. Reservations may run ahead of writes: a new buffer starts
+        where the next group will start."""
+        size = channels * length
+        if self._buffer is None or self._reserved >= self.group_bytes or self._used + size > self._buffer.size:
+            # a fresh buffer per group (earlier ones go to the writer thread); only touched pages count
+            self._buffer = np.empty(max(2 * self.group_bytes // 4, size), dtype=np.float32)
+            self._used = self._reserved = 0
+            self._recent = [*self._recent[-2:], self._buffer]
+        block = self._buffer[self._used : self._used + size].reshape(channels, length)
+        self._used += size
+        self._reserved += block.nbytes
+        return block
+
+    def stored(self, values: np.ndarray) -> np.ndarray:
+        """`values` as a block of a row-group buffer: itself if `reserve` gave it, else a copy."""
+        if values.dtype == np.float32 and any(values.base is b for b in self._recent):
+            return values
+        block = self.reserve(*values.shape)
+        block[...] = values
+        return block
 
     def _append(self, item: Any, nbytes: int) -> None:
         self._pending.append(item)
@@ -77,23 +144,68 @@ class SeriesWriter:
         if self._bytes >= self.group_bytes:
             self.flush()
 
-    def flush(self) -> None:
-        if not self._pending:
-            return
-        columns = self.columns(self._pending)
+    def _write_group(self, items: list[Any]) -> None:
+        columns = self.columns(items)
         arrays = [c if isinstance(c := columns[f.name], pa.Array) else pa.array(c, type=f.type) for f in self.schema]
         self._writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema))
-        self._pending, self._bytes = [], 0
+        self._hash.update(self._stream.tell())  # the group's bytes, from the page cache
+
+    def _drain(self) -> None:
+        """The writer thread: groups in the order they were queued; after an error it only drains."""
+        while (items := self._queue.get()) is not None:
+            if self._error is None:
+                try:
+                    self._write_group(items)
+                except BaseException as exc:  # re-raised in the caller's thread
+                    self._error = exc
+
+    def _raise_error(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def flush(self) -> None:
+        """Hand the pending rows to the writer thread as one row group."""
+        self._raise_error()
+        if not self._pending:
+            return
+        items, self._pending, self._bytes = self._pending, [], 0
+        self._queue.put(items)
+
+    def _stop(self, *, write_pending: bool) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if write_pending:
+                self.flush()
+        finally:
+            self._queue.put(None)
+            self._thread.join()
+            try:
+                self._writer.close()
+                end = self._stream.tell()
+                self._stream.close()
+                if self._error is None:
+                    self._hash.update(end)  # the footer
+            except BaseException as exc:
+                self._error = self._error or exc
+                self._stream.close()
+        if write_pending:
+            self._raise_error()
+        self.sha256, self.size = self._hash.hexdigest(), self._hash.size
 
     def close(self) -> None:
-        self.flush()
-        self._writer.close()
+        """Write what is pending, wait for the writer thread, close the file; raises its error if any."""
+        self._stop(write_pending=True)
 
     def __enter__(self) -> SeriesWriter:
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is None:
+            self.close()
+        else:  # the file is abandoned: stop the thread without writing the rest
+            self._stop(write_pending=False)
 
 
 def iter_records(

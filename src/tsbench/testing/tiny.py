@@ -64,19 +64,10 @@ def make_small_vocab_llama(path: str | Path, *, words: tuple[str, ...] = SMALL_V
     incremental), while the LM head has ~25 rows instead of 49k: training steps on a CPU take
     milliseconds instead of seconds (TRL scores every position over the whole vocabulary there)."""
     import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
-    special = ["<pad>", "<|im_start|>", "<|im_end|>", "<unk>"]
-    vocab = {w: i for i, w in enumerate(special + ["system", "user", "assistant"] + list(words))}
-    core = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core,
-        pad_token="<pad>",
-        eos_token="<|im_end|>",
-        unk_token="<unk>",
-        bos_token="<|im_start|>",
+    tokenizer, vocab = word_level_tokenizer(
+        words,
         chat_template=(
             "{% for m in messages %}<|im_start|> {{ m['role'] }} {{ m['content'] }} <|im_end|> {% endfor %}"
             "{% if add_generation_prompt %}<|im_start|> assistant {% endif %}"
@@ -103,3 +94,27 @@ def make_small_vocab_llama(path: str | Path, *, words: tuple[str, ...] = SMALL_V
     model.save_pretrained(path, safe_serialization=True)
     tokenizer.save_pretrained(path)
     return path
+
+
+def word_level_tokenizer(words, *, chat_template: str, extra_special: tuple[str, ...] = ()):
+    """A word-level fast tokenizer over ChatML's markers, `extra_special`, the three roles and `words`.
+
+    Every other word is <unk>, so a tiny model's LM head has a few dozen rows (CPU steps take
+    milliseconds) while prompts still render through a real chat template. Returns (tokenizer, vocab)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    special = ["<pad>", "<|im_start|>", "<|im_end|>", "<unk>", *extra_special]
+    vocab = {w: i for i, w in enumerate(special + ["system", "user", "assistant", *words])}
+    core = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core,
+        pad_token="<pad>",
+        eos_token="<|im_end|>",
+        unk_token="<unk>",
+        bos_token="<|im_start|>",
+        additional_special_tokens=list(extra_special),
+        chat_template=chat_template,
+    )
+    return tokenizer, vocab

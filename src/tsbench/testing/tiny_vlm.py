@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tsbench.testing.tiny import word_level_tokenizer
+
 VISION_TOKENS = ("<|vision_start|>", "<|image_pad|>", "<|vision_end|>", "<|video_pad|>")
 # Whole TimeMaster answers are single words too, so a random policy names a class now and then (a reward signal).
 WORDS = (
@@ -34,29 +36,15 @@ def make_tiny_random_vlm(
 ) -> Path:
     """Write a random Qwen2_5_VLForConditionalGeneration (~100k parameters) and its processor to `path`."""
     import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import (
         GenerationConfig,
-        PreTrainedTokenizerFast,
         Qwen2_5_VLConfig,
         Qwen2_5_VLForConditionalGeneration,
         Qwen2_5_VLProcessor,
     )
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
-    special = ["<pad>", "<|im_start|>", "<|im_end|>", "<unk>", *VISION_TOKENS]
-    vocab = {w: i for i, w in enumerate(special + ["system", "user", "assistant"] + list(words))}
-    core = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core,
-        pad_token="<pad>",
-        eos_token="<|im_end|>",
-        unk_token="<unk>",
-        bos_token="<|im_start|>",
-        additional_special_tokens=list(VISION_TOKENS),
-        chat_template=CHAT_TEMPLATE,
-    )
+    tokenizer, vocab = word_level_tokenizer(words, chat_template=CHAT_TEMPLATE, extra_special=VISION_TOKENS)
     patch = 28  # patch_size 14 x spatial_merge_size 2: one merged token per 28 x 28 pixels
     image_processor = Qwen2VLImageProcessorPil(  # PIL backend: no torchvision needed
         min_pixels=patch * patch, max_pixels=patch * patch * image_tokens, patch_size=14, merge_size=2

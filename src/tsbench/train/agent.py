@@ -8,7 +8,10 @@
 * A backend turns prompt ids into reply ids: `HFBackend` (transformers `generate` on the training
   model itself), `VLLMColocate` (TRL's in-process vLLM, weights synced by TRL) or `VLLMServer`
   (`trl vllm-serve`, weights synced by TRL). `Batcher` lets the episode threads share one backend.
-* `PolicyAgent` is one episode's ChatModel: it keeps that episode's turns for the loss.
+* `PolicyAgent` is one episode's ChatModel: it keeps that episode's turns for the loss. With
+  `rendered=True` (reasoning_history as-rendered) every prompt is instead the template's render of the
+  whole conversation, exactly as eval's local model renders it, so a template that drops earlier
+  reasoning shows the policy in training what it shows it in eval; each turn then trains as its own row.
 * A vision-language policy (`ChatTokens(tokenizer, processor)`): the first prompt's images go through
   the processor (models/local_vlm.py `encode_messages`), its pixel inputs ride on every request of the
   episode, and the episode keeps the conversation and images TRL re-renders for the loss forward.
@@ -412,6 +415,7 @@ class PolicyAgent:
     name: str = "policy"
     turns: list[Turn] = field(default_factory=list)
     vision: Any = None  # the first prompt's `Encoded` (a vision-language policy): images, conversation, pixels
+    rendered: bool = False  # every prompt re-rendered through the chat template, as eval renders it
     _history: list[tuple[str, str]] = field(default_factory=list)
 
     def generate(
@@ -425,6 +429,8 @@ class PolicyAgent:
         started = time.perf_counter()
         if not self.turns:
             prompt, self.vision = self.chat.first_prompt_vision(messages)
+        elif self.rendered:  # eval's context: the template decides what of the earlier replies stays
+            prompt = self.chat.first_prompt(messages)
         else:
             if [(m.role, m.content) for m in messages[: len(self._history)]] != self._history:
                 raise RuntimeError("the conversation changed between turns; its token ids would no longer match")

@@ -52,26 +52,43 @@ def first_prompt_tokens(cfg: Any, tokenizer: Any) -> int:
     return probe.tokens or 0
 
 
-def check_reasoning_history(cfg: Any, tokenizer: Any) -> str | None:
-    """A multi-turn run whose template drops earlier reasoning trains on contexts eval never shows:
-    refused under `reasoning_history = "refuse"`, else the warning line returned (None when they match)."""
+TURN_ROW_HARNESSES = ("rlm", "tools")  # at most max_turns model calls per episode: one training row each
+
+
+def check_reasoning_history(cfg: Any, tokenizer: Any, *, vision: bool = False) -> tuple[str, str | None]:
+    """How later turns' contexts are built (`RolloutConfig.reasoning_history` resolved), and a warning line
+    when train and eval contexts will differ (None when they match).
+
+    Only a multi-turn run whose template drops earlier reasoning has a choice to make: as-rendered (auto's
+    pick) renders every turn's prompt as eval does and trains each turn as its own row; as-generated keeps one
+    row per episode and warns; refuse stops. A vision-language policy or another harness keeps one row."""
     if cfg.harness not in KERNEL_HARNESSES or cfg.harness_config.max_turns <= 1:
-        return None
+        return "as-generated", None
+    asked = cfg.rollout.reasoning_history
+    rows_possible = cfg.harness in TURN_ROW_HARNESSES and not vision
     if ChatTokens(tokenizer).keeps_earlier_reasoning():
-        return None
+        return ("as-rendered" if asked == "as-rendered" and rows_possible else "as-generated"), None
     line = (
         f"{cfg.policy.model}'s chat template drops earlier replies' reasoning: training extends each turn by the "
         f"reply as generated (reasoning included), so {cfg.harness}'s later turns will see less in eval than in training"
     )
-    if cfg.rollout.reasoning_history == "refuse":
-        raise UserError(f"{line} (reasoning_history = refuse; set as-generated to train anyway)")
-    return line
+    if asked == "refuse":
+        raise UserError(f"{line} (reasoning_history = refuse; as-rendered trains on eval's contexts)")
+    if asked in ("auto", "as-rendered") and rows_possible:
+        return "as-rendered", None
+    if asked == "as-rendered":
+        why = "a vision-language policy" if vision else f"--harness {cfg.harness}"
+        raise UserError(
+            f"reasoning_history = as-rendered trains each turn as its own row, which {why} does not support "
+            f"(harnesses: {', '.join(TURN_ROW_HARNESSES)}, text policies); set as-generated to train anyway"
+        )
+    return "as-generated", line
 
 
-def check_context(cfg: Any, tokenizer: Any) -> None:
+def check_context(cfg: Any, tokenizer: Any, *, vision: bool = False) -> str:
     """One line (exit 2) when the first prompt and one reply do not fit `max_seq_len`; a warning on stderr
-    when train and eval contexts will differ (`check_reasoning_history`)."""
-    warning = check_reasoning_history(cfg, tokenizer)
+    when train and eval contexts will differ. Returns the reasoning-history mode (`check_reasoning_history`)."""
+    mode, warning = check_reasoning_history(cfg, tokenizer, vision=vision)
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
     prompt = first_prompt_tokens(cfg, tokenizer)
@@ -83,3 +100,4 @@ def check_context(cfg: Any, tokenizer: Any) -> None:
             f"{cfg.policy.model}'s tokenizer; with a {reply}-token reply (max_tokens) that exceeds max_seq_len "
             f"{cfg.max_seq_len}: lower text_budget_chars or max_tokens, or raise --max-seq-len"
         )
+    return mode

@@ -20,7 +20,7 @@ from tsbench.tasks.base import TrainingRequest
 REWARDS = ("anomalyxl", "composite")
 LOSSES = ("dr_grpo", "grpo")
 ENGINES = ("hf", "vllm-colocate", "vllm-server")
-REASONING_HISTORY = ("as-generated", "refuse")
+REASONING_HISTORY = ("auto", "as-rendered", "as-generated", "refuse")
 # TRL's vLLM importance-sampling modes (trl GRPOConfig vllm_importance_sampling_mode), and "none": no correction
 IMPORTANCE_SAMPLING = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask", "none")
 CURRICULUM_FRACTION = 220 / 300  # anomaly-free cases withheld for the first 220 of 300 steps
@@ -156,10 +156,12 @@ class RolloutConfig:
     the cap), token_mask, sequence_truncate, sequence_mask (TRL's default: zero-weights long episodes) or none."""
     importance_sampling_cap: float = 3.0
     """vLLM engines: the importance ratio's upper bound C_max (clipped by *_truncate, masked by *_mask)."""
-    reasoning_history: str = "as-generated"
-    """Multi-turn episodes extend the prompt by each reply's ids as generated, reasoning included. Where the chat
-    template drops earlier reasoning (Qwen3-style), eval's later turns will not show it: as-generated trains anyway
-    and warns; refuse stops the run before the policy loads."""
+    reasoning_history: str = "auto"
+    """Later turns' context where the chat template drops earlier replies' reasoning (Qwen3-style), so that eval's
+    later turns show less than the reply ids as generated. as-rendered: every turn's prompt is the template's render
+    of the conversation, as eval renders it, and each turn is its own training row carrying the episode's advantage
+    (rlm, tools); as-generated: one row per episode, extended by each reply as generated (warns); refuse: stop
+    before the policy loads; auto: as-rendered where the template drops reasoning and the harness allows it."""
 
     def problems(self) -> list[str]:
         found = []

@@ -83,6 +83,7 @@ RESUME_KEYS = (
     "max_tokens",
     "temperature",
     "warm_steps",
+    "reasoning_history",
 )
 
 ProgressFn = Callable[[int, int, dict], None]  # (step, total steps, that step's metrics)
@@ -156,13 +157,18 @@ def build_trainer(cfg: GRPOConfig, progress: ProgressFn | None = None) -> Run:
             f"--engine {cfg.rollout.engine} needs vLLM on a GPU machine (pip install 'tsbench[gpu]'); "
             "use --engine hf on CPU"
         )
-    check_images(cfg, source_is_vision_language(cfg.policy.model))
-    check_context(cfg, source_tokenizer(cfg.policy.model))  # one line before any weights load
+    vision = source_is_vision_language(cfg.policy.model)
+    check_images(cfg, vision)
+    history = check_context(cfg, source_tokenizer(cfg.policy.model), vision=bool(vision))  # before weights load
     out = cfg.run_dir()
     checkpoint = prepare_run_dir(cfg, out, state.is_main_process)
     policy = load_policy(cfg.policy, out, on_gpu=on_gpu)
     check_images(cfg, policy.processor is not None)
-    env = Environment(cfg, policy.tokenizer, out, model_name=cfg.policy.model, processor=policy.processor)
+    if policy.processor is not None:
+        history = "as-generated"  # one row per episode: the first prompt's images ride on it (vision_trainer.py)
+    env = Environment(
+        cfg, policy.tokenizer, out, model_name=cfg.policy.model, processor=policy.processor, history=history
+    )
     # a vision-language policy: the episodes' images reach TRL's loss forward (train/vision_trainer.py)
     trainer_class, rollout = (
         (vision_trainer_class(), {"environment": env}) if policy.processor else (GRPOTrainer, {"rollout_func": env})
@@ -170,7 +176,7 @@ def build_trainer(cfg: GRPOConfig, progress: ProgressFn | None = None) -> Run:
     trainer = trainer_class(
         model=policy.model,
         reward_funcs=env.functions,
-        args=trl_args(cfg, out, env.weights, on_gpu=on_gpu, world=state.num_processes),
+        args=trl_args(cfg, out, env.weights, on_gpu=on_gpu, world=state.num_processes, rows=env.rows_per_episode),
         train_dataset=dataset(env.keys()),
         processing_class=policy.processing_class,
         peft_config=policy.peft_config,
@@ -205,11 +211,20 @@ def check_images(cfg: GRPOConfig, vision_language: bool | None) -> None:
         raise UserError(f"--engine {cfg.rollout.engine} does not pass images to vLLM yet: use --engine hf for a VLM")
 
 
-def trl_args(cfg: GRPOConfig, out: Path, reward_weights: list[float], *, on_gpu: bool, world: int) -> Any:
-    """Our settings in TRL's words. One generation per optimizer step (strictly on-policy)."""
+def trl_args(
+    cfg: GRPOConfig, out: Path, reward_weights: list[float], *, on_gpu: bool, world: int, rows: int = 1
+) -> Any:
+    """Our settings in TRL's words. One generation per optimizer step (strictly on-policy).
+
+    `rows` training rows per episode (reasoning_history as-rendered: one per turn, rollouts.Environment):
+    TRL's group is then G x rows rows that all carry their episode's reward, so its group mean (and Dr. GRPO's
+    R - mean) is the episodes' own; a forward still takes micro_batch_size rows (accumulation x rows), and
+    the constant normaliser is divided by rows so the summed token loss is scaled as with one row. (loss grpo
+    averages each turn as a sequence of its own; scale_rewards group divides by a std over G x rows rows,
+    within sqrt(rows (G - 1) / (G rows - 1)) of the episodes' own.)"""
     from trl import GRPOConfig as TRLConfig
 
-    accumulation = cfg.batch_size // (cfg.micro_batch_size * world)
+    accumulation = cfg.batch_size // (cfg.micro_batch_size * world) * rows
     vllm = cfg.rollout.engine != "hf"
     return TRLConfig(
         output_dir=str(out / CHECKPOINTS),
@@ -218,7 +233,7 @@ def trl_args(cfg: GRPOConfig, out: Path, reward_weights: list[float], *, on_gpu:
         data_seed=cfg.seed,
         per_device_train_batch_size=cfg.micro_batch_size,
         gradient_accumulation_steps=accumulation,
-        num_generations=cfg.group_size,
+        num_generations=cfg.group_size * rows,
         shuffle_dataset=False,
         num_iterations=1,
         learning_rate=cfg.lr,
@@ -234,7 +249,7 @@ def trl_args(cfg: GRPOConfig, out: Path, reward_weights: list[float], *, on_gpu:
         temperature=cfg.temperature,
         top_p=1.0,
         top_k=0,
-        max_completion_length=cfg.episode_tokens(),
+        max_completion_length=max(1, cfg.episode_tokens() // rows),
         reward_weights=reward_weights,
         disable_dropout=True,
         mask_truncated_completions=False,

@@ -105,6 +105,7 @@ class PeriodicEval(TrainerCallback):
             temperature=0.0,
             seed=EVAL_SEED,
             name=cfg.policy.model,
+            rendered=env.rendered,  # as-rendered: later turns as eval renders them, as in training
         )
         with batcher.episode():
             outcome = play(agent, cfg.harness, task, hc)

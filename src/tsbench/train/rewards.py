@@ -13,8 +13,11 @@
   appropriateness, relevance and depth, counted only when the class is right), weighted (0.1, 0.9, 0),
   or (0.1, 0.9, 0.5) with a judge (the public code's weight).
 
-A rollout that failed for a reason outside the policy (the jail crashed, a bug) has score None:
-every reward function returns None for it, which TRL turns into an advantage of 0.
+A rollout that never generated (the jail crashed or did not start, a bug, or the policy's own failure before
+its first reply: a prompt over max_seq_len) reaches TRL with score None (`rewarded_scores`): every reward
+function returns None for it, and TRL leaves such a row out of its group's mean and std and gives it an
+advantage of 0 (trl/trainer/grpo_trainer.py, `unscorable_mask`). A rollout that generated and then failed
+keeps its score 0 and the forced-final penalty: its replies are what the penalty teaches against.
 Nothing here calls a model: the judge is asked in rollouts.py and its reply parsed here.
 """
 
@@ -91,6 +94,15 @@ def zero_variance(rewards: Sequence[float | None], keys: Sequence[str]) -> list[
         for i in members:
             out[i] = flat
     return out
+
+
+def rewarded_scores(scores: Sequence[float | None], generated_tokens: Sequence[int]) -> list[float | None]:
+    """The score column the reward functions read: None for every rollout that never generated (T_i = 0),
+    whatever its recorded score. Such a rollout has no token to credit, so a reward for it (-lambda_fail for
+    a prompt over max_seq_len) would only move its group's baseline and every other rollout's advantage."""
+    if len(scores) != len(generated_tokens):
+        raise ValueError("scores and generated_tokens must have one entry per rollout")
+    return [None if t <= 0 else s for s, t in zip(scores, generated_tokens)]
 
 
 # -- TimeMaster's composite reward (the pure parts live in timemaster_reward.py) ------------------

@@ -10,9 +10,19 @@ an env mask (1 = the model generated it), the sampler's logprobs when vLLM repor
 columns the reward functions read. A vision-language policy's episodes also hand back `vision` (the first
 prompt's conversation and images, train/vision_trainer.py puts them where TRL's loss forward reads them).
 
+reasoning_history as-rendered (a template that drops earlier reasoning): each turn's prompt is the template's
+render of the conversation, as eval renders it, so one episode is no longer one id sequence. TRL's contract is
+one row per prompt it hands over (its rewards are sized len(prompts), trainer/grpo_trainer.py
+`_calculate_rewards`), so TRL is asked for G x max_turns rows per task (grpo.trl_args): G episodes are played
+and each hands back max_turns rows, one per turn (its rendered prompt, its reply as generated, logprobs),
+padded with masked rows, every row carrying the episode's columns and so its reward and advantage.
+
 Failures: an episode the policy ran into a wall (context full, a token or wall-clock cap) keeps
 its tokens, scores 0 and counts as a forced final; a jail crash or an internal error is not the
-policy's doing: its score is None (no reward, advantage 0) and its tokens leave the loss. Groups
+policy's doing: its score is None (no reward, advantage 0) and its tokens leave the loss. An episode that
+never generated (either kind: a prompt over max_seq_len too) keeps its score 0 in the journal and the step's
+mean_score, but TRL gets no reward for it (rewards.rewarded_scores): advantage 0, outside its group's
+mean and std. Groups
 whose rewards are all equal carry no signal and leave the loss too (timerlm-anomalyxl §4.1); with
 `refill_rounds` they are first played again on fresh tasks (DAPO's dynamic sampling), all rounds inside
 one backend context. With a vLLM engine every episode hands TRL one sampler logprob per completion id
@@ -39,7 +49,16 @@ from tsbench.results import Journal, apply_outcome, apply_score, finish, new_rec
 from tsbench.tasks import get_taskset
 from tsbench.tasks.base import Sample
 from tsbench.train import rewards as rw
-from tsbench.train.agent import Batcher, ChatTokens, HFBackend, PolicyAgent, VLLMColocate, VLLMServer, assemble
+from tsbench.train.agent import (
+    Batcher,
+    ChatTokens,
+    HFBackend,
+    PolicyAgent,
+    Turn,
+    VLLMColocate,
+    VLLMServer,
+    assemble,
+)
 from tsbench.train.curriculum import parse_key, task_keys
 
 POLICY_FAILURES = {"bad_request", "token_cap", "wall_clock"}  # the policy's own doing: score 0, forced final
@@ -63,13 +82,35 @@ class Episode:
     judge_score: float | None = None
     refill: int = 0  # 0: the step's own task; r > 0: a fresh task drawn in refill round r
     vision: Any = None  # a VLM's first prompt (models/local_vlm.Encoded): conversation, images, pixel inputs
+    turns: list[Turn] = field(default_factory=list)  # as-rendered: every turn's prompt and reply, one row each
+
+
+@dataclass
+class Row:
+    """One training row TRL receives: a prompt, the ids after it, their env mask and sampler logprobs."""
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    env_mask: list[int]
+    logprobs: list[float] | None = None
 
 
 class Environment:
     """Callable as TRL's rollout_func(prompts, trainer) -> dict."""
 
-    def __init__(self, cfg: Any, tokenizer: Any, run_dir: Path, *, model_name: str, processor: Any = None):
+    def __init__(
+        self,
+        cfg: Any,
+        tokenizer: Any,
+        run_dir: Path,
+        *,
+        model_name: str,
+        processor: Any = None,
+        history: str = "as-generated",
+    ):
         self.cfg = cfg
+        self.rendered = history == "as-rendered"
+        self.rows_per_episode = cfg.harness_config.max_turns if self.rendered else 1  # TRL's rows per episode
         self.chat = ChatTokens(tokenizer, processor)
         self.tokenizer = tokenizer
         self.model_name = model_name
@@ -113,6 +154,8 @@ class Environment:
     def __call__(self, prompts: list[str], trainer: Any) -> dict[str, list]:
         from accelerate.utils import gather_object
 
+        handed = prompts
+        prompts = prompts[:: self.rows_per_episode]  # every key G times: one entry per episode
         step = parse_key(prompts[0])[0]
         started = time.perf_counter()
         group = self.cfg.group_size
@@ -134,13 +177,16 @@ class Environment:
                     discarded += episodes[i : i + group]
                     episodes[i : i + group] = fresh[n * group : (n + 1) * group]
                 totals, dropped = self.signal(episodes, prompts)
-        logprobs, masks = sampler_logprobs(episodes, wanted=self.cfg.rollout.engine != "hf")
-        for episode, mask in zip(episodes, masks):
-            episode.env_mask = mask
-        columns = self.columns(episodes)
-        for episode, total, drop in zip(episodes, totals, dropped):
+        rows = [self.rows(e) for e in episodes]
+        flat = [row for of_episode in rows for row in of_episode]
+        logprobs, masks = sampler_logprobs(flat, wanted=self.cfg.rollout.engine != "hf")
+        for row, mask in zip(flat, masks):
+            row.env_mask = mask
+        columns = {k: [v for v, of in zip(values, rows) for _ in of] for k, values in self.columns(episodes).items()}
+        for episode, of_episode, total, drop in zip(episodes, rows, totals, dropped):
             if total is None or drop:
-                episode.env_mask = [0] * len(episode.env_mask)
+                for row in of_episode:
+                    row.env_mask = [0] * len(row.env_mask)
             episode.record["metrics"].update(
                 step=float(step), dropped=float(drop), **({} if total is None else {"reward": float(total)})
             )
@@ -157,11 +203,13 @@ class Environment:
         if trainer.accelerator.is_main_process:
             self.log(records)
             self.last = self.summary(step, stats, batches, time.perf_counter() - started)
+        if len(flat) != len(handed):
+            raise RuntimeError(f"{len(flat)} training rows for the {len(handed)} prompts TRL handed over")
         return {
-            "prompt_ids": [e.prompt_ids for e in episodes],
-            "completion_ids": [e.completion_ids for e in episodes],
+            "prompt_ids": [r.prompt_ids for r in flat],
+            "completion_ids": [r.completion_ids for r in flat],
             "logprobs": logprobs,
-            "env_mask": [e.env_mask for e in episodes],
+            "env_mask": [r.env_mask for r in flat],
             **({"vision": [e.vision for e in episodes]} if any(e.vision is not None for e in episodes) else {}),
             **columns,
         }
@@ -230,13 +278,17 @@ class Environment:
             temperature=self.cfg.temperature,
             seed=rollout_seed(self.cfg.seed, key if not refill else f"{key}/refill-{refill}", index),
             name=self.model_name,
+            rendered=self.rendered,
         )
         started = time.perf_counter()
         with batcher.episode():
             outcome = play(agent, self.cfg.harness, sample.task, hc)
         apply_outcome(record, outcome)
         episode = Episode(key, index, record, refill=refill, vision=agent.vision)
-        episode.prompt_ids, episode.completion_ids, episode.env_mask, episode.logprobs = self.sequence(agent)
+        if self.rendered:
+            episode.turns = list(agent.turns)
+        else:
+            episode.prompt_ids, episode.completion_ids, episode.env_mask, episode.logprobs = self.sequence(agent)
         episode.generated_tokens = sum(len(t.output_ids) for t in agent.turns)
         self.score(episode, outcome, sample.task.category, sample.gold)
         finish(record, time.perf_counter() - started)
@@ -249,6 +301,22 @@ class Environment:
             prompt, completion, mask = prompt or [end], [end], [0]
             logprobs = [0.0] if logprobs is not None else None
         return prompt, completion, mask, logprobs
+
+    def rows(self, episode: Episode) -> list[Row]:
+        """The episode's training rows: its one sequence, or (as-rendered) one row per turn, each turn's
+        rendered prompt and its reply as generated, padded to `rows_per_episode` with masked end tokens."""
+        if not self.rendered:
+            return [Row(episode.prompt_ids, episode.completion_ids, episode.env_mask, episode.logprobs)]
+        if len(episode.turns) > self.rows_per_episode:
+            raise RuntimeError(
+                f"an episode made {len(episode.turns)} model calls; max_turns is {self.rows_per_episode}"
+            )
+        rows = [Row(list(t.prompt_ids), list(t.output_ids), [1] * len(t.output_ids), t.logprobs) for t in episode.turns]
+        rows = [r for r in rows if r.completion_ids]  # an empty reply has no token to train
+        end = self.tokenizer.eos_token_id
+        while len(rows) < self.rows_per_episode:  # a turn never played: two end tokens, masked (a cheap forward)
+            rows.append(Row([end], [end], [0], None))
+        return rows
 
     def score(self, episode: Episode, outcome: EpisodeOutcome, category: str, gold: Any) -> None:
         record = episode.record
@@ -290,7 +358,7 @@ class Environment:
     @staticmethod
     def columns(episodes: list[Episode]) -> dict[str, list]:
         return {
-            "score": [e.score for e in episodes],
+            "score": rw.rewarded_scores([e.score for e in episodes], [e.generated_tokens for e in episodes]),
             "forced_final": [e.forced_final for e in episodes],
             "generated_tokens": [e.generated_tokens for e in episodes],
             "final_message": [e.final_message for e in episodes],
@@ -319,7 +387,7 @@ class Environment:
 
         return {
             "mean_score": mean([s[0] for s in scored]),
-            "mean_reward": mean([s[1] for s in scored]),
+            "mean_reward": mean([s[1] for s in scored if s[1] is not None]),
             "forced_final_rate": mean([float(s[3]) for s in scored]),
             "mean_generated_tokens": mean([s[4] for s in scored]),
             "mean_turns": mean([s[5] for s in scored]),

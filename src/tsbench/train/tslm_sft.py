@@ -9,7 +9,8 @@ paper's): AdamW, gradient clipping, linear warmup then decay. After each epoch, 
 loss (early stopping watches it, `patience`) and the validation primary metric (greedy answers
 scored by the family); the epoch with the highest metric is kept. The run dir loads as
 `tslm/<dir>`; beside it run.json (with the validation loss before training), metrics.parquet (per
-epoch) and steps.parquet (per step).
+epoch) and steps.parquet (per step). `--model toto/<checkpoint>` runs the same loop on Toto-1.0-QA
+(models/tslm/toto_checkpoint.py): only its text decoder's LoRA trains, each row carries its plot.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from tsbench.core.provenance import TRACKED_PACKAGES, git_commit, versions, writ
 from tsbench.harness.series import series_messages
 from tsbench.models.base import ModelUnavailableError
 from tsbench.models.tslm.build import LoraSpec, build_tslm, save_run
-from tsbench.models.tslm.provider import render
 from tsbench.models.tslm.settings import ARCHITECTURES
 from tsbench.tasks import get_taskset
 from tsbench.train import sft_data as sd
@@ -38,11 +38,12 @@ from tsbench.train.config import SFTConfig
 from tsbench.train.sft import ProgressFn, checked, warmup_steps
 
 PREFIX = "tslm/"
+TOTO_PREFIX = "toto/"
 
 
 @dataclass
 class SeriesExample:
-    prompt: str  # the rendered chat text, one marker per channel
+    prompt: Any  # what the model reads: the rendered chat text, one marker per channel (toto: the messages)
     series: torch.Tensor  # (channels, L)
     answer_ids: list[int]
     row_id: str
@@ -51,6 +52,8 @@ class SeriesExample:
 
 
 def architecture(cfg: SFTConfig) -> str:
+    if cfg.policy.model.startswith(TOTO_PREFIX):  # toto/<checkpoint>: a LoRA on Toto-1.0-QA's text decoder
+        return "toto"
     arch = cfg.policy.model.removeprefix(PREFIX).strip("/")
     if arch not in ARCHITECTURES:
         raise UserError(f"--model tslm/<arch> takes one of {', '.join(ARCHITECTURES)} (got {cfg.policy.model})")
@@ -97,7 +100,7 @@ def examples(model, family, refs) -> tuple[list[SeriesExample], dict[str, int]]:
         task = sample.task
         target = family.sft_target(task.category, sample.gold)
         answer = tokenizer(target, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-        prompt = render(tokenizer, series_messages(task))
+        prompt = model.render_prompt(series_messages(task, with_plot=bool(getattr(model, "wants_plot", False))))
         built.append(
             SeriesExample(
                 prompt,
@@ -147,6 +150,15 @@ def primary_metric(model, family, rows: list[SeriesExample], max_new_tokens: int
     return float(np.mean(scores))
 
 
+def save_trained(model, out: Path, lora: LoraSpec, extra: dict) -> None:
+    if model.arch == "toto":
+        from tsbench.models.tslm.toto_checkpoint import save_run as save_toto_run
+
+        save_toto_run(model, out, lora, extra)
+    else:
+        save_run(model, out, lora, extra)
+
+
 def run_tslm_sft(cfg: SFTConfig, progress: ProgressFn | None = None) -> Path:
     cfg = tslm_checked(cfg)
     emit = progress or (lambda event, values: None)
@@ -158,10 +170,15 @@ def run_tslm_sft(cfg: SFTConfig, progress: ProgressFn | None = None) -> Path:
             raise UserError(f"{out} already holds files; use another --out, or --overwrite to replace it")
         shutil.rmtree(out)
     train_refs, val_refs, val_from = split_refs(cfg, family)
-    emit("load_start", {"model": f"{PREFIX}{arch} on {cfg.tslm.backbone}"})
+    emit("load_start", {"model": cfg.policy.model if arch == "toto" else f"{PREFIX}{arch} on {cfg.tslm.backbone}"})
     lora = lora_of(cfg)
     try:
-        model = build_tslm(arch, cfg.tslm, lora, seed=cfg.seed)
+        if arch == "toto":
+            from tsbench.models.tslm.toto_checkpoint import build_for_sft
+
+            model = build_for_sft(cfg.policy.model.removeprefix(TOTO_PREFIX), cfg.tslm, lora, seed=cfg.seed)
+        else:
+            model = build_tslm(arch, cfg.tslm, lora, seed=cfg.seed)
     except ModelUnavailableError as exc:
         raise UserError(str(exc)) from None
     train, skipped = examples(model, family, train_refs)
@@ -204,7 +221,7 @@ def run_tslm_sft(cfg: SFTConfig, progress: ProgressFn | None = None) -> Path:
         key = (val_primary if val_primary == val_primary else -math.inf, -val_loss)
         if not val or key > best:  # highest val metric, then lowest val loss; without val rows, the last epoch
             best, best_epoch = key, epoch
-            save_run(model, out, lora, {"best_epoch": epoch})
+            save_trained(model, out, lora, {"best_epoch": epoch})
         metrics.append(
             {"epoch": epoch, "train_loss": float(np.mean(losses)), "val_loss": val_loss, "val_primary": val_primary}
         )

@@ -17,7 +17,7 @@ from jupyter_client.kernelspec import KernelSpec
 
 from tsbench.harness.runtime.kernel_boot import SERIES_FILE
 from tsbench.harness.runtime.sandbox import _BOOT_FILE, _InMemorySpec
-from tsbench.harness.runtime.staging import QUIET_ENV, series_npz
+from tsbench.harness.runtime.staging import KERNEL_OPTIONS, QUIET_ENV, series_npz
 
 
 class BareKernel:
@@ -38,7 +38,7 @@ class BareKernel:
                 "ipykernel_launcher",
                 "-f",
                 "{connection_file}",
-                "--HistoryManager.enabled=False",
+                *KERNEL_OPTIONS,
             ],
             display_name="bare",
             language="python",

@@ -1,13 +1,15 @@
 """What the host prepares for a kernel before it starts: everything enters by value.
 
-The series as series.npz bytes, the caller's files (checked to stay inside the working directory),
-copies of read-only host paths, and matplotlib's font list (so that plotting does not rebuild it).
+The series as series.npz bytes (and as context.json, encoded fast), the caller's files (checked to stay
+inside the working directory), copies of read-only host paths, and matplotlib's font list (so that plotting
+does not rebuild it).
 """
 
 from __future__ import annotations
 
 import functools
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -15,6 +17,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import orjson
 
 from tsbench.harness.runtime.errors import SandboxError
 from tsbench.harness.runtime.jail import WORKDIR
@@ -34,6 +37,12 @@ QUIET_ENV = {
     "PYTHONNOUSERSITE": "1",
     "PYDEVD_DISABLE_FILE_VALIDATION": "1",
 }
+
+# ipykernel's command-line options in every kernel mode (and the bare floor). The kernel packs its messages with
+# json whatever is installed: jupyter_client switches to orjson when present, and orjson's growing output buffer
+# takes a 900 MiB print past the kernel's memory bound (it died) where json's stays under it and the host cuts
+# the message (message_bound.py).
+KERNEL_OPTIONS = ("--HistoryManager.enabled=False", "--Session.packer=json")
 
 
 def jail_env() -> dict[str, str]:
@@ -106,6 +115,23 @@ def series_npz(series: dict[str, np.ndarray]) -> bytes:
     arrays = {f"c{index}": values for index, values in enumerate(series.values())}
     np.savez(buffer, names=np.array(list(series), dtype=str), **arrays)
     return buffer.getvalue()
+
+
+def write_context_json(path: Path, series: dict[str, np.ndarray]) -> None:
+    """context.json as the prompt describes it, {channel: list of floats}, written one channel at a time
+    (the GIL is let go between channels). orjson encodes a float64 array ~20x faster than json (a 16 x
+    131,072 series: ~0.1 s, not ~1.4 s) with the shortest reprs that read back to the same floats; a
+    channel holding NaN or inf goes through json, whose NaN/Infinity tokens orjson would turn into null."""
+    with open(path, "wb") as handle:
+        handle.write(b"{")
+        for index, (name, values) in enumerate(series.items()):
+            handle.write(b", " if index else b"")
+            handle.write(orjson.dumps(str(name)) + b": ")
+            if np.isfinite(values).all():
+                handle.write(orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY))
+            else:
+                handle.write(json.dumps(values.tolist()).encode())
+        handle.write(b"}")
 
 
 def checked_files(files: dict[str, bytes] | None) -> dict[str, bytes]:

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 from tsbench.harness.runtime.limits import allocate_uid
-from tsbench.harness.runtime.staging import QUIET_ENV
+from tsbench.harness.runtime.staging import KERNEL_OPTIONS, QUIET_ENV
 
 # Passed through to the unsafe mode's kernel; everything else in the host environment stays behind.
 INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH", "PYTHONPATH")
@@ -91,7 +91,7 @@ def _command_works(command: list[str]) -> bool:
 
 def unsafe_kernel_argv(connection_file: str) -> list[str]:
     """The ipykernel command the unsafe mode wraps in `unsafe_command`."""
-    return [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file, "--HistoryManager.enabled=False"]
+    return [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file, *KERNEL_OPTIONS]
 
 
 def unsafe_env(workdir: Path) -> dict[str, str]:

@@ -49,6 +49,11 @@ class TSLM(nn.Module):
             self.fusion.attach(backbone, d_model)
 
     # -- inputs ----------------------------------------------------------------------------------
+    def render_prompt(self, messages) -> str:
+        """The prompt this model reads: the chat text rendered with the backbone's template."""
+        turns = [{"role": m.role, "content": m.content} for m in messages]
+        return self.tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
+
     @property
     def device(self) -> torch.device:
         return self.backbone.get_input_embeddings().weight.device

@@ -47,14 +47,17 @@ class TSLMChatModel:
         max_input_tokens: int | None = None,
         name: str = "",
     ):
-        from tsbench.models.tslm.build import load_run
-
         self.name = name or f"tslm/{run_dir}"
-        self.model = load_run(run_dir, device=device)
+        self.model = self._load(run_dir, device)
         if max_input_tokens is not None:  # the memory budget of this machine, if not the training one's
             self.model.settings.max_input_tokens = max_input_tokens
         self.max_new_tokens = max_new_tokens
         self._lock = threading.Lock()
+
+    def _load(self, run_dir: str, device: str | None):
+        from tsbench.models.tslm.build import load_run
+
+        return load_run(run_dir, device=device)
 
     def generate(
         self,
@@ -68,7 +71,7 @@ class TSLMChatModel:
         if series is None:
             raise ModelError("bad_request", f"{self.name} reads the series natively: play it with --harness series")
         budget = int(max_tokens or self.max_new_tokens)
-        prompt = render(self.model.tokenizer, messages)
+        prompt = self.model.render_prompt(messages)
         started = time.perf_counter()
         with self._lock:
             try:

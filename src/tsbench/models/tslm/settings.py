@@ -26,6 +26,10 @@ class TSLMSettings:
     """flamingo: a gated cross-attention block before every k-th decoder layer."""
     fusion_layers: int = 2
     """flamingo / itformer: attention layers in the resampler / the summary aggregator."""
+    toto_max_length: int = 4096
+    """toto: samples per channel Toto reads (ARFBench's max-ts-length); a longer series is averaged in blocks."""
+    toto_max_channels: int = 20
+    """toto: channel slots, one series token each (ARFBench's max groups); more channels are cut."""
     max_input_tokens: int | None = None
     """Longest backbone input (text + series tokens); longer is recorded as OOM [the backbone's context]."""
     device: str | None = None
@@ -39,6 +43,8 @@ class TSLMSettings:
             found.append("latents, summary_tokens, xattn_every and fusion_layers must be >= 1")
         if self.compute_dtype not in (None, "float32", "bfloat16", "float16"):
             found.append("compute_dtype must be float32, bfloat16 or float16")
+        if self.toto_max_length < 16 or self.toto_max_channels < 1:
+            found.append("toto_max_length must be >= 16 and toto_max_channels >= 1")
         if self.max_input_tokens is not None and self.max_input_tokens < 16:
             found.append("max_input_tokens must be >= 16")
         return found

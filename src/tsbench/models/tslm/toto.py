@@ -1,25 +1,50 @@
-"""`--model toto/<checkpoint dir>`: the place for Toto-1.0-QA-style checkpoints (Table 1's last two
-TSLM rows: a frozen Toto encoder plus a rendered plot into a Qwen3-VL-32B backbone).
+"""`--model toto/<checkpoint dir or SFT run>`: Toto-1.0-QA (Table 1's last two TSLM rows, "Toto
+Qwen3-VL 32B" without and with SFT) as a model of the `series` harness.
 
-Only the checks exist so far: a missing checkpoint is one line. Loading one needs Datadog's own
-model code (ARFBench's toto-1.0-qa-experimental) and about 4 x 40 GB of GPU memory, and is not
-implemented here yet, which is said in one line too rather than failing inside an episode.
+`toto/<checkpoint>` (a directory in ARFBench's layout, or Datadog/Toto-1.0-QA-Experimental in the hub
+cache; toto_checkpoint.py) is the "No SFT" row; `toto/<run dir>` from `sft-baseline --model
+toto/<checkpoint>` is the SFT row. The series reaches Toto natively and the harness adds the plot;
+running out of memory is an `oom` error as for every TSLM (provider.py).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from tsbench.models.tslm.provider import TSLMChatModel
 
-from tsbench.models.base import ModelUnavailableError
+TOTO_OPTIONS = {"device", "max_new_tokens", "max_input_tokens", "toto_max_length", "toto_max_channels"}
+INT_OPTIONS = ("max_new_tokens", "max_input_tokens", "toto_max_length", "toto_max_channels")
 
-CHECKPOINT_HINT = "Datadog's Toto-1.0-QA-Experimental checkpoint (see the ARFBench repository)"
+
+class TotoChatModel(TSLMChatModel):
+    wants_plot = True  # the series harness renders the plot onto the user turn
+
+    def __init__(
+        self, checkpoint: str, *, toto_max_length: int | None = None, toto_max_channels: int | None = None, **kw
+    ):
+        self._encoder_limits = {"toto_max_length": toto_max_length, "toto_max_channels": toto_max_channels}
+        super().__init__(checkpoint, **kw)
+
+    def _load(self, run_dir: str, device: str | None):
+        from tsbench.models.tslm.toto_checkpoint import load_any
+
+        return load_any(run_dir, device=device, **self._encoder_limits)
 
 
-def build_model(name: str, opts: dict):
-    path = Path(name).expanduser()
-    if not path.is_dir():
-        raise ModelUnavailableError(f"no Toto checkpoint at {path} (a local directory holding {CHECKPOINT_HINT})")
-    raise ModelUnavailableError(
-        f"{path}: loading Toto-1.0-QA checkpoints is not implemented in tsbench yet (it needs ARFBench's model code); "
-        "the paper's Toto rows are quoted with --with-paper"
-    )
+def build_model(name: str, opts: dict) -> TotoChatModel:
+    """The `toto` provider (-M device=cuda, -M max_new_tokens=N, -M max_input_tokens=N, -M toto_max_length=4096)."""
+    from tsbench.core.extras import check
+    from tsbench.models.registry import GENERIC_OPTIONS
+    from tsbench.models.tslm.toto_checkpoint import resolve_checkpoint
+    from tsbench.models.tslm.toto_encoder import import_toto
+
+    resolve_checkpoint(name)  # a missing checkpoint is one line before anything heavy loads
+    check("torch", "transformers", "peft", extra="tslm", what="a toto/ model")
+    import_toto()
+    given = {k: v for k, v in opts.items() if v is not None and k not in GENERIC_OPTIONS}
+    unknown = sorted(set(given) - TOTO_OPTIONS)
+    if unknown:
+        raise ValueError(f"option(s) {', '.join(unknown)} do not apply to toto/ models")
+    for key in INT_OPTIONS:
+        if key in given:
+            given[key] = int(given[key])
+    return TotoChatModel(name, name=f"toto/{name}", **given)

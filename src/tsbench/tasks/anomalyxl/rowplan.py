@@ -7,6 +7,8 @@ float32 values from it alone, which is how rows are verified, projected and rege
 from __future__ import annotations
 
 import json
+import threading
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -79,14 +81,47 @@ def plan_row(cfg, split: str, category: str, length: int, index: int) -> RowPlan
     )
 
 
-def materialize(plan: dict) -> np.ndarray:
-    """(channels, L) float32 values, bit-identical for the same plan."""
+_work = threading.local()
+
+
+def _buffers(length: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two float64 arrays of `length` kept per thread: fresh 1 MB arrays per channel cost page faults."""
+    cache = _work.__dict__.setdefault("buffers", {})
+    if length not in cache:
+        if len(cache) >= 4:
+            cache.clear()
+        cache[length] = (np.empty(length), np.empty(length))
+    return cache[length]
+
+
+def _channel(plan: dict, c: int, out: np.ndarray) -> None:
+    injections = [inj for inj in plan["injections"] if inj["channel"] == c]
+    if not injections:  # the scene's last step writes the float32 row itself
+        build_scene(plan["scenes"][c], out.shape[1], _buffers(out.shape[1]), out=out[c])
+        return
+    x = build_scene(plan["scenes"][c], out.shape[1], _buffers(out.shape[1]))
+    for inj in injections:
+        apply_injection(x, inj)
+    out[c] = x
+
+
+def materialize(plan: dict, out: np.ndarray | None = None, pool: Executor | None = None) -> np.ndarray:
+    """(channels, L) float32 values, bit-identical for the same plan; written into `out` when given
+    (a writer's row-group buffer, so the values are not copied again). With `pool`, the channels are
+    built on its threads (numpy releases the GIL); each channel's values are its own either way."""
     length = plan["key"]["length"]
-    out = np.empty((len(plan["scenes"]), length), dtype=np.float32)
-    for c, scene in enumerate(plan["scenes"]):
-        x = build_scene(scene, length)
-        for inj in plan["injections"]:
-            if inj["channel"] == c:
-                apply_injection(x, inj)
-        out[c] = x
+    if out is None:
+        out = np.empty((len(plan["scenes"]), length), dtype=np.float32)
+    if pool is None:
+        for c in range(len(out)):
+            _channel(plan, c, out)
+    else:
+        for done in synthesize(plan, out, pool):
+            done.result()
     return out
+
+
+def synthesize(plan: dict, out: np.ndarray, pool: Executor) -> list[Future]:
+    """Start building `plan`'s channels into `out` on `pool`: `out` holds the values once every
+    returned future is done. Lets a writer keep several rows in flight."""
+    return [pool.submit(_channel, plan, c, out) for c in range(len(out))]

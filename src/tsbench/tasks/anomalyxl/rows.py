@@ -75,6 +75,8 @@ class RowWriter(SeriesWriter):
     schema, compression, group_bytes = SCHEMA, COMPRESSION, ROW_GROUP_BYTES
 
     def write(self, row: RowPlan, values: np.ndarray) -> None:
+        """`values` from `reserve` are taken as they are; any others are copied into the group buffer."""
+        values = self.stored(values)
         self._append((row, values), values.nbytes)
 
     def columns(self, items: list[tuple[RowPlan, np.ndarray]]) -> dict:

@@ -2,9 +2,15 @@
 
 `plan_scene` decides every parameter (cheap, no arrays); `build_scene` turns that decision into
 values. The split keeps rows rebuildable from their stored plan alone.
+
+`build_scene` works in place on two float64 buffers (fresh 1 MB arrays cost page faults, and a
+16-channel row made about six per channel); every operation is the one the plain expressions in
+the comments perform, in the same order, so the values are bit-identical to them.
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 from scipy import signal
@@ -13,6 +19,7 @@ NOISE_KINDS = ("white", "red", "ar1")
 PERIODIC_SHAPES = ("sine", "square", "sawtooth")
 TREND_FORMS = ("linear", "exponential", "logarithmic", "constant")
 AR1_PHI = 0.7
+TWO_PI = 2 * np.pi
 
 
 def plan_scene(rng: np.random.Generator, noise_weights=(1.0, 1.0, 1.0), p_periodic=0.4, p_trend=0.3) -> dict:
@@ -39,49 +46,91 @@ def plan_scene(rng: np.random.Generator, noise_weights=(1.0, 1.0, 1.0), p_period
     return {"noise": noise, "periodic": periodic, "trend": trend, "noise_seed": int(rng.integers(2**63 - 1))}
 
 
-def _base_noise(kind: str, length: int, rng: np.random.Generator) -> np.ndarray:
-    e = rng.standard_normal(length)
+@functools.lru_cache(maxsize=8)
+def _time(length: int) -> tuple[np.ndarray, np.ndarray]:
+    """t = 0..L-1 and log1p(t), shared read-only by every channel of that length."""
+    t = np.arange(length, dtype=np.float64)
+    log_t = np.log1p(t)
+    t.flags.writeable = log_t.flags.writeable = False
+    return t, log_t
+
+
+def _base_noise(kind: str, rng: np.random.Generator, buffer: np.ndarray) -> np.ndarray:
+    e = rng.standard_normal(out=buffer)  # == rng.standard_normal(length)
     if kind == "white":
         return e
     if kind == "red":
-        return np.cumsum(e) / np.sqrt(length)
+        np.cumsum(e, out=e)
+        e /= np.sqrt(len(e))  # np.cumsum(e) / np.sqrt(length)
+        return e
     # AR(1) with unit stationary variance: x_t = phi x_{t-1} + sqrt(1 - phi^2) e_t, x_0 = e_0.
     c = np.sqrt(1.0 - AR1_PHI**2)
     x, _ = signal.lfilter([c], [1.0, -AR1_PHI], e, zi=[(1.0 - c) * e[0]])
     return x
 
 
-def _periodic(spec: dict, t: np.ndarray) -> np.ndarray:
-    angle = 2 * np.pi * t / spec["period"] + spec["phase"]
-    if spec["shape"] == "sine":
-        wave = np.sin(angle)
-    elif spec["shape"] == "square":
-        wave = signal.square(angle)
-    else:
-        wave = signal.sawtooth(angle)
-    return spec["amplitude"] * wave
+def _add_periodic(x: np.ndarray, spec: dict, t: np.ndarray, angle: np.ndarray) -> None:
+    """x += amplitude * wave(2 pi t / period + phase), wave = sin, scipy's square or sawtooth."""
+    np.multiply(t, TWO_PI, out=angle)
+    angle /= spec["period"]
+    angle += spec["phase"]
+    amplitude, shape = spec["amplitude"], spec["shape"]
+    if shape != "sine" and not (spec["phase"] >= 0 and spec["period"] > 0):
+        # a hand-made plan with a negative angle: the closed forms below assume angle >= 0
+        wave = signal.square(angle) if shape == "square" else signal.sawtooth(angle)
+        x += amplitude * wave
+        return
+    if shape == "sine":
+        np.sin(angle, out=angle)
+        angle *= amplitude
+        x += angle
+        return
+    np.fmod(angle, TWO_PI, out=angle)  # == np.mod(angle, 2 pi), as the angle is >= 0
+    if shape == "square":  # scipy: +1 where mod(angle, 2 pi) < pi (duty 0.5), else -1
+        up = angle < np.pi
+        np.multiply(up, 2 * amplitude, out=angle)
+        angle -= amplitude  # exactly +amplitude or -amplitude: amplitude * wave
+        x += angle
+        return
+    angle /= np.pi  # scipy's sawtooth (width 1): mod(angle, 2 pi) / pi - 1
+    angle -= 1.0
+    angle *= amplitude
+    x += angle
 
 
-def _trend(spec: dict, t: np.ndarray) -> np.ndarray:
+def _add_trend(x: np.ndarray, spec: dict, t: np.ndarray, log_t: np.ndarray, scratch: np.ndarray) -> None:
     form, p = spec["form"], spec["param"]
-    if form == "linear":
-        return p * t
-    if form == "exponential":
-        return np.expm1(p * t)
+    if form == "constant":
+        x += p
+        return
     if form == "logarithmic":
-        return p * np.log1p(t)
-    return np.full_like(t, p)
+        np.multiply(log_t, p, out=scratch)  # p * log1p(t)
+    else:
+        np.multiply(t, p, out=scratch)  # p * t
+        if form == "exponential":
+            np.expm1(scratch, out=scratch)
+    x += scratch
 
 
-def build_scene(scene: dict, length: int) -> np.ndarray:
-    """float64 values, mean 0 and std 1."""
+def build_scene(
+    scene: dict, length: int, buffers: tuple[np.ndarray, np.ndarray] | None = None, out: np.ndarray | None = None
+) -> np.ndarray:
+    """float64 values, mean 0 and std 1. `buffers`: two float64 arrays of `length` to work in (the
+    result is one of them, or a fresh array); pass them when building many channels. `out`: a float32
+    array to receive the values instead (the last division writes it: the same values as a cast)."""
+    first, second = buffers if buffers is not None else (np.empty(length), np.empty(length))
     rng = np.random.default_rng(scene["noise_seed"])
-    x = _base_noise(scene["noise"], length, rng)
+    x = _base_noise(scene["noise"], rng, first)
+    scratch = second if x is first else first
     if scene["periodic"] is not None or scene["trend"] is not None:
-        t = np.arange(length, dtype=np.float64)
+        t, log_t = _time(length)
         if scene["periodic"] is not None:
-            x = x + _periodic(scene["periodic"], t)
+            _add_periodic(x, scene["periodic"], t, scratch)
         if scene["trend"] is not None:
-            x = x + _trend(scene["trend"], t)
-    std = x.std()
-    return (x - x.mean()) / (std if std > 0 else 1.0)
+            _add_trend(x, scene["trend"], t, log_t, scratch)
+    # (x - x.mean()) / x.std(), with numpy's own sums: mean = sum / n, std = sqrt(sum((x - mean)^2) / n)
+    mean = np.add.reduce(x) / np.intp(length)
+    x -= mean
+    np.multiply(x, x, out=scratch)
+    std = np.sqrt(np.add.reduce(scratch) / np.intp(length))
+    return np.divide(x, std if std > 0 else 1.0, out=x if out is None else out)

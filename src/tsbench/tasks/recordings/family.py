@@ -180,7 +180,7 @@ def write_split(
         temp.replace(path)
     finally:
         temp.unlink(missing_ok=True)
-    info = {"rows": writer.rows, "bytes": path.stat().st_size, "sha256": sha256_file(path)}
+    info = {"rows": writer.rows, "bytes": writer.size, "sha256": writer.sha256}  # hashed as written
     manifest_path = out / MANIFEST
     manifest = read_json(manifest_path) if manifest_path.exists() else {}
     if manifest.get("family") not in (None, family):

@@ -131,17 +131,35 @@ def field_options(fields: list[FieldSpec]) -> dict[str, list[str]]:
     return {f.name: enum_options(f.schema) for f in fields if enum_options(f.schema)}
 
 
-def keypoint_binding(kp: dict, options: dict[str, list[str]], enums: list[list[str]], period: str = "") -> dict:
+def keypoint_binding(
+    kp: dict, options: dict[str, list[str]], enums: list[list[str]], period: str = "", joint: frozenset = frozenset()
+) -> dict:
     """What the rules judge needs to tell a stated value from a sprayed one: the words naming the
     keypoint's subject (its entity or field, or the period: spec "Keypoint coverage"), the options
-    of its field and every enum of the schema."""
+    of its field, every enum of the schema, and whether its field is one joint unit (`joint`:
+    names of fields scored jointly, paper Table 7)."""
     labels = [label for values in options.values() for label in values]
     terms = subject_terms({**kp, "labels": labels}) + ([period] if period else [])
     return {
-        "keypoint": {**kp, "terms": terms},
+        "keypoint": {**kp, "terms": terms, "joint": kp.get("field") in joint},
         "options": options.get(kp.get("field") or "", []),
         "enums": enums,
     }
+
+
+def set_enums(fields: list[FieldSpec]) -> list[dict]:
+    """Per list field, the words naming it and the options of its items (a set's labels, an
+    item-wise list's names): a clause about that field naming several options is several claims."""
+    groups = []
+    for f in fields:
+        items = f.schema.get("items") if f.schema.get("type") == "array" else None
+        if isinstance(items, dict):
+            groups += [{"subject": f.name.replace("_", " "), "options": g} for g in enum_groups(items)]
+    return groups
+
+
+def joint_fields(fields: list[FieldSpec]) -> frozenset:
+    return frozenset(f.name for f in fields if f.rule == "joint")
 
 
 def all_enums(fields: list[FieldSpec]) -> list[list[str]]:
@@ -159,10 +177,11 @@ def keypoint_coverage(
     """Keypoints carry id, description, verify, truth (the anchored field's value or None) and
     truth_text (what the report must convey); `subject` optionally (clauses.subject_terms)."""
     options, enums = field_options(fields or []), all_enums(fields or [])
+    joint = joint_fields(fields or [])
     per_kp: dict[str, float | None] = {}
     for kp in keypoints:
         truth, text = kp.get("truth"), kp.get("truth_text")
-        binding = keypoint_binding(kp, options, enums, period)
+        binding = keypoint_binding(kp, options, enums, period, joint)
         if tier in ("easy", "medium") and not isinstance(truth, (list, dict)):
             if bound_coverage(binding["keypoint"], report, binding["options"], binding["enums"]) == 1.0:
                 per_kp[kp["id"]] = 1.0  # the value is stated about its subject: no judge call
@@ -222,7 +241,8 @@ def report_faithfulness(
 ) -> tuple[float | None, list[tuple[str, str | None]]]:
     if not report.strip():
         return 0.0, []
-    reply = asker.ask(JudgeCall("claims", CLAIMS_PROMPT.format(report=report), {"report": report}))
+    claims_context = {"report": report, "set_enums": set_enums(fields)}
+    reply = asker.ask(JudgeCall("claims", CLAIMS_PROMPT.format(report=report), claims_context))
     claims = None if reply is None else asker.parsed(parse_claims(reply))
     if claims is None:
         return None, []
@@ -232,7 +252,7 @@ def report_faithfulness(
     labels = field_options(fields)
     truth_labels = sorted({value for name in labels for value in _strings(truth.get(name))})
     enums = all_enums(fields)
-    bound = [keypoint_binding(kp, labels, enums) for kp in keypoints]
+    bound = [keypoint_binding(kp, labels, enums, joint=joint_fields(fields)) for kp in keypoints]
     kp_context = [{**b["keypoint"], "options": b["options"]} for b in bound]
     verdicts = []
     for claim in claims:
@@ -240,7 +260,12 @@ def report_faithfulness(
         ctx = {
             "claim": claim,
             "tier1": tier1,
-            "tier1_values": [str(kp["truth_text"]) for kp in keypoints if kp.get("truth_text")],
+            # what the keypoints state about this period; a prior-document keypoint (no field) states
+            # what an earlier release said, so it backs only a claim placed in that earlier period
+            "tier1_values": [str(kp["truth_text"]) for kp in keypoints if kp.get("truth_text") and kp.get("field")],
+            "tier1_earlier": [
+                str(kp["truth_text"]) for kp in keypoints if kp.get("truth_text") and not kp.get("field")
+            ],
             "tier2": tier2,
             "labels": labels,
             "truth_labels": truth_labels,

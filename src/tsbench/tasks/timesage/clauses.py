@@ -61,8 +61,22 @@ def numbers_in(text: str) -> list[float]:
     return found
 
 
+def _decimals(value: float) -> int:
+    """How many decimals a number is written with (1457.0 -> 0, 41.64 -> 2)."""
+    text = repr(float(value))
+    if "e" in text or "n" in text:
+        return 6
+    return len(text.partition(".")[2].rstrip("0"))
+
+
 def number_matches(x: float, y: float) -> bool:
-    return abs(x - y) <= max(0.005, 0.005 * abs(y))
+    """The written number `x` states `y` to rounding: `x` is `y` rounded to the decimals `x` is
+    written with (1457 or 1457.3 for 1457.3), and close to it (a "3" does not state 2.6). A
+    neighbouring value (1450 for 1457.3; last period's 891.8 for 890.5) or a different figure at more
+    decimals (-0.31 for -0.30) does not."""
+    if abs(x - y) <= 1e-9:
+        return True
+    return abs(x - y) <= max(0.05, 0.005 * abs(y)) and abs(round(y, _decimals(x)) - x) <= 1e-9
 
 
 def phrase(value: Any) -> str:
@@ -147,9 +161,85 @@ def _scalar_stated(value: Any, bound: list[str], options: list[str], cap: int = 
     return any(mentions(c, value) for c in bound)
 
 
+def _item_credit(item: Any, bound: list[str], options: list[str], labels: int) -> float:
+    """1 / 0.5 / 0 for one item of a list truth. An item with evidence ({"driver": d, "evidence":
+    "d at 41.64 (+1.75)"}) is conveyed when its name is stated with the figures of its evidence; its
+    name alone is half of it (the question pairs each item with its reading)."""
+    if not isinstance(item, dict):
+        return float(_scalar_stated(item, bound, options, labels))
+    texts = [v for v in item.values() if isinstance(v, str)]
+    named = [t for t in texts if _scalar_stated(t, bound, options, labels)]
+    if not named:
+        return 0.0
+    figures = [n for t in texts if t not in named for n in numbers_in(t)]
+    stated = [n for n in figures if any(number_matches(m, n) for c in bound for m in numbers_in(c))]
+    return 1.0 if len(stated) == len(figures) else 0.5
+
+
+def _names(item: Any) -> set[str]:
+    values = item.values() if isinstance(item, dict) else [item]
+    return {phrase(v) for v in values if isinstance(v, str)}
+
+
+def _extras(truth: list, bound: list[str], options: list[str]) -> bool:
+    """The clauses about the subject name an option the truth does not hold (a stale or wrong item
+    beside the right ones: the set is not the one the keypoint states)."""
+    held = set().union(*(_names(item) for item in truth)) if truth else set()
+    return any(phrase(o) not in held and any(mentions(c, o) for c in bound) for o in options)
+
+
+_CONNECTOR = re.compile(r"\W{0,3}(?:(?:of|at|is|was|were|to|=)\s+)?")
+
+
+def _after(key: str, near: list[str]) -> list[str]:
+    """What is written right after each mention of a part's name ("north 22.0", "probability of 70
+    %", "if_direction up"), lower-cased with underscores as spaces."""
+    name = re.compile(rf"(?<![\w]){re.escape(phrase(key))}(?![\w])")
+    found = []
+    for clause in near:
+        low = clause.lower().replace("_", " ")
+        for hit in name.finditer(low):
+            rest = low[hit.end() :]
+            found.append(rest[_CONNECTOR.match(rest).end() :])
+    return found
+
+
+def _says(rest: str, value: Any) -> bool | None:
+    """Whether the text after a part's name gives `value` (None: it gives no value of that kind)."""
+    if isinstance(value, (int, float)):
+        number = _NUM.match(rest)
+        return None if number is None else number_matches(float(number.group().replace(",", "")), float(value))
+    date = _DATE.match(rest)
+    if _DATE.fullmatch(str(value)):
+        return None if date is None else date.group() == str(value)
+    word = re.match(r"[a-z0-9][\w.-]*", rest)
+    if word is None or date is not None:
+        return None
+    return re.match(rf"{re.escape(phrase(value))}(?![\w])", rest) is not None
+
+
+def _part(key: str, value: Any, near: list[str], enums: list[list[str]]) -> int:
+    """+1 a part of an object stated with its value, -1 stated with another value, 0 not stated.
+    The value written right after the part's name decides ("regime slack" for a truth "tight" is
+    -1); where the name is not written, the value anywhere in the clauses (+1) or another option of
+    the part's enum there (-1)."""
+    if isinstance(value, bool) or value is None:
+        return int(_scalar_stated(value, near, []))
+    given = [said for said in (_says(rest, value) for rest in _after(key, near)) if said is not None]
+    if given:
+        return 1 if any(given) else -1
+    if isinstance(value, (int, float)) or any(mentions(c, value) for c in near):
+        return int(_scalar_stated(value, near, []))
+    group = next((g for g in enums if phrase(value) in {phrase(o) for o in g}), [])
+    return -1 if any(phrase(o) != phrase(value) and any(mentions(c, o) for c in near) for o in group) else 0
+
+
 def bound_coverage(keypoint: dict, text: str, options: list[str], enums: list[list[str]]) -> float | None:
-    """1 / 0.5 / 0: is the keypoint's truth stated about its subject? Lists and objects: all parts
-    1, some 0.5; an empty list needs the subject said to be none. None: no truth to state."""
+    """1 / 0.5 / 0: is the keypoint's truth stated about its subject? None: no truth to state.
+    - a list: every item stated (an item with evidence: with its figures) and no other option named
+      about the subject 1, some of it 0.5; an empty list needs the subject said to be none;
+    - an object: every part 1; some parts 0.5, but 0 when a part is stated with another value and the
+      keypoint is one joint unit (`joint`: an outlook with a wrong regime is not this outlook)."""
     truth = keypoint.get("truth")
     if truth is None:
         return None
@@ -163,17 +253,20 @@ def bound_coverage(keypoint: dict, text: str, options: list[str], enums: list[li
     if isinstance(truth, list):
         if not truth:
             return float(any(_NEGATION.search(c) for c in bound))
-        found = sum(
-            any(_scalar_stated(v, bound, options, labels) for v in item.values() if isinstance(v, str))
-            if isinstance(item, dict)
-            else _scalar_stated(item, bound, options, labels)
-            for item in truth
-        )
-        return 1.0 if found == len(truth) else 0.5 if found else 0.0
+        # the clauses naming the subject itself, when there are any, else those naming the period
+        bound = bound_clauses(text, [t for t in terms if not _DATE.fullmatch(t)], enums, labels) or bound
+        credit = [_item_credit(item, bound, options, labels) for item in truth]
+        if sum(credit) == len(truth) and not _extras(truth, bound, options):
+            return 1.0
+        return 0.5 if any(credit) else 0.0
     if isinstance(truth, dict):
-        found = 0
-        for key, value in truth.items():
-            near = bound + bound_clauses(text, [phrase(key)], enums)
-            found += _scalar_stated(value, near, [])
-        return 1.0 if found == len(truth) else 0.5 if found else 0.0
+        parts = [
+            _part(key, value, bound + bound_clauses(text, [phrase(key)], enums), enums) for key, value in truth.items()
+        ]
+        found, wrong = parts.count(1), parts.count(-1)
+        if found == len(truth):
+            return 1.0
+        if wrong and keypoint.get("joint"):
+            return 0.0
+        return 0.5 if found else 0.0
     return float(_scalar_stated(truth, bound, options))

@@ -71,16 +71,44 @@ def word_coverage(truth_text: str, text: str) -> float:
     return 1.0 if words and hits == len(words) else 0.5 if hits else 0.0
 
 
-def split_claims(report: str, limit: int = 10) -> list[str]:
-    """Sentences and bullet lines with at least four words, headers and labels dropped."""
+MAX_SPLIT_ITEMS = 6  # a clause naming more items of one set than this is a spray, judged whole
+
+
+def atomic(text: str, set_enums: list[dict]) -> list[str]:
+    """A clause about a set field naming several of its items ("The top components are north,
+    west") as one claim per item ("... north", "... west"): the paper's decomposition gives each
+    claim ONE named entity, so a wrong item is its own unsupported claim beside the right ones.
+    `set_enums`: {"subject": the field's name as words, "options": its items' labels}."""
+    low = text.lower().replace("_", " ")
+    best: list[int] = []
+    for group in set_enums:
+        if not mentions(text, group["subject"]):
+            continue
+        starts = []
+        for option in dict.fromkeys(phrase(o) for o in group["options"]):
+            hit = re.search(rf"(?<![\w]){re.escape(option)}(?![\w])", low)
+            if hit:
+                starts.append(hit.start())
+        if len(starts) > len(best):
+            best = sorted(starts)
+    prefix, ends = text[: best[0]] if best else "", [*best[1:], len(text)]
+    if not 2 <= len(best) <= MAX_SPLIT_ITEMS or len(prefix.split()) < 2:  # no "<subject> is" to repeat
+        return [text]
+    return [prefix + re.sub(r"[\s,;]*(?:and|or)?[\s,;]*$", "", text[a:b]) for a, b in zip(best, ends)]
+
+
+def split_claims(report: str, limit: int = 10, set_enums: list[dict] | None = None) -> list[str]:
+    """Sentences and bullet lines with at least four words, headers and labels dropped; a clause
+    naming several items of a set field split into one claim per item (`atomic`)."""
     found = []
     for part in clauses(report):
         text = part.lstrip("-*#>•0123456789. )").strip()
         if len(text.split()) < 4 or text.endswith(":"):
             continue
-        found.append(text)
-        if len(found) == limit:
-            break
+        for claim in atomic(text, set_enums or []):
+            found.append(claim)
+            if len(found) == limit:
+                return found
     return found
 
 
@@ -174,7 +202,7 @@ class RulesJudge:
         return {1.0: "YES", 0.5: "PARTIAL"}.get(covered or 0.0, "NO")
 
     def _claims(self, c: dict) -> str:
-        return json.dumps(split_claims(c["report"]))
+        return json.dumps(split_claims(c["report"], set_enums=c.get("set_enums")))
 
     def _verify(self, c: dict) -> str:
         claim, period = c["claim"], c.get("period", "")
@@ -213,7 +241,7 @@ class RulesJudge:
             verdict = "tier1_supported"
         elif single - truths and not single & truths and not about_earlier(claim, period):
             verdict = "contradicts_keypoint"  # names another state than the truth's (one-label fields only)
-        elif about_earlier(claim, period) and grounded(tier1 + "\n" + tier2):
+        elif about_earlier(claim, period) and grounded("\n".join([tier1, *c.get("tier1_earlier", []), tier2])):
             verdict = "tier2_supported"  # a true statement about the past, placed in the past
         elif grounded(tier1 + "\n" + "\n".join(current_lines(c["tier2"], period))):
             verdict = "tier2_supported"  # otherwise it must hold now: stale figures stated as current are not

@@ -97,7 +97,7 @@ class Vocabulary:
     labels: list[str]
     edges: list[float]
     persistence: int
-    issuer_status: bool  # the issuer may move the status early (hard tier): truth from the release
+    issuer_status: bool  # the issuer's own status call (persistence and its outlook): truth from the release
     flat: float  # |change| below this is "flat"
     periods_per_year: int
     baseline_window: int
@@ -143,7 +143,10 @@ def _status(v: Vocabulary) -> FieldSpec:
         else ""
     )
     early = (
-        " The issuer may move the status early when its own outlook anticipates the change." if v.issuer_status else ""
+        " The issuer applies this rule with its own outlook: it may issue a move early, or hold the status, "
+        "when its outlook anticipates the band."
+        if v.issuer_status
+        else ""
     )
     return FieldSpec(
         "status",
@@ -471,8 +474,16 @@ def build(kind: str, v: Vocabulary) -> FieldSpec:
     raise ValueError(f"unknown question kind {kind!r}")
 
 
+PRIOR_KEYPOINT = "kp_prior_driver"
+PRIOR_SUBJECT = ["previous release", "prior release", "last release", "gt_source"]
+
+
 def keypoints_for(fields: list[FieldSpec], status_name: str, tier: str) -> list[KeypointSpec]:
-    """One keypoint per scored field, plus (medium, hard) one anchored in the previous release."""
+    """One keypoint per scored field (the paper's keypoints are the answer schema's facts, A.4.1), plus,
+    in the medium and hard tiers, the worked example's prior-document keypoint (spec example
+    `kp_driver`): a driver the previous release named. Bound to its subject like every keypoint: the
+    report must attribute the driver to the prior release. Easy (state identification from the
+    current data) has none."""
     out = [
         KeypointSpec(
             f"kp_{f.name}",
@@ -487,10 +498,10 @@ def keypoints_for(fields: list[FieldSpec], status_name: str, tier: str) -> list[
     if tier != "easy":
         out.append(
             KeypointSpec(
-                "kp_prior",
-                f"what the previous release said ({status_name} or primary driver)",
-                "Does the report relate this period to what the previous release said?",
-                subject=["previous release", "prior release", "last release"],
+                PRIOR_KEYPOINT,
+                "one driver named in the prior release",
+                "Does the report cite a driver from a prior document, attributed to that document?",
+                subject=list(PRIOR_SUBJECT),
             )
         )
     return out

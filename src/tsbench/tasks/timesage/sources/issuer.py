@@ -101,7 +101,20 @@ class IssuerInputs:
     scale: float
     stances: list[str]
     guidance_horizon: int
+    own_status: bool = False  # the issuer's own call on the status (its outlook), not the band rule alone
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def own_call(rule: str, held: str, band: str, expected: str) -> str:
+    """The issuer's status (spec example: "a persistence rule ... and its own outlook"): the band rule's
+    status, except that a move is issued only when its outlook expects the new band to hold (else it
+    holds `held`), and a move the persistence rule still withholds is issued early when its outlook
+    expects the new band (`expected`: the band of the value it forecasts) to hold."""
+    if rule != held and expected != rule:
+        return held
+    if rule == held and band != held and expected == band:
+        return band
+    return rule
 
 
 def issuer_states(w: IssuerInputs, book: IssuerBook, rows: range) -> dict[int, dict[str, Any]]:
@@ -153,6 +166,13 @@ def issuer_states(w: IssuerInputs, book: IssuerBook, rows: range) -> dict[int, d
         forecast += w.issuer_noise[r] * 0.3 * w.sd_change
         outlook = _direction(forecast, w.flat)
         status = rule_status[r]
+        if w.own_status:
+            status = own_call(
+                rule_status[r],
+                states[r - 1]["status"] if r - 1 in states else rule_status[r - 1],
+                band_of(x[r], w.edges, w.labels),
+                band_of(x[r] + forecast, w.edges, w.labels),
+            )
         probability = int(5 * round((50 + 40 * math.tanh(abs(forecast) / w.sd_change)) / 5))
         # guidance follows the outlook (a weak one: hold), for longer when the issuer is more confident
         stance = 1 if w.stance_noise[r] < 0.15 else {"up": 2, "down": 0, "flat": 1}[outlook]

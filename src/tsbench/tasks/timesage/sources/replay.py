@@ -30,7 +30,7 @@ import pandas as pd
 from tsbench.tasks.timesage.contract import TABLE_FILE, Period, Scenario
 from tsbench.tasks.timesage.derive import derive
 from tsbench.tasks.timesage.sources import replay_data as data
-from tsbench.tasks.timesage.sources.catalog import Vocabulary, build, keypoints_for
+from tsbench.tasks.timesage.sources.catalog import PRIOR_KEYPOINT, Vocabulary, build, keypoints_for
 from tsbench.tasks.timesage.sources.instances import Table, assemble, release_name
 from tsbench.tasks.timesage.sources.render import rubric
 
@@ -476,7 +476,10 @@ def build_scenario(spec: ReplaySpec, n_periods: int) -> tuple[Scenario, list[Per
         background=background,
         columns=columns,
         fields=fields,
-        keypoints=keypoints_for(fields, spec.status_name, spec.tier),
+        # the prior-document keypoint names a driver: only a series with components has one
+        keypoints=[
+            kp for kp in keypoints_for(fields, spec.status_name, spec.tier) if v.components or kp.id != PRIOR_KEYPOINT
+        ],
         quality=quality,
     )
     status_rule = {
@@ -511,9 +514,8 @@ def build_scenario(spec: ReplaySpec, n_periods: int) -> tuple[Scenario, list[Per
 
     def keypoints_at(row: int, truth: dict[str, Any]) -> dict[str, Any]:
         out = {kp.id: truth.get(kp.field) for kp in scenario.keypoints if kp.field is not None}
-        if spec.tier != "easy":
-            previous = states[row - 1]
-            out["kp_prior"] = previous.get("largest mover") if spec.tier == "hard" else previous[v.status_name]
+        if any(kp.id == PRIOR_KEYPOINT for kp in scenario.keypoints):
+            out[PRIOR_KEYPOINT] = states[row - 1]["largest mover"]  # the previous release's driver
         return out
 
     return scenario, assemble(scenario, table, releases, first, n_periods, truth_at, keypoints_at)

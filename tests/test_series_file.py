@@ -1,0 +1,114 @@
+"""The shared series writer: a background writer thread and hashing as written must leave the bytes,
+the row groups and the manifest's sha256 exactly what a plain in-line parquet writer gives."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tsbench.tasks.series_file import SeriesWriter, values_array, writer_options
+from tsbench.tasks.written_hash import CHUNK_BYTES, WrittenHash
+
+SCHEMA = pa.schema([("id", pa.string()), ("values", pa.list_(pa.list_(pa.float32())))])
+
+
+class TinyWriter(SeriesWriter):
+    """Row groups of about 20 KB, so a dozen rows span several groups."""
+
+    schema, compression, group_bytes = SCHEMA, "snappy", 20_000
+    fail_on_group: int | None = None
+    groups = 0
+
+    def write(self, row_id: str, values: np.ndarray) -> None:
+        values = self.stored(values)
+        self._append((row_id, values), values.nbytes)
+
+    def columns(self, items):
+        if self.fail_on_group is not None and self.groups == self.fail_on_group:
+            raise RuntimeError("disk full")
+        self.groups += 1
+        return {"id": [i for i, _ in items], "values": values_array([v for _, v in items])}
+
+
+def _rows(n: int = 12) -> list[tuple[str, np.ndarray]]:
+    rng = np.random.default_rng(3)
+    return [(f"r{i}", rng.standard_normal((1 + i % 3, 1000 + 37 * i)).astype(np.float32)) for i in range(n)]
+
+
+def _inline(path, rows, group_bytes: int = TinyWriter.group_bytes) -> None:
+    """The reference: the same row groups written on this thread, straight to the path."""
+    with pq.ParquetWriter(path, SCHEMA, compression="snappy", **writer_options(SCHEMA)) as writer:
+        pending, size = [], 0
+        for i, (row_id, values) in enumerate(rows):
+            pending.append((row_id, values))
+            size += values.nbytes
+            if size >= group_bytes or i == len(rows) - 1:
+                arrays = [pa.array([r for r, _ in pending]), values_array([v for _, v in pending])]
+                writer.write_table(pa.Table.from_arrays(arrays, schema=SCHEMA))
+                pending, size = [], 0
+
+
+def test_threaded_writer_gives_the_inline_bytes_and_hashes_them_as_written(tmp_path):
+    rows = _rows()
+    with TinyWriter(tmp_path / "threaded.parquet") as writer:
+        for i, (row_id, values) in enumerate(rows):
+            if i % 2:  # half the rows are synthesised straight into the group buffer
+                block = writer.reserve(*values.shape)
+                block[...] = values
+                values = block
+            writer.write(row_id, values)
+    _inline(tmp_path / "inline.parquet", rows)
+    data = (tmp_path / "threaded.parquet").read_bytes()
+    assert data == (tmp_path / "inline.parquet").read_bytes()
+    assert writer.sha256 == hashlib.sha256(data).hexdigest() and writer.size == len(data)
+    assert pq.ParquetFile(tmp_path / "threaded.parquet").num_row_groups > 3
+    assert writer.groups == pq.ParquetFile(tmp_path / "threaded.parquet").num_row_groups
+
+
+def test_rows_stored_back_to_back_reach_arrow_without_a_copy(tmp_path):
+    writer = TinyWriter(tmp_path / "x.parquet")
+    blocks = [writer.reserve(2, 100), writer.reserve(1, 50)]
+    for b in blocks:
+        b[...] = 1.5
+    flat = values_array(blocks).values.values
+    assert flat.buffers()[1].address == writer._buffer.__array_interface__["data"][0]
+    copied = values_array([blocks[1], blocks[0]])  # not in buffer order: concatenated instead
+    assert copied.values.values.buffers()[1].address != flat.buffers()[1].address
+    assert copied.to_pylist() == values_array([blocks[1].copy(), blocks[0].copy()]).to_pylist()
+    writer.close()
+
+
+def test_a_failed_group_is_raised_in_the_caller_and_the_thread_ends(tmp_path):
+    writer = TinyWriter(tmp_path / "x.parquet")
+    writer.fail_on_group = 1
+    with pytest.raises(RuntimeError, match="disk full"):  # raised by a later write
+        for row_id, values in _rows() * 3:
+            writer.write(row_id, values)
+    with pytest.raises(RuntimeError, match="disk full"):  # and again by close, which still stops the thread
+        writer.close()
+    assert not writer._thread.is_alive()
+    writer.close()  # a no-op once stopped
+
+
+def test_leaving_on_an_error_stops_the_writer_without_writing_the_rest(tmp_path):
+    with pytest.raises(KeyError), TinyWriter(tmp_path / "x.parquet") as writer:
+        writer.write("r0", np.zeros((1, 10), np.float32))
+        raise KeyError("caller failed")
+    assert not writer._thread.is_alive() and writer.rows == 1
+
+
+def test_written_hash_follows_a_growing_file(tmp_path):
+    path = tmp_path / "f.bin"
+    hashed = WrittenHash(path)
+    with open(path, "wb", buffering=0) as fh:
+        for chunk in (b"abc", b"x" * (CHUNK_BYTES + 5), b"tail"):
+            fh.write(chunk)
+            hashed.update(fh.tell())
+    data = path.read_bytes()
+    assert hashed.hexdigest() == hashlib.sha256(data).hexdigest() and hashed.size == len(data)
+    with pytest.raises(OSError, match="ended at byte"):
+        hashed.update(len(data) + 1)
