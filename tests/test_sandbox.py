@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tsbench.harness.runtime.bare import bare_roundtrip_seconds
 from tsbench.harness.runtime.cleanup import remove_abandoned_sandboxes
 from tsbench.harness.runtime.jail import interpreter_paths
 from tsbench.harness.runtime.observation import dropped_characters
@@ -22,7 +23,6 @@ from tsbench.harness.runtime.sandbox import (
     CellResult,
     Sandbox,
     _CellOutput,
-    bare_roundtrip_seconds,
     truncate_observation,
 )
 

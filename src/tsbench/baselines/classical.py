@@ -17,22 +17,18 @@ coarse row reuses its precise source's features and re-fitting the heads never r
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import os
 import time
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from tsbench.baselines import decode
 from tsbench.baselines import features as F
+from tsbench.baselines.feature_cache import RowFeatures, compute_row, extract_features, signal_key
 from tsbench.core.episode import EpisodeTask
 from tsbench.core.extras import check
 from tsbench.tasks.anomalyxl import labels as lb
@@ -45,7 +41,6 @@ Progress = Callable[[str, int, int], None]  # (what, done, total)
 SPLITS = ("train", "val")
 REGIMES = ("precise", "coarse")
 CROSS_CATEGORIES = (lb.LEAD_LAG, lb.INDICATOR)
-PART_ROWS = 64  # rows per feature-cache part file
 # Small trees, slow learning rate, one thread: the same data and seed give the same heads.
 XGB_PARAMS = dict(
     max_depth=4,
@@ -58,189 +53,6 @@ XGB_PARAMS = dict(
 )
 N_ROUNDS = 300
 FALLBACK_WIDTH = 64  # samples: the window given to a flagged channel that has no |z| > 4 run
-
-CACHE_SCHEMA = pa.schema(
-    [
-        ("key", pa.string()),
-        ("version", pa.int32()),
-        ("length", pa.int32()),
-        ("n_channels", pa.int32()),
-        ("channel_features", pa.list_(pa.float64())),  # C * 25, row-major
-        ("cross", pa.list_(pa.float64())),
-        ("seconds", pa.float64()),
-    ]
-)
-
-
-# ---------------------------------------------------------------------------------------------
-# Feature cache
-# ---------------------------------------------------------------------------------------------
-
-
-def signal_key(plan: dict) -> str:
-    """Hash of everything that fixes a row's values: the plan without its MCQ projection."""
-    core = {k: v for k, v in plan.items() if k != "projection"}
-    return hashlib.blake2b(json.dumps(core, sort_keys=True).encode(), digest_size=12).hexdigest()
-
-
-def needs_cross(channel_names: list[str]) -> bool:
-    """Cross features exist only for two-group (A_/B_) rows: the lead-lag and indicator tasks."""
-    return F.lead_lag_groups(channel_names) is not None
-
-
-@dataclass
-class RowFeatures:
-    matrix: np.ndarray  # (C, 25)
-    cross: np.ndarray  # (5,)
-
-    def question(self) -> np.ndarray:
-        return F.question_features(self.matrix, self.cross)
-
-
-def compute_row(values: np.ndarray, channel_names: list[str]) -> tuple[RowFeatures, float]:
-    started = time.perf_counter()
-    matrix, cross = F.row_features(values, channel_names, cross=needs_cross(channel_names))
-    return RowFeatures(matrix, cross), time.perf_counter() - started
-
-
-def load_cache(features_dir: Path) -> dict[str, RowFeatures]:
-    """Every cached row of the current FEATURE_VERSION, by key."""
-    out: dict[str, RowFeatures] = {}
-    for part in sorted(Path(features_dir).glob("part-*.parquet")):
-        for rec in pq.read_table(part).to_pylist():
-            if rec["version"] != F.FEATURE_VERSION:
-                continue
-            matrix = np.asarray(rec["channel_features"], dtype=np.float64).reshape(rec["n_channels"], F.N_CHANNEL)
-            out[rec["key"]] = RowFeatures(matrix, np.asarray(rec["cross"], dtype=np.float64))
-    return out
-
-
-class _CacheWriter:
-    """Buffers computed rows and writes a new part file every PART_ROWS rows (and at close)."""
-
-    def __init__(self, features_dir: Path):
-        self.dir = Path(features_dir)
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.pending: list[dict] = []
-        self.stamp = f"{int(time.time() * 1000)}-{os.getpid()}"
-        self.parts = 0
-
-    def add(self, key: str, length: int, feats: RowFeatures, seconds: float) -> None:
-        self.pending.append(
-            {
-                "key": key,
-                "version": F.FEATURE_VERSION,
-                "length": length,
-                "n_channels": len(feats.matrix),
-                "channel_features": feats.matrix.ravel().tolist(),
-                "cross": feats.cross.tolist(),
-                "seconds": seconds,
-            }
-        )
-        if len(self.pending) >= PART_ROWS:
-            self.flush()
-
-    def flush(self) -> None:
-        if not self.pending:
-            return
-        path = self.dir / f"part-{self.stamp}-{self.parts:05d}.parquet"
-        tmp = path.with_suffix(".partial")
-        pq.write_table(pa.Table.from_pylist(self.pending, schema=CACHE_SCHEMA), tmp)
-        tmp.replace(path)
-        self.parts += 1
-        self.pending = []
-
-
-def _worker_init() -> None:
-    """Pool workers: one numba thread each (the pool is the parallelism) and stumpy compiled once."""
-    try:
-        import numba
-
-        numba.set_num_threads(1)
-    except Exception:
-        pass
-    F.warm_up()
-
-
-def _worker_row(key: str, length: int, values: np.ndarray, names: list[str]):
-    feats, seconds = compute_row(values, names)
-    return key, length, feats, seconds
-
-
-def extract_features(
-    paths: Iterable[Path],
-    features_dir: Path,
-    *,
-    workers: int = 2,
-    progress: Progress | None = None,
-) -> dict[str, RowFeatures]:
-    """Features for every row of the given parquet files, computing only what the cache lacks.
-
-    Rows are read in the main process and handed to at most `workers` processes (1 or less: in
-    process), with a bounded number in flight so memory stays at a few rows' worth of values.
-    """
-    from tsbench.tasks.anomalyxl.rows import iter_rows, read_index
-
-    cache = load_cache(features_dir)
-    todo: dict[Path, set[str]] = {}
-    wanted: set[str] = set()
-    for path in paths:
-        index = read_index(path)
-        for rid, plan in zip(index["id"], index["plan"]):
-            key = signal_key(json.loads(plan))
-            if key not in cache and key not in wanted:
-                todo.setdefault(Path(path), set()).add(rid)
-                wanted.add(key)
-    total = len(wanted)
-    if progress:
-        progress("features", 0, total)
-    if not total:
-        return cache
-    writer = _CacheWriter(features_dir)
-    done = 0
-
-    def rows() -> Iterator[tuple[str, int, np.ndarray, list[str]]]:
-        seen: set[str] = set()
-        for path, ids in todo.items():
-            for row in iter_rows(path, ids=ids):
-                key = signal_key(row.plan)
-                if key in seen:
-                    continue
-                seen.add(key)
-                yield key, row.length, row.values, row.channel_names
-
-    def finish(key: str, length: int, feats: RowFeatures, seconds: float) -> None:
-        nonlocal done
-        cache[key] = feats
-        writer.add(key, length, feats, seconds)
-        done += 1
-        if progress:
-            progress("features", done, total)
-
-    try:
-        if workers <= 1:
-            F.warm_up()
-            for key, length, values, names in rows():
-                finish(*_worker_row(key, length, values, names))
-        else:
-            import multiprocessing as mp
-
-            with ProcessPoolExecutor(
-                max_workers=workers, mp_context=mp.get_context("spawn"), initializer=_worker_init
-            ) as pool:
-                in_flight = set()
-                for item in rows():
-                    in_flight.add(pool.submit(_worker_row, *item))
-                    if len(in_flight) >= 2 * workers:
-                        finished, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-                        for future in finished:
-                            finish(*future.result())
-                for future in in_flight:
-                    finish(*future.result())
-    finally:
-        writer.flush()
-    return cache
-
 
 # ---------------------------------------------------------------------------------------------
 # Training tables: one (X, y) per head, from the light columns of the data files

@@ -41,14 +41,14 @@ def _cells() -> list[tuple[str, int]]:
 
 def time_features(category: str, length: int, repeats: int = REPEATS) -> float:
     """Mean seconds to featurise one row (all its channels, plus cross features where they apply)."""
-    from tsbench.baselines import classical
+    from tsbench.baselines import feature_cache
     from tsbench.baselines import features as F
 
     F.warm_up()
     rows = list(_rows(category, length, repeats))
     started = time.perf_counter()
     for plan, values in rows:
-        classical.compute_row(values, plan.channel_names)
+        feature_cache.compute_row(values, plan.channel_names)
     return (time.perf_counter() - started) / len(rows)
 
 
@@ -64,10 +64,10 @@ def time_detector(category: str, length: int, repeats: int = REPEATS) -> float:
 
 def time_heads(data_dir: str, out: str, replicate: int) -> tuple[int, float]:
     """(training examples, seconds) to fit all 16 heads on cached features, the table tiled `replicate` times."""
-    from tsbench.baselines import classical
+    from tsbench.baselines import classical, feature_cache
 
     files = classical.data_files(Path(data_dir))
-    cache = classical.extract_features(files, Path(out) / "features", workers=1)
+    cache = feature_cache.extract_features(files, Path(out) / "features", workers=1)
     examples = classical.load_examples(files, cache) * replicate
     started = time.perf_counter()
     classical.fit_heads(examples)

@@ -93,7 +93,6 @@ __all__ = [
     "CellResult",
     "Sandbox",
     "SandboxError",
-    "bare_roundtrip_seconds",
     "detect_network_isolation",
     "truncate_observation",
 ]
@@ -599,16 +598,3 @@ def _decode_arrays(obj: dict) -> Any:
     if set(obj) == {"__ndarray__"}:
         return np.asarray(obj["__ndarray__"])
     return obj
-
-
-# ------------------------------------------------------------------ benchmarking --
-
-
-def bare_roundtrip_seconds(repeats: int = 20) -> float:
-    """Median round-trip of `1+1` on a plain ipykernel on the same transport (ipc) with no
-    jail, to compare with `Sandbox.run` and see what the sandbox costs."""
-    from tsbench.harness.runtime.bare import BareKernel
-
-    with BareKernel() as bare:
-        timings = [bare.roundtrip_seconds() for _ in range(repeats)]
-    return float(np.median(timings))
