@@ -239,12 +239,21 @@ def test_local_smollm2_under_rlm(small_data, tmp_path):
     assert [c["finish_reason"] for c in json.loads(row["calls"])] and row["truncated_replies"] <= row["turns"]
 
 
+def _cli_with_default_sigint(*args: str) -> list[str]:
+    """`python -m tsbench.cli ARGS` with SIGINT delivered and handled as a terminal gives it to a new
+    process, whatever signal state this test worker passes on (a C library may leave SIGINT ignored,
+    and a child inherits that)."""
+    prelude = (
+        "import runpy, signal, sys; signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); "
+        "signal.signal(signal.SIGINT, signal.default_int_handler); sys.argv = ['tsbench', *sys.argv[1:]]; "
+        "runpy.run_module('tsbench.cli', run_name='__main__', alter_sys=True)"
+    )
+    return [sys.executable, "-c", prelude, *args]
+
+
 def test_ctrl_c_keeps_finished_rows_and_exits_130(small_data, tmp_path):
     out = tmp_path / "run"
-    cmd = [
-        sys.executable,
-        "-m",
-        "tsbench.cli",
+    cmd = _cli_with_default_sigint(
         "eval",
         "--model",
         "scripted/zscore",
@@ -260,7 +269,7 @@ def test_ctrl_c_keeps_finished_rows_and_exits_130(small_data, tmp_path):
         "1",
         "--out",
         str(out),
-    ]
+    )
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     journal = out / schema.JOURNAL
     deadline = time.monotonic() + 120
@@ -349,10 +358,7 @@ def test_answerless_replies_are_server_errors_then_fail_on_error_and_show(small_
 
 def test_second_ctrl_c_abandons_hung_episodes(small_data, tmp_path):
     with FakeOpenAIServer(default="hang") as server:
-        cmd = [
-            sys.executable,
-            "-m",
-            "tsbench.cli",
+        cmd = _cli_with_default_sigint(
             "eval",
             "--model",
             "openai/fake-model",
@@ -372,7 +378,7 @@ def test_second_ctrl_c_abandons_hung_episodes(small_data, tmp_path):
             "60",
             "--out",
             str(tmp_path / "run"),
-        ]
+        )
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         lines: list[str] = []
         reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
