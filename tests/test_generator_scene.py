@@ -12,7 +12,16 @@ from scipy import signal
 from tsbench.tasks.anomalyxl.config import preset
 from tsbench.tasks.anomalyxl.generate import plan_split
 from tsbench.tasks.anomalyxl.rowplan import materialize
-from tsbench.tasks.anomalyxl.scene import AR1_PHI, NOISE_KINDS, PERIODIC_SHAPES, TREND_FORMS, build_scene, plan_scene
+from tsbench.tasks.anomalyxl.scene import (
+    AR1_PHI,
+    NOISE_KINDS,
+    PERIODIC_SHAPES,
+    TREND_FORMS,
+    TWO_PI,
+    build_scene,
+    fmod_two_pi,
+    plan_scene,
+)
 
 
 def plain_scene(scene: dict, length: int) -> np.ndarray:
@@ -62,13 +71,39 @@ def _scenes():
 
 @pytest.mark.parametrize("length", [1000, 4096])
 def test_every_scene_kind_is_bit_identical_to_the_plain_expressions(length):
-    buffers = (np.empty(length), np.empty(length))
+    buffers = (np.empty(length), np.empty(length), np.empty(length))
     for scene in _scenes():
         expected = plain_scene(scene, length).tobytes()
         assert build_scene(scene, length).tobytes() == expected, scene
         assert build_scene(scene, length, buffers).tobytes() == expected, scene
         as_float32 = build_scene(scene, length, buffers, out=np.empty(length, np.float32))
         assert as_float32.tobytes() == plain_scene(scene, length).astype(np.float32).tobytes(), scene
+
+
+def test_the_fast_remainder_is_fmod_bit_for_bit():
+    """Angles of real waves and angles a rounding hair either side of multiples of 2 pi (where the
+    rounded quotient is one off), below and above the exact range of the split constant."""
+    rng = np.random.default_rng(5)
+    t = np.arange(2**17, dtype=np.float64)
+    multiples = np.arange(1, 4000, dtype=np.float64) * TWO_PI
+    cases = [
+        2 * np.pi * t / rng.uniform(16.0, 256.0) + rng.uniform(0.0, 2 * np.pi),
+        2 * np.pi * t / 16.0,
+        np.concatenate([multiples, np.nextafter(multiples, 0), np.nextafter(multiples, np.inf)]),
+        rng.uniform(0.0, 1e9, 5000),  # quotients past 2**26: fmod itself
+        np.array([0.0, np.pi, TWO_PI, np.nextafter(TWO_PI, 0)]),
+    ]
+    rebuilt: list[int] = []
+    for angles in cases:
+        got = angles.copy()
+
+        def rebuild(off, angles=angles, rebuilt=rebuilt):
+            rebuilt.append(len(off))
+            return angles[off]
+
+        fmod_two_pi(got, np.empty_like(angles), rebuild)
+        assert got.tobytes() == np.fmod(angles, TWO_PI).tobytes()
+    assert rebuilt, "the cases reach the one-off quotients"
 
 
 def test_a_negative_angle_falls_back_to_scipy():

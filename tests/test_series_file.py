@@ -25,7 +25,7 @@ class TinyWriter(SeriesWriter):
 
     def write(self, row_id: str, values: np.ndarray) -> None:
         values = self.stored(values)
-        self._append((row_id, values), values.nbytes)
+        self._append((row_id, values), values.nbytes, block=values)
 
     def columns(self, items):
         if self.fail_on_group is not None and self.groups == self.fail_on_group:
@@ -69,13 +69,28 @@ def test_threaded_writer_gives_the_inline_bytes_and_hashes_them_as_written(tmp_p
     assert writer.groups == pq.ParquetFile(tmp_path / "threaded.parquet").num_row_groups
 
 
+def test_written_buffers_are_reused_and_the_bytes_stay_those_written_inline(tmp_path):
+    """Every row synthesised into `reserve` blocks: a long file cycles through a few buffers (no fresh
+    memory per group), and no block is reused before the writer thread has written it."""
+    rows = _rows(60)
+    with TinyWriter(tmp_path / "reused.parquet") as writer:
+        for row_id, values in rows:
+            block = writer.reserve(*values.shape)
+            block[...] = values
+            writer.write(row_id, block)
+    _inline(tmp_path / "inline.parquet", rows)
+    assert (tmp_path / "reused.parquet").read_bytes() == (tmp_path / "inline.parquet").read_bytes()
+    assert writer.groups > 15
+    assert writer.buffers_allocated <= writer.spare_buffers + 3
+
+
 def test_rows_stored_back_to_back_reach_arrow_without_a_copy(tmp_path):
     writer = TinyWriter(tmp_path / "x.parquet")
     blocks = [writer.reserve(2, 100), writer.reserve(1, 50)]
     for b in blocks:
         b[...] = 1.5
     flat = values_array(blocks).values.values
-    assert flat.buffers()[1].address == writer._buffer.__array_interface__["data"][0]
+    assert flat.buffers()[1].address == writer._buffer.array.__array_interface__["data"][0]
     copied = values_array([blocks[1], blocks[0]])  # not in buffer order: concatenated instead
     assert copied.values.values.buffers()[1].address != flat.buffers()[1].address
     assert copied.to_pylist() == values_array([blocks[1].copy(), blocks[0].copy()]).to_pylist()

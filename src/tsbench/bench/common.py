@@ -88,11 +88,16 @@ class Ratio:
         sign = "<=" if self.at_most else ">="
         return (
             f"{self.label}: ratio median {self.median:.2f} (of mins {self.best:.2f}; {len(self.a)} interleaved rounds) "
-            f"goal {sign} {self.goal:g}: {'met' if self.met else 'MISSED'}  [{load_average()}]"
+            f"goal {sign} {self.goal:g}: {verdict(self.met)}  [{load_average()}]"
         )
 
     def as_dict(self) -> dict:
         return {"median": self.median, "of_mins": self.best, "goal": self.goal, "met": self.met, "rounds": len(self.a)}
+
+
+def verdict(met: bool) -> str:
+    """How every bench line ends: met, or MISSED in capitals so a miss stands out."""
+    return "met" if met else "MISSED"
 
 
 def spread(samples: list[float], scale: float = 1.0, unit: str = "s") -> str:

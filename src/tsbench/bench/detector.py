@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from tsbench.bench.common import load_average, measure_in_child
+from tsbench.bench.common import load_average, measure_in_child, verdict
 
 ROW_GOAL_S = 3.0
 REPEATS = 2
@@ -35,7 +35,7 @@ def main() -> dict:
     _, peak, timings = measure_in_child(time_row, labels.ALL_CHANNELS, 131072)
     wall = statistics.median(w for w, _ in timings)
     cpu = statistics.median(c for _, c in timings)
-    met = "met" if cpu <= ROW_GOAL_S else "MISSED"
+    met = verdict(cpu <= ROW_GOAL_S)
     print(
         f"detector (16 x 131072 all-channels row, {len(timings)} rows; {load_average()}):\n"
         f"  per row: CPU median {cpu:.2f} s (min {min(c for _, c in timings):.2f}), wall median {wall:.2f} s, "

@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from tsbench.bench.common import Ratio, interleaved, load_average, measure_in_child, spread
+from tsbench.bench.common import Ratio, interleaved, load_average, measure_in_child, spread, verdict
 from tsbench.harness.runtime.bare import BareKernel
 from tsbench.harness.runtime.jail import check_jail
 from tsbench.harness.runtime.sandbox import Sandbox
@@ -155,7 +155,7 @@ def measure_host_rss(mib: int = 900) -> dict:
 
 def main() -> dict:
     rss = measure_host_rss()
-    rss_ok = "met" if rss["print_peak_bytes"] < HOST_RSS_GOAL_BYTES and rss["cut"] and rss["goes_on"] else "MISSED"
+    rss_ok = verdict(rss["print_peak_bytes"] < HOST_RSS_GOAL_BYTES and rss["cut"] and rss["goes_on"])
     m = measure()
     from tsbench.tasks.anomalyxl import labels
 

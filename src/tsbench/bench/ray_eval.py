@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from tsbench.bench.common import verdict
 from tsbench.eval.episode import EpisodeJob
 from tsbench.tasks.base import SampleRef
 
@@ -113,19 +114,22 @@ def main() -> dict:
         finally:
             ray.shutdown()
     t1, t2, r1, r2 = (result[k] for k in ("threads_1", "threads_2", "ray_1", "ray_2"))
+    scaling = r2["rows_s"] / r1["rows_s"]
+    overhead_ms = (r1["overhead_s"] - t1["overhead_s"]) * 1000
+    result["ray_scaling_met"], result["overhead_met"] = scaling >= 1.6, overhead_ms <= 50
     print(
         f"ray executor ({MODEL} under {HARNESS}, {len(jobs)} rows of the small preset, after a warm-up; load average "
         f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs):\n"
         f"  threads     1: {t1['rows_s']:5.2f} rows/s   2: {t2['rows_s']:5.2f} rows/s   ratio {t2['rows_s'] / t1['rows_s']:.2f}\n"
-        f"  ray workers 1: {r1['rows_s']:5.2f} rows/s   2: {r2['rows_s']:5.2f} rows/s   ratio {r2['rows_s'] / r1['rows_s']:.2f} "
-        f"(goal >= 1.6)\n"
+        f"  ray workers 1: {r1['rows_s']:5.2f} rows/s   2: {r2['rows_s']:5.2f} rows/s   ratio {scaling:.2f} "
+        f"(goal >= 1.6: {verdict(result['ray_scaling_met'])})\n"
         f"  ray 2 workers vs threads 2: {r2['rows_s'] / t2['rows_s']:.2f}x  (a Ray worker: 1 CPU, OMP_NUM_THREADS=1; "
         f"a thread: numpy's own thread pools)\n"
         f"  this machine now, pure Python in 2 processes vs 1: {result['machine_before']:.2f} before, "
         f"{result['machine_after']:.2f} after (the ceiling for the ratios above)\n"
         f"  scheduling overhead per episode (median, 1 worker): ray {r1['overhead_s'] * 1000:6.1f} ms  "
-        f"threads {t1['overhead_s'] * 1000:6.1f} ms  difference {(r1['overhead_s'] - t1['overhead_s']) * 1000:6.1f} ms "
-        f"(goal <= 50)\n"
+        f"threads {t1['overhead_s'] * 1000:6.1f} ms  difference {overhead_ms:6.1f} ms "
+        f"(goal <= 50: {verdict(result['overhead_met'])})\n"
         f"  warm-up ({2} rows a worker, start-up included): ray 1 {r1['warmup_s']:.1f} s, ray 2 {r2['warmup_s']:.1f} s, "
         f"threads 1 {t1['warmup_s']:.1f} s, threads 2 {t2['warmup_s']:.1f} s"
     )

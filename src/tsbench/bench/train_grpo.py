@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tsbench.bench.common import measure_in_child
+from tsbench.bench.common import measure_in_child, verdict
 
 PRESET = Path(__file__).resolve().parents[3] / "experiments" / "grpo" / "cpu_smoke.toml"
 RSS_GOAL_BYTES = 4 * 10**9
@@ -36,9 +36,6 @@ def main() -> dict:
         step = pd.read_parquet(out / "metrics.parquet").iloc[0]
     rest = seconds - step["rollout_s"]
     grad = float(step.get("grad_norm", float("nan")))
-
-    def verdict(ok: bool) -> str:
-        return "met" if ok else "MISSED"
 
     print(
         "train-grpo (CPU, one step of experiments/grpo/cpu_smoke.toml, SmolLM2-135M LoRA 8, G 8, rlm 2 turns):\n"

@@ -64,12 +64,44 @@ def _is_float(dtype: pa.DataType) -> bool:
     return pa.types.is_floating(dtype)
 
 
+# How long pyarrow's encoding buffers stay mapped once freed. A writer thread waits between row
+# groups; the default allocator hands idle memory back to the OS within milliseconds, so every group
+# faulted its level and page buffers in again (zeroed pages: about 10 % of a split's CPU, issue 26).
+RETAIN_FREED_MS = 2000
+
+
+@functools.lru_cache(maxsize=1)
+def writer_memory_pool() -> pa.MemoryPool:
+    """jemalloc keeping freed pages for `RETAIN_FREED_MS` where pyarrow has it, else the default."""
+    try:
+        pool = pa.jemalloc_memory_pool()
+        pa.jemalloc_set_decay_ms(RETAIN_FREED_MS)
+    except (NotImplementedError, pa.ArrowNotImplementedError):
+        return pa.default_memory_pool()
+    return pool
+
+
 def writer_options(schema: pa.Schema) -> dict[str, Any]:
     """ParquetWriter options for series files: float columns (the series) are written PLAIN, with no
     dictionary (random floats never repeat: building one cost most of the write and made files larger)
-    and no min/max statistics (nothing filters on them); the other columns keep both."""
+    and no min/max statistics (nothing filters on them); the other columns keep both. Encoding
+    buffers come from `writer_memory_pool`."""
     others = [f.name for f in schema if not _is_float(f.type)]
-    return {"use_dictionary": others, "write_statistics": others}
+    return {"use_dictionary": others, "write_statistics": others, "memory_pool": writer_memory_pool()}
+
+
+class _GroupBuffer:
+    """A float32 buffer that reserved blocks are cut from. Once it is full (retired) and the writer
+    thread has written every block cut from it, it goes back to its writer for the next groups:
+    fresh memory costs a page fault and a zeroed page for every 4 KiB, which measured about a fifth
+    of the generator's CPU time (issue 26)."""
+
+    __slots__ = ("array", "used", "reserved", "unwritten", "retired")
+
+    def __init__(self, array: np.ndarray):
+        self.array = array
+        self.used = self.reserved = self.unwritten = 0
+        self.retired = False
 
 
 class SeriesWriter:
@@ -80,11 +112,15 @@ class SeriesWriter:
     the next rows (pyarrow and hashlib release the GIL): at most one group waits in the queue, so
     memory stays bounded. The bytes are those a plain in-line writer gives. The file's sha256 and
     size (`sha256`, `size` after `close`) are taken group by group as it is written, on that thread,
-    from the page cache (`written_hash`), not by a second pass over the finished file."""
+    from the page cache (`written_hash`), not by a second pass over the finished file.
+
+    Values reach parquet without a copy when they come from `reserve`: blocks of a few row-group
+    buffers that are reused once written, so a long file touches no fresh memory for its values."""
 
     schema: pa.Schema
     compression = "snappy"
     group_bytes = 64 * 2**20
+    spare_buffers = 2  # written buffers kept for reuse; the rest are freed
 
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -96,16 +132,19 @@ class SeriesWriter:
             self._stream, self.schema, compression=self.compression, **writer_options(self.schema)
         )
         self._pending: list[Any] = []
+        self._pending_buffers: list[_GroupBuffer] = []  # the buffer of each pending reserved block
         self._bytes = 0
-        self._buffer: np.ndarray | None = None  # float32 values of the group being reserved (see reserve)
-        self._used = self._reserved = 0
-        self._recent: list[np.ndarray] = []  # the last few buffers, whose blocks need no copy
+        self._buffer: _GroupBuffer | None = None  # the one `reserve` cuts from
+        self._live: dict[int, _GroupBuffer] = {}  # id(array) -> buffer, for blocks not yet written
+        self._spare: list[_GroupBuffer] = []  # written buffers, ready for reuse
+        self._buffers_lock = threading.Lock()  # `_live` and `_spare` change on both threads
+        self.buffers_allocated = 0
         self.rows = 0
         self.sha256: str | None = None
         self.size = 0
         self._closed = False
         self._error: BaseException | None = None
-        self._queue: queue.Queue[list[Any] | None] = queue.Queue(maxsize=1)
+        self._queue: queue.Queue[tuple[list[Any], list[_GroupBuffer]] | None] = queue.Queue(maxsize=1)
         self._thread = threading.Thread(target=self._drain, name=f"write {self.path.name}", daemon=True)
         self._thread.start()
 
@@ -113,31 +152,63 @@ class SeriesWriter:
         """Column name -> values for the pending items (`values` as a `values_array`)."""
         raise NotImplementedError
 
+    def _fresh_buffer(self, size: int) -> _GroupBuffer:
+        """A retired, written buffer of at least `size` values if one is spare, else a new one."""
+        with self._buffers_lock:
+            current = self._buffer
+            if current is not None:
+                current.retired = True
+                self._recycle(current)
+            spare = next((b for b in self._spare if b.array.size >= size), None)
+            if spare is not None:
+                self._spare.remove(spare)
+                spare.used = spare.reserved = 0
+                spare.retired = False
+            else:
+                self.buffers_allocated += 1
+                spare = _GroupBuffer(np.empty(max(2 * self.group_bytes // 4, size), dtype=np.float32))
+            self._live[id(spare.array)] = spare
+            return spare
+
+    def _recycle(self, buffer: _GroupBuffer) -> None:
+        """Under the lock: a retired buffer with every block written becomes spare (or is freed)."""
+        if buffer.retired and buffer.unwritten == 0 and self._live.pop(id(buffer.array), None) is buffer:
+            if len(self._spare) < self.spare_buffers:
+                self._spare.append(buffer)
+
     def reserve(self, channels: int, length: int) -> np.ndarray:
         """An uninitialised (channels, length) float32 block in a row-group buffer: fill it (on any
         thread), then `write` rows with their blocks in the order they were reserved, and each group's
         values reach parquet without a copy. Reservations may run ahead of writes: a new buffer starts
-        where the next group will start."""
+        where the next group will start. Once its row is written the block belongs to the writer
+        again: it is reused for later rows after the writer thread has written it."""
         size = channels * length
-        if self._buffer is None or self._reserved >= self.group_bytes or self._used + size > self._buffer.size:
-            # a fresh buffer per group (earlier ones go to the writer thread); only touched pages count
-            self._buffer = np.empty(max(2 * self.group_bytes // 4, size), dtype=np.float32)
-            self._used = self._reserved = 0
-            self._recent = [*self._recent[-2:], self._buffer]
-        block = self._buffer[self._used : self._used + size].reshape(channels, length)
-        self._used += size
-        self._reserved += block.nbytes
+        buffer = self._buffer
+        if buffer is None or buffer.reserved >= self.group_bytes or buffer.used + size > buffer.array.size:
+            buffer = self._buffer = self._fresh_buffer(size)
+        block = buffer.array[buffer.used : buffer.used + size].reshape(channels, length)
+        buffer.used += size
+        buffer.reserved += block.nbytes
+        with self._buffers_lock:
+            buffer.unwritten += 1
         return block
+
+    def _buffer_of(self, values: np.ndarray) -> _GroupBuffer | None:
+        found = self._live.get(id(values.base))
+        return found if found is not None and found.array is values.base else None
 
     def stored(self, values: np.ndarray) -> np.ndarray:
         """`values` as a block of a row-group buffer: itself if `reserve` gave it, else a copy."""
-        if values.dtype == np.float32 and any(values.base is b for b in self._recent):
+        if values.dtype == np.float32 and self._buffer_of(values) is not None:
             return values
         block = self.reserve(*values.shape)
         block[...] = values
         return block
 
-    def _append(self, item: Any, nbytes: int) -> None:
+    def _append(self, item: Any, nbytes: int, block: np.ndarray | None = None) -> None:
+        """Queue one row; `block`: its values when they are a block from `reserve`."""
+        if block is not None and (buffer := self._buffer_of(block)) is not None:
+            self._pending_buffers.append(buffer)
         self._pending.append(item)
         self._bytes += nbytes
         self.rows += 1
@@ -152,12 +223,19 @@ class SeriesWriter:
 
     def _drain(self) -> None:
         """The writer thread: groups in the order they were queued; after an error it only drains."""
-        while (items := self._queue.get()) is not None:
+        while (group := self._queue.get()) is not None:
+            items, buffers = group
             if self._error is None:
                 try:
                     self._write_group(items)
                 except BaseException as exc:  # re-raised in the caller's thread
                     self._error = exc
+                    continue
+                # the group's arrow arrays are gone with `_write_group`: its blocks may be reused
+                with self._buffers_lock:
+                    for buffer in buffers:
+                        buffer.unwritten -= 1
+                        self._recycle(buffer)
 
     def _raise_error(self) -> None:
         if self._error is not None:
@@ -168,8 +246,9 @@ class SeriesWriter:
         self._raise_error()
         if not self._pending:
             return
-        items, self._pending, self._bytes = self._pending, [], 0
-        self._queue.put(items)
+        group = (self._pending, self._pending_buffers)
+        self._pending, self._pending_buffers, self._bytes = [], [], 0
+        self._queue.put(group)
 
     def _stop(self, *, write_pending: bool) -> None:
         if self._closed:

@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from tsbench.harness.runtime import orphans
 from tsbench.harness.runtime.limits import FIRST_SANDBOX_UID, kill_all_of_uid, sweep_cgroups
 
 HOST_PID_FILE = "host.pid"
@@ -25,7 +26,7 @@ def remove_abandoned_sandboxes() -> None:
     """Once per process: remove private directories (and cgroups, and the unsafe mode's
     processes) left by host processes that died without closing their sandboxes. Each directory
     names its host's pid; a live or reused pid keeps the directory. (Jailed kernels die with
-    their host: bwrap's --die-with-parent.)"""
+    their host: bwrap's --die-with-parent, and the watcher of orphans.py for a host killed mid-launch.)"""
     for root in Path(tempfile.gettempdir()).glob("tsb-*"):
         try:
             host_pid = int((root / HOST_PID_FILE).read_text())
@@ -38,11 +39,22 @@ def remove_abandoned_sandboxes() -> None:
     sweep_cgroups()
 
 
+def make_private_dir() -> Path:
+    """A sandbox's private directory (0711), naming this host's pid. The jail's processes start there:
+    if this process dies before `remove_private_dir`, the watcher (orphans.py) kills what is left in it."""
+    root = Path(tempfile.mkdtemp(prefix="tsb-"))
+    root.chmod(0o711)
+    (root / HOST_PID_FILE).write_text(str(os.getpid()))
+    orphans.watch_dir(root)
+    return root
+
+
 def remove_private_dir(root: Path, uid: int | None) -> None:
     """Final cleanup, also run at interpreter exit if `close()` was never called."""
     if uid is not None:
         kill_all_of_uid(uid)
     shutil.rmtree(root, ignore_errors=True)
+    orphans.forget_dir(root)
 
 
 def kill_kernel_now(manager) -> None:

@@ -39,13 +39,14 @@ import os
 import re
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tsbench.harness.runtime import seccomp
+from tsbench.harness.runtime import orphans, seccomp
 from tsbench.harness.runtime.errors import SandboxError
 from tsbench.harness.runtime.limits import EpisodeCgroup
 
@@ -130,6 +131,7 @@ class Jail:
     _fds: dict[str, int] = field(default_factory=dict, repr=False)  # jail path -> memfd with its content
     _modes: dict[str, int] = field(default_factory=dict, repr=False)
     _launch: dict[str, int] = field(default_factory=dict, repr=False)
+    _child: int | None = field(default=None, repr=False)  # the jail's pid 1 (the inner bwrap), once known
 
     def __post_init__(self) -> None:
         for name, text in (("passwd", _PASSWD), ("group", _GROUP), ("hosts", _HOSTS), ("nsswitch.conf", _NSSWITCH)):
@@ -291,6 +293,11 @@ class Jail:
             if end in self._launch:
                 os.close(self._launch.pop(end))
         child = self._read_child_pid(log_tail)
+        # From here until the jail's pid 1 has set its own parent-death signal, a host that dies leaves it
+        # blocked for ever (the outer bwrap dies with the host, before it lets pid 1 on): orphans.py.
+        self._forget_child()
+        self._child = child
+        orphans.watch_pid(child)
         try:
             if self.host_uid is not None:
                 mapping = f"0 0 1\n{SANDBOX_UID} {self.host_uid} 1\n"
@@ -331,8 +338,15 @@ class Jail:
             except OSError:
                 pass
 
+    def _forget_child(self) -> None:
+        if self._child is not None:
+            orphans.forget_pid(self._child)
+            self._child = None
+
     def close(self) -> None:
+        """(After the jail is killed.) Release the launch pipes, the files' memfds and the watch."""
         self.close_launch()
+        self._forget_child()
         for fd in self._fds.values():
             os.close(fd)
         self._fds.clear()
@@ -377,11 +391,22 @@ def _preflight() -> str | None:
 
     with tempfile.TemporaryDirectory(prefix="tsb-check-", dir=scratch) as ipc_dir:
         jail.ipc_dir = ipc_dir
+        orphans.watch_dir(ipc_dir)  # bwrap starts there (cwd): a stuck one is found by it
         try:
             passed = jail.open_launch()
             argv = jail.argv()
             with tempfile.TemporaryFile() as log:
-                process = subprocess.Popen(argv, pass_fds=passed, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+                # A session of its own, so that a failed launch is killed with the jail's pid 1 (still in
+                # bwrap's process group before its handshake), not the outer bwrap alone.
+                process = subprocess.Popen(
+                    argv,
+                    pass_fds=passed,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                    cwd=ipc_dir,
+                    start_new_session=True,
+                )
 
                 def tail() -> str:
                     process.wait(timeout=10)
@@ -392,8 +417,7 @@ def _preflight() -> str | None:
                     jail.after_spawn(tail)
                     code = process.wait(timeout=60)
                 except BaseException:
-                    process.kill()
-                    process.wait()
+                    _kill_group(process)
                     raise
                 if code != 0:
                     return f"cannot start the jail: {_bwrap_reason(tail())}; {_FIX}"
@@ -403,7 +427,17 @@ def _preflight() -> str | None:
             return f"cannot start the jail: {exc}; {_FIX}"
         finally:
             jail.close()
+            orphans.forget_dir(ipc_dir)
     return None
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    """SIGKILL a launch's process group (bwrap and, before the handshake, the jail's pid 1) and reap it."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except OSError:
+        process.kill()
+    process.wait()
 
 
 def check_jail() -> None:

@@ -29,7 +29,6 @@ import logging
 import os
 import queue
 import sys
-import tempfile
 import threading
 import time
 import weakref
@@ -42,8 +41,8 @@ from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 
 from tsbench.harness.runtime.cleanup import (
-    HOST_PID_FILE,
     kill_kernel_now,
+    make_private_dir,
     remove_abandoned_sandboxes,
     remove_private_dir,
 )
@@ -230,9 +229,7 @@ class Sandbox:
         own_uid = os.geteuid() == 0 and (not self.unsafe or can_drop_to_own_uid())
         if own_uid:
             self.sandbox_uid = allocate_uid()
-        self._root = Path(tempfile.mkdtemp(prefix="tsb-"))
-        self._root.chmod(0o711)
-        (self._root / HOST_PID_FILE).write_text(str(os.getpid()))
+        self._root = make_private_dir()
         self._cleanup = weakref.finalize(
             self, remove_private_dir, self._root, self.sandbox_uid if self.unsafe else None
         )

@@ -84,13 +84,13 @@ def plan_row(cfg, split: str, category: str, length: int, index: int) -> RowPlan
 _work = threading.local()
 
 
-def _buffers(length: int) -> tuple[np.ndarray, np.ndarray]:
-    """Two float64 arrays of `length` kept per thread: fresh 1 MB arrays per channel cost page faults."""
+def _buffers(length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Three float64 arrays of `length` kept per thread: fresh 1 MB arrays per channel cost page faults."""
     cache = _work.__dict__.setdefault("buffers", {})
     if length not in cache:
         if len(cache) >= 4:
             cache.clear()
-        cache[length] = (np.empty(length), np.empty(length))
+        cache[length] = (np.empty(length), np.empty(length), np.empty(length))
     return cache[length]
 
 

@@ -77,7 +77,7 @@ class RowWriter(SeriesWriter):
     def write(self, row: RowPlan, values: np.ndarray) -> None:
         """`values` from `reserve` are taken as they are; any others are copied into the group buffer."""
         values = self.stored(values)
-        self._append((row, values), values.nbytes)
+        self._append((row, values), values.nbytes, block=values)
 
     def columns(self, items: list[tuple[RowPlan, np.ndarray]]) -> dict:
         rows = [r for r, _ in items]

@@ -11,6 +11,8 @@ the comments perform, in the same order, so the values are bit-identical to them
 from __future__ import annotations
 
 import functools
+import math
+from collections.abc import Callable
 
 import numpy as np
 from scipy import signal
@@ -20,6 +22,11 @@ PERIODIC_SHAPES = ("sine", "square", "sawtooth")
 TREND_FORMS = ("linear", "exponential", "logarithmic", "constant")
 AR1_PHI = 0.7
 TWO_PI = 2 * np.pi
+# TWO_PI as hi + lo, hi its top 26 significant bits and lo the other 27: for an integer k < 2**26
+# both k * hi and k * lo are exact, so angle - k*hi - k*lo is the exact remainder (see _fmod_two_pi).
+_TWO_PI_HI = math.ldexp(math.floor(math.ldexp(math.frexp(TWO_PI)[0], 26)), math.frexp(TWO_PI)[1] - 26)
+_TWO_PI_LO = TWO_PI - _TWO_PI_HI
+_EXACT_QUOTIENT_BELOW = 2.0**26
 
 
 def plan_scene(rng: np.random.Generator, noise_weights=(1.0, 1.0, 1.0), p_periodic=0.4, p_trend=0.3) -> dict:
@@ -69,11 +76,40 @@ def _base_noise(kind: str, rng: np.random.Generator, buffer: np.ndarray) -> np.n
     return x
 
 
-def _add_periodic(x: np.ndarray, spec: dict, t: np.ndarray, angle: np.ndarray) -> None:
+def _wave_angle(t: np.ndarray, spec: dict, out: np.ndarray) -> np.ndarray:
+    """2 pi t / period + phase, operation by operation as the plain expression (same bits)."""
+    np.multiply(t, TWO_PI, out=out)
+    out /= spec["period"]
+    out += spec["phase"]
+    return out
+
+
+def fmod_two_pi(angle: np.ndarray, quotient: np.ndarray, rebuild: Callable[[np.ndarray], np.ndarray]) -> None:
+    """angle = np.fmod(angle, TWO_PI) for angle >= 0, bit for bit, at about a quarter of libm's cost.
+
+    With k = floor(angle / TWO_PI), angle - k*hi - k*lo is exact: k*hi and k*lo are exact (k < 2**26),
+    the first subtraction is exact (Sterbenz: k*hi is within a factor 2 of angle), and the second
+    rounds the exact remainder, which is representable, to itself. Where the rounded division put k
+    one off, the result falls outside [0, TWO_PI): `rebuild(indices)` gives those angles again and
+    they go through fmod. `quotient`: a float64 scratch array of the same length."""
+    np.divide(angle, TWO_PI, out=quotient)
+    np.floor(quotient, out=quotient)
+    if not quotient.size or quotient.max() >= _EXACT_QUOTIENT_BELOW:
+        np.fmod(angle, TWO_PI, out=angle)
+        return
+    quotient *= _TWO_PI_HI
+    angle -= quotient
+    quotient /= _TWO_PI_HI  # k again, exactly: k * hi was exact
+    quotient *= _TWO_PI_LO
+    angle -= quotient
+    if angle.min() < 0.0 or angle.max() >= TWO_PI:
+        off = np.flatnonzero((angle < 0.0) | (angle >= TWO_PI))
+        angle[off] = np.fmod(rebuild(off), TWO_PI)
+
+
+def _add_periodic(x: np.ndarray, spec: dict, t: np.ndarray, angle: np.ndarray, quotient: np.ndarray) -> None:
     """x += amplitude * wave(2 pi t / period + phase), wave = sin, scipy's square or sawtooth."""
-    np.multiply(t, TWO_PI, out=angle)
-    angle /= spec["period"]
-    angle += spec["phase"]
+    _wave_angle(t, spec, angle)
     amplitude, shape = spec["amplitude"], spec["shape"]
     if shape != "sine" and not (spec["phase"] >= 0 and spec["period"] > 0):
         # a hand-made plan with a negative angle: the closed forms below assume angle >= 0
@@ -85,7 +121,8 @@ def _add_periodic(x: np.ndarray, spec: dict, t: np.ndarray, angle: np.ndarray) -
         angle *= amplitude
         x += angle
         return
-    np.fmod(angle, TWO_PI, out=angle)  # == np.mod(angle, 2 pi), as the angle is >= 0
+    # == np.mod(angle, 2 pi), as the angle is >= 0
+    fmod_two_pi(angle, quotient, lambda off: _wave_angle(t[off], spec, np.empty(len(off))))
     if shape == "square":  # scipy: +1 where mod(angle, 2 pi) < pi (duty 0.5), else -1
         up = angle < np.pi
         np.multiply(up, 2 * amplitude, out=angle)
@@ -113,19 +150,19 @@ def _add_trend(x: np.ndarray, spec: dict, t: np.ndarray, log_t: np.ndarray, scra
 
 
 def build_scene(
-    scene: dict, length: int, buffers: tuple[np.ndarray, np.ndarray] | None = None, out: np.ndarray | None = None
+    scene: dict, length: int, buffers: tuple[np.ndarray, ...] | None = None, out: np.ndarray | None = None
 ) -> np.ndarray:
-    """float64 values, mean 0 and std 1. `buffers`: two float64 arrays of `length` to work in (the
+    """float64 values, mean 0 and std 1. `buffers`: three float64 arrays of `length` to work in (the
     result is one of them, or a fresh array); pass them when building many channels. `out`: a float32
     array to receive the values instead (the last division writes it: the same values as a cast)."""
-    first, second = buffers if buffers is not None else (np.empty(length), np.empty(length))
+    first, second, third = buffers if buffers is not None else (np.empty(length), np.empty(length), np.empty(length))
     rng = np.random.default_rng(scene["noise_seed"])
     x = _base_noise(scene["noise"], rng, first)
-    scratch = second if x is first else first
+    scratch, spare = (second, third) if x is first else (first, second)
     if scene["periodic"] is not None or scene["trend"] is not None:
         t, log_t = _time(length)
         if scene["periodic"] is not None:
-            _add_periodic(x, scene["periodic"], t, scratch)
+            _add_periodic(x, scene["periodic"], t, scratch, spare)
         if scene["trend"] is not None:
             _add_trend(x, scene["trend"], t, log_t, scratch)
     # (x - x.mean()) / x.std(), with numpy's own sums: mean = sum / n, std = sqrt(sum((x - mean)^2) / n)
