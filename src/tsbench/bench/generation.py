@@ -9,11 +9,11 @@ buffers, no fresh memory; no cyclic GC). The shapes are planned before its clock
 the generator's work. Goal (issue 26): generator <= 1.3x floor in wall seconds; peak RSS < 2 GiB.
 
 The generator synthesises on a small thread pool and writes on background threads, so its CPU
-seconds (all threads) are printed too. Its values are more than the draws (waves, trends, AR(1) and
-random-walk filters, z-normalisation), which the floor by definition leaves out: the bench also
-times that synthesis alone, on one thread without parquet, and compares the generator's CPU with
-the floor plus the synthesis beyond drawing (goal <= 1.3: what the pipeline adds, threads, hashing,
-planning and the light columns, stays under 30 %)."""
+seconds (all threads) are printed too, for information. Its values are more than the draws (waves,
+trends, AR(1) and random-walk filters, z-normalisation), which the floor by definition leaves out:
+the bench also times that synthesis alone, on one thread without parquet, and prints the generator's
+CPU against the floor plus the synthesis beyond drawing (what its threads, hashing, planning and
+light columns add)."""
 
 from __future__ import annotations
 
@@ -164,9 +164,9 @@ def main(preset_name: str = "paper", rounds: int = ROUNDS) -> dict:
     drawing = [r["drawing_cpu"] for r in results["floor"]]
     beyond = [r["synthesis_cpu"] - d for r, d in zip(results["synthesis"], drawing)]
     bound = [f + b for f, b in zip(cpu["floor"], beyond)]
-    to_bound = Ratio("generator CPU / (floor + synthesis beyond drawing)", cpu["generator"], bound, RATIO_GOAL)
     cpu_ratio = statistics.median(cpu["generator"]) / statistics.median(cpu["floor"])
     bound_ratio = statistics.median(bound) / statistics.median(cpu["floor"])
+    to_bound = statistics.median(cpu["generator"]) / statistics.median(bound)
     mb = values * 4 / 2**20
     gen_s = min(gen)
     rss_met = peaks["generator"] < 2**31
@@ -181,9 +181,9 @@ def main(preset_name: str = "paper", rounds: int = ROUNDS) -> dict:
         f"  synthesis alone (every row's values on one thread, no parquet): CPU "
         f"{spread([r['synthesis_cpu'] for r in results['synthesis']])}; beyond drawing {spread(beyond)}\n"
         f"  {ratio.line()}\n"
-        f"  CPU seconds, medians: generator / floor {cpu_ratio:.2f}; the floor synthesises nothing, and the floor "
-        f"plus this synthesis beyond drawing is {bound_ratio:.2f}x the floor\n"
-        f"  {to_bound.line()}\n"
+        f"  CPU seconds (information, no goal; medians): generator / floor {cpu_ratio:.2f}. The floor synthesises "
+        f"nothing: floor + synthesis beyond drawing = {bound_ratio:.2f}x the floor, and the generator is "
+        f"{to_bound:.2f}x that (its threads, sha256, planning and light columns)\n"
         f"  generator peak RSS goal < 2 GiB: {verdict(rss_met)}"
     )
     return {
@@ -198,7 +198,7 @@ def main(preset_name: str = "paper", rounds: int = ROUNDS) -> dict:
         "synthesis_beyond_drawing_cpu_s": beyond,
         "cpu_ratio_median": cpu_ratio,
         "floor_plus_synthesis_ratio_median": bound_ratio,
-        "cpu_to_bound": to_bound.as_dict(),
+        "cpu_to_floor_plus_synthesis_median": to_bound,
         "peak_rss_GiB": peaks["generator"] / 2**30,
         "file_MB": file_mb,
     }
