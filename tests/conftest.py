@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -34,3 +35,36 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+def _run_tsbench(*args) -> int:
+    """The `tsbench` command line run in this process (sys.argv set for the call): its exit code."""
+    from tsbench.cli import main
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys, "argv", ["tsbench", *map(str, args)])
+        try:
+            main()
+        except SystemExit as exited:
+            return exited.code or 0
+    return 0
+
+
+@pytest.fixture(scope="session")
+def run_tsbench():
+    """`run_tsbench(*args)`: the command line in this process, output not captured; its exit code.
+    Session-scoped, so module fixtures (a trained run shared by a file's tests) can use it."""
+    return _run_tsbench
+
+
+@pytest.fixture
+def cli(capsys):
+    """`cli(*args)`: the command line in this process; (exit code, stdout, stderr) of that call."""
+
+    def run(*args) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = _run_tsbench(*args)
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return run

@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import json
 import re
-import sys
 
 import pytest
 
@@ -61,18 +60,8 @@ def poisoned_run(small_data, tmp_path_factory):
     return out
 
 
-def run_cli(monkeypatch, capsys, *args):
-    from tsbench.cli import main
-
-    monkeypatch.setattr(sys, "argv", ["tsbench", *args])
-    with pytest.raises(SystemExit) as exited:
-        main()
-    captured = capsys.readouterr()
-    return exited.value.code or 0, captured.out, captured.err
-
-
-def test_show_sends_no_control_character_to_the_terminal(poisoned_run, monkeypatch, capsys):
-    code, out, err = run_cli(monkeypatch, capsys, "show", str(poisoned_run), "--id", ROW)
+def test_show_sends_no_control_character_to_the_terminal(poisoned_run, cli):
+    code, out, err = cli("show", str(poisoned_run), "--id", ROW)
     assert code == 0, err
     assert _controls(out) == [], _controls(out)
     assert "click here" in out and "link" in out  # a link's text stays, as plain text
@@ -80,7 +69,7 @@ def test_show_sends_no_control_character_to_the_terminal(poisoned_run, monkeypat
     assert out.count("kernel title") == out.count("\\x1b]0;kernel title")  # ...only the code's own text stays
     assert "score:  0.000" in out  # the real result
     assert not any(re.match(r"^\W*score: 1\.000", line) for line in out.splitlines())  # no faked line of its own
-    code, out, _ = run_cli(monkeypatch, capsys, "show", str(poisoned_run))
+    code, out, _ = cli("show", str(poisoned_run))
     assert code == 0 and _controls(out) == []
 
 
@@ -120,9 +109,9 @@ def test_leaderboard_md_and_csvs_carry_no_markup_and_no_formula(poisoned_run, tm
     assert "<script>alert" not in html and "<img src=x" not in html
 
 
-def test_export_csv_neutralises_formula_cells(poisoned_run, tmp_path, monkeypatch, capsys):
+def test_export_csv_neutralises_formula_cells(poisoned_run, tmp_path, cli):
     target = tmp_path / "long.csv"
-    code, _, err = run_cli(monkeypatch, capsys, "export", str(poisoned_run), "--format", "csv", "--out", str(target))
+    code, _, err = cli("export", str(poisoned_run), "--format", "csv", "--out", str(target))
     assert code == 0, err
     cells = _cells(target)
     assert f"'{RUN_NAME}" in cells and RUN_NAME not in cells

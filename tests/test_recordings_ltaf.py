@@ -5,7 +5,6 @@ run in-process through its entry point (`tsbench.cli.main`) to keep the test fas
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,21 +18,6 @@ from tsbench.tasks.base import SampleRef  # noqa: E402
 from tsbench.tasks.ltaf import reader  # noqa: E402
 
 FS = 128
-
-
-def tsbench(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
-    """Run the `tsbench` command line in this process: (exit code, stdout, stderr)."""
-    from tsbench.cli import main
-
-    monkeypatch.setattr(sys, "argv", ["tsbench", *args])
-    capsys.readouterr()
-    try:
-        main()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code or 0
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def write_record(folder: Path, name: str, seed: int, minutes: int = 40) -> None:
@@ -126,17 +110,13 @@ def test_same_seed_same_bytes(ltafdb, generated, tmp_path):
     assert (tmp_path / "seed3" / "test.parquet").read_bytes() == (generated / "test.parquet").read_bytes()
 
 
-def test_generate_and_eval_through_the_command(ltafdb, tmp_path, monkeypatch, capsys):
+def test_generate_and_eval_through_the_command(ltafdb, tmp_path, cli):
     out = tmp_path / "data"
-    code, stdout, err = tsbench(
-        monkeypatch, capsys, "generate", "--family", "ltaf", "--path", str(ltafdb), "--seed", "5", "--out", str(out)
-    )
+    code, stdout, err = cli("generate", "--family", "ltaf", "--path", str(ltafdb), "--seed", "5", "--out", str(out))
     assert code == 0, err
     assert "test.parquet" in stdout and (out / "seed5" / "manifest.json").is_file()
     run = tmp_path / "run"
-    code, stdout, err = tsbench(
-        monkeypatch,
-        capsys,
+    code, stdout, err = cli(
         "eval",
         "--family",
         "ltaf",
@@ -168,7 +148,7 @@ def test_generate_and_eval_through_the_command(ltafdb, tmp_path, monkeypatch, ca
         (["--path", "{tmp}", "--preset", "small"], "--preset do not apply to --family ltaf"),
     ],
 )
-def test_bad_input_is_one_line_exit_2(tmp_path, monkeypatch, capsys, args, needle):
+def test_bad_input_is_one_line_exit_2(tmp_path, cli, args, needle):
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
-    code, _, err = tsbench(monkeypatch, capsys, "generate", "--family", "ltaf", *args, "--out", str(tmp_path / "o"))
+    code, _, err = cli("generate", "--family", "ltaf", *args, "--out", str(tmp_path / "o"))
     assert code == 2 and needle in err and len(err.strip().splitlines()) == 1

@@ -118,35 +118,17 @@ def test_toto_and_projections_stay_frozen_and_only_the_text_lora_moves(model):
     model.eval()
 
 
-def tsbench(monkeypatch, capsys, *args) -> tuple[int, str, str]:
-    from tsbench.cli import main
-
-    monkeypatch.setattr(sys, "argv", ["tsbench", *map(str, args)])
-    with pytest.raises(SystemExit) as exited:
-        main()
-    captured = capsys.readouterr()
-    return exited.value.code or 0, captured.out, captured.err
-
-
 @pytest.fixture(scope="module")
-def trained(checkpoint, data_dir, tmp_path_factory) -> Path:
+def trained(checkpoint, data_dir, tmp_path_factory, run_tsbench) -> Path:
     """sft-baseline --model toto/<checkpoint> --regime precise on 20 train rows, one epoch."""
     out = tmp_path_factory.mktemp("runs") / "toto-precise"
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        monkeypatch.setattr(
-            sys,
-            "argv",
-            ["tsbench", "sft-baseline", "--model", f"toto/{checkpoint}", "--regime", "precise", "--data", data_dir]
-            + ["--device", "cpu", "--toto-max-length", MAX_LENGTH, "--toto-max-channels", CHANNELS]
-            + ["--train-rows", "20", "--val-rows", "1", "--epochs", "1", "--lr", "1e-2", "--warmup", "0"]
-            + ["--val-max-new-tokens", "2", "--out", out],
-        )
-        monkeypatch.setattr(sys, "argv", [str(a) for a in sys.argv])
-        from tsbench.cli import main
-
-        with pytest.raises(SystemExit) as exited:
-            main()
-        assert (exited.value.code or 0) == 0
+    code = run_tsbench(
+        *["sft-baseline", "--model", f"toto/{checkpoint}", "--regime", "precise", "--data", data_dir],
+        *["--device", "cpu", "--toto-max-length", MAX_LENGTH, "--toto-max-channels", CHANNELS],
+        *["--train-rows", "20", "--val-rows", "1", "--epochs", "1", "--lr", "1e-2", "--warmup", "0"],
+        *["--val-max-new-tokens", "2", "--out", out],
+    )
+    assert code == 0
     return out
 
 
@@ -175,14 +157,12 @@ def test_sft_loss_falls_on_20_rows_and_the_run_holds_the_papers_lora(trained):
     assert loaded.encoder.max_length == MAX_LENGTH  # the run's own window unless -M toto_max_length says otherwise
 
 
-def test_eval_without_and_with_sft_writes_rows_the_board_places(
-    checkpoint, trained, data_dir, tmp_path, monkeypatch, capsys
-):
+def test_eval_without_and_with_sft_writes_rows_the_board_places(checkpoint, trained, data_dir, tmp_path, cli):
     outs = []
     for name, spec in (("no-sft", f"toto/{checkpoint}"), ("sft", f"toto/{trained}")):
         out = tmp_path / name
-        code, _, err = tsbench(
-            monkeypatch, capsys, "eval", "--model", spec, "--data", data_dir, "--regime", "precise",
+        code, _, err = cli(
+            "eval", "--model", spec, "--data", data_dir, "--regime", "precise",
             "--limit", "2", "--max-tokens", "4", "-M", f"toto_max_length={MAX_LENGTH}",
             "-M", f"toto_max_channels={CHANNELS}", "--out", out,
         )  # fmt: skip
@@ -202,15 +182,15 @@ def test_eval_without_and_with_sft_writes_rows_the_board_places(
     assert "Toto Qwen3-VL 32B (no SFT)" in set(paper["model"])
 
 
-def test_missing_or_wrong_checkpoints_are_one_line(data_dir, tmp_path, monkeypatch, capsys):
+def test_missing_or_wrong_checkpoints_are_one_line(data_dir, tmp_path, cli):
     for target, says in (
         (tmp_path / "no-toto", "no Toto checkpoint"),
         (tmp_path, "no readable config.json"),
     ):
-        code, _, err = tsbench(monkeypatch, capsys, "eval", "--model", f"toto/{target}", "--data", data_dir)
+        code, _, err = cli("eval", "--model", f"toto/{target}", "--data", data_dir)
         assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
-    code, _, err = tsbench(
-        monkeypatch, capsys, "sft-baseline", "--model", f"toto/{tmp_path / 'none'}", "--regime", "coarse",
+    code, _, err = cli(
+        "sft-baseline", "--model", f"toto/{tmp_path / 'none'}", "--regime", "coarse",
         "--data", data_dir, "--out", tmp_path / "x",
     )  # fmt: skip
     assert code == 2 and "no Toto checkpoint" in err and "Traceback" not in err

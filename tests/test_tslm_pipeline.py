@@ -8,7 +8,6 @@ Chronos-2, so the whole run takes seconds; tests/test_tslm.py covers the SmolLM2
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -36,33 +35,16 @@ def backbone(tmp_path_factory) -> Path:
     return make_tiny_random_llama(tmp_path_factory.mktemp("tiny") / "llama")
 
 
-def tsbench(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
-    from tsbench.cli import main
-
-    monkeypatch.setattr(sys, "argv", ["tsbench", *map(str, args)])
-    with pytest.raises(SystemExit) as exited:
-        main()
-    captured = capsys.readouterr()
-    return exited.value.code or 0, captured.out, captured.err
-
-
 @pytest.fixture(scope="module")
-def trained(data_dir, backbone, tmp_path_factory) -> Path:
+def trained(data_dir, backbone, tmp_path_factory, run_tsbench) -> Path:
     """sft-baseline --model tslm/chatts --regime coarse on 4 train rows, 1 epoch."""
     out = tmp_path_factory.mktemp("runs") / "chatts-coarse"
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        monkeypatch.setattr(
-            sys,
-            "argv",
-            ["tsbench", "sft-baseline", "--model", "tslm/chatts", "--regime", "coarse", "--data", str(data_dir)]
-            + ["--backbone", str(backbone), "--encoder", "tiny-random", "--device", "cpu", "--train-rows", "4"]
-            + ["--val-rows", "2", "--epochs", "1", "--val-max-new-tokens", "4", "--out", str(out)],
-        )
-        from tsbench.cli import main
-
-        with pytest.raises(SystemExit) as exited:
-            main()
-        assert (exited.value.code or 0) == 0
+    code = run_tsbench(
+        *["sft-baseline", "--model", "tslm/chatts", "--regime", "coarse", "--data", data_dir],
+        *["--backbone", backbone, "--encoder", "tiny-random", "--device", "cpu", "--train-rows", "4"],
+        *["--val-rows", "2", "--epochs", "1", "--val-max-new-tokens", "4", "--out", out],
+    )
+    assert code == 0
     return out
 
 
@@ -76,15 +58,11 @@ def test_sft_baseline_writes_a_run_dir_of_the_papers_lora(trained):
     assert (trained / "encoder" / "config.json").is_file()  # the tiny random encoder travels with the run
 
 
-def test_eval_reads_the_series_natively_and_records_oom_then_the_board_prints_it(
-    trained, data_dir, tmp_path, monkeypatch, capsys
-):
+def test_eval_reads_the_series_natively_and_records_oom_then_the_board_prints_it(trained, data_dir, tmp_path, cli):
     """ChatTS puts L/16 tokens per channel in the stream: with a budget of 500 input tokens the
     longest (multi-channel) rows do not fit (OOM) and the shortest do."""
     out = tmp_path / "results"
-    code, _, err = tsbench(
-        monkeypatch,
-        capsys,
+    code, _, err = cli(
         "eval",
         "--model",
         f"tslm/{trained}",
@@ -135,18 +113,18 @@ def test_eval_reads_the_series_natively_and_records_oom_then_the_board_prints_it
     assert OOM_MARK in main_row
 
 
-def test_bad_tslm_inputs_are_one_line(data_dir, backbone, tmp_path, monkeypatch, capsys):
-    code, _, err = tsbench(monkeypatch, capsys, "sft-baseline", "--model", "tslm/gpt", "--data", data_dir)
+def test_bad_tslm_inputs_are_one_line(data_dir, backbone, tmp_path, cli):
+    code, _, err = cli("sft-baseline", "--model", "tslm/gpt", "--data", data_dir)
     assert code == 2 and "chatts, flamingo, itformer" in err and "Traceback" not in err
-    code, _, err = tsbench(monkeypatch, capsys, "eval", "--model", f"tslm/{tmp_path / 'nowhere'}", "--data", data_dir)
+    code, _, err = cli("eval", "--model", f"tslm/{tmp_path / 'nowhere'}", "--data", data_dir)
     assert code == 2 and "no TSLM run" in err and len(err.strip().splitlines()) == 1
-    code, _, err = tsbench(
-        monkeypatch, capsys, "sft-baseline", "--model", "tslm/itformer", "--regime", "coarse", "--data", data_dir,
+    code, _, err = cli(
+        "sft-baseline", "--model", "tslm/itformer", "--regime", "coarse", "--data", data_dir,
         "--backbone", backbone, "--encoder", str(tmp_path / "no-chronos"), "--out", tmp_path / "x",
     )  # fmt: skip
     assert code == 2 and "no Chronos-2 checkpoint" in err and "Traceback" not in err
-    code, _, err = tsbench(
-        monkeypatch, capsys, "eval", "--model", "local/smollm2-135m", "--harness", "series", "--data", data_dir,
+    code, _, err = cli(
+        "eval", "--model", "local/smollm2-135m", "--harness", "series", "--data", data_dir,
         "--out", tmp_path / "y",
     )  # fmt: skip
     assert code == 2 and "read the series natively" in err
@@ -185,6 +163,6 @@ def test_the_coarse_and_precise_runs_of_one_tslm_fill_one_row_of_the_tslm_block(
     )
 
 
-def test_a_missing_toto_checkpoint_is_one_line(data_dir, tmp_path, monkeypatch, capsys):
-    code, _, err = tsbench(monkeypatch, capsys, "eval", "--model", f"toto/{tmp_path / 'no-toto'}", "--data", data_dir)
+def test_a_missing_toto_checkpoint_is_one_line(data_dir, tmp_path, cli):
+    code, _, err = cli("eval", "--model", f"toto/{tmp_path / 'no-toto'}", "--data", data_dir)
     assert code == 2 and "no Toto checkpoint" in err and len(err.strip().splitlines()) == 1

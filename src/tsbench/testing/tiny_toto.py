@@ -19,9 +19,7 @@ PROJECTOR_HIDDEN = 48
 def make_tiny_qwen3_vl(path: str | Path, *, hidden: int = 32, image_tokens: int = 8, seed: int = 0) -> Path:
     """A random Qwen3VLForConditionalGeneration (~150k parameters: 2 vision blocks with a deepstack
     merger, 2 text layers) and its image-only processor, written to `path`."""
-    import torch
     from transformers import (
-        GenerationConfig,
         Qwen3VLConfig,
         Qwen3VLForConditionalGeneration,
         Qwen3VLProcessor,
@@ -30,7 +28,7 @@ def make_tiny_qwen3_vl(path: str | Path, *, hidden: int = 32, image_tokens: int 
 
     from tsbench.models.local_vlm import image_only
     from tsbench.testing.tiny import word_level_tokenizer
-    from tsbench.testing.tiny_vlm import CHAT_TEMPLATE, VISION_TOKENS, WORDS
+    from tsbench.testing.tiny_vlm import CHAT_TEMPLATE, VISION_TOKENS, WORDS, save_random_vlm, vision_token_ids
 
     tokenizer, vocab = word_level_tokenizer(WORDS, chat_template=CHAT_TEMPLATE, extra_special=VISION_TOKENS)
     merged = 32  # Qwen3-VL: patch 16 x spatial merge 2 pixels per merged image token
@@ -54,19 +52,10 @@ def make_tiny_qwen3_vl(path: str | Path, *, hidden: int = 32, image_tokens: int 
     config = Qwen3VLConfig(
         text_config={**text, "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0},
         vision_config=vision,
-        image_token_id=vocab["<|image_pad|>"],
-        video_token_id=vocab["<|video_pad|>"],
-        vision_start_token_id=vocab["<|vision_start|>"],
-        vision_end_token_id=vocab["<|vision_end|>"],
+        **vision_token_ids(vocab),
         tie_word_embeddings=False,
     )
-    torch.manual_seed(seed)
-    model = Qwen3VLForConditionalGeneration(config)
-    model.generation_config = GenerationConfig(eos_token_id=2, pad_token_id=0, bos_token_id=1)
-    path = Path(path)
-    model.save_pretrained(path)
-    processor.save_pretrained(path)
-    return path
+    return save_random_vlm(Qwen3VLForConditionalGeneration, config, processor, path, seed)
 
 
 def make_tiny_toto_checkpoint(

@@ -35,9 +35,7 @@ def make_tiny_random_vlm(
     path: str | Path, *, words: tuple[str, ...] = WORDS, image_tokens: int = 8, hidden: int = 32, seed: int = 0
 ) -> Path:
     """Write a random Qwen2_5_VLForConditionalGeneration (~100k parameters) and its processor to `path`."""
-    import torch
     from transformers import (
-        GenerationConfig,
         Qwen2_5_VLConfig,
         Qwen2_5_VLForConditionalGeneration,
         Qwen2_5_VLProcessor,
@@ -80,14 +78,29 @@ def make_tiny_random_vlm(
             "fullatt_block_indexes": [1],
             "window_size": 56,
         },
-        image_token_id=vocab["<|image_pad|>"],
-        video_token_id=vocab["<|video_pad|>"],
-        vision_start_token_id=vocab["<|vision_start|>"],
-        vision_end_token_id=vocab["<|vision_end|>"],
+        **vision_token_ids(vocab),
         tie_word_embeddings=False,
     )
+    return save_random_vlm(Qwen2_5_VLForConditionalGeneration, config, processor, path, seed)
+
+
+def vision_token_ids(vocab: dict[str, int]) -> dict[str, int]:
+    """The config's ids of the Qwen-VL vision tokens, from the word-level vocabulary."""
+    return {
+        "image_token_id": vocab["<|image_pad|>"],
+        "video_token_id": vocab["<|video_pad|>"],
+        "vision_start_token_id": vocab["<|vision_start|>"],
+        "vision_end_token_id": vocab["<|vision_end|>"],
+    }
+
+
+def save_random_vlm(model_class, config, processor, path: str | Path, seed: int) -> Path:
+    """A randomly initialised `model_class(config)` (seeded) and `processor`, saved to `path`."""
+    import torch
+    from transformers import GenerationConfig
+
     torch.manual_seed(seed)
-    model = Qwen2_5_VLForConditionalGeneration(config)
+    model = model_class(config)
     model.generation_config = GenerationConfig(eos_token_id=2, pad_token_id=0, bos_token_id=1)
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
