@@ -23,8 +23,9 @@ TREND_FORMS = ("linear", "exponential", "logarithmic", "constant")
 AR1_PHI = 0.7
 TWO_PI = 2 * np.pi
 # TWO_PI as hi + lo, hi its top 26 significant bits and lo the other 27: for an integer k < 2**26
-# both k * hi and k * lo are exact, so angle - k*hi - k*lo is the exact remainder (see _fmod_two_pi).
-_TWO_PI_HI = math.ldexp(math.floor(math.ldexp(math.frexp(TWO_PI)[0], 26)), math.frexp(TWO_PI)[1] - 26)
+# both k * hi and k * lo are exact, so angle - k*hi - k*lo is the exact remainder (see fmod_two_pi).
+_mantissa, _exponent = math.frexp(TWO_PI)
+_TWO_PI_HI = math.ldexp(math.floor(math.ldexp(_mantissa, 26)), _exponent - 26)
 _TWO_PI_LO = TWO_PI - _TWO_PI_HI
 _EXACT_QUOTIENT_BELOW = 2.0**26
 
@@ -150,7 +151,10 @@ def _add_trend(x: np.ndarray, spec: dict, t: np.ndarray, log_t: np.ndarray, scra
 
 
 def build_scene(
-    scene: dict, length: int, buffers: tuple[np.ndarray, ...] | None = None, out: np.ndarray | None = None
+    scene: dict,
+    length: int,
+    buffers: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """float64 values, mean 0 and std 1. `buffers`: three float64 arrays of `length` to work in (the
     result is one of them, or a fresh array); pass them when building many channels. `out`: a float32
