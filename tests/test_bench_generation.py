@@ -1,5 +1,6 @@
 """The generator bench compares like with like: its floor writes as many float32 values, in the same
-shapes, as the generator writes, and its synthesis side builds exactly the generator's values."""
+shapes, as the generator writes (an MCQ copy repeating its source), and its sides report their own
+CPU seconds without leaving the garbage collector off."""
 
 from __future__ import annotations
 
