@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tsbench.core.splits import timeclaw_split, timeclaw_subsample
 from tsbench.tasks.cik import reader
 from tsbench.tasks.cik.answer import forecast_of, read_reply
 from tsbench.tasks.cik.metrics import smape
+from tsbench.tasks.timeclaw_protocol import split_train_test, subsample
 from tsbench.timeclaw.build import admit_timeclaw
 from tsbench.timeclaw.fingerprint import FEATURE_NAMES, fingerprint, padded_lengths
 
@@ -56,14 +56,19 @@ def test_split_and_subsample_are_the_authors():
     golden = load("split.json.xz")
     mismatches = []
     for index, case in enumerate(golden["split_train_test"]):
-        args = (case["groups"], case["train_ratio"], case["seed"], case["min_train_per_group"])
+        positions = list(range(len(case["groups"])))
+        group = case["groups"].__getitem__
         if "raises" in case:
             with pytest.raises(ValueError):
-                timeclaw_split(*args)
-        elif list(timeclaw_split(*args)) != [case["train"], case["test"]]:
+                split_train_test(positions, group, case["train_ratio"], case["seed"])
+        elif list(split_train_test(positions, group, case["train_ratio"], case["seed"])) != [
+            case["train"],
+            case["test"],
+        ]:
             mismatches.append(("split", index))
     for index, case in enumerate(golden["subsample_groups"]):
-        if timeclaw_subsample(case["groups"], case["ratio"], case["seed"], case["min_per_group"]) != case["kept"]:
+        positions = list(range(len(case["groups"])))
+        if subsample(positions, case["groups"].__getitem__, case["ratio"], case["seed"]) != case["kept"]:
             mismatches.append(("subsample", index))
     assert len(golden["split_train_test"]) == 402 and len(golden["subsample_groups"]) == 200
     assert not mismatches, mismatches[:5]

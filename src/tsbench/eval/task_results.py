@@ -66,6 +66,8 @@ def _task(group: pd.DataFrame, column: Column | None) -> dict[str, Any]:
         attributes = scored["attributes"] if "attributes" in scored else [None] * len(scored)
         values, weights = column.aggregate.inputs(scored["metrics"], attributes, column.mean_metric)
         out.update({column.mean_metric: column.aggregate.value(values, weights), f"{column.mean_metric}_stderr": None})
+        counted = [v for v in column.aggregate.filled(values) if v is not None]
+        out[f"{column.mean_metric}_n"] = len(counted)  # rows it counts (an unusable answer counts at the cap)
         out.update(primary=column.mean_metric, protocol=column.aggregate.protocol)
         out["lower_is_better"] = column.aggregate.lower_is_better
     elif column.mean_metric:

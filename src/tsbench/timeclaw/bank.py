@@ -1,7 +1,8 @@
 """The episodic memory bank (paper §3.4, Appendix C): records in parquet, two-stage retrieval.
 
 A record m = (task, psi, phi, trajectory, rationale): the task's id, family (category), regime and
-shape; its 20-feature fingerprint psi; its context embedding phi (absent when built with no
+shape; its 20-feature fingerprint psi (the variant it was computed with is in `fingerprint`, and a
+query's psi is computed the same way); its context embedding phi (absent when built with no
 encoder); the trajectory (tool calls or code cells with their observations, never the final
 answer); a short rationale; and `summary`, the text injected as a precedent.
 

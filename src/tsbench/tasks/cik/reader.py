@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 
 from tsbench.core.errors import UserError
-from tsbench.core.splits import timeclaw_split
 from tsbench.tasks.cik.metrics import Constraints
+from tsbench.tasks.timeclaw_protocol import split_train_test
 
 SOURCE_HINT = (
     "the Context-is-Key instances: the Hugging Face dataset ServiceNow/context-is-key (data/test-*.parquet) "
@@ -239,9 +239,8 @@ def read_instances(path: Path) -> list[Instance]:
     return [parse_instance(r) for r in read_records(path)]
 
 
-def split_instances(instances: list[Instance], ratio: float = 0.5, seed: int = 2026, min_train: int = 1):
+def split_instances(instances: list[Instance], ratio: float = 0.5, seed: int = 2026):
     """The paper's split (Table 11) as TimeClaw's `split_train_test` draws it: per task name, in file
-    order, ceil(ratio * n) instances to train (at least `min_train`), the rest to test (5 -> 3 + 2;
-    CiK's 355 instances -> 213 train, 142 test)."""
-    train, test = timeclaw_split([i.name for i in instances], ratio, seed, min_train)
-    return [instances[p] for p in train], [instances[p] for p in test]
+    order, ceil(ratio * n) instances to train (at least one), the rest to test (5 -> 3 + 2; CiK's
+    355 instances -> 213 train, 142 test)."""
+    return split_train_test(instances, lambda instance: instance.name, ratio, seed)
