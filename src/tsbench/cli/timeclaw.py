@@ -71,10 +71,12 @@ def memory_build(
 
 
 def ablation(
-    runs: list[Path] = typer.Argument(..., help="Run dirs: tools only, + memory (k), + evolution, full."),
+    runs: list[Path] = typer.Argument(
+        ..., help="Run dirs: w/o tools, tools only, + memory (k), + evolution, full (any of them)."
+    ),
 ) -> None:
-    """TimeClaw's ablation board (paper Fig. 5 / Table 1): each run placed by its settings, per benchmark,
-    with RCRPS / sMAPE (CiK), RCRPS by context type, score and tokens per row."""
+    """TimeClaw's ablation board (paper Fig. 5 / Table 1): each run placed by its settings and named as the
+    paper does, per benchmark, with CiK's aggregate RCRPS, sMAPE (%), RCRPS by context type, score and tokens."""
     from tsbench.leaderboard.ablation import ablation_board, render_board
 
     console.print(render_board(ablation_board(_runs(runs, None))))

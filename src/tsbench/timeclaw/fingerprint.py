@@ -110,15 +110,19 @@ def cusum_sign_changes(x: np.ndarray) -> int:
     return int(np.count_nonzero(signs[1:] != signs[:-1]))
 
 
+def _moments(x: np.ndarray) -> tuple[dict[str, float], float, float] | None:
+    """(every per-channel feature and sigma at 0, mean, sample std), or None below 3 values."""
+    if len(x) < 3:
+        return None
+    return dict.fromkeys((*_PER_CHANNEL, "sigma"), 0.0), float(x.mean()), float(x.std(ddof=1))
+
+
 def channel_features(x: np.ndarray) -> dict[str, float]:
     """The per-channel features of one channel's finite values (sigma_i included), degenerate rules applied."""
     n = len(x)
-    out = dict.fromkeys(_PER_CHANNEL, 0.0)
-    out["sigma"] = 0.0
-    if n < 3:
-        return out
-    mu = float(np.mean(x))
-    sigma = float(np.std(x, ddof=1))
+    if (start := _moments(x)) is None:
+        return dict.fromkeys((*_PER_CHANNEL, "sigma"), 0.0)
+    out, mu, sigma = start
     if _is_constant(x, sigma):
         return out
     out["sigma"] = sigma
@@ -221,12 +225,9 @@ def _tc_acf(c: np.ndarray, lag: int, denominator: float) -> float:
 def tc_channel_features(x: np.ndarray) -> dict[str, float]:
     """The per-channel features of one channel's finite values as the authors' code computes them."""
     n = len(x)
-    out = dict.fromkeys(_PER_CHANNEL, 0.0)
-    out["sigma"] = 0.0
-    if n < 3:
-        return out
-    mu = float(x.mean())
-    sigma = float(x.std(ddof=1))
+    if (start := _moments(x)) is None:
+        return dict.fromkeys((*_PER_CHANNEL, "sigma"), 0.0)
+    out, mu, sigma = start
     if sigma < EPS:
         return out
     out["sigma"] = sigma
