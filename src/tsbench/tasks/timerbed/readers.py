@@ -24,7 +24,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import math
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +33,7 @@ import numpy as np
 from tsbench.core.errors import UserError
 from tsbench.tasks.recordings.sources import require
 from tsbench.tasks.timerbed.labels import TASKS, task_of
+from tsbench.tasks.user_files import UserFolder, user_folder
 
 FAMILY = "timerbed"
 WINDOW = 1500  # ECG and EMG window length (TimeMaster Table 4)
@@ -42,6 +42,7 @@ SPLIT_SUFFIX = {"train": "_TRAIN", "test": "_TEST"}
 ARCHIVE_FORMATS = (".ts", ".arff", ".tsv")  # preferred first when a dataset comes in several
 EMG_RECORDS = ("emg_healthy", "emg_myopathy", "emg_neuropathy")
 HAR_AXES = ("body_acc_x", "body_acc_y", "body_acc_z")
+TEXT_BYTES = 2**31  # one archive or HAR text file (UEA RightWhaleCalls' _TRAIN.ts is a few hundred MB)
 
 PUBLISHED = {
     "rcw": "UEA archive RightWhaleCalls (timeseriesclassification.com): RightWhaleCalls_TRAIN.ts and _TEST.ts",
@@ -81,13 +82,7 @@ class Release:
     kind: str  # archive | cinc2017 | emgdb | uci-har
     files: dict[str, list[Path]] = field(default_factory=dict)  # split -> files read
     root: Path | None = None
-
-    def source_files(self) -> list[Path]:
-        """Every file a read may open, for the manifest's sha256s (WFDB records: header and signal)."""
-        listed = [f for files in self.files.values() for f in files]
-        if self.kind in ("cinc2017", "emgdb") and self.root is not None:
-            listed += [p for p in sorted(self.root.iterdir()) if p.suffix in (".hea", ".mat", ".dat")]
-        return sorted(set(listed))
+    folder: UserFolder | None = None  # --path: every file is read through its checks (and recorded)
 
     def read(self, split: str) -> Iterator[Series]:
         reader = {"archive": _read_archive, "cinc2017": _read_cinc, "emgdb": _read_emg, "uci-har": _read_har}
@@ -132,22 +127,21 @@ def windows(signal: np.ndarray, length: int = WINDOW) -> list[np.ndarray]:
 
 
 # -- finding the releases ------------------------------------------------------------------------------
-def find_releases(path: Path) -> list[Release]:
+def find_releases(path: Path | UserFolder) -> list[Release]:
     """Every release under `path` (a folder, or one archive file), in task order."""
-    files = [path] if path.is_file() else _walk(path)
+    folder = user_folder(path, FAMILY)
+    path = folder.given
+    files = folder.walk()
     found = _find_archives(files)
     if path.is_dir():
         for finder in (_find_cinc, _find_emg, _find_har):
             release = finder(path, files)
             if release is not None and release.category not in {r.category for r in found}:
                 found.append(release)
+    for release in found:
+        release.folder = folder
     order = {code: i for i, code in enumerate(TASKS)}
     return sorted(found, key=lambda r: (order.get(r.category, len(order)), r.category))
-
-
-def _walk(path: Path) -> list[Path]:
-    """Every file below `path`, sorted; unreadable folders and files that vanish meanwhile are skipped."""
-    return sorted(Path(folder) / name for folder, _, names in os.walk(path) for name in names)
 
 
 def _find_archives(files: list[Path]) -> list[Release]:
@@ -219,6 +213,7 @@ def _read_archive(release: Release, split: str) -> Iterator[Series]:
     loaders = require("aeon.datasets", FAMILY)
     for file in release.files.get(split, []):
         suffix = file.suffix.lower()
+        file = Path(release.folder.sized_path(file, TEXT_BYTES))
         try:
             if suffix == ".ts":
                 X, y = loaders.load_from_ts_file(str(file))
@@ -238,7 +233,7 @@ def _read_cinc(release: Release, split: str) -> Iterator[Series]:
     wfdb = require("wfdb", FAMILY)
     reference = release.files["all"][0]
     try:
-        with open(reference, newline="") as handle:
+        with release.folder.open_text(reference, newline="") as handle:
             labels = {row[0].strip(): row[1].strip() for row in csv.reader(handle) if len(row) >= 2}
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise odd_file(reference, "the CinC 2017 REFERENCE.csv (record,label lines)", exc) from None
@@ -248,14 +243,18 @@ def _read_cinc(release: Release, split: str) -> Iterator[Series]:
     for record in sorted(labels):
         if split != "all" and assigned[record] != split:
             continue
-        signal = _wfdb_signal(wfdb, release.root / record, "a CinC 2017 WFDB record")
+        place = release.folder.named(release.root, record)  # a name from REFERENCE.csv: never out of --path
+        signal = _wfdb_signal(wfdb, release.folder, place, "a CinC 2017 WFDB record")
         for k, window in enumerate(windows(signal)):
             yield Series(window[None, :], labels[record], {"record": record, "window": k, "start": k * WINDOW})
 
 
 def _read_emg(release: Release, split: str) -> Iterator[Series]:
     wfdb = require("wfdb", FAMILY)
-    cut = {record: windows(_wfdb_signal(wfdb, release.root / record, "an emgdb WFDB record")) for record in EMG_RECORDS}
+    cut = {
+        record: windows(_wfdb_signal(wfdb, release.folder, release.root / record, "an emgdb WFDB record"))
+        for record in EMG_RECORDS
+    }
     units = {f"{record}/{k}": record for record, parts in cut.items() for k in range(len(parts))}
     assigned = fixed_split(units)
     for record, parts in cut.items():
@@ -269,8 +268,9 @@ def _read_har(release: Release, split: str) -> Iterator[Series]:
     if not files:
         return
     try:
-        labels = np.loadtxt(files[0], dtype=np.int64, ndmin=1)
-        axes = [np.loadtxt(f, dtype=np.float64, ndmin=2) for f in files[1:]]
+        text = [release.folder.sized_path(f, TEXT_BYTES) for f in files]
+        labels = np.loadtxt(text[0], dtype=np.int64, ndmin=1)
+        axes = [np.loadtxt(f, dtype=np.float64, ndmin=2) for f in text[1:]]
     except ValueError as exc:
         raise odd_file(files[0].parent, "UCI HAR text files (whitespace-separated numbers)", exc) from None
     if any(a.shape != axes[0].shape for a in axes) or axes[0].shape[0] != len(labels):
@@ -288,7 +288,11 @@ def _code(value) -> str:
     return str(value).strip()
 
 
-def _wfdb_signal(wfdb, record: Path, what: str) -> np.ndarray:
+def _wfdb_signal(wfdb, folder: UserFolder, record: Path, what: str) -> np.ndarray:
+    """The record's first channel, read whole once its header and every file it names are checked."""
+    if not folder.is_file(record.parent / f"{record.name}.hea"):
+        raise odd_file(record, what)
+    folder.wfdb_header(wfdb, record)
     try:
         signal = wfdb.rdrecord(str(record)).p_signal
     except Exception as exc:  # wfdb raises FileNotFoundError, ValueError and others

@@ -13,7 +13,6 @@ case-insensitively, else a JSON "answer" or an `Answer:` line.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,11 +26,12 @@ from tsbench.core.text import strip_reasoning
 from tsbench.tasks.base import Column, Sample, SampleRef, Scored
 from tsbench.tasks.recordings.family import RecordingFamily, write_split
 from tsbench.tasks.recordings.rows import Row
-from tsbench.tasks.recordings.sources import file_hashes, refuse_unknown, stable_id
+from tsbench.tasks.recordings.sources import refuse_unknown, stable_id
 from tsbench.tasks.timerbed.labels import TASKS, canonical_class, class_name
 from tsbench.tasks.timerbed.plots import render_png, save_plot
 from tsbench.tasks.timerbed.prompts import question_text
 from tsbench.tasks.timerbed.readers import Release, Series, find_releases, where_published
+from tsbench.tasks.user_files import UserFolder
 
 REGIME = "coarse"
 SPLITS = ("test", "train")
@@ -56,13 +56,10 @@ def chosen_class(message: Any, options: list[str] | None = None) -> str:
     return raw
 
 
-def _renames(folder: Path, root: Path, dataset: str) -> dict[str, str]:
+def _renames(files: UserFolder, folder: Path, root: Path, dataset: str) -> dict[str, str]:
     for place in (folder / "labels.json", root / "labels.json"):
-        if place.is_file():
-            try:
-                data = json.loads(place.read_text())
-            except json.JSONDecodeError:
-                raise UserError(f"{place} is not valid JSON") from None
+        if files.is_file(place):
+            data = files.read_json(place)
             mapping = data.get(dataset, data) if isinstance(data, dict) else {}
             if isinstance(mapping, dict) and all(isinstance(v, str) for v in mapping.values()):
                 return {str(k): v for k, v in mapping.items()}
@@ -138,7 +135,8 @@ class TimerBed(RecordingFamily):
             raise UserError(f"{given}; --family {self.name} reads {where_published()}")
         seed = int(options.get("seed", 42))
         wanted = {c.lower() for c in options.get("categories") or []}
-        releases = [r for r in find_releases(path) if not wanted or r.category in wanted]
+        folder = UserFolder(path, self.name)
+        releases = [r for r in find_releases(folder) if not wanted or r.category in wanted]
         if not releases:
             what = "TimerBed release files" + (f" of {sorted(wanted)}" if wanted else "")
             raise UserError(f"no {what} under {path}; --family {self.name} reads {where_published()}")
@@ -154,10 +152,9 @@ class TimerBed(RecordingFamily):
                 "releases": {r.category: f"{r.dataset} ({r.kind})" for r in chosen},
                 "path": str(path),
             }
-            sources = file_hashes([f for r in chosen for f in r.source_files()], path)
-            rows = self._rows(chosen, path, name, seed, None if limit is None else int(limit))
+            rows = self._rows(chosen, folder.root, name, seed, None if limit is None else int(limit))
             manifest, written = write_split(
-                self.name, self.dataset, rows, out, seed=seed, split=name, config=config, sources=sources,
+                self.name, self.dataset, rows, out, seed=seed, split=name, config=config, sources=folder.hashes,
                 progress=progress,
             )  # fmt: skip
             lines += written
@@ -172,7 +169,7 @@ class TimerBed(RecordingFamily):
                 continue
             spec = TASKS.get(release.category)
             folder = release.files[next(iter(release.files))][0].parent
-            renames = _renames(folder, base, release.dataset)
+            renames = _renames(release.folder, folder, base, release.dataset)
             classes = self._classes(release, series, renames)
             picked = np.arange(len(series))
             if limit is not None and limit < len(series):

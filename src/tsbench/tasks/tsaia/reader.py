@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from tsbench.core.errors import UserError
+from tsbench.tasks.user_files import UserFolder, user_folder
 
 SOURCE_HINT = "TSAIA's multiple_choice.csv and analysis_questions.csv from the Hugging Face dataset Melady/TSAIA"
 ARRAY = re.compile(r"\[([-+0-9eE.,\s]+)\]")
@@ -70,22 +71,21 @@ def inline_arrays(text: str, minimum: int = 3) -> list[list[float]]:
     return arrays
 
 
-def _sidecar(root: Path, name: Any) -> Any:
-    """A JSON or .npy file named by a cell (never a pickle); None when there is none."""
-    if not isinstance(name, str) or not name.strip():
+def _sidecar(folder: UserFolder, name: Any) -> Any:
+    """A JSON or .npy file named by a cell (never a pickle); None when there is none. The name must
+    be a plain path under --path: one that climbs out is refused, as is a symlink that leads out."""
+    if not isinstance(name, str) or not name.strip().endswith((".json", ".npy")):
         return None
-    path = (root / name.strip()).resolve()
-    if not path.is_file() or not path.is_relative_to(root.resolve()):
+    path = folder.named(folder.root, name)
+    if not folder.is_file(path):
         return None
     if path.suffix == ".json":
-        return json.loads(path.read_text())
-    if path.suffix == ".npy":
-        return np.load(path, allow_pickle=False)
-    return None
+        return folder.read_json(path)
+    return folder.npy(path)
 
 
-def _channels(root: Path, row: dict[str, str], text: str) -> tuple[list[str], np.ndarray] | None:
-    side = _sidecar(root, row.get("executor_variables"))
+def _channels(folder: UserFolder, row: dict[str, str], text: str) -> tuple[list[str], np.ndarray] | None:
+    side = _sidecar(folder, row.get("executor_variables"))
     if isinstance(side, dict):
         pairs = [(str(k), np.asarray(v, dtype=np.float64).ravel()) for k, v in side.items()]
         pairs = [(k, v) for k, v in pairs if v.size]
@@ -118,12 +118,13 @@ def letter_of(answer: Any) -> str | None:
     return text[0] if text and text[0] in LETTERS else None
 
 
-def read_items(path: Path) -> tuple[list[Item], int]:
+def read_items(path: Path | UserFolder) -> tuple[list[Item], int]:
     """(items, skipped) of the TSAIA CSVs at `path` (a folder, or one of the CSV files)."""
-    root = path if path.is_dir() else path.parent
-    files = [f for f in (root / "multiple_choice.csv", root / "analysis_questions.csv") if f.is_file()]
-    if path.is_file():
-        files = [path]
+    folder = user_folder(path, "tsaia")
+    root = folder.root
+    files = [f for f in (root / "multiple_choice.csv", root / "analysis_questions.csv") if folder.is_file(f)]
+    if not folder.given.is_dir():
+        files = [folder.given]
     if not files:
         raise UserError(
             f"no multiple_choice.csv or analysis_questions.csv under {path}; --family tsaia reads {SOURCE_HINT}"
@@ -131,9 +132,9 @@ def read_items(path: Path) -> tuple[list[Item], int]:
     items, skipped = [], 0
     for file in files:
         kind = "mc" if "multiple" in file.name else "analysis"
-        with file.open(encoding="utf-8", newline="") as handle:
+        with folder.open_text(file, newline="") as handle:
             for number, row in enumerate(csv.DictReader(handle)):
-                item = _item(root, kind, number, row)
+                item = _item(folder, kind, number, row)
                 if item is None:
                     skipped += 1
                 else:
@@ -141,9 +142,9 @@ def read_items(path: Path) -> tuple[list[Item], int]:
     return items, skipped
 
 
-def _item(root: Path, kind: str, number: int, row: dict[str, str]) -> Item | None:
+def _item(folder: UserFolder, kind: str, number: int, row: dict[str, str]) -> Item | None:
     text = row.get("data_info" if kind == "mc" else "data_str") or ""
-    found = _channels(root, row, text)
+    found = _channels(folder, row, text)
     if found is None:
         return None
     names, values = found
@@ -162,7 +163,7 @@ def _item(root: Path, kind: str, number: int, row: dict[str, str]) -> Item | Non
         if not options or letter is None:
             return None
         return Item(**common, options=options, answer=letter)
-    truth = _sidecar(root, row.get("ground_truth_data"))
+    truth = _sidecar(folder, row.get("ground_truth_data"))
     truth = parse_value(row.get("ground_truth_data")) if truth is None else truth
     if isinstance(truth, np.ndarray):
         truth = truth.tolist()

@@ -19,9 +19,10 @@ from tsbench.core.errors import UserError
 from tsbench.tasks.base import Column, Scored
 from tsbench.tasks.recordings.family import RecordingFamily, write_train_test
 from tsbench.tasks.recordings.rows import Row
-from tsbench.tasks.recordings.sources import file_hashes, refuse_unknown
+from tsbench.tasks.recordings.sources import refuse_unknown
 from tsbench.tasks.tsaia import reader
 from tsbench.tasks.tsaia.checkers import check_analysis, check_choice
+from tsbench.tasks.user_files import UserFolder
 
 OPTIONS = ("path", "seed", "split")
 MC_TYPES = ("VaR-confidence_level", "SharpeRatio", "MarketAB-alpha", "MarketAB-beta")  # Table 9
@@ -101,12 +102,12 @@ class TSAIA(RecordingFamily):
         if not raw or not Path(raw).expanduser().exists():
             raise UserError(f"--family tsaia needs --path DIR (an existing folder): {reader.SOURCE_HINT}")
         path = Path(raw).expanduser()
-        items, skipped = reader.read_items(path)
+        folder = UserFolder(path, self.name)
+        items, skipped = reader.read_items(folder)
         if not items:
             raise UserError(f"no TSAIA item with a readable series under {path} ({skipped} skipped)")
         seed = int(options.get("seed", 42))
         train, test = split_items(items)
-        csvs = list((path if path.is_dir() else path.parent).glob("*.csv"))
         return write_train_test(
             self.name,
             self.dataset,
@@ -116,6 +117,6 @@ class TSAIA(RecordingFamily):
             seed=seed,
             wanted=options.get("split"),
             config={"path": str(path), "train_ratio": 0.5, "split_seed": 2026, "skipped_items": skipped},
-            sources=file_hashes(csvs, path),
+            sources=folder.hashes(),  # the CSVs and every sidecar file an item named
             progress=progress,
         )

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from tsbench.core.errors import UserError
+from tsbench.tasks.user_files import UserFolder, user_folder
 
 SOURCE_HINT = (
     "TSRBench's jsonl files ({perception,prediction,decision,reasoning}/*.jsonl) from the Hugging Face "
@@ -150,13 +151,16 @@ def parse_item(record: dict[str, Any], file_stem: str, number: int) -> Item | No
     )
 
 
-def read_items(path: Path) -> list[Item]:
-    files = [path] if path.is_file() else sorted(path.rglob("*.jsonl"))
+def read_items(path: Path | UserFolder) -> list[Item]:
+    """Every item of the .jsonl files at --path, each file read through the folder's checks and
+    budget, one line in memory at a time."""
+    folder = user_folder(path, "tsrbench")
+    files = folder.walk(lambda p: p.suffix == ".jsonl")
     if not files:
-        raise UserError(f"no .jsonl files under {path}; --family tsrbench reads {SOURCE_HINT}")
+        raise UserError(f"no .jsonl files under {folder.given}; --family tsrbench reads {SOURCE_HINT}")
     items: list[Item] = []
     for file in files:
-        frame = pd.read_json(file, lines=True)
+        frame = pd.DataFrame.from_records(list(folder.json_lines(file)))
         for number, record in enumerate(frame.to_dict("records")):
             item = parse_item(record, file.stem, number)
             if item is not None:

@@ -22,8 +22,9 @@ from tsbench.core.errors import UserError
 from tsbench.tasks.base import Column, Scored
 from tsbench.tasks.recordings.family import RecordingFamily, write_train_test
 from tsbench.tasks.recordings.rows import Row
-from tsbench.tasks.recordings.sources import file_hashes, refuse_unknown
+from tsbench.tasks.recordings.sources import refuse_unknown
 from tsbench.tasks.tsrbench import reader
+from tsbench.tasks.user_files import UserFolder
 
 OPTIONS = ("path", "seed", "split")
 
@@ -112,7 +113,8 @@ class TSRBench(RecordingFamily):
         if not raw or not Path(raw).expanduser().exists():
             raise UserError(f"--family tsrbench needs --path DIR (an existing folder): {reader.SOURCE_HINT}")
         path = Path(raw).expanduser()
-        items = reader.read_items(path)
+        folder = UserFolder(path, self.name)
+        items = reader.read_items(folder)
         if not items:
             raise UserError(f"no TSRBench item of a known subtask under {path}")
         seed = int(options.get("seed", 42))
@@ -126,6 +128,6 @@ class TSRBench(RecordingFamily):
             seed=seed,
             wanted=options.get("split"),
             config={"path": str(path), "test_fraction": 0.2, "stratified_by": "subtask"},
-            sources=file_hashes([path] if path.is_file() else sorted(path.rglob("*.jsonl")), path),
+            sources=folder.hashes(),
             progress=progress,
         )

@@ -1,0 +1,157 @@
+"""Input budgets: how much one file under --path may make the host hold, judged before a value is built.
+
+A small file can stand for gigabytes: one parquet dictionary value repeated by every row, run-length
+pages of millions of equal numbers, an .npy header that declares any shape, a WFDB header any
+length. Each check reads only what the file declares (the parquet footer, the npy header, the WFDB
+header) or, for parquet text columns, the dictionaries and their indices, and refuses past the
+budget (a UserError: one line, exit 2), so the values are never materialised.
+
+What a check cannot see: a parquet footer that understates the sizes its own page headers declare
+(pyarrow exposes no page headers); the file-size budget bounds what such a file can hold.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from tsbench.core.errors import UserError
+
+MiB = 2**20
+SCALE_ENV = "TSBENCH_INPUT_BUDGET_SCALE"
+# Bytes a decoded parquet value takes per physical type (BYTE_ARRAY: its offset; the text is counted apart).
+PHYSICAL_WIDTH = {"BOOLEAN": 1, "INT32": 4, "INT64": 8, "INT96": 12, "FLOAT": 4, "DOUBLE": 8, "BYTE_ARRAY": 4}
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Per file. The defaults hold every published release tsbench reads with room to spare, and keep
+    a refused file's check far under 1 GiB of host memory."""
+
+    file_bytes: int = 256 * MiB  # bytes on disk of one file read whole (JSON, CSV, text, .npy)
+    rows: int = 2_000_000  # rows of one parquet file
+    decoded_bytes: int = 256 * MiB  # what one parquet file decodes to, dictionaries expanded
+    samples: int = 16 * 2**20  # values of one WFDB read (channels x samples), as its header declares
+
+    def scaled(self) -> Budget:
+        """The budget times TSBENCH_INPUT_BUDGET_SCALE (a positive number; 1 when unset)."""
+        raw = os.environ.get(SCALE_ENV)
+        if not raw:
+            return self
+        try:
+            factor = float(raw)
+        except ValueError:
+            factor = 0.0
+        if not factor > 0:
+            raise UserError(f"{SCALE_ENV}={raw!r} must be a positive number")
+        return Budget(**{f.name: int(getattr(self, f.name) * factor) for f in dataclasses.fields(self)})
+
+
+def _amount(value: int, unit: str) -> str:
+    return f"{value / MiB:,.1f} MiB" if unit == "bytes" else f"{value:,} {unit}"
+
+
+def refuse_over(label: str, what: str, value: int, limit: int, unit: str = "bytes") -> None:
+    """One line when `value` is past `limit`: the file, what was measured, both amounts, the way out."""
+    if value > limit:
+        raise UserError(
+            f"{label}: {what} is {_amount(value, unit)}, over the input budget of {_amount(limit, unit)} "
+            f"(nothing was read into memory; set {SCALE_ENV}=2 to allow twice as much)"
+        )
+
+
+# -- parquet -----------------------------------------------------------------------------------------
+def declared_sizes(metadata: pq.FileMetaData) -> tuple[int, int]:
+    """(decompressed bytes, decoded fixed-width bytes) the footer declares over every column chunk. The
+    second catches run-length pages: millions of equal numbers in a few bytes on disk."""
+    decompressed = fixed = 0
+    for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
+        for index in range(row_group.num_columns):
+            chunk = row_group.column(index)
+            decompressed += max(int(chunk.total_uncompressed_size), 0)
+            column = metadata.schema.column(index)
+            width = PHYSICAL_WIDTH.get(chunk.physical_type) or max(int(column.length or 0), 1)
+            fixed += max(int(chunk.num_values), 0) * width
+    return decompressed, fixed
+
+
+def _expanded(array: pa.Array) -> int:
+    """Bytes `array` takes once every dictionary is expanded to one value per row."""
+    kind = array.type
+    if pa.types.is_dictionary(kind):
+        if not len(array.dictionary):
+            return 4 * len(array)
+        lengths = pc.take(pc.binary_length(array.dictionary), array.indices)  # a null index: a null length
+        return int(pc.sum(lengths).as_py() or 0) + 4 * len(array)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        return _expanded(array.flatten()) + 8 * len(array)
+    if pa.types.is_struct(kind):
+        return sum(_expanded(array.field(i)) for i in range(kind.num_fields))
+    return int(array.nbytes)
+
+
+def expanded_bytes(table: pa.Table) -> int:
+    """The bytes `table` (read with its text columns as dictionaries) decodes to."""
+    return sum(_expanded(chunk) for column in table.columns for chunk in column.chunks)
+
+
+def checked_parquet(path: str | Path, label: str, budget: Budget) -> pa.Table:
+    """The parquet file at `path` as a table, once its footer and its expanded dictionaries fit `budget`:
+    rows, declared decompressed and decoded sizes first (the footer alone), then the text columns
+    read as dictionaries (a dictionary value is held once however many rows repeat it) and measured
+    as they would expand, and only then the values."""
+    try:
+        parquet = pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise UserError(f"{label} is not a readable parquet file ({type(exc).__name__}: {str(exc)[:120]})") from None
+    metadata = parquet.metadata
+    refuse_over(label, "the row count its footer declares", metadata.num_rows, budget.rows, "rows")
+    decompressed, fixed = declared_sizes(metadata)
+    refuse_over(label, "the decompressed size its footer declares", decompressed, budget.decoded_bytes)
+    refuse_over(label, "the decoded size of its values (from the footer's value counts)", fixed, budget.decoded_bytes)
+    text = [
+        metadata.schema.column(i).path
+        for i in range(metadata.num_columns)
+        if metadata.schema.column(i).physical_type == "BYTE_ARRAY"
+    ]
+    try:
+        if text:
+            compact = pq.ParquetFile(path, read_dictionary=text).read()
+            refuse_over(label, "its text once dictionaries are expanded", expanded_bytes(compact), budget.decoded_bytes)
+            del compact
+        return pq.read_table(path, use_pandas_metadata=True)
+    except (pa.ArrowException, OSError) as exc:
+        raise UserError(f"{label} is not a readable parquet file ({type(exc).__name__}: {str(exc)[:120]})") from None
+
+
+# -- .npy and WFDB headers ---------------------------------------------------------------------------
+def checked_npy(path: str | Path, label: str, budget: Budget) -> np.ndarray:
+    """The array of an .npy file, once its header fits: never a pickle (object arrays are refused),
+    never a declared shape past the budget or past the bytes the file holds (the header is read
+    through a memory map, which checks both shape and length before a value is read)."""
+    try:
+        mapped = np.load(path, mmap_mode="r", allow_pickle=False)
+    except ValueError as exc:
+        why = "an array of Python objects (a pickle), never loaded" if "allow_pickle" in str(exc) else str(exc)[:120]
+        raise UserError(f"{label} is not a readable .npy file of numbers ({why})") from None
+    except OSError as exc:
+        raise UserError(f"{label} is not a readable .npy file ({type(exc).__name__}: {str(exc)[:120]})") from None
+    if not isinstance(mapped, np.ndarray):  # an .npz archive
+        raise UserError(f"{label} is not an .npy file of one array")
+    refuse_over(label, "the array its header declares", int(mapped.nbytes), budget.file_bytes)
+    return np.array(mapped)
+
+
+def wfdb_samples(label: str, n_signals: int, length: int, budget: Budget) -> None:
+    """A whole-record read holds channels x length values: refuse a header that declares too many."""
+    refuse_over(
+        label, "the record its header declares (channels x samples)", n_signals * length, budget.samples, "values"
+    )
