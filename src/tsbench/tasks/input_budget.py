@@ -103,16 +103,19 @@ def expanded_bytes(table: pa.Table) -> int:
     return sum(_expanded(chunk) for column in table.columns for chunk in column.chunks)
 
 
-def checked_parquet(path: str | Path, label: str, budget: Budget) -> pa.Table:
-    """The parquet file at `path` as a table, once its footer and its expanded dictionaries fit `budget`:
-    rows, declared decompressed and decoded sizes first (the footer alone), then the text columns
-    read as dictionaries (a dictionary value is held once however many rows repeat it) and measured
-    as they would expand, and only then the values."""
+def _unreadable(label: str, exc: Exception) -> UserError:
+    return UserError(f"{label} is not a readable parquet file ({type(exc).__name__}: {str(exc)[:120]})")
+
+
+def check_parquet(path: str | Path, label: str, budget: Budget) -> None:
+    """Refuse the parquet file at `path` unless it fits `budget`: rows, declared decompressed and
+    decoded sizes first (the footer alone), then its text columns read as dictionaries (a dictionary
+    value is held once however many rows repeat it) and measured as they would expand. The values
+    themselves are never built here."""
     try:
-        parquet = pq.ParquetFile(path)
+        metadata = pq.ParquetFile(path).metadata
     except (pa.ArrowException, OSError) as exc:
-        raise UserError(f"{label} is not a readable parquet file ({type(exc).__name__}: {str(exc)[:120]})") from None
-    metadata = parquet.metadata
+        raise _unreadable(label, exc) from None
     refuse_over(label, "the row count its footer declares", metadata.num_rows, budget.rows, "rows")
     decompressed, fixed = declared_sizes(metadata)
     refuse_over(label, "the decompressed size its footer declares", decompressed, budget.decoded_bytes)
@@ -122,14 +125,22 @@ def checked_parquet(path: str | Path, label: str, budget: Budget) -> pa.Table:
         for i in range(metadata.num_columns)
         if metadata.schema.column(i).physical_type == "BYTE_ARRAY"
     ]
+    if not text:
+        return
     try:
-        if text:
-            compact = pq.ParquetFile(path, read_dictionary=text).read()
-            refuse_over(label, "its text once dictionaries are expanded", expanded_bytes(compact), budget.decoded_bytes)
-            del compact
+        compact = pq.ParquetFile(path, read_dictionary=text).read()
+    except (pa.ArrowException, OSError) as exc:
+        raise _unreadable(label, exc) from None
+    refuse_over(label, "its text once dictionaries are expanded", expanded_bytes(compact), budget.decoded_bytes)
+
+
+def read_parquet(path: str | Path, label: str) -> pa.Table:
+    """The parquet file at `path` as a table (pandas metadata kept, as pandas.read_parquet reads it):
+    only once `check_parquet` has let it through."""
+    try:
         return pq.read_table(path, use_pandas_metadata=True)
     except (pa.ArrowException, OSError) as exc:
-        raise UserError(f"{label} is not a readable parquet file ({type(exc).__name__}: {str(exc)[:120]})") from None
+        raise _unreadable(label, exc) from None
 
 
 # -- .npy and WFDB headers ---------------------------------------------------------------------------

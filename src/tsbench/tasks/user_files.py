@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from tsbench.core.errors import UserError
 from tsbench.core.provenance import sha256_file
-from tsbench.tasks.input_budget import Budget, checked_npy, checked_parquet, refuse_over, wfdb_samples
+from tsbench.tasks.input_budget import Budget, check_parquet, checked_npy, read_parquet, refuse_over, wfdb_samples
 
 KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
 KINDS[stat.S_IFSOCK] = "a socket"
@@ -52,6 +52,7 @@ class UserFolder:
         self.family = family
         self.budget = (budget or Budget()).scaled()
         self._read: dict[Path, str] = {}  # real path -> the name it was read by (under the root)
+        self._fits: set[tuple] = set()  # parquet files that passed the budget: (real path, size, mtime, budget)
 
     # -- where a path leads ----------------------------------------------------------------------
     def label(self, path: str | Path) -> str:
@@ -75,14 +76,16 @@ class UserFolder:
             )
         return real
 
-    def named(self, base: str | Path, name: str) -> Path:
-        """`base / name` for a `name` written inside a file: relative, plain parts, never `..`."""
+    def named(self, base: str | Path, name: str, source: str | Path | None = None) -> Path:
+        """`base / name` for a `name` written inside a file (`source`: which, for the message):
+        relative, plain parts, never `..`."""
         text = str(name).strip()
         parts = PurePosixPath(text.replace("\\", "/")).parts
         if not parts or "\x00" in text or text.startswith(("/", "\\", "~")) or ".." in parts or ":" in parts[0]:
+            where = self.label(source) if isinstance(source, Path) else source or f"a file in {self.label(base)}"
             raise UserError(
-                f"{self.label(base)}: names {text!r}, not a plain relative path under --path {self.root}; "
-                f"refused (--family {self.family} reads only files under --path)"
+                f"{where}: names {text!r}, not a plain relative path under --path {self.root}; refused "
+                f"(--family {self.family} reads only files under --path)"
             )
         return Path(base) / Path(*parts)
 
@@ -202,9 +205,21 @@ class UserFolder:
                     yield parse_json(line, f"{label} line {number}")
 
     def parquet(self, path: str | Path, rows: int | None = None) -> pa.Table:
-        """A parquet file as a table, once its footer and dictionaries fit the budget (input_budget)."""
+        """A parquet file as a table, once its footer and dictionaries fit the budget (input_budget);
+        `rows`: a family's own row budget."""
+        self.check_parquet(path, rows)
+        return read_parquet(self.path(path), self.label(path))
+
+    def check_parquet(self, path: str | Path, rows: int | None = None) -> None:
+        """`parquet`'s checks alone (footer, expanded dictionaries), before any value is read; a file
+        that passed is not checked again while its size and mtime stay."""
         budget = self.budget if rows is None else dataclasses.replace(self.budget, rows=rows)
-        return checked_parquet(self.sized_path(path), self.label(path), budget)
+        name = self.sized_path(path)
+        info = os.stat(name)
+        key = (self._checked(path), info.st_size, info.st_mtime_ns, budget)
+        if key not in self._fits:
+            check_parquet(name, self.label(path), budget)
+            self._fits.add(key)
 
     def npy(self, path: str | Path) -> np.ndarray:
         """An .npy array of numbers (never a pickle), once its header fits the budget."""
@@ -221,10 +236,10 @@ class UserFolder:
         header = self._parsed_header(wfdb, stem)
         segments = [s for s in getattr(header, "seg_name", None) or [] if s and s != "~"]
         for name in segments:
-            segment = self.named(stem.parent, name)
+            segment = self.named(stem.parent, name, stem.parent / f"{stem.name}.hea")
             self.check(segment.parent / f"{segment.name}.hea")
-            self._signal_files(self._parsed_header(wfdb, segment), stem.parent)
-        self._signal_files(header, stem.parent)
+            self._signal_files(self._parsed_header(wfdb, segment), segment)
+        self._signal_files(header, stem)
         length = int(header.sig_len or 0) if read is None else min(read, int(header.sig_len or 0))
         wfdb_samples(self.label(stem), int(header.n_sig or 0), length, self.budget)
         return header
@@ -237,10 +252,10 @@ class UserFolder:
                 f"{self.label(stem)}.hea is not a WFDB header ({type(exc).__name__}: {str(exc)[:120]})"
             ) from None
 
-    def _signal_files(self, header, folder: Path) -> None:
+    def _signal_files(self, header, stem: Path) -> None:
         for name in dict.fromkeys(getattr(header, "file_name", None) or []):
             if name and not str(name).startswith("~"):
-                self.check(self.named(folder, name))
+                self.check(self.named(stem.parent, name, stem.parent / f"{stem.name}.hea"))
 
     # -- the manifest ----------------------------------------------------------------------------
     def hashes(self) -> dict[str, str]:

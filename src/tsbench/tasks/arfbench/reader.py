@@ -123,10 +123,22 @@ def _frame(folder: UserFolder, file: Path) -> tuple[pd.Series | None, pd.DataFra
     return times.reset_index(drop=True), values.reset_index(drop=True)
 
 
-def read_series(folder: UserFolder, data: Path, groups: list[str], max_length: int) -> Series | None:
-    """The question's channels (under `data`) at the finest interval that fits, aligned; None if no
-    file exists. A query_group is a name from the question file: it must name a file under --path."""
-    named = {(g, i): folder.named(data, f"{g}_{i}.parquet") for g in groups for i in INTERVALS}
+@dataclass(frozen=True)
+class Plan:
+    """The files a question's series are read from: one per query group, at one interval."""
+
+    groups: list[str]
+    interval_s: int
+    files: list[Path]
+
+
+def plan_series(
+    folder: UserFolder, data: Path, groups: list[str], max_length: int, source: Path | None = None
+) -> Plan | None:
+    """The finest interval (under `data`) whose files fit `max_length` (else the coarsest), read from
+    the footers alone, each chosen file checked against the input budget; None if no file exists. A
+    query_group is a name from the question file (`source`): it must name a file under --path."""
+    named = {(g, i): folder.named(data, f"{g}_{i}.parquet", source) for g in groups for i in INTERVALS}
     available = [i for i in INTERVALS if all(folder.is_file(named[g, i]) for g in groups)]
     if not available:
         return None
@@ -137,7 +149,15 @@ def read_series(folder: UserFolder, data: Path, groups: list[str], max_length: i
             chosen = interval
             break
     files = [named[g, chosen] for g in groups]
-    parts = [_frame(folder, f) for f in files]
+    for file in files:
+        folder.check_parquet(file, rows=MAX_ROWS)
+    return Plan(groups, chosen, files)
+
+
+def read_series(folder: UserFolder, plan: Plan) -> Series | None:
+    """The planned channels, aligned; None when the files hold no numeric column."""
+    groups, chosen = plan.groups, plan.interval_s
+    parts = [_frame(folder, f) for f in plan.files]
     names, columns, times = [], [], []
     for group, (stamp, frame) in zip(groups, parts):
         for column in frame.columns:

@@ -113,11 +113,17 @@ class ARFBench(RecordingFamily):
         data = reader.data_dir(folder)
         table = reader.read_questions(folder, csv)
         table = table[[reader.category_id(c) in wanted for c in table["task_category"]]]
-        config = {"categories": wanted, "max_length": MAX_LENGTH, "skipped_questions": 0, "path": str(path)}
+        # Every question's series files are chosen and checked (names, footers, budget) before a row is written.
+        questions = enumerate(table.itertuples(index=False))
+        planned = [(number, rec, plan) for number, rec in questions if (plan := self._plan(rec, folder, data, csv))]
+        config = {"categories": wanted, "max_length": MAX_LENGTH, "path": str(path)}
+        config["skipped_questions"] = len(table) - len(planned)
+        if not planned:
+            raise UserError(f"no ARFBench question of {', '.join(wanted)} has its series under {data}")
 
         def rows():
-            for number, rec in enumerate(table.itertuples(index=False)):
-                made = self._row(rec, number, folder, data, seed)
+            for number, rec, plan in planned:
+                made = self._row(rec, number, folder, plan, seed)
                 if made is None:
                     config["skipped_questions"] += 1  # lands in the manifest, written after the rows
                     continue
@@ -133,20 +139,26 @@ class ARFBench(RecordingFamily):
             config=config,
             sources=folder.hashes,  # the question file and every series file read for a row
             progress=progress,
-            total=len(table),
+            total=len(planned),
         )
         if not lines[0]["rows"]:
             (manifest.parent / lines[0]["file"]).unlink(missing_ok=True)
             raise UserError(f"no ARFBench question of {', '.join(wanted)} has its series under {data}")
         return manifest, lines
 
-    def _row(self, rec, number: int, folder: UserFolder, data: Path, seed: int) -> Row | None:
+    @staticmethod
+    def _plan(rec, folder: UserFolder, data: Path, csv: Path) -> reader.Plan | None:
+        """Where a question's series are read from; None for a question without its answer among the
+        options, without query groups or without released series (skipped and counted)."""
+        groups = [g.strip() for g in str(rec.query_group).split(",") if g.strip()]
+        if str(rec.correct_answer).strip() not in reader.parse_options(rec.options_str) or not groups:
+            return None
+        return reader.plan_series(folder, data, groups, MAX_LENGTH, csv)
+
+    def _row(self, rec, number: int, folder: UserFolder, plan: reader.Plan, seed: int) -> Row | None:
         options = reader.parse_options(rec.options_str)
         correct = str(rec.correct_answer).strip()
-        groups = [g.strip() for g in str(rec.query_group).split(",") if g.strip()]
-        if correct not in options or not groups:
-            return None
-        series = reader.read_series(folder, data, groups, MAX_LENGTH)
+        series = reader.read_series(folder, plan)
         if series is None:
             return None
         category = reader.category_id(rec.task_category)

@@ -88,6 +88,21 @@ class Release:
         reader = {"archive": _read_archive, "cinc2017": _read_cinc, "emgdb": _read_emg, "uci-har": _read_har}
         return reader[self.kind](self, split)
 
+    def check(self) -> None:
+        """Check every file a read of any split opens (where it leads, what it is, its budget; a WFDB
+        record's header and the files it names) before a row of any split is written."""
+        if self.kind in ("archive", "uci-har"):
+            for file in (f for files in self.files.values() for f in files):
+                self.folder.sized_path(file, TEXT_BYTES)
+            return
+        wfdb = require("wfdb", FAMILY)
+        if self.kind == "cinc2017":
+            for record in _cinc_labels(self):
+                _wfdb_checked(wfdb, self.folder, _cinc_place(self, record), "a CinC 2017 WFDB record")
+        else:
+            for record in EMG_RECORDS:
+                _wfdb_checked(wfdb, self.folder, self.root / record, "an emgdb WFDB record")
+
 
 def odd_file(path: Path, what: str, exc: Exception | None = None) -> UserError:
     why = f" ({type(exc).__name__}: {str(exc)[:120]})" if exc is not None else ""
@@ -229,8 +244,7 @@ def _read_archive(release: Release, split: str) -> Iterator[Series]:
             yield Series(_trimmed(X[i]), _code(y[i]), {"file": file.name, "index": i})
 
 
-def _read_cinc(release: Release, split: str) -> Iterator[Series]:
-    wfdb = require("wfdb", FAMILY)
+def _cinc_labels(release: Release) -> dict[str, str]:
     reference = release.files["all"][0]
     try:
         with release.folder.open_text(reference, newline="") as handle:
@@ -239,12 +253,22 @@ def _read_cinc(release: Release, split: str) -> Iterator[Series]:
         raise odd_file(reference, "the CinC 2017 REFERENCE.csv (record,label lines)", exc) from None
     if not labels:
         raise odd_file(reference, "the CinC 2017 REFERENCE.csv (record,label lines)")
+    return labels
+
+
+def _cinc_place(release: Release, record: str) -> Path:
+    """Where a record REFERENCE.csv names lies: a name from a file, so never out of --path."""
+    return release.folder.named(release.root, record, release.files["all"][0])
+
+
+def _read_cinc(release: Release, split: str) -> Iterator[Series]:
+    wfdb = require("wfdb", FAMILY)
+    labels = _cinc_labels(release)
     assigned = fixed_split(labels)
     for record in sorted(labels):
         if split != "all" and assigned[record] != split:
             continue
-        place = release.folder.named(release.root, record)  # a name from REFERENCE.csv: never out of --path
-        signal = _wfdb_signal(wfdb, release.folder, place, "a CinC 2017 WFDB record")
+        signal = _wfdb_signal(wfdb, release.folder, _cinc_place(release, record), "a CinC 2017 WFDB record")
         for k, window in enumerate(windows(signal)):
             yield Series(window[None, :], labels[record], {"record": record, "window": k, "start": k * WINDOW})
 
@@ -288,11 +312,16 @@ def _code(value) -> str:
     return str(value).strip()
 
 
-def _wfdb_signal(wfdb, folder: UserFolder, record: Path, what: str) -> np.ndarray:
-    """The record's first channel, read whole once its header and every file it names are checked."""
+def _wfdb_checked(wfdb, folder: UserFolder, record: Path, what: str) -> None:
+    """The record's header and every file it names checked, its whole length within the budget."""
     if not folder.is_file(record.parent / f"{record.name}.hea"):
         raise odd_file(record, what)
     folder.wfdb_header(wfdb, record)
+
+
+def _wfdb_signal(wfdb, folder: UserFolder, record: Path, what: str) -> np.ndarray:
+    """The record's first channel, read whole once its header and every file it names are checked."""
+    _wfdb_checked(wfdb, folder, record, what)
     try:
         signal = wfdb.rdrecord(str(record)).p_signal
     except Exception as exc:  # wfdb raises FileNotFoundError, ValueError and others

@@ -140,6 +140,8 @@ class TimerBed(RecordingFamily):
         if not releases:
             what = "TimerBed release files" + (f" of {sorted(wanted)}" if wanted else "")
             raise UserError(f"no {what} under {path}; --family {self.name} reads {where_published()}")
+        for release in releases:
+            release.check()  # every file of every split, before a row is written
         manifest, lines = None, []
         for name in splits:
             chosen = [r for r in releases if r.kind != "archive" or name in r.files]
