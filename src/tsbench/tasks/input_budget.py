@@ -35,7 +35,9 @@ class Budget:
     """Per file. The defaults hold every published release tsbench reads with room to spare, and keep
     a refused file's check far under 1 GiB of host memory."""
 
-    file_bytes: int = 256 * MiB  # bytes on disk of one file read whole (JSON, CSV, text, .npy)
+    file_bytes: int = 256 * MiB  # bytes on disk of one file read whole (CSV, text, .npy) or line by line
+    json_bytes: int = 32 * MiB  # one JSON document (parsed, short keys and numbers take ~15x their text)
+    line_bytes: int = 16 * MiB  # one line of a JSON-lines file
     rows: int = 2_000_000  # rows of one parquet file
     decoded_bytes: int = 256 * MiB  # what one parquet file decodes to, dictionaries expanded
     samples: int = 16 * 2**20  # values of one WFDB read (channels x samples), as its header declares
@@ -55,7 +57,9 @@ class Budget:
 
 
 def _amount(value: int, unit: str) -> str:
-    return f"{value / MiB:,.1f} MiB" if unit == "bytes" else f"{value:,} {unit}"
+    if unit == "bytes" and value >= MiB:
+        return f"{value / MiB:,.1f} MiB"
+    return f"{value:,} {unit}"
 
 
 def refuse_over(label: str, what: str, value: int, limit: int, unit: str = "bytes") -> None:
@@ -151,7 +155,8 @@ def checked_npy(path: str | Path, label: str, budget: Budget) -> np.ndarray:
     try:
         mapped = np.load(path, mmap_mode="r", allow_pickle=False)
     except ValueError as exc:
-        why = "an array of Python objects (a pickle), never loaded" if "allow_pickle" in str(exc) else str(exc)[:120]
+        pickled = "allow_pickle" in str(exc) or "Python objects" in str(exc)
+        why = "an array of Python objects (a pickle), never loaded" if pickled else str(exc)[:120]
         raise UserError(f"{label} is not a readable .npy file of numbers ({why})") from None
     except OSError as exc:
         raise UserError(f"{label} is not a readable .npy file ({type(exc).__name__}: {str(exc)[:120]})") from None

@@ -193,14 +193,21 @@ class UserFolder:
         return io.TextIOWrapper(os.fdopen(fd, "rb"), encoding="utf-8", newline=newline)
 
     def read_json(self, path: str | Path, limit: int | None = None) -> Any:
-        """One JSON document; malformed or too deeply nested JSON is one line."""
+        """One JSON document (within `limit`, default the budget's json_bytes); malformed or too
+        deeply nested JSON is one line."""
+        limit = self.budget.json_bytes if limit is None else limit
         return parse_json(self.read_text(path, limit), self.label(path))
 
-    def json_lines(self, path: str | Path, limit: int | None = None) -> Iterator[Any]:
-        """The records of a JSON-lines file, one line in memory at a time (blank lines skipped)."""
-        label = self.label(path)
-        with self.open_text(path, limit) as handle:
-            for number, line in enumerate(handle, 1):
+    def json_lines(self, path: str | Path) -> Iterator[Any]:
+        """The records of a JSON-lines file, one line in memory at a time (blank lines skipped), each
+        within the budget's line_bytes."""
+        label, longest = self.label(path), self.budget.line_bytes
+        with self.open_text(path) as handle:
+            number = 0
+            while line := handle.readline(longest + 1):
+                number += 1
+                if len(line) > longest:
+                    refuse_over(f"{label} line {number}", "the line", len(line.encode()), longest)
                 if line.strip():
                     yield parse_json(line, f"{label} line {number}")
 

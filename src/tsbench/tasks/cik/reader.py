@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -47,6 +48,7 @@ DOMAIN_RULES = (  # task-name fragments -> CiK domain (Table 12); first match wi
     (("ATM", "Cash", "Withdrawal"), "Retail"),
     (("Traffic", "Sensor", "Pred"), "Transportation"),
 )
+MAX_ROWS = 100_000  # rows of one instance parquet file (the release has 355), each read into Python objects
 DOMAINS = ("Climatology", "Economics", "Energy", "Mechanics", "Public Safety", "Retail", "Synthetic", "Transportation")
 
 
@@ -101,19 +103,17 @@ def find_files(path: Path | UserFolder) -> list[Path]:
     return found
 
 
-def read_records(path: Path | UserFolder) -> list[dict[str, Any]]:
+def read_records(path: Path | UserFolder) -> Iterator[dict[str, Any]]:
     """Raw records of every instance file at `path`, each read through the --path folder's checks
     and input budget (a parquet file's footer and dictionaries first; JSON lines one at a time)."""
     folder = user_folder(path, "cik")
-    records: list[dict[str, Any]] = []
     for file in find_files(folder):
         if file.suffix == ".parquet":
-            records += folder.parquet(file).to_pandas().to_dict("records")
+            yield from folder.parquet(file, rows=MAX_ROWS).to_pandas().to_dict("records")
         elif folder.head(file).lstrip().startswith(b"["):
-            records += folder.read_json(file)
+            yield from folder.read_json(file)
         else:
-            records += list(folder.json_lines(file))
-    return records
+            yield from folder.json_lines(file)
 
 
 def _frame(raw: Any, what: str, name: str) -> pd.DataFrame:

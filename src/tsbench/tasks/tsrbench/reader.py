@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from tsbench.core.errors import UserError
 from tsbench.tasks.user_files import UserFolder, user_folder
@@ -160,9 +159,8 @@ def read_items(path: Path | UserFolder) -> list[Item]:
         raise UserError(f"no .jsonl files under {folder.given}; --family tsrbench reads {SOURCE_HINT}")
     items: list[Item] = []
     for file in files:
-        frame = pd.DataFrame.from_records(list(folder.json_lines(file)))
-        for number, record in enumerate(frame.to_dict("records")):
-            item = parse_item(record, file.stem, number)
+        for number, record in enumerate(folder.json_lines(file)):
+            item = parse_item(record, file.stem, number) if isinstance(record, dict) else None
             if item is not None:
                 items.append(item)
     return items

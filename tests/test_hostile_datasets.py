@@ -1,0 +1,336 @@
+"""A hostile --path, family by family, through the real `tsbench generate` (issue 37 items 1 and 3).
+
+Each family gets a small folder in its published layout, then one attack: a file that is a symlink to a
+host file outside --path, and a `../` name (written inside a file where the family reads names from
+files: REFERENCE.csv, query_group, a TSAIA cell; else a symlink whose target climbs out). Each must end
+in exit 2 with one line naming the file, and nothing written, so no outside byte reaches an output. The
+two crafted small files that expanded to gigabytes are refused by a child process whose peak RSS stays
+far under 1 GiB."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tsbench.tasks import get_taskset
+
+wfdb = pytest.importorskip("wfdb")
+pyedflib = pytest.importorskip("pyedflib")
+
+MARKER = "HOST-FILE-37"
+
+
+@pytest.fixture
+def place(tmp_path) -> tuple[Path, Path]:
+    """(root, outside): --path and a sibling folder the family must never read from."""
+    (tmp_path / "root").mkdir()
+    (tmp_path / "outside").mkdir()
+    return tmp_path / "root", tmp_path / "outside"
+
+
+def refused(cli, family: str, root: Path, naming: str, *extra: str) -> str:
+    out = root.parent / "out"
+    code, _, stderr = cli("generate", "--family", family, "--path", root, "--out", out, *extra)
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and naming in lines[0], stderr
+    assert not out.exists() or not any(p.is_file() for p in out.rglob("*"))  # nothing written: no outside byte
+    return lines[0]
+
+
+def link_out(inside: Path, target: Path, relative: bool = False) -> None:
+    """Replace `inside` by a symlink to `target` (by a `../` path when `relative`)."""
+    if inside.is_dir() and not inside.is_symlink():
+        shutil.rmtree(inside)
+    else:
+        inside.unlink(missing_ok=True)
+    inside.symlink_to(os.path.relpath(target, inside.parent) if relative else target)
+
+
+def retarget_header(header: Path, signal_file: str) -> None:
+    """Point every signal line of a WFDB header at `signal_file` (wfdb opens it by that name)."""
+    lines = header.read_text().splitlines()
+    header.write_text("\n".join([lines[0], *(f"{signal_file} {line.split(' ', 1)[1]}" for line in lines[1:])]) + "\n")
+
+
+# -- ltaf, sleep-psg, timerbed: WFDB and EDF --------------------------------------------------------------------
+def wfdb_record(folder: Path, name: str, n: int, channels: list[str], fs: int) -> None:
+    signal = np.random.default_rng(0).standard_normal((n, len(channels)))
+    wfdb.wrsamp(name, fs=fs, units=["mV"] * len(channels), sig_name=channels, p_signal=signal,
+                fmt=["16"] * len(channels), write_dir=str(folder))  # fmt: skip
+
+
+def ltaf_record(folder: Path) -> None:
+    wfdb_record(folder, "00", 4000, ["ECG1", "ECG2"], 128)
+    beats = np.arange(50, 3950, 100)
+    wfdb.wrann("00", "atr", beats, symbol=["N"] * len(beats), write_dir=str(folder), fs=128)
+
+
+@pytest.mark.parametrize("relative", [False, True], ids=["symlink", "dotdot"])
+def test_ltaf_refuses_a_signal_file_outside(cli, place, relative):
+    root, outside = place
+    ltaf_record(root)
+    shutil.copy(root / "00.dat", outside / "00.dat")
+    if relative:  # the header names a sibling (wfdb opens it by that name) that climbs out
+        link_out(root / "leak.dat", outside / "00.dat", relative=True)
+        retarget_header(root / "00.hea", "leak.dat")
+        refused(cli, "ltaf", root, "leak.dat: leads to")
+    else:
+        link_out(root / "00.dat", outside / "00.dat")
+        refused(cli, "ltaf", root, "00.dat: leads to")
+
+
+def test_sleep_psg_refuses_an_edf_or_a_header_file_outside(cli, place):
+    root, outside = place
+    headers = [
+        {"label": label, "dimension": "uV", "sample_frequency": 32, "physical_min": -10, "physical_max": 10,
+         "digital_min": -32768, "digital_max": 32767, "transducer": "", "prefilter": ""}
+        for label in ("Airflow", "Thor", "ABDO RES", "SpO2")
+    ]  # fmt: skip
+    with pyedflib.EdfWriter(str(outside / "host.edf"), 4, file_type=pyedflib.FILETYPE_EDFPLUS) as edf:
+        edf.setSignalHeaders(headers)
+        edf.writeSamples([np.zeros(32 * 60)] * 4)
+    link_out(root / "p1.edf", outside / "host.edf")
+    refused(cli, "sleep-psg", root, "p1.edf: leads to")
+    (root / "p1.edf").unlink()
+    wfdb_record(root, "tr00-0001", 2000, ["ABD", "CHEST", "AIRFLOW", "SaO2"], 200)
+    wfdb.wrann("tr00-0001", "arousal", np.array([0]), symbol=['"'], aux_note=["N2"], write_dir=str(root), fs=200)
+    shutil.move(root / "tr00-0001.dat", outside / "tr00-0001.dat")
+    link_out(root / "leak.dat", outside / "tr00-0001.dat", relative=True)
+    retarget_header(root / "tr00-0001.hea", "leak.dat")
+    refused(cli, "sleep-psg", root, "leak.dat: leads to")
+
+
+@pytest.fixture
+def cinc(place) -> tuple[Path, Path]:
+    root, outside = place
+    (root / "training2017").mkdir()
+    wfdb_record(root / "training2017", "A00001", 3200, ["ECG"], 300)
+    (root / "training2017" / "REFERENCE.csv").write_text("A00001,N\n")
+    wfdb_record(outside, "B00001", 3200, ["ECG"], 300)
+    return root, outside
+
+
+def test_timerbed_refuses_a_record_file_symlinked_out(cli, cinc):
+    root, outside = cinc
+    link_out(root / "training2017" / "A00001.dat", outside / "B00001.dat")
+    refused(cli, "timerbed", root, "training2017/A00001.dat: leads to", "--split", "all")
+
+
+def test_timerbed_refuses_a_reference_line_that_climbs_out(cli, cinc):
+    root, _ = cinc
+    with open(root / "training2017" / "REFERENCE.csv", "a") as handle:
+        handle.write("../../outside/B00001,A\n")
+    line = refused(cli, "timerbed", root, "training2017/REFERENCE.csv: names '../../outside/B00001'", "--split", "all")
+    assert "not a plain relative path" in line
+
+
+def test_timerbed_refuses_an_archive_file_symlinked_out(cli, place):
+    root, outside = place
+    (root / "Computers").mkdir()
+    rows = np.column_stack([[1, 2, 1, 2], np.random.default_rng(0).random((4, 20))])
+    for split in ("TRAIN", "TEST"):
+        np.savetxt(root / "Computers" / f"Computers_{split}.tsv", rows, delimiter="\t", fmt="%.6g")
+    np.savetxt(outside / "host.tsv", rows, delimiter="\t", fmt="%.6g")
+    link_out(root / "Computers" / "Computers_TRAIN.tsv", outside / "host.tsv", relative=True)
+    refused(cli, "timerbed", root, "Computers/Computers_TRAIN.tsv: leads to", "--split", "all")
+
+
+# -- arfbench -----------------------------------------------------------------------------------------------------
+def arfbench_release(root: Path, group: str = "1001_0") -> None:
+    (root / "arfbench-data").mkdir()
+    stamps = pd.Timestamp("2025-03-01", tz="UTC") + pd.to_timedelta(np.arange(100) * 60, unit="s")
+    frame = pd.DataFrame({"timestamp": stamps, "p50": np.arange(100.0)})
+    frame.to_parquet(root / "arfbench-data" / "1001_0_60.parquet")
+    question = {"question": "When?", "task_category": "Anomaly Start", "options_str": json.dumps(["a", "b"]),
+                "correct_answer": "a", "query_group": group}  # fmt: skip
+    pd.DataFrame([question]).to_csv(root / "arfbench-qa.csv", index=False)
+
+
+def test_arfbench_refuses_a_series_symlinked_out_and_a_query_group_that_climbs_out(cli, place):
+    root, outside = place
+    arfbench_release(root)
+    shutil.copy(root / "arfbench-data" / "1001_0_60.parquet", outside / "host_60.parquet")
+    link_out(root / "arfbench-data" / "1001_0_60.parquet", outside / "host_60.parquet")
+    refused(cli, "arfbench", root, "arfbench-data/1001_0_60.parquet: leads to")
+    shutil.rmtree(root)
+    root.mkdir()
+    arfbench_release(root, group="../../outside/host")
+    refused(cli, "arfbench", root, "arfbench-qa.csv: names '../../outside/host_10.parquet'")
+
+
+# -- cik, tsrbench, tsaia ------------------------------------------------------------------------------------------
+def cik_record(seed: int, background: str = "hourly load") -> dict:
+    frame = pd.DataFrame({"load": np.arange(24.0)}, index=pd.date_range("2024-01-01", periods=24, freq="h"))
+    future = pd.DataFrame({"load": np.ones(6)}, index=pd.date_range("2024-01-02", periods=6, freq="h"))
+    return {"name": "ElectricityIncreaseInPredictionTask", "seed": seed, "background": background,
+            "past_time": frame.to_json(), "future_time": future.to_json(), "metric_scaling": 1.0}  # fmt: skip
+
+
+def tsr_record(index: int, question: str = "Which trend?") -> dict:
+    return {"question": question, "choices": ["up", "down"], "answer": "A", "task": "qualitative_decision",
+            "timeseries": [[1.0, 2.0, 3.0, float(index)]]}  # fmt: skip
+
+
+@pytest.mark.parametrize("relative", [False, True], ids=["symlink", "dotdot"])
+@pytest.mark.parametrize("family", ["cik", "tsrbench"])
+def test_json_lines_families_refuse_a_file_outside(cli, place, family, relative):
+    root, outside = place
+    make = cik_record if family == "cik" else tsr_record
+    name = "all_tasks.jsonl" if family == "cik" else "decision/qualitative_decision.jsonl"
+    (root / name).parent.mkdir(parents=True, exist_ok=True)
+    (root / name).write_text("".join(json.dumps(make(i)) + "\n" for i in range(4)))
+    (outside / "host.jsonl").write_text("".join(json.dumps(make(i, MARKER)) + "\n" for i in range(4)))
+    link_out(root / "more.jsonl", outside / "host.jsonl", relative=relative)
+    refused(cli, family, root, "more.jsonl: leads to")
+
+
+def test_a_fifo_is_refused_not_waited_on(cli, place):
+    root, _ = place
+    (root / "decision").mkdir()
+    (root / "decision" / "qualitative_decision.jsonl").write_text(json.dumps(tsr_record(0)) + "\n")
+    os.mkfifo(root / "decision" / "stuck.jsonl")  # reading it would block forever
+    refused(cli, "tsrbench", root, "decision/stuck.jsonl: is a FIFO")
+
+
+def tsaia_release(root: Path, sidecar: str = "vars/a0.json") -> None:
+    prices = [100 + i for i in range(20)]
+    mc = {"question_id": "1", "question_type": "MarketAB-beta", "prompt": "More or less sensitive?",
+          "data_info": f"prices: {prices}", "options": json.dumps(["more", "less"]), "answer": "A",
+          "executor_variables": ""}  # fmt: skip
+    analysis = {"question_id": "a0", "question_type": "sharpe", "prompt": "Sharpe?", "data_str": "none inline",
+                "constraint": "", "ground_truth_data": "1.25", "executor_variables": sidecar}  # fmt: skip
+    (root / "vars").mkdir()
+    (root / "vars" / "a0.json").write_text(json.dumps({"close": prices}))
+    for name, row in (("multiple_choice.csv", mc), ("analysis_questions.csv", analysis)):
+        with (root / name).open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(row))
+            writer.writeheader()
+            writer.writerow(row)
+
+
+def test_tsaia_refuses_a_csv_symlinked_out_and_a_cell_that_climbs_out(cli, place):
+    root, outside = place
+    tsaia_release(root)
+    shutil.copy(root / "vars" / "a0.json", outside / "host.json")
+    link_out(root / "vars" / "a0.json", outside / "host.json")
+    refused(cli, "tsaia", root, "vars/a0.json: leads to")
+    shutil.rmtree(root)
+    root.mkdir()
+    tsaia_release(root, sidecar="../outside/host.json")
+    refused(cli, "tsaia", root, "names '../outside/host.json'")
+
+
+# -- timesage released and snapshot ----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def released_set(tmp_path_factory) -> Path:
+    from tsbench.tasks.timesage.sources.released import export_released
+    from tsbench.tasks.timesage.sources.synthetic import materialize, plan_set
+
+    folder = tmp_path_factory.mktemp("released")
+    export_released([materialize(plan) for plan in plan_set(42, 1, 2)], folder)
+    return folder
+
+
+@pytest.mark.parametrize("source", ["released", "snapshot"])
+def test_timesage_refuses_a_prior_document_or_folder_that_leads_out(cli, place, released_set, source):
+    root, outside = place
+    shutil.rmtree(root)
+    shutil.copytree(released_set, root)
+    docs = next(root.glob("*/*/gt_source"))
+    (outside / "secret.md").write_text(MARKER)
+    first = sorted(docs.iterdir())[0]
+    link_out(first, outside / "secret.md")
+    refused(cli, "timesage", root, f"{first.relative_to(root)}: leads to", "--source", source)
+    (outside / "docs").mkdir()
+    link_out(docs, outside / "docs", relative=True)  # gt_source/ -> ../../../outside/docs
+    refused(cli, "timesage", root, f"{docs.relative_to(root)}: leads to", "--source", source)
+    shutil.rmtree(outside / "docs")
+    docs.unlink()
+    docs.mkdir()
+    os.mkfifo(docs / "2025-07-15.md")
+    refused(cli, "timesage", root, "2025-07-15.md: is a FIFO", "--source", source)
+
+
+def split_sources(manifest: Path) -> list[dict[str, str]]:
+    return [split["sources"] for split in json.loads(manifest.read_text())["splits"].values()]
+
+
+def test_every_file_read_is_in_the_manifest_with_its_sha256(place, released_set, tmp_path):
+    """Clean folders: the manifest lists the files read (a CSV cell's sidecar, a record's signal file),
+    keyed by their path under --path, with their sha256."""
+    from tsbench.core.provenance import sha256_file
+    from tsbench.tasks.timesage.generate import build_sets
+
+    root, _ = place
+    tsaia_release(root)
+    manifest, _ = get_taskset("tsaia").generate({"path": str(root), "seed": 1}, tmp_path / "tsaia")
+    expected = {n: sha256_file(root / n) for n in ("analysis_questions.csv", "multiple_choice.csv", "vars/a0.json")}
+    assert split_sources(manifest) and all(sources == expected for sources in split_sources(manifest))
+    (tmp_path / "cinc").mkdir()
+    wfdb_record(tmp_path / "cinc", "A00001", 3200, ["ECG"], 300)
+    (tmp_path / "cinc" / "REFERENCE.csv").write_text("A00001,N\n")
+    manifest, _ = get_taskset("timerbed").generate({"path": str(tmp_path / "cinc"), "split": "all"}, tmp_path / "tb")
+    assert all(sorted(s) == ["A00001.dat", "A00001.hea", "REFERENCE.csv"] for s in split_sources(manifest))
+    _, config = build_sets({"source": "released", "path": str(released_set)})
+    every = {str(p.relative_to(released_set)): sha256_file(p) for p in released_set.rglob("*") if p.is_file()}
+    assert config["sources"] == every
+
+
+# -- input budgets: small files that expand ------------------------------------------------------------------------
+def peak_rss_of_generate(*args: str) -> tuple[int, str, float]:
+    """(exit code, stderr, peak RSS in MiB) of `tsbench generate ARGS` in a child, measured by a wrapper
+    process whose only child it is (getrusage(RUSAGE_CHILDREN) covers every child a process waited for)."""
+    wrapper = (
+        "import resource, subprocess, sys\n"
+        "r = subprocess.run([sys.executable, '-c', 'from tsbench.cli import main; main()', *sys.argv[1:]],"
+        " capture_output=True, text=True, timeout=300)\n"
+        "sys.stderr.write(r.stderr)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+        "sys.exit(r.returncode)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", wrapper, "generate", *args], capture_output=True, text=True)
+    return run.returncode, run.stderr, int(run.stdout.split()[-1]) / 1024
+
+
+def test_a_785_byte_parquet_whose_dictionary_expands_to_gigabytes_is_refused_in_bounded_memory(tmp_path):
+    """One 1 MiB dictionary value over 1,500 rows (the issue's file: before, 3.15 GiB and a traceback)."""
+    (tmp_path / "cik").mkdir()
+    column = pa.DictionaryArray.from_arrays(pa.array(np.zeros(1500, dtype=np.int32)), pa.array(["a" * 2**20]))
+    pq.write_table(
+        pa.table({"name": ["X"] * 1500, "past_time": column}), tmp_path / "cik" / "test.parquet", compression="zstd"
+    )
+    assert (tmp_path / "cik" / "test.parquet").stat().st_size < 2000
+    code, stderr, peak = peak_rss_of_generate(
+        "--family", "cik", "--path", str(tmp_path / "cik"), "--out", str(tmp_path)
+    )
+    assert code == 2 and stderr.strip().count("\n") == 0, stderr
+    assert "test.parquet: its text once dictionaries are expanded is 1,500.0 MiB, over the input budget" in stderr
+    assert peak < 1024, peak
+
+
+def test_a_small_parquet_of_twenty_million_run_length_rows_is_refused_in_bounded_memory(tmp_path):
+    """20M equal rows in a ~200 KB ARFBench series file (before: 1.45 GiB and two minutes, then a row)."""
+    root = tmp_path / "arfbench"
+    root.mkdir()
+    arfbench_release(root)
+    (root / "arfbench-data" / "1001_0_60.parquet").unlink()  # else that file, which fits, is read instead
+    schema = pa.schema([("timestamp", pa.int64()), ("p50", pa.float64())])
+    block = pa.table({"timestamp": np.zeros(2**20, dtype=np.int64), "p50": np.ones(2**20)}, schema=schema)
+    with pq.ParquetWriter(root / "arfbench-data" / "1001_0_10.parquet", schema, compression="zstd") as writer:
+        for _ in range(20):
+            writer.write_table(block)
+    code, stderr, peak = peak_rss_of_generate("--family", "arfbench", "--path", str(root), "--out", str(tmp_path))
+    assert code == 2 and stderr.strip().count("\n") == 0, stderr
+    assert "1001_0_10.parquet: the row count its footer declares is 20,971,520 rows" in stderr
+    assert peak < 1024, peak
