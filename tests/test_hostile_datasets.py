@@ -157,18 +157,6 @@ def arfbench_release(root: Path, group: str = "1001_0") -> None:
     pd.DataFrame([question]).to_csv(root / "arfbench-qa.csv", index=False)
 
 
-def test_arfbench_refuses_a_series_symlinked_out_and_a_query_group_that_climbs_out(cli, place):
-    root, outside = place
-    arfbench_release(root)
-    shutil.copy(root / "arfbench-data" / "1001_0_60.parquet", outside / "host_60.parquet")
-    link_out(root / "arfbench-data" / "1001_0_60.parquet", outside / "host_60.parquet")
-    refused(cli, "arfbench", root, "arfbench-data/1001_0_60.parquet: leads to")
-    shutil.rmtree(root)
-    root.mkdir()
-    arfbench_release(root, group="../../outside/host")
-    refused(cli, "arfbench", root, "arfbench-qa.csv: names '../../outside/host_10.parquet'")
-
-
 # -- cik, tsrbench, tsaia ------------------------------------------------------------------------------------------
 def cik_record(seed: int, background: str = "hourly load") -> dict:
     frame = pd.DataFrame({"load": np.arange(24.0)}, index=pd.date_range("2024-01-01", periods=24, freq="h"))
@@ -219,16 +207,29 @@ def tsaia_release(root: Path, sidecar: str = "vars/a0.json") -> None:
             writer.writerow(row)
 
 
-def test_tsaia_refuses_a_csv_symlinked_out_and_a_cell_that_climbs_out(cli, place):
+NAMES_IN_FILES = {  # family: (writer, a file it reads, writer options naming a file out, the refusal)
+    "arfbench": (
+        arfbench_release,
+        "arfbench-data/1001_0_60.parquet",
+        {"group": "../../outside/host"},
+        "arfbench-qa.csv: names '../../outside/host_10.parquet'",
+    ),
+    "tsaia": (tsaia_release, "vars/a0.json", {"sidecar": "../outside/host.json"}, "names '../outside/host.json'"),
+}
+
+
+@pytest.mark.parametrize("family", NAMES_IN_FILES)
+def test_a_file_symlinked_out_and_a_name_read_from_a_file_that_climbs_out(cli, place, family):
     root, outside = place
-    tsaia_release(root)
-    shutil.copy(root / "vars" / "a0.json", outside / "host.json")
-    link_out(root / "vars" / "a0.json", outside / "host.json")
-    refused(cli, "tsaia", root, "vars/a0.json: leads to")
+    write, attacked, climbing, refusal = NAMES_IN_FILES[family]
+    write(root)
+    shutil.copy(root / attacked, outside / "host")
+    link_out(root / attacked, outside / "host")
+    refused(cli, family, root, f"{attacked}: leads to")
     shutil.rmtree(root)
     root.mkdir()
-    tsaia_release(root, sidecar="../outside/host.json")
-    refused(cli, "tsaia", root, "names '../outside/host.json'")
+    write(root, **climbing)
+    assert "not a plain relative path" in refused(cli, family, root, refusal)
 
 
 # -- timesage released and snapshot ----------------------------------------------------------------------------
