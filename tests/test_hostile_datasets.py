@@ -135,6 +135,17 @@ def test_timerbed_refuses_a_reference_line_that_climbs_out(cli, cinc):
     assert "not a plain relative path" in line
 
 
+def test_timerbed_refuses_a_record_whose_header_declares_more_than_the_budget(cli, cinc):
+    """A whole-record read (CinC, EMG) holds what the header declares: a 315 KB FLAC-coded record
+    of 100M samples took generate to 1.7 GiB. The header alone is judged (here it claims 20M)."""
+    root, _ = cinc
+    header = root / "training2017" / "A00001.hea"
+    first, *signals = header.read_text().splitlines()
+    header.write_text("\n".join([" ".join([*first.split()[:3], "20000000"]), *signals]) + "\n")
+    line = refused(cli, "timerbed", root, "training2017/A00001: the record its header declares", "--split", "all")
+    assert "20,000,000 values, over the input budget of 16,777,216 values" in line
+
+
 def test_timerbed_refuses_an_archive_file_symlinked_out(cli, place):
     root, outside = place
     (root / "Computers").mkdir()

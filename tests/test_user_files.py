@@ -55,6 +55,11 @@ def test_symlinks_inside_are_followed_and_recorded_by_their_name_those_leading_o
         folder.is_file(root / "loop")
     assert not folder.is_file(root / "missing.txt") and not folder.is_file(root / "sub")
     assert folder.read() == ["sub/alias.txt"]  # refused files are never recorded as read
+    (root.parent / "blobs").mkdir()
+    (root.parent / "blobs" / "f00d").write_text("cached")
+    (root / "snapshot.parquet").symlink_to(root.parent / "blobs" / "f00d")
+    with pytest.raises(UserError, match="Hugging Face cache snapshot links into blobs/: download with `hf download"):
+        folder.is_file(root / "snapshot.parquet")
 
 
 def test_special_files_are_refused_and_folders_that_are_symlinks_not_entered(root, tmp_path):
