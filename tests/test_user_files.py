@@ -34,6 +34,7 @@ def root(tmp_path) -> Path:
 def test_names_from_files_must_be_plain_relative_paths(root):
     folder = UserFolder(root, "demo")
     assert folder.named(root, "sub/b.csv") == root / "sub" / "b.csv"
+    assert folder.named(root, "2024-01-01T00:00.json") == root / "2024-01-01T00:00.json"
     for bad in ("../host.txt", "sub/../../host.txt", "/etc/passwd", "~root/x", "", "a\x00b", "c:/x"):
         with pytest.raises(UserError, match="not a plain relative path under --path") as refused:
             folder.named(root, bad, root / "REFERENCE.csv")

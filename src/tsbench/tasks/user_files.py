@@ -20,7 +20,7 @@ import io
 import json
 import os
 import stat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -31,8 +31,12 @@ from tsbench.core.errors import UserError
 from tsbench.core.provenance import sha256_file
 from tsbench.tasks.input_budget import Budget, check_parquet, checked_npy, read_parquet, refuse_over, wfdb_samples
 
-KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
-KINDS[stat.S_IFSOCK] = "a socket"
+KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
 HF_CACHE_HINT = (
     " (a Hugging Face cache snapshot links into blobs/: download with `hf download REPO --repo-type dataset "
     "--local-dir DIR`, which writes plain files, and pass --path DIR)"
@@ -81,7 +85,8 @@ class UserFolder:
         relative, plain parts, never `..`."""
         text = str(name).strip()
         parts = PurePosixPath(text.replace("\\", "/")).parts
-        if not parts or "\x00" in text or text.startswith(("/", "\\", "~")) or ".." in parts or ":" in parts[0]:
+        drive = bool(parts) and len(parts[0]) == 2 and parts[0][1] == ":"  # a Windows drive: C:
+        if not parts or drive or "\x00" in text or text.startswith(("/", "\\", "~")) or ".." in parts:
             where = self.label(source) if isinstance(source, Path) else source or f"a file in {self.label(base)}"
             raise UserError(
                 f"{where}: names {text!r}, not a plain relative path under --path {self.root}; refused "
@@ -286,9 +291,3 @@ def parse_json(text: str, label: str) -> Any:
 def user_folder(path: str | Path | UserFolder, family: str, budget: Budget | None = None) -> UserFolder:
     """A reader's entry point takes a UserFolder, or a path it makes one of."""
     return path if isinstance(path, UserFolder) else UserFolder(path, family, budget)
-
-
-def files_under(folder: UserFolder, suffixes: Iterable[str]) -> list[Path]:
-    """The files under --path whose suffix (lower case) is one of `suffixes`."""
-    wanted = {s.lower() for s in suffixes}
-    return folder.walk(lambda p: p.suffix.lower() in wanted)

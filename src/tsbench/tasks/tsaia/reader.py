@@ -76,7 +76,7 @@ def _sidecar(folder: UserFolder, name: Any) -> Any:
     be a plain path under --path: one that climbs out is refused, as is a symlink that leads out."""
     if not isinstance(name, str) or not name.strip().endswith((".json", ".npy")):
         return None
-    path = folder.named(folder.root, name)
+    path = folder.named(folder.root, name, "a TSAIA CSV cell")
     if not folder.is_file(path):
         return None
     if path.suffix == ".json":
