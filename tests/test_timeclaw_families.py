@@ -1,106 +1,14 @@
-"""TSRBench and TSAIA read from files the tests write in the published layouts."""
+"""TSAIA read from files the tests write in the published layouts."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pytest
 
-from tsbench.core.errors import UserError
 from tsbench.tasks import get_taskset
 from tsbench.tasks.base import SampleRef
-from tsbench.tasks.tsrbench import reader as tsr
-
-FILES = {
-    "perception/perception.jsonl": [
-        "Pattern Recognition",
-        "Noise Understanding",
-        "Anomaly Detection",
-        "Similarity Analysis",
-    ],
-    "prediction/event_prediction.jsonl": [None],
-    "prediction/time_series_forecasting.jsonl": [None],
-    "decision/qualitative_decision.jsonl": [None],
-    "decision/quantitative_decision.jsonl": [None],
-    "reasoning/abductive_reasoning.jsonl": [None],
-    "reasoning/causal_reasoning.jsonl": [None],
-    "reasoning/deductive_reasoning.jsonl": [None],
-    "reasoning/etiological_reasoning.jsonl": [None],
-    "reasoning/inductive_reasoning.jsonl": [None],
-    "reasoning/numerical_reasoning.jsonl": [None],
-    "reasoning/temporal_relation_reasoning.jsonl": [None],
-}
-
-
-def tsr_record(file: str, task: str | None, index: int) -> dict:
-    rng = np.random.default_rng(index)
-    record = {
-        "question": f"Which pattern does the series show? ({index})",
-        "choices": ["rising trend", "falling trend", "no trend"],
-        "answer": "B) falling trend" if index % 2 else "A",
-        "domain": "Energy",
-        "task": task or Path(file).stem,
-        "type": "MCQ",
-        "name_of_series": ["load", "price"],
-        "timeseries": rng.normal(size=(2, 30)).round(3).tolist(),
-    }
-    if "temporal_relation" in file:
-        stamps = [str(t) for t in pd.date_range("2024-01-01", periods=30, freq="D")]
-        record["timeseries"] = [stamps, record["timeseries"][0]]
-        record["name_of_series"] = ["load"]
-    if "abductive" in file:
-        nested = {k: record.pop(k) for k in ("question", "choices", "answer")}
-        record["multiple_choice_question"] = nested
-        record.pop("timeseries")
-        record["numerical_time_series"] = {"flow": {"history": [1.0, 2.0, 3.0], "future": [4.0, 5.0]}}
-    return record
-
-
-@pytest.fixture(scope="module")
-def tsrbench_release(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("tsrbench")
-    for file, tasks in FILES.items():
-        path = root / file
-        path.parent.mkdir(parents=True, exist_ok=True)
-        records = [tsr_record(file, task, i) for task in tasks for i in range(5)]
-        path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
-    return root
-
-
-def test_tsrbench_reads_fifteen_subtasks_and_splits_a_stratified_fifth(tsrbench_release, tmp_path):
-    items = tsr.read_items(tsrbench_release)
-    assert sorted({i.subtask for i in items}) == sorted(tsr.SUBTASKS) and len(tsr.SUBTASKS) == 15
-    abductive = next(i for i in items if i.subtask == "abductive_reasoning")
-    assert abductive.channel_names == ["flow.history", "flow.future"] and np.isnan(abductive.values[1, 2])
-    relation = next(i for i in items if i.subtask == "temporal_relation_reasoning")
-    assert relation.channel_names == ["load"] and len(relation.times) == 30
-    train, test = tsr.stratified_split(items)
-    assert len(test) == 15 and all(sum(i.subtask == s for i in test) == 1 for s in tsr.SUBTASKS)  # 20 % of 5
-
-    family = get_taskset("tsrbench")
-    manifest, _ = family.generate({"path": str(tsrbench_release), "seed": 7}, tmp_path)
-    files = family.resolve([str(manifest.parent)], seed=7, split="test", root=None, filters={})
-    rows = family.index(files, {})
-    assert set(rows["category"]) == set(tsr.SUBTASKS)
-    row = rows[rows["category"] == "temporal_relation_reasoning"].iloc[0]
-    sample = family.load(SampleRef("tsrbench", str(files[0]), str(row["id"])))
-    assert "A) rising trend" in sample.task.question and len(sample.task.meta["time_s"]) == 30
-    assert sample.task.meta["memory_descriptor"].startswith("temporal_relation_reasoning\nEnergy")
-    gold = sample.gold
-    right = family.score(row["category"], gold, json.dumps({"answer": gold["answer"]}))
-    wrong = family.score(row["category"], gold, '{"answer": "C"}')
-    assert right.score == 1.0 and wrong.score == 0.0 and wrong.valid
-    assert not family.score(row["category"], gold, '{"answer": "Z"}').valid
-    assert [c.group for c in family.columns()].count("Reasoning") == 7
-
-
-def test_tsrbench_refuses_a_missing_path(tmp_path):
-    with pytest.raises(UserError, match="umd-zhou-lab/TSRBench"):
-        get_taskset("tsrbench").generate({"path": str(tmp_path / "nope")}, tmp_path)
-
 
 # ---------------------------------------------------------------------------------------- TSAIA --
 
