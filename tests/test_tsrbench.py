@@ -192,3 +192,25 @@ def test_a_deeply_nested_line_is_one_line_through_the_command_line(tmp_path, cli
     root = _write(tmp_path / "deep", "causal_reasoning.jsonl", '{"question": ' + "[" * 200_000 + "]" * 200_000 + "}\n")
     code, _, err = cli("generate", "--family", "tsrbench", "--path", str(root), "--out", str(tmp_path / "out"))
     assert code == 2 and err.strip().count("\n") == 0 and "nested too deeply" in err and "Traceback" not in err
+
+
+def test_results_json_gives_the_official_accuracy_beside_the_row_score():
+    from tsbench.eval.task_results import task_results
+
+    family = get_taskset("tsrbench")
+    gold = {"answer": "B", "label": "B", "choices": ["x", "y"], "letters": ["A", "B"], "timeclaw_options": 2}
+    replies = ['{"answer": "B"}', '{"answer": "A"}', "B, surely", '{"answer": "(b)"}']
+    scored = [family.score("causal_reasoning", gold, r) for r in replies]
+    samples = pd.DataFrame(
+        {
+            "category": "causal_reasoning",
+            "score": [s.score for s in scored],
+            "error_type": None,
+            "metrics": [s.metrics for s in scored],
+            "gold": json.dumps(gold),
+            "parsed_answer": None,
+        }
+    )
+    cell = task_results(samples, "tsrbench", family.columns())["tsrbench/causal_reasoning"]
+    assert cell["primary"] == "official_accuracy" and cell["official_accuracy"] == pytest.approx(2 / 3)
+    assert cell["official_accuracy_n"] == 3 and cell["n"] == 4 and cell["score"] == 0.5
