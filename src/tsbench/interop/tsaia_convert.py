@@ -109,8 +109,9 @@ def convert_files(paths: list[Path], progress: Callable[[int], None] | None = No
     setup = Path(encode_module.__file__).read_text(encoding="utf-8") + LOADER
     for batch in _batches(paths):
         files = {f"f{i}{path.suffix}": path.read_bytes() for i, path in enumerate(batch)}
+        room = 2 * sum(len(data) for data in files.values()) + 2**26  # the copies, and what a load writes
         try:
-            with Sandbox({}, files=files, cell_timeout_s=120, work_bytes=2 * BATCH_BYTES + 2**26) as box:
+            with Sandbox({}, files=files, cell_timeout_s=120, work_bytes=room, file_bytes=max(room, 2**30)) as box:
                 ready = box.run(setup)
                 if ready.error:
                     raise SandboxError(f"the converter could not start in the jail: {ready.error[-300:]}")

@@ -84,7 +84,11 @@ def to_row(item: reader.Item, split: str, seed: int) -> Row:
         gold=gold,
         seed=seed,
         values=item.values.astype(np.float32),  # NaN pads channels shorter than the longest
-        meta={"question_type": item.question_type, "memory_descriptor": memory_descriptor(item), **item.variables},
+        meta={
+            "question_type": item.question_type,
+            "memory_descriptor": memory_descriptor(item),
+            "variables": item.variables,
+        },
         source={"kind": item.kind},
     )
 
