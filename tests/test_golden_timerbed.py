@@ -71,10 +71,11 @@ def test_generated_rows_keep_the_nans_and_plot_them(tmp_path):
 
 def write_record(folder: Path, name: str, n: int, fs: int, rng: np.random.Generator) -> None:
     signal = rng.standard_normal((n, 1)) * 0.1
+    signal[10, 0] = np.nan  # written as WFDB's invalid sample, read back as NaN
     wfdb.wrsamp(name, fs=fs, units=["mV"], sig_name=["S"], p_signal=signal, fmt=["16"], write_dir=str(folder))
 
 
-def test_wfdb_records_under_one_window_are_counted_and_reported(tmp_path, cli):
+def test_wfdb_records_under_one_window_are_counted_and_reported_and_invalid_samples_stay_nan(tmp_path, cli):
     rng = np.random.default_rng(3)
     emg = tmp_path / "release" / "emgdb"
     emg.mkdir(parents=True)
@@ -93,6 +94,11 @@ def test_wfdb_records_under_one_window_are_counted_and_reported(tmp_path, cli):
     short = {split: manifest["splits"][split]["config"]["records_under_1500_samples"] for split in ("test", "train")}
     assert short["test"]["emg"] == short["train"]["emg"] == ["emg_myopathy"]
     assert [short[s].get("ecg") for s in ("test", "train") if short[s].get("ecg")] == [["A00003"]]
+    taskset = get_taskset("timerbed")
+    rows = taskset.index([tmp_path / "out" / "seed4" / "train.parquet"], {})
+    first = rows[rows["source"].map(lambda x: json.loads(x)["window"] == 0)].iloc[0]
+    values = taskset.load(SampleRef("timerbed", first.path, first.id)).task.values
+    assert np.isnan(values[0, 10]) and np.isfinite(np.delete(values[0], 10)).all()
     printed = " ".join(out.split())
     ecg_split = "test" if short["test"].get("ecg") else "train"
     other = "train" if ecg_split == "test" else "test"

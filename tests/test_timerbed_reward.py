@@ -14,6 +14,7 @@ import pytest
 from tsbench.models.registry import get_model
 from tsbench.models.retry import RetryPolicy
 from tsbench.tasks import get_taskset
+from tsbench.tasks.timerbed.prompts import question_text
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
 from tsbench.train import rewards as rw
 from tsbench.train import timemaster_reward as tm
@@ -169,3 +170,21 @@ def test_the_judge_is_asked_at_temperature_one_and_again_on_a_value_out_of_range
         server.push("500")
         assert soft_score(judge, tagged, "emg") == 0.0  # an unreachable judge gives no soft reward, never an error
         assert soft_score(judge, tm.Tagged("x", "Myopathy", ""), "emg") == 0.0 and server.request_count == 5
+
+
+def test_training_asks_the_papers_prompt_and_nothing_more():
+    """TimerBed's rows already end with the paper's instruction (H.2): the composite reward appends no
+    second one; a judged run adds the paper's extension sentence, as the three-part form has it. Other
+    families get the trainer's tag instructions."""
+    timerbed = get_taskset("timerbed")
+    classes = ["Healthy", "Myopathy", "Neuropathy"]
+    question = question_text("emg", ["EMG"], 1500, classes)
+    assert rw.composite_question(timerbed, RewardConfig(reward="composite"), question) == question
+    judged = rw.composite_question(timerbed, RewardConfig(reward="composite", judge="j"), question)
+    assert judged == question_text("emg", ["EMG"], 1500, classes, extension=True)
+    assert judged.count("<think> </think>") == 1 and judged.endswith("within <extension> </extension> tags.")
+    ctu = question_text("ctu", ["electricity"], 720, CLASSES)
+    assert rw.composite_question(timerbed, RewardConfig(reward="composite", judge="j"), ctu).count("\n\n") == 1
+    trend = rw.composite_question(get_taskset("trend"), RewardConfig(reward="composite"), "Rising or falling?")
+    assert trend == f"Rising or falling?\n\n{rw.FORMAT_INSTRUCTIONS}"
+    assert rw.composite_question(timerbed, RewardConfig(), question) == question
