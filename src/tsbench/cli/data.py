@@ -115,6 +115,9 @@ def generate(
     for line in lines:
         table.add_row(line["file"], str(line["rows"]), f"{line['bytes'] / 2**20:.1f}", line["sha256"][:16])
     console.print(table)
+    for line in lines:
+        if line.get("note"):  # what the reader left out, e.g. records too short for one window
+            console.print(line["note"], markup=False)
     console.print(f"manifest: {manifest}")
 
 
