@@ -1,9 +1,10 @@
-"""A hostile --path, family by family, through the real `tsbench generate` (issue 37 items 1 and 3).
+"""A hostile --path, family by family, through the real `tsbench generate` (issue 37 items 1 and 3), and
+TSAIA's release through the real `tsbench convert-tsaia` (the one command that reads its pickles).
 
 Each family gets a small folder in its published layout, then one attack: a file that is a symlink to a
 host file outside --path, and a `../` name (written inside a file where the family reads names from
-files: REFERENCE.csv, query_group, a TSAIA cell; else a symlink whose target climbs out). Each must end
-in exit 2 with one line naming the file, and nothing written, so no outside byte reaches an output. The
+files: REFERENCE.csv, query_group, a TSAIA CSV cell; else a symlink whose target climbs out). Each must
+end in exit 2 with one line naming the file, and nothing written, so no outside byte reaches an output. The
 two crafted small files that expanded to gigabytes are refused by a child process whose peak RSS stays
 far under 1 GiB."""
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -40,8 +42,13 @@ def place(tmp_path) -> tuple[Path, Path]:
 
 
 def refused(cli, family: str, root: Path, naming: str, *extra: str) -> str:
+    return refused_by(cli, ("generate", "--family", family), root, naming, *extra)
+
+
+def refused_by(cli, command: tuple[str, ...], root: Path, naming: str, *extra: str) -> str:
+    """`tsbench COMMAND --path root --out OUT EXTRA` ends in exit 2, one line with `naming`, nothing written."""
     out = root.parent / "out"
-    code, _, stderr = cli("generate", "--family", family, "--path", root, "--out", out, *extra)
+    code, _, stderr = cli(*command, "--path", root, "--out", out, *extra)
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert code == 2 and len(lines) == 1 and naming in lines[0], stderr
     assert not out.exists() or not any(p.is_file() for p in out.rglob("*"))  # nothing written: no outside byte
@@ -190,57 +197,101 @@ def test_json_lines_families_refuse_a_file_outside(cli, place, family, relative)
     (root / name).parent.mkdir(parents=True, exist_ok=True)
     (root / name).write_text("".join(json.dumps(make(i)) + "\n" for i in range(4)))
     (outside / "host.jsonl").write_text("".join(json.dumps(make(i, MARKER)) + "\n" for i in range(4)))
-    link_out(root / "more.jsonl", outside / "host.jsonl", relative=relative)
-    refused(cli, family, root, "more.jsonl: leads to")
+    more = "more.jsonl" if family == "cik" else "decision/quantitative_decision.jsonl"  # TSRBench: a subtask's name
+    link_out(root / more, outside / "host.jsonl", relative=relative)
+    refused(cli, family, root, f"{more}: leads to")
 
 
 def test_a_fifo_is_refused_not_waited_on(cli, place):
     root, _ = place
     (root / "decision").mkdir()
     (root / "decision" / "qualitative_decision.jsonl").write_text(json.dumps(tsr_record(0)) + "\n")
-    os.mkfifo(root / "decision" / "stuck.jsonl")  # reading it would block forever
-    refused(cli, "tsrbench", root, "decision/stuck.jsonl: is a FIFO")
+    os.mkfifo(root / "decision" / "quantitative_decision.jsonl")  # reading it would block forever
+    refused(cli, "tsrbench", root, "decision/quantitative_decision.jsonl: is a FIFO")
 
 
-def tsaia_release(root: Path, sidecar: str = "vars/a0.json") -> None:
-    prices = [100 + i for i in range(20)]
-    mc = {"question_id": "1", "question_type": "MarketAB-beta", "prompt": "More or less sensitive?",
-          "data_info": f"prices: {prices}", "options": json.dumps(["more", "less"]), "answer": "A",
-          "executor_variables": ""}  # fmt: skip
-    analysis = {"question_id": "a0", "question_type": "sharpe", "prompt": "Sharpe?", "data_str": "none inline",
-                "constraint": "", "ground_truth_data": "1.25", "executor_variables": sidecar}  # fmt: skip
+def tsaia_release(root: Path, executor: str = "vars/a0.pkl") -> None:
+    """The release's layout: CSVs whose file columns name pickles (convert-tsaia loads them in the jail)."""
     (root / "vars").mkdir()
-    (root / "vars" / "a0.json").write_text(json.dumps({"close": prices}))
-    for name, row in (("multiple_choice.csv", mc), ("analysis_questions.csv", analysis)):
-        with (root / name).open("w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(row))
-            writer.writeheader()
-            writer.writerow(row)
+    (root / "vars" / "a0.pkl").write_bytes(pickle.dumps({"VAL": np.arange(100.0, 130.0)}))
+    (root / "vars" / "a0_truth.pkl").write_bytes(pickle.dumps(1.25))
+    analysis = {"question_id": "a0", "question_type": "stock_rv_estimation-sharpe ratio", "prompt": "Sharpe?",
+                "data_str": "", "executor_variables": executor, "ground_truth_data": "vars/a0_truth.pkl"}  # fmt: skip
+    with (root / "analysis_questions.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(analysis))
+        writer.writeheader()
+        writer.writerow(analysis)
 
 
-NAMES_IN_FILES = {  # family: (writer, a file it reads, writer options naming a file out, the refusal)
+def tsaia_converted(root: Path, executor: str | None = None, rows: int = 2) -> None:
+    """A folder as `tsbench convert-tsaia` writes it (what --family tsaia reads): conversion.json and
+    multiple_choice.parquet, its file columns tagged JSON (`executor`: that text in every row instead)."""
+    from tsbench.tasks.tsaia.encode import encode
+    from tsbench.tasks.tsaia.reader import CONVERTED
+
+    prices = pd.DataFrame({"S0": np.arange(30.0)}, index=pd.date_range("2024-01-02", periods=30, freq="B").date)
+    tagged = json.dumps(encode({"VAL": prices, "market_VAL": prices}))
+    table = {"question_id": [str(i) for i in range(rows)], "question_type": ["MarketAB-beta"] * rows,
+             "prompt": ["More or less volatile?"] * rows, "data_info": ["VAL, market_VAL"] * rows,
+             "options": [str(["Option A: less", "Option B: more"])] * rows, "answer": ["A"] * rows,
+             "executor_variables": [executor or tagged] * rows, "conversion_error": [None] * rows}  # fmt: skip
+    pq.write_table(pa.table({k: pa.array(v, pa.string()) for k, v in table.items()}), root / "multiple_choice.parquet")
+    (root / "conversion.json").write_text(json.dumps({"converted": CONVERTED, "counts": {"multiple_choice": rows}}))
+
+
+NAMES_IN_FILES = {  # family: (command, writer, a file it reads, writer options naming a file out, the refusal)
     "arfbench": (
+        ("generate", "--family", "arfbench"),
         arfbench_release,
         "arfbench-data/1001_0_60.parquet",
         {"group": "../../outside/host"},
         "arfbench-qa.csv: names '../../outside/host_10.parquet'",
     ),
-    "tsaia": (tsaia_release, "vars/a0.json", {"sidecar": "../outside/host.json"}, "names '../outside/host.json'"),
+    "tsaia": (  # the release's pickles are read by the converter, and refused before any jail starts
+        ("convert-tsaia",),
+        tsaia_release,
+        "vars/a0.pkl",
+        {"executor": "../outside/host.pkl"},
+        "analysis_questions.csv: names '../outside/host.pkl'",
+    ),
 }
 
 
 @pytest.mark.parametrize("family", NAMES_IN_FILES)
 def test_a_file_symlinked_out_and_a_name_read_from_a_file_that_climbs_out(cli, place, family):
     root, outside = place
-    write, attacked, climbing, refusal = NAMES_IN_FILES[family]
+    command, write, attacked, climbing, refusal = NAMES_IN_FILES[family]
     write(root)
     shutil.copy(root / attacked, outside / "host")
     link_out(root / attacked, outside / "host")
-    refused(cli, family, root, f"{attacked}: leads to")
+    refused_by(cli, command, root, f"{attacked}: leads to")
     shutil.rmtree(root)
     root.mkdir()
     write(root, **climbing)
-    assert "not a plain relative path" in refused(cli, family, root, refusal)
+    assert "not a plain relative path" in refused_by(cli, command, root, refusal)
+
+
+def test_the_tsaia_converter_refuses_a_fifo_and_its_reader_a_table_outside(cli, place):
+    root, outside = place
+    tsaia_release(root)
+    (root / "vars" / "a0.pkl").unlink()
+    os.mkfifo(root / "vars" / "a0.pkl")  # a jail fed from it would wait forever
+    refused_by(cli, ("convert-tsaia",), root, "vars/a0.pkl: is a FIFO")
+    shutil.rmtree(root)
+    root.mkdir()
+    tsaia_converted(root)
+    shutil.copy(root / "multiple_choice.parquet", outside / "host.parquet")
+    link_out(root / "multiple_choice.parquet", outside / "host.parquet")
+    refused(cli, "tsaia", root, "multiple_choice.parquet: leads to")
+
+
+def test_a_converted_tsaia_table_is_judged_by_its_expanded_text_before_it_is_read(cli, place):
+    """One 1 MiB tagged-JSON cell repeated by 300 rows: a small parquet file (one dictionary value)
+    that would decode to 300 MiB."""
+    root, _ = place
+    tsaia_converted(root, executor=json.dumps({"VAL": "x" * 2**20}), rows=300)
+    assert (root / "multiple_choice.parquet").stat().st_size < 2**20
+    refused(cli, "tsaia", root, "multiple_choice.parquet: its text once dictionaries are expanded is 300.0 MiB")
 
 
 # -- timesage released and snapshot ----------------------------------------------------------------------------
@@ -279,15 +330,15 @@ def split_sources(manifest: Path) -> list[dict[str, str]]:
 
 
 def test_every_file_read_is_in_the_manifest_with_its_sha256(place, released_set, tmp_path):
-    """Clean folders: the manifest lists the files read (a CSV cell's sidecar, a record's signal file),
+    """Clean folders: the manifest lists the files read (TSAIA's converted tables, a record's signal file),
     keyed by their path under --path, with their sha256."""
     from tsbench.core.provenance import sha256_file
     from tsbench.tasks.timesage.generate import build_sets
 
     root, _ = place
-    tsaia_release(root)
+    tsaia_converted(root)
     manifest, _ = get_taskset("tsaia").generate({"path": str(root), "seed": 1}, tmp_path / "tsaia")
-    expected = {n: sha256_file(root / n) for n in ("analysis_questions.csv", "multiple_choice.csv", "vars/a0.json")}
+    expected = {n: sha256_file(root / n) for n in ("conversion.json", "multiple_choice.parquet")}
     assert split_sources(manifest) and all(sources == expected for sources in split_sources(manifest))
     (tmp_path / "cinc").mkdir()
     wfdb_record(tmp_path / "cinc", "A00001", 3200, ["ECG"], 300)

@@ -22,7 +22,8 @@ RESULTS_FIELDS = {
     "results.overall": "the same block over every row",
     "tasks": "keyed by task as lm-eval's results: `<family>/<category>` and `<family>` (overall), each with "
     "`primary` (the paper's metric: `macro_f1` for multiple choice, else the column's mean metric or `score`), "
-    "its value and `_stderr`, `accuracy` (multiple choice), `n` and `errors`",
+    "its value and `_stderr` (a mean metric also `_n`, the rows it counts), `accuracy` (multiple choice), "
+    "`n` and `errors`",
     "versions, git_commit, updated_at": "provenance",
 }
 BLOCK_FIELDS = {

@@ -1,10 +1,11 @@
 """Input budgets: how much one file under --path may make the host hold, judged before a value is built.
 
 A small file can stand for gigabytes: one parquet dictionary value repeated by every row, run-length
-pages of millions of equal numbers, an .npy header that declares any shape, a WFDB header any
-length. Each check reads only what the file declares (the parquet footer, the npy header, the WFDB
-header) or, for parquet text columns, the dictionaries and their indices, and refuses past the
-budget (a UserError: one line, exit 2), so the values are never materialised.
+pages of millions of equal numbers, a WFDB header that declares any length. Each check reads only
+what the file declares (the parquet footer, the WFDB header) or, for parquet text columns, the
+dictionaries and their indices, and refuses past the budget (a UserError: one line, exit 2), so the
+values are never materialised. (TSAIA's .npy and pickle files are loaded only in the jail, by
+`tsbench convert-tsaia`; the host copies them in within the file budget.)
 
 What a check cannot see: a parquet footer that understates the sizes its own page headers declare
 (pyarrow exposes no page headers); the file-size budget bounds what such a file can hold.
@@ -17,7 +18,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -35,7 +35,9 @@ class Budget:
     """Per file. The defaults hold every published release tsbench reads with room to spare, and keep
     a refused file's check far under 1 GiB of host memory."""
 
-    file_bytes: int = 256 * MiB  # bytes on disk of one file read whole (CSV, text, .npy) or line by line
+    file_bytes: int = (
+        256 * MiB
+    )  # bytes on disk of one file read whole (CSV, text, a TSAIA release file) or line by line
     json_bytes: int = 32 * MiB  # one JSON document (parsed, short keys and numbers take ~15x their text)
     line_bytes: int = 16 * MiB  # one line of a JSON-lines file
     rows: int = 2_000_000  # rows of one parquet file
@@ -147,25 +149,7 @@ def read_parquet(path: str | Path, label: str) -> pa.Table:
         raise _unreadable(label, exc) from None
 
 
-# -- .npy and WFDB headers ---------------------------------------------------------------------------
-def checked_npy(path: str | Path, label: str, budget: Budget) -> np.ndarray:
-    """The array of an .npy file, once its header fits: never a pickle (object arrays are refused),
-    never a declared shape past the budget or past the bytes the file holds (the header is read
-    through a memory map, which checks both shape and length before a value is read)."""
-    try:
-        mapped = np.load(path, mmap_mode="r", allow_pickle=False)
-    except ValueError as exc:
-        pickled = "allow_pickle" in str(exc) or "Python objects" in str(exc)
-        why = "an array of Python objects (a pickle), never loaded" if pickled else str(exc)[:120]
-        raise UserError(f"{label} is not a readable .npy file of numbers ({why})") from None
-    except OSError as exc:
-        raise UserError(f"{label} is not a readable .npy file ({type(exc).__name__}: {str(exc)[:120]})") from None
-    if not isinstance(mapped, np.ndarray):  # an .npz archive
-        raise UserError(f"{label} is not an .npy file of one array")
-    refuse_over(label, "the array its header declares", int(mapped.nbytes), budget.file_bytes)
-    return np.array(mapped)
-
-
+# -- WFDB headers --------------------------------------------------------------------------------------
 def wfdb_samples(label: str, n_signals: int, length: int, budget: Budget) -> None:
     """A whole-record read holds channels x length values: refuse a header that declares too many."""
     refuse_over(

@@ -24,12 +24,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from tsbench.core.errors import UserError
 from tsbench.core.provenance import sha256_file
-from tsbench.tasks.input_budget import Budget, check_parquet, checked_npy, read_parquet, refuse_over, wfdb_samples
+from tsbench.tasks.input_budget import Budget, check_parquet, read_parquet, refuse_over, wfdb_samples
 
 KINDS = {
     stat.S_IFIFO: "a FIFO",
@@ -44,9 +43,18 @@ HF_CACHE_HINT = (
 
 
 class UserFolder:
-    """The files under one --path. `family` names the family in messages; `budget` bounds each file."""
+    """The files under one --path. `family` names the family in messages; `budget` bounds each file.
+    A command other than generate names itself (`reader`) and what its root is to the user (`scope`)."""
 
-    def __init__(self, path: str | Path, family: str, budget: Budget | None = None):
+    def __init__(
+        self,
+        path: str | Path,
+        family: str,
+        budget: Budget | None = None,
+        *,
+        reader: str | None = None,
+        scope: str = "--path",
+    ):
         given = Path(path).expanduser()
         try:
             self.given = given.resolve(strict=True)
@@ -54,6 +62,8 @@ class UserFolder:
             raise UserError(f"--path {given} does not exist (or is a broken or looping symlink)") from None
         self.root = self.given if self.given.is_dir() else self.given.parent
         self.family = family
+        self.reader = reader or f"--family {family}"  # who reads, in messages
+        self.scope = scope  # what the root is called, in messages
         self.budget = (budget or Budget()).scaled()
         self._read: dict[Path, str] = {}  # real path -> the name it was read by (under the root)
         self._fits: set[tuple] = set()  # parquet files that passed the budget: (real path, size, mtime, budget)
@@ -71,12 +81,12 @@ class UserFolder:
         except FileNotFoundError:
             return None
         except (OSError, RuntimeError) as exc:  # a symlink loop, a name too long
-            raise UserError(f"{self.label(path)}: cannot be resolved ({exc}); --family {self.family}") from None
+            raise UserError(f"{self.label(path)}: cannot be resolved ({exc}); {self.reader}") from None
         if not real.is_relative_to(self.root):
             hint = HF_CACHE_HINT if "blobs" in real.parts else ""
             raise UserError(
-                f"{self.label(path)}: leads to {real}, outside --path {self.root}; refused "
-                f"(--family {self.family} reads only files under --path){hint}"
+                f"{self.label(path)}: leads to {real}, outside {self.scope} {self.root}; refused "
+                f"({self.reader} reads nothing outside {self.scope}){hint}"
             )
         return real
 
@@ -89,8 +99,8 @@ class UserFolder:
         if not parts or drive or "\x00" in text or text.startswith(("/", "\\", "~")) or ".." in parts:
             where = self.label(source) if isinstance(source, Path) else source or f"a file in {self.label(base)}"
             raise UserError(
-                f"{where}: names {text!r}, not a plain relative path under --path {self.root}; refused "
-                f"(--family {self.family} reads only files under --path)"
+                f"{where}: names {text!r}, not a plain relative path under {self.scope} {self.root}; refused "
+                f"({self.reader} reads nothing outside {self.scope})"
             )
         return Path(base) / Path(*parts)
 
@@ -111,13 +121,13 @@ class UserFolder:
         info = os.stat(real)
         if not stat.S_ISREG(info.st_mode):
             kind = KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
-            raise UserError(f"{self.label(path)}: is {kind}, not a regular file; refused (--family {self.family})")
+            raise UserError(f"{self.label(path)}: is {kind}, not a regular file; refused ({self.reader})")
         return info
 
     def _checked(self, path: str | Path) -> Path:
         real = self._real(path)
         if real is None:
-            raise UserError(f"{self.label(path)}: no such file under --path {self.root} (--family {self.family})")
+            raise UserError(f"{self.label(path)}: no such file under {self.scope} {self.root} ({self.reader})")
         self._regular(path, real)
         self._read.setdefault(real, self.label(path))
         return real
@@ -158,7 +168,7 @@ class UserFolder:
         try:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
-                raise UserError(f"{self.label(path)}: is not a regular file; refused (--family {self.family})")
+                raise UserError(f"{self.label(path)}: is not a regular file; refused ({self.reader})")
             refuse_over(self.label(path), "the file", info.st_size, limit)
         except BaseException:
             os.close(fd)
@@ -209,12 +219,12 @@ class UserFolder:
         label, longest = self.label(path), self.budget.line_bytes
         with self.open_text(path) as handle:
             number = 0
-            while line := handle.readline(longest + 1):
+            while line := _line(handle, longest + 1, f"{label}:{number + 1}"):
                 number += 1
                 if len(line) > longest:
-                    refuse_over(f"{label} line {number}", "the line", len(line.encode()), longest)
+                    refuse_over(f"{label}:{number}", "the line", len(line.encode()), longest)
                 if line.strip():
-                    yield parse_json(line, f"{label} line {number}")
+                    yield parse_json(line, f"{label}:{number}", "a JSON line")
 
     def parquet(self, path: str | Path, rows: int | None = None) -> pa.Table:
         """A parquet file as a table, once its footer and dictionaries fit the budget (input_budget);
@@ -232,10 +242,6 @@ class UserFolder:
         if key not in self._fits:
             check_parquet(name, self.label(path), budget)
             self._fits.add(key)
-
-    def npy(self, path: str | Path) -> np.ndarray:
-        """An .npy array of numbers (never a pickle), once its header fits the budget."""
-        return checked_npy(self.sized_path(path), self.label(path), self.budget)
 
     def wfdb_header(self, wfdb, stem: str | Path, *, read: int | None = None):
         """The header of the WFDB record `stem` (no suffix), with every file wfdb will open for it
@@ -279,13 +285,24 @@ class UserFolder:
         return sorted(self._read.values())
 
 
-def parse_json(text: str, label: str) -> Any:
+def _line(handle: io.TextIOWrapper, size: int, label: str) -> str:
+    try:
+        return handle.readline(size)
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{label} is not UTF-8 text ({exc.reason})") from None
+
+
+def parse_json(text: str, label: str, what: str = "valid JSON") -> Any:
+    """`text` parsed; malformed JSON, a number too long to read or nesting too deep for the parser is
+    one line naming `label` (a file, or `file:line`)."""
     try:
         return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{label}: is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
     except RecursionError:
-        raise UserError(f"{label}: its JSON nests too deeply to read") from None
+        raise UserError(f"{label} is nested too deeply to read as JSON") from None
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{label} is not {what} ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except ValueError as exc:  # an integer past Python's digit limit
+        raise UserError(f"{label} is not {what} ({str(exc)[:80]})") from None
 
 
 def user_folder(path: str | Path | UserFolder, family: str, budget: Budget | None = None) -> UserFolder:

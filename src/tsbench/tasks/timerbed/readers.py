@@ -11,8 +11,15 @@ downloaded; --path DIR holds what the user has):
 * HAR: the UCI HAR Dataset's raw signals, `<split>/Inertial Signals/body_acc_{x,y,z}_<split>.txt`
   with `<split>/y_<split>.txt`; the dataset's train/test split (subjects disjoint).
 
+Missing values stay NaN, as aeon reads them (`?` in a .ts file, inside a series or at its end): a plot
+shows a gap, never a false drop to 0. Only .arff and .tsv lose trailing all-NaN columns, the padding
+those formats give series of unequal length.
+
 ECG and EMG records are cut into non-overlapping windows of the paper's length (1500 samples; the
-remainder of a record is dropped). Neither release has a split, so one is fixed here that depends only
+remainder of a record is dropped). A record shorter than one window gives no row; such records are
+counted per split (`Release.short_records`), and `tsbench generate` reports them.
+
+Neither release has a split, so one is fixed here that depends only
 on the data: per class, the 20% of units with the smallest blake2b hash of their name are the test
 split (ECG: whole records, so no recording is in both; EMG: windows, as its three records are one per
 class). On EMG's 205 windows this gives the paper's test size, 41 (Table 1's EMG accuracies are
@@ -83,6 +90,7 @@ class Release:
     files: dict[str, list[Path]] = field(default_factory=dict)  # split -> files read
     root: Path | None = None
     folder: UserFolder | None = None  # --path: every file is read through its checks (and recorded)
+    short_records: dict[str, list[str]] = field(default_factory=dict)  # split -> records under one window
 
     def read(self, split: str) -> Iterator[Series]:
         reader = {"archive": _read_archive, "cinc2017": _read_cinc, "emgdb": _read_emg, "uci-har": _read_har}
@@ -241,7 +249,8 @@ def _read_archive(release: Release, split: str) -> Iterator[Series]:
         if len(y) == 0 or len(X) != len(y):
             raise odd_file(file, f"a readable UCR/UEA {suffix} file (no labelled series in it)")
         for i in range(len(y)):
-            yield Series(_trimmed(X[i]), _code(y[i]), {"file": file.name, "index": i})
+            values = np.atleast_2d(np.asarray(X[i], dtype=np.float64))
+            yield Series(values if suffix == ".ts" else _unpadded(values), _code(y[i]), {"file": file.name, "index": i})
 
 
 def _cinc_labels(release: Release) -> dict[str, str]:
@@ -265,10 +274,13 @@ def _read_cinc(release: Release, split: str) -> Iterator[Series]:
     wfdb = require("wfdb", FAMILY)
     labels = _cinc_labels(release)
     assigned = fixed_split(labels)
+    short = release.short_records.setdefault(split, [])
     for record in sorted(labels):
         if split != "all" and assigned[record] != split:
             continue
         signal = _wfdb_signal(wfdb, release.folder, _cinc_place(release, record), "a CinC 2017 WFDB record")
+        if len(signal) < WINDOW:
+            short.append(record)
         for k, window in enumerate(windows(signal)):
             yield Series(window[None, :], labels[record], {"record": record, "window": k, "start": k * WINDOW})
 
@@ -279,6 +291,7 @@ def _read_emg(release: Release, split: str) -> Iterator[Series]:
         record: windows(_wfdb_signal(wfdb, release.folder, release.root / record, "an emgdb WFDB record"))
         for record in EMG_RECORDS
     }
+    release.short_records[split] = [record for record, parts in cut.items() if not parts]
     units = {f"{record}/{k}": record for record, parts in cut.items() for k in range(len(parts))}
     assigned = fixed_split(units)
     for record, parts in cut.items():
@@ -328,14 +341,11 @@ def _wfdb_signal(wfdb, folder: UserFolder, record: Path, what: str) -> np.ndarra
         raise odd_file(record, what, exc) from None
     if signal is None or signal.ndim != 2 or signal.shape[1] < 1:
         raise odd_file(record, what)
-    return np.nan_to_num(signal[:, 0].astype(np.float64))
+    return signal[:, 0].astype(np.float64)  # an invalid sample stays NaN
 
 
-def _trimmed(series: np.ndarray) -> np.ndarray:
-    """(channels, L) with trailing padding NaNs cut and any other NaN set to 0 (unequal-length files)."""
-    series = np.asarray(series, dtype=np.float64)
-    if series.ndim == 1:
-        series = series[None, :]
-    finite = np.isfinite(series).any(axis=0)
-    last = len(finite) - int(np.argmax(finite[::-1])) if finite.any() else 0
-    return np.nan_to_num(series[:, :last], nan=0.0, posinf=0.0, neginf=0.0)
+def _unpadded(series: np.ndarray) -> np.ndarray:
+    """(channels, L) without the trailing columns that are NaN in every channel (.arff/.tsv padding)."""
+    kept = ~np.isnan(series).all(axis=0)
+    last = len(kept) - int(np.argmax(kept[::-1])) if kept.any() else series.shape[1]
+    return series[:, :last]
