@@ -17,7 +17,6 @@ Anything else scores 0 and is recorded as invalid.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,11 +29,12 @@ from tsbench.core.errors import UserError
 from tsbench.tasks.base import Column, Sample, SampleRef, Scored
 from tsbench.tasks.recordings.family import RecordingFamily, write_split
 from tsbench.tasks.recordings.rows import Row
-from tsbench.tasks.recordings.sources import file_hashes, refuse_unknown, stable_id
+from tsbench.tasks.recordings.sources import refuse_unknown, stable_id
 from tsbench.tasks.timerbed.labels import TASKS, class_name
 from tsbench.tasks.timerbed.plots import render_png, save_plot
 from tsbench.tasks.timerbed.prompts import question_text
 from tsbench.tasks.timerbed.readers import WINDOW, Release, Series, find_releases, where_published
+from tsbench.tasks.user_files import UserFolder
 
 REGIME = "coarse"
 SPLITS = ("test", "train")
@@ -61,13 +61,10 @@ def short_records_note(split: str, short: dict[str, list[str]]) -> str:
     return f"{split}: WFDB records under {WINDOW} samples (one window) gave no row: {listed}"
 
 
-def _renames(folder: Path, root: Path, dataset: str) -> dict[str, str]:
+def _renames(files: UserFolder, folder: Path, root: Path, dataset: str) -> dict[str, str]:
     for place in (folder / "labels.json", root / "labels.json"):
-        if place.is_file():
-            try:
-                data = json.loads(place.read_text())
-            except json.JSONDecodeError:
-                raise UserError(f"{place} is not valid JSON") from None
+        if files.is_file(place):
+            data = files.read_json(place)
             mapping = data.get(dataset, data) if isinstance(data, dict) else {}
             if isinstance(mapping, dict) and all(isinstance(v, str) for v in mapping.values()):
                 return {str(k): v for k, v in mapping.items()}
@@ -143,10 +140,13 @@ class TimerBed(RecordingFamily):
             raise UserError(f"{given}; --family {self.name} reads {where_published()}")
         seed = int(options.get("seed", 42))
         wanted = {c.lower() for c in options.get("categories") or []}
-        releases = [r for r in find_releases(path) if not wanted or r.category in wanted]
+        folder = UserFolder(path, self.name)
+        releases = [r for r in find_releases(folder) if not wanted or r.category in wanted]
         if not releases:
             what = "TimerBed release files" + (f" of {sorted(wanted)}" if wanted else "")
             raise UserError(f"no {what} under {path}; --family {self.name} reads {where_published()}")
+        for release in releases:
+            release.check()  # every file of every split, before a row is written
         manifest, lines = None, []
         for name in splits:
             chosen = [r for r in releases if r.kind != "archive" or name in r.files]
@@ -161,10 +161,9 @@ class TimerBed(RecordingFamily):
                 "path": str(path),
                 f"records_under_{WINDOW}_samples": short,
             }
-            sources = file_hashes([f for r in chosen for f in r.source_files()], path)
-            rows = self._rows(chosen, path, name, seed, None if limit is None else int(limit), short)
+            rows = self._rows(chosen, folder.root, name, seed, None if limit is None else int(limit), short)
             manifest, written = write_split(
-                self.name, self.dataset, rows, out, seed=seed, split=name, config=config, sources=sources,
+                self.name, self.dataset, rows, out, seed=seed, split=name, config=config, sources=folder.hashes,
                 progress=progress,
             )  # fmt: skip
             if short:
@@ -186,7 +185,7 @@ class TimerBed(RecordingFamily):
                 continue
             spec = TASKS.get(release.category)
             folder = release.files[next(iter(release.files))][0].parent
-            renames = _renames(folder, base, release.dataset)
+            renames = _renames(release.folder, folder, base, release.dataset)
             classes = self._classes(release, series, renames)
             picked = np.arange(len(series))
             if limit is not None and limit < len(series):
