@@ -74,6 +74,7 @@ def _task(group: pd.DataFrame, column: Column | None) -> dict[str, Any]:
         values = scored["metrics"].map(lambda m: _as_dict(m).get(column.mean_metric))
         metric, metric_stderr = _mean_and_stderr(values)
         out.update({column.mean_metric: metric, f"{column.mean_metric}_stderr": metric_stderr})
+        out[f"{column.mean_metric}_n"] = int(values.notna().sum())  # rows it counts; n - this: rows it leaves out
         out["primary"] = column.mean_metric
     out["metric"] = column.metric
     return out

@@ -220,6 +220,9 @@ class TaskFamily:
     default_harness: str | None = None  # the harness a run uses when none is given (None: the model's)
     harnesses: tuple[str, ...] | None = None  # the only harnesses that can play it (None: any)
     judged: bool = False  # scored by a judge model: `scorer` binds the run's judge, `rescore` applies
+    # The questions ask for TimeMaster's <think>/<class> tags and `score` reads them in the whole reply
+    # (TimerBed): the composite reward appends no format instructions of its own.
+    answer_tags: bool = False
 
     # -- the family's own ------------------------------------------------------------------------
     def resolve(

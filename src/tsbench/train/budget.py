@@ -19,6 +19,7 @@ from typing import Any
 from tsbench.core.errors import UserError
 from tsbench.harness import KERNEL_HARNESSES, play
 from tsbench.models.base import Message, ModelError
+from tsbench.tasks import get_taskset
 from tsbench.train import rewards as rw
 from tsbench.train.agent import ChatTokens
 from tsbench.train.curriculum import parse_key, task_key
@@ -42,8 +43,9 @@ class _Probe:
 def first_prompt_tokens(cfg: Any, tokenizer: Any) -> int:
     """Tokens of the first prompt of the run's first training task (`cfg` is a GRPOConfig)."""
     task = cfg.training_stream().sample(*parse_key(task_key(1, 0))).task
-    if cfg.rewards.reward == "composite":  # the rollouts append the format's instructions (rollouts.Environment)
-        task = dataclasses.replace(task, question=f"{task.question}\n\n{rw.FORMAT_INSTRUCTIONS}")
+    if cfg.rewards.reward == "composite":  # the question as the rollouts ask it (rollouts.Environment)
+        question = rw.composite_question(get_taskset(cfg.tasks.family), cfg.rewards, task.question)
+        task = dataclasses.replace(task, question=question)
     chat = ChatTokens(tokenizer)
     if cfg.harness in KERNEL_HARNESSES:
         return len(chat.first_prompt([Message("user", task.question)]))

@@ -18,6 +18,7 @@ from tsbench.models.tslm.settings import TSLMSettings
 from tsbench.tasks.base import TrainingRequest
 
 REWARDS = ("anomalyxl", "composite")
+FORMAT_RULES = ("public", "paper")  # timemaster_reward.FORMAT_RULES
 LOSSES = ("dr_grpo", "grpo")
 ENGINES = ("hf", "vllm-colocate", "vllm-server")
 REASONING_HISTORY = ("auto", "as-rendered", "as-generated", "refuse")
@@ -91,6 +92,8 @@ class RewardConfig:
     """composite: the soft reward's LLM judge, provider/name (TimeMaster: GPT-4o)."""
     judge_base_url: str | None = None
     """composite: an OpenAI-compatible server for the judge."""
+    format_rule: str = "public"
+    """composite: how a reply is read: public (TimeMaster's public reward code) or paper (§3.3's ordered tags)."""
 
     @property
     def soft(self) -> float:
@@ -100,6 +103,8 @@ class RewardConfig:
         found = []
         if self.reward not in REWARDS:
             found.append(f"--reward must be one of {', '.join(REWARDS)}")
+        if self.format_rule not in FORMAT_RULES:
+            found.append(f"--format-rule must be one of {', '.join(FORMAT_RULES)}")
         if min(self.lambda_tok, self.lambda_fail, self.format_weight, self.hard_weight, self.soft) < 0:
             found.append("reward weights and penalties must be >= 0")
         if self.reward == "composite" and self.soft > 0 and not self.judge:

@@ -22,6 +22,7 @@ from tsbench.core.errors import UserError
 from tsbench.harness import play
 from tsbench.tasks import get_taskset
 from tsbench.tasks.base import Sample, SampleRef, TaskFamily
+from tsbench.train import rewards as rw
 from tsbench.train.agent import Batcher, PolicyAgent
 from tsbench.train.rollouts import POLICY_FAILURES
 
@@ -94,8 +95,8 @@ class PeriodicEval(TrainerCallback):
         """(score, forced final) of one greedy episode; None for a failure that is not the policy's."""
         cfg, env = self.cfg, self.env
         task = sample.task
-        if env.instructions:  # the reward's answer format, as in training
-            task = dataclasses.replace(task, question=f"{task.question}\n\n{env.instructions}")
+        if env.composite:  # the reward's answer format, as in training
+            task = dataclasses.replace(task, question=rw.composite_question(env.taskset, cfg.rewards, task.question))
         hc = cfg.harness_config
         agent = PolicyAgent(
             batcher,
@@ -112,9 +113,7 @@ class PeriodicEval(TrainerCallback):
         if not outcome.finished:
             return (0.0, True) if outcome.error_type in POLICY_FAILURES else None
         message = outcome.result.final_message
-        if env.instructions:
-            from tsbench.train import rewards as rw
-
-            message = rw.class_span(message) or ""
+        if env.composite:
+            message = rw.scored_text(env.taskset, message)
         scored = env.score_fn(task.category, sample.gold, message)
         return float(scored.score), bool(outcome.result.forced_final)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -25,6 +26,7 @@ import pandas as pd
 from tsbench.core.errors import UserError
 from tsbench.tasks.cik.metrics import Constraints
 from tsbench.tasks.timeclaw_protocol import split_train_test
+from tsbench.tasks.user_files import UserFolder, user_folder
 
 SOURCE_HINT = (
     "the Context-is-Key instances: the Hugging Face dataset ServiceNow/context-is-key (data/test-*.parquet) "
@@ -57,6 +59,7 @@ DOMAIN_RULES = (  # task-name fragments -> CiK domain (Table 12); first match wi
     (("ATM", "Cash", "Withdrawal"), "Retail"),
     (("Traffic", "Sensor", "Pred"), "Transportation"),
 )
+MAX_ROWS = 100_000  # rows of one instance parquet file (the release has 355), each read into Python objects
 DOMAINS = ("Climatology", "Economics", "Energy", "Mechanics", "Public Safety", "Retail", "Synthetic", "Transportation")
 
 
@@ -111,30 +114,26 @@ def domain_of(name: str) -> str:
     return "Other"
 
 
-def find_files(path: Path) -> list[Path]:
+def find_files(path: Path | UserFolder) -> list[Path]:
     """The instance files at --path: parquet, .json or .jsonl files (a folder is searched recursively)."""
-    if path.is_file():
-        return [path]
-    found = sorted(p for p in path.rglob("*") if p.suffix in (".parquet", ".jsonl", ".json") and p.is_file())
-    found = [p for p in found if p.name != "manifest.json"]
+    folder = user_folder(path, "cik")
+    found = folder.walk(lambda p: p.suffix in (".parquet", ".jsonl", ".json") and p.name != "manifest.json")
     if not found:
-        raise UserError(f"no .parquet/.json/.jsonl files under {path}; --family cik reads {SOURCE_HINT}")
+        raise UserError(f"no .parquet/.json/.jsonl files under {folder.given}; --family cik reads {SOURCE_HINT}")
     return found
 
 
-def read_records(path: Path) -> list[dict[str, Any]]:
-    """Raw records of every instance file at `path`."""
-    records: list[dict[str, Any]] = []
-    for file in find_files(path):
+def read_records(path: Path | UserFolder) -> Iterator[dict[str, Any]]:
+    """Raw records of every instance file at `path`, each read through the --path folder's checks
+    and input budget (a parquet file's footer and dictionaries first; JSON lines one at a time)."""
+    folder = user_folder(path, "cik")
+    for file in find_files(folder):
         if file.suffix == ".parquet":
-            records += pd.read_parquet(file).to_dict("records")
-            continue
-        text = file.read_text(encoding="utf-8").strip()
-        if text.startswith("["):
-            records += json.loads(text)
+            yield from folder.parquet(file, rows=MAX_ROWS).to_pandas().to_dict("records")
+        elif folder.head(file).lstrip().startswith(b"["):
+            yield from folder.read_json(file)
         else:
-            records += [json.loads(line) for line in text.splitlines() if line.strip()]
-    return records
+            yield from folder.json_lines(file)
 
 
 def _frame(raw: Any, what: str, name: str) -> pd.DataFrame:
@@ -235,7 +234,7 @@ def parse_instance(record: dict[str, Any]) -> Instance:
     )
 
 
-def read_instances(path: Path) -> list[Instance]:
+def read_instances(path: Path | UserFolder) -> list[Instance]:
     return [parse_instance(r) for r in read_records(path)]
 
 

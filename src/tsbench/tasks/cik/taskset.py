@@ -29,7 +29,8 @@ from tsbench.tasks.cik.answer import ANSWER_FORMATS, LEGACY_FORMAT, PARSERS, ans
 from tsbench.tasks.cik.metrics import RCRPS_CAP, Constraints, rcrps, smape, smape_eq65
 from tsbench.tasks.recordings.family import RecordingFamily, write_train_test
 from tsbench.tasks.recordings.rows import Row
-from tsbench.tasks.recordings.sources import file_hashes, refuse_unknown
+from tsbench.tasks.recordings.sources import refuse_unknown
+from tsbench.tasks.user_files import UserFolder
 
 INLINE_ROWS = 3000  # history rows written into the question (CiK's prompt lists the whole history)
 OPTIONS = ("path", "seed", "split", "answer_format", "parser")
@@ -211,7 +212,8 @@ class CiK(RecordingFamily):
         path = Path(raw).expanduser()
         if not path.exists():
             raise UserError(f"--path {path} does not exist; --family cik reads {reader.SOURCE_HINT}")
-        instances = reader.read_instances(path)
+        folder = UserFolder(path, self.name)
+        instances = reader.read_instances(folder)
         if not instances:
             raise UserError(f"no CiK instances under {path}")
         seed = int(options.get("seed", 42))
@@ -232,6 +234,6 @@ class CiK(RecordingFamily):
                 "answer_format": kind,
                 "parser": parser,
             },
-            sources=file_hashes(reader.find_files(path), path),
+            sources=folder.hashes(),
             progress=progress,
         )
