@@ -73,6 +73,12 @@ def generate(
     ),
     scenarios: Optional[int] = typer.Option(None, help="TimeSage: number of scenarios (default 60: 20 per tier)."),
     periods: Optional[int] = typer.Option(None, help="TimeSage: periods per scenario (default 24)."),
+    answer_format: Optional[str] = typer.Option(
+        None, help="CiK: quantiles (TimeClaw's {levels, samples}, default) or samples (trajectories)."
+    ),
+    parser: Optional[str] = typer.Option(
+        None, help="CiK: timeclaw (default: by keys), timeclaw-repo (the authors' parser exactly) or strict."
+    ),
     out: Optional[Path] = typer.Option(
         None, help="Output root; files go to <out>/seed<seed>/ (default: data/<family>)."
     ),

@@ -152,6 +152,7 @@ def _print_summary(run_dir: Path, cfg: EvalConfig) -> None:
     console.print(table)
     if any(b["small_n"] for _, b in rows if b["n"]):
         console.print("* fewer than 10 scored rows: the interval is rough")
+    _print_protocol_metrics(results.get("tasks") or {})
     overall = blocks["overall"]
     if overall["errors"]:
         err_console.print(
@@ -163,6 +164,19 @@ def _print_summary(run_dir: Path, cfg: EvalConfig) -> None:
         err_console.print("the run is incomplete", markup=False)
     if fails(overall["errors"], overall["rows"], cfg.fail_on_error):
         raise typer.Exit(1)
+
+
+def _print_protocol_metrics(tasks: dict) -> None:
+    """The benchmark's own number where it aggregates its own way (CiK's RCRPS), beside the mean scores."""
+    own = {name: t for name, t in tasks.items() if t.get("protocol") and t.get(t.get("primary", "")) is not None}
+    if not own:
+        return
+    first = next(iter(own.values()))
+    title = first["protocol"] + (" (lower is better)" if first.get("lower_is_better") else "")
+    table = Table("task", "n", first["metric"], title=title)
+    for name, task in own.items():
+        table.add_row(name, str(task.get(f"{task['primary']}_n", task["n"])), f"{task[task['primary']]:.4f}")
+    console.print(table)
 
 
 def _trained_text_budget(model: str) -> Optional[int]:
