@@ -31,9 +31,9 @@ from tsbench.tasks.timesage.subjects import DIRECTIONS, norm
 
 SYNONYMS = {
     "up": "up upward upwards rose risen rise rises rising increased increase increases higher climbed climbs gained "
-    "gains grew grows growing advanced above strengthened firmer",
+    "gains grew grows growing advanced strengthened firmer",
     "down": "down downward downwards fell fallen fall falls falling decreased decrease decreases lower declined "
-    "declines declining dropped drops dropping slipped eased weakened below softer",
+    "declines declining dropped drops dropping slipped eased weakened softer",
     "flat": "flat unchanged stable steady steadied little changed broadly flat held steady sideways no change",
 }
 _SYNONYM = {
@@ -69,13 +69,19 @@ _PLACE_EARLIER = re.compile(
     r"\b(?:in|during|for|at|of|on) the (?:previous|prior|last|preceding) (?:month|week|release|period|quarter|year|"
     r"report|bulletin|day|note|issue)\b|\b(?:a|one|two|three|\d+) (?:year|month|week|day|period|quarter|release)s? "
     r"(?:earlier|ago|before)\b|\byear-ago\b|\b(?:previous|prior|last) (?:release|report|bulletin|note|issue)(?:'s)?\b"
-    r"[^.;]{0,40}\b(?:said|stated|reported|named|gave|showed|put|had|listed|called|classed)\b|"
+    r"[^;]{0,50}?\b(?:said|stated|reported|named|gave|showed|put|had|listed|called|classed)\b|"
     r"(?<!since )(?<!from )(?<!than )(?<!against )(?<!versus )(?<!over )(?<!on )\blast (?:month|week|quarter|year)\b"
+)
+_PLACE_LATER = re.compile(
+    r"\b(?:expected|expects|expect|will|soon|ahead|forecasts?|coming|next (?:month|week|period|release|day|quarter|"
+    r"year|time))\b"
 )
 _PLACE_NOW = re.compile(r"\b(?:this (?:month|week|period|release|day|quarter|year|time)|now|currently|today|latest)\b")
 _DATELINE = re.compile(r"(?:^#|\bfor the period\b|^period\b|\bit is now\b|\bissued\b|^week\b|^month\b|^day\b)")
 _NEGATION = re.compile(r"\b(?:not|no|none|nothing|neither|nor|never|without|isn't|wasn't|false|empty)\b|n't\b")
 _RISK = re.compile(r"\b(upside|downside)\b")
+_ANAPHOR = re.compile(r"\W*(?:it|its|this|that|these|those|they|which)\b")  # a clause that refers back
+_SIDE = re.compile(r"\b(?:above|below)\b")
 ITEM_SLACK = 1  # a set may name one item more than its truth holds before it is a listing
 GENERIC_LABELS = (*DIRECTIONS, "none", "other", "unchanged", "normal", "high", "low")  # name no subject alone
 CELL_REACH = 4  # words between a series' name and a figure of it written in the next segment ("x at 1.7 (+0.9)")
@@ -99,9 +105,10 @@ class Claim:
     clause: int
     text: str  # the clause it was read from
     start: int = -1  # where in the clause (normalised) the value is written
+    later: bool = False  # placed after this period ("expected next month"): a forecast, not this period's value
 
     def render(self, names: dict[str, str]) -> str:
-        when = " (earlier)" if self.earlier else ""
+        when = " (earlier)" if self.earlier else " (later)" if self.later else ""
         return f"{names.get(self.subject, self.subject)}{when} = {self.value} :: {self.text}"
 
 
@@ -117,7 +124,7 @@ class Reading:
         """The values stated for now about a subject (none when it is hedged)."""
         if subject in self.hedged:
             return []
-        return [c.value for c in self.claims if c.subject == subject and not c.earlier]
+        return [c.value for c in self.claims if c.subject == subject and not c.earlier and not c.later]
 
 
 class Vocabulary:
@@ -220,6 +227,8 @@ def _labels(voc: Vocabulary, low: str, blocked: list[tuple[int, int]]) -> list[V
             found.append(Value("label", word, m.start()))
         if word in _SYNONYM and word != _SYNONYM[word]:
             found.append(Value("label", _SYNONYM[word], m.start(), role="synonym"))
+    for m in _SIDE.finditer(low):  # "stays above its normal": a condition's direction (F4), nothing else's
+        found.append(Value("label", "up" if m.group() == "above" else "down", m.start(), role="side"))
     if voc.risks:
         drivers = {s["column"] for s in voc.lex["subjects"] if s.get("column")}
         for a, b in _segments(low):
@@ -248,6 +257,8 @@ def _compatible(subject: dict, value: Value, voc: Vocabulary) -> bool:
         return kind in ("date", "dates")
     if value.kind == "label":
         if value.role == "synonym" and subject["key"] not in voc.directional:
+            return False
+        if value.role == "side" and not subject["key"].endswith("if_direction"):
             return False
         return value.value in subject["options"]
     return False
@@ -291,6 +302,8 @@ def _score(voc: Vocabulary, clause: _Clause, key: str, value: Value) -> tuple[fl
         anywhere.add(term)
         if a <= start < b:
             here.add(term)
+        if start < 0:  # carried from the previous clause
+            continue
         first, last = clause.word(start), clause.word(start + len(term) - 1)
         near = min(near, at - last if last <= at else first - at + AFTER)
     weight = voc.weights[key]
@@ -301,10 +314,17 @@ def _score(voc: Vocabulary, clause: _Clause, key: str, value: Value) -> tuple[fl
     return round(sum(weight[t] for t in here), 9), round(sum(weight[t] for t in anywhere), 9), near
 
 
-def _bind(voc: Vocabulary, clause: _Clause, value: Value) -> str | None:
+def _bind(voc: Vocabulary, clause: _Clause, value: Value, before: _Clause | None = None) -> str | None:
+    """The subject a value is attached to (see the module docstring); `before`: the previous clause,
+    whose subject a clause that refers back and names none carries on ("Stocks stood at 1092.6. It
+    was 1093.5 a month earlier.")."""
     candidates = [k for k, s in voc.subjects.items() if _compatible(s, value, voc)]
     if not candidates:
         return None
+    if before is not None and not clause.mentions and _ANAPHOR.match(clause.low):
+        carried = _Clause.__new__(_Clause)
+        carried.__dict__ = {**clause.__dict__, "mentions": [(-1, term) for _, term in before.mentions]}
+        clause = carried  # the carried terms name the clause (at no place in it), never a segment
     scored = [
         ((here, anywhere, -near), key)
         for (here, anywhere, near), key in ((_score(voc, clause, k, value), k) for k in candidates)
@@ -315,7 +335,7 @@ def _bind(voc: Vocabulary, clause: _Clause, value: Value) -> str | None:
         keypoints = [key for key in winners if voc.subjects[key]["keypoint"]]
         winners = keypoints or winners  # on a tie, a keypoint before a table cell
         return winners[0] if len(winners) == 1 else None
-    if value.kind == "label" and value.role != "synonym" and value.value not in GENERIC_LABELS:
+    if value.kind == "label" and not value.role and value.value not in GENERIC_LABELS:
         # a label only one keypoint takes states it unnamed ("supply is tight"); not a word that names a
         # series or subject itself, nor the prior release's driver (the release must be named)
         owners = [k for k in voc.option_owners.get(value.value, []) if k in candidates]
@@ -325,18 +345,18 @@ def _bind(voc: Vocabulary, clause: _Clause, value: Value) -> str | None:
     return None
 
 
-def _earlier(clause: _Clause, value: Value, period: str) -> bool:
-    """The value is placed before this period: the nearest time phrase of its segment says so."""
+def _when(clause: _Clause, value: Value, period: str) -> str:
+    """ "earlier", "now" or "later": where the nearest time phrase of the value's segment places it."""
     if value.base:
-        return True
+        return "earlier"
     a, b = clause.segment(value.start)
-    part = clause.low[a:b]
-    cues = [(m.start() + a, True) for m in _PLACE_EARLIER.finditer(part)]
-    cues += [(m.start() + a, False) for m in _PLACE_NOW.finditer(part)]
-    cues += [(s, d < period) for s, d in clause.dates if a <= s < b and period and d != norm(period)]
-    cues += [(s, False) for s, d in clause.dates if a <= s < b and d == norm(period)]
+    low = clause.low
+    cues = [(m.end() - 1, "earlier") for m in _PLACE_EARLIER.finditer(low) if m.end() > a and m.start() < b]
+    cues += [(m.start(), "later") for m in _PLACE_LATER.finditer(low) if a <= m.start() < b]
+    cues += [(m.start(), "now") for m in _PLACE_NOW.finditer(low) if a <= m.start() < b]
+    cues += [(s, "earlier" if d < norm(period) else "now") for s, d in clause.dates if a <= s < b and period]
     if not cues:
-        return False
+        return "now"
     return min(cues, key=lambda cue: abs(clause.word(cue[0]) - clause.word(value.start)))[1]
 
 
@@ -382,6 +402,7 @@ def _read(report: str, lex: dict) -> Reading:
     period = lex.get("period", "")
     reading = Reading()
     frame_earlier = False
+    previous = None
     for index, text in enumerate(sentences(report)):
         clause = _Clause(voc, text)
         declared = _dateline(clause.low, period)
@@ -390,7 +411,8 @@ def _read(report: str, lex: dict) -> Reading:
         if len([v for v in clause.values if v.kind == "number"]) > LISTING_NUMBERS:
             reading.listing.append(index)
             continue
-        bound = [(value, _bind(voc, clause, value)) for value in clause.values]
+        bound = [(value, _bind(voc, clause, value, previous)) for value in clause.values]
+        previous = clause
         # a series named as the subject of its figure ("d4_kkm2 is 48.1") is not also a value of a list
         named = {
             start
@@ -410,10 +432,11 @@ def _read(report: str, lex: dict) -> Reading:
             if key is None or (value.kind == "label" and value.start in named):
                 continue
             subject = voc.subjects[key]
-            earlier = frame_earlier or (
-                not subject.get("timeless") and not subject.get("prior") and _earlier(clause, value, period)
-            )
-            reading.claims.append(Claim(key, value.value, earlier, index, text.strip(), value.start))
+            when = "now" if subject.get("timeless") or subject.get("prior") else _when(clause, value, period)
+            if when == "later" and subject.get("forward"):
+                when = "now"  # an outlook is about what comes next by nature
+            earlier = frame_earlier or when == "earlier"
+            reading.claims.append(Claim(key, value.value, earlier, index, text.strip(), value.start, when == "later"))
         _booleans(voc, clause, reading, index, text, frame_earlier, period)
         _sets_and_texts(voc, clause, reading, index, text, frame_earlier)
     _hedges(voc, reading, lex)
@@ -430,9 +453,10 @@ def _booleans(voc, clause, reading, index, text, frame_earlier, period) -> None:
                 others = [c for c in reading.claims if c.clause == index and c.subject != key and a <= c.start < b]
                 if any(voc.subjects[c.subject]["keypoint"] for c in others):
                     continue  # "the release should record no event": the segment states another keypoint
-                probe = Value("bool", None, start)
-                earlier = frame_earlier or _earlier(clause, probe, period)
-                reading.claims.append(Claim(key, _polarity(clause.low[a:b]), earlier, index, text.strip()))
+                when = _when(clause, Value("bool", None, start), period)
+                earlier = frame_earlier or when == "earlier"
+                claim = Claim(key, _polarity(clause.low[a:b]), earlier, index, text.strip(), start, when == "later")
+                reading.claims.append(claim)
                 break
 
 
@@ -452,7 +476,7 @@ def _sets_and_texts(voc, clause, reading, index, text, frame_earlier) -> None:
         if not named:
             continue
         if s["kind"] == "text":
-            reading.texts.setdefault(key, []).append(clause.low)
+            reading.texts.setdefault(key, []).append(text.strip())
             continue
         bound = [c for c in reading.claims if c.clause == index and c.subject == key]
         if not bound and _NEGATION.search(clause.low):
@@ -466,7 +490,7 @@ def _hedges(voc: Vocabulary, reading: Reading, lex: dict) -> None:
     for key, s in voc.subjects.items():
         if s["keypoint"] is None:
             continue
-        said = [c.value for c in reading.claims if c.subject == key and not c.earlier]
+        said = [c.value for c in reading.claims if c.subject == key and not c.earlier and not c.later]
         if s["kind"] in ("set", "items", "dates"):
             if len({str(v) for v in said}) > max(2, len(truths.get(key) or []) + ITEM_SLACK):
                 reading.hedged.add(key)

@@ -98,7 +98,7 @@ def _text_coverage(reading: Reading, lex: dict, key: str, truth: str) -> tuple[f
     wanted = set(_words(truth))
     columns = {norm(s["column"]) for s in lex["subjects"] if s.get("column")}
     best, wrong = 0.0, False
-    for clause in reading.texts.get(key, []):
+    for clause in (norm(text) for text in reading.texts.get(key, [])):
         have = set(_words(clause))
         share = len(wanted & have) / len(wanted) if wanted else 0.0
         best = max(best, 1.0 if share == 1.0 else 0.5 if share > 0 else 0.0)
@@ -161,14 +161,14 @@ def claim_list(reading: Reading, lex: dict) -> list[tuple[str, Claim | tuple[str
     for claim in reading.claims:
         if claim.subject in reading.hedged:
             continue
-        ident = (claim.subject, str(claim.value), claim.earlier)
+        ident = (claim.subject, str(claim.value), claim.earlier, claim.later)
         if ident in seen:
             continue
         seen.add(ident)
-        about_now = subjects[claim.subject]["keypoint"] is not None and not claim.earlier
+        about_now = subjects[claim.subject]["keypoint"] is not None and not claim.earlier and not claim.later
         (first if about_now else rest).append((claim.render(names), claim))
     for key in sorted(reading.empty - reading.hedged):
-        if not any(c.subject == key and not c.earlier for c in reading.claims):
+        if not any(c.subject == key and not c.earlier and not c.later for c in reading.claims):
             first.append((f"{names.get(key, key)} = none", (key, [])))
     for key, texts in reading.texts.items():
         covered, wrong = keypoint_coverage(reading, lex, key)
@@ -186,6 +186,8 @@ def verdict(reading: Reading, lex: dict, claim: Claim | tuple[str, Any]) -> str:
             return SUPPORTED if covered == 1.0 else CONTRADICTS
         return SUPPORTED if lex["truths"].get(key) == [] else CONTRADICTS
     subject = next(s for s in lex["subjects"] if s["key"] == claim.subject)
+    if claim.later:
+        return NEUTRAL  # a forecast of what is not an outlook: nothing of this period to check it against
     if subject["keypoint"] is None:
         return _cell_verdict(lex, subject["column"], claim)
     truth = lex["truths"].get(claim.subject)

@@ -236,11 +236,13 @@ def lexicon(gold: dict) -> dict:
             terms += head_terms
         kind = _kind(schema, tag)
         timeless = tag in ("E7", "D1")  # a comparison with, or a window of, earlier periods
+        forward = tag in ("E6", "F1", "F2", "F3", "F4")  # guidance and outlooks speak of what comes next
         if kind == "items" and spec.get("item_key") == "risk":
             drivers = [c for c in columns if c != head]
             options = [norm(f"{d}_{side}") for d in drivers for side in ("upside", "downside")]
         if kind == "object":
             base = _subject(kp["id"], kp["id"], "object", terms, names=names, joint=spec.get("rule") == "joint")
+            base["forward"] = forward
             subjects.append(base)
             for name, sub in (schema.get("properties") or {}).items():
                 part_terms = [*names, *_phrases(PART_WORDS.get(name, "")), *terms]
@@ -262,6 +264,7 @@ def lexicon(gold: dict) -> dict:
                         names=[norm(name)],
                         own=_phrases(PART_WORDS.get(name, "")),
                         timeless=timeless,
+                        forward=forward,
                     )
                 )
             continue
@@ -276,6 +279,7 @@ def lexicon(gold: dict) -> dict:
                 names=names,
                 own=[*names, *_phrases(TAG_WORDS.get(tag, ""))],
                 timeless=timeless,
+                forward=forward,
                 item=spec.get("item_key"),
             )
         )
