@@ -257,7 +257,9 @@ def test_timesage_model_judge_asks_the_papers_prompts_of_a_real_server(server, t
     _rows(run)  # no error row
     [metrics] = load_samples(run)["metrics"].tolist()
     assert metrics["judge_calls"] >= 3 and metrics["judge_errors"] == 0 and metrics["judge_tokens"] > 0
-    assert metrics["judge_calls"] == metrics["judge_cache_hits"] + len((run / "judge_cache.jsonl").read_text().splitlines())
+    assert metrics["judge_calls"] == metrics["judge_cache_hits"] + len(
+        (run / "judge_cache.jsonl").read_text().splitlines()
+    )
     cached = [json.loads(line) for line in (run / "judge_cache.jsonl").read_text().splitlines()]
     assert {c["kind"] for c in cached} >= {"claims", "quality"} and all(c["judge"] == f"openai/{model}" for c in cached)
     for axis in ("coverage", "faithfulness", "quality"):  # a reply the parsers could not read leaves its axis unscored

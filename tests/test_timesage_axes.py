@@ -270,7 +270,10 @@ def test_rules_judge_on_a_hand_built_report():
     forecast = "Issued for 2024-11. The alert status is cool_watch. Warm advisory conditions are expected soon."
     scored = score_period(g, ANSWER, forecast, Asker(RulesJudge()))
     assert scored.keypoints["kp_status"] == 1.0
-    assert dict((c.split(" :: ")[-1], v) for c, v in scored.verdicts)[forecast.split(". ")[-1]] == "tier3_general_knowledge"
+    assert (
+        dict((c.split(" :: ")[-1], v) for c, v in scored.verdicts)[forecast.split(". ")[-1]]
+        == "tier3_general_knowledge"
+    )
     leaky = report + " See gt_source/2024-11.html for details."
     assert score_period(g, ANSWER, leaky, Asker(RulesJudge())).quality == 50.0 * result.quality_lists["substance"]
     assert score_period(g, ANSWER, report, asker).coverage == result.coverage  # deterministic

@@ -266,3 +266,53 @@ def test_writing_counts_only_with_substance():
     assert right.quality_lists["hits"] == wrong.quality_lists["hits"]  # the same writing ...
     assert right.quality == 100.0 and wrong.quality == 0.0  # ... credited by what it states
     assert rules("Week 2026-05-15: conditions are as usual, see timeseries.csv.").quality == 0.0
+
+
+def _named_gold() -> dict:
+    """The gold with the scenario's table layout, so its names (series, unit) are known."""
+    named = gold()
+    named["context"] = ["Table columns: date = release period label; stocks = cold-storage stocks (million lb)"]
+    named["context"] += ["Row date=2026-05-08, stocks=1045.9", "Row date=2026-05-15, stocks=1004.0"]
+    run = {"id": "kp_run_length", "field": "run_length", "description": "how many weeks", "verify": "?"}
+    named["keypoints"] = [*named["keypoints"], {**run, "truth": 3, "truth_text": "3"}]
+    return named
+
+
+@pytest.mark.parametrize(
+    ("report", "stated"),
+    [
+        ("The headline reading came in at 1004.0 million lb.", ["kp_latest_value"]),
+        ("Stocks stood at 1004.0 million lb this week.", ["kp_latest_value"]),
+        ("At 1004 million lb, the level is the lowest in months.", ["kp_latest_value"]),
+        # a label only the status takes names it unnamed, beside the reading it is read from
+        ("Stocks stood at 1004.0 million lb; supply is tight.", ["kp_status", "kp_latest_value"]),
+        ("Supply is tight.", []),  # a state without its reading: a guess, as far as a reader can tell
+    ],
+)
+def test_natural_prose_about_the_right_subject_states_it(report, stated):
+    keypoints = score_period(_named_gold(), TRUTH, report, Asker(RulesJudge())).keypoints
+    assert [k for k, v in keypoints.items() if v == 1.0] == stated, keypoints
+
+
+@pytest.mark.parametrize(
+    ("report", "why"),
+    [
+        ("The latest stock level is 1004.0 or 1045.9 million lb.", "two numbers about one subject: a hedge"),
+        ("Stocks came in at 1004.0 million lb. Stocks came in at 1010.0 million lb.", "a hedge across sentences"),
+        ("Stocks stood at 1045.9 million lb in the previous week.", "the previous week's figure, placed there"),
+        ("Row date=2026-05-08, stocks=1045.9.", "an earlier row restated"),
+        ("Stocks will reach 1004.0 million lb next week.", "a forecast is not this week's figure"),
+    ],
+)
+def test_a_value_about_another_time_or_among_others_states_nothing(report, why):
+    assert score_period(_named_gold(), TRUTH, report, Asker(RulesJudge())).keypoints["kp_latest_value"] == 0.0, why
+
+
+def test_a_number_states_a_value_only_about_its_own_subject():
+    """3 is the run's length in "the run has lasted 3 weeks", never the stock level beside it."""
+    said = "Stocks stood at 1004.0 million lb, and the run below the threshold has lasted 3 weeks."
+    keypoints = score_period(_named_gold(), TRUTH, said, Asker(RulesJudge())).keypoints
+    assert keypoints["kp_latest_value"] == 1.0 and keypoints["kp_run_length"] == 1.0
+    swapped = "Stocks stood at 3 million lb, and the run has lasted 1004 weeks."
+    keypoints = score_period(_named_gold(), TRUTH, swapped, Asker(RulesJudge())).keypoints
+    assert keypoints["kp_latest_value"] == 0.0 and keypoints["kp_run_length"] == 0.0
