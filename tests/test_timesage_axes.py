@@ -277,3 +277,15 @@ def test_rules_judge_on_a_hand_built_report():
     leaky = report + " See gt_source/2024-11.html for details."
     assert score_period(g, ANSWER, leaky, Asker(RulesJudge())).quality == 50.0 * result.quality_lists["substance"]
     assert score_period(g, ANSWER, report, asker).coverage == result.coverage  # deterministic
+
+
+def test_only_the_rules_judge_credits_writing_by_substance():
+    """A model judge scores writing as the paper's prompt asks; a `substance` in its reply changes nothing."""
+
+    def judge(call):
+        if call.kind != "quality":
+            return ScriptedJudge()(call)
+        placed = {"required_hits": SIGNALS, "required_partial": [], "forbidden_violations": [], "substance": 0.1}
+        return json.dumps(placed)
+
+    assert score_period(gold(), ANSWER, REPORT, Asker(judge)).quality == 100.0

@@ -244,7 +244,8 @@ def report_quality(
     if not required:
         return None, placed
     raw = (len(placed["hits"]) + 0.5 * len(placed["partial"]) - len(placed["violations"])) / len(required)
-    return min(100.0, max(0.0, 100.0 * raw * placed.get("substance", 1.0))), placed
+    gated = getattr(asker.judge, "substance_gate", False)  # judge/rules; a model scores writing as the paper asks
+    return min(100.0, max(0.0, 100.0 * raw * (placed.get("substance", 0.0) if gated else 1.0))), placed
 
 
 def score_period(gold: dict, answer: dict | None, report: str, asker: Asker, lex: dict | None = None) -> PeriodScore:

@@ -157,7 +157,7 @@ def parse_quality(reply: str, required: list[str], forbidden: list[str]) -> dict
         "misses": misses,
         "violations": place(value.get("forbidden_violations"), forbidden),
     }
-    substance = value.get("substance")  # judge/rules only: the share of keypoints the report states correctly
+    substance = value.get("substance")  # judge/rules' share of keypoints stated right (axes: its judges only)
     if isinstance(substance, (int, float)) and not isinstance(substance, bool) and 0.0 <= substance <= 1.0:
         placed["substance"] = float(substance)
     return placed

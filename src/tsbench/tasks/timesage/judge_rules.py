@@ -43,6 +43,7 @@ class RulesJudge:
     name = RULES_JUDGE
     reads_context = True
     claims_floor = True  # faithfulness counts the claims a short report does not make (axes.py)
+    substance_gate = True  # quality is credited by the `substance` its replies carry (axes.py)
 
     def reading(self, c: dict) -> Reading:
         return read(c["report"], c["lexicon"])
