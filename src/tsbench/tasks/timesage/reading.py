@@ -1,22 +1,26 @@
 """How judge/rules reads a report: every value it writes (a number, a date, a label, a yes or no)
-attached to the one subject its clause names for it, and placed in this period or an earlier one.
+attached to the one subject its clause names for it, and placed in this period, an earlier or a later one.
 
 - A report is cut (clauses.cut), split into clauses (sentences and lines) and each clause into
   segments (at commas, semicolons, colons, brackets, "while", "but").
-- A subject is named by its terms (subjects.py); a term shared by k keypoints weighs 1/k, so "the
-  change" names the change and "stocks_mlb" alone names no one of the fields about that series. A
-  value is attached to the compatible subject best named in its segment (then in its clause, then,
-  for a label only one keypoint can take, to that keypoint); a tie names no subject, and a value
-  attached to nothing states nothing.
+- A subject is named by its terms (subjects.py); a term shared by k keypoints weighs 1/k and a
+  subject's own name weighs fully, so "the change" names the change and "stocks_mlb" alone names no
+  one of the fields about that series. A value is attached to the compatible subject best named in its
+  segment, then in its clause (nearest on a tie, a keypoint before a table cell); a label only one
+  keypoint can take names it unnamed ("supply is tight"); a clause that starts "It ..." and names
+  nothing carries the previous clause's subject. A tie names no subject, and a value attached to
+  nothing states nothing.
 - Compatible: a number with the subject's kind of number (a level, a change ("by 3", "+3"), a count
   ("3 months"), a rank, a percentage); a label with a subject whose options hold it ("fell" is
-  "down" for a direction); a date with a date.
-- Placed earlier: in a text whose dateline is an earlier period (a copied release), near a phrase
+  "down" for a direction); a date with a date. A series named as the subject of its figure is not
+  also a list item.
+- Placed: earlier in a text whose dateline is an earlier period (a copied release), near a phrase
   that puts it before this period ("in the previous month", "a year ago", an earlier date), or as the
-  base of a comparison ("from 1093.5", "than", "against"). Comparisons and windows (E7, D1) and the
-  prior-release keypoint are about earlier periods by nature and are not moved.
+  base of a comparison ("from 1093.5", "than", "against"); later near a forecast ("expected", "next
+  month"). Comparisons and windows (E7, D1), outlooks and guidance, and the prior-release keypoint are
+  about other periods by nature and are not moved.
 - One subject, several values for this period: a hedge, which states none of them (the same holds for
-  a set naming more items than its question could take).
+  a set naming more items than its question could take, and for a clause of many numbers).
 """
 
 from __future__ import annotations
