@@ -88,8 +88,8 @@ def mentions(text: str, value: Any) -> bool:
 
 
 def is_listing(clause: str, enums: list[list[str]], labels: int = LISTING_LABELS) -> bool:
-    """A clause that sprays values: many numbers, or more than `labels` options of one enum (a set
-    answer of n items may name n + 1: `allowed_labels`)."""
+    """A clause that sprays values: many numbers, or more than `labels` options of one enum (a judged
+    answer such as a cause that names every driver names none)."""
     if len(numbers_in(clause)) > LISTING_NUMBERS or len(dates_in(clause)) > LISTING_NUMBERS:
         return True
     return any(sum(mentions(clause, option) for option in options) > labels for options in enums)

@@ -40,7 +40,7 @@ SYNONYMS = {
     "declines declining dropped drops dropping slipped eased weakened softer",
     "flat": "flat unchanged stable steady steadied little changed broadly flat held steady sideways no change",
 }
-_SYNONYM = {
+SYNONYM_OF = {
     word: label
     for label, words in SYNONYMS.items()
     for word in re.findall(
@@ -165,7 +165,7 @@ class Vocabulary:
         self.option_owners = {
             o: [s["key"] for s in lex["subjects"] if o in s["options"] and s["keypoint"]] for o in options
         }
-        words = sorted(options | set(_SYNONYM), key=len, reverse=True)
+        words = sorted(options | set(SYNONYM_OF), key=len, reverse=True)
         self.labels = re.compile(r"(?<![a-z0-9])(?:" + "|".join(re.escape(w) for w in words) + r")(?![a-z0-9])")
         self.directional = {k for k, s in self.subjects.items() if set(s["options"]) & set(DIRECTIONS)}
         self.risks = {k for k, s in self.subjects.items() if s["kind"] == "items" and s.get("item") == "risk"}
@@ -229,8 +229,8 @@ def _labels(voc: Vocabulary, low: str, blocked: list[tuple[int, int]]) -> list[V
         word = m.group()
         if word in voc.option_owners:
             found.append(Value("label", word, m.start()))
-        if word in _SYNONYM and word != _SYNONYM[word]:
-            found.append(Value("label", _SYNONYM[word], m.start(), role="synonym"))
+        if word in SYNONYM_OF and word != SYNONYM_OF[word]:
+            found.append(Value("label", SYNONYM_OF[word], m.start(), role="synonym"))
     for m in _SIDE.finditer(low):  # "stays above its normal": a condition's direction (F4), nothing else's
         found.append(Value("label", "up" if m.group() == "above" else "down", m.start(), role="side"))
     if voc.risks:

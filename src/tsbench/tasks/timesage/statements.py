@@ -21,7 +21,7 @@ import re
 from typing import Any
 
 from tsbench.tasks.timesage.clauses import number_matches, numbers_in
-from tsbench.tasks.timesage.reading import _SYNONYM, Claim, Reading
+from tsbench.tasks.timesage.reading import SYNONYM_OF, Claim, Reading
 from tsbench.tasks.timesage.subjects import norm, option_counts
 
 SUPPORTED, CONTRADICTS, NEUTRAL, SPECULATION = (
@@ -90,7 +90,7 @@ def _object_coverage(reading: Reading, lex: dict, key: str, truth: dict, joint: 
 
 
 def _words(text: str) -> list[str]:
-    return [_SYNONYM.get(w, w) for w in re.findall(r"[a-z0-9%]+(?:[.-][a-z0-9]+)*", norm(text)) if len(w) > 2]
+    return [SYNONYM_OF.get(w, w) for w in re.findall(r"[a-z0-9%]+(?:[.-][a-z0-9]+)*", norm(text)) if len(w) > 2]
 
 
 def _text_coverage(reading: Reading, lex: dict, key: str, truth: str) -> tuple[float, bool]:
