@@ -67,13 +67,16 @@ def test_messages_the_host_cannot_decode_are_dropped_not_raised():
         "kernel.iopub_socket.send_multipart([b'stream.stdout', DELIM, b'0' * 64] + parts)  # a wrong signature\n"
         "kernel.iopub_socket.send_multipart([b'no delimiter at all'])\n"
         "kernel.iopub_socket.send_multipart([b'x', DELIM, b'', b'[not json'] + parts[1:])\n"
+        "for content in (b'[]', session.pack({'name': 'stdout'})):  # signed, of the wrong shape\n"
+        "    shaped = parts[:3] + [content]\n"
+        "    kernel.iopub_socket.send_multipart([b'stream.stdout', DELIM, session.sign(shaped)] + shaped)\n"
         "'sent'"
     )
     with Sandbox({}, cell_timeout_s=60) as box:
         cell = box.run(code)
         assert cell.result_repr == "'sent'" and not cell.restarted, cell
         assert cell.stdout.startswith("dup\ndup\n")  # a replay is the kernel's own business
-        assert "3 malformed message(s) from the kernel dropped" in cell.stdout
+        assert "5 malformed message(s) from the kernel dropped" in cell.stdout
         assert box.run("6 * 7").result_repr == "42"
 
 

@@ -189,7 +189,7 @@ class KernelReader:
             if not hmac.compare_digest(signature.bytes, check.hexdigest().encode()):
                 raise ValueError("bad signature")
         unpack = self.session.unpack
-        return {
+        message = {
             "header": header,
             "msg_id": header["msg_id"],
             "msg_type": header["msg_type"],
@@ -198,6 +198,9 @@ class KernelReader:
             "content": orjson.loads(content.buffer),  # parsed straight from zmq's buffer
             "buffers": [part.buffer for part in parts[5:]],
         }
+        if not all(isinstance(message[name], dict) for name in ("header", "parent_header", "metadata", "content")):
+            raise ValueError("not a kernel message")
+        return message
 
 
 class RefusalWatch:

@@ -354,8 +354,13 @@ class Sandbox:
                     if time.monotonic() - max(replied_at, self._reader.last_message) > _LOST_IDLE_GRACE_S:
                         return "done"
                 continue
-            if message["parent_header"].get("msg_id") == msg_id and output.add(message):
-                return "done"
+            if message["parent_header"].get("msg_id") != msg_id:
+                continue
+            try:
+                if output.add(message):
+                    return "done"
+            except (KeyError, TypeError, AttributeError, ValueError):  # a message of the wrong shape
+                budget.malformed += 1
 
     def _answer_stdin_requests(self) -> float:
         """Serve pending input requests; returns the seconds spent in the sub_rlm handler."""
@@ -368,7 +373,7 @@ class Sandbox:
                 if budget.dropped + budget.malformed > lost:  # the kernel waits for an answer all the same
                     self._client.input(json.dumps({"error": "request dropped unread: past the output budget"}))
                 continue
-            prompt = request["content"].get("prompt", "")
+            prompt = str(request["content"].get("prompt", ""))
             if not prompt.startswith(SUB_RLM_PROMPT_PREFIX) or self.sub_rlm_handler is None:
                 self._client.input("")  # plain input(): model code gets an empty line
                 continue
