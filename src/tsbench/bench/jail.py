@@ -244,8 +244,9 @@ def main() -> dict:
         ok = ok and (flood["cut"] or flood["count"] * flood["mib"] * 2**20 <= CELL_OUTPUT_BYTES)
         lines.append(
             f"  host peak RSS, one episode process, a cell sending {flood['count']} pre-packed {flood['mib']} MiB "
-            f"message(s): {flood['peak_after_bytes'] / 2**20:.0f} MiB (before the cell "
-            f"{flood['peak_before_bytes'] / 2**20:.0f} MiB; cell {flood['seconds']:.1f} s), output cut: {flood['cut']}, "
+            f"message(s): {flood['peak_after_bytes'] / 2**20:.0f} MiB (+"
+            f"{(flood['peak_after_bytes'] - flood['peak_before_bytes']) / 2**20:.0f} MiB over the peak before the cell; "
+            f"cell {flood['seconds']:.1f} s), output cut: {flood['cut']}, "
             f"episode goes on: {flood['goes_on']} (goal < {HOST_RSS_GOAL_BYTES / 2**30:g} GiB): {verdict(ok)}"
         )
     print("\n".join(lines))

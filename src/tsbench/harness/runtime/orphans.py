@@ -141,15 +141,11 @@ def _start_watcher() -> None:
 
 
 def _after_fork_in_child() -> None:
-    global _pipe, _owner, _watcher
-    if _pipe is not None:
-        try:
-            os.close(_pipe)
-        except OSError:
-            pass
-    _pipe = _owner = _watcher = None
-    _held.clear()
+    """The parent's watcher is the parent's: close our copy of its pipe, never reap it."""
+    global _watcher
+    _watcher = None
     _exited.clear()
+    _close_pipe()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -291,7 +291,7 @@ class JailPool:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
-        self._boots.shutdown(wait=True)
+        self._boots.shutdown(wait=True, cancel_futures=True)  # boots not begun never start: no episode is left for them
         with self._cond:
             left, self._ready = self._ready, []
         for box in left:
