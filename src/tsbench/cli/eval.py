@@ -22,6 +22,7 @@ from tsbench.core.config import build, read_toml_table
 from tsbench.core.errors import UserError
 from tsbench.core.sanitize import terminal_text
 from tsbench.eval.config import EvalConfig
+from tsbench.eval.config_keys import config_key_refusals
 from tsbench.eval.model_args import task_settings
 from tsbench.results.records import transcript_events
 
@@ -46,6 +47,12 @@ def eval_cmd(
         metavar="KEY=VALUE",
         show_default=False,
     ),
+    trust_config_keys: bool = typer.Option(
+        False,
+        "--trust-config-keys",
+        help="Send the API keys a --config file names (api_key_env, judge_api_key_env) to the servers it "
+        "names; without it, a key only the file names goes to its provider's own endpoint only.",
+    ),
 ) -> None:
     """Evaluate a model under a harness; re-running the same command resumes.
 
@@ -54,6 +61,7 @@ def eval_cmd(
     from tsbench.eval.runner import RunProgress, run_eval
 
     settings = read_toml_table(config, "eval") if config else {}
+    from_file = dict(settings)
     settings.update(task_settings(task_arg))
     flags = given_settings(ctx, EvalConfig)
     for name in ("tools_dir", "memory_bank"):
@@ -63,6 +71,8 @@ def eval_cmd(
     if "text_budget_chars" not in settings and (trained := _trained_text_budget(str(settings.get("model", "")))):
         settings["text_budget_chars"] = trained
     cfg = build(EvalConfig, settings, where=f"setting in {config}" if config else "setting")
+    if not trust_config_keys and (refused := config_key_refusals(cfg, from_file, {**task_settings(task_arg), **flags})):
+        raise UserError(f"{config}: {refused[0]}")
 
     state = RunProgress()
     bars = progress_bar(TextColumn("{task.fields[info]}"))
