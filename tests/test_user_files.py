@@ -1,5 +1,5 @@
-"""The one reader of files under --path (tasks/user_files.py) and the input budgets it applies
-(tasks/input_budget.py), on small files written here: what is refused, in one line naming the file,
+"""The one reader of files under --path (core/user_files.py) and the input budgets it applies
+(core/input_budget.py), on small files written here: what is refused, in one line naming the file,
 what is followed, what the manifest gets, and what a parquet footer, its dictionaries and a JSON
 line are judged by before a value is built. The families' own attacks are in
 test_hostile_datasets.py."""
@@ -16,9 +16,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from tsbench.core.errors import UserError
+from tsbench.core.input_budget import SCALE_ENV, Budget, check_parquet, declared_sizes, expanded_bytes
 from tsbench.core.provenance import sha256_file
-from tsbench.tasks.input_budget import SCALE_ENV, Budget, check_parquet, declared_sizes, expanded_bytes
-from tsbench.tasks.user_files import UserFolder
+from tsbench.core.user_files import UserFolder
 
 MiB = 2**20
 

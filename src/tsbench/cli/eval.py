@@ -18,6 +18,7 @@ from rich.text import Text
 
 from tsbench.cli.common import console, err_console, is_terminal, progress_bar, require_run_dir
 from tsbench.cli.options import given_settings, settings_options
+from tsbench.core import json_input
 from tsbench.core.config import build, read_toml_table
 from tsbench.core.errors import UserError
 from tsbench.core.sanitize import terminal_text
@@ -197,8 +198,8 @@ def _trained_text_budget(model: str) -> Optional[int]:
     if not manifest.is_file():
         return None
     try:
-        return json.loads(manifest.read_text()).get("eval_hint", {}).get("text_budget_chars")
-    except (json.JSONDecodeError, AttributeError):
+        return json_input.read_json(manifest).get("eval_hint", {}).get("text_budget_chars")
+    except (ValueError, AttributeError):
         return None
 
 

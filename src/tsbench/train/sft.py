@@ -38,6 +38,7 @@ import numpy as np
 from transformers import TrainerCallback
 
 from tsbench.core.errors import UserError
+from tsbench.core.own_folder import check_replaceable
 from tsbench.core.provenance import TRACKED_PACKAGES, git_commit, versions, write_json
 from tsbench.core.tracking import check_targets
 from tsbench.tasks import get_taskset
@@ -111,6 +112,7 @@ def _prepare_out(cfg: SFTConfig) -> Path:
     if out.exists() and any(out.iterdir()):
         if not cfg.overwrite:
             raise UserError(f"{out} already holds files; use another --out, or --overwrite to replace it")
+        check_replaceable(out, RUN_JSON, "a trained model's folder")
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     return out

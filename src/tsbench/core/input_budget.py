@@ -74,16 +74,21 @@ def refuse_over(label: str, what: str, value: int, limit: int, unit: str = "byte
 
 
 # -- parquet -----------------------------------------------------------------------------------------
-def declared_sizes(metadata: pq.FileMetaData) -> tuple[int, int]:
-    """(decompressed bytes, decoded fixed-width bytes) the footer declares over every column chunk. The
-    second catches run-length pages: millions of equal numbers in a few bytes on disk."""
+def declared_sizes(
+    metadata: pq.FileMetaData, columns: set[str] | None = None, groups: range | None = None
+) -> tuple[int, int]:
+    """(decompressed bytes, decoded fixed-width bytes) the footer declares over the column chunks of
+    `columns` (top-level names; None: all) in `groups` (None: every row group). The second catches
+    run-length pages: millions of equal numbers in a few bytes on disk."""
     decompressed = fixed = 0
-    for group in range(metadata.num_row_groups):
+    for group in groups if groups is not None else range(metadata.num_row_groups):
         row_group = metadata.row_group(group)
         for index in range(row_group.num_columns):
+            column = metadata.schema.column(index)
+            if columns is not None and column.path.split(".")[0] not in columns:
+                continue
             chunk = row_group.column(index)
             decompressed += max(int(chunk.total_uncompressed_size), 0)
-            column = metadata.schema.column(index)
             width = PHYSICAL_WIDTH.get(chunk.physical_type) or max(int(column.length or 0), 1)
             fixed += max(int(chunk.num_values), 0) * width
     return decompressed, fixed
@@ -113,19 +118,45 @@ def _unreadable(label: str, exc: Exception) -> UserError:
     return UserError(f"{label} is not a readable parquet file ({type(exc).__name__}: {str(exc)[:120]})")
 
 
-def check_parquet(path: str | Path, label: str, budget: Budget) -> None:
+def _refuse_declared(label: str, metadata: pq.FileMetaData, budget: Budget, columns, groups, where: str) -> None:
+    decompressed, fixed = declared_sizes(metadata, columns, groups)
+    refuse_over(label, f"the decompressed size its footer declares{where}", decompressed, budget.decoded_bytes)
+    refuse_over(
+        label, f"the decoded size of its values (from the footer's value counts){where}", fixed, budget.decoded_bytes
+    )
+
+
+def check_parquet(
+    path: str | Path,
+    label: str,
+    budget: Budget,
+    *,
+    columns: list[str] | None = None,
+    each_row_group: bool = False,
+) -> None:
     """Refuse the parquet file at `path` unless it fits `budget`: rows, declared decompressed and
     decoded sizes first (the footer alone), then its text columns read as dictionaries (a dictionary
     value is held once however many rows repeat it) and measured as they would expand. The values
-    themselves are never built here."""
+    themselves are never built here.
+
+    `columns` (top-level names): only what a reader reads of the file counts, file-wide.
+    `each_row_group`: the whole file is read one row group at a time (tsbench's own series files,
+    whose values may be larger than any budget in all), so every row group must fit on its own,
+    besides `columns` file-wide."""
     try:
-        metadata = pq.ParquetFile(path).metadata
+        reader = pq.ParquetFile(path)
+        metadata = reader.metadata
     except (pa.ArrowException, OSError) as exc:
         raise _unreadable(label, exc) from None
     refuse_over(label, "the row count its footer declares", metadata.num_rows, budget.rows, "rows")
-    decompressed, fixed = declared_sizes(metadata)
-    refuse_over(label, "the decompressed size its footer declares", decompressed, budget.decoded_bytes)
-    refuse_over(label, "the decoded size of its values (from the footer's value counts)", fixed, budget.decoded_bytes)
+    wanted = None if columns is None else set(columns)
+    if each_row_group:
+        for group in range(metadata.num_row_groups):
+            _refuse_declared(label, metadata, budget, None, range(group, group + 1), f" for row group {group}")
+        if wanted is not None:
+            _refuse_declared(label, metadata, budget, wanted, None, f" for its columns {', '.join(columns)}")
+    else:
+        _refuse_declared(label, metadata, budget, wanted, None, "")
     text = [
         metadata.schema.column(i).path
         for i in range(metadata.num_columns)
@@ -134,10 +165,20 @@ def check_parquet(path: str | Path, label: str, budget: Budget) -> None:
     if not text:
         return
     try:
-        compact = pq.ParquetFile(path, read_dictionary=text).read()
+        compact = pq.ParquetFile(path, read_dictionary=text)
+        top = list(dict.fromkeys(name.split(".")[0] for name in text))
+        if each_row_group:
+            for group in range(metadata.num_row_groups):
+                size = expanded_bytes(compact.read_row_group(group, columns=top))
+                refuse_over(
+                    label, f"its text once dictionaries are expanded, in row group {group}", size, budget.decoded_bytes
+                )
+        read = top if wanted is None else [name for name in top if name in wanted]
+        if read and (wanted is not None or not each_row_group):
+            size = expanded_bytes(compact.read(columns=read))
+            refuse_over(label, "its text once dictionaries are expanded", size, budget.decoded_bytes)
     except (pa.ArrowException, OSError) as exc:
         raise _unreadable(label, exc) from None
-    refuse_over(label, "its text once dictionaries are expanded", expanded_bytes(compact), budget.decoded_bytes)
 
 
 def read_parquet(path: str | Path, label: str) -> pa.Table:
