@@ -52,7 +52,8 @@ def eval_cmd(
         False,
         "--trust-config-keys",
         help="Send the API keys a --config file names (api_key_env, judge_api_key_env) to the servers it "
-        "names; without it, a key only the file names goes to its provider's own endpoint only.",
+        "names, and the keys Ray workers get to the cluster it names (ray_address); without it, a key only "
+        "the file names goes to its provider's own endpoint only, and no key to a cluster only the file names.",
     ),
 ) -> None:
     """Evaluate a model under a harness; re-running the same command resumes.
