@@ -67,13 +67,17 @@ def test_special_files_are_refused_and_folders_that_are_symlinks_not_entered(roo
     os.mkfifo(root / "pipe.jsonl")
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "elsewhere" / "b.jsonl").write_text("{}\n")
-    (root / "linked").symlink_to(tmp_path / "elsewhere")
+    (root / "inner").mkdir()
+    (root / "again").symlink_to(root / "inner")  # stays inside: walked where it lies, not twice
     folder = UserFolder(root, "demo")
     assert [p.name for p in folder.walk(lambda p: p.suffix == ".jsonl")] == ["pipe.jsonl"]
     with pytest.raises(UserError, match="^pipe.jsonl: is a FIFO, not a regular file; refused"):
         list(folder.json_lines(root / "pipe.jsonl"))
+    (root / "linked").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(UserError, match="linked: leads to"):
         folder.listdir(root / "linked")
+    with pytest.raises(UserError, match="linked: leads to"):  # named, not passed over in silence
+        folder.walk()
 
 
 def test_a_file_path_roots_the_folder_at_its_parent_and_a_missing_path_is_one_line(root):

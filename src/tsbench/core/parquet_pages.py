@@ -20,7 +20,7 @@ __all__ = ["MalformedPages", "PageTotals", "chunk_pages"]
 
 _MAX_DEPTH = 16  # a page header nests three levels; deeper is not a parquet file's
 _MAX_ITEMS = 1 << 20  # elements of one list or map field inside a page header
-_VALUE_FIELDS = {5: 1, 7: 1, 8: 1}  # data page v1, dictionary page, data page v2: num_values is field 1
+_VALUE_FIELDS = {5: 1, 8: 1}  # data page v1 and v2: num_values is field 1 (a dictionary's entries are its bytes)
 
 
 class MalformedPages(ValueError):
@@ -30,7 +30,7 @@ class MalformedPages(ValueError):
 @dataclass
 class PageTotals:
     uncompressed: int = 0  # bytes the pages decompress to
-    values: int = 0  # values the data pages hold (nulls included), dictionary entries too
+    values: int = 0  # values the data pages hold (nulls included)
     largest: int = 0  # the largest page, decompressed
     pages: int = 0
 

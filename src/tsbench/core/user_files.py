@@ -163,11 +163,16 @@ class UserFolder:
     # -- finding files -----------------------------------------------------------------------------
     def walk(self, keep: Callable[[Path], bool] | None = None) -> list[Path]:
         """Every file under --path whose path `keep` accepts (or --path itself, when it is a file),
-        sorted. Folders that are symlinks are not entered; each file is checked when it is read."""
+        sorted. Folders that are symlinks are not entered: one that leads out of the root is refused
+        (named, rather than passed over in silence), one that stays inside is walked where it lies.
+        Each file is checked when it is read."""
         if not self.given.is_dir():
             return [self.given]
         found = []
         for folder, folders, names in os.walk(self.root):
+            for name in folders:
+                if os.path.islink(os.path.join(folder, name)):
+                    self._real(os.path.join(folder, name))  # refused when it leads out
             folders.sort()
             found += [p for p in (Path(folder) / n for n in names) if keep is None or keep(p)]
         return sorted(found)

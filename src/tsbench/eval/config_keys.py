@@ -73,7 +73,12 @@ def _local_cluster(address: str) -> bool:
 
 def _ray_refusal(cfg, file: dict[str, Any], command_line: dict[str, Any]) -> str | None:
     address = getattr(cfg, "ray_address", None)
-    if getattr(cfg, "executor", None) != "ray" or not address or "ray_address" in command_line or file.get("ray_address") != address:
+    if (
+        getattr(cfg, "executor", None) != "ray"
+        or not address
+        or "ray_address" in command_line
+        or file.get("ray_address") != address
+    ):
         return None
     if _local_cluster(str(address)):
         return None
