@@ -96,7 +96,7 @@ class PeriodicEval(TrainerCallback):
         task = sample.task
         if env.instructions:  # the reward's answer format, as in training
             task = dataclasses.replace(task, question=f"{task.question}\n\n{env.instructions}")
-        hc = cfg.harness_config
+        hc = cfg.harness_settings()
         agent = PolicyAgent(
             batcher,
             env.chat,
@@ -108,13 +108,11 @@ class PeriodicEval(TrainerCallback):
             rendered=env.rendered,  # as-rendered: later turns as eval renders them, as in training
         )
         with batcher.episode():
-            outcome = play(agent, cfg.harness, task, hc)
+            outcome = play(agent, env.harness, task, hc)
         if not outcome.finished:
             return (0.0, True) if outcome.error_type in POLICY_FAILURES else None
         message = outcome.result.final_message
-        if env.instructions:
-            from tsbench.train import rewards as rw
-
-            message = rw.class_span(message) or ""
+        if env.scheme.answer_span is not None:
+            message = env.scheme.answer_span(message)
         scored = env.score_fn(task.category, sample.gold, message)
         return float(scored.score), bool(outcome.result.forced_final)

@@ -150,10 +150,30 @@ def composite_reward(fmt: float, hard: float, soft: float | None, weights: Seque
 RewardFn = Callable[..., list]
 
 
-def reward_functions(rewards: Any, taskset: TaskFamily) -> tuple[list[RewardFn], list[float]]:
-    """The reward functions for `rewards.reward` (a RewardConfig) and their weights."""
-    if rewards.reward == "anomalyxl":
-        return [task_score, token_cost, forced_final], [1.0, rewards.lambda_tok, rewards.lambda_fail]
+@dataclass(frozen=True)
+class RewardScheme:
+    """One reward of the table: its TRL reward functions and weights, what it adds to the question, how the
+    task's scorer reads an answer under it, and what its settings (a RewardConfig) must satisfy."""
+
+    build: Callable[[Any, TaskFamily], tuple[list[RewardFn], list[float]]]
+    instructions: str = ""  # appended to every question (the answer format the reward reads)
+    answer_span: Callable[[str], str | None] | None = None  # the part of the final message the task scores
+    checks: Callable[[Any], list[str]] = lambda rewards: []
+
+    def problems(self, rewards: Any) -> list[str]:
+        return self.checks(rewards)
+
+    def uses_judge(self, rewards: Any) -> bool:
+        return bool(self.instructions) and rewards.soft > 0
+
+
+def penalised(rewards: Any, taskset: TaskFamily) -> tuple[list[RewardFn], list[float]]:
+    """The paper's R = s - lambda_tok s kappa - lambda_fail 1[forced]: three functions, each logged."""
+    return [task_score, token_cost, forced_final], [1.0, rewards.lambda_tok, rewards.lambda_fail]
+
+
+def composite(rewards: Any, taskset: TaskFamily) -> tuple[list[RewardFn], list[float]]:
+    """TimeMaster's w_fmt format + w_hard hard + w_soft soft (the judge's, counted with the right class)."""
 
     def hard_reward(final_message: list, category: list, gold: list, score: list, **_: Any) -> list:
         return [
@@ -166,6 +186,34 @@ def reward_functions(rewards: Any, taskset: TaskFamily) -> tuple[list[RewardFn],
         return [None if h is None else (j or 0.0) * h for h, j in zip(hard, judge_score)]
 
     return [format_reward, hard_reward, soft_reward], [rewards.format_weight, rewards.hard_weight, rewards.soft]
+
+
+def _composite_checks(rewards: Any) -> list[str]:
+    return (
+        ["--reward composite with a soft weight needs --judge <provider/name>"]
+        if rewards.soft > 0 and not rewards.judge
+        else []
+    )
+
+
+def _penalised_checks(rewards: Any) -> list[str]:
+    return ["--judge only scores the composite reward's soft part (add --reward composite)"] if rewards.judge else []
+
+
+REWARDS: dict[str, RewardScheme] = {
+    "anomalyxl": RewardScheme(penalised, checks=_penalised_checks),
+    "composite": RewardScheme(
+        composite,
+        instructions=FORMAT_INSTRUCTIONS,
+        answer_span=lambda text: class_span(text) or "",
+        checks=_composite_checks,
+    ),
+}
+
+
+def reward_functions(rewards: Any, taskset: TaskFamily) -> tuple[list[RewardFn], list[float]]:
+    """The reward functions for `rewards.reward` (a RewardConfig) and their weights, from the table."""
+    return REWARDS[rewards.reward].build(rewards, taskset)
 
 
 def task_score(score: list, **_: Any) -> list:

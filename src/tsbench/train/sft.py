@@ -39,11 +39,12 @@ from transformers import TrainerCallback
 
 from tsbench.core.errors import UserError
 from tsbench.core.provenance import TRACKED_PACKAGES, git_commit, versions, write_json
+from tsbench.core.settings import check
 from tsbench.core.tracking import check_targets
 from tsbench.tasks import get_taskset
 from tsbench.train import sft_data as sd
-from tsbench.train.config import FORMATS, RLM_TRAJECTORIES, SINGLE_PASS, TIMEMASTER_TRACES, SFTConfig
 from tsbench.train.cpu_memory import limit_malloc_arenas
+from tsbench.train.sft_config import RLM_TRAJECTORIES, SINGLE_PASS, TIMEMASTER_TRACES, SFTConfig
 from tsbench.train.tracking import tracking
 
 DEFAULT_DATA = "data/anomalyxl/seed42"
@@ -63,8 +64,7 @@ def _now() -> str:
 def checked(cfg: SFTConfig) -> SFTConfig:
     """A copy with defaults filled in; bad values are one-line UserErrors."""
     cfg = SFTConfig(**{k: getattr(cfg, k) for k in cfg.__dataclass_fields__})
-    if cfg.format not in FORMATS:
-        raise UserError(f"--format must be {' or '.join(FORMATS)} (got {cfg.format})")
+    check(cfg)  # every setting's declared range and choices (a config built in Python skipped build's check)
     cfg.data = [cfg.data] if isinstance(cfg.data, (str, Path)) else [str(d) for d in cfg.data]
     get_taskset(cfg.family)  # an unknown family fails here, before any data is read
     if cfg.family == ANOMALYXL:  # its two regimes answer in different formats: one at a time (the paper's)
@@ -78,20 +78,7 @@ def checked(cfg: SFTConfig) -> SFTConfig:
         raise UserError("--format rlm-trajectories needs --data results/<run> (eval results with RLM transcripts)")
     if cfg.format == SINGLE_PASS and len(cfg.data) > 1:
         raise UserError("--format single-pass-text takes one --data dir (a dataset seed dir)")
-    checks = [
-        (cfg.epochs >= 1, "--epochs must be >= 1"),
-        (cfg.batch_size >= 1, "--batch-size must be >= 1"),
-        (cfg.lr >= 0, "--lr must be >= 0"),
-        (0 <= cfg.warmup < 1, "--warmup must be in [0, 1)"),
-        (cfg.patience >= 1, "--patience must be >= 1"),
-        (cfg.val_rows >= 0, "--val-rows must be >= 0"),
-        (cfg.grad_clip >= 0, "--grad-clip must be >= 0"),
-        (cfg.weight_decay >= 0, "--weight-decay must be >= 0"),
-        (cfg.train_rows is None or cfg.train_rows >= 1, "--train-rows must be >= 1"),
-        (cfg.val_max_new_tokens >= 1, "val_max_new_tokens must be >= 1"),
-        (cfg.text_budget_chars is None or cfg.text_budget_chars >= 1, "--text-budget-chars must be >= 1"),
-    ]
-    problems = [message for ok, message in checks if not ok] + cfg.policy.problems()
+    problems = cfg.policy.problems()
     if problems:
         raise UserError("; ".join(problems))
     check_targets(cfg.report_to)
@@ -385,7 +372,7 @@ def run_sft(cfg: SFTConfig, progress: ProgressFn | None = None) -> Path:
         max_length=None,
         packing=False,
         completion_only_loss=False,
-        gradient_checkpointing=cfg.policy.gradient_checkpointing,
+        gradient_checkpointing=cfg.gradient_checkpointing,
         bf16=on_gpu,
         fp16=False,
         use_cpu=not on_gpu,
