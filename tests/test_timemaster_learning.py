@@ -57,5 +57,5 @@ def test_mean_reward_rises_on_the_trend_plots(tmp_path):
         f"mean reward: first 5 steps {first:.3f}, last 8 {last:.3f}; {time.perf_counter() - started:.0f}s; "
         f"curve {[round(h, 2) for h in history]}"
     )
-    assert len(history) == cfg.steps
+    assert len(history) == cfg.max_steps
     assert last >= first + 0.2, history

@@ -78,7 +78,7 @@ def test_mean_reward_rises(tmp_path):
         f"mean score: first 3 steps {first:.3f}, last 3 steps {last:.3f}; {time.perf_counter() - started:.0f}s; "
         f"curve {[round(h, 2) for h in history]}"
     )
-    assert len(history) == cfg.steps
+    assert len(history) == cfg.max_steps
     assert last >= first + 0.5, history
 
 

@@ -38,6 +38,11 @@ def sft_baseline(
         None, help="A TOML file from experiments/sft/ ([sft] table); flags override it."
     ),
     full: bool = typer.Option(False, help="Full fine-tuning (the same as --lora 0)."),
+    check_only: bool = typer.Option(
+        False,
+        "--check",
+        help="Resolve the model's config and tokenizer, the data and the memory plan, print them and stop: no weights load.",
+    ),
 ) -> None:
     """Supervised baselines: the classical features + gradient-boosted heads (--model classical), or LoRA/full SFT of a language model."""
     flags = given_settings(ctx, SFTConfig)
@@ -65,6 +70,11 @@ def sft_baseline(
     if not settings.get("model") and not (settings.get("policy") or {}).get("model"):
         raise UserError("--model is required (or a --config that sets model)")
     cfg = build(SFTConfig, settings, where=f"setting in {config}" if config else "setting")
+    if check_only:
+        from tsbench.train.check import check_sft
+
+        console.print(check_sft(cfg, where=str(config) if config else None), markup=False, highlight=False)
+        return
     with RichSFTProgress(err_console) as progress:
         path = run_sft(cfg, progress)
     console.print(f"wrote {path}  (evaluate: tsbench eval --model local/{path})")

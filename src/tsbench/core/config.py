@@ -66,7 +66,7 @@ def _open_sections(cls: type, values: dict[str, Any]) -> None:
 
 def _fold_aliases(cls: type, values: dict[str, Any]) -> None:
     """A key spelled as one of a setting's old names (`aliases`, `--steps` for max_steps) is that setting."""
-    own = field_names(cls)
+    own = field_names(cls) | {name.replace("-", "_") for name in sections(cls)}  # [eval.tools] is a section
     for spec in specs(cls):
         for alias in spec.meta.get("aliases") or ():
             key = alias.lstrip("-").replace("-", "_")

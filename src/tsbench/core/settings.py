@@ -178,6 +178,12 @@ def nested(cls: type) -> dict[str, type]:
 def specs(cls: type, section: tuple[str, ...] = ()) -> list[Spec]:
     """Every setting of `cls`, nested sections flattened (an outer field shadows an inner one of
     the same name, as `core.config.build` routes it)."""
+    return list(_specs(cls, section))
+
+
+@functools.cache
+def _specs(cls: type, section: tuple[str, ...]) -> tuple[Spec, ...]:
+    """`specs`, read once per class: a config class is declared once (TRL's has ~240 fields)."""
     hints = typing.get_type_hints(cls)
     inner = nested(cls)
     found: list[Spec] = []
@@ -205,9 +211,9 @@ def specs(cls: type, section: tuple[str, ...] = ()) -> list[Spec]:
         try:
             instance = cls()
         except TypeError:
-            return found
+            return tuple(found)
         found = [dataclasses.replace(s, default=get(instance, s)) if s.section else s for s in found]
-    return found
+    return tuple(found)
 
 
 def spec_map(cls: type) -> dict[str, Spec]:

@@ -65,11 +65,11 @@ def check_reasoning_history(cfg: Any, tokenizer: Any, *, vision: bool = False) -
 
     Only a multi-turn run whose template drops earlier reasoning has a choice to make: as-rendered (auto's
     pick) renders every turn's prompt as eval does and trains each turn as its own row; as-generated keeps one
-    row per episode and warns; refuse stops. A vision-language policy or another harness keeps one row."""
+    row per episode and warns; refuse stops. Another harness (single-pass, the image harnesses) keeps one row."""
     if cfg.harness not in KERNEL_HARNESSES or cfg.harness_config.max_turns <= 1:
         return "as-generated", None
     asked = cfg.rollout.reasoning_history
-    rows_possible = cfg.harness in TURN_ROW_HARNESSES and not vision
+    rows_possible = cfg.harness in TURN_ROW_HARNESSES  # text harnesses: a VLM's idle vision tower changes nothing
     if ChatTokens(tokenizer).keeps_earlier_reasoning():
         return ("as-rendered" if asked == "as-rendered" and rows_possible else "as-generated"), None
     line = (
@@ -81,7 +81,7 @@ def check_reasoning_history(cfg: Any, tokenizer: Any, *, vision: bool = False) -
     if asked in ("auto", "as-rendered") and rows_possible:
         return "as-rendered", None
     if asked == "as-rendered":
-        why = "a vision-language policy" if vision else f"--harness {cfg.harness}"
+        why = f"--harness {cfg.harness}"
         raise UserError(
             f"reasoning_history = as-rendered trains each turn as its own row, which {why} does not support "
             f"(harnesses: {', '.join(TURN_ROW_HARNESSES)}, text policies); set as-generated to train anyway"

@@ -218,7 +218,10 @@ def check_grpo(cfg: Any, where: str | None = None) -> str:
     devices = device_problems(
         cfg, processes=world, gpus_visible=1 if world > 1 else per_machine, gpus_on_machine=per_machine
     )
-    images = "images beside the ids (TRL's vision-language vLLM path)" if resolved.vision_language else "token ids"
+    from tsbench.train.grpo import IMAGE_HARNESSES
+
+    shown = resolved.vision_language and cfg.harness in IMAGE_HARNESSES
+    images = "the plots beside the token ids (TRL's vision-language vLLM path)" if shown else "token ids only"
     engines = {
         "hf": "hf: the training model generates (transformers generate)",
         "vllm-colocate": f"vllm-colocate: TRL's vLLM in every training process, {cfg.vllm_gpu_memory_utilization:g} of its GPU; {images}",
@@ -237,8 +240,9 @@ def check_grpo(cfg: Any, where: str | None = None) -> str:
         f"batch      {cfg.batch_size} rollouts = {cfg.tasks_per_step} tasks x G {cfg.group_size}; per process "
         f"{per_rank} episodes -> {per_rank * rows} rows, micro-batch {cfg.micro_batch_size}, accumulation "
         f"{derived['gradient_accumulation_steps']}, TRL num_generations {derived['num_generations']}",
-        f"tokens     per process per step: {per_rank * rows} rows; at TRL's full width at most "
-        f"{per_rank * rows * cfg.max_seq_len:,} cells, each forward cut to its rows' own length (train/trainer.py)",
+        f"tokens     per process per step: {per_rank * rows} rows; TRL pads them to the step's longest (up to "
+        f"{per_rank * rows:,} x {row_tokens:,} = {per_rank * rows * row_tokens:,} cells); each forward runs at its "
+        "own rows' length instead (train/trainer.py)",
         f"memory per rank (GiB; {cfg.launch.gpu_memory_gib:g} GiB GPUs):",
         *(f"           {line}" for line in memory.lines()),
         "devices    " + ("; ".join(devices) if devices else "ok"),

@@ -217,6 +217,7 @@ DERIVED = {
     "disable_tqdm": "tsbench's progress line",
     "log_completions": "the run's rollouts journal",
     "dataloader_num_workers": "the task keys (no data to load)",
+    "activation_checkpointing": "gradient_checkpointing",
 }
 
 
@@ -380,7 +381,10 @@ class GRPOConfig(trl.GRPOConfig):
             "dataloader_num_workers": 0,
             "scale_rewards": self.reward_scaling,
             "report_to": check_targets(self.report_to) or "none",
-            "gradient_checkpointing_kwargs": self.gradient_checkpointing_kwargs
+            # transformers 5 reads activation_checkpointing (gradient_checkpointing is its deprecated alias)
+            "activation_checkpointing": self.gradient_checkpointing,
+            "activation_checkpointing_kwargs": self.activation_checkpointing_kwargs
+            or self.gradient_checkpointing_kwargs
             or ({"use_reentrant": False} if self.gradient_checkpointing else None),
             # the KL reference of a full-parameter run on a GPU in bf16 (TRL builds it in the policy's dtype)
             "model_init_kwargs": (

@@ -114,6 +114,7 @@ class Environment:
         self.rendered = history == "as-rendered"
         self.rows_per_episode = cfg.harness_config.max_turns if self.rendered else 1  # TRL's rows per episode
         self.chat = ChatTokens(tokenizer, processor)
+        self.processor = processor  # a VLM's: its episodes' images go to TRL's loss (train/trainer.py)
         self.tokenizer = tokenizer
         self.model_name = model_name
         self.taskset = get_taskset(cfg.tasks.family)
