@@ -27,6 +27,7 @@ import logging
 import math
 import os
 import shutil
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -92,10 +93,14 @@ ProgressFn = Callable[[int, int, dict], None]  # (step, total steps, that step's
 
 
 def train_grpo(cfg: GRPOConfig, progress: ProgressFn | None = None) -> Path:
-    """Train; returns the run dir. <run>/final loads as `local/<run>/final`."""
+    """Train; returns the run dir. <run>/final loads as `local/<run>/final`. <run>/timing.json has the wall
+    clock (time.time()) at each phase's end: what `make bench` splits a run's seconds by."""
+    timing = {"build": time.time()}
     with tracking(cfg.report_to, cfg.run_dir()):
-        run = build_trainer(cfg, progress)
+        run = build_trainer(cfg, progress, timing)
+        timing["trainer"] = time.time()
         run.trainer.train(resume_from_checkpoint=str(run.checkpoint) if run.checkpoint else None)
+        timing["trained"] = time.time()
     final = run.out / FINAL
     full_state_dict_at_save(run.trainer.accelerator)
     run.trainer.save_model(str(final))
@@ -103,6 +108,8 @@ def train_grpo(cfg: GRPOConfig, progress: ProgressFn | None = None) -> Path:
         from tsbench.train.policy import name_base
 
         name_base(final, run.base_record)
+        timing["saved"] = time.time()
+        (run.out / "timing.json").write_text(json.dumps(timing))
     run.trainer.accelerator.wait_for_everyone()
     return run.out
 
@@ -127,8 +134,9 @@ class Run:
     base_record: str  # what saved adapters name as their base
 
 
-def build_trainer(cfg: GRPOConfig, progress: ProgressFn | None = None) -> Run:
+def build_trainer(cfg: GRPOConfig, progress: ProgressFn | None = None, timing: dict | None = None) -> Run:
     """Everything `train_grpo` needs, up to (not including) `trainer.train()`."""
+    timing = {} if timing is None else timing
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is TRL-experimental; we pin TRL's version
     warnings.filterwarnings("ignore", category=FutureWarning, module="transformers")  # TRL 1.16 on transformers 5.24
     import torch
@@ -161,7 +169,9 @@ def build_trainer(cfg: GRPOConfig, progress: ProgressFn | None = None) -> Run:
     # TRL's config (and under DeepSpeed its plugin, so zero3_init_flag shards the weights as they load)
     # exists before the policy loads
     args = cfg.for_launch(world=state.num_processes, rows=rows, on_gpu=on_gpu, reward_weights=weights)
+    timing["checked"] = time.time()
     policy = load_policy(cfg.policy, out, on_gpu=on_gpu)
+    timing["loaded"] = time.time()
     check_images(cfg, policy.processor is not None)
     env = Environment(
         cfg, policy.tokenizer, out, model_name=cfg.policy.model, processor=policy.processor, history=history

@@ -428,16 +428,10 @@ class Environment:
 
 
 def ordered_rows(rows: list[list[Row]], group: int) -> tuple[list[Row], list[int]]:
-    """Every episode's rows group by group (TRL's group: the G x rows rows of one task key, contiguous),
-    longest first within a group so that TRL's forward chunks hold rows of alike length (each chunk
-    runs at its own width, train/trainer.py), and the episode each row belongs to."""
-    flat: list[Row] = []
-    owner: list[int] = []
-    for start in range(0, len(rows), group):
-        members = [(i, row) for i in range(start, min(start + group, len(rows))) for row in rows[i]]
-        members.sort(key=lambda m: -(len(m[1].prompt_ids) + len(m[1].completion_ids)))  # stable: ties keep order
-        flat += [row for _, row in members]
-        owner += [i for i, _ in members]
+    """Every episode's rows in episode order (TRL's group: the G x rows rows of one task key, contiguous),
+    and the episode each row belongs to. Each forward chunk runs at its own rows' width (train/trainer.py)."""
+    flat = [row for of_episode in rows for row in of_episode]
+    owner = [i for i, of_episode in enumerate(rows) for _ in of_episode]
     return flat, owner
 
 
