@@ -70,7 +70,7 @@ def test_the_papers_grpo_config_loads_and_validates(timerbed_har):
 
 
 def test_the_warm_start_config_is_the_papers_sft():
-    from tsbench.train.sft import checked
+    from tsbench.train.sft_config import checked
 
     cfg = checked(build(SFTConfig, read_toml_table(CONFIGS / "sft_warm_start_qwen2.5-vl-3b.toml", "sft")))
     assert (cfg.format, cfg.policy.lora, cfg.epochs, cfg.lr, cfg.weight_decay, cfg.warmup) == (

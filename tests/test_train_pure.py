@@ -18,8 +18,7 @@ from tsbench.train.agent import Turn, assemble
 from tsbench.train.config import GRPOConfig, RewardConfig
 from tsbench.train.curriculum import parse_key, task_key, task_keys
 from tsbench.train.grpo import prepare_run_dir
-from tsbench.train.sft import warmup_steps
-from tsbench.train.sft_config import SFTConfig
+from tsbench.train.sft_config import SFTConfig, warmup_steps
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -8,16 +8,24 @@ one trainer call (sft.py).
 
 from __future__ import annotations
 
+import math
+import shutil
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from tsbench.core.settings import setting
+from tsbench.core.errors import UserError
+from tsbench.core.settings import check, setting
+from tsbench.core.tracking import check_targets
 from tsbench.models.tslm.settings import TSLMSettings
+from tsbench.tasks import get_taskset
 from tsbench.train.config import PolicyConfig
 
 SINGLE_PASS = "single-pass-text"
 RLM_TRAJECTORIES = "rlm-trajectories"
 TIMEMASTER_TRACES = "timemaster-traces"  # <think>/<class> traces: TimeMaster's warm start (train/sft_timemaster.py)
 FORMATS = (SINGLE_PASS, RLM_TRAJECTORIES, TIMEMASTER_TRACES)
+DEFAULT_DATA = "data/anomalyxl/seed42"
+ANOMALYXL = "anomalyxl"
 
 
 def _sft_policy() -> PolicyConfig:
@@ -83,3 +91,46 @@ class SFTConfig:
     overwrite: bool = setting(False, "Replace an existing output dir.")
     policy: PolicyConfig = field(default_factory=_sft_policy)
     tslm: TSLMSettings = field(default_factory=TSLMSettings)  # --model tslm/<arch> only ([sft.tslm])
+
+
+# -- the checks every format's run starts with (sft.py, sft_timemaster.py, tslm_sft.py) ---------------
+def checked(cfg: SFTConfig) -> SFTConfig:
+    """A copy with defaults filled in; bad values are one-line UserErrors."""
+    cfg = SFTConfig(**{k: getattr(cfg, k) for k in cfg.__dataclass_fields__})
+    check(cfg)  # every setting's declared range and choices (a config built in Python skipped build's check)
+    cfg.data = [cfg.data] if isinstance(cfg.data, (str, Path)) else [str(d) for d in cfg.data]
+    get_taskset(cfg.family)  # an unknown family fails here, before any data is read
+    if cfg.family == ANOMALYXL:  # its two regimes answer in different formats: one at a time (the paper's)
+        cfg.regime = cfg.regime or ("precise" if cfg.format == SINGLE_PASS else "both")
+        allowed = ("precise", "coarse") if cfg.format == SINGLE_PASS else ("precise", "coarse", "both")
+        if cfg.regime not in allowed:
+            raise UserError(f"--regime must be {', '.join(allowed)} for {cfg.format} (got {cfg.regime})")
+    if cfg.format == TIMEMASTER_TRACES and not cfg.data:
+        raise UserError("--format timemaster-traces needs --data: trace JSONL files or teacher eval run dirs")
+    if cfg.format == RLM_TRAJECTORIES and not cfg.data:
+        raise UserError("--format rlm-trajectories needs --data results/<run> (eval results with RLM transcripts)")
+    if cfg.format == SINGLE_PASS and len(cfg.data) > 1:
+        raise UserError("--format single-pass-text takes one --data dir (a dataset seed dir)")
+    problems = cfg.policy.problems()
+    if problems:
+        raise UserError("; ".join(problems))
+    check_targets(cfg.report_to)
+    if cfg.out is None:
+        slug = cfg.policy.model.removeprefix("local/").strip("/").replace("/", "_").replace(":", "_")
+        cfg.out = str(Path("models") / f"sft-{slug}-{cfg.format}-{cfg.regime or get_taskset(cfg.family).name}")
+    return cfg
+
+
+def warmup_steps(fraction: float, total_steps: int) -> int:
+    """floor(fraction x steps): warmup never covers a whole short run (HF's ceil makes a 1-step run train at lr 0)."""
+    return int(math.floor(fraction * total_steps))
+
+
+def prepare_out(cfg: SFTConfig) -> Path:
+    out = Path(cfg.out)
+    if out.exists() and any(out.iterdir()):
+        if not cfg.overwrite:
+            raise UserError(f"{out} already holds files; use another --out, or --overwrite to replace it")
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    return out
