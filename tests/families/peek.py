@@ -11,19 +11,20 @@ easier to find, and never learns the second: measured, 1.03 turns per episode af
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from spike_count import SpikeCount
 
 from tsbench.core.episode import EpisodeTask
 from tsbench.harness.episode import EpisodeResult
 from tsbench.models.base import Message
-from tsbench.tasks.base import Column, Sample, SampleRef, Scored, TaskFamily
+from tsbench.tasks.base import Column, Sample, SampleRef, Scored
 
 VALUES = ("v0", "v1", "v2", "v3")
 QUESTION = "Which value is hidden here? Ask the tool first, then answer with the value it names."
@@ -54,27 +55,14 @@ def write_dataset(folder: Path, rows: int, seed: int, split: str) -> Path:
     return path
 
 
-class Peek(TaskFamily):
+class Peek(SpikeCount):
+    """SpikeCount's file layout (one parquet per split, light index columns), scored on the hidden value."""
+
     name = "peek"
-    strata = ()
-
-    def resolve(self, data, *, seed, split, root, filters):
-        return [Path(d) / f"{split}.parquet" if Path(d).is_dir() else Path(d) for d in data]
-
-    def index(self, files, filters) -> pd.DataFrame:
-        frames = [
-            pq.read_table(f, columns=["id", "category", "length", "question", "gold"]).to_pandas().assign(path=str(f))
-            for f in files
-        ]
-        return pd.concat(frames, ignore_index=True)
 
     def load(self, ref: SampleRef) -> Sample:
-        table = pq.read_table(ref.path).to_pandas()
-        row = table[table["id"] == ref.id].iloc[0]
-        values = np.asarray([row["values"]], dtype=np.float32)
-        task = EpisodeTask(row["id"], row["category"], "all", row["question"], ["x"], values)
-        columns = {"split": Path(ref.path).stem, "regime": "all", "length": LENGTH, "n_channels": 1}
-        return Sample(ref, task, json.loads(row["gold"]), columns)
+        sample = super().load(ref)
+        return dataclasses.replace(sample, columns={**sample.columns, "length": LENGTH})
 
     def score(self, category: str, gold: Any, message: str) -> Scored:
         answer = (message or "").strip()
