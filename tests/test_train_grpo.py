@@ -249,8 +249,7 @@ def test_timemaster_composite_reward_with_a_scripted_judge(tmp_path, smol_tokeni
     from accelerate import Accelerator
 
     tok = smol_tokenizer
-    judge_json = '{"specificity": 0.8, "appropriateness": 0.6, "relevance": 1.0, "depth": 0.2}'
-    with FakeOpenAIServer(default=f"ok:{judge_json}") as server:
+    with FakeOpenAIServer(default="ok:0.65") as server:  # the public judge answers one float
         cfg = build(
             GRPOConfig,
             {
@@ -286,7 +285,7 @@ def test_timemaster_composite_reward_with_a_scripted_judge(tmp_path, smol_tokeni
         )
         replies = [
             f"<think>a step up</think>\n<class>{answer}</class><extension>Replace the sensor.</extension>",
-            f"Answer: <class>{answer}</class>",  # right class, broken format
+            f"Answer: <class>{answer}</class>",  # right class, no <think>: well formed for the public code
             '<think>flat</think><class>{"present": false, "start": 0, "end": 0}</class><extension>x</extension>',
         ]
         if not gold["present"]:
@@ -300,10 +299,10 @@ def test_timemaster_composite_reward_with_a_scripted_judge(tmp_path, smol_tokeni
 
     assert out["judge_score"] == [pytest.approx(0.65), None, None]
     fmt, hard, soft = (fn(prompts=[key] * 3, completions=None, **out) for fn in env.functions)
-    assert fmt == [1.0, 0.0, 1.0] and hard == [1.0, 1.0, 0.0] and soft == [pytest.approx(0.65), 0.0, 0.0]
+    assert fmt == [1.0, 1.0, 1.0] and hard == [1.0, 1.0, 0.0] and soft == [pytest.approx(0.65), 0.0, 0.0]
     totals = rw.weighted_total(env.functions, env.weights, [key] * 3, out)
     assert env.weights == [0.1, 0.9, 0.5]  # TimeMaster's public code weighs the judge's score 0.5
-    assert totals == pytest.approx([0.1 + 0.9 + 0.5 * 0.65, 0.9, 0.1])
+    assert totals == pytest.approx([0.1 + 0.9 + 0.5 * 0.65, 1.0, 0.1])
     assert all(sum(m) > 0 for m in out["env_mask"])  # rewards differ: the group trains
     assert "<think></think>" in tok.decode(scripted.prompts[0])  # the format instructions reach the policy
     assert env.last["mean_reward"] == pytest.approx(sum(totals) / 3)

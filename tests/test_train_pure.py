@@ -65,24 +65,26 @@ def test_zero_variance_groups_are_dropped():
 
 # -- TimeMaster's composite reward ---------------------------------------------------------------
 @pytest.mark.parametrize(
-    "text, ok",
+    "text, public, paper",
     [
-        ("<think>it rises</think><class>yes</class><extension>check the sensor</extension>", True),
-        (
-            "Sure. <think>rises</think>\nSo:<class>yes</class> and <extension></extension> done",
-            True,
-        ),  # text outside, empty ext
-        ("<class>yes</class><think>rises</think><extension>x</extension>", False),  # order
-        ("<think>a <class>yes</class></think><extension>x</extension>", False),  # nested
-        ("<think>a</think><class>yes</class><class>no</class><extension>x</extension>", False),  # repeated
-        ("<think> </think><class>yes</class><extension>x</extension>", False),  # empty reasoning
-        ("<think>a</think><class></class><extension>x</extension>", False),  # empty class
-        ("<think>a</think><class>yes</class>", True),  # the extension is optional (TimeMaster's main results)
+        ("<think>it rises</think><class>rising</class><extension>check the sensor</extension>", True, True),
+        ("Sure. <think>rises</think>\nSo:<class>rising</class> and <extension></extension> done", True, True),
+        ("<class>rising</class><think>rises</think><extension>x</extension>", True, False),  # order
+        ("<think>a <class>rising</class></think><extension>x</extension>", True, False),  # nested
+        ("<think>a</think><class>rising</class><class>falling</class><extension>x</extension>", True, False),
+        ("<think> </think><class>rising</class><extension>x</extension>", True, False),  # empty reasoning
+        ("<think>a</think><class></class><extension>x</extension>", False, False),  # empty class
+        ("<think>a</think><class>rising</class>", True, True),  # the extension is optional (the main results)
+        ("<think>a</think>rising", False, False),  # no <class> span
     ],
 )
-def test_format_reward_checks_only_nesting_and_order(text, ok):
-    assert (rw.parse_tagged(text) is not None) is ok
-    assert rw.format_reward(final_message=[text], score=[0.0]) == [float(ok)]
+def test_format_reward_public_and_paper_rules(text, public, paper):
+    """The public rule (the default) asks only for a <class> span naming a class; the paper's (`format_rule
+    = "paper"`) checks nesting and order. Changed with issue 36: the paper's check was the only one."""
+    taskset = get_taskset("trend")
+    for rule, ok in (("public", public), ("paper", paper)):
+        (fmt, *_), _ = rw.reward_functions(RewardConfig(reward="composite", format_rule=rule), taskset)
+        assert fmt(final_message=[text], category=["trend"], gold=['"rising"'], score=[0.0]) == [float(ok)], rule
 
 
 def test_hard_reward_compares_the_class_and_soft_is_gated_on_it():
@@ -107,12 +109,6 @@ def test_hard_reward_compares_the_class_and_soft_is_gated_on_it():
     assert rw.weighted_total(functions, weights, ["k"] * 3, columns) == pytest.approx([0.1 + 0.9 + 0.25, 0.1, 0.0])
     assert rw.composite_reward(1.0, 0.0, 0.9, (0.1, 0.9, 1.0)) == pytest.approx(0.1)
     assert RewardConfig(reward="composite").soft == 0.0 and RewardConfig(judge="j", soft_weight=0.3).soft == 0.3
-
-
-def test_judge_reply_parsing():
-    assert rw.parse_judge_scores('{"specificity": 1, "appropriateness": 0.5, "relevance": 0.5, "depth": 0}') == 0.5
-    assert rw.parse_judge_scores("score: 0.8") == 0.8 and rw.parse_judge_scores("7") is None  # out of [0, 1]
-    assert rw.parse_judge_scores("no idea") is None and rw.parse_judge_scores("1 or 2") is None
 
 
 # -- curriculum and task stream ------------------------------------------------------------------
@@ -274,6 +270,18 @@ def test_resume_refuses_a_moved_curriculum(tmp_path):
     assert prepare_run_dir(pinned, out, True).name == "checkpoint-5"  # more steps, same cut-over: fine
     with pytest.raises(UserError, match="--resume"):
         prepare_run_dir(build(GRPOConfig, {"model": "local/x", "out": str(out)}), out, True)
+
+
+def test_resume_refuses_the_other_format_rule(tmp_path):
+    """A composite run read its replies under one format rule; resuming it under the other would change its reward."""
+    out = tmp_path / "run"
+    composite = {"model": "local/x", "reward": "composite", "out": str(out), "resume": True}
+    assert prepare_run_dir(build(GRPOConfig, composite), out, True) is None  # records the public rule
+    (out / "checkpoints" / "checkpoint-1").mkdir(parents=True)
+    (out / "checkpoints" / "checkpoint-1" / "trainer_state.json").write_text("{}")
+    with pytest.raises(UserError, match=r"format_rule 'public' -> 'paper'"):
+        prepare_run_dir(build(GRPOConfig, {**composite, "format_rule": "paper"}), out, True)
+    assert prepare_run_dir(build(GRPOConfig, composite), out, True).name == "checkpoint-1"
 
 
 def test_sft_warmup_rounds_down():

@@ -15,7 +15,7 @@ import typer
 from typer.core import TyperGroup
 
 from tsbench import __version__
-from tsbench.cli import data, export, leaderboard, timeclaw, timesage
+from tsbench.cli import convert, data, export, leaderboard, timeclaw, timesage
 from tsbench.cli import eval as eval_commands
 from tsbench.cli.common import err_console
 from tsbench.core.errors import UserError
@@ -100,6 +100,7 @@ def _root(
 
 
 app.command()(data.generate)
+app.command("convert-tsaia")(convert.convert_tsaia)
 app.command()(data.describe)
 app.command()(data.score)
 app.command("eval")(eval_commands.eval_cmd)

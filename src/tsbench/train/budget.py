@@ -19,6 +19,7 @@ from typing import Any
 from tsbench.core.errors import UserError
 from tsbench.harness import KERNEL_HARNESSES, play
 from tsbench.models.base import Message, ModelError
+from tsbench.tasks import get_taskset
 from tsbench.train.agent import ChatTokens
 from tsbench.train.curriculum import parse_key, task_key
 from tsbench.train.rollouts import episode_harness
@@ -42,8 +43,8 @@ class _Probe:
 def first_prompt_tokens(cfg: Any, tokenizer: Any, processor: Any = None) -> int:
     """Tokens of the first prompt of the run's first training task (`cfg` is a GRPOConfig)."""
     task = cfg.training_stream().sample(*parse_key(task_key(1, 0))).task
-    if instructions := cfg.rewards.scheme.instructions:  # the rollouts append the format's (rollouts.Environment)
-        task = dataclasses.replace(task, question=f"{task.question}\n\n{instructions}")
+    question = cfg.rewards.scheme.question(get_taskset(cfg.tasks.family), cfg.rewards, task.question)
+    task = dataclasses.replace(task, question=question)  # the question as the rollouts ask it (rollouts.Environment)
     chat = ChatTokens(tokenizer, processor)
     if cfg.harness in KERNEL_HARNESSES:
         if cfg.harness_config.memory_bank and cfg.harness_config.top_k > 0:  # the precedents the wrapper prefixes

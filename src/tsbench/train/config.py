@@ -21,12 +21,14 @@ from typing import Any
 
 import trl
 
+from tsbench.core import settings
 from tsbench.core.errors import UserError
 from tsbench.core.settings import setting
 from tsbench.core.tracking import check_targets
 from tsbench.harness.episode import HarnessConfig
 from tsbench.tasks.base import TrainingRequest
 from tsbench.train.rewards import REWARDS
+from tsbench.train.timemaster_reward import FORMAT_RULES
 
 ENGINES = ("hf", "vllm-colocate", "vllm-server")
 REASONING_HISTORY = ("auto", "as-rendered", "as-generated", "refuse")
@@ -88,6 +90,11 @@ class RewardConfig:
     )
     judge: str | None = setting(None, "composite: the soft reward's LLM judge, provider/name (TimeMaster: GPT-4o).")
     judge_base_url: str | None = setting(None, "composite: an OpenAI-compatible server for the judge.")
+    format_rule: str = setting(
+        "public",
+        "composite: how a reply is read: public (TimeMaster's public reward code) or paper (§3.3's ordered tags).",
+        choices=FORMAT_RULES,
+    )
 
     @property
     def soft(self) -> float:
@@ -100,7 +107,7 @@ class RewardConfig:
     def problems(self) -> list[str]:
         if self.reward not in REWARDS:
             return [f"--reward must be one of {', '.join(REWARDS)}"]
-        return self.scheme.problems(self)
+        return settings.problems(self) + self.scheme.problems(self)
 
 
 @dataclass

@@ -75,6 +75,7 @@ RESUME_KEYS = (
     "hard_weight",
     "soft_weight",
     "judge",
+    "format_rule",
     "family",
     "data",
     "categories",
@@ -232,6 +233,9 @@ def resume_view(cfg: GRPOConfig) -> dict:
 
     values = json.loads(json.dumps(flat(cfg), default=str))
     values["soft_weight"] = cfg.rewards.soft
+    # how a composite reply is read (public or paper); an anomalyxl run reads no tags, so None, as a run
+    # recorded before the setting existed has it
+    values["format_rule"] = cfg.rewards.format_rule if cfg.rewards.reward == "composite" else None
     values["warm_steps"] = cfg.warm_steps
     values["scale_rewards"] = cfg.reward_scaling
     values["temperature"] = cfg.temperature

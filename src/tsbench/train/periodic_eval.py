@@ -94,8 +94,8 @@ class PeriodicEval(TrainerCallback):
         """(score, forced final) of one greedy episode; None for a failure that is not the policy's."""
         cfg, env = self.cfg, self.env
         task = sample.task
-        if env.instructions:  # the reward's answer format, as in training
-            task = dataclasses.replace(task, question=f"{task.question}\n\n{env.instructions}")
+        question = env.scheme.question(env.taskset, cfg.rewards, task.question)  # as in training
+        task = dataclasses.replace(task, question=question)
         hc = cfg.harness_settings()
         agent = PolicyAgent(
             batcher,
@@ -112,7 +112,6 @@ class PeriodicEval(TrainerCallback):
         if not outcome.finished:
             return (0.0, True) if outcome.error_type in POLICY_FAILURES else None
         message = outcome.result.final_message
-        if env.scheme.answer_span is not None:
-            message = env.scheme.answer_span(message)
+        message = env.scheme.scored_text(env.taskset, message)
         scored = env.score_fn(task.category, sample.gold, message)
         return float(scored.score), bool(outcome.result.forced_final)

@@ -49,6 +49,7 @@ from tsbench.results import Journal, apply_outcome, apply_score, finish, new_rec
 from tsbench.tasks import get_taskset
 from tsbench.tasks.base import Sample
 from tsbench.train import rewards as rw
+from tsbench.train import timemaster_reward as tm
 from tsbench.train.agent import (
     Batcher,
     ChatTokens,
@@ -123,7 +124,7 @@ class Environment:
         self.score_fn = self.taskset.scorer({"judge": None, "run_dir": str(run_dir)})
         self.scheme = cfg.rewards.scheme
         self.functions, self.weights = rw.reward_functions(cfg.rewards, self.taskset)
-        self.instructions = self.scheme.instructions
+        self.reward_settings = rw.composite_settings(cfg.rewards)  # how the judge reads a reply
         self.harness = episode_harness(cfg)
         self.settings = cfg.harness_settings()
         self.judge = None
@@ -143,7 +144,8 @@ class Environment:
     def sample(self, key: str, refill: int = 0) -> Sample:
         """The training task a key names (or, in refill round r, its stand-in: the same (step, j) of a stream
         with its own seed, so a fresh task of the same curriculum phase, distinct on every process and
-        drawn again on resume), with the reward format's instructions appended."""
+        drawn again on resume), its question as the reward asks it (`RewardScheme.question`: the composite
+        reward's answer format, rewards.composite_question)."""
         stream = self.stream
         if refill:
             if refill not in self.refill_streams:
@@ -151,10 +153,10 @@ class Environment:
                 self.refill_streams[refill] = self.taskset.training_stream(request)
             stream = self.refill_streams[refill]
         sample = stream.sample(*parse_key(key))
-        if not self.instructions:
+        question = self.scheme.question(self.taskset, self.cfg.rewards, sample.task.question)
+        if question == sample.task.question:
             return sample
-        task = dataclasses.replace(sample.task, question=f"{sample.task.question}\n\n{self.instructions}")
-        return dataclasses.replace(sample, task=task)
+        return dataclasses.replace(sample, task=dataclasses.replace(sample.task, question=question))
 
     # -- the rollout function ------------------------------------------------------------------
     def __call__(self, prompts: list[str], trainer: Any) -> dict[str, list]:
@@ -341,10 +343,8 @@ class Environment:
         if outcome.finished:
             message = outcome.result.final_message
             episode.final_message, episode.forced_final = message, outcome.result.forced_final
-            scored_text = message
-            if self.scheme.answer_span is not None:  # composite: the task is scored on the <class> span
-                scored_text = self.scheme.answer_span(message)
-            scored = self.score_fn(category, gold, scored_text)
+            # composite: the family scores the <class> span (or, reading the tags itself, the whole reply)
+            scored = self.score_fn(category, gold, self.scheme.scored_text(self.taskset, message))
             apply_score(
                 record,
                 score=scored.score,
@@ -354,10 +354,12 @@ class Environment:
                 metrics=scored.metrics,
             )
             episode.score = float(scored.score)
-            tagged = rw.parse_tagged(message) if self.judge is not None else None
-            if tagged is not None and rw.class_matches(self.taskset, category, gold, message):  # soft needs the class
-                episode.judge_score = self.ask_judge(tagged)
-                record["metrics"]["judge"] = episode.judge_score
+            if self.judge is not None:
+                reading = rw.read_reply(self.taskset, category, gold, message, self.reward_settings)
+                hard = tm.hard_reward(reading, self.taskset.gold_class(category, gold))
+                if tm.wants_judge(reading, hard):  # the soft reward needs the class and an extension
+                    episode.judge_score = self.ask_judge(reading.tagged, category)
+                    record["metrics"]["judge"] = episode.judge_score
         elif outcome.error_type in POLICY_FAILURES:
             episode.score, episode.forced_final = 0.0, True  # the budget ran out before an answer
         record["metrics"].update(
@@ -365,12 +367,12 @@ class Environment:
             generated_tokens=float(episode.generated_tokens),
         )
 
-    def ask_judge(self, tagged: rw.Tagged) -> float:
+    def ask_judge(self, tagged: rw.Tagged, category: str) -> float:
         """The soft reward's judge as TimeMaster's public code asks it (train/timemaster_judge.py: one float,
         temperature 1.0, generic advice capped at 0.4); 0 when it cannot be reached or gives no usable float."""
         from tsbench.train.timemaster_judge import soft_score
 
-        return soft_score(self.judge, tagged)
+        return soft_score(self.judge, tagged, category, self.reward_settings)
 
     # -- what goes back, what is kept ----------------------------------------------------------
     @staticmethod
