@@ -19,6 +19,7 @@ from tsbench.cli import convert, data, export, leaderboard, timeclaw, timesage
 from tsbench.cli import eval as eval_commands
 from tsbench.cli.common import err_console
 from tsbench.core.errors import UserError
+from tsbench.core.extras import check
 from tsbench.core.sanitize import terminal_text
 
 # Commands whose settings are TRL's (train/config.py: GRPOConfig is trl.GRPOConfig) import TRL, torch and
@@ -48,6 +49,8 @@ class _Deferred(click.Command):
         from typer.models import CommandInfo
 
         module, attr = self.target.split(":")
+        # TRL's lazy modules turn a missing torch into a RuntimeError at attribute access: look first
+        check("torch", "transformers", "trl", extra="train")
         try:
             callback = getattr(importlib.import_module(module), attr)
         except ModuleNotFoundError as exc:
