@@ -19,6 +19,7 @@ import os
 import shutil
 import struct
 import threading
+from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
 from tsbench.leaderboard.load import load_results
 from tsbench.tasks.anomalyxl import labels as lb
+from tsbench.train.sft_timemaster import traces_from_jsonl
 
 DEEP = "[" * 100_000 + "]" * 100_000
 
@@ -89,6 +91,10 @@ def test_json_nested_too_deeply_in_a_manifest_responses_or_config_is_one_line(cl
     responses = tmp_path / "responses.jsonl"
     responses.write_text('{"id": "x", "response": ' + DEEP + "}\n")
     one_line(*cli("score", "--data", small_data / "test-coarse.parquet", "--responses", responses)[::2], ":1:")
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text('{"prompt": "p", "response": ' + DEEP + "}\n")
+    with pytest.raises(UserError, match="traces.jsonl:1: not a trace line"):  # sft-baseline's --data traces
+        traces_from_jsonl(traces, Counter())
     config = tmp_path / "deep.toml"
     config.write_text("[eval]\nx = " + DEEP + "\n")
     one_line(*cli("eval", "--config", config)[::2], "nested too deeply to read as TOML")

@@ -16,7 +16,6 @@ is on the completion only).
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import time
@@ -25,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tsbench.core import json_input
 from tsbench.core.errors import UserError
 
 TRACE = re.compile(r"^\s*<think>.+?</think>\s*<class>.+?</class>(\s*<extension>.*?</extension>)?\s*$", re.S | re.I)
@@ -50,7 +50,7 @@ def traces_from_jsonl(path: Path, skipped: Counter) -> list[Trace]:
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = json_input.loads(line)  # nested too deeply: a ValueError too
             prompt, response = str(item["prompt"]), str(item["response"])
         except (ValueError, KeyError, TypeError):
             raise UserError(f"{path}:{number}: not a trace line (needs JSON with prompt and response)") from None
@@ -170,12 +170,12 @@ def run_trace_sft(cfg: Any, progress: Any = None) -> Path:
 
     from tsbench.core.provenance import git_commit, versions, write_json
     from tsbench.train.policy import load_policy, name_base
-    from tsbench.train.sft import _prepare_out, warmup_steps
+    from tsbench.train.sft_config import prepare_out, warmup_steps
 
     traces, selection = load_traces(cfg.data, cfg.min_score)
     if cfg.train_rows is not None:
         traces = traces[: cfg.train_rows]
-    out = _prepare_out(cfg)
+    out = prepare_out(cfg)
     started = time.perf_counter()
     on_gpu = torch.cuda.is_available()
     torch.manual_seed(cfg.seed)
@@ -199,7 +199,7 @@ def run_trace_sft(cfg: Any, progress: Any = None) -> Path:
         save_strategy="no",
         max_length=cfg.max_seq_len,
         completion_only_loss=True,
-        gradient_checkpointing=cfg.policy.gradient_checkpointing,
+        gradient_checkpointing=cfg.gradient_checkpointing,
         bf16=on_gpu,
         use_cpu=not on_gpu,
         logging_steps=1,
