@@ -201,6 +201,10 @@ def test_overwrite_and_exports_never_delete_a_folder_they_did_not_write(cli, sma
     one_line(*cli("eval", "--model", "scripted/zscore", "--data", small_data, "--regime", "coarse", "--limit", "1",
                   "--out", project, "--overwrite")[::2], "is not a run dir (no run.json); refused to delete it")  # fmt: skip
     one_line(*cli("export", run_dir, "-f", "hf", "--out", project)[::2], "is not a run export")
+    from tsbench.train.sft_config import SFTConfig, prepare_out  # imports TRL: here, not when the file is collected
+
+    with pytest.raises(UserError, match="is not a trained model's folder .no run.json.; refused to delete it"):
+        prepare_out(build(SFTConfig, {"model": "local/x", "out": str(project), "overwrite": True}))
     assert (project / "src" / "code.py").read_text() == "keep me" and (project / "README.md").is_file()
     code, _, err = cli("export", run_dir, "-f", "hf", "--out", tmp_path / "export")
     assert code == 0, err
