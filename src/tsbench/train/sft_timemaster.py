@@ -16,7 +16,6 @@ is on the completion only).
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import time
@@ -25,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tsbench.core import json_input
 from tsbench.core.errors import UserError
 
 TRACE = re.compile(r"^\s*<think>.+?</think>\s*<class>.+?</class>(\s*<extension>.*?</extension>)?\s*$", re.S | re.I)
@@ -50,7 +50,7 @@ def traces_from_jsonl(path: Path, skipped: Counter) -> list[Trace]:
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = json_input.loads(line)  # nested too deeply: a ValueError too
             prompt, response = str(item["prompt"]), str(item["response"])
         except (ValueError, KeyError, TypeError):
             raise UserError(f"{path}:{number}: not a trace line (needs JSON with prompt and response)") from None

@@ -27,6 +27,7 @@ import pandas as pd
 import torch
 
 from tsbench.core.errors import UserError
+from tsbench.core.own_folder import check_replaceable
 from tsbench.core.provenance import TRACKED_PACKAGES, git_commit, versions, write_json
 from tsbench.harness.series import series_messages
 from tsbench.models.base import ModelUnavailableError
@@ -168,6 +169,7 @@ def run_tslm_sft(cfg: SFTConfig, progress: ProgressFn | None = None) -> Path:
     if out.exists() and any(out.iterdir()):
         if not cfg.overwrite:
             raise UserError(f"{out} already holds files; use another --out, or --overwrite to replace it")
+        check_replaceable(out, "run.json", "a trained model's folder")
         shutil.rmtree(out)
     train_refs, val_refs, val_from = split_refs(cfg, family)
     emit("load_start", {"model": cfg.policy.model if arch == "toto" else f"{PREFIX}{arch} on {cfg.tslm.backbone}"})
