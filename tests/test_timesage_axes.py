@@ -267,9 +267,15 @@ def test_rules_judge_on_a_hand_built_report():
     assert result.quality_lists["misses"] == ["alert label stated"]
     assert result.quality == 75.0 * result.quality_lists["substance"]
     # a forecast of the state is not this period's state: it neither hedges it nor is checked against it
-    forecast = "Issued for 2024-11. The alert status is cool_watch. Warm advisory conditions are expected soon."
+    forecast = (
+        "Issued for 2024-11. The index stood at -0.30 degC. The alert status is cool_watch. "
+        "Warm advisory conditions are expected soon."
+    )
     scored = score_period(g, ANSWER, forecast, Asker(RulesJudge()))
     assert scored.keypoints["kp_status"] == 1.0
+    # ... and a state without the reading it is read from is a guess as far as a reader can tell
+    guessed = "Issued for 2024-11. The alert status is cool_watch."
+    assert score_period(g, ANSWER, guessed, Asker(RulesJudge())).keypoints["kp_status"] == 0.0
     assert (
         dict((c.split(" :: ")[-1], v) for c, v in scored.verdicts)[forecast.split(". ")[-1]]
         == "tier3_general_knowledge"
