@@ -295,3 +295,27 @@ def test_only_the_rules_judge_credits_writing_by_substance():
         return json.dumps(placed)
 
     assert score_period(gold(), ANSWER, REPORT, Asker(judge)).quality == 100.0
+
+
+def _beside_the_previous_release(previous: tuple[str, ...], now: tuple[str, ...]) -> str:
+    subjects = ("alert status", "latest value", "mom direction")
+    rows = [f"| {subject} | {a} | {b} |" for subject, a, b in zip(subjects, previous, now)]
+    head = [
+        "Issued for 2024-11.",
+        "",
+        "| item | previous release (2024-10) | this release (2024-11) |",
+        "|---|---|---|",
+    ]
+    return "\n".join([*head, *rows, "", "Source: timeseries.csv."])
+
+
+def test_a_table_states_what_its_this_release_column_holds():
+    """A markdown table beside the previous release: each cell is about its row's subject in its column's
+    time, so the current column states the keypoints and the previous one neither states nor hedges them."""
+    right = _beside_the_previous_release(("neutral", "-0.21 degC", "up"), ("cool_watch", "-0.30 degC", "down"))
+    swapped = _beside_the_previous_release(("cool_watch", "-0.30 degC", "down"), ("neutral", "-0.21 degC", "up"))
+    scored = score_period(gold(), ANSWER, right, Asker(RulesJudge()))
+    assert [scored.keypoints[k] for k in ("kp_status", "kp_value", "kp_direction")] == [1.0, 1.0, 1.0]
+    wrong = score_period(gold(), ANSWER, swapped, Asker(RulesJudge()))
+    assert [wrong.keypoints[k] for k in ("kp_status", "kp_value", "kp_direction")] == [0.0, 0.0, 0.0]
+    assert wrong.coverage == 0.0 and wrong.quality == 0.0

@@ -43,6 +43,9 @@ _TIME_HEADER = re.compile(
 )
 _RULE_ROW = re.compile(r"^\|?[\s:|-]+\|?$")
 _HEADER_PUNCTUATION = re.compile(r"[()\[\]:,;]")
+_CELL_CUT = re.compile(r"([()\[\]:,;])")  # where the reader cuts a clause into segments
+_BARE_FIGURE = re.compile(r"\(\s*([-+]?\d[\d.,]*\s*%?)\s*\)")
+_ISO = re.compile(r"\d{4}-\d{2}(?:-\d{2})?")
 
 
 def _iso(year: str, month: int, day: str | None = None) -> str:
@@ -87,15 +90,51 @@ def _cell(row: str, column: str, cell: str) -> str:
     if not cell:
         return cell
     if _TIME_HEADER.search(column):
-        return f"{row} {_one_segment(cell)} {_in_time(column)}"
+        return _timed(row, cell, column)
     if _TIME_HEADER.search(row):
-        return f"{column} {_one_segment(cell)} {_in_time(row)}"
+        return _timed(column, cell, row)
     return f"{row} {cell}"
 
 
-def _one_segment(cell: str) -> str:
-    """A cell as one segment, so its column's time reaches each of its items ("a, b (x at 1)" -> "a and b x at 1")."""
-    return " ".join(_HEADER_PUNCTUATION.sub(" ", re.sub(r"\s*[,;]\s*", " and ", cell)).split())
+def _timed(subject: str, cell: str, header: str) -> str:
+    """A cell as a list of items, each with its row's subject, and each of its segments with its column's
+    time, so every item and every figure in its parentheses is placed in that time and keeps its own
+    segment; the cue is a bare time phrase that names no subject ("a (x at 1 (+2)), b" in row "s" under
+    "previous release" -> "s a a period earlier ( x at 1 +2 a period earlier ) , s b a period earlier ;
+    in the previous release")."""
+    cue = _cue(header)
+    cell = _BARE_FIGURE.sub(r" \1", cell)  # "x at 1 (+2)": the change stays beside its series' name
+    items = []
+    for item in _top_level_items(cell):
+        parts = [part.strip() for part in _CELL_CUT.split(item)]
+        timed = [part if i % 2 or not part else f"{part} {cue}" for i, part in enumerate(parts)]
+        items.append(f"{subject} " + " ".join(timed).strip())
+    return " , ".join(items) + f" ; {_in_time(header)}"
+
+
+def _top_level_items(cell: str) -> list[str]:
+    """A cell's items: split at the commas and semicolons outside parentheses."""
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(cell):
+        depth += (ch in "([") - (ch in ")]")
+        if ch in ",;" and depth <= 0:
+            items.append(cell[start:i])
+            start = i + 1
+    return [item.strip() for item in [*items, cell[start:]] if item.strip()]
+
+
+def _cue(header: str) -> str:
+    low = header.lower()
+    if re.search(r"\byear[- ]ago\b|\ba year (?:earlier|before)\b", low):
+        return "a year earlier"
+    if re.search(r"\b(?:previous|prior|last|earlier|ago|before)\b", low):
+        return "a period earlier"
+    if re.search(r"\bnext\b", low):
+        return "next period"
+    if re.search(r"\b(?:this|current|latest|now)\b", low):
+        return "now"
+    dates = _ISO.findall(header)
+    return f"in {dates[0]}" if dates else ""
 
 
 def _in_time(header: str) -> str:
@@ -120,9 +159,9 @@ def table_cells(text: str) -> str:
         if _RULE_ROW.match(stripped) or not header:
             continue
         cells = _cells(stripped)
-        placed = cells[:1] + [
-            _cell(cells[0], header[k] if k < len(header) else "", cell) for k, cell in enumerate(cells) if k
-        ]
+        # the row's subject goes into each of its cells (a row of one cell keeps it)
+        placed = [_cell(cells[0], header[k] if k < len(header) else "", cell) for k, cell in enumerate(cells) if k]
+        placed = [cell for cell in placed if cell] or cells[:1]
         out[i] = "| " + " | ".join(placed) + " |"
     return "\n".join(out)
 

@@ -415,6 +415,9 @@ def _dateline(low: str, period: str) -> bool | None:
     return date < norm(period) if date != norm(period) else False
 
 
+_ANSWERED = re.compile(r"\b(?:true|yes|false|no|not|none|never)\b|n't\b")
+
+
 def _polarity(segment: str) -> bool:
     if re.search(r"\b(?:true|yes)\b", segment):
         return True
@@ -521,9 +524,13 @@ def _booleans(voc, clause, reading, index, text, frame_earlier, period) -> None:
                     continue  # "the release should record no event": the segment states another keypoint
                 when = _when(clause, Value("bool", None, start), period)
                 earlier = frame_earlier or when == "earlier"
-                claim = Claim(key, _polarity(clause.low[a:b]), earlier, index, text.strip(), start, when == "later")
+                said = clause.low[a:b]
+                if said.endswith(":") and not _ANSWERED.search(said):  # "Is record: no": the answer follows
+                    said += clause.low[b : clause.segment(b)[1]]
+                claim = Claim(key, _polarity(said), earlier, index, text.strip(), start, when == "later")
                 reading.claims.append(claim)
-                break
+                if not earlier:
+                    break  # what an earlier release said does not end the clause ("was: yes | is: no")
 
 
 def _sets_and_texts(voc, clause, reading, index, text, frame_earlier, period) -> None:
