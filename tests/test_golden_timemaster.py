@@ -165,6 +165,6 @@ def test_the_papers_reading_is_a_named_option():
     with pytest.raises(ValueError, match="format_rule"):
         tm.TimeMasterReward(format_rule="strict")
     assert RewardConfig(reward="composite", format_rule="strict").problems() == [
-        "--format-rule must be one of public, paper"
+        "format_rule (--format-rule) must be one of public, paper, got 'strict'"
     ]
     assert rw.composite_settings(RewardConfig(reward="composite", format_rule="paper")).format_rule == "paper"

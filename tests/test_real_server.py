@@ -256,7 +256,8 @@ def test_timesage_model_judge_asks_the_papers_prompts_of_a_real_server(server, t
     run = run_eval(build(EvalConfig, values))
     _rows(run)  # no error row
     [metrics] = load_samples(run)["metrics"].tolist()
-    assert metrics["judge_calls"] >= 3 and metrics["judge_errors"] == 0 and metrics["judge_tokens"] > 0
+    # claims and quality always go to the judge; coverage only for keypoints the report does not state verbatim
+    assert metrics["judge_calls"] >= 2 and metrics["judge_errors"] == 0 and metrics["judge_tokens"] > 0
     assert metrics["judge_calls"] == metrics["judge_cache_hits"] + len(
         (run / "judge_cache.jsonl").read_text().splitlines()
     )

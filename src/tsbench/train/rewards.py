@@ -167,10 +167,37 @@ def composite_reward(fmt: float, hard: float, soft: float | None, weights: Seque
 RewardFn = Callable[..., list]
 
 
-def reward_functions(rewards: Any, taskset: TaskFamily) -> tuple[list[RewardFn], list[float]]:
-    """The reward functions for `rewards.reward` (a RewardConfig) and their weights."""
-    if rewards.reward == "anomalyxl":
-        return [task_score, token_cost, forced_final], [1.0, rewards.lambda_tok, rewards.lambda_fail]
+@dataclass(frozen=True)
+class RewardScheme:
+    """One reward of the table: its TRL reward functions and weights, the question a rollout sees under it, the
+    part of the final message the task's scorer reads, and what its settings (a RewardConfig) must satisfy."""
+
+    build: Callable[[Any, TaskFamily], tuple[list[RewardFn], list[float]]]
+    asks: Callable[[TaskFamily, Any, str], str] = lambda taskset, rewards, question: question
+    scores: Callable[[TaskFamily, str], str] = lambda taskset, message: message
+    checks: Callable[[Any], list[str]] = lambda rewards: []
+    judged: bool = False  # a soft weight above 0 asks the judge (rollouts.Environment)
+
+    def question(self, taskset: TaskFamily, rewards: Any, question: str) -> str:
+        return self.asks(taskset, rewards, question)
+
+    def scored_text(self, taskset: TaskFamily, message: str) -> str:
+        return self.scores(taskset, message)
+
+    def problems(self, rewards: Any) -> list[str]:
+        return self.checks(rewards)
+
+    def uses_judge(self, rewards: Any) -> bool:
+        return self.judged and rewards.soft > 0
+
+
+def penalised(rewards: Any, taskset: TaskFamily) -> tuple[list[RewardFn], list[float]]:
+    """The paper's R = s - lambda_tok s kappa - lambda_fail 1[forced]: three functions, each logged."""
+    return [task_score, token_cost, forced_final], [1.0, rewards.lambda_tok, rewards.lambda_fail]
+
+
+def composite(rewards: Any, taskset: TaskFamily) -> tuple[list[RewardFn], list[float]]:
+    """TimeMaster's w_fmt format + w_hard hard + w_soft soft (the judge's, counted with the right class)."""
 
     settings = composite_settings(rewards)
 
@@ -195,6 +222,31 @@ def reward_functions(rewards: Any, taskset: TaskFamily) -> tuple[list[RewardFn],
         return [None if h is None else (j or 0.0) * h for h, j in zip(hard, judge_score)]
 
     return [format_reward, hard_reward, soft_reward], [rewards.format_weight, rewards.hard_weight, rewards.soft]
+
+
+def _composite_checks(rewards: Any) -> list[str]:
+    return (
+        ["--reward composite with a soft weight needs --judge <provider/name>"]
+        if rewards.soft > 0 and not rewards.judge
+        else []
+    )
+
+
+def _penalised_checks(rewards: Any) -> list[str]:
+    return ["--judge only scores the composite reward's soft part (add --reward composite)"] if rewards.judge else []
+
+
+REWARDS: dict[str, RewardScheme] = {
+    "anomalyxl": RewardScheme(penalised, checks=_penalised_checks),
+    "composite": RewardScheme(
+        composite, asks=composite_question, scores=scored_text, checks=_composite_checks, judged=True
+    ),
+}
+
+
+def reward_functions(rewards: Any, taskset: TaskFamily) -> tuple[list[RewardFn], list[float]]:
+    """The reward functions for `rewards.reward` (a RewardConfig) and their weights, from the table."""
+    return REWARDS[rewards.reward].build(rewards, taskset)
 
 
 def task_score(score: list, **_: Any) -> list:
