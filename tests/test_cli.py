@@ -395,10 +395,10 @@ def test_broken_run_dirs_and_bad_output_paths_are_one_line_errors(small_data, tm
 
 def test_a_log_gets_a_progress_line_while_no_row_finishes(small_data, tmp_path, monkeypatch, capsys):
     """Not a terminal: a slow server still shows the run is alive, every LOG_EVERY_S."""
-    from tsbench.cli import eval as eval_cli
+    from tsbench.cli import eval_progress
     from tsbench.testing.fake_openai_server import FakeOpenAIServer
 
-    monkeypatch.setattr(eval_cli, "LOG_EVERY_S", 0.5)
+    monkeypatch.setattr(eval_progress, "LOG_EVERY_S", 0.5)
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     with FakeOpenAIServer(["sleep:3"], default='ok:{"answer": "Yes"}') as server:
         code, _, err = run_in_process(

@@ -30,7 +30,7 @@ from tsbench.eval.selection import select_rows
 from tsbench.eval.task_results import task_results
 from tsbench.eval.tracking import open_reporters
 from tsbench.harness import KERNEL_HARNESSES
-from tsbench.results import RESULTS_JSON, RUN_JSON, Journal, consolidate, load_run, load_samples, now_utc
+from tsbench.results import RESULTS_JSON, RUN_JSON, Journal, consolidate, load_run, load_samples, now_utc, results_json
 from tsbench.results.journal import read_journal_report
 from tsbench.results.lock import LOCK_FILE, RunDirLock
 from tsbench.results.summary import summarize
@@ -304,20 +304,8 @@ def _finalize(out: Path, info: dict, wanted: set, taskset) -> dict:
     )
     write_json(out / RUN_JSON, info)
     summary = summarize(in_selection, [c.category for c in taskset.columns()])
-    results = {
-        "run_name": info["run_name"],
-        "family": info["family"],
-        "model": info["model"],
-        "harness": info["harness"],
-        "reference": info["reference"],
-        "complete": info["complete"],
-        "dataset": info["dataset"],
-        "config": info["config"],
-        "results": summary,
-        "tasks": task_results(in_selection, info["family"], list(taskset.columns())),
-        "versions": info["versions"],
-        "git_commit": info["git_commit"],
-        **{k: info[k] for k in ("expected_samples", "finished_samples", "error_samples", "updated_at")},
-    }
+    tasks = task_results(in_selection, info["family"], list(taskset.columns()))
+    counts = ("expected_samples", "finished_samples", "error_samples", "updated_at")
+    results = results_json.build(info, summary, tasks, **{k: info[k] for k in counts})
     write_json(out / RESULTS_JSON, results)
     return results

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from tsbench.interop.hf_features import features
 from tsbench.interop.source import RunSource
 from tsbench.interop.yaml_text import dump
-from tsbench.results import RESULTS_JSON, RUN_JSON, to_table
+from tsbench.results import RESULTS_JSON, RUN_JSON, results_json, to_table
 from tsbench.results.schema import DESCRIPTIONS
 
 CARD = "README.md"
@@ -52,7 +52,7 @@ def _fmt(value: Any, digits: int = 3) -> str:
 
 
 def _scores_table(results: dict) -> list[str]:
-    summary = results.get("results") or {}
+    summary = results_json.summary_of(results) or {}
     lines = ["| category | n | mean | 95% CI | errors |", "|---|---:|---:|---|---:|"]
     blocks = [(b["category"], b) for b in summary.get("categories", [])]
     if summary.get("overall"):
@@ -80,7 +80,7 @@ def card_text(source: RunSource, schema: pa.Schema, splits: dict[str, tuple[int,
             "splits": [{"name": s, "num_bytes": b, "num_examples": n} for s, (n, b) in splits.items()],
         },
     }
-    overall = (source.results.get("results") or {}).get("overall") or {}
+    overall = (results_json.summary_of(source.results) or {}).get("overall") or {}
     provenance = {
         "run": source.name,
         "model": source.model,

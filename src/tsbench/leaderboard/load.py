@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tsbench.results import COLUMN_NAMES, JOURNAL, RESULTS_JSON, RUN_JSON, SAMPLES, load_run, load_samples
+from tsbench.results import COLUMN_NAMES, JOURNAL, RESULTS_JSON, RUN_JSON, SAMPLES, load_run, load_samples, results_json
 from tsbench.results.journal import read_journal_report
 from tsbench.results.summary import summarize
 
@@ -41,7 +41,7 @@ class RunInfo:
     complete: bool
     expected_samples: int | None
     n_rows: int
-    summary: dict | None = None  # results.json's "results" (per category and overall), when the run has one
+    summary: dict | None = None  # results.json's "summary" (per category and overall), when the run has one
     settings: dict = field(default_factory=dict)  # run.json "settings": everything that can change an answer
 
 
@@ -77,7 +77,7 @@ def read_results_json(run_dir: Path) -> dict | None:
         value = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return value if isinstance(value, dict) and isinstance(value.get("results"), dict) else None
+    return value if results_json.summary_of(value) is not None else None
 
 
 def file_problems(run_dir: Path) -> list[str]:
@@ -97,7 +97,7 @@ def read_summary(run_dir: Path) -> dict:
     else the same summary computed from the rows."""
     saved = read_results_json(run_dir)
     if saved is not None:
-        return saved["results"]
+        return results_json.summary_of(saved)
     return summarize(load_samples(run_dir))
 
 
@@ -158,7 +158,7 @@ def read_run(run_dir: Path) -> tuple[RunInfo, pd.DataFrame]:
         complete=bool(meta.get("complete", False)),
         expected_samples=meta.get("expected_samples"),
         n_rows=len(frame),
-        summary=(read_results_json(run_dir) or {}).get("results"),
+        summary=results_json.summary_of(read_results_json(run_dir)),
         settings=meta.get("settings") if isinstance(meta.get("settings"), dict) else {},
     )
     frame = frame.assign(

@@ -24,6 +24,8 @@ from typing import Any
 
 from tsbench.core.extras import check, require
 from tsbench.models.base import Completion, Message, ModelError, ModelUnavailableError, TaskInfo
+from tsbench.models.streaming import MeterStreamer
+from tsbench.models.torch_threads import set_torch_threads
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +189,9 @@ class LocalHFModel:
         max_new_tokens: int = 512,
         seed: int = 0,
         name: str | None = None,
+        threads: int | str | None = None,
     ):
+        self.threads = set_torch_threads(threads)  # before torch first loads (models/torch_threads.py)
         self.name = name or f"local/{name_or_path}"
         self.name_or_path = name_or_path
         self.max_new_tokens = max_new_tokens
@@ -321,12 +325,13 @@ class LocalHFModel:
                 input_ids=prompt_ids.to(self.device),
                 attention_mask=encoded["attention_mask"].to(self.device),
                 pad_token_id=pad_id,
+                streamer=MeterStreamer(),  # the progress line counts tokens as they come
                 **options,
             )
         output_ids = output[0, prompt_len:].tolist()
         text = self.tokenizer.decode(output_ids, skip_special_tokens=True)
         stopped = bool(output_ids) and output_ids[-1] in self._eos_ids()
-        extra.update(finish_reason="stop" if stopped else "length", device=self.device)
+        extra.update(finish_reason="stop" if stopped else "length", device=self.device, threads=self.threads)
         return Completion(
             text=text,
             input_tokens=prompt_len,

@@ -2,6 +2,10 @@
 
 Means are over scored rows; error rows are counted apart and never enter a mean. Intervals are
 95 % percentile bootstraps of the mean (seed 0), flagged when a cell has fewer than 10 rows.
+
+A zero always says why: every block counts its rows as `valid` (the answer parsed and passed the
+type check), `invalid` (it did not: scored 0), `cut` (no usable answer because the token cap stopped
+the reply: scored 0) and `errors` (the episode failed: never scored).
 """
 
 from __future__ import annotations
@@ -15,6 +19,32 @@ from tsbench.core.stats import bootstrap_ci
 SMALL_N = 10
 
 
+ANSWER_COUNTS = ("valid", "invalid", "cut", "errors")
+
+
+def answer_counts(group: pd.DataFrame) -> dict[str, int]:
+    """Rows by what became of their answer: valid, invalid, cut (by the token cap), errors."""
+    failed = group["error_type"].notna()
+    scored = group[~failed & group["score"].notna()]
+    valid = scored["valid"].fillna(False).astype(bool)
+    truncated = scored["truncated_replies"] if "truncated_replies" in scored else pd.Series(0, index=scored.index)
+    cut = ~valid & (pd.to_numeric(truncated, errors="coerce").fillna(0) > 0)
+    return {
+        "valid": int(valid.sum()),
+        "invalid": int((~valid & ~cut).sum()),
+        "cut": int(cut.sum()),
+        "errors": int(failed.sum()),
+    }
+
+
+def why_text(counts: dict[str, int]) -> str:
+    """ "8 valid, 2 invalid, 1 cut by the token cap, 0 errors": the line beside every mean."""
+    return (
+        f"{counts['valid']} valid, {counts['invalid']} invalid, {counts['cut']} cut by the token cap, "
+        f"{counts['errors']} error{'s' if counts['errors'] != 1 else ''}"
+    )
+
+
 def _block(group: pd.DataFrame) -> dict:
     scored = group[group["error_type"].isna() & group["score"].notna()]
     scores = scored["score"].astype(float).to_numpy()
@@ -26,7 +56,7 @@ def _block(group: pd.DataFrame) -> dict:
     return {
         "rows": int(len(group)),
         "n": n,
-        "errors": int(group["error_type"].notna().sum()),
+        **answer_counts(group),
         "mean": mean,
         "stderr": stderr,
         "ci95": [low, high] if n else None,
@@ -65,4 +95,4 @@ def fails(errors: int, rows: int, tolerated: float) -> bool:
     return errors / max(rows, 1) > tolerated
 
 
-__all__ = ["SMALL_N", "error_share", "fails", "summarize"]
+__all__ = ["ANSWER_COUNTS", "SMALL_N", "answer_counts", "error_share", "fails", "summarize", "why_text"]
