@@ -108,6 +108,10 @@ def test_resume_after_kill_runs_every_id_exactly_once(small_data, tmp_path):
     proc.wait()
     partial = len(schema.read_journal(out))
     assert 3 <= partial < 15, "the run should have been killed mid-way"
+    assert json.loads((out / schema.RUN_JSON).read_text())["expected_samples"] == 15  # written before any row
+    from tsbench.leaderboard.load import load_results
+
+    assert any("of 15 rows scored" in w for w in load_results([out])[2])  # a killed run's real total, not "?"
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
     samples = pd.read_parquet(out / schema.SAMPLES)

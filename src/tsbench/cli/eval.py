@@ -87,7 +87,7 @@ def eval_cmd(
         raise typer.Exit(130) from None
     finally:
         display.stop()
-    for note in state.notes:
+    for note in state.notes[display.shown_notes :]:
         err_console.print(f"warning: {note}", markup=False)
     _print_summary(run_dir, cfg)
 

@@ -82,6 +82,7 @@ class EvalDisplay:
         self._last_log = 0.0
         self._stop = threading.Event()
         self._terminal = is_terminal()
+        self.shown_notes = 0  # notes printed at the start are not printed again at the end
         err_console.print(Text(title, overflow="fold"))
         if not self._terminal:
             threading.Thread(target=self._heartbeat, name="eval-heartbeat", daemon=True).start()
@@ -105,6 +106,7 @@ class EvalDisplay:
         self.progress = progress
         if self._first is None:
             self._first = (progress.done, progress.input_tokens + progress.output_tokens)
+            self._announce(progress)
         if self._terminal:
             if self._live is None:
                 self._live = Live(self, console=err_console, refresh_per_second=2, transient=False)
@@ -112,6 +114,15 @@ class EvalDisplay:
             self._live.refresh()
         elif time.monotonic() - self._last_log >= LOG_EVERY_S or progress.done == progress.total:
             self.log_line()
+
+    def _announce(self, progress) -> None:
+        """Where the rows go, whether this resumes a run (the default while the settings match), and
+        the notes so far (a changed setting that moved the run to a new dir)."""
+        resumed = f" (resuming: {progress.resumed} of {progress.total} rows already done)" if progress.resumed else ""
+        err_console.print(Text(f"run dir {progress.run_dir}{resumed}", overflow="fold"))
+        for note in progress.notes:
+            err_console.print(Text(f"note: {note}", overflow="fold"))
+        self.shown_notes = len(progress.notes)
 
     def log_line(self) -> None:
         self._last_log = time.monotonic()

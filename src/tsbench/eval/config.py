@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from tsbench.core.settings import answer_settings, setting
+from tsbench.core.text import short_model_name
 from tsbench.harness.episode import HarnessConfig
 from tsbench.models.retry import DEFAULT_TIMEOUT_S, RetryPolicy
 
@@ -149,6 +150,12 @@ class EvalConfig(JudgeSettings):
     log_dir: str | None = _no_answers(
         None, "Folder the run dir goes in when --out is not given (as inspect's) [results]."
     )
+    new_run: bool = _no_answers(
+        False,
+        "A run dir of its own for this invocation, <log-dir>/<UTC time>_<run name> (inspect's one log per "
+        "eval), never resuming one. Without it the same settings resume the run dir, and changed ones go to "
+        "such a new dir (with --out: refused).",
+    )
     overwrite: bool = _no_answers(False, "Discard an existing run with different settings.")
     allow_modified_data: bool = _no_answers(
         False,
@@ -193,7 +200,8 @@ def settings_diff(old: dict, new: dict) -> list[str]:
 
 
 def run_name(cfg: EvalConfig) -> str:
-    slug = cfg.model.replace("/", "_").replace(":", "_")
+    """`<model>__<harness>[...]`, the model by its short name (a path-named server model by its folder)."""
+    slug = short_model_name(cfg.model).replace("/", "_").replace(":", "_")
     family = "" if cfg.family == "anomalyxl" else f"{cfg.family.replace(':', '_').replace('.', '_')}__"
     depth = f"__d{cfg.harness_config.depth}" if cfg.harness_config.depth else ""
     hc = cfg.harness_config

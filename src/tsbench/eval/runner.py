@@ -23,9 +23,10 @@ from tsbench.core.provenance import checked_identity, git_commit, versions, writ
 from tsbench.core.settings import check as check_settings
 from tsbench.core.tracking import check_targets
 from tsbench.eval.agents import AgentCache, check_combination, check_pairing, default_harness, reference_note
-from tsbench.eval.config import EvalConfig, result_settings, run_name, settings_diff
+from tsbench.eval.config import EvalConfig, result_settings
 from tsbench.eval.episode import EpisodeJob
 from tsbench.eval.executors import ExecutorOptions, OnInterrupt, executor_class
+from tsbench.eval.run_dir import choose_run_dir, settings_conflict
 from tsbench.eval.selection import select_rows
 from tsbench.eval.task_results import task_results
 from tsbench.eval.tracking import open_reporters
@@ -48,6 +49,8 @@ class RunProgress:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    run_dir: str = ""
+    resumed: int = 0  # rows already finished in the run dir when this invocation began
     scores: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     notes: list[str] = field(default_factory=list)
 
@@ -78,17 +81,12 @@ def _open_run_dir(cfg: EvalConfig, out: Path, identity: dict, reference: str | N
     """Create or reopen the run dir; refuse to mix results of different settings unless --overwrite."""
     settings = result_settings(cfg)
     if (out / RUN_JSON).exists() and not cfg.overwrite:
-        previous = load_run(out)
-        old = previous.get("settings", {})
-        changed = settings_diff(old, settings)
-        if (was := previous.get("dataset", {}).get("key")) != identity["key"]:
-            changed.append(f"dataset: {was!r} → {identity['key']!r}")
-        if changed:
+        if changed := settings_conflict(out, cfg, identity):
             raise UserError(
                 f"{out} holds a run made with different settings ({'; '.join(changed)}); "
-                "use another --out, or --overwrite to discard it"
+                "use another --out, --new-run, or --overwrite to discard it"
             )
-        created = previous.get("created_at", now_utc())
+        created = load_run(out).get("created_at", now_utc())
     else:
         if cfg.overwrite and out.exists():
             _empty_run_dir(out)
@@ -196,9 +194,9 @@ def run_eval(
         filters=cfg.filters(),
         settings=settings,
     )
-    out = Path(cfg.out) if cfg.out else Path(cfg.log_dir or "results") / run_name(cfg)
     variant = taskset.variant(settings)
     identity = checked_identity(taskset.dataset_identity(files), files, cfg.allow_modified_data)  # bytes read
+    out, moved = choose_run_dir(cfg, identity)  # eval/run_dir.py: resume only while the settings match
     lock = RunDirLock(out)  # one writer per run dir, held until the run is summarised
     try:
         info = _open_run_dir(cfg, out, identity, reference_note(agent), variant)
@@ -221,7 +219,11 @@ def run_eval(
         if (rid, epoch) not in finished:
             pending[rid].append(epoch)
     progress = progress or RunProgress()
-    progress.total = len(keys)
+    progress.total, progress.run_dir = len(keys), str(out)
+    progress.resumed = sum(1 for key in keys if key in finished)
+    progress.notes.extend([moved] if moved else [])
+    info["expected_samples"] = len(keys)  # a killed run still says how many rows it was to have
+    write_json(out / RUN_JSON, info)
     if note := journal_read.note():
         progress.notes.append(note)
     wanted = set(keys)

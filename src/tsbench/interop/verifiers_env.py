@@ -78,7 +78,7 @@ class TsbenchTasksetConfig(vf.TasksetConfig):
     categories: list[str] | None = None
     """Only these categories; None: every category."""
     limit: int | None = None
-    """Rows per stratum (AnomalyXL: per category), a seeded draw exactly as `tsbench eval --limit-per-category` makes it."""
+    """Rows in all, spread over the categories and strata: a seeded draw exactly as `tsbench eval --limit` makes it."""
 
 
 class TsbenchTaskset(vf.Taskset[TsbenchTask, TsbenchTasksetConfig]):
@@ -89,7 +89,7 @@ class TsbenchTaskset(vf.Taskset[TsbenchTask, TsbenchTasksetConfig]):
         family = get_taskset(c.family)
         files = family.resolve(list(c.data), seed=c.seed, split=c.split, root=None, filters={})
         rows = select_rows(
-            family, files, categories=c.categories, sample_ids=None, limit_per_category=c.limit, seed=c.seed
+            family, files, categories=c.categories, sample_ids=None, limit=c.limit, seed=c.seed
         )
         for row in rows.to_dict("records"):
             gold = row["gold"] if isinstance(row["gold"], str) else json.dumps(row["gold"], sort_keys=True, default=str)

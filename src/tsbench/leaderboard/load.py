@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from tsbench.core.text import short_model_name
 from tsbench.results import COLUMN_NAMES, JOURNAL, RESULTS_JSON, RUN_JSON, SAMPLES, load_run, load_samples, results_json
 from tsbench.results.journal import read_journal_report
 from tsbench.results.summary import summarize
@@ -213,6 +214,19 @@ def _split_by_settings(infos: list[RunInfo], frames: list[pd.DataFrame]) -> tupl
     return infos, frames
 
 
+def _short_names(infos: list[RunInfo], frames: list[pd.DataFrame]) -> tuple[list[RunInfo], list[pd.DataFrame]]:
+    """A model a server names by a local path (`openai//root/.cache/.../smollm2-135m`) by its folder's
+    name on every board, unless two such models would then read alike."""
+    short = {i.model: short_model_name(i.model) for i in infos}
+    clash = {s for s in short.values() if len({m for m, t in short.items() if t == s}) > 1}
+    infos, frames = list(infos), list(frames)
+    for k, info in enumerate(infos):
+        if short[info.model] != info.model and short[info.model] not in clash:
+            infos[k] = replace(info, model=short[info.model])
+            frames[k] = frames[k].assign(model=infos[k].model)
+    return infos, frames
+
+
 def _dedupe(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per (config, id, epoch): a scored row beats an error row, then the later one wins."""
     ordered = frame.assign(_scored=frame["score"].notna()).sort_values(
@@ -255,7 +269,7 @@ def load_results(run_dirs: list[Path]) -> tuple[pd.DataFrame, list[RunInfo], lis
                 f"run {info.run_name} is incomplete ({info.n_rows - errors} of {info.expected_samples or '?'} rows "
                 f"scored, {errors} error rows); its cells are marked †"
             )
-    infos, frames = _split_by_settings(infos, frames)
+    infos, frames = _split_by_settings(*_short_names(infos, frames))
     datasets = sorted({i.dataset for i in infos})
     if len(datasets) > 1:
         listed = ", ".join(datasets)  # whole keys: family/seed/split/hash, the hash alone tells none apart
