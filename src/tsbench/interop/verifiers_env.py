@@ -88,9 +88,7 @@ class TsbenchTaskset(vf.Taskset[TsbenchTask, TsbenchTasksetConfig]):
         c = self.config
         family = get_taskset(c.family)
         files = family.resolve(list(c.data), seed=c.seed, split=c.split, root=None, filters={})
-        rows = select_rows(
-            family, files, categories=c.categories, sample_ids=None, limit=c.limit, seed=c.seed
-        )
+        rows = select_rows(family, files, categories=c.categories, sample_ids=None, limit=c.limit, seed=c.seed)
         for row in rows.to_dict("records"):
             gold = row["gold"] if isinstance(row["gold"], str) else json.dumps(row["gold"], sort_keys=True, default=str)
             data = TsbenchTaskData(
