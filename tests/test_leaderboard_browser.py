@@ -156,3 +156,41 @@ def test_localize_columns_are_visible_at_1400_px(full_page, tmp_path):
     for left, top, _right, bottom in heads:
         y, x = int((top + bottom) / 2), int(left + 3)  # inside the cell, clear of its text
         assert np.abs(pixels[y, x] - LOCALIZE_HEADER_RGB).max() <= 3, (x, y, pixels[y, x])
+
+
+# Test-only probe: at the window's width, does the page overflow, and does every table fit or scroll in its box?
+NARROW_PROBE = (
+    "<script>window.addEventListener('load', () => { const out = {width: document.documentElement.scrollWidth, "
+    "view: window.innerWidth, tables: []}; for (const t of document.querySelectorAll('table')) { "
+    "const box = t.parentElement; const style = getComputedStyle(box); out.tables.push({cls: t.className, "
+    "right: t.getBoundingClientRect().right, box_right: box.getBoundingClientRect().right, "
+    "scrolls: style.overflowX === 'auto' && box.scrollWidth > box.clientWidth}); } "
+    "document.body.setAttribute('data-narrow', JSON.stringify(out)); });</script>"
+)
+
+
+def test_at_800_px_every_table_fits_or_scrolls_in_its_box_and_the_page_never_overflows(full_page, tmp_path):
+    """A reviewer's half-screen window: Table 1, the Cost table and the others either fit or scroll
+    inside their own box (nothing cut at the window's edge), and a screenshot is the window's width."""
+    import json
+    import re
+
+    browser = find_browser()
+    probed = tmp_path / "probed.html"
+    probed.write_text(full_page.read_text().replace("</body>", NARROW_PROBE + "</body>"))
+    size = ["--window-size=800,1600", "--force-device-scale-factor=1", "--hide-scrollbars"]
+    done = chromium(browser, tmp_path / "profile", *size, "--virtual-time-budget=5000", "--dump-dom", probed.as_uri())
+    assert done.returncode == 0, done.stderr[-2000:]
+    narrow = json.loads(re.search(r"data-narrow=\"([^\"]*)\"", done.stdout).group(1).replace("&quot;", '"'))
+    assert narrow["view"] == 800 and narrow["width"] <= 800, narrow  # the page itself never scrolls sideways
+    classes = [t["cls"] for t in narrow["tables"]]
+    assert {"t1", "costs", "quoted"} <= set(classes), classes
+    for table in narrow["tables"]:
+        assert table["box_right"] <= 800 and (table["right"] <= 800 or table["scrolls"]), table
+    assert any(t["scrolls"] for t in narrow["tables"] if t["cls"] == "t1")  # 17 columns scroll at 800 px
+
+    shot = tmp_path / "shot.png"
+    done = chromium(browser, tmp_path / "profile2", *size, f"--screenshot={shot}", full_page.as_uri())
+    assert done.returncode == 0 and shot.exists(), done.stderr[-2000:]
+    pixels = imread(shot)
+    assert pixels.shape[1] == 800 and float(np.std(pixels[..., :3])) > 0.05
