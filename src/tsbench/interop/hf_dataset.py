@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tsbench.interop.hf_features import features
+from tsbench.interop.public_gold import public_gold
 from tsbench.interop.source import RunSource
 from tsbench.interop.yaml_text import dump
 from tsbench.results import RESULTS_JSON, RUN_JSON, results_json, to_table
@@ -27,9 +28,18 @@ CARD = "README.md"
 
 
 def hf_table(table: pa.Table) -> pa.Table:
-    """Maps become lists of {key, value} structs; field descriptions are kept."""
+    """Maps become lists of {key, value} structs and `gold` the answer as a reader sees it (no
+    underscore bookkeeping such as AnomalyXL's `_L`: public_gold.py); field descriptions are kept."""
     columns, fields = [], []
     for field, column in zip(table.schema, table.columns):
+        if field.name == "gold" and pa.types.is_string(field.type):
+            column = pa.chunked_array(
+                [
+                    pa.array([None if g is None else public_gold(g) for g in c.to_pylist()], pa.string())
+                    for c in column.chunks
+                ],
+                type=pa.string(),
+            )
         if pa.types.is_map(field.type):
             entries = pa.list_(
                 pa.struct([pa.field("key", field.type.key_type), pa.field("value", field.type.item_type)])
