@@ -660,3 +660,12 @@ def test_a_path_named_server_model_reads_short_on_the_board(tmp_path):
         "openai//root/.cache/tsbench/models/smollm2-135m",
         "openai//srv/other/smollm2-135m",
     }
+
+
+def test_every_board_says_why_a_score_is_zero(board):
+    """Per configuration: valid, invalid, cut by the token cap and error rows, adding up to its rows."""
+    costs = board.costs[board.costs["dataset"] == "a" * 64].set_index("model")
+    assert (costs[["valid", "invalid", "cut", "errors"]].sum(axis=1) == costs["rows"]).all()
+    assert costs.loc["m-a", "errors"] == 1 and costs.loc["m-b", "invalid"] >= 1  # the error row; the unparseable one
+    md = (board.files["leaderboard.md"]).read_text()
+    assert "Valid / invalid / cut / errors" in md and "never scored" in md

@@ -15,6 +15,7 @@ from html import escape
 from .paper_rows import PAPER_LABEL
 from .result import DASH, INCOMPLETE, LEGEND, LeaderboardResult, display_cell, display_columns, short_hash
 from .sections import (
+    COST_INTRO,
     NO_CURVE,
     cost_section,
     curve_section,
@@ -186,7 +187,7 @@ def _dataset(result: LeaderboardResult, dataset: str) -> str:
                 cost_section(result, dataset),
                 "costs",
                 "No rows.",
-                "Means per row; forced-final rate over finished rows; dollars where known.",
+                COST_INTRO,
             ),
             "<h3>Per-length breakdown and score versus length</h3>",
             _figures(result, dataset),

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from tsbench.core.stats import bootstrap_ci, paired_bootstrap_diff
+from tsbench.results.summary import ANSWER_COUNTS, answer_counts
 from tsbench.tasks.base import Column
 
 from .columns import columns_for, is_choice
@@ -269,6 +270,7 @@ def _lookup(indexed: pd.DataFrame, key: tuple, column: str):
 
 COST_COLUMNS = CONFIG_KEY + [
     "rows",
+    *ANSWER_COUNTS,
     "turns",
     "code_cells",
     "sub_calls",
@@ -299,6 +301,7 @@ def cost_table(rows: pd.DataFrame) -> pd.DataFrame:
             {
                 **dict(zip(CONFIG_KEY, key)),
                 "rows": len(group),
+                **answer_counts(group),  # a zero says why: valid, invalid, cut by the token cap, errors
                 "turns": _mean(group["turns"]),
                 "code_cells": _mean(group["code_cells"]),
                 "sub_calls": _mean(group["sub_calls"]),
