@@ -143,14 +143,15 @@ def _trained_text_budget(model: str) -> Optional[int]:
 
 def _answer_kind(rec: dict) -> tuple[str, str]:
     """(valid | invalid | cut | error, why): what `show` prints beside a row's score."""
-    if isinstance(rec["error_type"], str):
-        return "error", f"{rec['error_type']}: {rec['error'] or ''}".strip()
-    if rec["valid"]:
-        return "valid", ""
-    truncated = rec.get("truncated_replies")
-    if isinstance(truncated, (int, float)) and truncated == truncated and truncated > 0:
-        return "cut", f"{int(truncated)} repl{'y' if truncated == 1 else 'ies'} stopped by the token cap"
-    return "invalid", str(rec.get("answer_error") or "")
+    from tsbench.results.summary import answer_kind
+
+    kind = answer_kind(rec)
+    if kind == "error":
+        return kind, f"{rec['error_type']}: {rec['error'] or ''}".strip()
+    if kind == "cut":
+        n = int(rec["truncated_replies"])
+        return kind, f"{n} repl{'y' if n == 1 else 'ies'} stopped by the token cap"
+    return kind, "" if kind == "valid" else str(rec.get("answer_error") or "")
 
 
 def show(

@@ -1,7 +1,7 @@
 """What `tsbench eval` shows while it runs.
 
-In a terminal: the configuration on a line of its own (printed once, so a long model name is never cut
-or broken mid-word), then one live line that fits the terminal's width, dropping its least useful parts
+In a terminal: the configuration and the run dir on lines of their own (printed once the run starts,
+so a long model name is never cut or broken mid-word), then one live line that fits the terminal's width, dropping its least useful parts
 first at 80 columns. In a log (no terminal): the same line every LOG_EVERY_S, even while no row finishes.
 Tokens move as an in-process model generates them (models/streaming.py), not only when a row ends.
 """
@@ -83,7 +83,6 @@ class EvalDisplay:
         self._stop = threading.Event()
         self._terminal = is_terminal()
         self.shown_notes = 0  # notes printed at the start are not printed again at the end
-        err_console.print(Text(title, overflow="fold"))
         if not self._terminal:
             threading.Thread(target=self._heartbeat, name="eval-heartbeat", daemon=True).start()
 
@@ -119,6 +118,7 @@ class EvalDisplay:
         """Where the rows go, whether this resumes a run (the default while the settings match), and
         the notes so far (a changed setting that moved the run to a new dir)."""
         resumed = f" (resuming: {progress.resumed} of {progress.total} rows already done)" if progress.resumed else ""
+        err_console.print(Text(self.title, overflow="fold"))  # once the run starts: a refusal stays one line
         err_console.print(Text(f"run dir {progress.run_dir}{resumed}", overflow="fold"))
         for note in progress.notes:
             err_console.print(Text(f"note: {note}", overflow="fold"))

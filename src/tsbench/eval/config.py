@@ -110,7 +110,8 @@ class EvalConfig(JudgeSettings):
     model_args: list[str] | None = setting(
         None,
         "-M KEY=VALUE provider options, repeatable (as inspect's -M): context_tokens=8192 (the context the "
-        "single-pass text prompt must fit), device=cpu, dtype=..., price=IN,OUT.",
+        "single-pass text prompt must fit), device=cpu, dtype=..., threads=N (torch threads of a local/ "
+        "model: half the usable cores by default), price=IN,OUT.",
         aliases=("-M",),
     )
     api_key_env: str | None = _no_answers(

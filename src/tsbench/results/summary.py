@@ -11,7 +11,9 @@ the reply: scored 0) and `errors` (the episode failed: never scored).
 from __future__ import annotations
 
 import math
+from collections import Counter
 
+import numpy as np
 import pandas as pd
 
 from tsbench.core.stats import bootstrap_ci
@@ -22,19 +24,25 @@ SMALL_N = 10
 ANSWER_COUNTS = ("valid", "invalid", "cut", "errors")
 
 
+def answer_kind(record: dict) -> str:
+    """What became of one row's answer: valid, invalid, cut (no usable answer, a reply stopped by the
+    token cap) or error (the episode failed)."""
+    if isinstance(record.get("error_type"), str):
+        return "error"
+    valid = record.get("valid")
+    if isinstance(valid, bool | np.bool_) and valid:
+        return "valid"
+    truncated = record.get("truncated_replies")
+    if isinstance(truncated, int | float | np.integer | np.floating) and truncated == truncated and truncated > 0:
+        return "cut"
+    return "invalid"
+
+
 def answer_counts(group: pd.DataFrame) -> dict[str, int]:
-    """Rows by what became of their answer: valid, invalid, cut (by the token cap), errors."""
-    failed = group["error_type"].notna()
-    scored = group[~failed & group["score"].notna()]
-    valid = scored["valid"].fillna(False).astype(bool)
-    truncated = scored["truncated_replies"] if "truncated_replies" in scored else pd.Series(0, index=scored.index)
-    cut = ~valid & (pd.to_numeric(truncated, errors="coerce").fillna(0) > 0)
-    return {
-        "valid": int(valid.sum()),
-        "invalid": int((~valid & ~cut).sum()),
-        "cut": int(cut.sum()),
-        "errors": int(failed.sum()),
-    }
+    """Rows by answer_kind: valid, invalid, cut, errors (they add up to the rows)."""
+    fields = [c for c in ("error_type", "valid", "truncated_replies") if c in group]
+    kinds = Counter(answer_kind(r) for r in group[fields].to_dict("records"))
+    return {"valid": kinds["valid"], "invalid": kinds["invalid"], "cut": kinds["cut"], "errors": kinds["error"]}
 
 
 def why_text(counts: dict[str, int]) -> str:
@@ -95,4 +103,4 @@ def fails(errors: int, rows: int, tolerated: float) -> bool:
     return errors / max(rows, 1) > tolerated
 
 
-__all__ = ["ANSWER_COUNTS", "SMALL_N", "answer_counts", "error_share", "fails", "summarize", "why_text"]
+__all__ = ["ANSWER_COUNTS", "SMALL_N", "answer_counts", "answer_kind", "error_share", "fails", "summarize", "why_text"]
