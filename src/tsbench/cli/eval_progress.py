@@ -1,9 +1,10 @@
 """What `tsbench eval` shows while it runs.
 
 In a terminal: the configuration and the run dir on lines of their own (printed once the run starts,
-so a long model name is never cut or broken mid-word), then one live line that fits the terminal's width, dropping its least useful parts
-first at 80 columns. In a log (no terminal): the same line every LOG_EVERY_S, even while no row finishes.
-Tokens move as an in-process model generates them (models/streaming.py), not only when a row ends.
+so a long model name is never cut or broken mid-word), then one live line that fits the terminal's
+width, dropping its least useful parts first at 80 columns. In a log (no terminal): the same line
+every LOG_EVERY_S, even while no row finishes. Tokens move as an in-process model generates them
+(models/streaming.py), not only when a row ends.
 """
 
 from __future__ import annotations
