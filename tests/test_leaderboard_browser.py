@@ -94,6 +94,18 @@ GEOMETRY_PROBE = (
 LOCALIZE_HEADER_RGB = (0xDC, 0xEB, 0xD9)  # th.g-localize's background in html.STYLE
 
 
+def probe(browser: str, page: Path, tmp_path: Path, size: list[str], script: str, attribute: str) -> dict:
+    """A copy of the page with a test-only probe script, loaded at `size`: what it wrote into `attribute`."""
+    import json
+    import re
+
+    probed = tmp_path / "probed.html"
+    probed.write_text(page.read_text().replace("</body>", script + "</body>"))
+    done = chromium(browser, tmp_path / "profile", *size, "--virtual-time-budget=5000", "--dump-dom", probed.as_uri())
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(re.search(rf"{attribute}=\"([^\"]*)\"", done.stdout).group(1).replace("&quot;", '"'))
+
+
 @pytest.fixture(scope="module", params=[6, 1], ids=["n12", "n2"])
 def full_page(request, tmp_path_factory) -> Path:
     """Every AnomalyXL column, paper-like model names, a reference policy and a partial run; with
@@ -133,16 +145,9 @@ def full_page(request, tmp_path_factory) -> Path:
 def test_localize_columns_are_visible_at_1400_px(full_page, tmp_path):
     """The page fits a 1400 px window: the Localize headers lie inside it, and a screenshot shows
     their colour where the layout says they are (so they are drawn, not clipped or scrolled away)."""
-    import json
-    import re
-
     browser = find_browser()
-    probed = tmp_path / "probed.html"
-    probed.write_text(full_page.read_text().replace("</body>", GEOMETRY_PROBE + "</body>"))
     size = ["--window-size=1400,1600", "--force-device-scale-factor=1", "--hide-scrollbars"]
-    done = chromium(browser, tmp_path / "profile", *size, "--virtual-time-budget=5000", "--dump-dom", probed.as_uri())
-    assert done.returncode == 0, done.stderr[-2000:]
-    geometry = json.loads(re.search(r"data-geometry=\"([^\"]*)\"", done.stdout).group(1).replace("&quot;", '"'))
+    geometry = probe(browser, full_page, tmp_path, size, GEOMETRY_PROBE, "data-geometry")
     assert geometry["view"] == 1400 and geometry["width"] <= 1400, geometry
     heads = geometry["heads"]
     assert len(heads) == 1 + 5  # the group header and the five Localize columns
@@ -172,16 +177,9 @@ NARROW_PROBE = (
 def test_at_800_px_every_table_fits_or_scrolls_in_its_box_and_the_page_never_overflows(full_page, tmp_path):
     """A reviewer's half-screen window: Table 1, the Cost table and the others either fit or scroll
     inside their own box (nothing cut at the window's edge), and a screenshot is the window's width."""
-    import json
-    import re
-
     browser = find_browser()
-    probed = tmp_path / "probed.html"
-    probed.write_text(full_page.read_text().replace("</body>", NARROW_PROBE + "</body>"))
     size = ["--window-size=800,1600", "--force-device-scale-factor=1", "--hide-scrollbars"]
-    done = chromium(browser, tmp_path / "profile", *size, "--virtual-time-budget=5000", "--dump-dom", probed.as_uri())
-    assert done.returncode == 0, done.stderr[-2000:]
-    narrow = json.loads(re.search(r"data-narrow=\"([^\"]*)\"", done.stdout).group(1).replace("&quot;", '"'))
+    narrow = probe(browser, full_page, tmp_path, size, NARROW_PROBE, "data-narrow")
     assert narrow["view"] == 800 and narrow["width"] <= 800, narrow  # the page itself never scrolls sideways
     classes = [t["cls"] for t in narrow["tables"]]
     assert {"t1", "costs", "quoted"} <= set(classes), classes
