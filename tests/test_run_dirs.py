@@ -44,3 +44,5 @@ def test_resume_only_while_the_settings_match_else_a_new_timestamped_dir(small_d
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted({default, name} | fresh)
     with pytest.raises(UserError, match="different settings .*--new-run"):  # a dir the user named is never moved
         _eval(small_data, tmp_path, max_tokens=7, out=str(tmp_path / default))
+    with pytest.raises(UserError, match="--new-run .* without --out"):
+        _eval(small_data, tmp_path, new_run=True, out=str(tmp_path / "mine"))

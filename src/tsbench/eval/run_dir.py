@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+from tsbench.core.errors import UserError
 from tsbench.eval.config import EvalConfig, result_settings, run_name, settings_diff
 from tsbench.results import RUN_JSON, load_run
 
@@ -40,6 +41,8 @@ def stamped(folder: Path, name: str, now: datetime | None = None) -> Path:
 def choose_run_dir(cfg: EvalConfig, identity: dict) -> tuple[Path, str | None]:
     """The run dir and, when it is not the one the command names by default, a line saying why."""
     if cfg.out:
+        if cfg.new_run:
+            raise UserError("--new-run makes a timestamped dir under --log-dir: give it without --out")
         return Path(cfg.out), None
     folder = Path(cfg.log_dir or "results")
     name = run_name(cfg)
