@@ -202,7 +202,12 @@ def run_eval(
         info = _open_run_dir(cfg, out, identity, reference_note(agent), variant)
         chains = taskset.chains(rows, settings)
         scoring = (
-            (("judge", cfg.judge), ("judge_options", tuple(sorted(cfg.judge_options().items()))), ("run_dir", str(out)))
+            (
+                ("judge", cfg.judge),
+                ("judge_options", tuple(sorted(cfg.judge_options().items()))),
+                ("judge_max_tokens", cfg.judge_max_tokens),
+                ("run_dir", str(out)),
+            )
             if taskset.judged
             else ()
         )

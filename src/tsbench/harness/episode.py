@@ -103,6 +103,15 @@ class HarnessConfig(FileAgentSettings, MemorySettings, ToolsSettings, RLMSetting
     memory_gib: float = setting(
         4.0, "Kernel memory cap in GiB, per kernel process (see harness/runtime for the whole-episode bound).", gt=0
     )
+    cell_output_mib: float = setting(
+        64.0,
+        "MiB a code cell may send the host (output, results, figures); past it messages are dropped unread, "
+        "and the observation says so.",
+        gt=0,
+    )
+    episode_output_mib: float = setting(
+        256.0, "MiB all of an episode's cells may send the host; past it, as past the cell's.", gt=0
+    )
     unsafe_sandbox: bool = setting(
         False, "Run kernels WITHOUT the bubblewrap jail (recorded in run.json and shown by the leaderboard)."
     )

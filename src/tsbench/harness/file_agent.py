@@ -364,6 +364,8 @@ class _Kernel:
                 {},
                 cell_timeout_s=cfg.cell_timeout_s,
                 memory_bytes=int(cfg.memory_gib * 2**30),
+                cell_output_bytes=int(cfg.cell_output_mib * 2**20),
+                episode_output_bytes=int(cfg.episode_output_mib * 2**20),
                 unsafe=cfg.unsafe_sandbox,
             )
             self.sandbox.start()

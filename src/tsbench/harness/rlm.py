@@ -76,6 +76,8 @@ def run_rlm(
         task.series,
         cell_timeout_s=cfg.cell_timeout_s,
         memory_bytes=int(cfg.memory_gib * 2**30),
+        cell_output_bytes=int(cfg.cell_output_mib * 2**20),
+        episode_output_bytes=int(cfg.episode_output_mib * 2**20),
         capture_figures=image,
         max_figures=cfg.max_figures,
         sub_rlm_handler=handler,

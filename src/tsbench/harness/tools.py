@@ -133,6 +133,8 @@ def run_tools(
         task.series,
         cell_timeout_s=cfg.cell_timeout_s,
         memory_bytes=int(cfg.memory_gib * 2**30),
+        cell_output_bytes=int(cfg.cell_output_mib * 2**20),
+        episode_output_bytes=int(cfg.episode_output_mib * 2**20),
         capture_figures=False,
         unsafe=cfg.unsafe_sandbox,
         readonly_paths=[path for path in (stumpy_cache_dir(),) if path.is_dir()],

@@ -8,7 +8,12 @@ the host only parses that JSON, strictly, and writes `multiple_choice.parquet` a
 `analysis_questions.parquet` with a `conversion.json` beside them (every source file's sha256). The
 CSV's other columns are copied as text. A file that cannot be loaded stops the conversion with one
 line naming it, unless `skip_unreadable` is set: then its item keeps an error and the reader skips it
-(counted in the manifest). Files named by the CSVs must lie under the release folder.
+(counted in the manifest).
+
+The release folder is read as every --path is (tasks/user_files.py): the CSVs and each file they name
+must lie under it (a name that climbs out, a symlink that leads out, a FIFO or device is one line,
+before any jail starts), each within the input budget, and each file read is in conversion.json with
+its sha256. What the jail loads is bounded there (its memory, MAX_VALUE_CHARS back).
 """
 
 from __future__ import annotations
@@ -24,11 +29,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tsbench.core.errors import UserError
-from tsbench.core.provenance import git_commit, sha256_file, write_json
+from tsbench.core.provenance import git_commit, write_json
 from tsbench.harness.runtime import Sandbox, SandboxError
 from tsbench.tasks.tsaia import encode as encode_module
 from tsbench.tasks.tsaia.reader import CONVERTED, FILE_COLUMNS, TABLES
 from tsbench.tasks.tsaia.tagged import TagError, decode
+from tsbench.tasks.user_files import UserFolder
 
 BATCH_BYTES = 128 * 2**20  # source files per jail (copied into its working directory)
 CHUNK_CHARS = 128 * 1024  # what one cell prints: under the host's per-cell stdout buffer
@@ -50,22 +56,23 @@ def _tsb_load(name):
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
 
 
-def _csv_rows(path: Path) -> list[dict[str, str]]:
-    with path.open(encoding="utf-8", newline="") as handle:
-        return [dict(row) for row in csv.DictReader(handle)]
+def _csv_rows(release: UserFolder, path: Path) -> list[dict[str, str]]:
+    try:
+        with release.open_text(path, newline="") as handle:
+            return [dict(row) for row in csv.DictReader(handle)]
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise UserError(f"{release.label(path)}: is not a UTF-8 CSV file ({str(exc)[:120]})") from None
 
 
-def _source(root: Path, cell: str | None) -> Path | None:
-    """The release file a CSV cell names, which must stay under the release folder."""
+def _source(release: UserFolder, table: Path, cell: str | None) -> Path | None:
+    """The release file a CSV cell names: a plain relative name, a regular file under the release
+    folder (recorded as read)."""
     if cell is None or not cell.strip() or cell.strip().lower() == "nan":
         return None
-    name = Path(cell.strip())
-    path = (root / name).resolve()
-    if name.is_absolute() or ".." in name.parts or not path.is_relative_to(root.resolve()):
-        raise UserError(f"{cell!r} names a file outside the release folder {root}")
-    if not path.is_file():
-        raise UserError(f"{cell!r} (named by the release's CSV) is not a file under {root}")
-    return path
+    path = release.named(release.root, cell, table)
+    if not release.is_file(path):
+        raise UserError(f"{cell!r} (named by {release.label(table)}) is not a file under {release.root}")
+    return release.check(path)
 
 
 def _batches(paths: list[Path]) -> Iterator[list[Path]]:
@@ -103,12 +110,14 @@ def _read_back(box: Sandbox, name: str) -> str:
     return text
 
 
-def convert_files(paths: list[Path], progress: Callable[[int], None] | None = None) -> dict[Path, str | Exception]:
-    """{path: tagged JSON text, or the error that stopped it} for each source file."""
+def convert_files(
+    release: UserFolder, paths: list[Path], progress: Callable[[int], None] | None = None
+) -> dict[Path, str | Exception]:
+    """{path: tagged JSON text, or the error that stopped it} for each source file (under `release`)."""
     out: dict[Path, str | Exception] = {}
     setup = Path(encode_module.__file__).read_text(encoding="utf-8") + LOADER
     for batch in _batches(paths):
-        files = {f"f{i}{path.suffix}": path.read_bytes() for i, path in enumerate(batch)}
+        files = {f"f{i}{path.suffix}": release.read_bytes(path) for i, path in enumerate(batch)}
         room = 2 * sum(len(data) for data in files.values()) + 2**26  # the copies, and what a load writes
         try:
             with Sandbox({}, files=files, cell_timeout_s=120, work_bytes=room, file_bytes=max(room, 2**30)) as box:
@@ -132,23 +141,28 @@ def convert_files(paths: list[Path], progress: Callable[[int], None] | None = No
 def convert_release(
     root: Path, out: Path, *, skip_unreadable: bool = False, progress: Callable[[str, int], Callable] | None = None
 ) -> Path:
-    """Write the converted tables and conversion.json under `out`; the manifest's path."""
-    root = root.expanduser()
-    tables = {name: root / f"{name}.csv" for name in TABLES if (root / f"{name}.csv").is_file()}
+    """Write the converted tables and conversion.json under `out`; the manifest's path. Every file the
+    conversion reads is checked (under the release folder, a regular file, within the budget) before
+    the first jail starts."""
+    release = UserFolder(root, "tsaia", reader="tsbench convert-tsaia", scope="the release folder")
+    root = release.root
+    tables = {name: root / f"{name}.csv" for name in TABLES if release.is_file(root / f"{name}.csv")}
     if not tables:
         raise UserError(f"no multiple_choice.csv or analysis_questions.csv under {root} (the Melady/TSAIA release)")
-    rows = {name: _csv_rows(path) for name, path in tables.items()}
+    rows = {name: _csv_rows(release, path) for name, path in tables.items()}
     named: dict[tuple[str, int, str], Path] = {}
     for name, table in rows.items():
         for number, row in enumerate(table):
             for column in FILE_COLUMNS[name]:
-                path = _source(root, row.get(column))
+                path = _source(release, tables[name], row.get(column))
                 if path is not None:
                     named[(name, number, column)] = path
     unique = sorted(set(named.values()))
+    for path in unique:
+        release.sized_path(path)  # each within the budget, before any is copied into a jail
     advance = progress("loading pickles in the jail", len(unique)) if progress is not None and unique else None
-    converted = convert_files(unique, advance)
-    failed = {str(p.relative_to(root.resolve())): str(v) for p, v in converted.items() if isinstance(v, Exception)}
+    converted = convert_files(release, unique, advance)
+    failed = {release.label(p): str(v) for p, v in converted.items() if isinstance(v, Exception)}
     if failed and not skip_unreadable:
         first, why = next(iter(failed.items()))
         more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
@@ -178,8 +192,7 @@ def convert_release(
         "converted": CONVERTED,
         "counts": counts,
         "unreadable": failed,
-        "sources": {str(p.relative_to(root)): sha256_file(p) for p in [*tables.values()]}
-        | {str(p.relative_to(root.resolve())): sha256_file(p) for p in unique},
+        "sources": release.hashes(),  # the CSVs and every file they name
         "git_commit": git_commit(),
     }
     path = out / "conversion.json"

@@ -9,6 +9,7 @@ import pandas as pd
 
 from tsbench.core.sanitize import csv_frame
 
+from .cik import attach as attach_cik
 from .columns import columns_for, family_columns, is_choice
 from .figures import length_curves_figure, length_heatmap, safe_name, sweep_stale
 from .html import render_html
@@ -195,6 +196,7 @@ def build_leaderboard(
     stage(STAGES[4])
     family_frames = attach_timesage(result, rows)  # TimeSage boards: sections, figures, CSVs
     family_frames.update(attach_timerbed(result, rows, with_paper))  # TimerBed: TimeMaster Tables 1 and 3
+    family_frames.update(attach_cik(result, rows))  # CiK: TimeClaw Table 1 (CiK's weighted, capped RCRPS)
     stage(STAGES[5])
     # file names without spaces or parentheses ("by_length-anomalyxl_seed42_test_3f2a9c.png")
     result.figures = {d: {safe_name(n): f for n, f in figs.items()} for d, figs in result.figures.items()}

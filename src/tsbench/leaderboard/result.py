@@ -23,9 +23,10 @@ NOT_RUN = "n/a"  # a figure cell whose category was not run at that length
 LEGEND = (
     "MCQ columns give accuracy and macro-F1 (the AnomalyXL paper reports macro-F1; TimeMaster's TimerBed table "
     "reports accuracy only); Localize columns give each task's "
-    "primary score; every column is higher-is-better (MMag and LL score 1 − the relative error, 0 from 50 % "
-    "and 5 % off: the paper heads them err and cls·err). Values are unweighted means over scored (id, epoch) "
-    "rows; error rows are left out and "
+    "primary score; columns are higher-is-better (MMag and LL score 1 − the relative error, 0 from 50 % "
+    "and 5 % off: the paper heads them err and cls·err) except where a benchmark aggregates its own way "
+    "(CiK's RCRPS: weighted by task weight, each instance capped at 5, an unusable answer at 5; lower is better, "
+    "and ranked so). Other values are unweighted means over scored (id, epoch) rows; error rows are left out and "
     "counted under Cost and Failures. Bold = best, underline = second-best among complete cells of models on the "
     "same dataset (reference policies are shown and never ranked); "
     f"{INCOMPLETE} = incomplete (a partial run, or error rows left out of the cell); n = scored rows "

@@ -31,9 +31,12 @@ RESULTS_FIELDS = {
     "dataset": "the dataset's identity: family, seed, split, key (content hash), paths, file_sha256",
     "summary.categories[]": "one block per category, in the family's table order (below)",
     "summary.overall": "the same block over every row",
-    "tasks": "per lm-eval task: `primary` (the paper's metric: `macro_f1` for multiple choice, else the "
-    "column's mean metric or `score`), its value and `_stderr` (a mean metric also `_n`, the rows it counts), "
-    "`accuracy` (multiple choice), `n` and `errors`",
+    "tasks": "keyed by task as lm-eval's results: `<family>/<category>` and `<family>` (overall), each with "
+    "`primary` (the paper's metric: `macro_f1` for multiple choice, else the column's mean metric or `score`), "
+    "its value and `_stderr` (a mean metric also `_n`, the rows it counts), `accuracy` (multiple choice), "
+    "`n` and `errors`; where the benchmark aggregates its own way, `protocol` names the rule and "
+    "`lower_is_better` the direction (CiK: `rcrps` capped at 5 and weighted by task weight, also on the "
+    "family's overall entry)",
     "package_versions, git_commit, updated_at": "provenance",
 }
 BLOCK_FIELDS = {

@@ -25,6 +25,7 @@ def with_memory(task: EpisodeTask, cfg: HarnessConfig) -> tuple[EpisodeTask, dic
         values=task.values,
         options=task.options,
         timestamps=task.meta.get("time_s"),
+        meta=task.meta,
         descriptor=task.meta.get("memory_descriptor"),
         top_k=cfg.top_k,
         pool=cfg.memory_pool,

@@ -19,9 +19,10 @@ from typing import Any
 from tsbench.core.errors import UserError
 from tsbench.harness import KERNEL_HARNESSES, play
 from tsbench.models.base import Message, ModelError
-from tsbench.train import rewards as rw
+from tsbench.tasks import get_taskset
 from tsbench.train.agent import ChatTokens
 from tsbench.train.curriculum import parse_key, task_key
+from tsbench.train.rollouts import episode_harness
 
 
 class _Probe:
@@ -32,23 +33,27 @@ class _Probe:
         self.tokens: int | None = None
 
     def generate(self, messages: list[Message], **_: Any) -> Any:
-        self.tokens = len(self.chat.first_prompt(messages))
+        self.tokens = len(self.chat.first_prompt_vision(messages)[0])  # a VLM's image tokens counted
         raise ModelError("bad_request", "measured the first prompt")
 
     def close(self) -> None:
         """Nothing to release."""
 
 
-def first_prompt_tokens(cfg: Any, tokenizer: Any) -> int:
+def first_prompt_tokens(cfg: Any, tokenizer: Any, processor: Any = None) -> int:
     """Tokens of the first prompt of the run's first training task (`cfg` is a GRPOConfig)."""
     task = cfg.training_stream().sample(*parse_key(task_key(1, 0))).task
-    if cfg.rewards.reward == "composite":  # the rollouts append the format's instructions (rollouts.Environment)
-        task = dataclasses.replace(task, question=f"{task.question}\n\n{rw.FORMAT_INSTRUCTIONS}")
-    chat = ChatTokens(tokenizer)
+    question = cfg.rewards.scheme.question(get_taskset(cfg.tasks.family), cfg.rewards, task.question)
+    task = dataclasses.replace(task, question=question)  # the question as the rollouts ask it (rollouts.Environment)
+    chat = ChatTokens(tokenizer, processor)
     if cfg.harness in KERNEL_HARNESSES:
+        if cfg.harness_config.memory_bank and cfg.harness_config.top_k > 0:  # the precedents the wrapper prefixes
+            from tsbench.timeclaw.memory_wrapper import with_memory
+
+            task, _ = with_memory(task, cfg.harness_settings())
         return len(chat.first_prompt([Message("user", task.question)]))
     probe = _Probe(chat)
-    play(probe, cfg.harness, task, cfg.harness_config)
+    play(probe, episode_harness(cfg), task, cfg.harness_settings())
     return probe.tokens or 0
 
 
@@ -61,11 +66,11 @@ def check_reasoning_history(cfg: Any, tokenizer: Any, *, vision: bool = False) -
 
     Only a multi-turn run whose template drops earlier reasoning has a choice to make: as-rendered (auto's
     pick) renders every turn's prompt as eval does and trains each turn as its own row; as-generated keeps one
-    row per episode and warns; refuse stops. A vision-language policy or another harness keeps one row."""
+    row per episode and warns; refuse stops. Another harness (single-pass, the image harnesses) keeps one row."""
     if cfg.harness not in KERNEL_HARNESSES or cfg.harness_config.max_turns <= 1:
         return "as-generated", None
     asked = cfg.rollout.reasoning_history
-    rows_possible = cfg.harness in TURN_ROW_HARNESSES and not vision
+    rows_possible = cfg.harness in TURN_ROW_HARNESSES  # text harnesses: a VLM's idle vision tower changes nothing
     if ChatTokens(tokenizer).keeps_earlier_reasoning():
         return ("as-rendered" if asked == "as-rendered" and rows_possible else "as-generated"), None
     line = (
@@ -77,7 +82,7 @@ def check_reasoning_history(cfg: Any, tokenizer: Any, *, vision: bool = False) -
     if asked in ("auto", "as-rendered") and rows_possible:
         return "as-rendered", None
     if asked == "as-rendered":
-        why = "a vision-language policy" if vision else f"--harness {cfg.harness}"
+        why = f"--harness {cfg.harness}"
         raise UserError(
             f"reasoning_history = as-rendered trains each turn as its own row, which {why} does not support "
             f"(harnesses: {', '.join(TURN_ROW_HARNESSES)}, text policies); set as-generated to train anyway"
@@ -85,13 +90,13 @@ def check_reasoning_history(cfg: Any, tokenizer: Any, *, vision: bool = False) -
     return "as-generated", line
 
 
-def check_context(cfg: Any, tokenizer: Any, *, vision: bool = False) -> str:
+def check_context(cfg: Any, tokenizer: Any, *, vision: bool = False, processor: Any = None) -> str:
     """One line (exit 2) when the first prompt and one reply do not fit `max_seq_len`; a warning on stderr
     when train and eval contexts will differ. Returns the reasoning-history mode (`check_reasoning_history`)."""
     mode, warning = check_reasoning_history(cfg, tokenizer, vision=vision)
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
-    prompt = first_prompt_tokens(cfg, tokenizer)
+    prompt = first_prompt_tokens(cfg, tokenizer, processor)
     reply = cfg.harness_config.max_tokens or 1
     if prompt + reply > cfg.max_seq_len:
         lower = " (the question alone)" if cfg.harness in KERNEL_HARNESSES else ""

@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 
 from tsbench.core.errors import UserError
 from tsbench.tasks.tsaia.tagged import TagError, decode
+from tsbench.tasks.user_files import UserFolder, user_folder
 
 SOURCE_HINT = "the Melady/TSAIA release converted by `tsbench convert-tsaia --path RELEASE --out DIR`"
 CONVERTED = "tsaia-tagged-json-1"
@@ -57,27 +57,31 @@ class Item:
     output_requirement: str = ""
 
 
-def read_tables(path: Path) -> dict[str, pd.DataFrame]:
-    """The converted tables at `path` (the converter's folder). The one place this reader opens files."""
-    folder = path if path.is_dir() else path.parent
+def read_tables(path: Path | UserFolder) -> dict[str, pd.DataFrame]:
+    """The converted tables at `path` (the converter's folder). The one place this reader opens files:
+    each through the --path folder's checks (user_files), each table once its footer and expanded
+    text fit the input budget (a tagged-JSON cell can stand for a large array)."""
+    files = user_folder(path, "tsaia")
+    folder = files.root
     manifest = folder / "conversion.json"
-    if not manifest.is_file():
-        raw = any((folder / f"{name}.csv").is_file() for name in TABLES)
+    if not files.is_file(manifest):
+        raw = any(files.is_file(folder / f"{name}.csv") for name in TABLES)
         hint = f"convert the release first: tsbench convert-tsaia --path {folder} --out DIR" if raw else SOURCE_HINT
         raise UserError(f"no converted TSAIA tables under {folder}; --family tsaia reads {hint}")
     try:
-        made_by = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        made_by = files.read_json(manifest)
+    except UserError:
         made_by = None
     if not isinstance(made_by, dict) or made_by.get("converted") != CONVERTED:
         raise UserError(f"{manifest} is not from this version's tsbench convert-tsaia: convert again")
-    try:
-        tables = {}
-        for name in TABLES:
-            if (folder / f"{name}.parquet").is_file():
-                tables[name] = pq.read_table(folder / f"{name}.parquet").to_pandas()
-    except (OSError, ValueError) as exc:  # pyarrow's errors are OSError / ArrowInvalid (a ValueError)
-        raise UserError(f"{folder}: the converted TSAIA tables cannot be read ({str(exc)[:120]})") from None
+    tables = {}
+    for name in TABLES:
+        table = folder / f"{name}.parquet"
+        if files.is_file(table):
+            try:
+                tables[name] = files.parquet(table).to_pandas()
+            except (OSError, ValueError) as exc:  # pyarrow's errors are OSError / ArrowInvalid (a ValueError)
+                raise UserError(f"{folder}: the converted TSAIA tables cannot be read ({str(exc)[:120]})") from None
     if not tables:
         raise UserError(f"no converted TSAIA table in {folder}")
     return tables
@@ -160,7 +164,7 @@ def _variables(tagged: Any) -> tuple[list[str], np.ndarray, dict[str, Any]]:
     return [n for n, _ in channels], values, facts
 
 
-def read_items(path: Path) -> tuple[list[Item], dict[str, int]]:
+def read_items(path: Path | UserFolder) -> tuple[list[Item], dict[str, int]]:
     """(items in file order, {why: count} of the items that are skipped)."""
     items, skipped = [], {}
     for name, table in read_tables(path).items():

@@ -27,10 +27,11 @@ from tsbench.core.errors import UserError
 from tsbench.tasks.base import Column, Scored
 from tsbench.tasks.recordings.family import RecordingFamily, write_train_test
 from tsbench.tasks.recordings.rows import Row
-from tsbench.tasks.recordings.sources import file_hashes, refuse_unknown
+from tsbench.tasks.recordings.sources import refuse_unknown
 from tsbench.tasks.timeclaw_protocol import mc_letter, split_train_test
 from tsbench.tasks.tsaia import official, reader
 from tsbench.tasks.tsaia.tagged import decode
+from tsbench.tasks.user_files import UserFolder
 
 OPTIONS = ("path", "seed", "split", "categories")
 MC_TYPES = ("VaR-confidence_level", "SharpeRatio", "MarketAB-alpha", "MarketAB-beta")  # Table 9
@@ -161,13 +162,13 @@ class TSAIA(RecordingFamily):
         if not raw or not Path(raw).expanduser().exists():
             raise UserError(f"--family tsaia needs --path DIR (an existing folder): {reader.SOURCE_HINT}")
         path = Path(raw).expanduser()
-        items, skipped = reader.read_items(path)
+        folder = UserFolder(path, self.name)
+        items, skipped = reader.read_items(folder)
         chosen = select(items, options.get("categories"))
         if not chosen:
             raise UserError(f"no TSAIA item of the selection under {path} ({sum(skipped.values())} skipped)")
         seed = int(options.get("seed", 42))
         train, test = split_train_test(chosen, lambda i: i.question_type)
-        folder = path if path.is_dir() else path.parent
         return write_train_test(
             self.name,
             self.dataset,
@@ -184,6 +185,6 @@ class TSAIA(RecordingFamily):
                 "grouped_by": "question type (TimeClaw)",
                 "skipped_items": skipped,
             },
-            sources=file_hashes(sorted(folder.glob("*.parquet")) + [folder / "conversion.json"], path),
+            sources=folder.hashes(),  # conversion.json and the tables read
             progress=progress,
         )

@@ -12,8 +12,9 @@ A file is named by its subtask, under the names the release uses now or those of
 evaluator (math_reasoning, event_forecast, pattern_decision). Perception's one file holds four
 subtasks, told apart by each item's `category` exactly as the official evaluator does (its "Anolmaly
 Detection" is anomaly detection); a perception item of another category counts in no perception
-subtask there, and lands in `perception_uncategorised` here. Lines are JSON; a line that is not
-stops the read with its file and line number.
+subtask there, and lands in `perception_uncategorised` here. Files are read through the --path
+folder's checks and budget (tasks/user_files.py), one line at a time; a line that is not JSON, or
+nests too deeply to parse, stops the read with its file and line number.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from tsbench.core.errors import UserError
+from tsbench.tasks.user_files import UserFolder, user_folder
 
 SOURCE_HINT = (
     "TSRBench's jsonl files ({perception,prediction,decision,reasoning}/*.jsonl) from the Hugging Face "
@@ -105,28 +107,11 @@ class Item:
         return next((c for c in text if c.isalpha()), None)
 
 
-def json_lines(file: Path) -> list[tuple[int, Any]]:
-    """(line number, value) of each non-blank line; one line naming the file when a line is not JSON.
-    The one place this reader opens a file."""
-    records = []
-    with file.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                records.append((number, json.loads(line)))
-            except RecursionError:
-                raise UserError(f"{file}:{number} is nested too deeply to be a TSRBench item") from None
-            except ValueError as exc:  # JSONDecodeError, or a number too long to read
-                raise UserError(f"{file}:{number} is not a JSON line ({str(exc)[:80]})") from None
-    return records
-
-
 def _choices(raw: Any) -> tuple[list[str], list[str]] | None:
     if isinstance(raw, str):
         try:
             raw = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
     if isinstance(raw, dict):  # text_inference.py lists a dict's values under its keys, keys sorted
         keys = sorted(raw, key=str)
@@ -192,7 +177,7 @@ def parse_item(record: Any, group: str, number: int) -> tuple[Item | None, str |
     if isinstance(names, str) and names.startswith("["):
         try:
             names = json.loads(names)
-        except ValueError:
+        except (ValueError, RecursionError):
             names = None
     names = [str(n) for n in names] if isinstance(names, list) else []
     try:
@@ -231,30 +216,36 @@ def parse_item(record: Any, group: str, number: int) -> tuple[Item | None, str |
     return item, None
 
 
-def subtask_files(path: Path) -> dict[str, Path]:
-    """{file subtask: file} of the jsonl files at `path`; one line for a file of no known subtask or
-    two files of the same subtask."""
-    files = [path] if path.is_file() else sorted(path.rglob("*.jsonl"))
+def subtask_files(path: Path | UserFolder) -> dict[str, Path]:
+    """{file subtask: file} of the jsonl files at `path` (each under --path, by the folder's checks);
+    one line for a file of no known subtask or two files of the same subtask."""
+    folder = user_folder(path, "tsrbench")
+    files = folder.walk(lambda p: p.suffix == ".jsonl")
     if not files:
-        raise UserError(f"no .jsonl files under {path}; --family tsrbench reads {SOURCE_HINT}")
+        raise UserError(f"no .jsonl files under {folder.given}; --family tsrbench reads {SOURCE_HINT}")
     found: dict[str, Path] = {}
     for file in files:
         group = FILE_SUBTASKS.get(re.sub(r"[^a-z0-9]+", "_", file.stem.lower()).strip("_"))
         if group is None:
             known = ", ".join(sorted(FILE_SUBTASKS))
-            raise UserError(f"{file}: not a TSRBench subtask file (the file names are: {known})")
+            raise UserError(f"{folder.label(file)}: not a TSRBench subtask file (the file names are: {known})")
         if group in found:
-            raise UserError(f"{found[group]} and {file} both hold {group}: keep one of them under --path")
+            raise UserError(
+                f"{folder.label(found[group])} and {folder.label(file)} both hold {group}: keep one of them under --path"
+            )
         found[group] = file
     return found
 
 
-def read_items(path: Path) -> tuple[list[Item], dict[str, int]]:
-    """(items in file order, {why: count} of the records that are not items)."""
+def read_items(path: Path | UserFolder) -> tuple[list[Item], dict[str, int]]:
+    """(items in file order, {why: count} of the records that are not items). Each file is read
+    through the folder's checks and budget, one line in memory at a time; a line that is not JSON
+    (or nests too deeply to parse) is one line naming the file and line."""
+    folder = user_folder(path, "tsrbench")
     items: list[Item] = []
     skipped: dict[str, int] = {}
-    for group, file in sorted(subtask_files(path).items()):
-        for number, (_, record) in enumerate(json_lines(file)):
+    for group, file in sorted(subtask_files(folder).items()):
+        for number, record in enumerate(folder.json_lines(file)):
             item, why = parse_item(record, group, number)
             if item is None:
                 skipped[f"{file.name}: {why}"] = skipped.get(f"{file.name}: {why}", 0) + 1

@@ -27,9 +27,10 @@ from tsbench.core.errors import UserError
 from tsbench.tasks.base import Column, Scored
 from tsbench.tasks.recordings.family import RecordingFamily, write_train_test
 from tsbench.tasks.recordings.rows import Row
-from tsbench.tasks.recordings.sources import file_hashes, refuse_unknown
+from tsbench.tasks.recordings.sources import refuse_unknown
 from tsbench.tasks.timeclaw_protocol import mc_letter, split_train_test, subsample
 from tsbench.tasks.tsrbench import official, reader
+from tsbench.tasks.user_files import UserFolder
 
 OPTIONS = ("path", "seed", "split", "ratio")
 RATIO = 0.2  # the paper's 20 % evaluation subset (Table 8)
@@ -147,8 +148,8 @@ class TSRBench(RecordingFamily):
         if not raw or not Path(raw).expanduser().exists():
             raise UserError(f"--family tsrbench needs --path DIR (an existing folder): {reader.SOURCE_HINT}")
         path = Path(raw).expanduser()
-        files = reader.subtask_files(path)
-        items, skipped = reader.read_items(path)
+        folder = UserFolder(path, self.name)
+        items, skipped = reader.read_items(folder)
         if not items:
             raise UserError(f"no TSRBench item under {path} ({sum(skipped.values())} records unusable)")
         seed, ratio = int(options.get("seed", 42)), float(options.get("ratio", RATIO))
@@ -172,6 +173,6 @@ class TSRBench(RecordingFamily):
                 "records": len(items) + sum(skipped.values()),
                 "skipped_records": skipped,
             },
-            sources=file_hashes(list(files.values()), path),
+            sources=folder.hashes(),  # every subtask file read
             progress=progress,
         )
