@@ -32,6 +32,7 @@ def root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("wide")
     rows = [record(f"{c}{i}", c, 0.5) for c in CATEGORIES for i in range(2)]
     make_run(root, "a", "openai/a-rather-long-model-name", rows)
+    make_run(root, "q", "vllm/Qwen/Qwen3.5-4B-Instruct", rows)
     make_run(root, "e", "detector/default", rows, harness="direct", reference="knows the generator")
     return root
 
@@ -63,7 +64,8 @@ def test_at_80_columns_every_column_keeps_its_width_and_says_where_it_is(board):
     assert shown == headers  # each column once, in the board's order: wrapped, none dropped
     text = console.export_text()
     assert max(map(len, text.splitlines())) <= 80
-    assert "openai/a-rather" in text and "(reference:" in text  # long labels wrap inside their column
+    assert "openai/a-rather-long-model-name" in text and "(reference:" in text  # names whole, notes wrap
+    assert "vllm/Qwen/Qwen3.5-4B-Instruct" in text  # a hub id is never cut mid-word either
     assert text.count("bold = best") == 1  # the legend once, under the last part
 
 

@@ -135,3 +135,51 @@ def test_timesage_by_period_ticks_are_periods_and_it_has_a_title():
     svg = _period_figure(SimpleNamespace(by_period=one_period))["svg"].decode()
     assert "1.900" not in svg and "2.100" not in svg and ">2<" in svg  # the period itself, no fractional ticks
     assert "overall score by period" in svg and "0-100" in svg
+
+
+def _labels_of(ax, renderer) -> list[Bbox]:
+    return [t.get_window_extent(renderer) for t in ax.texts if t.get_text().startswith("n=")]
+
+
+def test_fig4_dodges_equal_points_stacks_their_labels_and_says_when_no_band_is_drawn():
+    """Three n=1 runs at one point: three markers side by side, three labels apart; no interval rests on
+    n=1, so no band is drawn and the title says so (rather than promising bands)."""
+    rows = [
+        {"model": m, "harness": "rlm", "depth": 0, "length": length, "mean": 0.5, "n": 1, "lo": 0.5, "hi": 0.5}
+        for m in ("a", "b", "c")
+        for length in (1024, 4096)
+    ]
+    fig = curves_figure(pd.DataFrame(rows), _name)
+    FigureCanvasAgg(fig).draw()
+    renderer = fig.canvas.get_renderer()
+    (ax,) = fig.axes
+    assert "no 95 % bands" in ax.get_title() and "bands: 95 %" not in ax.get_title()
+    xs = sorted(float(x) for c in ax.collections if isinstance(c, PathCollection) for x, _ in c.get_offsets())
+    assert len(xs) == 6 and len(set(xs)) == 6  # dodged: no marker under another
+    boxes = _labels_of(ax, renderer)
+    assert len(boxes) == 6 and not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
+    banded = pd.DataFrame(rows).assign(n=40, lo=0.4, hi=0.6)
+    fig = curves_figure(banded, _name)
+    (ax,) = fig.axes
+    assert "bands: 95 % bootstrap where n ≥ 10" in ax.get_title()
+    assert any(type(c).__name__ in ("PolyCollection", "FillBetweenPolyCollection") for c in ax.collections)
+
+
+def test_fig3_uses_a_colour_blind_safe_scale_and_marks_changes_from_few_rows():
+    from tsbench.leaderboard.figures import heatmap_figure
+    from tsbench.tasks import get_taskset
+
+    by_length = pd.DataFrame(
+        [
+            {"model": "m", "harness": "rlm", "depth": 0, "category": "localize", "length": 1024, "n": 1, "mean": 0.2},
+            {"model": "m", "harness": "rlm", "depth": 0, "category": "localize", "length": 4096, "n": 1, "mean": 0.772},
+            {"model": "m", "harness": "rlm", "depth": 0, "category": "localize", "length": 16384, "n": 1, "mean": 0.3},
+        ]
+    ).assign(delta_pp=lambda f: (f["mean"] - 0.2) * 100)
+    fig = heatmap_figure(by_length, get_taskset("anomalyxl").columns())
+    texts = [t for ax in fig.axes for t in ax.texts]
+    marked = [t for t in texts if t.get_text().endswith(" pp*")]
+    assert [t.get_text() for t in marked] == ["+57.2 pp*", "+10.0 pp*"] and all(t.get_alpha() < 1 for t in marked)
+    assert "not a measured change" in fig.get_supxlabel()
+    maps = {im.get_cmap().name for ax in fig.axes for im in ax.get_images()}
+    assert not {m for m in maps if "RdYlGn" in m or "RdGn" in m} and any("RdBu" in m for m in maps)

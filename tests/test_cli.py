@@ -397,10 +397,10 @@ def test_broken_run_dirs_and_bad_output_paths_are_one_line_errors(small_data, tm
 
 def test_a_log_gets_a_progress_line_while_no_row_finishes(small_data, tmp_path, monkeypatch, capsys):
     """Not a terminal: a slow server still shows the run is alive, every LOG_EVERY_S."""
-    from tsbench.cli import eval as eval_cli
+    from tsbench.cli import eval_progress
     from tsbench.testing.fake_openai_server import FakeOpenAIServer
 
-    monkeypatch.setattr(eval_cli, "LOG_EVERY_S", 0.5)
+    monkeypatch.setattr(eval_progress, "LOG_EVERY_S", 0.5)
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     with FakeOpenAIServer(["sleep:3"], default='ok:{"answer": "Yes"}') as server:
         code, _, err = run_in_process(
@@ -471,3 +471,47 @@ def test_describe_plot_names_the_anomaly_and_overlays_a_runs_prediction(small_da
     assert "classify_with_evidence, L = 1,024" in svg and "σ, width" in svg  # kind and magnitude in the title
     assert "gold window" in svg and "predicted window" in svg and "predicted: {" in svg and "zoom: ch_00" in svg
     assert (tmp_path / "row.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+def test_one_help_style_and_a_command_list_that_is_never_cut():
+    """Every command's --help writes a value's type as typer does (`<int>`, never `INTEGER`), and the
+    command list keeps each description whole at 80 columns."""
+    import re
+
+    import click
+    import typer.main
+    from typer.testing import CliRunner
+
+    from tsbench.cli import SHORT_HELP, app
+
+    runner = CliRunner()
+    top = runner.invoke(app, ["--help"], terminal_width=80, env={"COLUMNS": "80"})
+    listed = top.output.split("Commands:")[1]
+    assert top.exit_code == 0 and "..." not in listed and "…" not in listed, top.output
+    assert all(f"  {name} " in listed for name in ("generate", "eval", "leaderboard", "memory"))
+    group = typer.main.get_command(app)
+    paths = [[name] for name in group.commands] + [
+        ["memory", name]
+        for name in group.commands["memory"].commands  # type: ignore[attr-defined]
+    ]
+    assert {p[-1] for p in paths} <= set(SHORT_HELP)
+    for path in paths:
+        res = runner.invoke(app, [*path, "--help"], terminal_width=100, env={"COLUMNS": "100"})
+        assert res.exit_code == 0, (path, res.output)
+        assert not re.search(r"--[a-z-]+ (INTEGER|TEXT|NUMBER|FLOAT|PATH)\b", res.output), (path, res.output)
+        if isinstance(group.commands.get(path[0]), click.Group):
+            assert "..." not in res.output.split("Commands:")[-1]
+
+
+def test_the_eval_progress_line_fits_80_columns_and_keeps_its_parts_whole():
+    from tsbench.cli.eval_progress import LineState, progress_text
+
+    busy = LineState(1234, 20480, (0.51234, 0.0123), 17, 12_345_678, 12.5, 3 * 3600 + 5, 7 * 3600)
+    for width in (200, 120, 80, 60, 40):
+        line = progress_text(busy, width)
+        assert len(line) <= width and line.startswith("1234/20480 rows"), (width, line)
+        for part in line.split("  ")[1:]:  # every part shown is whole: nothing is cut mid-word
+            assert part in progress_text(busy, 500, bar=False) or set(part) <= set("━╌"), (width, part)
+    assert "tokens 12,345,678" in progress_text(busy, 80) and "errors 17" in progress_text(busy, 80)
+    assert "━" in progress_text(busy, 200) and "━" not in progress_text(busy, 80)  # a bar only where it fits
+    assert progress_text(LineState(0, 0, None, 0, 0, 0.0, 1.0, None), 80).startswith("selecting rows")

@@ -108,6 +108,10 @@ def test_resume_after_kill_runs_every_id_exactly_once(small_data, tmp_path):
     proc.wait()
     partial = len(schema.read_journal(out))
     assert 3 <= partial < 15, "the run should have been killed mid-way"
+    assert json.loads((out / schema.RUN_JSON).read_text())["expected_samples"] == 15  # written before any row
+    from tsbench.leaderboard.load import load_results
+
+    assert any("of 15 rows scored" in w for w in load_results([out])[2])  # a killed run's real total, not "?"
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
     samples = pd.read_parquet(out / schema.SAMPLES)
@@ -348,7 +352,10 @@ def test_answerless_replies_are_server_errors_then_fail_on_error_and_show(small_
         ]  # was made: retry settings change answers, so a resume must match them
         strict = _cli(*common)
         assert strict.exit_code == 1, strict.output
-        assert strict.stderr.startswith("1/2 rows")  # progress from the start (the resumed row), as log lines
+        lines = strict.stderr.splitlines()  # what runs, where, that it resumes, then progress as log lines
+        assert lines[0] == "eval openai/fake-model / single-pass-text on anomalyxl", lines
+        assert lines[1].startswith(f"run dir {out}") and "(resuming: 1 of 2 rows already done)" in lines[1]
+        assert lines[2].startswith("1/2 rows"), lines  # progress from the start (the resumed row)
         assert "score 1.000 ± 0.000  errors 0" in strict.stderr  # overall mean ± stderr as it goes
         assert "1 of 2 rows are errors" in strict.stderr and "nan" not in strict.stdout
         tolerant = _cli(*common, "--fail-on-error", "1")

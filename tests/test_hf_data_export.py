@@ -83,8 +83,12 @@ def test_export_writes_a_folder_load_dataset_reads_offline(exported, tmp_path, m
     first = precise["test"][0]
     source = pq.read_table(data / "test-precise.parquet").slice(0, 1).to_pylist()[0]
     assert first["id"] == source["id"] and first["values"][0][:5] == pytest.approx(source["values"][0][:5])
-    # byte-for-byte copies: the manifest's hashes still verify the exported files
-    assert _sha(folder / "data/precise/test-00000-of-00001.parquet") == files["test-precise.parquet"]["sha256"]
+    # byte-for-byte copies where nothing needs rewriting: the manifest's hashes still verify them
+    assert _sha(folder / "data/coarse/test-00000-of-00001.parquet") == files["test-coarse.parquet"]["sha256"]
+    # the precise gold is the answer as asked, without the scorer's `_L` (which is the `length` column)
+    golds = [json.loads(g) for g in precise["test"]["gold"]]
+    assert golds and not any(k.startswith("_") for g in golds for k in g) and "start" in golds[0]
+    assert "`test-precise.parquet`" in (folder / "README.md").read_text().split("Rewritten, not copied")[1]
 
 
 def test_card_header_types_features_names_files_and_carries_license_citation_settings(exported):
@@ -111,6 +115,9 @@ def test_card_header_types_features_names_files_and_carries_license_citation_set
     settings = json.loads(body.split("## Generator settings")[1].split("```json\n")[1].split("```")[0])
     assert settings["test"] == manifest["splits"]["test"]["config"] and settings["test"]["preset"] == "small"
     assert "## Citation" in body and "@misc{timerlm_anomalyxl" in body and "AnomalyXL" in body
+    for entry in body.split("```bibtex")[1].split("```")[0].split("\n\n"):  # every BibTeX entry: who, where, when
+        assert "author = {" in entry and "url = {" in entry and "year = {2026}" in entry, entry
+    assert "`validation` is tsbench's `val` split" in body  # this export has one
     assert "## License" in body and json.loads((folder / "tsbench" / "manifest.json").read_text()) == manifest
 
 
@@ -147,3 +154,10 @@ def test_a_timesage_set_with_map_columns_loads_too(tmp_path, monkeypatch):
     assert _sha(tmp_path / "hf" / "data/scenarios/test-00000-of-00001.parquet") == _sha(
         tmp_path / "ts" / "seed42" / "scenarios.parquet"
     )
+
+
+def test_a_test_only_export_names_no_validation_split(small_data, tmp_path):
+    res = cli("export", str(small_data), "--format", "hf", "--out", str(tmp_path / "hf"))
+    assert res.exit_code == 0, res.output
+    card = (tmp_path / "hf" / "README.md").read_text()
+    assert "validation" not in card and "`gold` (the answer" in card

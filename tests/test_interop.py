@@ -57,7 +57,7 @@ def run_dir(small_data, tmp_path_factory) -> Path:
     journal.close()
     schema.consolidate(out)
     results = json.loads((out / schema.RESULTS_JSON).read_text())
-    results["results"] = summarize(schema.load_samples(out), [lb.PRESENCE, lb.LOCALIZE])
+    results["summary"] = summarize(schema.load_samples(out), [lb.PRESENCE, lb.LOCALIZE])
     write_json(out / schema.RESULTS_JSON, results)
     return out
 

@@ -218,7 +218,7 @@ def test_cell_means_counts_and_incomplete_marks(board):
     assert pres_a["mean"] == pytest.approx(4 / 6) and not pres_a["incomplete"]
     assert pres_a["f1"] == pytest.approx((2 / 3 + 2 / 3) / 2)  # Yes: 2TP 1FP 1FN; No: the same
     pres_b = cell(board, "m-b", "presence")
-    assert pres_b["mean"] == 1.0 and pres_b["f1"] == 1.0 and pres_b["incomplete"]  # 3 of the column's 6 rows
+    assert pres_b["mean"] == 1.0 and pres_b["f1"] == 1.0 and pres_b["incomplete"]  # run b says complete=false
     assert board.count("a" * 64, "presence") == 6 and board.count("a" * 64, "localize") == 5
 
 
@@ -612,9 +612,13 @@ def test_a_complete_run_is_not_incomplete_beside_a_two_epoch_run(tmp_path):
     assert result.count(result.datasets[0], "presence") == 6  # the header counts rows, not episodes
     md = (tmp_path / "board" / "leaderboard.md").read_text()
     assert "†" not in md.split("### Table 1 layout")[1].split("### 95 % confidence intervals")[0]
-    short = make_run(tmp_path, "short", "m-short", one[:4])  # fewer ids than the column: still incomplete
-    cells = build_leaderboard(runs + [short], tmp_path / "board2", n_boot=50).cells.set_index("model")
-    assert cells.loc["m-short", "incomplete"] and not cells.loc["m-one", "incomplete"]
+    short = make_run(tmp_path, "short", "m-short", one[:4])  # a complete --limit 4 run: not incomplete,
+    board = build_leaderboard(runs + [short], tmp_path / "board2", n_boot=50)  # compared on the common rows
+    cells = board.cells.set_index("model")
+    assert not cells.loc["m-short", "incomplete"] and not cells.loc["m-one", "incomplete"]
+    assert cells.loc["m-one", "common"] and cells.loc["m-one", "n_scored"] == 4 and cells.loc["m-one", "n_own"] == 6
+    md = (tmp_path / "board2" / "leaderboard.md").read_text()
+    assert "†" not in md.split("### Table 1 layout")[1].split("### 95 % confidence intervals")[0]
 
 
 def test_runs_of_one_model_on_different_servers_or_settings_are_separate_rows(tmp_path):
@@ -641,3 +645,27 @@ def test_runs_of_one_model_on_different_servers_or_settings_are_separate_rows(tm
     assert "base_url=127.0.0.1:8002" in md and "cell_timeout_s=10.0" in md
     same = build_leaderboard([a, c], tmp_path / "board2", n_boot=50)  # nothing differs: no suffix
     assert list(same.cells["harness"].unique()) == ["rlm"]
+
+
+def test_a_path_named_server_model_reads_short_on_the_board(tmp_path):
+    """`transformers serve DIR` names its model by the path: the board names it by the folder, unless
+    two such models would then read alike."""
+    rows = [record(f"L{i}", "localize", s) for i, s in enumerate((1.0, 0.5))]
+    path_a = make_run(tmp_path, "a", "openai//root/.cache/tsbench/models/smollm2-135m", rows)
+    board = build_leaderboard([path_a], tmp_path / "board", n_boot=50)
+    assert set(board.cells["model"]) == {"openai/smollm2-135m"}
+    path_b = make_run(tmp_path, "b", "openai//srv/other/smollm2-135m", rows)
+    board = build_leaderboard([path_a, path_b], tmp_path / "board2", n_boot=50)
+    assert set(board.cells["model"]) == {
+        "openai//root/.cache/tsbench/models/smollm2-135m",
+        "openai//srv/other/smollm2-135m",
+    }
+
+
+def test_every_board_says_why_a_score_is_zero(board):
+    """Per configuration: valid, invalid, cut by the token cap and error rows, adding up to its rows."""
+    costs = board.costs[board.costs["dataset"] == "a" * 64].set_index("model")
+    assert (costs[["valid", "invalid", "cut", "errors"]].sum(axis=1) == costs["rows"]).all()
+    assert costs.loc["m-a", "errors"] == 1 and costs.loc["m-b", "invalid"] >= 1  # the error row; the unparseable one
+    md = (board.files["leaderboard.md"]).read_text()
+    assert "Valid / invalid / cut / errors" in md and "never scored" in md

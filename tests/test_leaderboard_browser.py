@@ -94,6 +94,18 @@ GEOMETRY_PROBE = (
 LOCALIZE_HEADER_RGB = (0xDC, 0xEB, 0xD9)  # th.g-localize's background in html.STYLE
 
 
+def probe(browser: str, page: Path, tmp_path: Path, size: list[str], script: str, attribute: str) -> dict:
+    """A copy of the page with a test-only probe script, loaded at `size`: what it wrote into `attribute`."""
+    import json
+    import re
+
+    probed = tmp_path / "probed.html"
+    probed.write_text(page.read_text().replace("</body>", script + "</body>"))
+    done = chromium(browser, tmp_path / "profile", *size, "--virtual-time-budget=5000", "--dump-dom", probed.as_uri())
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(re.search(rf"{attribute}=\"([^\"]*)\"", done.stdout).group(1).replace("&quot;", '"'))
+
+
 @pytest.fixture(scope="module", params=[6, 1], ids=["n12", "n2"])
 def full_page(request, tmp_path_factory) -> Path:
     """Every AnomalyXL column, paper-like model names, a reference policy and a partial run; with
@@ -133,16 +145,9 @@ def full_page(request, tmp_path_factory) -> Path:
 def test_localize_columns_are_visible_at_1400_px(full_page, tmp_path):
     """The page fits a 1400 px window: the Localize headers lie inside it, and a screenshot shows
     their colour where the layout says they are (so they are drawn, not clipped or scrolled away)."""
-    import json
-    import re
-
     browser = find_browser()
-    probed = tmp_path / "probed.html"
-    probed.write_text(full_page.read_text().replace("</body>", GEOMETRY_PROBE + "</body>"))
     size = ["--window-size=1400,1600", "--force-device-scale-factor=1", "--hide-scrollbars"]
-    done = chromium(browser, tmp_path / "profile", *size, "--virtual-time-budget=5000", "--dump-dom", probed.as_uri())
-    assert done.returncode == 0, done.stderr[-2000:]
-    geometry = json.loads(re.search(r"data-geometry=\"([^\"]*)\"", done.stdout).group(1).replace("&quot;", '"'))
+    geometry = probe(browser, full_page, tmp_path, size, GEOMETRY_PROBE, "data-geometry")
     assert geometry["view"] == 1400 and geometry["width"] <= 1400, geometry
     heads = geometry["heads"]
     assert len(heads) == 1 + 5  # the group header and the five Localize columns
@@ -156,3 +161,34 @@ def test_localize_columns_are_visible_at_1400_px(full_page, tmp_path):
     for left, top, _right, bottom in heads:
         y, x = int((top + bottom) / 2), int(left + 3)  # inside the cell, clear of its text
         assert np.abs(pixels[y, x] - LOCALIZE_HEADER_RGB).max() <= 3, (x, y, pixels[y, x])
+
+
+# Test-only probe: at the window's width, does the page overflow, and does every table fit or scroll in its box?
+NARROW_PROBE = (
+    "<script>window.addEventListener('load', () => { const out = {width: document.documentElement.scrollWidth, "
+    "view: window.innerWidth, tables: []}; for (const t of document.querySelectorAll('table')) { "
+    "const box = t.parentElement; const style = getComputedStyle(box); out.tables.push({cls: t.className, "
+    "right: t.getBoundingClientRect().right, box_right: box.getBoundingClientRect().right, "
+    "scrolls: style.overflowX === 'auto' && box.scrollWidth > box.clientWidth}); } "
+    "document.body.setAttribute('data-narrow', JSON.stringify(out)); });</script>"
+)
+
+
+def test_at_800_px_every_table_fits_or_scrolls_in_its_box_and_the_page_never_overflows(full_page, tmp_path):
+    """A reviewer's half-screen window: Table 1, the Cost table and the others either fit or scroll
+    inside their own box (nothing cut at the window's edge), and a screenshot is the window's width."""
+    browser = find_browser()
+    size = ["--window-size=800,1600", "--force-device-scale-factor=1", "--hide-scrollbars"]
+    narrow = probe(browser, full_page, tmp_path, size, NARROW_PROBE, "data-narrow")
+    assert narrow["view"] == 800 and narrow["width"] <= 800, narrow  # the page itself never scrolls sideways
+    classes = [t["cls"] for t in narrow["tables"]]
+    assert {"t1", "costs", "quoted"} <= set(classes), classes
+    for table in narrow["tables"]:
+        assert table["box_right"] <= 800 and (table["right"] <= 800 or table["scrolls"]), table
+    assert any(t["scrolls"] for t in narrow["tables"] if t["cls"] == "t1")  # 17 columns scroll at 800 px
+
+    shot = tmp_path / "shot.png"
+    done = chromium(browser, tmp_path / "profile2", *size, f"--screenshot={shot}", full_page.as_uri())
+    assert done.returncode == 0 and shot.exists(), done.stderr[-2000:]
+    pixels = imread(shot)
+    assert pixels.shape[1] == 800 and float(np.std(pixels[..., :3])) > 0.05

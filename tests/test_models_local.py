@@ -69,14 +69,54 @@ def test_prompt_longer_than_context_is_a_bad_request(smollm2):
     assert caught.value.kind == "bad_request"
 
 
-def test_second_load_comes_from_cache(smollm2):
+def test_second_load_comes_from_cache_with_a_clean_log_and_set_threads(smollm2, capfd):
+    """Loaded in a log (stderr is no terminal here): no progress bar's carriage returns; torch computes
+    with the threads the model chose (half the usable cores by default) and each call records them."""
+    import torch
+
+    from tsbench.models.torch_threads import default_threads
+
+    capfd.readouterr()
     again = LocalHFModel("smollm2-135m", max_new_tokens=4)
     try:
         assert again.loaded_from_cache and not again.converted
         assert again.weights_dir == smollm2_cache_dir()
-        assert again.generate(QUESTION).output_tokens > 0
+        completion = again.generate(QUESTION)
+        assert completion.output_tokens > 0 and completion.extra["threads"] == again.threads == default_threads()
+        assert torch.get_num_threads() == again.threads
     finally:
         again.close()
+    err = capfd.readouterr().err
+    assert "\r" not in err and "Loading weights" not in err, err[-500:]
+
+
+def test_gguf_bars_show_on_terminals_only():
+    """The GGUF reader's own tqdm bar, as conversion runs it: nothing written to a file or pipe."""
+    import io
+
+    import transformers.modeling_gguf_pytorch_utils as gguf_utils
+
+    from tsbench.models.local_hf import gguf_bars_for_terminals_only
+
+    log = io.StringIO()
+    with gguf_bars_for_terminals_only():
+        for _ in gguf_utils.tqdm(range(3), file=log, desc="Converting and de-quantizing GGUF tensors..."):
+            pass
+    assert log.getvalue() == ""
+    drawn = io.StringIO()
+    for _ in gguf_utils.tqdm(range(3), file=drawn):  # outside: the library's own bar, unchanged
+        pass
+    assert "\r" in drawn.getvalue()
+
+
+def test_the_meter_counts_tokens_as_they_are_generated(smollm2):
+    """The progress line's source: a call adds its prompt when it starts and each token as it comes."""
+    from tsbench.models.streaming import METER
+
+    before = (METER.input_tokens, METER.output_tokens)
+    completion = smollm2.generate(QUESTION, max_tokens=3)
+    assert METER.input_tokens - before[0] == completion.input_tokens
+    assert METER.output_tokens - before[1] == completion.output_tokens
 
 
 def test_conversion_into_an_empty_cache(smollm2, tmp_path, monkeypatch):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -177,25 +178,80 @@ def test_assistant_tool_call_turn_is_accepted(server):
     model.close()
 
 
-def test_inspect_eval_of_our_task_against_the_server(server, small_data, tmp_path):
-    """inspect's own OpenAI provider (chat completions: responses_api=False, as a local server needs)
-    runs `tsbench/anomalyxl` with our harness and scorer."""
-    pytest.importorskip("inspect_ai")
-    from inspect_ai import eval as inspect_eval
-    from inspect_ai.model import get_model
+ROOT = Path(__file__).resolve().parents[1]
 
-    from tsbench.interop.inspect_task import anomalyxl
 
+def _client(command: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    """A client's own command line, as the README gives it, with this test's venv first on PATH."""
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    full = dict(os.environ, PATH=path, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", **env)
+    return subprocess.run(command, cwd=cwd, env=full, capture_output=True, text=True, timeout=600)
+
+
+def test_readme_tsbench_eval_of_a_path_named_server_model(server, small_data, tmp_path):
+    """README: `tsbench eval --model openai/<the server's own id>`, a path here; the run dir and the
+    board name it by its folder."""
     base_url, weights = server
-    task = anomalyxl(
-        data=str(small_data), regime="coarse", categories=lb.PRESENCE, limit=1, max_tokens=16, text_budget_chars=1500
-    )
-    model = get_model(f"openai/{weights}", base_url=base_url, api_key="unused", responses_api=False)
-    [log] = inspect_eval(task, model=model, log_dir=str(tmp_path), display="none", max_tokens=16)
+    command = ["tsbench", "eval", "--model", f"openai/{weights}", "--base-url", base_url]
+    command += ["-M", f"context_tokens={CONTEXT}", "--harness", "single-pass-text", "--data", str(small_data)]
+    command += ["-T", "regime=coarse", "-T", f"categories={lb.PRESENCE}", "--limit", "1", "--max-tokens", "16"]
+    done = _client([*command, "--log-dir", "runs"], tmp_path, OPENAI_API_KEY="unused")
+    assert done.returncode == 0, done.stderr[-3000:]
+    run_dir = tmp_path / "runs" / f"openai_{Path(weights).name}__single-pass-text"
+    assert _rows(run_dir).iloc[0]["score"] in (0.0, 1.0)
+    assert re.search(r"rows: \d valid, \d invalid, \d cut by the token cap, 0 errors", done.stdout), done.stdout
+    board = _client(["tsbench", "leaderboard", str(run_dir), "--out", "board", "--n-boot", "20"], tmp_path)
+    assert board.returncode == 0, board.stderr[-3000:]
+    assert f"openai/{Path(weights).name}" in (tmp_path / "board" / "leaderboard.md").read_text()
+
+
+def test_readme_inspect_eval_against_the_server(server, small_data, tmp_path):
+    """README: `inspect eval tsbench/anomalyxl --model openai/<id> --model-base-url ... -M responses_api=false`,
+    inspect's own command line and OpenAI provider, our harness and scorer."""
+    pytest.importorskip("inspect_ai")
+    base_url, weights = server
+    command = ["inspect", "eval", "tsbench/anomalyxl", "--model", f"openai/{weights}", "--model-base-url", base_url]
+    command += ["-M", "responses_api=false", "-T", f"data={small_data}", "-T", "regime=coarse"]
+    command += [
+        "-T",
+        f"categories={lb.PRESENCE}",
+        "-T",
+        "limit=1",
+        "-T",
+        "max_tokens=16",
+        "-T",
+        "text_budget_chars=1500",
+    ]
+    done = _client([*command, "--log-dir", "logs", "--display", "plain"], tmp_path, OPENAI_API_KEY="unused")
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-3000:])
+    from inspect_ai.log import list_eval_logs, read_eval_log
+
+    [info] = list_eval_logs(str(tmp_path / "logs"))
+    log = read_eval_log(info)
     assert log.status == "success", log.error
     [sample] = log.samples
     assert sample.error is None and sample.scores["tsbench_score"].value in (0.0, 1.0)
     assert sum(u.input_tokens for u in sample.model_usage.values()) > 0
+
+
+def test_readme_vf_eval_with_the_shipped_toml_against_the_server(server, small_data, tmp_path):
+    """README: `vf-eval @ experiments/verifiers/anomalyxl__single-pass-text.toml --model <id>`, verifiers'
+    own command line (subprocess runtime, no upload), tsbench's harness and scorer per rollout."""
+    pytest.importorskip("verifiers.v1")
+    base_url, weights = server
+    (tmp_path / "data" / "small").mkdir(parents=True)
+    (tmp_path / "data" / "small" / "seed42").symlink_to(small_data)  # where the README's generate step puts it
+    toml = ROOT / "experiments" / "verifiers" / "anomalyxl__single-pass-text.toml"
+    command = ["vf-eval", "@", str(toml), "--model", weights, "--client.base-url", base_url, "--env.taskset.limit", "1"]
+    done = _client(command, tmp_path, TSBENCH_LOCAL_KEY="unused")
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-3000:])
+    [traces] = list((tmp_path / "outputs" / "vf-eval").glob("*/traces.jsonl"))
+    [episode] = [json.loads(line) for line in traces.read_text().splitlines()]
+    assert episode["ok"] and not episode["errors"], episode["errors"]
+    [trace] = episode["traces"]
+    played = trace["info"]["tsbench"]
+    assert played["harness"] == "single-pass-text" and played["error_type"] is None and played["turns"] == 1
+    assert trace["rewards"]["family_score"]["score"] in (0.0, 1.0) and trace["num_input_tokens"] > 0
 
 
 def test_ray_executor_against_the_server(server, small_data, tmp_path, monkeypatch):

@@ -136,7 +136,7 @@ def test_generate_and_eval_through_the_command(ltafdb, tmp_path, cli):
     assert len(samples) == 1 and samples["error_type"].isna().all()
     assert samples["family"].unique().tolist() == ["ltaf"] and samples["valid"].all()
     results = json.loads((run / "results.json").read_text())
-    assert results["results"]["overall"]["n"] == 1 and results["dataset"]["family"] == "ltaf"
+    assert results["summary"]["overall"]["n"] == 1 and results["dataset"]["family"] == "ltaf"
 
 
 @pytest.mark.parametrize(

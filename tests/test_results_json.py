@@ -42,12 +42,13 @@ def tracked_run(small_data, tmp_path_factory) -> Path:
 def test_results_json_has_scores_intervals_counts_usage_config_and_dataset(tracked_run):
     results = json.loads((tracked_run / schema.RESULTS_JSON).read_text())
     samples = schema.load_samples(tracked_run)
-    blocks = results["results"]
+    blocks = results["summary"]
     assert [b["category"] for b in blocks["categories"]] == [lb.PRESENCE, lb.INDICATOR]
     for block, rows in [(blocks["overall"], samples)] + [
         (b, samples[samples["category"] == b["category"]]) for b in blocks["categories"]
     ]:
         assert block["n"] == len(rows) and block["errors"] == 0 and block["rows"] == len(rows)
+        assert block["valid"] + block["invalid"] + block["cut"] + block["errors"] == len(rows)
         assert block["mean"] == pytest.approx(rows["score"].mean())
         low, high = block["ci95"]
         assert low <= block["mean"] <= high
@@ -55,12 +56,12 @@ def test_results_json_has_scores_intervals_counts_usage_config_and_dataset(track
     assert results["config"]["limit_per_category"] == 2 and results["config"]["harness"] == "single-pass-text"
     assert results["dataset"]["key"].startswith("anomalyxl/seed42/test/") and results["dataset"]["file_sha256"]
     assert results["expected_samples"] == results["finished_samples"] == len(samples) and results["complete"]
-    assert results["versions"]["tsbench"] and "git_commit" in results and results["updated_at"]
+    assert results["package_versions"]["tsbench"] and "git_commit" in results and results["updated_at"]
 
 
 def test_leaderboard_reads_results_json_and_cross_checks_it(tracked_run, tmp_path):
     rows, [info], warnings = load_results([tracked_run])
-    assert info.summary == json.loads((tracked_run / schema.RESULTS_JSON).read_text())["results"]
+    assert info.summary == json.loads((tracked_run / schema.RESULTS_JSON).read_text())["summary"]
     assert not [w for w in warnings if "results.json" in w]
     assert read_summary(tracked_run)["overall"]["n"] == len(rows)
     # A results.json that no longer matches the rows (a run narrowed by a later --limit, say) is reported.
@@ -69,7 +70,7 @@ def test_leaderboard_reads_results_json_and_cross_checks_it(tracked_run, tmp_pat
     for name in (schema.RUN_JSON, schema.SAMPLES):
         (copy / name).write_bytes((tracked_run / name).read_bytes())
     results = json.loads((tracked_run / schema.RESULTS_JSON).read_text())
-    results["results"]["overall"].update(rows=1, mean=0.123)
+    results["summary"]["overall"].update(rows=1, mean=0.123)
     write_json(copy / schema.RESULTS_JSON, results)
     _, _, warnings = load_results([copy])
     assert any("results.json disagrees" in w and "1 rows against" in w for w in warnings), warnings
@@ -87,8 +88,8 @@ def test_report_to_tensorboard_and_wandb_offline(tracked_run):
     tags = events.Tags()["scalars"]
     assert {"progress/done", "progress/score", f"progress/score/{lb.PRESENCE}", "results/overall/mean"} <= set(tags)
     done = [e.value for e in events.Scalars("progress/done")]
-    assert done == sorted(done) and done[-1] == results["results"]["overall"]["rows"]
-    assert events.Scalars("results/overall/mean")[-1].value == pytest.approx(results["results"]["overall"]["mean"])
+    assert done == sorted(done) and done[-1] == results["summary"]["overall"]["rows"]
+    assert events.Scalars("results/overall/mean")[-1].value == pytest.approx(results["summary"]["overall"]["mean"])
     [offline] = list((tracked_run / "wandb").glob("offline-run-*/run-*.wandb"))
     data = offline.read_bytes()
     assert b"results/overall/mean" in data and b"progress/score" in data and b"single-pass-text" in data
@@ -109,3 +110,38 @@ def test_samples_parquet_carries_the_field_descriptions(tracked_run):
     assert written.names == schema.COLUMN_NAMES
     for field in schema.COLUMNS:
         assert written.field(field.name).metadata[b"description"] == field.metadata[b"description"]
+
+
+def test_results_json_reads_as_lm_eval_writes_it(tracked_run):
+    """lm-eval's layout (lm_eval 0.4's `results[task]["<metric>,none"]` and `"<metric>_stderr,none"`,
+    groups, versions, higher_is_better, n-samples), read back by lm-eval's own `make_table` when
+    lm_eval is installed ([dev]); tsbench's numbers under their own keys."""
+    results = json.loads((tracked_run / schema.RESULTS_JSON).read_text())
+    tasks = results["tasks"]
+    assert (
+        set(results["results"]) == set(tasks) == {f"anomalyxl/{lb.PRESENCE}", f"anomalyxl/{lb.INDICATOR}", "anomalyxl"}
+    )
+    for name, task in tasks.items():
+        entry = results["results"][name]
+        primary = task["primary"]
+        assert entry[f"{primary},none"] == task[primary] and f"{primary}_stderr,none" in entry
+        assert results["higher_is_better"][name][primary] is True and results["versions"][name]
+        assert results["n-samples"][name]["effective"] == entry["sample_len"] == task["n"]
+        assert not {k for k in entry if k not in ("alias", "sample_len") and "," not in k}  # nothing else in there
+    presence = results["results"][f"anomalyxl/{lb.PRESENCE}"]
+    assert (
+        presence["macro_f1_stderr,none"] == "N/A"
+        and presence["accuracy,none"] == tasks[f"anomalyxl/{lb.PRESENCE}"]["accuracy"]
+    )
+    overall = results["results"]["anomalyxl"]
+    assert overall["score_stderr,none"] == pytest.approx(tasks["anomalyxl"]["score_stderr"])
+    assert results["groups"]["anomalyxl"] == overall
+    assert set(results["group_subtasks"]["anomalyxl"]) == {f"anomalyxl/{lb.PRESENCE}", f"anomalyxl/{lb.INDICATOR}"}
+    assert results["summary"]["overall"]["n"] == tasks["anomalyxl"]["n"]
+    lm_eval_utils = pytest.importorskip("lm_eval.utils", reason="lm-eval is in [dev]: pip install lm-eval")
+    table = lm_eval_utils.make_table(results)
+    for name, task in tasks.items():
+        value = task["primary"]
+        assert f"|{value}" in table.replace(" ", "") and name.split("/")[-1] in table
+    assert f"{overall['score,none']:.4f}" in table and f"{overall['score_stderr,none']:.4f}" in table
+    assert "anomalyxl" in lm_eval_utils.make_table(results, "groups")

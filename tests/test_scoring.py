@@ -595,3 +595,16 @@ def test_paired_bootstrap_diff():
     assert paired_bootstrap_diff([1, 0, 1, 1], [0, 0, 1, 0])[0] == 0.5
     with pytest.raises(ValueError):
         paired_bootstrap_diff([1.0, 0.0], [1.0])
+
+
+def test_a_letter_for_a_multiple_choice_answer_scores_0_and_says_why():
+    """AnomalyXL has no official scorer: the paper's rule matches the option text, and its prompts list
+    the options without letters, so an lm-eval style letter names no option. It is invalid, and says so."""
+    from tsbench.tasks import get_taskset
+
+    family = get_taskset("anomalyxl")
+    for reply in ("B", "(A)", '{"answer": "c."}'):
+        scored = family.score("presence", {"answer": "Yes"}, reply)
+        assert scored.score == 0.0 and not scored.valid and "is a letter" in scored.error
+    assert family.score("presence", {"answer": "Yes"}, "Maybe").error == "not one of the options"
+    assert family.score("presence", {"answer": "Yes"}, '{"answer": "Yes"}').score == 1.0

@@ -49,12 +49,12 @@ STEPS = [
         "rlm",
         "--data",
         "data/demo/seed42",
-        "--limit-per-category",
-        "1",
+        "--limit",
+        "4",
         "--max-turns",
         "2",
         "--max-tokens",
-        "160",
+        "128",
         "--concurrency",
         "1",
         "--out",
@@ -156,9 +156,11 @@ def main() -> None:
     for args in steps:
         args = [_first_localize_row(args[1]) if a == "{first localize row}" else a for a in args]
         print(f"\n$ tsbench {shlex.join(args)}", flush=True)
+        step = time.monotonic()
         res = subprocess.run([sys.executable, "-m", "tsbench.cli", *args])
         if res.returncode != 0:
             sys.exit(res.returncode)
+        print(f"({time.monotonic() - step:.0f} s)", flush=True)
     print(f"\ndemo finished in {time.monotonic() - started:.0f} s; results under results/demo/", flush=True)
 
 

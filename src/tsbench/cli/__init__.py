@@ -121,6 +121,38 @@ app.add_typer(memory_app, name="memory")
 app.command()(timeclaw.evolve)
 timesage.register(app)
 
+# The command list in `tsbench --help`, each whole at 80 columns (click would cut a longer first sentence).
+SHORT_HELP = {
+    "generate": "Generate a family's dataset (parquet + manifest).",
+    "convert-tsaia": "Convert TSAIA's pickles to parquet (in the jail).",
+    "describe": "What a generated file holds; --plot draws a row.",
+    "score": "Score your own answers against a generated file.",
+    "eval": "Evaluate a model under a harness (re-run: resume).",
+    "show": "A run's rows, or one episode replayed (--id).",
+    "leaderboard": "Tables, intervals and figures from any runs.",
+    "export": "A run for inspect, Hugging Face or CSV.",
+    "sft-baseline": "Train the classical or an SFT baseline.",
+    "train-grpo": "GRPO post-training on TRL.",
+    "evolve": "Write tools from runs, verified in the sandbox.",
+    "audit": "TimeSage: check every period's isolation.",
+    "rescore": "Re-score a run with a judge (cached calls).",
+    "memory": "TimeClaw episodic memory banks.",
+    "build": "A memory bank from runs.",
+    "ablation": "TimeClaw's ablation board from runs.",
+}
+
+
+def _short_help(typer_app: typer.Typer) -> None:
+    for info in typer_app.registered_commands:
+        name = info.name or info.callback.__name__.replace("_", "-")
+        info.short_help = SHORT_HELP.get(name, SHORT_HELP.get(name.removesuffix("-cmd"), info.short_help))
+    for group in typer_app.registered_groups:
+        group.short_help = SHORT_HELP.get(group.name, group.short_help)
+        _short_help(group.typer_instance)
+
+
+_short_help(app)
+
 
 DISK_FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
 

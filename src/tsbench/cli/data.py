@@ -231,15 +231,25 @@ def score(
     if unanswered:
         err_console.print(f"warning: {unanswered} of {len(df)} rows have no response (scored 0)", markup=False)
     columns = {c.category: c for c in taskset.columns()}
-    table = Table("category", "rows", "answered", "mean score", "macro-F1", title=f"scores: {data.name}")
+    table = Table(
+        "category", "rows", "valid", "invalid", "no response", "mean", "macro-F1", title=f"scores: {data.name}"
+    )
     for category, group in df.groupby("category", sort=False):
         f1 = ""
         column = columns.get(category)
         if column is not None and column.options is not None and group["gold_answer"].notna().all():
             preds = [p or "" for p in group["parsed_answer"]]
             f1 = f"{macro_f1(list(group['gold_answer']), preds, list(column.options) or None):.3f}"
-        table.add_row(category, str(len(group)), str(int(group["answered"].sum())), f"{group['score'].mean():.3f}", f1)
+        valid, answered = group["valid"].astype(bool), group["answered"].astype(bool)
+        counts = (int(valid.sum()), int((answered & ~valid).sum()), int((~answered).sum()))
+        table.add_row(category, str(len(group)), *map(str, counts), f"{group['score'].mean():.3f}", f1)
     console.print(table)
+    invalid = int((df["answered"] & ~df["valid"].astype(bool)).sum())
+    console.print(
+        f"rows: {int(df['valid'].sum())} valid, {invalid} invalid (no answer the scorer reads: scored 0), "
+        f"{unanswered} without a response (scored 0)",
+        markup=False,
+    )
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         df.to_parquet(out, index=False)

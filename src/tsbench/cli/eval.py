@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import json
 import os
-import threading
-import time
 from pathlib import Path
 from typing import Optional
 
 import typer
+from rich import box
 from rich.markup import escape
 from rich.panel import Panel
-from rich.progress import TextColumn
 from rich.table import Table
 from rich.text import Text
 
-from tsbench.cli.common import console, err_console, is_terminal, progress_bar, require_run_dir
+from tsbench.cli.common import console, err_console, require_run_dir
+from tsbench.cli.eval_progress import EvalDisplay
 from tsbench.cli.options import given_settings, settings_options
+from tsbench.cli.summary_table import WIDE, summary_table, usage_line
 from tsbench.core import json_input
 from tsbench.core.config import build, read_toml_table
 from tsbench.core.errors import UserError
@@ -26,8 +26,6 @@ from tsbench.eval.config import EvalConfig
 from tsbench.eval.config_keys import config_key_refusals
 from tsbench.eval.model_args import task_settings
 from tsbench.results.records import transcript_events
-
-LOG_EVERY_S = 5.0
 
 
 @settings_options(EvalConfig)
@@ -77,42 +75,18 @@ def eval_cmd(
         raise UserError(f"{config}: {refused[0]}")
 
     state = RunProgress()
-    bars = progress_bar(TextColumn("{task.fields[info]}"))
-    bar = bars.add_task(cfg.model, total=None, info="starting")
-    started, last_log = time.monotonic(), [0.0]
-
-    def log_line(p: RunProgress) -> None:
-        last_log[0] = time.monotonic()
-        err_console.print(f"{p.done}/{p.total} rows  {_info(p)}  {last_log[0] - started:.0f} s", markup=False)
-
-    def on_update(p: RunProgress) -> None:
-        if is_terminal():
-            if not bars.live.is_started:
-                bars.start()
-            bars.update(bar, description=f"{cfg.model} / {cfg.harness}", total=p.total, completed=p.done, info=_info(p))
-        elif time.monotonic() - last_log[0] >= LOG_EVERY_S or p.done == p.total:
-            log_line(p)
-
-    def heartbeat() -> None:
-        """In a log, a line every LOG_EVERY_S even while no row finishes (a slow or hung server)."""
-        while not finished.wait(LOG_EVERY_S):
-            if state.total and time.monotonic() - last_log[0] >= LOG_EVERY_S:
-                log_line(state)
-
-    finished = threading.Event()
-    if not is_terminal():
-        threading.Thread(target=heartbeat, name="eval-heartbeat", daemon=True).start()
+    display = EvalDisplay(_title(cfg))
 
     def on_interrupt(in_flight: int) -> None:
-        bars.stop()
+        display.stop()
         err_console.print(
             f"interrupted: waiting for {in_flight} episode(s) in flight (Ctrl-C again to abandon them)", markup=False
         )
 
     try:
-        run_dir = run_eval(cfg, progress=state, on_update=on_update, on_interrupt=on_interrupt)
+        run_dir = run_eval(cfg, progress=state, on_update=display.update, on_interrupt=on_interrupt)
     except KeyboardInterrupt as exc:
-        bars.stop()
+        display.stop()
         from tsbench.eval.executors import Abandoned
 
         if isinstance(exc, Abandoned):
@@ -124,48 +98,37 @@ def eval_cmd(
         err_console.print("interrupted: finished rows are saved; run the same command to resume", markup=False)
         raise typer.Exit(130) from None
     finally:
-        finished.set()
-    bars.stop()
-    for note in state.notes:
+        display.stop()
+    for note in state.notes[display.shown_notes :]:
         err_console.print(f"warning: {note}", markup=False)
     _print_summary(run_dir, cfg)
 
 
-def _info(p) -> str:
-    overall = p.overall()
-    score = f"score {overall[0]:.3f} ± {overall[1]:.3f}" if overall else "score —"
-    cost = f"  ${p.cost_usd:.2f}" if p.cost_usd else ""
-    return f"{score}  errors {p.errors}  tokens {p.input_tokens + p.output_tokens:,}{cost}"
+def _title(cfg: EvalConfig) -> str:
+    """The configuration, whole, on its own line above the progress line."""
+    harness = cfg.harness or "its default harness"
+    return f"eval {cfg.model} / {harness} on {cfg.family}"
 
 
 def _print_summary(run_dir: Path, cfg: EvalConfig) -> None:
-    from tsbench.results import RESULTS_JSON
-    from tsbench.results.summary import fails
+    from tsbench.results import RESULTS_JSON, results_json
+    from tsbench.results.summary import fails, why_text
 
     results = json.loads((run_dir / RESULTS_JSON).read_text())
-    blocks = results["results"]
+    blocks = results_json.summary_of(results)
     title = f"{cfg.model} / {cfg.harness}: {run_dir}"
     if results.get("reference"):
         title += f"  (reference policy: {results['reference']})"
-    table = Table("category", "n", "mean", "95% CI", "errors", "turns", "tokens", "cost $", title=title)
-    rows = [(b["category"], b) for b in blocks["categories"]] + [("overall", blocks["overall"])]
-    for name, block in rows:
-        ci = block["ci95"]
-        table.add_row(
-            name,
-            str(block["n"]),
-            "—" if block["mean"] is None else f"{block['mean']:.3f}",
-            "" if ci is None else f"{ci[0]:.2f}–{ci[1]:.2f}" + ("*" if block["small_n"] else ""),
-            str(block["errors"]) if block["errors"] else "",
-            "—" if block["mean_turns"] is None else f"{block['mean_turns']:.1f}",
-            f"{block['input_tokens'] + block['output_tokens']:,}",
-            "—" if block["cost_usd"] is None else f"{block['cost_usd']:.4f}",
-        )
-    console.print(table)
-    if any(b["small_n"] for _, b in rows if b["n"]):
-        console.print("* fewer than 10 scored rows: the interval is rough")
-    _print_protocol_metrics(results.get("tasks") or {})
+    console.print(summary_table(blocks, title, console.width))
     overall = blocks["overall"]
+    notes = [f"rows: {why_text(overall)}"] if "valid" in overall else []
+    if console.width < WIDE:
+        notes.append(usage_line(overall))
+    if any(b["small_n"] for b in [*blocks["categories"], overall] if b["n"]):
+        notes.append("* fewer than 10 scored rows: the interval is rough")
+    for note in notes:
+        console.print(note, markup=False)
+    _print_protocol_metrics(results.get("tasks") or {})
     if overall["errors"]:
         err_console.print(
             f"{overall['errors']} of {overall['rows']} rows are errors (not scored; see `tsbench show "
@@ -204,6 +167,19 @@ def _trained_text_budget(model: str) -> Optional[int]:
         return None
 
 
+def _answer_kind(rec: dict) -> tuple[str, str]:
+    """(valid | invalid | cut | error, why): what `show` prints beside a row's score."""
+    from tsbench.results.summary import answer_kind
+
+    kind = answer_kind(rec)
+    if kind == "error":
+        return kind, f"{rec['error_type']}: {rec['error'] or ''}".strip()
+    if kind == "cut":
+        n = int(rec["truncated_replies"])
+        return kind, f"{n} repl{'y' if n == 1 else 'ies'} stopped by the token cap"
+    return kind, "" if kind == "valid" else str(rec.get("answer_error") or "")
+
+
 def show(
     run: Path = typer.Argument(..., help="A run dir under results/."),
     sample_id: Optional[str] = typer.Option(None, "--id", help="Show this sample's transcript."),
@@ -217,17 +193,23 @@ def show(
     require_run_dir(run)
     samples = load_samples(run)
     if sample_id is None:
-        table = Table("id", "epoch", "score", "turns", "error", title=str(run))
-        for rec in samples.to_dict("records"):
-            failed = isinstance(rec["error_type"], str)
-            table.add_row(
-                Text(terminal_text(rec["id"])),
-                str(rec["epoch"]),
-                "-" if failed else f"{rec['score']:.3f}",
-                str(rec["turns"]),
-                Text(terminal_text(rec["error_type"]) if failed else ""),
-            )
+        from tsbench.results.summary import answer_counts, why_text
+
+        records = samples.to_dict("records")
+        epochs = any(rec["epoch"] for rec in records)
+        widest = max((len(terminal_text(rec["id"])) for rec in records), default=2)
+        table = Table(title=str(run), box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False, title_justify="left")
+        table.add_column("id", no_wrap=True, min_width=widest)  # ids whole; `why` gives way first
+        names = ["epoch"] * epochs + ["score", "answer", "turns"]
+        for name in names:
+            table.add_column(name, justify="left" if name == "answer" else "right", no_wrap=True, min_width=len(name))
+        table.add_column("why", overflow="ellipsis", no_wrap=True)
+        for rec in records:
+            kind, why = _answer_kind(rec)
+            cells = [str(rec["epoch"])] * epochs + ["-" if kind == "error" else f"{rec['score']:.3f}", kind]
+            table.add_row(Text(terminal_text(rec["id"])), *cells, str(rec["turns"]), Text(terminal_text(why)))
         console.print(table)
+        console.print(f"rows: {why_text(answer_counts(samples))}", markup=False)
         return
     match = samples[(samples["id"] == sample_id) & (samples["epoch"] == epoch)]
     if match.empty:

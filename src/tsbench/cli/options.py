@@ -22,7 +22,8 @@ from tsbench.cli.common import given
 from tsbench.core.settings import Spec, specs
 
 _ALIAS = "__alias"
-_METAVAR = {int: "INTEGER", float: "NUMBER", str: "TEXT"}
+# typer's own style (`--seed <int>`), so every command's --help reads alike
+_METAVAR = {int: "int", float: "float", str: "str"}
 
 
 def _help(spec: Spec) -> str:
@@ -55,7 +56,8 @@ def _parameters(spec: Spec, hidden: bool = False) -> list[inspect.Parameter]:
         made = [inspect.Parameter(spec.name, kind, default=option, annotation=annotation)]
     else:
         annotation = Optional[list[str]] if spec.is_list else Optional[str]  # noqa: UP045 - typer needs a runtime type
-        metavar = _METAVAR.get(spec.base, "TEXT") + ("[,...]" if spec.is_list else "")
+        base = _METAVAR.get(spec.base, "str")
+        metavar = f"<list[{base}]>" if spec.is_list else f"<{base}>"
         short = [a for a in spec.meta.get("aliases") or () if len(a) == 2]  # -M, -T: shown beside the flag
         option = typer.Option(
             None,

@@ -89,3 +89,14 @@ def json_object_spans(text: str) -> list[tuple[int, int]]:
             spans.append((i, end + 1))
             i = text.find("{", end + 1)
     return spans
+
+
+def short_model_name(spec: str) -> str:
+    """A model spec as run dirs and boards name it: a server that names its model by a local path
+    (`transformers serve DIR`, vLLM on a folder) makes `openai//root/.cache/x/smollm2-135m`, shown
+    as `openai/smollm2-135m`; hub ids (`vllm/Qwen/Qwen3.5-4B`) and relative paths stay whole."""
+    provider, sep, name = spec.partition("/")
+    if not sep or not name.startswith(("/", "~")):
+        return spec
+    tail = name.rstrip("/").rsplit("/", 1)[-1]
+    return f"{provider}/{tail}" if tail and tail != "~" else spec

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from tsbench.core.settings import answer_settings, setting
+from tsbench.core.text import short_model_name
 from tsbench.harness.episode import HarnessConfig
 from tsbench.models.retry import DEFAULT_TIMEOUT_S, RetryPolicy
 
@@ -114,7 +115,8 @@ class EvalConfig(JudgeSettings):
     model_args: list[str] | None = setting(
         None,
         "-M KEY=VALUE provider options, repeatable (as inspect's -M): context_tokens=8192 (the context the "
-        "single-pass text prompt must fit), device=cpu, dtype=..., price=IN,OUT.",
+        "single-pass text prompt must fit), device=cpu, dtype=..., threads=N (torch threads of a local/ "
+        "model: half the usable cores by default), price=IN,OUT.",
         aliases=("-M",),
     )
     api_key_env: str | None = _no_answers(
@@ -153,6 +155,12 @@ class EvalConfig(JudgeSettings):
     out: str | None = _no_answers(None, "Run dir [results/<model>__<harness>].")
     log_dir: str | None = _no_answers(
         None, "Folder the run dir goes in when --out is not given (as inspect's) [results]."
+    )
+    new_run: bool = _no_answers(
+        False,
+        "A run dir of its own for this invocation, <log-dir>/<UTC time>_<run name> (inspect's one log per "
+        "eval), never resuming one. Without it the same settings resume the run dir, and changed ones go to "
+        "such a new dir (with --out: refused).",
     )
     overwrite: bool = _no_answers(False, "Discard an existing run with different settings.")
     allow_modified_data: bool = _no_answers(
@@ -198,7 +206,8 @@ def settings_diff(old: dict, new: dict) -> list[str]:
 
 
 def run_name(cfg: EvalConfig) -> str:
-    slug = cfg.model.replace("/", "_").replace(":", "_")
+    """`<model>__<harness>[...]`, the model by its short name (a path-named server model by its folder)."""
+    slug = short_model_name(cfg.model).replace("/", "_").replace(":", "_")
     family = "" if cfg.family == "anomalyxl" else f"{cfg.family.replace(':', '_').replace('.', '_')}__"
     depth = f"__d{cfg.harness_config.depth}" if cfg.harness_config.depth else ""
     hc = cfg.harness_config

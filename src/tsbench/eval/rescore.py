@@ -19,7 +19,17 @@ from tsbench.core.provenance import write_json
 from tsbench.eval.agents import AgentCache
 from tsbench.eval.episode import judge_completer
 from tsbench.eval.task_results import task_results
-from tsbench.results import RESULTS_JSON, RUN_JSON, Journal, consolidate, load_run, load_samples, now_utc, read_journal
+from tsbench.results import (
+    RESULTS_JSON,
+    RUN_JSON,
+    Journal,
+    consolidate,
+    load_run,
+    load_samples,
+    now_utc,
+    read_journal,
+    results_json,
+)
 from tsbench.results.summary import summarize
 from tsbench.tasks import get_taskset
 
@@ -120,22 +130,7 @@ def rescore_run(
     info["variant"] = taskset.variant(settings)
     write_json(out / RUN_JSON, info)
     samples = load_samples(out)
-    write_json(
-        out / RESULTS_JSON,
-        {
-            "run_name": out.name,
-            "family": info.get("family"),
-            "model": info.get("model"),
-            "harness": info.get("harness"),
-            "reference": info.get("reference"),
-            "complete": info.get("complete"),
-            "dataset": info.get("dataset"),
-            "config": info["config"],
-            "results": summarize(samples, [c.category for c in taskset.columns()]),
-            "tasks": task_results(samples, info.get("family") or taskset.name, list(taskset.columns())),
-            "versions": info.get("versions"),
-            "git_commit": info.get("git_commit"),
-            "rescored_from": str(run_dir),
-        },
-    )
+    summary = summarize(samples, [c.category for c in taskset.columns()])
+    tasks = task_results(samples, info.get("family") or taskset.name, list(taskset.columns()))
+    write_json(out / RESULTS_JSON, results_json.build(info, summary, tasks, rescored_from=str(run_dir)))
     return out, stats

@@ -24,15 +24,16 @@ from tsbench.core.provenance import checked_identity, git_commit, versions, writ
 from tsbench.core.settings import check as check_settings
 from tsbench.core.tracking import check_targets
 from tsbench.eval.agents import AgentCache, check_combination, check_pairing, default_harness, reference_note
-from tsbench.eval.config import EvalConfig, result_settings, run_name, settings_diff
+from tsbench.eval.config import EvalConfig, result_settings
 from tsbench.eval.episode import EpisodeJob
 from tsbench.eval.executors import ExecutorOptions, OnInterrupt, executor_class
+from tsbench.eval.run_dir import choose_run_dir, settings_conflict
 from tsbench.eval.selection import select_rows
 from tsbench.eval.task_results import task_results
 from tsbench.eval.tracking import open_reporters
 from tsbench.harness import KERNEL_HARNESSES
 from tsbench.harness.tool_specs import load_tools_dir
-from tsbench.results import RESULTS_JSON, RUN_JSON, Journal, consolidate, load_run, load_samples, now_utc
+from tsbench.results import RESULTS_JSON, RUN_JSON, Journal, consolidate, load_run, load_samples, now_utc, results_json
 from tsbench.results.journal import read_journal_report
 from tsbench.results.lock import LOCK_FILE, RunDirLock
 from tsbench.results.summary import summarize
@@ -50,6 +51,8 @@ class RunProgress:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    run_dir: str = ""
+    resumed: int = 0  # rows already finished in the run dir when this invocation began
     scores: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     notes: list[str] = field(default_factory=list)
 
@@ -80,17 +83,12 @@ def _open_run_dir(cfg: EvalConfig, out: Path, identity: dict, reference: str | N
     """Create or reopen the run dir; refuse to mix results of different settings unless --overwrite."""
     settings = result_settings(cfg)
     if (out / RUN_JSON).exists() and not cfg.overwrite:
-        previous = load_run(out)
-        old = previous.get("settings", {})
-        changed = settings_diff(old, settings)
-        if (was := previous.get("dataset", {}).get("key")) != identity["key"]:
-            changed.append(f"dataset: {was!r} → {identity['key']!r}")
-        if changed:
+        if changed := settings_conflict(out, cfg, identity):
             raise UserError(
                 f"{out} holds a run made with different settings ({'; '.join(changed)}); "
-                "use another --out, or --overwrite to discard it"
+                "use another --out, --new-run, or --overwrite to discard it"
             )
-        created = previous.get("created_at", now_utc())
+        created = load_run(out).get("created_at", now_utc())
     else:
         if cfg.overwrite and out.exists():
             check_replaceable(out, RUN_JSON, "a run dir", ignore=(LOCK_FILE,))
@@ -201,9 +199,9 @@ def run_eval(
         filters=cfg.filters(),
         settings=settings,
     )
-    out = Path(cfg.out) if cfg.out else Path(cfg.log_dir or "results") / run_name(cfg)
     variant = taskset.variant(settings)
     identity = checked_identity(taskset.dataset_identity(files), files, cfg.allow_modified_data)  # bytes read
+    out, moved = choose_run_dir(cfg, identity)  # eval/run_dir.py: resume only while the settings match
     lock = RunDirLock(out)  # one writer per run dir, held until the run is summarised
     try:
         info = _open_run_dir(cfg, out, identity, reference_note(agent), variant)
@@ -231,7 +229,11 @@ def run_eval(
         if (rid, epoch) not in finished:
             pending[rid].append(epoch)
     progress = progress or RunProgress()
-    progress.total = len(keys)
+    progress.total, progress.run_dir = len(keys), str(out)
+    progress.resumed = sum(1 for key in keys if key in finished)
+    progress.notes.extend([moved] if moved else [])
+    info["expected_samples"] = len(keys)  # a killed run still says how many rows it was to have
+    write_json(out / RUN_JSON, info)
     if note := journal_read.note():
         progress.notes.append(note)
     wanted = set(keys)
@@ -314,20 +316,8 @@ def _finalize(out: Path, info: dict, wanted: set, taskset) -> dict:
     )
     write_json(out / RUN_JSON, info)
     summary = summarize(in_selection, [c.category for c in taskset.columns()])
-    results = {
-        "run_name": info["run_name"],
-        "family": info["family"],
-        "model": info["model"],
-        "harness": info["harness"],
-        "reference": info["reference"],
-        "complete": info["complete"],
-        "dataset": info["dataset"],
-        "config": info["config"],
-        "results": summary,
-        "tasks": task_results(in_selection, info["family"], list(taskset.columns())),
-        "versions": info["versions"],
-        "git_commit": info["git_commit"],
-        **{k: info[k] for k in ("expected_samples", "finished_samples", "error_samples", "updated_at")},
-    }
+    tasks = task_results(in_selection, info["family"], list(taskset.columns()))
+    counts = ("expected_samples", "finished_samples", "error_samples", "updated_at")
+    results = results_json.build(info, summary, tasks, **{k: info[k] for k in counts})
     write_json(out / RESULTS_JSON, results)
     return results

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from tsbench.core.extras import require
 from tsbench.core.tracking import check_targets
+from tsbench.results import results_json
 
 
 class Reporter(Protocol):
@@ -44,7 +45,7 @@ def progress_scalars(progress: Any) -> dict[str, float]:
 
 def result_scalars(results: dict) -> dict[str, float]:
     """The final numbers: mean, 95 % interval, n and errors per category and overall."""
-    summary = results.get("results") or {}
+    summary = results_json.summary_of(results) or {}
     blocks = [(b["category"], b) for b in summary.get("categories", [])] + [("overall", summary.get("overall") or {})]
     values: dict[str, float] = {}
     for name, block in blocks:

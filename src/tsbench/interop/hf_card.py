@@ -19,14 +19,20 @@ from tsbench.interop.yaml_text import dump
 GENERATED = {"anomalyxl", "trend"}  # families whose every row tsbench synthesises
 TSBENCH_CITATION = """@software{tsbench,
   title = {tsbench: time-series benchmarks for language-model agents},
+  author = {{tsbench contributors}},
+  year = {2026},
+  version = {VERSION},
+  url = {https://pypi.org/project/tsbench/},
   note = {the generator and harnesses that wrote this dataset},
 }"""
 PAPERS = {
     "anomalyxl": """@misc{timerlm_anomalyxl,
   title = {TimeRLM: Recursive Language Models Enable Precise Anomaly Localization in
            Long-Context Time-Series},
+  author = {{OpenTSLM}},
   year = {2026},
-  note = {introduces the AnomalyXL benchmark},
+  url = {https://github.com/OpenTSLM/TimeRLM},
+  note = {introduces the AnomalyXL benchmark; the paper's text names its code at this URL},
 }""",
     "timesage": """@misc{yao2026timesageev,
   title = {TimeSage-EV: A Live Benchmark for Agentic Time Series Analysis in Evolving Environments},
@@ -131,13 +137,15 @@ def data_card(manifest: dict, folder: Path, placed: list, schemas: dict) -> str:
             for i in placed
         ],
         "",
-        "`validation` is tsbench's `val` split. `gold`, `plan` and other text columns holding JSON are JSON text.",
+        ("`validation` is tsbench's `val` split. " if any(i.split == "validation" for i in placed) else "")
+        + "`gold` (the answer, as the prompt asks for it), `plan` and other text columns holding JSON are JSON text.",
         *(
             [
                 "",
                 "Rewritten, not copied (so their sha256 differs from the manifest's): "
                 + ", ".join(f"`{i.source.name}`" for i in placed if i.converted)
-                + ". Their map columns are lists of {key, value}, which `datasets` can read.",
+                + ": map columns as lists of {key, value}, which `datasets` can read, and `gold` without the "
+                "scorer's own keys (AnomalyXL's `_L` is the `length` column).",
             ]
             if any(i.converted for i in placed)
             else []
@@ -165,7 +173,7 @@ def data_card(manifest: dict, folder: Path, placed: list, schemas: dict) -> str:
         "",
         "```bibtex",
         *([PAPERS[family], ""] if family in PAPERS else []),
-        TSBENCH_CITATION,
+        TSBENCH_CITATION.replace("VERSION", str((manifest.get("versions") or {}).get("tsbench", ""))),
         "```",
         "",
     ]

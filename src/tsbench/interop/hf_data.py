@@ -4,7 +4,9 @@
 manifest's) to `data/<config>/<split>-00000-of-00001.parquet` and writes a card whose YAML header
 names every config's files and typed features, so `datasets.load_dataset(folder)` reads it offline
 and the folder can be pushed to the Hub as is. A file with map columns (TimeSage's `files`), which
-`datasets` has no type for, is rewritten with them as lists of {key, value} (the card says which). A file `<split>-<config>.parquet` (AnomalyXL's
+`datasets` has no type for, is rewritten with them as lists of {key, value}, and one whose `gold`
+carries the scorer's bookkeeping (AnomalyXL's `_L`, the series length: the `length` column) is
+rewritten without it (the card says which). A file `<split>-<config>.parquet` (AnomalyXL's
 `test-precise`) is split `<split>` of config `<config>`; `<split>.parquet` is the `default` config;
 any other name is a config of its own with one `test` split. `val` is written as `validation`, the
 split name `datasets` and the Hub expect.
@@ -26,6 +28,7 @@ from tsbench.core.errors import UserError
 from tsbench.core.own_folder import check_replaceable
 from tsbench.interop.hf_card import data_card
 from tsbench.interop.hf_dataset import hf_table
+from tsbench.interop.public_gold import has_private_keys
 
 MANIFEST = "manifest.json"
 CARD = "README.md"
@@ -45,7 +48,7 @@ class DataFile:
     rows: int
     num_bytes: int  # Arrow memory, as `datasets` counts a split's size
     file_bytes: int
-    converted: bool = False  # has map columns, which `datasets` cannot read: rewritten as lists of {key, value}
+    converted: bool = False  # rewritten (hf_table): map columns as lists of {key, value}, gold without `_L`
 
     @property
     def target(self) -> str:
@@ -90,7 +93,9 @@ def plan(folder: Path) -> list[DataFile]:
         else:
             stored, config = "test", re.sub(r"\W+", "_", path.stem)
         meta = pq.read_metadata(path)
-        has_maps = any(pa.types.is_map(f.type) for f in pq.read_schema(path))
+        schema = pq.read_schema(path)
+        has_maps = any(pa.types.is_map(f.type) for f in schema)
+        private_gold = "gold" in schema.names and _private_gold(path)
         placed.append(
             DataFile(
                 source=path,
@@ -100,10 +105,19 @@ def plan(folder: Path) -> list[DataFile]:
                 rows=meta.num_rows,
                 num_bytes=_arrow_bytes(path),
                 file_bytes=path.stat().st_size,
-                converted=has_maps,
+                converted=has_maps or private_gold,
             )
         )
     return placed
+
+
+def _private_gold(path: Path) -> bool:
+    """Whether the file's gold carries scorer bookkeeping (`_L`): then it is rewritten without it."""
+    reader = pq.ParquetFile(path)
+    if not reader.num_row_groups:
+        return False
+    golds = reader.read_row_group(0, columns=["gold"]).column("gold").to_pylist()[:50]
+    return any(has_private_keys(g) for g in golds)
 
 
 def _check_schemas(placed: list[DataFile]) -> dict[str, object]:

@@ -19,18 +19,28 @@ import pyarrow.parquet as pq
 
 from tsbench.core.own_folder import check_replaceable
 from tsbench.interop.hf_features import features
+from tsbench.interop.public_gold import public_gold
 from tsbench.interop.source import RunSource
 from tsbench.interop.yaml_text import dump
-from tsbench.results import RESULTS_JSON, RUN_JSON, to_table
+from tsbench.results import RESULTS_JSON, RUN_JSON, results_json, to_table
 from tsbench.results.schema import DESCRIPTIONS
 
 CARD = "README.md"
 
 
 def hf_table(table: pa.Table) -> pa.Table:
-    """Maps become lists of {key, value} structs; field descriptions are kept."""
+    """Maps become lists of {key, value} structs and `gold` the answer as a reader sees it (no
+    underscore bookkeeping such as AnomalyXL's `_L`: public_gold.py); field descriptions are kept."""
     columns, fields = [], []
     for field, column in zip(table.schema, table.columns):
+        if field.name == "gold" and pa.types.is_string(field.type):
+            column = pa.chunked_array(
+                [
+                    pa.array([None if g is None else public_gold(g) for g in c.to_pylist()], pa.string())
+                    for c in column.chunks
+                ],
+                type=pa.string(),
+            )
         if pa.types.is_map(field.type):
             entries = pa.list_(
                 pa.struct([pa.field("key", field.type.key_type), pa.field("value", field.type.item_type)])
@@ -53,7 +63,7 @@ def _fmt(value: Any, digits: int = 3) -> str:
 
 
 def _scores_table(results: dict) -> list[str]:
-    summary = results.get("results") or {}
+    summary = results_json.summary_of(results) or {}
     lines = ["| category | n | mean | 95% CI | errors |", "|---|---:|---:|---|---:|"]
     blocks = [(b["category"], b) for b in summary.get("categories", [])]
     if summary.get("overall"):
@@ -81,7 +91,7 @@ def card_text(source: RunSource, schema: pa.Schema, splits: dict[str, tuple[int,
             "splits": [{"name": s, "num_bytes": b, "num_examples": n} for s, (n, b) in splits.items()],
         },
     }
-    overall = (source.results.get("results") or {}).get("overall") or {}
+    overall = (results_json.summary_of(source.results) or {}).get("overall") or {}
     provenance = {
         "run": source.name,
         "model": source.model,

@@ -37,6 +37,7 @@ from tsbench import __version__
 from tsbench.interop.inspect_messages import first_user_text, to_messages
 from tsbench.interop.public_gold import public_gold
 from tsbench.interop.source import RunSource, is_error_row, transcript_of
+from tsbench.results import results_json
 
 SCORER = "tsbench_score"  # the scorer's name in `inspect eval tsbench/...` logs too
 
@@ -142,7 +143,7 @@ def _metrics(block: dict) -> dict[str, EvalMetric]:
 
 
 def _results(source: RunSource) -> EvalResults:
-    summary = source.results.get("results") or {}
+    summary = results_json.summary_of(source.results) or {}
     overall = summary.get("overall") or {}
     metrics = _metrics(overall)
     for block in summary.get("categories", []):  # as inspect's grouped(mean(), "category") names them

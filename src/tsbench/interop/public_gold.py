@@ -7,6 +7,15 @@ from __future__ import annotations
 import json
 
 
+def has_private_keys(gold: str | None) -> bool:
+    """Whether a gold JSON object holds an underscore key public_gold would leave out."""
+    try:
+        value = json.loads(gold) if gold is not None else None
+    except (TypeError, ValueError):
+        return False
+    return isinstance(value, dict) and any(str(k).startswith("_") for k in value)
+
+
 def public_gold(gold: str) -> str:
     """The gold JSON text without underscore keys; text that is not a JSON object is returned as is."""
     try:

@@ -66,7 +66,7 @@ def read_source(run_dir: str | Path) -> RunSource:
             "complete": run.get("complete"),
             "dataset": run.get("dataset"),
             "config": run.get("config"),
-            "results": summarize(samples),
+            "summary": summarize(samples),
         }
     return RunSource(path, run, results, samples)
 

@@ -100,7 +100,7 @@ class TsbenchTasksetConfig(vf.TasksetConfig):
     categories: list[str] | None = None
     """Only these categories; None: every category."""
     limit: int | None = None
-    """Rows per stratum (AnomalyXL: per category), a seeded draw exactly as `tsbench eval --limit-per-category` makes it."""
+    """Rows in all, spread over the categories and strata: a seeded draw exactly as `tsbench eval --limit` makes it."""
     source: str = "rows"
     """rows: a split's rows, as `tsbench eval` selects them; stream: the family's training stream, as train-grpo draws it."""
     steps: int = 300
@@ -125,9 +125,7 @@ class TsbenchTaskset(vf.Taskset[TsbenchTask, TsbenchTasksetConfig]):
             yield from self._stream(family)
             return
         files = family.resolve(list(c.data), seed=c.seed, split=c.split, root=None, filters={})
-        rows = select_rows(
-            family, files, categories=c.categories, sample_ids=None, limit_per_category=c.limit, seed=c.seed
-        )
+        rows = select_rows(family, files, categories=c.categories, sample_ids=None, limit=c.limit, seed=c.seed)
         for row in rows.to_dict("records"):
             data = TsbenchTaskData(
                 id=str(row["id"]),

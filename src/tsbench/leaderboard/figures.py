@@ -25,7 +25,7 @@ from tsbench.tasks.base import Column
 
 from .columns import is_choice, order, short_name
 from .load import CONFIG_KEY
-from .result import INCOMPLETE, NOT_RUN
+from .result import INCOMPLETE, NOT_RUN, SMALL_N_MARK
 from .tables import SMALL_N, config_label
 
 FORMATS = ("png", "svg", "pdf")
@@ -129,10 +129,17 @@ def _heat(ax, values: np.ndarray, texts: list[list[list[tuple[str, dict]]]], cma
 def length_heatmap(
     by_length: pd.DataFrame, columns: list[Column], name: Namer = _default_name
 ) -> dict[str, bytes] | None:
+    """Fig. 3 in every format (see heatmap_figure)."""
+    fig = heatmap_figure(by_length, columns, name)
+    return None if fig is None else render(fig)
+
+
+def heatmap_figure(by_length: pd.DataFrame, columns: list[Column], name: Namer = _default_name) -> Figure | None:
     """Fig. 3: per configuration (one band, titled with its label), two panels over categories x
     lengths. Left: the mean score (bold) and the rows behind it; right: its change in percentage
-    points from the category's shortest length (green improves with length, red degrades). Cells
-    whose category was not run at that length read "n/a"."""
+    points from the category's shortest length, on a colour-blind-safe diverging scale (blue improves
+    with length, red degrades); a change resting on fewer than SMALL_N rows on either side is marked
+    `*` and drawn pale, never read as measured. Cells whose category was not run at that length read "n/a"."""
     if by_length.empty:
         return None
     precise = [c.category for c in columns if not is_choice(c)]
@@ -144,13 +151,14 @@ def length_heatmap(
     panels = list(by_length.groupby(CONFIG_KEY[1:], sort=True))
     limit = max(1.0, float(np.nanmax(np.abs(by_length["delta_pp"].to_numpy(dtype=float)))))
     mean_cmap, mean_norm = colormaps["YlGnBu"].with_extremes(bad="#eeeeee"), Normalize(0.0, 1.0)
-    delta_cmap = colormaps["RdYlGn"].with_extremes(bad="#eeeeee")
+    delta_cmap = colormaps["RdBu"].with_extremes(bad="#eeeeee")  # red-blue: no red-green pair
     delta_norm = TwoSlopeNorm(vmin=-limit, vcenter=0.0, vmax=limit)
     band = 0.55 * len(categories) + 1.3
     fig = Figure(
         figsize=(max(9.0, 2 * (0.95 * len(lengths) + 1.6) + 3.2), band * len(panels) + 0.5), layout="constrained"
     )
     bands = fig.subfigures(len(panels), 1, squeeze=False)[:, 0]
+    flagged = False
     for (config, part), sub in zip(panels, bands):
         left, right = sub.subplots(1, 2)
         means, counts = _grid(part, categories, lengths, "mean"), _grid(part, categories, lengths, "n")
@@ -166,9 +174,18 @@ def length_heatmap(
             for r in range(len(categories))
         ]
         base = [int(np.argmax(~np.isnan(deltas[r]))) for r in range(len(categories))]  # each row's shortest L
+        rough = np.minimum(counts, counts[np.arange(len(categories)), base][:, None]) < SMALL_N
+        flagged = flagged or bool((rough & ~np.isnan(deltas)).any())
         delta_texts = [
             [
-                [("shortest L" if c == base[r] else f"{deltas[r, c]:+.1f} pp", {"fontsize": 8})]
+                [
+                    (
+                        "shortest L"
+                        if c == base[r]
+                        else f"{deltas[r, c]:+.1f} pp" + (SMALL_N_MARK if rough[r, c] else ""),
+                        {"fontsize": 8, "alpha": 0.55 if rough[r, c] and c != base[r] else 1.0},
+                    )
+                ]
                 for c in range(len(lengths))
             ]
             for r in range(len(categories))
@@ -189,55 +206,83 @@ def length_heatmap(
         "the category's shortest L)",
         fontsize=10,
     )
-    if note := marks_note([name(config) for config, _ in panels]):
+    notes = [marks_note([name(config) for config, _ in panels])]
+    if flagged:
+        notes.append(
+            f"{SMALL_N_MARK} fewer than {SMALL_N} rows in the cell or at its shortest L: not a measured change"
+        )
+    if note := "; ".join(n for n in notes if n):
         fig.supxlabel(note, fontsize=7.5, color="0.3")
-    return render(fig)
+    return fig
 
 
 def length_curves_figure(
     curves: pd.DataFrame, name: Namer = _default_name, references: set[tuple] = frozenset()
 ) -> dict[str, bytes] | None:
     """Fig. 4: one line per configuration, the mean over its length-swept precise categories at each
-    length, a 95 % bootstrap band, and the rows behind each point (hollow below SMALL_N rows).
-    Reference policies (`references`) are dashed."""
+    length, a 95 % bootstrap band where a point has SMALL_N rows or more, and the rows behind each point
+    (hollow below SMALL_N rows). Reference policies (`references`) are dashed."""
     fig = curves_figure(curves, name, references)
     return None if fig is None else render(fig)
+
+
+DODGE = 0.07  # log2 units between configurations at one length: equal points never hide each other
+STACK = 0.04  # points closer than this in score share a label column, stacked one above the other
+
+
+def _label_rows(groups_y: list[np.ndarray]) -> list[np.ndarray]:
+    """Per configuration and length, the label's place in its stack: 0 for the lowest of the points
+    within STACK of each other at that length, 1 for the next, ... (so their n= labels never overlap)."""
+    ranks = [np.zeros(len(y), dtype=int) for y in groups_y]
+    for j in range(max((len(y) for y in groups_y), default=0)):
+        at = sorted((float(y[j]), i) for i, y in enumerate(groups_y) if j < len(y) and not np.isnan(y[j]))
+        for k, (value, i) in enumerate(at):
+            below = [v for v, _ in at[:k] if value - v < STACK]
+            ranks[i][j] = len(below)
+    return ranks
 
 
 def curves_figure(
     curves: pd.DataFrame, name: Namer = _default_name, references: set[tuple] = frozenset()
 ) -> Figure | None:
-    """Fig. 4 as a matplotlib Figure (tests measure where its labels land)."""
+    """Fig. 4 as a matplotlib Figure (tests measure where its labels land). Configurations are dodged
+    side by side at each length and their n= labels stacked where points coincide; a 95 % band (and
+    bar) is drawn where a point rests on at least SMALL_N rows, and the title says when none is."""
     if curves.empty:
         return None
     fig = Figure(figsize=(7.5, 4.6), layout="constrained")
     ax = fig.add_subplot()
     lengths = sorted(int(x) for x in curves["length"].unique())
     palette = colormaps["tab10"]
-    groups = list(curves.groupby(CONFIG_KEY[1:], sort=True))
+    groups = [(config, part.sort_values("length")) for config, part in curves.groupby(CONFIG_KEY[1:], sort=True)]
     labels = [name(config) for config, _ in groups]
+    stacks = _label_rows([part["mean"].to_numpy(dtype=float) for _, part in groups])
+    banded = False
     for i, ((config, part), label) in enumerate(zip(groups, labels)):
-        part = part.sort_values("length")
         colour = palette(i % 10)
-        x, y = part["length"].to_numpy(dtype=float), part["mean"].to_numpy(dtype=float)
+        x = part["length"].to_numpy(dtype=float) * 2 ** ((i - (len(groups) - 1) / 2) * DODGE)
+        y = part["mean"].to_numpy(dtype=float)
         ax.plot(x, y, color=colour, lw=1.6, ls="--" if tuple(config) in references else "-", label=label)
-        if {"lo", "hi"} <= set(part) and part["lo"].notna().any():
-            ax.fill_between(
-                x, part["lo"].to_numpy(dtype=float), part["hi"].to_numpy(dtype=float), color=colour, alpha=0.15, lw=0
-            )
         n = part["n"].to_numpy() if "n" in part else np.full(len(part), SMALL_N)
         small = n < SMALL_N
+        if {"lo", "hi"} <= set(part):
+            lo, hi = part["lo"].to_numpy(dtype=float), part["hi"].to_numpy(dtype=float)
+            shown = ~small & ~np.isnan(lo) & ~np.isnan(hi)
+            if shown.any():
+                banded = True
+                ax.fill_between(x, np.where(shown, lo, np.nan), np.where(shown, hi, np.nan), color=colour, alpha=0.15)
+                ax.vlines(x[shown], lo[shown], hi[shown], color=colour, lw=1.0, alpha=0.7)
         # clip_on=False: a point at 0 or 1 shows whole, never half under the frame
         ax.scatter(x[~small], y[~small], color=colour, s=22, zorder=3, clip_on=False)
         ax.scatter(x[small], y[small], facecolors="white", edgecolors=[colour], s=22, zorder=3, clip_on=False)
-        shift = (i - (len(groups) - 1) / 2) * 16  # side by side, so labels of close points stay apart
-        for xi, yi, ni in zip(x, y, n):
-            above = yi < 0.9  # near the top the label goes under its point, inside the axes
+        for xi, yi, ni, rank in zip(x, y, n, stacks[i]):
+            above = yi < 0.75  # near the top the labels stack under their point, inside the axes
+            step = 8 * int(rank)
             ax.annotate(
                 f"n={int(ni)}",
                 (xi, yi),
                 textcoords="offset points",
-                xytext=(shift, 7 if above else -8),
+                xytext=(0, 7 + step if above else -8 - step),
                 ha="center",
                 va="bottom" if above else "top",
                 fontsize=6.5,
@@ -246,7 +291,7 @@ def curves_figure(
             )
     if len(lengths) > 1:
         ax.set_xscale("log", base=2)
-        ax.set_xlim(lengths[0] / 2**0.4, lengths[-1] * 2**0.4)  # room for the end points' labels
+        ax.set_xlim(lengths[0] / 2**0.45, lengths[-1] * 2**0.45)  # room for the end points' labels
     else:
         ax.set_xlim(lengths[0] * 0.6, lengths[0] * 1.4)
     ax.set_xticks(lengths, [length_tick(x) for x in lengths])
@@ -260,8 +305,12 @@ def curves_figure(
     legend = fig.legend(fontsize=7, loc="outside lower center", ncol=columns, frameon=False)
     if note := marks_note(labels):
         legend.set_title(note, prop={"size": 7})
+    bands = (
+        f"bands: 95 % bootstrap where n ≥ {SMALL_N}"
+        if banded
+        else f"no 95 % bands: every point rests on fewer than {SMALL_N} rows"
+    )
     ax.set_title(
-        f"Score versus context length (bands: 95 % bootstrap; hollow: n < {SMALL_N}; dashed: reference policy)",
-        fontsize=10,
+        f"Score versus context length ({bands}; hollow: n < {SMALL_N}; dashed: reference policy)", fontsize=9.5
     )
     return fig

@@ -3,6 +3,8 @@ so it can be mailed, archived next to the results, or opened offline years later
 
 The Table 1 layout must fit a 1400 px window with every column visible (the Localize columns come
 last): one label column (model, then harness and depth), compact cells, intervals on their own line.
+In a narrower window (800 px) every table scrolls inside its own box and the page itself never
+overflows: text wraps, figures shrink (tests/test_leaderboard_browser.py measures both in Chromium).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from html import escape
 from .paper_rows import PAPER_LABEL
 from .result import DASH, INCOMPLETE, LEGEND, LeaderboardResult, display_cell, display_columns, short_hash
 from .sections import (
+    COST_INTRO,
     NO_CURVE,
     cost_section,
     curve_section,
@@ -47,6 +50,7 @@ td.wrap { text-align: left; max-width: 28rem; overflow-wrap: anywhere; }
 .legend { color: #444; max-width: 60rem; }
 table.quoted { color: #444; } table.quoted caption { text-align: left; font-style: italic; }
 .scroll { overflow-x: auto; max-width: 100%; }
+p, li, figcaption { overflow-wrap: anywhere; }
 figure { margin: 0.5rem 0; } img { max-width: 100%; border: 1px solid #eee; }
 """
 
@@ -60,7 +64,7 @@ def _table(header: list, rows: list[list], cls: str, caption: str = "") -> str:
     head = "".join(f"<th>{escape(str(h))}</th>" for h in header)
     body = "".join("<tr>" + "".join(_td(c) for c in row) + "</tr>" for row in rows)
     cap = f"<caption>{escape(caption)}</caption>" if caption else ""
-    return f'<table class="{cls}">{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    return f'<div class="scroll"><table class="{cls}">{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def _section(title: str, table: tuple[list, list[list]], cls: str, empty: str, intro: str = "") -> str:
@@ -183,7 +187,7 @@ def _dataset(result: LeaderboardResult, dataset: str) -> str:
                 cost_section(result, dataset),
                 "costs",
                 "No rows.",
-                "Means per row; forced-final rate over finished rows; dollars where known.",
+                COST_INTRO,
             ),
             "<h3>Per-length breakdown and score versus length</h3>",
             _figures(result, dataset),

@@ -16,7 +16,8 @@ from pathlib import Path
 import pandas as pd
 
 from tsbench.core import json_input
-from tsbench.results import COLUMN_NAMES, JOURNAL, RESULTS_JSON, RUN_JSON, SAMPLES, load_run, load_samples
+from tsbench.core.text import short_model_name
+from tsbench.results import COLUMN_NAMES, JOURNAL, RESULTS_JSON, RUN_JSON, SAMPLES, load_run, load_samples, results_json
 from tsbench.results.journal import read_journal_report
 from tsbench.results.summary import summarize
 
@@ -42,7 +43,7 @@ class RunInfo:
     complete: bool
     expected_samples: int | None
     n_rows: int
-    summary: dict | None = None  # results.json's "results" (per category and overall), when the run has one
+    summary: dict | None = None  # results.json's "summary" (per category and overall), when the run has one
     settings: dict = field(default_factory=dict)  # run.json "settings": everything that can change an answer
 
 
@@ -78,7 +79,7 @@ def read_results_json(run_dir: Path) -> dict | None:
         value = json_input.read_json(path)
     except (OSError, ValueError):  # ValueError: malformed, too deep or too big (json_input)
         return None
-    return value if isinstance(value, dict) and isinstance(value.get("results"), dict) else None
+    return value if results_json.summary_of(value) is not None else None
 
 
 def file_problems(run_dir: Path) -> list[str]:
@@ -98,7 +99,7 @@ def read_summary(run_dir: Path) -> dict:
     else the same summary computed from the rows."""
     saved = read_results_json(run_dir)
     if saved is not None:
-        return saved["results"]
+        return results_json.summary_of(saved)
     return summarize(load_samples(run_dir))
 
 
@@ -159,7 +160,7 @@ def read_run(run_dir: Path) -> tuple[RunInfo, pd.DataFrame]:
         complete=bool(meta.get("complete", False)),
         expected_samples=meta.get("expected_samples"),
         n_rows=len(frame),
-        summary=(read_results_json(run_dir) or {}).get("results"),
+        summary=results_json.summary_of(read_results_json(run_dir)),
         settings=meta.get("settings") if isinstance(meta.get("settings"), dict) else {},
     )
     frame = frame.assign(
@@ -214,6 +215,19 @@ def _split_by_settings(infos: list[RunInfo], frames: list[pd.DataFrame]) -> tupl
     return infos, frames
 
 
+def _short_names(infos: list[RunInfo], frames: list[pd.DataFrame]) -> tuple[list[RunInfo], list[pd.DataFrame]]:
+    """A model a server names by a local path (`openai//root/.cache/.../smollm2-135m`) by its folder's
+    name on every board, unless two such models would then read alike."""
+    short = {i.model: short_model_name(i.model) for i in infos}
+    clash = {s for s in short.values() if len({m for m, t in short.items() if t == s}) > 1}
+    infos, frames = list(infos), list(frames)
+    for k, info in enumerate(infos):
+        if short[info.model] != info.model and short[info.model] not in clash:
+            infos[k] = replace(info, model=short[info.model])
+            frames[k] = frames[k].assign(model=infos[k].model)
+    return infos, frames
+
+
 def _dedupe(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per (config, id, epoch): a scored row beats an error row, then the later one wins."""
     ordered = frame.assign(_scored=frame["score"].notna()).sort_values(
@@ -256,7 +270,7 @@ def load_results(run_dirs: list[Path]) -> tuple[pd.DataFrame, list[RunInfo], lis
                 f"run {info.run_name} is incomplete ({info.n_rows - errors} of {info.expected_samples or '?'} rows "
                 f"scored, {errors} error rows); its cells are marked †"
             )
-    infos, frames = _split_by_settings(infos, frames)
+    infos, frames = _split_by_settings(*_short_names(infos, frames))
     datasets = sorted({i.dataset for i in infos})
     if len(datasets) > 1:
         listed = ", ".join(datasets)  # whole keys: family/seed/split/hash, the hash alone tells none apart

@@ -11,6 +11,7 @@ from tsbench.core.sanitize import markdown_text
 from .paper_rows import PAPER_LABEL
 from .result import DASH, INCOMPLETE, LEGEND, LeaderboardResult, display_cell, display_columns, short_hash
 from .sections import (
+    COST_INTRO,
     NO_CURVE,
     cost_section,
     curve_section,
@@ -98,7 +99,7 @@ def _dataset(result: LeaderboardResult, dataset: str) -> list[str]:
         )
     lines += _section(
         "Cost",
-        "Means per row; forced-final rate over finished rows; dollars where known.",
+        COST_INTRO,
         cost_section(result, dataset),
         "No rows.",
     )

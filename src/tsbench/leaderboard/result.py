@@ -23,12 +23,13 @@ NOT_RUN = "n/a"  # a figure cell whose category was not run at that length
 LEGEND = (
     "MCQ columns give accuracy and macro-F1 (the AnomalyXL paper reports macro-F1; TimeMaster's TimerBed table "
     "reports accuracy only); Localize columns give each task's "
-    "primary score. Values are unweighted means over scored (id, epoch) rows, except where a benchmark aggregates "
-    "its own way (CiK's RCRPS: weighted by task weight, each instance capped at 5, an unusable answer at 5; lower "
-    "is better, and ranked so); error rows are left out and "
+    "primary score; columns are higher-is-better (MMag and LL score 1 − the relative error, 0 from 50 % "
+    "and 5 % off: the paper heads them err and cls·err) except where a benchmark aggregates its own way "
+    "(CiK's RCRPS: weighted by task weight, each instance capped at 5, an unusable answer at 5; lower is better, "
+    "and ranked so). Other values are unweighted means over scored (id, epoch) rows; error rows are left out and "
     "counted under Cost and Failures. Bold = best, underline = second-best among complete cells of models on the "
     "same dataset (reference policies are shown and never ranked); "
-    f"{INCOMPLETE} = incomplete (fewer scored rows than the column's count, or a partial run); n = scored rows "
+    f"{INCOMPLETE} = incomplete (a partial run, or error rows left out of the cell); n = scored rows "
     'behind the value; "common" = the column\'s configurations scored different rows and are compared on the rows '
     "they all scored. Intervals are 95 % percentile bootstraps over rows; "
     f"{SMALL_N_MARK} = fewer than 10 rows, so the interval is rough."
@@ -195,9 +196,8 @@ class DisplayCell:
 
 def display_cell(result: LeaderboardResult, dataset: str, config: tuple, column: DisplayColumn) -> DisplayCell:
     cell = result.cell(dataset, config, column.category)
-    if cell is None:
-        # Absent but run by another configuration on this dataset: a gap, so incomplete.
-        return DisplayCell(DASH, "", "", result.count(dataset, column.category) is not None, 0)
+    if cell is None:  # not run by this configuration: a gap, incomplete only if its run is
+        return DisplayCell(DASH, "", "", tuple(config) in result.incomplete_configs(dataset), 0)
     if bool(cell.get("oom", False)):
         return DisplayCell(OOM_MARK, "", "", bool(cell["incomplete"]), int(cell["n_scored"]))
     source = "f1" if column.part == "f1" else "mean"

@@ -17,6 +17,13 @@ def _interval(lo, hi, n) -> str:
     return text + SMALL_N_MARK if text and n < SMALL_N else text
 
 
+COST_INTRO = (
+    "Means per row; forced-final rate over finished rows; dollars where known. Valid / invalid / cut / errors "
+    "say why a score is what it is: invalid and cut rows score 0 (no usable answer, or a reply stopped by the "
+    "token cap), error rows are never scored."
+)
+
+
 def cost_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], list[list]]:
     part = result.costs[result.costs["dataset"] == dataset]
     header = [
@@ -24,6 +31,7 @@ def cost_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], li
         "Harness",
         "Depth",
         "Rows",
+        "Valid / invalid / cut / errors",
         "Turns",
         "Code cells",
         "Sub-calls",
@@ -45,6 +53,7 @@ def cost_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], li
                 r.harness,
                 r.depth,
                 r.rows,
+                f"{r.valid} / {r.invalid} / {r.cut} / {r.errors}",
                 fmt_count(r.turns),
                 fmt_count(r.code_cells),
                 fmt_count(r.sub_calls, 2),

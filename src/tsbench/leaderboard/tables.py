@@ -7,10 +7,10 @@ Conventions (they decide what a number means, so they are stated once here):
 - Error rows (score null) are left out of means and macro-F1, but counted in the cost table's
   error rate and in the failures table. A row that finished without a parseable answer has a
   score (0) and is included; MCQ macro-F1 counts it as a miss.
-- A cell is incomplete when it has fewer scored rows than the run has rows of that category,
-  fewer distinct ids than the column's count (the most ids any configuration on that dataset has:
-  counted per epoch, so a complete 1-epoch run is not incomplete beside a 2-epoch one), or its
-  run says complete=false.
+- A cell is incomplete when it has fewer scored rows than the run has rows of that category (error
+  rows left out) or its run says complete=false (killed, or still going). A complete run of fewer
+  rows (a smaller --limit) is not incomplete: it is compared with the others on the rows they all
+  scored (below), and its n says how many.
 - Configurations are compared on their common rows: when the complete cells of a column did not
   all score the same (id, epoch) rows (different --limit draws, say), each of them is shown over
   the rows they all scored (`common` is True, `n_own` keeps its own count) so the numbers in a
@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from tsbench.core.stats import bootstrap_ci, bootstrap_weighted_ci, paired_bootstrap_diff
+from tsbench.results.summary import ANSWER_COUNTS, answer_counts
 from tsbench.tasks.base import Column
 
 from .columns import columns_for, is_choice
@@ -172,11 +173,7 @@ def cell_table(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.Data
             }
         )
     cells = pd.DataFrame(records, columns=CELL_COLUMNS)
-    counts = column_counts(cells)
-    expected = cells.merge(counts, on=["dataset", "category"], how="left")["column_n"].to_numpy()
-    cells["incomplete"] = (
-        (cells["n_scored"] < cells["n_rows"]) | (cells["n_ids"] < expected) | ~cells["run_complete"].astype(bool)
-    )
+    cells["incomplete"] = (cells["n_scored"] < cells["n_rows"]) | ~cells["run_complete"].astype(bool)
     cells = _on_common_rows(cells, groups, columns, n_boot, seed)
     cells["small_n"] = cells["n_scored"] < SMALL_N
     return mark_ranks(cells.drop(columns="run_complete"))
@@ -294,6 +291,7 @@ def _lookup(indexed: pd.DataFrame, key: tuple, column: str):
 
 COST_COLUMNS = CONFIG_KEY + [
     "rows",
+    *ANSWER_COUNTS,
     "turns",
     "code_cells",
     "sub_calls",
@@ -324,6 +322,7 @@ def cost_table(rows: pd.DataFrame) -> pd.DataFrame:
             {
                 **dict(zip(CONFIG_KEY, key)),
                 "rows": len(group),
+                **answer_counts(group),  # a zero says why: valid, invalid, cut by the token cap, errors
                 "turns": _mean(group["turns"]),
                 "code_cells": _mean(group["code_cells"]),
                 "sub_calls": _mean(group["sub_calls"]),

@@ -50,6 +50,11 @@ def rich_tables(result: LeaderboardResult, width: int | None = None) -> list[Tab
     return tables
 
 
+def _longest_word(text: str) -> int:
+    """The widest piece a column must hold whole (rich wraps only at spaces, and cuts a longer word)."""
+    return max((len(word) for word in text.split()), default=0)
+
+
 def _min_width(table: Table) -> int:
     console = Console(width=10_000, file=io.StringIO())
     return Measurement.get(console, console.options, table).minimum
@@ -81,11 +86,15 @@ def _table(
         "legend are in leaderboard.md / .html"
     )
     table = Table(title=title, caption=legend if caption else None)
-    if wrap:  # a narrow terminal: long model names and reference notes wrap instead of taking every column
-        table.add_column("Model", min_width=12, max_width=18, overflow="fold")
+    configs = result.configs(dataset)
+    if wrap:  # a narrow terminal: the notes wrap at their spaces, a name is never cut (the score columns split)
+        names = [terminal_text(c[0]) + f" {INCOMPLETE}" for c in configs] or ["Model"]
+        table.add_column("Model", min_width=max(map(_longest_word, names)), overflow="fold")
+        harnesses = [terminal_text(c[1]) for c in configs] or ["Harness"]
+        table.add_column("Harness", min_width=max(7, *map(_longest_word, harnesses)), overflow="fold")
     else:
         table.add_column("Model", no_wrap=True)
-    table.add_column("Harness", min_width=6 if wrap else 12, max_width=12 if wrap else None, overflow="fold")
+        table.add_column("Harness", min_width=12, overflow="fold")
     table.add_column("Depth", justify="right", no_wrap=True)
     for column in columns:
         table.add_column(column.header, justify="right", min_width=7)
@@ -95,7 +104,7 @@ def _table(
         "",
         *(Text(f"({result.count(dataset, c.category) or 0})", style="dim") for c in columns),
     )
-    for config in result.configs(dataset):
+    for config in configs:
         label = Text(terminal_text(config[0]))
         if tuple(config) in result.incomplete_configs(dataset):
             label.append(f" {INCOMPLETE}", style="yellow")

@@ -10,12 +10,15 @@ Generation keeps the exact prompt and output token ids so that training never re
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import gc
 import importlib.util
 import json
 import logging
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -24,6 +27,8 @@ from typing import Any
 
 from tsbench.core.extras import check, require
 from tsbench.models.base import Completion, Message, ModelError, ModelUnavailableError, TaskInfo
+from tsbench.models.streaming import MeterStreamer
+from tsbench.models.torch_threads import set_torch_threads
 
 log = logging.getLogger(__name__)
 
@@ -78,11 +83,38 @@ def _cache_is_current(cache_dir: Path, gguf: Path) -> bool:
 
 
 def offline_transformers() -> Any:
-    """Import transformers with the hub switched off (local_files_only is passed as well)."""
+    """Import transformers with the hub switched off (local_files_only is passed as well); in a log
+    (stderr not a terminal) its progress bars stay off, so no carriage returns spam it."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import transformers
 
+    if not _terminal():
+        transformers.utils.logging.disable_progress_bar()
     return transformers
+
+
+def _terminal() -> bool:
+    return sys.stderr is not None and sys.stderr.isatty()
+
+
+@contextlib.contextmanager
+def gguf_bars_for_terminals_only():
+    """transformers' GGUF reader draws its own tqdm bar (not transformers' switchable one): while it
+    runs, that bar follows tqdm's own rule for disable=None, drawn on a terminal only."""
+    try:
+        import transformers.modeling_gguf_pytorch_utils as gguf_utils
+    except ImportError:  # pragma: no cover - a transformers without GGUF support fails on its own terms
+        yield
+        return
+    original = getattr(gguf_utils, "tqdm", None)
+    if original is None:
+        yield
+        return
+    gguf_utils.tqdm = functools.partial(original, disable=None)
+    try:
+        yield
+    finally:
+        gguf_utils.tqdm = original
 
 
 def dtype_option(dtype: Any) -> dict[str, Any]:
@@ -113,10 +145,11 @@ def _write_dequantized(gguf: Path, target: Path) -> None:
     import torch
 
     options = {"gguf_file": gguf.name, "local_files_only": True}
-    tokenizer = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), **options)
-    model = transformers.AutoModelForCausalLM.from_pretrained(
-        str(gguf.parent), **options, **dtype_option(torch.float32)
-    )
+    with gguf_bars_for_terminals_only():
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), **options)
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), **options, **dtype_option(torch.float32)
+        )
     _drop_gguf_quantization(model)
     model.save_pretrained(target, safe_serialization=True)
     tokenizer.save_pretrained(target)
@@ -187,7 +220,9 @@ class LocalHFModel:
         max_new_tokens: int = 512,
         seed: int = 0,
         name: str | None = None,
+        threads: int | str | None = None,
     ):
+        self.threads = set_torch_threads(threads)  # before torch first loads (models/torch_threads.py)
         self.name = name or f"local/{name_or_path}"
         self.name_or_path = name_or_path
         self.max_new_tokens = max_new_tokens
@@ -321,12 +356,13 @@ class LocalHFModel:
                 input_ids=prompt_ids.to(self.device),
                 attention_mask=encoded["attention_mask"].to(self.device),
                 pad_token_id=pad_id,
+                streamer=MeterStreamer(),  # the progress line counts tokens as they come
                 **options,
             )
         output_ids = output[0, prompt_len:].tolist()
         text = self.tokenizer.decode(output_ids, skip_special_tokens=True)
         stopped = bool(output_ids) and output_ids[-1] in self._eos_ids()
-        extra.update(finish_reason="stop" if stopped else "length", device=self.device)
+        extra.update(finish_reason="stop" if stopped else "length", device=self.device, threads=self.threads)
         return Completion(
             text=text,
             input_tokens=prompt_len,

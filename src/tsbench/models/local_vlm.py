@@ -19,6 +19,8 @@ from typing import Any
 
 from tsbench.models.base import Completion, Message, ModelError, TaskInfo
 from tsbench.models.local_hf import _default_device, _resolve_dtype, dtype_option, offline_transformers
+from tsbench.models.streaming import MeterStreamer
+from tsbench.models.torch_threads import set_torch_threads
 
 # Keys of a processor's output that are per token (padded with the ids), not per image.
 PER_TOKEN_KEYS = ("token_type_ids", "mm_token_type_ids")
@@ -121,9 +123,11 @@ class LocalVLMModel:
         max_new_tokens: int = 512,
         seed: int = 0,
         name: str | None = None,
+        threads: int | str | None = None,
     ):
         from tsbench.models.resolve import resolve_model
 
+        self.threads = set_torch_threads(threads)
         self.name = name or f"local/{name_or_path}"
         self.max_new_tokens, self.seed = max_new_tokens, seed
         self.device = device or _default_device()
@@ -185,6 +189,7 @@ class LocalVLMModel:
                     if tokenizer.pad_token_id is not None
                     else tokenizer.eos_token_id,
                     **inputs,
+                    streamer=MeterStreamer(),
                     **options,
                 )
             output_ids = out[0, len(encoded.ids) :].tolist()
@@ -201,6 +206,7 @@ class LocalVLMModel:
                 extra={
                     "finish_reason": "stop" if stopped else "length",
                     "device": self.device,
+                    "threads": self.threads,
                     "images": len(encoded.images),
                 },
             )

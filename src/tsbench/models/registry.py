@@ -29,7 +29,7 @@ OPENAI_OPTIONS = {
     "context_tokens",
 }
 VLLM_OPTIONS = OPENAI_OPTIONS | {"port", "extra_args", "startup_timeout_s"}
-LOCAL_OPTIONS = {"device", "dtype", "max_new_tokens", "seed"}
+LOCAL_OPTIONS = {"device", "dtype", "max_new_tokens", "seed", "threads"}
 # Options every caller may pass whatever the provider; those a provider cannot use are dropped.
 GENERIC_OPTIONS = {"base_url", "timeout_s", "max_attempts", "retry_delay_s"}
 

@@ -2,17 +2,55 @@
 
 Means are over scored rows; error rows are counted apart and never enter a mean. Intervals are
 95 % percentile bootstraps of the mean (seed 0), flagged when a cell has fewer than 10 rows.
+
+A zero always says why: every block counts its rows as `valid` (the answer parsed and passed the
+type check), `invalid` (it did not: scored 0), `cut` (no usable answer because the token cap stopped
+the reply: scored 0) and `errors` (the episode failed: never scored).
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 
+import numpy as np
 import pandas as pd
 
 from tsbench.core.stats import bootstrap_ci
 
 SMALL_N = 10
+
+
+ANSWER_COUNTS = ("valid", "invalid", "cut", "errors")
+
+
+def answer_kind(record: dict) -> str:
+    """What became of one row's answer: valid, invalid, cut (no usable answer, a reply stopped by the
+    token cap) or error (the episode failed)."""
+    if isinstance(record.get("error_type"), str):
+        return "error"
+    valid = record.get("valid")
+    if isinstance(valid, bool | np.bool_) and valid:
+        return "valid"
+    truncated = record.get("truncated_replies")
+    if isinstance(truncated, int | float | np.integer | np.floating) and truncated == truncated and truncated > 0:
+        return "cut"
+    return "invalid"
+
+
+def answer_counts(group: pd.DataFrame) -> dict[str, int]:
+    """Rows by answer_kind: valid, invalid, cut, errors (they add up to the rows)."""
+    fields = [c for c in ("error_type", "valid", "truncated_replies") if c in group]
+    kinds = Counter(answer_kind(r) for r in group[fields].to_dict("records"))
+    return {"valid": kinds["valid"], "invalid": kinds["invalid"], "cut": kinds["cut"], "errors": kinds["error"]}
+
+
+def why_text(counts: dict[str, int]) -> str:
+    """ "8 valid, 2 invalid, 1 cut by the token cap, 0 errors": the line beside every mean."""
+    return (
+        f"{counts['valid']} valid, {counts['invalid']} invalid, {counts['cut']} cut by the token cap, "
+        f"{counts['errors']} error{'s' if counts['errors'] != 1 else ''}"
+    )
 
 
 def _block(group: pd.DataFrame) -> dict:
@@ -26,7 +64,7 @@ def _block(group: pd.DataFrame) -> dict:
     return {
         "rows": int(len(group)),
         "n": n,
-        "errors": int(group["error_type"].notna().sum()),
+        **answer_counts(group),
         "mean": mean,
         "stderr": stderr,
         "ci95": [low, high] if n else None,
@@ -65,4 +103,4 @@ def fails(errors: int, rows: int, tolerated: float) -> bool:
     return errors / max(rows, 1) > tolerated
 
 
-__all__ = ["SMALL_N", "error_share", "fails", "summarize"]
+__all__ = ["ANSWER_COUNTS", "SMALL_N", "answer_counts", "answer_kind", "error_share", "fails", "summarize", "why_text"]

@@ -24,6 +24,7 @@ past any series length) are rejected.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, NamedTuple
 
 from tsbench.core.answers import as_integer, extract_choice, last_json_object
@@ -183,6 +184,12 @@ def check_answer(category: str, obj: dict, gold: dict) -> Extraction:
         return Extraction(None, str(reason))
 
 
+# "B", "(B)", "B." or "b)": a letter where lm-eval's lettered tasks take one. AnomalyXL has no official
+# scorer; the paper's rule (spec/anomalyxl.md) is an exact match on the option text, and its prompts list
+# the options without letters, so a letter names no option: it scores 0 and says so.
+_LETTER = re.compile(r"\(?[A-Za-z][.:)]?")
+
+
 def extract_answer(category: str, gold: dict, response: Any) -> Extraction:
     """The whole pipeline for any category: typed precise dict, or MCQ option text."""
     if category not in ALL_CATEGORIES:
@@ -195,6 +202,8 @@ def extract_answer(category: str, gold: dict, response: Any) -> Extraction:
             return Extraction(choice, "empty answer")
         options = mcq_options(category, gold)
         if options is not None and choice not in options:
+            if _LETTER.fullmatch(choice):  # lm-eval habits: the paper's rule matches the option itself
+                return Extraction(choice, f"{choice!r} is a letter: answer with the option as written (no letters)")
             return Extraction(choice, "not one of the options")
         return Extraction(choice, None)
     parsed = extract_json_answer(response)

@@ -33,9 +33,9 @@ COLUMNS = (
     Column(lb.INDICATOR, "Ind", "F1", "MCQ", lb.INDICATOR_OPTIONS),
     Column(lb.LOCALIZE, "Loc", "IoU", "Localize"),
     Column(lb.CLASSIFY, "C+E", "cls·IoU", "Localize"),
-    Column(lb.MAGNITUDE, "MMag", "err", "Localize"),
+    Column(lb.MAGNITUDE, "MMag", "1−err", "Localize"),  # scores: the paper's Table 1 heads them "err" and "cls·err"
     Column(lb.ALL_CHANNELS, "LAC", "F1", "Localize"),
-    Column(lb.LEAD_LAG, "LL", "cls·err", "Localize"),
+    Column(lb.LEAD_LAG, "LL", "cls·(1−err)", "Localize"),
 )
 
 
