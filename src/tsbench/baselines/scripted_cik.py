@@ -1,4 +1,4 @@
-"""`scripted-cik/persistence`: a deterministic CiK forecaster that sees only what a model sees.
+"""`scripted/cik-persistence` (formerly `scripted-cik/persistence`): a deterministic CiK forecaster that sees only what a model sees.
 
 It forecasts the last history value of the prompt's <history> block for every horizon step (three
 samples spread by 1 % of the level), shifted by the amount a retrieved precedent's rationale states
@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 
-from tsbench.models.base import Completion, Message, TaskInfo, ToolCall
+from tsbench.models.base import Agent, Completion, Message, TaskInfo, ToolCall
 
 LIFT = re.compile(r"lift the forecast by (-?\d+(?:\.\d+)?)")
 HORIZON = re.compile(r"at these (\d+) timestamps")
@@ -24,10 +24,13 @@ def _last_value(text: str) -> float:
     return float(rows[-1].rstrip(")").split(",")[-1]) if rows else 0.0
 
 
-class PersistencePolicy:
-    harnesses = ("tools", "single-pass-text")
-    native_tools = True
-    name = "scripted-cik/persistence"
+class PersistencePolicy(Agent):
+    plays = ("tools", "single-pass-text")
+    name = "scripted/cik-persistence"
+
+    @classmethod
+    def native_tools(cls) -> bool:
+        return True
 
     def generate(
         self,
@@ -56,12 +59,3 @@ class PersistencePolicy:
         level = _last_value(text) + lift
         samples = [[round(level * (1 + d), 6)] * horizon for d in (-0.01, 0.0, 0.01)]
         return Completion(json.dumps({"samples": samples}), input_tokens=tokens, output_tokens=20)
-
-    def close(self) -> None:
-        pass
-
-
-def build(name: str):
-    if name != "persistence":
-        raise LookupError(name)
-    return PersistencePolicy()

@@ -37,12 +37,11 @@ def setting(
     choices: tuple | None = None,
     answers: bool = True,
     aliases: tuple[str, ...] = (),
-    section: str | None = None,
 ) -> Any:
     """A dataclass field with its docstring and bounds. `answers=False` marks a setting that
     cannot change what a row's answer is (where results go, how many run at once, which rows):
-    resume ignores it. `aliases` are old flag spellings, accepted but not shown. `section` names the
-    harness section a setting belongs to ([eval.rlm] in TOML, its own group in --help)."""
+    resume ignores it. `aliases` are old flag spellings, accepted but not shown. The harness section
+    a setting belongs to ([eval.rlm] in TOML, its own group in --help) is its class's SECTION."""
     meta = {
         "doc": doc,
         "ge": ge,
@@ -52,7 +51,6 @@ def setting(
         "choices": choices,
         "answers": answers,
         "aliases": aliases,
-        "section": section,
     }
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=meta)
@@ -155,7 +153,7 @@ def specs(cls: type, section: tuple[str, ...] = ()) -> list[Spec]:
             continue
         base, is_list, optional = _unwrap(hints[f.name])
         meta = dict(f.metadata)
-        meta["section"] = meta.get("section") or _declaring_section(cls, f.name)
+        meta["section"] = _declaring_section(cls, f.name)
         doc = f.metadata.get("doc") or next(
             (attribute_docs(c)[f.name] for c in cls.__mro__ if f.name in attribute_docs(c)), ""
         )
@@ -280,15 +278,6 @@ def get(obj: Any, spec: Spec) -> Any:
 def answer_settings(obj: Any) -> dict[str, Any]:
     """Every setting that can change an answer, by name: what a resumed run must match."""
     return {s.name: get(obj, s) for s in specs(type(obj)) if s.answers}
-
-
-def sections(cls: type) -> dict[str, list[str]]:
-    """Section name -> the settings declared in it (setting(section=...))."""
-    out: dict[str, list[str]] = {}
-    for spec in specs(cls):
-        if spec.meta.get("section"):
-            out.setdefault(spec.meta["section"], []).append(spec.name)
-    return out
 
 
 def suggest(word: str, known: typing.Iterable[str], cutoff: float = 0.6) -> str:

@@ -1,7 +1,8 @@
 """TimeClaw's ablation board (paper Fig. 5, Table 1): what the tools, memory (k) and evolution add.
 
 From finished run dirs only (run.json's config and the samples): each run is placed in a setting by
-what it played with, `no tools` (a harness without tools), `tools only`, `+ memory (k=K)` (a bank and
+what it played with, `no tools` (a harness without the tools capability, as run.json records the
+harness's capabilities), `tools only`, `+ memory (k=K)` (a bank and
 top_k = K > 0; K = 0 is tools only), `+ evolution` (evolved tools, no memory) or `full` (both), and
 each benchmark (family) gets one line per setting: rows, the mean score, the mean RCRPS and sMAPE
 when the rows report them (CiK: weighted by CiK's instance weights, attribute "weight"), RCRPS by
@@ -18,20 +19,18 @@ import pandas as pd
 
 from tsbench.results import load_samples
 
-TOOL_HARNESSES = ("tools", "tools-image")
 CONTEXT_TYPES = ("intemporal", "historical", "future", "covariate", "causal")
 ORDER = ("no tools", "tools only", "+ memory", "+ evolution", "full")
 
 
-def setting_of(config: dict) -> tuple[str, int]:
-    """(setting, k) of one run's config."""
-    harness = str(config.get("harness") or "")
+def setting_of(config: dict, tools: bool) -> tuple[str, int]:
+    """(setting, k) of one run's config; `tools`: its harness has the tools capability."""
     memory = config.get("memory") if isinstance(config.get("memory"), dict) else config
-    tools = config.get("tools") if isinstance(config.get("tools"), dict) else config
+    section = config.get("tools") if isinstance(config.get("tools"), dict) else config
     bank = memory.get("memory_bank") or config.get("memory_bank")
     k = int(memory.get("top_k", config.get("top_k", 0)) or 0) if bank else 0
-    evolved = bool(tools.get("tools_dir") or config.get("tools_dir"))
-    if harness not in TOOL_HARNESSES:
+    evolved = bool(section.get("tools_dir") or config.get("tools_dir"))
+    if not tools:
         return ("no tools" if not (bank and k) else "+ memory"), k
     if evolved and bank and k:
         return "full", k
@@ -69,8 +68,8 @@ def _weighted(values: pd.Series, weights: pd.Series) -> float | None:
 def run_rows(run_dir: str | Path) -> pd.DataFrame:
     """One line per finished row of a run, with its setting, metrics and tokens."""
     run_dir = Path(run_dir)
-    config = json.loads((run_dir / "run.json").read_text()).get("config", {})
-    setting, k = setting_of(config)
+    run = json.loads((run_dir / "run.json").read_text())
+    setting, k = setting_of(run.get("config", {}), bool(run.get("harness_capabilities", {}).get("tools")))
     samples = load_samples(run_dir)
     if "error_type" in samples:
         samples = samples[samples["error_type"].isna()]

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tsbench.core.extras import check, require
-from tsbench.models.base import Completion, Message, ModelError, ModelUnavailableError, TaskInfo
+from tsbench.models.base import Agent, Completion, Message, ModelError, ModelUnavailableError, TaskInfo
 
 log = logging.getLogger(__name__)
 
@@ -175,8 +175,13 @@ def _resolve_dtype(dtype: Any, device: str) -> Any:
     return dtype
 
 
-class LocalHFModel:
+class LocalHFModel(Agent):
     """A ChatModel that generates with transformers in this process, one call at a time."""
+
+    @classmethod
+    def sees_images(cls) -> bool:
+        """A text-only model: image parts are dropped (counted in the call's `images_ignored`)."""
+        return False
 
     def __init__(
         self,

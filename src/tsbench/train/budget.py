@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 from tsbench.core.errors import UserError
-from tsbench.harness import KERNEL_HARNESSES, play
+from tsbench.harness import get_harness, play
 from tsbench.models.base import Message, ModelError
 from tsbench.train import rewards as rw
 from tsbench.train.agent import ChatTokens
@@ -45,14 +45,11 @@ def first_prompt_tokens(cfg: Any, tokenizer: Any) -> int:
     if cfg.rewards.reward == "composite":  # the rollouts append the format's instructions (rollouts.Environment)
         task = dataclasses.replace(task, question=f"{task.question}\n\n{rw.FORMAT_INSTRUCTIONS}")
     chat = ChatTokens(tokenizer)
-    if cfg.harness in KERNEL_HARNESSES:
+    if get_harness(cfg.harness).kernel:
         return len(chat.first_prompt([Message("user", task.question)]))
     probe = _Probe(chat)
     play(probe, cfg.harness, task, cfg.harness_config)
     return probe.tokens or 0
-
-
-TURN_ROW_HARNESSES = ("rlm", "tools")  # at most max_turns model calls per episode: one training row each
 
 
 def check_reasoning_history(cfg: Any, tokenizer: Any, *, vision: bool = False) -> tuple[str, str | None]:
@@ -62,10 +59,11 @@ def check_reasoning_history(cfg: Any, tokenizer: Any, *, vision: bool = False) -
     Only a multi-turn run whose template drops earlier reasoning has a choice to make: as-rendered (auto's
     pick) renders every turn's prompt as eval does and trains each turn as its own row; as-generated keeps one
     row per episode and warns; refuse stops. A vision-language policy or another harness keeps one row."""
-    if cfg.harness not in KERNEL_HARNESSES or cfg.harness_config.max_turns <= 1:
+    harness = get_harness(cfg.harness)
+    if not harness.kernel or cfg.harness_config.max_turns <= 1:
         return "as-generated", None
     asked = cfg.rollout.reasoning_history
-    rows_possible = cfg.harness in TURN_ROW_HARNESSES and not vision
+    rows_possible = harness.turn_rows and not vision  # at most max_turns calls per episode: a row each
     if ChatTokens(tokenizer).keeps_earlier_reasoning():
         return ("as-rendered" if asked == "as-rendered" and rows_possible else "as-generated"), None
     line = (
@@ -80,7 +78,7 @@ def check_reasoning_history(cfg: Any, tokenizer: Any, *, vision: bool = False) -
         why = "a vision-language policy" if vision else f"--harness {cfg.harness}"
         raise UserError(
             f"reasoning_history = as-rendered trains each turn as its own row, which {why} does not support "
-            f"(harnesses: {', '.join(TURN_ROW_HARNESSES)}, text policies); set as-generated to train anyway"
+            "(harnesses of one conversation, such as rlm and tools, with text policies); set as-generated to train anyway"
         )
     return "as-generated", line
 
@@ -94,7 +92,7 @@ def check_context(cfg: Any, tokenizer: Any, *, vision: bool = False) -> str:
     prompt = first_prompt_tokens(cfg, tokenizer)
     reply = cfg.harness_config.max_tokens or 1
     if prompt + reply > cfg.max_seq_len:
-        lower = " (the question alone)" if cfg.harness in KERNEL_HARNESSES else ""
+        lower = " (the question alone)" if get_harness(cfg.harness).kernel else ""
         raise UserError(
             f"{cfg.tasks.family} under {cfg.harness}: the first prompt takes {prompt} tokens{lower} with "
             f"{cfg.policy.model}'s tokenizer; with a {reply}-token reply (max_tokens) that exceeds max_seq_len "

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tsbench.core.errors import UserError
 from tsbench.core.tracking import check_targets
-from tsbench.harness.episode import HarnessConfig
+from tsbench.harness.settings import HarnessConfig
 from tsbench.models.tslm.settings import TSLMSettings
 from tsbench.tasks.base import TrainingRequest
 
@@ -310,7 +310,7 @@ class GRPOConfig:
         return Path("runs") / f"grpo__{slug}"
 
     def validate(self, world_size: int = 1) -> None:
-        from tsbench.harness import HARNESSES, REFERENCE_HARNESSES
+        from tsbench.harness import HARNESSES, get_harness
 
         found = self.policy.problems() + self.rewards.problems() + self.tasks.problems() + self.rollout.problems()
         if self.group_size < 2:
@@ -336,7 +336,13 @@ class GRPOConfig:
             found.append("refill_rounds must be >= 0")
         if self.epsilon_high is not None and not self.epsilon <= self.epsilon_high < 1:
             found.append(f"epsilon_high must lie in [epsilon ({self.epsilon}), 1)")
-        if self.harness_config.depth > 0:
+        harness = get_harness(self.harness) if self.harness in HARNESSES else None
+        try:  # the harness's own settings: a setting it does not read (or [memory], not played here) is refused
+            settings = harness.settings(self.harness_config) if harness is not None else None
+        except UserError as error:
+            found.append(str(error))
+            settings = None
+        if settings is not None and settings.recursion_depth > 0:
             found.append(
                 "train-grpo plays depth 0: a sub-call's conversation is not a continuation of the policy's "
                 "token ids, so every sub-call would fail (set depth = 0)"
@@ -348,10 +354,9 @@ class GRPOConfig:
             found.append("save_every and keep_checkpoints must be >= 1")
         if self.eval_every < 0 or self.eval_limit < 1:
             found.append("eval_every must be >= 0 and eval_limit >= 1")
-        if self.harness not in HARNESSES or self.harness in REFERENCE_HARNESSES:
-            found.append(
-                f"--harness must be a model harness: {', '.join(h for h in HARNESSES if h not in REFERENCE_HARNESSES)}"
-            )
+        if harness is None or harness.reference:
+            models = [h for h in HARNESSES if not get_harness(h).reference]
+            found.append(f"--harness must be a model harness: {', '.join(models)}")
         if self.launch.num_processes < 1:
             found.append("--num-processes must be >= 1")
         if not self.tasks.problems():

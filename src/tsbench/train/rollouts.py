@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from tsbench.harness import EpisodeOutcome, play
+from tsbench.harness import EpisodeOutcome, get_harness, play
 from tsbench.results import Journal, apply_outcome, apply_score, finish, new_record
 from tsbench.tasks import get_taskset
 from tsbench.tasks.base import Sample
@@ -109,6 +109,7 @@ class Environment:
         history: str = "as-generated",
     ):
         self.cfg = cfg
+        self.settings = get_harness(cfg.harness).settings(cfg.harness_config)  # the harness's own, checked once
         self.rendered = history == "as-rendered"
         self.rows_per_episode = cfg.harness_config.max_turns if self.rendered else 1  # TRL's rows per episode
         self.chat = ChatTokens(tokenizer, processor)
@@ -267,7 +268,7 @@ class Environment:
             columns={"category": sample.task.category, **sample.columns},
             model=self.model_name,
             harness=self.cfg.harness,
-            depth=hc.depth,
+            depth=self.settings.recursion_depth,
             gold=sample.gold,
         )
         agent = PolicyAgent(
@@ -282,7 +283,7 @@ class Environment:
         )
         started = time.perf_counter()
         with batcher.episode():
-            outcome = play(agent, self.cfg.harness, sample.task, hc)
+            outcome = play(agent, self.cfg.harness, sample.task, self.settings)
         apply_outcome(record, outcome)
         episode = Episode(key, index, record, refill=refill, vision=agent.vision)
         if self.rendered:
