@@ -48,7 +48,7 @@ KERNEL_PLUGIN = textwrap.dedent('''
         def run(self, agent, task, cfg):
             pooled = active_pool() is not None  # the executor pre-started jails for this run
             with Sandbox(task.series, cell_timeout_s=cfg.cell_timeout_s, unsafe=cfg.unsafe_sandbox) as box:
-                cell = box.run(f"print({cfg.greeting!r}, round(float(series['x'].sum()), 3))")
+                cell = box.run(f"print({cfg.greeting!r}, round(float(sum(v.sum() for v in series.values())), 3))")
             completion = agent.generate([Message("user", task.question + "\\n" + cell.stdout)])
             result = EpisodeResult(attributes={"kernel_said": cell.stdout.strip(), "pooled": str(pooled)})
             result.add_completion(completion)

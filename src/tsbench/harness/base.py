@@ -58,6 +58,8 @@ class Harness(Generic[S]):
             if typing.get_origin(base) is Harness:
                 (argument,) = typing.get_args(base)
                 if isinstance(argument, type):
+                    if not issubclass(argument, HarnessSettings):
+                        raise TypeError(f"{cls.__name__}: Harness[S] needs S to subclass HarnessSettings")
                     cls.settings_class = argument
 
     # -- playing -------------------------------------------------------------------------------

@@ -115,8 +115,9 @@ class MemorySettings:
 SHARED = frozenset(f.name for f in dataclasses.fields(HarnessSettings))
 
 
-def section_name(settings_class: type) -> str:
-    return settings_class.__dict__.get("SECTION") or settings_class.__name__
+def section_name(settings_class: type, harness: str) -> str:
+    """A settings class's section: its own SECTION, else the name of the (first) harness it is registered by."""
+    return settings_class.__dict__.get("SECTION") or harness
 
 
 def section_key(name: str) -> str:
@@ -128,7 +129,7 @@ def _own_fields(settings_class: type) -> list[dataclasses.Field]:
     return [f for f in dataclasses.fields(settings_class) if f.name not in SHARED and f.init]
 
 
-def _section_class(settings_class: type) -> type:
+def _section_class(settings_class: type, name: str) -> type:
     """A dataclass of the settings class's own fields (what its [section] table holds), docs kept."""
     hints = typing.get_type_hints(settings_class)
     docs: dict[str, str] = {}
@@ -143,7 +144,6 @@ def _section_class(settings_class: type) -> type:
         if not default:
             default = {"default": None if f.default is dataclasses.MISSING else f.default}
         made.append((f.name, hints[f.name], dataclasses.field(metadata=meta, **default)))
-    name = section_name(settings_class)
     return dataclasses.make_dataclass(
         f"{settings_class.__name__}Section",
         made,
@@ -181,12 +181,13 @@ def sections() -> Sections:
         settings_class = harness.settings_class
         if not _own_fields(settings_class):
             continue
-        section = section_name(settings_class)
+        section = next((s for s, owner in owners.items() if owner is settings_class), None)
+        section = section or section_name(settings_class, name)
         if owners.get(section, settings_class) is not settings_class:
             log.warning("harness %s: section [%s] is taken; its own settings cannot be set", name, section)
             continue
         if section not in classes:
-            owners[section], classes[section] = settings_class, _section_class(settings_class)
+            owners[section], classes[section] = settings_class, _section_class(settings_class, section)
         players.setdefault(section, []).append(name)
     classes[MemorySettings.SECTION] = MemorySettings
     return Sections(classes, owners, {k: tuple(v) for k, v in players.items()})
@@ -274,7 +275,7 @@ def settings_for(harness: Any, given: Any, *, memory: bool = False) -> Any:
             foreign.update({key: name for key in _changed(part)})
     else:
         values = {f.name: getattr(given, f.name) for f in dataclasses.fields(given) if f.name in own}
-        where = section_name(type(given))
+        where = next((s for s, owner in sections().owners.items() if owner is type(given)), type(given).__name__)
         foreign.update({key: where for key in _changed(given) if key not in own})
     if foreign:
         raise _refusal(foreign, harness)

@@ -3,9 +3,9 @@
 One episode = one fresh sandbox holding the series at full precision. The model never sees the
 values in bulk: it calls typed tools (harness/toolset.py) through native function calling or the
 JSON text protocol (harness/tool_protocol.py), and each call runs as one cell in the kernel and
-comes back as a compact JSON observation. Budget and ending are the rlm harness's: at most
-`max_turns` model replies, the first reply without a tool call is the final message, and on the
-last allowed reply tools are withdrawn and a notice demands the answer (flagged forced_final).
+comes back as a compact JSON observation. Budget and ending are the turn loop's (harness/loop.py):
+at most `max_turns` model replies, the first reply without a tool call is the final message, and on
+the last allowed reply tools are withdrawn and a notice demands the answer (flagged forced_final).
 Every call is recorded in the transcript with its arguments, observation and timing; `code_cells`
 counts the calls that ran.
 
