@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from test_plugins import PLUGIN
+from test_plugins import PLUGIN, install
 
 KERNEL_PLUGIN = textwrap.dedent('''
     """A plugin harness: one cell in the jailed kernel, then one model call that reads its output."""
@@ -68,13 +68,8 @@ harness.peek = tsb_peek_plugin:Peek
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
-    site = tmp_path_factory.mktemp("site")
-    (site / "tsb_spikes_plugin.py").write_text(PLUGIN)
-    (site / "tsb_peek_plugin.py").write_text(KERNEL_PLUGIN)
-    info = site / "tsb_peek_plugin-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tsb-peek-plugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(ENTRY_POINTS)
+    modules = {"tsb_spikes_plugin": PLUGIN, "tsb_peek_plugin": KERNEL_PLUGIN}
+    site = install(tmp_path_factory.mktemp("site"), "tsb-peek-plugin", modules, ENTRY_POINTS)
     sys.path.insert(0, str(site))
     try:
         from tsb_spikes_plugin import write_dataset

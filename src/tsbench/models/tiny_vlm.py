@@ -80,7 +80,7 @@ def make_tiny_random_vlm(
         **vision_token_ids(vocab),
         tie_word_embeddings=False,
     )
-    return save_random_vlm(Qwen2_5_VLForConditionalGeneration, config, processor, path, seed)
+    return save_random_model(Qwen2_5_VLForConditionalGeneration, config, processor, path, seed)
 
 
 def vision_token_ids(vocab: dict[str, int]) -> dict[str, int]:
@@ -93,8 +93,8 @@ def vision_token_ids(vocab: dict[str, int]) -> dict[str, int]:
     }
 
 
-def save_random_vlm(model_class, config, processor, path: str | Path, seed: int) -> Path:
-    """A randomly initialised `model_class(config)` (seeded) and `processor`, saved to `path`."""
+def save_random_model(model_class, config, processor, path: str | Path, seed: int) -> Path:
+    """A randomly initialised `model_class(config)` (seeded) and its `processor` (or tokenizer), saved to `path`."""
     import torch
     from transformers import GenerationConfig
 

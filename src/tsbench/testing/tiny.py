@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tsbench.models.tiny_vlm import word_level_tokenizer
+from tsbench.models.tiny_vlm import save_random_model, word_level_tokenizer
 
 
 def make_tiny_random_llama(
@@ -65,8 +65,7 @@ def make_small_vocab_llama(path: str | Path, *, words: tuple[str, ...] = SMALL_V
     Every other word is <unk>, so prompts still render through a real chat template (ChatML-like,
     incremental), while the LM head has ~25 rows instead of 49k: training steps on a CPU take
     milliseconds instead of seconds (TRL scores every position over the whole vocabulary there)."""
-    import torch
-    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaConfig, LlamaForCausalLM
 
     tokenizer, vocab = word_level_tokenizer(
         words,
@@ -88,11 +87,4 @@ def make_small_vocab_llama(path: str | Path, *, words: tuple[str, ...] = SMALL_V
         pad_token_id=0,
         tie_word_embeddings=False,
     )
-    torch.manual_seed(seed)
-    model = LlamaForCausalLM(config)
-    model.generation_config = GenerationConfig(eos_token_id=2, pad_token_id=0, bos_token_id=1)
-    path = Path(path)
-    path.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(path, safe_serialization=True)
-    tokenizer.save_pretrained(path)
-    return path
+    return save_random_model(LlamaForCausalLM, config, tokenizer, path, seed)

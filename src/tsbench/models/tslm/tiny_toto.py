@@ -31,7 +31,7 @@ def make_tiny_qwen3_vl(path: str | Path, *, hidden: int = 32, image_tokens: int 
         CHAT_TEMPLATE,
         VISION_TOKENS,
         WORDS,
-        save_random_vlm,
+        save_random_model,
         vision_token_ids,
         word_level_tokenizer,
     )
@@ -61,7 +61,7 @@ def make_tiny_qwen3_vl(path: str | Path, *, hidden: int = 32, image_tokens: int 
         **vision_token_ids(vocab),
         tie_word_embeddings=False,
     )
-    return save_random_vlm(Qwen3VLForConditionalGeneration, config, processor, path, seed)
+    return save_random_model(Qwen3VLForConditionalGeneration, config, processor, path, seed)
 
 
 def make_tiny_toto_checkpoint(
