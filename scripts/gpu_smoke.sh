@@ -7,9 +7,11 @@
 #   lora         LoRA 16, transformers generate (engine hf)
 #   full         every parameter (--lora 0), engine hf: fp32 master weights, bf16 autocast
 #   vllm-colo    LoRA, rollouts from TRL's colocated vLLM (weight sync into the same process)
-#   vllm-server  LoRA, rollouts from `trl vllm-serve` started here on the same GPU (TRL syncs weights
-#                over NCCL; if the driver refuses two NCCL ranks on one device this case FAILs with
-#                that reason, and needs a second GPU: experiments/grpo/vllm_server.toml)
+#   vllm-server  LoRA, rollouts from `trl vllm-serve` started here on its own GPU (the last one; TRL syncs
+#                weights over NCCL); on a machine with one GPU train-grpo refuses it in one line before
+#                starting (both on one device end in an NCCL timeout), and the case reports that line
+#   vlm-vllm     TimeMaster's CPU smoke config (a tiny Qwen2.5-VL, single-pass-image) with its plots passed
+#                to TRL's colocated vLLM beside the token ids (TRL's vision-language vLLM path)
 #   zero3        full parameters under DeepSpeed ZeRO-3, one process (accelerate/zero3.yaml), engine hf
 #   fsdp         full parameters under FSDP2, one process (accelerate/fsdp.yaml), engine vllm-colocate
 #                (FSDP shards the weights the hf engine would generate with); checks final/ loads
@@ -52,7 +54,7 @@ if [ "$CPU" = "1" ]; then
           --max-seq-len 512 --preset small --lengths 1024 --categories localize --rollout-workers 8
           --save-every 1 --no-gradient-checkpointing --engine hf)
 else
-  CASES=${CASES:-"lora full vllm-colo vllm-server zero3 fsdp"}
+  CASES=${CASES:-"lora full vllm-colo vllm-server vlm-vllm zero3 fsdp"}
   MODEL="local/smollm2-135m"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || { echo "gpu_smoke: no GPU visible" >&2; exit 2; }
   "$PY" - <<'PYEOF' || exit 2
@@ -166,7 +168,10 @@ server_case() {
   model_dir=$("$PY" -c "from tsbench.models.resolve import resolve_model; print(resolve_model('$MODEL').weights)") \
     || { skip_fail vllm-server "cannot resolve $MODEL"; return; }
   # TRL's documented server: `trl vllm-serve --model ...` (vLLM's own server in dev mode, weight transfer on)
-  "$PY" -m trl.scripts.vllm_serve --model "$model_dir" --port "$SERVER_PORT" --gpu_memory_utilization 0.25 \
+  local gpus last
+  gpus=$(nvidia-smi -L | grep -c '^GPU ')
+  last=$((gpus - 1))
+  CUDA_VISIBLE_DEVICES=$last "$PY" -m trl.scripts.vllm_serve --model "$model_dir" --port "$SERVER_PORT" --gpu_memory_utilization 0.25 \
     --max_model_len 4096 >"$log" 2>&1 &
   local server=$! waited=0
   until curl -sf "http://127.0.0.1:$SERVER_PORT/health" >/dev/null 2>&1 || curl -sf "http://127.0.0.1:$SERVER_PORT/health/" >/dev/null 2>&1; do
@@ -178,12 +183,18 @@ server_case() {
       return
     fi
   done
-  run_case vllm-server adapter --lora 16 --engine vllm-server --vllm-server-url "http://127.0.0.1:$SERVER_PORT"
+  CUDA_VISIBLE_DEVICES=0 run_case vllm-server adapter --lora 16 --engine vllm-server --vllm-server-url "http://127.0.0.1:$SERVER_PORT"
   kill "$server" 2>/dev/null
   wait "$server" 2>/dev/null
 }
 
 started=$(date +%s)
+# Every config's plan first: --check resolves the model, tokenizer, engine and memory per rank, loading no weights.
+if "$PY" -m tsbench.cli train-grpo --config experiments/grpo/gpu_smoke.toml --check >"$ROOT/check.log" 2>&1; then
+  echo "PASS check        $(grep -m1 'total' "$ROOT/check.log" | sed 's/^ *//')"
+else
+  skip_fail check "train-grpo --check failed: $(tail -1 "$ROOT/check.log")"
+fi
 for case_name in $CASES; do
   case "$case_name" in
     lora) run_case lora adapter --lora 16 --engine hf ;;
@@ -192,6 +203,12 @@ for case_name in $CASES; do
       if has vllm; then run_case vllm-colo adapter --lora 16 --engine vllm-colocate
       else skip_fail vllm-colo "vllm is not installed (pip install -e '.[gpu]')"; fi ;;
     vllm-server) server_case ;;
+    vlm-vllm)
+      if has vllm && [ "$CPU" != "1" ]; then
+        run_case vlm-vllm full --config experiments/timemaster/cpu_smoke.toml --model local/tiny-random-vlm \
+          --family trend --harness single-pass-image --max-turns 1 --max-tokens 8 --group-size 4 --batch-size 4 \
+          --engine vllm-colocate --lora 0
+      else skip_fail vlm-vllm "vllm is not installed (pip install -e '.[gpu]')"; fi ;;
     zero3)
       if has deepspeed; then
         run_case zero3 full --lora 0 --engine hf --num-processes 1 \
@@ -202,7 +219,7 @@ for case_name in $CASES; do
         run_case fsdp full --lora 0 --engine vllm-colocate --num-processes 1 \
           --accelerate-config experiments/grpo/accelerate/fsdp.yaml
       else skip_fail fsdp "needs vllm for its rollouts (pip install -e '.[gpu]')"; fi ;;
-    *) skip_fail "$case_name" "unknown case (choose from: lora full vllm-colo vllm-server zero3 fsdp)" ;;
+    *) skip_fail "$case_name" "unknown case (choose from: lora full vllm-colo vllm-server vlm-vllm zero3 fsdp)" ;;
   esac
 done
 

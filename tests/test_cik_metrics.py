@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,7 @@ import pytest
 from tsbench.core.errors import UserError
 from tsbench.tasks.base import SampleRef
 from tsbench.tasks.cik import reader
-from tsbench.tasks.cik.metrics import Constraints, crps_per_step, rcrps, smape
+from tsbench.tasks.cik.metrics import Constraints, crps_per_step, rcrps, smape, smape_eq65
 from tsbench.tasks.cik.taskset import CiK, score_forecast
 
 
@@ -80,10 +81,11 @@ def test_roi_and_constraint_together():
 
 
 def test_smape_by_hand():
-    assert smape([1.0, 0.0], [3.0, 0.0]) == pytest.approx(0.5)
-    assert smape([0.0], [0.001]) == pytest.approx(0.2)  # the floor 1e-2
-    with pytest.raises(ValueError):
-        smape([1.0], [1.0, 2.0])
+    # percent, as TimeClaw prints it (its code: + 1e-8 in the denominator); Eq. 65's floor is 1e-2
+    assert smape([1.0, 0.0], [3.0, 0.0]) == pytest.approx(50.0)
+    assert smape([0.0], [0.001]) == pytest.approx(200.0 * 0.001 / (0.001 + 1e-8))
+    assert smape_eq65([0.0], [0.001]) == pytest.approx(20.0)
+    assert math.isnan(smape([1.0], [1.0, 2.0])) and math.isnan(smape([], []))  # TimeClaw: NaN, never raises
 
 
 # --------------------------------------------------------------------- the published files --
@@ -155,12 +157,26 @@ def test_family_generates_loads_and_scores(published, tmp_path):
     assert sample.task.meta["memory_descriptor"].startswith(sample.task.meta["task_name"])
     assert len(sample.task.meta["time_s"]) == sample.task.length
     target = sample.gold["target"]
-    perfect = family.score(sample.task.category, sample.gold, json.dumps({"samples": [target] * 5}))
+    assert sample.gold["answer_format"] == "quantiles" and '"levels": [0.1, 0.2' in sample.task.question
+    levels = [0.1 * q for q in range(1, 10)]
+    rows_of = lambda rows: "```json\n" + json.dumps({"levels": levels, "samples": rows}) + "\n```"  # noqa: E731
+    perfect = family.score(sample.task.category, sample.gold, rows_of([[v] * 9 for v in target]))
     assert perfect.valid and perfect.score == pytest.approx(1.0) and perfect.metrics["rcrps"] == 0.0
-    over = [[200.0] * len(target)] * 3  # every sample breaks the maximum of 100
-    broken = score_forecast(sample.gold, json.dumps({"samples": over}))
+    assert perfect.metrics["smape"] == 0.0 and perfect.parsed["kind"] == "quantile"
+    over = [[200.0] * 9] * len(target)  # every level breaks the maximum of 100
+    broken = score_forecast(sample.gold, rows_of(over))
     assert broken.metrics["violation_crps"] > 0 and broken.score < 0.1
-    wrong_length = family.score(sample.task.category, sample.gold, '{"samples": [[1, 2]]}')
+    short = score_forecast(sample.gold, rows_of([[v] * 9 for v in target[:-1]]))  # TimeClaw pads the last row
+    assert short.valid and "padded" in short.parsed["note"]
+    ambiguous = family.score(sample.task.category, sample.gold, json.dumps({"samples": [target] * 5}))
+    assert not ambiguous.valid and '"samples" without "levels"' in ambiguous.error
+    # data generated for trajectories reads them (and refuses a wrong length)
+    manifest, _ = family.generate({"path": str(published), "seed": 1, "answer_format": "samples"}, tmp_path / "s")
+    files = family.resolve([str(manifest.parent)], seed=1, split="test", root=None, filters={})
+    gold = family.load(SampleRef("cik", str(files[0]), str(rows["id"].iloc[0]))).gold
+    trajectories = score_forecast(gold, json.dumps({"samples": [target] * 5}))
+    assert trajectories.valid and trajectories.metrics["rcrps"] == 0.0 and trajectories.parsed["kind"] == "samples"
+    wrong_length = score_forecast(gold, '{"samples": [[1, 2]]}')
     assert not wrong_length.valid and "horizon" in wrong_length.error
 
 

@@ -1,5 +1,5 @@
 """Capability evolution: a model (the loopback test double) writes tools from successful trajectories;
-each is verified by real execution in the sandbox on held-out tasks and admitted only at >= gamma."""
+each is verified by real execution in the sandbox on held-out tasks and admitted only above gamma."""
 
 from __future__ import annotations
 
@@ -327,11 +327,15 @@ def test_evolve_and_memory_build_on_a_timerbed_run(timerbed_run, tmp_path):
     samples = pd.read_parquet(timerbed_run / schema.SAMPLES)
     assert set(samples["category"]) == {"gunpoint"} and 0 < (samples["score"] >= 0.5).sum() < len(samples)
     bank = load_bank(build_memory(timerbed_run, out=tmp_path / "bank.parquet", embedder="none"))
-    assert sorted(bank.records["id"]) == sorted(samples.loc[samples["score"] >= 0.5, "id"])
+    assert sorted(bank.records["id"]) == sorted(samples["id"])  # every finished episode, as TimeClaw's bank
+    successful = build_memory(timerbed_run, admission="successful", out=tmp_path / "ok.parquet", embedder="none")
+    assert sorted(load_bank(successful).records["id"]) == sorted(samples.loc[samples["score"] >= 0.5, "id"])
     assert (bank.records["family"] == "gunpoint").all() and (bank.records["length"] > 0).all()
 
     with FakeOpenAIServer([reply(FIRST_OPTION_TOOL)]) as server:
-        report = evolve_tools(timerbed_run, fake_model(server), tmp_path / "tools", gamma=0.0, max_heldout=6)
+        report = evolve_tools(  # at least 0: whatever it scores (strictly above 0 would need one success)
+            timerbed_run, fake_model(server), tmp_path / "tools", gamma=0.0, admission="at-least", max_heldout=6
+        )
     [candidate] = report.candidates
     assert candidate.category == "gunpoint" and candidate.name == "first_option" and candidate.n_heldout == 6
     assert not set(candidate.examples) & {r["id"] for r in candidate.results}
@@ -342,3 +346,12 @@ def test_evolve_and_memory_build_on_a_timerbed_run(timerbed_run, tmp_path):
         assert sample.columns["split"] == "train"
         assert result["success"] == (sample.gold["answer"] == sample.task.options[0]), result
     assert candidate.admitted and (tmp_path / "tools" / "first_option" / "tool.py").is_file()
+
+
+def test_admission_is_strictly_above_gamma_as_the_paper_says():
+    from tsbench.timeclaw.evolve import admits
+
+    assert not admits(7 / 10, 0.7) and admits(8 / 10, 0.7)  # "exceeds a threshold gamma" (paper 3.3)
+    assert admits(7 / 10, 0.7, "at-least") and not admits(6 / 10, 0.7, "at-least")
+    with pytest.raises(ValueError, match="unknown admission rule"):
+        admits(1.0, 0.7, ">=")

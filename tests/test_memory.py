@@ -99,7 +99,9 @@ def test_short_missing_and_empty_channels():
     assert psi["miss"] == pytest.approx(110 / 300)
     assert psi["logChan"] == pytest.approx(math.log2(3))
     assert psi["logLen"] == pytest.approx(math.log10(95 + 1))  # median of (90, 100)
-    empty = fingerprint(np.full((2, 5), np.nan))
+    assert fingerprint_dict(x, lengths=[100, 100, 0])["miss"] == pytest.approx(10 / 200)  # the third: padding
+    assert not np.any(fingerprint(np.full((2, 5), np.nan)))  # nothing finite: all zeros (the authors' code)
+    empty = fingerprint(np.full((2, 5), np.nan), variant="paper")  # the paper: every entry is missing
     assert empty[F["miss"]] == 1.0 and np.count_nonzero(empty) == 1
     assert np.all(np.isfinite(fingerprint(np.array([[np.inf, 1.0, 1.0, 1.0]]))))
 
@@ -273,12 +275,13 @@ def tools_run(small_data, tmp_path_factory):
 
 def test_build_memory_from_a_run(tools_run, tmp_path):
     samples = pd.read_parquet(tools_run / schema.SAMPLES)
-    wanted = samples[samples["score"] >= 0.5]
-    assert 0 < len(wanted) < len(samples)
-    path = build_memory(tools_run, min_score=0.5, out=tmp_path / "banks" / "b.parquet", include_test_split=True)
+    assert 0 < (samples["score"] >= 0.5).sum() < len(samples) and samples["error_type"].isna().all()
+    # the authors' admission: every finished episode, whatever it scored
+    path = build_memory(tools_run, out=tmp_path / "banks" / "b.parquet", include_test_split=True)
     bank = load_bank(path)
-    assert sorted(bank.records["id"]) == sorted(wanted["id"])
+    assert sorted(bank.records["id"]) == sorted(samples["id"])
     assert bank.embedder == "minilm" and bank.phi_dim == 384 and bank.has_phi.all()
+    assert bank.fingerprint_variant == "timeclaw" and set(bank.records["fingerprint"]) == {"timeclaw"}
     finals = dict(zip(samples["id"], samples["final_message"]))
     for record in bank.records.to_dict("records"):
         assert len(record["psi"]) == DIM
@@ -297,14 +300,21 @@ def test_build_memory_from_a_run(tools_run, tmp_path):
         assert "robust_zscore_scan" in record["summary"] and record["rationale"] in record["summary"]
     strict = load_bank(
         build_memory(
-            tools_run, min_score=1.0, out=tmp_path / "strict.parquet", embedder="none", include_test_split=True
+            tools_run,
+            admission="successful",
+            min_score=1.0,
+            out=tmp_path / "strict.parquet",
+            embedder="none",
+            include_test_split=True,
         )
     )
     assert len(strict) == (samples["score"] >= 1.0).sum() and not strict.has_phi.any()
+    with pytest.raises(ValueError, match="min_score applies"):
+        build_memory(tools_run, min_score=0.5, out=tmp_path / "x.parquet", include_test_split=True)
 
 
 def test_memory_prefixes_precedents_without_answers(tools_run, small_data, tmp_path):
-    path = build_memory(tools_run, min_score=0.0, out=tmp_path / "all.parquet", include_test_split=True)
+    path = build_memory(tools_run, out=tmp_path / "all.parquet", include_test_split=True)
     samples = pd.read_parquet(tools_run / schema.SAMPLES)
     row = next(r for r in iter_rows(small_data / "test-coarse.parquet") if r.id in set(samples["id"]))
     task = EpisodeTask(row.id, row.category, row.regime, row.question, row.channel_names, row.values, row.options)
@@ -334,7 +344,7 @@ def test_memory_is_played_around_a_chain_harness_too(tools_run, small_data, tmp_
     from tsbench.harness import Harness
     from tsbench.harness.play import episode_outcome
 
-    path = build_memory(tools_run, min_score=0.0, out=tmp_path / "chain.parquet", include_test_split=True)
+    path = build_memory(tools_run, out=tmp_path / "chain.parquet", include_test_split=True)
     rows = [r for r in iter_rows(small_data / "test-coarse.parquet")][:2]
     tasks = [EpisodeTask(r.id, r.category, r.regime, r.question, r.channel_names, r.values, r.options) for r in rows]
     single = get_harness("single-pass-text")
@@ -435,6 +445,8 @@ def test_memory_build_from_a_second_family_run_through_the_cli(spike_run, tmp_pa
             "--embedder",
             "none",
             "--include-test-split",
+            "--admission",
+            "successful",
         ],
         capture_output=True,
         text=True,
@@ -444,7 +456,7 @@ def test_memory_build_from_a_second_family_run_through_the_cli(spike_run, tmp_pa
     )
     assert res.returncode == 0, res.stderr[-2000:]
     bank = load_bank(tmp_path / "bank.parquet")
-    assert sorted(bank.records["id"]) == sorted(wanted["id"])
+    assert sorted(bank.records["id"]) == sorted(wanted["id"])  # the paper's rule: scoring >= 0.5
     series = pd.read_parquet(spike_run.parent / "data" / "test.parquet").set_index("id")["values"]
     for record in bank.records.to_dict("records"):
         np.testing.assert_allclose(record["psi"], fingerprint(np.asarray([series[record["id"]]], dtype=np.float32)))

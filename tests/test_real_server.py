@@ -231,3 +231,39 @@ def test_timesage_file_agent_against_the_server(server, tmp_path):
     }
     row = _rows(run_eval(build(EvalConfig, settings))).iloc[0]
     assert row["turns"] >= 1 and row["input_tokens"] > 0 and all(c["usage"] == "reported" for c in _calls(row))
+
+
+def test_timesage_model_judge_asks_the_papers_prompts_of_a_real_server(server, tmp_path):
+    """`--judge MODEL` (issue 38): coverage, faithfulness and quality go to the server as the paper's
+    judge prompts, every reply is parsed or counted unparsed (SmolLM2 is no judge: plumbing, not
+    quality), the spend is counted, and the run says which judge scored it."""
+    from tsbench.results import load_samples
+    from tsbench.tasks.timesage.generate import generate_from_options
+
+    base_url, model = server
+    manifest, _ = generate_from_options({"seed": 2720, "scenarios": 1, "periods": 1}, tmp_path / "ts")
+    values = {
+        "model": "scripted/timesage",
+        "family": "timesage",
+        "data": [str(manifest.parent)],
+        "judge": f"openai/{model}",
+        "judge_base_url": base_url,
+        "judge_max_tokens": 12,
+        "judge_max_attempts": 2,
+        "concurrency": 1,
+        "out": str(tmp_path / "run"),
+    }
+    run = run_eval(build(EvalConfig, values))
+    _rows(run)  # no error row
+    [metrics] = load_samples(run)["metrics"].tolist()
+    # claims and quality always go to the judge; coverage only for keypoints the report does not state verbatim
+    assert metrics["judge_calls"] >= 2 and metrics["judge_errors"] == 0 and metrics["judge_tokens"] > 0
+    assert metrics["judge_calls"] == metrics["judge_cache_hits"] + len(
+        (run / "judge_cache.jsonl").read_text().splitlines()
+    )
+    cached = [json.loads(line) for line in (run / "judge_cache.jsonl").read_text().splitlines()]
+    assert {c["kind"] for c in cached} >= {"claims", "quality"} and all(c["judge"] == f"openai/{model}" for c in cached)
+    for axis in ("coverage", "faithfulness", "quality"):  # a reply the parsers could not read leaves its axis unscored
+        assert metrics.get(axis) is None or 0.0 <= metrics[axis] <= 100.0
+    info = json.loads((run / "run.json").read_text())
+    assert info["config"]["judge"] == f"openai/{model}" and info["variant"].endswith(f"openai/{model}")

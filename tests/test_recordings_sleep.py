@@ -126,7 +126,7 @@ def test_cinc2018_wfdb_layout(tmp_path):
         write_dir=str(tmp_path),
         fs=fs,
     )
-    sources, files = reader.read_sources(tmp_path)
+    sources = reader.read_sources(tmp_path)
     (source,) = sources
     assert source.channel_names == ["AIRFLOW", "CHEST", "ABD", "SaO2"] and source.recording.regions == [(fs * 120, n)]
     assert sorted(source.recording.events, key=lambda e: e.start) == expected  # bouts from "(x" ... "x)" pairs

@@ -70,13 +70,18 @@ def test_accuracy_and_macro_f1_on_gunpoint(generated):
     index = taskset.index([generated / "test.parquet"], {})
     rows = index[index["category"] == "gunpoint"]
     golds = [json.loads(g) for g in rows["gold"]]
-    perfect = [taskset.score("gunpoint", g, json.dumps({"answer": g["answer"]})) for g in golds]
+    perfect = [taskset.score("gunpoint", g, f"<class>{g['answer']}</class>") for g in golds]
     assert all(s.score == 1.0 for s in perfect)
     tagged = taskset.score(
         "gunpoint", golds[0], f"<think>maybe 9</think><class>{golds[0]['answer']}</class><extension>x</extension>"
     )
     assert tagged.score == 1.0  # TimeMaster's output format
-    constant = [taskset.score("gunpoint", g, "Answer: 1") for g in golds]
+    # A <class> span is read as TimeMaster's public reward reads it (issue 36); an `Answer:` line is not
+    # (it scored before), a JSON "answer" only in a reply with no <class> span.
+    untagged = taskset.score("gunpoint", golds[0], f"Answer: {golds[0]['answer']}")
+    assert (untagged.score, untagged.valid) == (0.0, False)
+    assert taskset.score("gunpoint", golds[0], json.dumps({"answer": golds[0]["answer"]})).score == 1.0
+    constant = [taskset.score("gunpoint", g, "<class> 1 </class>") for g in golds]
     labels = [g["answer"] for g in golds]
     accuracy = np.mean([s.score for s in constant])
     assert accuracy == pytest.approx(labels.count("1") / len(labels))

@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from tsbench.harness.runtime.bare import bare_roundtrip_seconds
-from tsbench.harness.runtime.cleanup import remove_abandoned_sandboxes
 from tsbench.harness.runtime.jail import interpreter_paths
 from tsbench.harness.runtime.observation import dropped_characters
 from tsbench.harness.runtime.sandbox import (
@@ -407,18 +406,6 @@ def test_unsafe_mode_still_runs_the_episode():
         assert box.network_mode in ("netns", "userns", "guard")
         result = box.run("import os\nos._exit(3)")
         assert result.restarted and box.run("len(channels)").result_repr == "3"
-
-
-def test_directories_of_dead_hosts_are_swept(tmp_path, monkeypatch):
-    finished = subprocess.Popen(["true"])
-    finished.wait()
-    abandoned, alive = tmp_path / "tsb-abandoned", tmp_path / "tsb-alive"
-    for root, pid in ((abandoned, finished.pid), (alive, os.getpid())):
-        (root / "work").mkdir(parents=True)
-        (root / "host.pid").write_text(str(pid))
-    monkeypatch.setattr("tempfile.gettempdir", lambda: str(tmp_path))
-    remove_abandoned_sandboxes.__wrapped__()
-    assert not abandoned.exists() and alive.exists()
 
 
 # --------------------------------------------------------------- figures, sub_rlm --

@@ -1,6 +1,7 @@
 """The ablation board on a tiny offline CiK set: a scripted forecaster under tools only, + memory
-(k = 0, 1, 3, 5), + evolution and full; memory lowers RCRPS only because the bank's rationale (written
-by a scripted model shown the correct answer) tells the forecaster how the context moves the series."""
+(k = 0, 1, 3, 5), + evolution, full and w/o tools (memory without the tool harness); memory lowers
+RCRPS only because the bank's rationale (written by a scripted model shown the correct answer) tells
+the forecaster how the context moves the series."""
 
 from __future__ import annotations
 
@@ -101,9 +102,7 @@ def test_ablation_board_on_a_tiny_cik_set(tmp_path):
     CiK().generate({"path": str(source), "seed": 5}, tmp_path / "cik")
     data = tmp_path / "cik" / "seed5"
     train = run(data, tmp_path, "train", harness="single-pass-text", split="train")
-    bank = build_memory(
-        train, min_score=0.0, out=tmp_path / "bank.parquet", embedder="none", rationale_model=RationaleWriter()
-    )
+    bank = build_memory(train, out=tmp_path / "bank.parquet", embedder="none", rationale_model=RationaleWriter())
     tools = tmp_path / "evolved" / "forecast_last_value"
     tools.mkdir(parents=True)
     (tools / "tool.py").write_text(FORECAST_TOOL)
@@ -113,6 +112,17 @@ def test_ablation_board_on_a_tiny_cik_set(tmp_path):
         for k in (0, 1, 3, 5)
     ]
     runs += [run(data, tmp_path, "evolution", tools_dir=str(tools.parent))]
+    runs += [
+        run(
+            data,
+            tmp_path,
+            "wo-tools",
+            harness="single-pass-text",
+            memory_bank=str(bank),
+            top_k=3,
+            memory_family_filter=True,
+        )
+    ]
     runs += [
         run(
             data,
@@ -128,6 +138,7 @@ def test_ablation_board_on_a_tiny_cik_set(tmp_path):
     print("\n" + render_board(board))
     by = {s: r for s, r in zip(board["setting"], board.to_dict("records"))}
     assert list(board["setting"]) == [
+        "w/o tools",
         "tools only",
         "+ memory (k=1)",
         "+ memory (k=3)",
@@ -135,7 +146,19 @@ def test_ablation_board_on_a_tiny_cik_set(tmp_path):
         "+ evolution",
         "full",
     ]
+    assert list(board["paper"]) == [
+        "w/o tools (k = 3)",
+        "k = 0",
+        "k = 1",
+        "k = 3; w/o evolution",
+        "k = 5",
+        "w/o memory",
+        "TimeClaw",
+    ]
     assert by["tools only"]["rows"] == 8  # tools only and k = 0 are one setting
+    assert by["w/o tools"]["rcrps"] < 0.05  # memory without the tool harness: never labelled "+ memory"
+    # CiK's aggregate: the instances' weights (1/4 each here) and the cap; sMAPE in percent
+    assert by["tools only"]["smape"] > 5 and by["tools only"]["unusable"] == 0
     assert by["+ memory (k=1)"]["rcrps"] < 0.05 < by["tools only"]["rcrps"]  # memory carries the rule
     assert by["+ evolution"]["rcrps"] == pytest.approx(by["tools only"]["rcrps"], rel=0.05)  # a persistence tool
     assert by["full"]["rcrps"] < 0.05
@@ -146,6 +169,10 @@ def test_ablation_board_on_a_tiny_cik_set(tmp_path):
 def test_setting_of_reads_the_run_config():
     """The run's harness capabilities (run.json) say whether it played with tools; its config the rest."""
     assert setting_of({"harness": "single-pass-text"}, tools=False) == ("no tools", 0)
+    memory = {"memory_bank": "b", "top_k": 3}
+    assert setting_of({"harness": "single-pass-text", "memory": memory}, tools=False) == ("w/o tools", 3)
+    without = {"harness": "single-pass-image", "memory": memory, "tools": {"tools_dir": "t"}}
+    assert setting_of(without, tools=False) == ("w/o tools", 3)
     assert setting_of({"harness": "tools", "memory": {"memory_bank": "b", "top_k": 0}}, tools=True) == ("tools only", 0)
     assert setting_of({"harness": "tools", "memory": {"memory_bank": "b", "top_k": 5}}, tools=True) == ("+ memory", 5)
     full = {"harness": "tools", "tools": {"tools_dir": "t"}, "memory": {"memory_bank": "b", "top_k": 3}}

@@ -165,7 +165,8 @@ class RuleFollower:
     def generate(self, messages, *, max_tokens=None, temperature=None, task=None):
         text = messages[-1].content
         lift = 5.0 if "lift the forecast by 5" in text else 0.0  # the rule, only where a precedent states it
-        return Completion(json.dumps({"samples": [[10.0 + lift] * 6] * 3}), input_tokens=len(text) // 4)
+        rows = [[10.0 + lift] * 3] * 6  # TimeClaw's quantile answer: one row per step, one value per level
+        return Completion(json.dumps({"levels": [0.1, 0.5, 0.9], "samples": rows}), input_tokens=len(text) // 4)
 
     def close(self):
         pass
@@ -181,7 +182,7 @@ def cik_data(tmp_path_factory):
 
 
 def test_a_model_written_rationale_changes_the_answer(cik_data, tmp_path):
-    with FakeOpenAIServer(default='ok:{"samples": [[15, 15, 15, 15, 15, 15]]}') as server:
+    with FakeOpenAIServer(default='ok:{"levels": [0.5], "samples": [[15], [15], [15], [15], [15], [15]]}') as server:
         cfg = build(
             EvalConfig,
             {

@@ -15,18 +15,18 @@ import pandas as pd
 import pytest
 
 from tsbench.core.config import build, read_toml_table
-from tsbench.train.config import GRPOConfig, SFTConfig
+from tsbench.train.config import GRPOConfig
+from tsbench.train.sft_config import SFTConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "experiments/timemaster"
 
 
-@pytest.fixture(scope="module")
-def timerbed_har(tmp_path_factory) -> Path:
-    """A tiny HAR release in the UCI HAR text layout, generated as TimerBed's train split."""
+def make_har_split(out: Path) -> Path:
+    """A tiny HAR release in the UCI HAR text layout, generated as TimerBed's train split under `out`."""
     from tsbench.tasks import get_taskset
 
-    release = tmp_path_factory.mktemp("release") / "HAR" / "UCI HAR Dataset"
+    release = out.parent / "release" / "HAR" / "UCI HAR Dataset"
     rng = np.random.default_rng(0)
     for split in ("train", "test"):
         signals = release / split / "Inertial Signals"
@@ -34,15 +34,19 @@ def timerbed_har(tmp_path_factory) -> Path:
         for axis in "xyz":
             np.savetxt(signals / f"body_acc_{axis}_{split}.txt", rng.standard_normal((6, 128)))
         np.savetxt(release / split / f"y_{split}.txt", np.array([1, 2, 3, 4, 5, 6]), fmt="%d")
-    out = tmp_path_factory.mktemp("data")
     get_taskset("timerbed").generate({"path": str(release.parents[1]), "seed": 0, "split": "train"}, out)
     return out / "seed0"
+
+
+@pytest.fixture(scope="module")
+def timerbed_har(tmp_path_factory) -> Path:
+    return make_har_split(tmp_path_factory.mktemp("har") / "data")
 
 
 def test_the_papers_grpo_config_loads_and_validates(timerbed_har):
     table = read_toml_table(CONFIGS / "grpo_qwen2.5-vl-3b.toml", "grpo")
     cfg = build(GRPOConfig, {**table, "data": [str(timerbed_har)]})
-    assert (cfg.group_size, cfg.beta, cfg.epsilon, cfg.lr, cfg.max_seq_len, cfg.loss) == (
+    assert (cfg.group_size, cfg.beta, cfg.epsilon, cfg.learning_rate, cfg.max_seq_len, cfg.loss_type) == (
         5,
         0.001,
         0.2,
@@ -66,7 +70,7 @@ def test_the_papers_grpo_config_loads_and_validates(timerbed_har):
 
 
 def test_the_warm_start_config_is_the_papers_sft():
-    from tsbench.train.sft import checked
+    from tsbench.train.sft_config import checked
 
     cfg = checked(build(SFTConfig, read_toml_table(CONFIGS / "sft_warm_start_qwen2.5-vl-3b.toml", "sft")))
     assert (cfg.format, cfg.policy.lora, cfg.epochs, cfg.lr, cfg.weight_decay, cfg.warmup) == (

@@ -4,6 +4,13 @@ reward (0.1 format + 0.9 hard: the class in its <class> span). Its word-level vo
 whole answers and two other words, so a CPU learns to answer in well under a minute; the mean reward
 must rise well above where it started. Everything else is real: the harness, the image through the
 processor, TRL's GRPOTrainer with the pixels in its loss, our rollouts, rewards and masks.
+
+What this does NOT show is that the policy reads the plot: measured on the family's held-out test split
+(48 rows, greedy, every 10 steps), the class is right 0.25 / 0.50 / 0.40 of the time after 10 / 20 / 30
+steps (and 0.42 / 0.48 / 0.52 / 0.46 at lr 1e-2 with an entropy bonus over 40): it learns to name a class,
+not which. At initialisation a rising and a falling plot move this tiny VLM's next-token log-probabilities
+by 0.01, so the reward is found through the class prior long before the image. A test where the label
+depends on the image and a blind policy cannot pass is still to be written (issue 40, item 4).
 """
 
 from __future__ import annotations
@@ -45,7 +52,7 @@ def test_mean_reward_rises_on_the_trend_plots(tmp_path):
             "hard_weight": 0.9,
             "gradient_checkpointing": False,
             "rollout_workers": 32,
-            "save_every": 1000,
+            "save_steps": 1000,
             "log_rollouts": False,
             "out": str(tmp_path / "run"),
         },
@@ -57,5 +64,5 @@ def test_mean_reward_rises_on_the_trend_plots(tmp_path):
         f"mean reward: first 5 steps {first:.3f}, last 8 {last:.3f}; {time.perf_counter() - started:.0f}s; "
         f"curve {[round(h, 2) for h in history]}"
     )
-    assert len(history) == cfg.steps
+    assert len(history) == cfg.max_steps
     assert last >= first + 0.2, history

@@ -1,6 +1,11 @@
-"""TimeMaster's reward on the paper's own example outputs (Figure 2, Appendix I), the public code's
-choices (case-insensitive class, one-float judge at temperature 1.0, generic advice capped at 0.4,
-soft weight 0.5), and the judge asked over a real HTTP server on 127.0.0.1."""
+"""TimeMaster's reward on the paper's own example outputs (Figure 2, Appendix I) under the public code's
+reading (the default; golden vectors: test_golden_timemaster.py) and the paper's (`format_rule =
+"paper"`), and the judge asked over a real HTTP server on 127.0.0.1.
+
+Changed with the public reading (issue 36): a reply is well formed when a <class> span names a class,
+whatever <think> does (the paper's nested/ordered check is the "paper" option); a class named inside
+<think> counts (the public regex searches the whole reply); `Desktop.` names no class; a judge reply is
+`float(reply)`, so "Score: 0.8" and a JSON object of the four criteria score 0."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import pytest
 from tsbench.models.registry import get_model
 from tsbench.models.retry import RetryPolicy
 from tsbench.tasks import get_taskset
+from tsbench.tasks.timerbed.prompts import question_text
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
 from tsbench.train import rewards as rw
 from tsbench.train import timemaster_reward as tm
@@ -36,98 +42,149 @@ SPECIFIC = (
 )
 # Appendix I (HAR): the class written as UCI HAR spells it, the gold as the paper's prompt lists it.
 HAR = "<think>x ranges from -0.5 to 1.0 with periodic peaks.</think> <class>WALKING_DOWNSTAIRS</class>"
+EMG = ["Healthy", "Myopathy", "Neuropathy"]
 FAST = RetryPolicy(max_attempts=1, base_delay_s=0.01, max_delay_s=0.02, max_total_s=5.0, rate_limit_base_delay_s=0.01)
 
 
+CLASSES = ["Desktop", "Laptop"]
+PAPER = tm.TimeMasterReward(format_rule="paper")
+
+
 @pytest.mark.parametrize(
-    "text, ok",
+    "text, public, paper",
     [
-        ("<think>x</think><class>Desktop</class>", True),  # the main-result format: no extension
-        ("<think>x</think><class>Desktop</class><extension>check the PSU</extension>", True),
-        ("<THINK>x</THINK>\n<Class>Desktop</Class>", True),  # tag names in any case
-        (FORMAT_ERROR, False),
-        (PREDICTION_ERROR, True),
-        ("<class>Desktop</class><think>x</think>", False),  # order
-        ("<think>x <class>Desktop</class></think>", False),  # nested
-        ("<think>x</think><class>Desktop</class><class>Laptop</class>", False),  # twice
-        ("<think> </think><class>Desktop</class>", False),  # empty reasoning
-        ("<think>x</think><class> </class>", False),  # empty class
-        ("<think>x</think><extension>e</extension>", False),  # no class
+        ("<think>x</think><class>Desktop</class>", True, True),  # the main-result format: no extension
+        ("<think>x</think><class>Desktop</class><extension>check the PSU</extension>", True, True),
+        ("<THINK>x</THINK>\n<Class>Desktop</Class>", True, True),  # tag names in any case
+        ("<class>Desktop</class><think>x</think>", True, False),  # order: the public code never checks it
+        ("<think>x <class>Desktop</class></think>", True, False),  # nested
+        ("<think>x</think><class>Desktop</class><class>Laptop</class>", True, False),  # twice: the first counts
+        ("<think> </think><class>Desktop</class>", True, False),  # empty reasoning
+        ("<think>x</think><class> </class>", False, False),  # empty class
+        ("<think>x</think><class>Desktop.</class>", False, True),  # names no class (the paper: non-empty)
+        ("<think>x</think><extension>e</extension>", False, False),  # no class
+        ("Desktop", False, False),
     ],
 )
-def test_format_reward_on_the_papers_outputs(text, ok):
-    assert tm.format_reward(text) == float(ok)
-    assert rw.format_reward(final_message=[text], score=[0.0]) == [float(ok)]  # what GRPO's TRL function sees
+def test_format_reward_public_and_paper(text, public, paper):
+    assert tm.reward(text, "Desktop", CLASSES)["format"] == float(public)
+    assert tm.reward(text, "Desktop", CLASSES, settings=PAPER)["format"] == float(paper)
 
 
-def test_extension_can_be_required_for_the_three_part_runs():
-    strict = tm.TimeMasterReward(require_extension=True)
-    assert tm.format_reward("<think>x</think><class>Desktop</class>", strict) == 0.0
-    assert tm.format_reward("<think>x</think><class>Desktop</class><extension>e</extension>", strict) == 1.0
+def test_format_reward_on_the_papers_figure_2():
+    for settings in (tm.DEFAULT, PAPER):
+        assert tm.reward(FORMAT_ERROR, "Myopathy", EMG, settings=settings)["total"] == 0.0
+        assert tm.reward(PREDICTION_ERROR, "Myopathy", EMG, soft=0.9, settings=settings) == {
+            "format": 1.0, "hard": 0.0, "soft": 0.0, "total": pytest.approx(0.1), "predicted": "Neuropathy",
+        }  # fmt: skip  # no soft reward without the right class (eq. 4)
+    strict = tm.TimeMasterReward(format_rule="paper", require_extension=True)
+    assert tm.reward("<think>x</think><class>Desktop</class>", "Desktop", CLASSES, settings=strict)["format"] == 0.0
 
 
 def test_hard_reward_is_a_case_insensitive_class_match():
-    assert tm.reward("<think>x</think><class>Desktop</class>", "Desktop") == {
-        "format": 1.0, "hard": 1.0, "soft": 0.0, "total": pytest.approx(1.0),
+    assert tm.reward("<think>x</think><class>Desktop</class>", "Desktop", CLASSES) == {
+        "format": 1.0, "hard": 1.0, "soft": 0.0, "total": pytest.approx(1.0), "predicted": "Desktop",
     }  # fmt: skip
-    assert tm.hard_reward(tm.class_text(HAR), "walking_downstairs") == 1.0
-    assert tm.hard_reward("desktop", "Desktop") == 1.0
-    assert tm.hard_reward("desktop", "Desktop", tm.TimeMasterReward(case_sensitive=True)) == 0.0
-    assert tm.reward(PREDICTION_ERROR, "Myopathy", soft=0.9) == {
-        "format": 1.0, "hard": 0.0, "soft": 0.0, "total": pytest.approx(0.1),
-    }  # fmt: skip  # no soft reward without the right class (eq. 4)
-    assert tm.reward(FORMAT_ERROR, "Myopathy")["total"] == 0.0
+    assert tm.reward(HAR, "walking_downstairs", list(get_taskset("timerbed").columns()[5].options))["hard"] == 1.0
+    assert tm.reward("<class> desktop\n</class>", "DESKTOP", CLASSES)["hard"] == 1.0
+    assert tm.reward("<class>Desktop.</class>", "Desktop", CLASSES)["hard"] == 0.0  # punctuation names no class
+    first = "<class>Laptop</class><class>Desktop</class>"
+    assert tm.reward(first, "Desktop", CLASSES)["predicted"] == "Laptop"  # the first span that names a class
+    assert tm.reward("<class>maybe</class><class>Desktop</class>", "Desktop", CLASSES)["hard"] == 1.0
+    soft_module = tm.TimeMasterReward(soft_weight=0.5)  # emg_soft.py reads the first span only
+    assert (
+        tm.reward("<class>maybe</class><class>Desktop</class>", "Desktop", CLASSES, settings=soft_module)["format"]
+        == 0.0
+    )
+    with pytest.raises(ValueError, match="not one of"):
+        tm.reward(first, "Tablet", CLASSES)
 
 
 def test_timerbed_answer_class_hook_is_what_the_composite_hard_reward_reads():
     timerbed = get_taskset("timerbed")
     gold = {"answer": "walking_downstairs", "options": ["walking", "walking_upstairs", "walking_downstairs"]}
-    assert timerbed.answer_class("har", gold, "WALKING_DOWNSTAIRS") == "walking_downstairs"
+    assert timerbed.answer_class("har", gold, " WALKING_DOWNSTAIRS ") == "walking_downstairs"
+    assert timerbed.answer_class("har", gold, "walking_downstairs.") is None  # one matcher: as the reward
     assert rw.class_matches(timerbed, "har", gold, HAR)
     assert not rw.class_matches(timerbed, "har", gold, "<think>x</think><class>walking</class>")
     assert timerbed.score("har", gold, HAR).score == 1.0
     inside = timerbed.score("har", gold, "<think>maybe <class>walking</class></think>WALKING_DOWNSTAIRS")
-    assert inside.parsed == {"answer": "walking_downstairs"}  # a class named inside <think> does not count
-    assert timerbed.score("har", gold, '{"answer": "Walking"}').score == 0.0  # JSON answers still read
+    assert inside.parsed == {"answer": "walking"}  # the public code searches the whole reply, <think> too
+    unread = timerbed.score("har", gold, "<think>x</think><class>downstairs</class>")
+    assert (unread.score, unread.valid, unread.error) == (0.0, False, "no <class> span names one of the classes")
+    # A JSON final message (TimeClaw's harnesses) is read only when the reply has no <class> span at all,
+    # and the row says so: the public code would score it 0 (docs/fidelity.md).
+    json_reply = timerbed.score("har", gold, '{"answer": "walking_downstairs", "report": "x"}')
+    assert (json_reply.score, json_reply.parsed) == (1.0, {"answer": "walking_downstairs", "from": "json"})
+    assert timerbed.score("har", gold, '<class>x</class>{"answer": "walking_downstairs"}').score == 0.0
+    assert not rw.class_matches(timerbed, "har", gold, '{"answer": "walking_downstairs"}')  # the reward: tags only
 
 
 def test_soft_reward_weights_generic_cap_and_the_papers_examples():
-    settings = tm.DEFAULT
-    assert (settings.format_weight, settings.hard_weight, settings.soft_weight) == (0.1, 0.9, 0.5)
+    settings = tm.TimeMasterReward(soft_weight=0.5)
+    assert (tm.DEFAULT.format_weight, tm.DEFAULT.hard_weight, tm.DEFAULT.soft_weight) == (0.1, 0.9, 0.0)
     assert settings.judge_temperature == 1.0 and settings.generic_cap == 0.4
     assert RewardConfig(reward="composite").soft == 0.0 and RewardConfig(reward="composite", judge="j").soft == 0.5
-    generic, specific = (tm.reward(t, "Myopathy", soft=s)["total"] for t, s in ((GENERIC, 0.2), (SPECIFIC, 0.8)))
+    generic, specific = (
+        tm.reward(t, "Myopathy", EMG, soft=s, settings=settings)["total"] for t, s in ((GENERIC, 0.2), (SPECIFIC, 0.8))
+    )
     assert generic == pytest.approx(1.0 + 0.5 * 0.2) and specific == pytest.approx(1.0 + 0.5 * 0.8)
     assert tm.cap_generic("Order further diagnostic tests.", 0.9) == 0.4
-    assert tm.cap_generic("Refer to a specialist.", 0.3) == 0.3
+    assert tm.cap_generic("Refer to specialist.", 0.9) == 0.4
+    assert tm.cap_generic("Refer to a specialist.", 0.9) == 0.9  # the public pattern has no article
     assert tm.cap_generic("Order CK and troponin levels.", 0.9) == 0.9
-    tagged = tm.parse_output(SPECIFIC)
-    assert tm.wants_judge(tagged, 1.0) and not tm.wants_judge(tagged, 0.0)
-    assert not tm.wants_judge(tm.parse_output("<think>x</think><class>Myopathy</class>"), 1.0)
+    reading = tm.read(SPECIFIC, tm.option_namer(EMG), settings)
+    assert tm.wants_judge(reading, 1.0) and not tm.wants_judge(reading, 0.0)
+    bare = tm.read("<think>x</think><class>Myopathy</class>", tm.option_namer(EMG), settings)
+    assert not tm.wants_judge(bare, 1.0)
 
 
 def test_judge_prompt_and_reply_are_pure():
-    tagged = tm.parse_output(SPECIFIC)
-    prompt = tm.judge_prompt(tagged)
-    assert "Prediction: Myopathy" in prompt and "troponin" in prompt and "single float" in prompt
+    tagged = tm.read(SPECIFIC, tm.option_namer(EMG)).tagged
+    clinical = tm.judge_prompt(tagged, "emg")
+    assert clinical.startswith("You are a clinical evaluation assistant.") and "Prediction: Myopathy" in clinical
+    general = tm.judge_prompt(tagged, "ctu")
+    assert general.startswith("You are an expert assistant") and "troponin" in general and "single float" in general
+    assert tm.judge_prompt(tagged, "emg", tm.TimeMasterReward(judge_prompt="paper")) == general
     for criterion in ("Specificity", "Appropriateness", "Relevance", "Depth"):
-        assert criterion in prompt
-    assert tm.parse_judge_reply("0.625") == 0.625 and tm.parse_judge_reply(" Score: 0.8\n") == 0.8
-    assert tm.parse_judge_reply("1") == 1.0 and tm.parse_judge_reply("7") is None
-    assert tm.parse_judge_reply("0.5 or 0.7") is None and tm.parse_judge_reply("no idea") is None
-    assert tm.parse_judge_reply('{"specificity": 1, "appropriateness": 0.5, "relevance": 0.5, "depth": 0}') == 0.5
+        assert criterion in clinical and criterion in general
+    assert tm.judge_value("0.625", "") == 0.625 and tm.judge_value(" 1\n", "") == 1.0
+    assert tm.judge_value("Score: 0.8", "") == 0.0 and tm.judge_value("no idea", "") == 0.0  # not a float: 0
+    assert tm.judge_value("7", "") is None and tm.judge_value("nan", "") is None  # outside [0, 1]: ask again
+    assert tm.judge_value("7", "Order further tests.") == 0.4  # capped first, as the public code does
 
 
-def test_the_judge_is_asked_once_at_temperature_one_and_asked_again_on_a_bad_reply():
-    tagged = tm.parse_output(SPECIFIC)
-    with FakeOpenAIServer(["ok:I think it is good", "ok:0.8"]) as server:
+def test_the_judge_is_asked_at_temperature_one_and_again_on_a_value_out_of_range():
+    tagged = tm.read(SPECIFIC, tm.option_namer(EMG)).tagged
+    with FakeOpenAIServer(["ok:1.5", "ok:0.8"]) as server:
         judge = get_model("openai/fake-model", base_url=server.base_url, retry=FAST)
-        assert soft_score(judge, tagged) == pytest.approx(0.8)
+        assert soft_score(judge, tagged, "emg") == pytest.approx(0.8)
         assert [b["temperature"] for b in server.bodies] == [1.0, 1.0]
-        assert "Extension: Perform additional EMG studies" in server.bodies[0]["messages"][0]["content"]
+        content = server.bodies[0]["messages"][0]["content"]
+        assert "Extension (clinical recommendation): Perform additional EMG studies" in content
         capped = tm.Tagged(tagged.think, tagged.cls, "Please confirm the diagnosis with further tests.")
         server.push("ok:0.9")
-        assert soft_score(judge, capped) == pytest.approx(0.4)
+        assert soft_score(judge, capped, "emg") == pytest.approx(0.4)
+        server.push("ok:I think it is good")
+        assert soft_score(judge, tagged, "emg") == 0.0  # not a float: no soft reward, not asked again
         server.push("500")
-        assert soft_score(judge, tagged) == 0.0  # an unreachable judge gives no soft reward, never an error
-        assert soft_score(judge, tm.Tagged("x", "Myopathy", "")) == 0.0 and server.request_count == 4
+        assert soft_score(judge, tagged, "emg") == 0.0  # an unreachable judge gives no soft reward, never an error
+        assert soft_score(judge, tm.Tagged("x", "Myopathy", ""), "emg") == 0.0 and server.request_count == 5
+
+
+def test_training_asks_the_papers_prompt_and_nothing_more():
+    """TimerBed's rows already end with the paper's instruction (H.2): the composite reward appends no
+    second one; a judged run adds the paper's extension sentence, as the three-part form has it. Other
+    families get the trainer's tag instructions."""
+    timerbed = get_taskset("timerbed")
+    classes = ["Healthy", "Myopathy", "Neuropathy"]
+    question = question_text("emg", ["EMG"], 1500, classes)
+    assert rw.composite_question(timerbed, RewardConfig(reward="composite"), question) == question
+    judged = rw.composite_question(timerbed, RewardConfig(reward="composite", judge="j"), question)
+    assert judged == question_text("emg", ["EMG"], 1500, classes, extension=True)
+    assert judged.count("<think> </think>") == 1 and judged.endswith("within <extension> </extension> tags.")
+    ctu = question_text("ctu", ["electricity"], 720, CLASSES)
+    assert rw.composite_question(timerbed, RewardConfig(reward="composite", judge="j"), ctu).count("\n\n") == 1
+    trend = rw.composite_question(get_taskset("trend"), RewardConfig(reward="composite"), "Rising or falling?")
+    assert trend == f"Rising or falling?\n\n{rw.FORMAT_INSTRUCTIONS}"
+    assert rw.composite_question(timerbed, RewardConfig(), question) == question

@@ -86,7 +86,7 @@ ANSWER = {
     "summary": "Cool watch continues.",
 }
 REPORT = (
-    "Issued for 2024-11. The alert status is cool_watch. The index fell to -0.31 degC. "
+    "Issued for 2024-11. The alert status is cool_watch. The index reads -0.31 degC. "
     "It has stayed below the threshold for four months."
 )
 CLAIMS = [f"claim {i}" for i in range(10)]
@@ -251,15 +251,41 @@ def test_rules_judge_on_a_hand_built_report():
     }
     report = (
         "Issued for 2024-11. The alert status is cool_watch. The index fell to -0.30 degC (timeseries.csv). "
-        "Warm advisory conditions are expected soon. Markets rallied by 17 percent."
+        "Warm advisory conditions are expected soon. The alert status is neutral. Markets rallied by 17 percent."
     )
     asker = Asker(RulesJudge())
     result = score_period(g, ANSWER, report, asker)
-    verdicts = dict(result.verdicts)
-    assert verdicts["The alert status is cool_watch."] == "tier1_supported"
-    assert verdicts["Warm advisory conditions are expected soon."] == "contradicts_keypoint"
-    assert verdicts["Markets rallied by 17 percent."] == "speculation"
-    assert result.quality == 100.0
+    verdicts = {claim.split(" :: ")[-1]: verdict for claim, verdict in result.verdicts}
+    assert verdicts["The index fell to -0.30 degC (timeseries.csv)."] == "tier1_supported"
+    # a state stated twice for now (cool_watch, neutral) is a hedge: none of its values is a claim; a
+    # figure attached to no subject states nothing
+    assert not any(claim.startswith("status") for claim, _ in result.verdicts)
+    assert "Markets rallied by 17 percent." not in verdicts
+    assert result.keypoints["kp_status"] == 0.0 and result.keypoints["kp_value"] == 1.0
+    # the alert label is written only in hedging clauses, which writing quality does not read; the other
+    # three signals hit, credited by the share of keypoints stated right
+    assert result.quality_lists["misses"] == ["alert label stated"]
+    assert result.quality == 75.0 * result.quality_lists["substance"]
+    # a forecast of the state is not this period's state: it neither hedges it nor is checked against it
+    forecast = "Issued for 2024-11. The alert status is cool_watch. Warm advisory conditions are expected soon."
+    scored = score_period(g, ANSWER, forecast, Asker(RulesJudge()))
+    assert scored.keypoints["kp_status"] == 1.0
+    assert (
+        dict((c.split(" :: ")[-1], v) for c, v in scored.verdicts)[forecast.split(". ")[-1]]
+        == "tier3_general_knowledge"
+    )
     leaky = report + " See gt_source/2024-11.html for details."
-    assert score_period(g, ANSWER, leaky, Asker(RulesJudge())).quality == 75.0  # one violation
+    assert score_period(g, ANSWER, leaky, Asker(RulesJudge())).quality == 50.0 * result.quality_lists["substance"]
     assert score_period(g, ANSWER, report, asker).coverage == result.coverage  # deterministic
+
+
+def test_only_the_rules_judge_credits_writing_by_substance():
+    """A model judge scores writing as the paper's prompt asks; a `substance` in its reply changes nothing."""
+
+    def judge(call):
+        if call.kind != "quality":
+            return ScriptedJudge()(call)
+        placed = {"required_hits": SIGNALS, "required_partial": [], "forbidden_violations": [], "substance": 0.1}
+        return json.dumps(placed)
+
+    assert score_period(gold(), ANSWER, REPORT, Asker(judge)).quality == 100.0

@@ -98,10 +98,19 @@ def test_numberless_prose_is_no_evidence():
     assert rules(f"{STATED} {bland}").faithfulness == 100.0  # general knowledge counts neither way
 
 
+def _verdicts(report: str) -> dict[str, str]:
+    """clause -> verdict of the (last) claim read from it."""
+    return {claim.split(" :: ")[-1]: verdict for claim, verdict in rules(report).verdicts}
+
+
 def test_a_value_stated_as_current_but_wrong_contradicts_the_keypoint():
-    verdicts = dict(rules("The latest stock level is 1045.9 million lb. It was 1045.9 in the previous week.").verdicts)
+    gold_ = gold()
+    gold_["prior_truth"] = {"latest_value": 1045.9}  # what the previous week's release stated
+    said = "The latest stock level is 1045.9 million lb. It was 1045.9 in the previous week."
+    verdicts = {c.split(" :: ")[-1]: v for c, v in score_period(gold_, TRUTH, said, Asker(RulesJudge())).verdicts}
     assert verdicts["The latest stock level is 1045.9 million lb."] == "contradicts_keypoint"
-    assert verdicts["It was 1045.9 in the previous week."] == "tier2_supported"
+    # restating the previous release, placed there, is true and no claim about this period: neither way
+    assert verdicts["It was 1045.9 in the previous week."] == "tier3_general_knowledge"
 
 
 def test_a_report_is_cut_at_the_bound_before_judging():
@@ -214,17 +223,24 @@ def test_a_wrong_judged_value_about_its_subject_contradicts_and_a_source_list_is
     }
     judged = {**gold(), "fields": [vars(f) for f in fields], "truth": {"cause": "export_idx fell"}}
     judged["keypoints"] = [keypoint]
+    judged["context"] = [
+        "Table columns: date = release period label; stocks = stocks (million lb); export_idx = exports (index); "
+        "slaughter_idx = slaughter (index)",
+        *judged["context"],
+    ]
 
     def verdicts(report: str) -> dict:
-        return dict(score_period(judged, {"cause": "x"}, report, Asker(RulesJudge())).verdicts)
+        scored = score_period(judged, {"cause": "x"}, report, Asker(RulesJudge()))
+        return {claim.split(" :: ")[-1]: verdict for claim, verdict in scored.verdicts}
 
     assert verdicts("The cause is export_idx fell.")["The cause is export_idx fell."] == "tier1_supported"
     stale = "The cause is slaughter_idx rose."  # not encyclopedic: a wrong value about the keypoint's subject
     assert verdicts(stale)[stale] == "contradicts_keypoint"
     cited = "Evidence: timeseries.csv and the prior release gt_source/2026-05-08.md."
-    assert verdicts(cited)[cited] == "tier3_general_knowledge"
+    assert verdicts(cited) == {}  # a list of sources states no value: no claim, neither way
     said = "The previous release (gt_source/2026-05-08.md) said ample."
-    assert verdicts(said)[said] != "tier3_general_knowledge"  # what a release said is a fact
+    status = {**gold(), "prior_truth": {"status": "tight"}}  # the previous release said tight, not ample
+    assert [v for _, v in score_period(status, TRUTH, said, Asker(RulesJudge())).verdicts] == ["speculation"]
 
 
 def test_an_outlook_signal_needs_a_direction_beside_its_confidence():
@@ -232,9 +248,71 @@ def test_an_outlook_signal_needs_a_direction_beside_its_confidence():
     rubric["required"] = [{"text": "outlook with its confidence", "check": {"kind": "percent"}}]
     hard = {**gold(), "tier": "hard", "quality": rubric}
 
-    def quality(report: str) -> float:
-        return score_period(hard, TRUTH, report, Asker(RulesJudge())).quality
+    def placed(report: str) -> tuple[list, list]:
+        lists = score_period(hard, TRUTH, f"{STATED} {report}", Asker(RulesJudge())).quality_lists
+        return lists["hits"], lists["partial"]
 
-    assert quality("The outlook is up, held with 70 % confidence.") == 100.0
-    assert quality("The outlook carries uncertainty (60 % confidence).") == 50.0
-    assert quality("The outlook is uncertain.") == 0.0
+    signal = ["outlook with its confidence"]
+    assert placed("The outlook is up, held with 70 % confidence.") == (signal, [])
+    assert placed("The outlook carries uncertainty (60 % confidence).") == ([], signal)
+    assert placed("The outlook is uncertain.") == ([], [])
+
+
+def test_writing_counts_only_with_substance():
+    """Quality is judged on a report that states the period's keypoints: the rubric's score times the
+    share stated right (corrected for guessing); well-formed writing that states nothing scores 0."""
+    form = "Week 2026-05-15 note (timeseries.csv): the stock position is {}. The latest stock level is {} million lb."
+    right, wrong = rules(form.format("tight", "1004.0")), rules(form.format("ample", "1201.5"))
+    assert right.quality_lists["hits"] == wrong.quality_lists["hits"]  # the same writing ...
+    assert right.quality == 100.0 and wrong.quality == 0.0  # ... credited by what it states
+    assert rules("Week 2026-05-15: conditions are as usual, see timeseries.csv.").quality == 0.0
+
+
+def _named_gold() -> dict:
+    """The gold with the scenario's table layout, so its names (series, unit) are known."""
+    named = gold()
+    named["context"] = ["Table columns: date = release period label; stocks = cold-storage stocks (million lb)"]
+    named["context"] += ["Row date=2026-05-08, stocks=1045.9", "Row date=2026-05-15, stocks=1004.0"]
+    run = {"id": "kp_run_length", "field": "run_length", "description": "how many weeks", "verify": "?"}
+    named["keypoints"] = [*named["keypoints"], {**run, "truth": 3, "truth_text": "3"}]
+    return named
+
+
+@pytest.mark.parametrize(
+    ("report", "stated"),
+    [
+        ("The headline reading came in at 1004.0 million lb.", ["kp_latest_value"]),
+        ("Stocks stood at 1004.0 million lb this week.", ["kp_latest_value"]),
+        ("At 1004 million lb, the level is the lowest in months.", ["kp_latest_value"]),
+        # a label only the status takes names it unnamed, beside the reading it is read from
+        ("Stocks stood at 1004.0 million lb; supply is tight.", ["kp_status", "kp_latest_value"]),
+        ("Supply is tight.", []),  # a state without its reading: a guess, as far as a reader can tell
+    ],
+)
+def test_natural_prose_about_the_right_subject_states_it(report, stated):
+    keypoints = score_period(_named_gold(), TRUTH, report, Asker(RulesJudge())).keypoints
+    assert [k for k, v in keypoints.items() if v == 1.0] == stated, keypoints
+
+
+@pytest.mark.parametrize(
+    ("report", "why"),
+    [
+        ("The latest stock level is 1004.0 or 1045.9 million lb.", "two numbers about one subject: a hedge"),
+        ("Stocks came in at 1004.0 million lb. Stocks came in at 1010.0 million lb.", "a hedge across sentences"),
+        ("Stocks stood at 1045.9 million lb in the previous week.", "the previous week's figure, placed there"),
+        ("Row date=2026-05-08, stocks=1045.9.", "an earlier row restated"),
+        ("Stocks will reach 1004.0 million lb next week.", "a forecast is not this week's figure"),
+    ],
+)
+def test_a_value_about_another_time_or_among_others_states_nothing(report, why):
+    assert score_period(_named_gold(), TRUTH, report, Asker(RulesJudge())).keypoints["kp_latest_value"] == 0.0, why
+
+
+def test_a_number_states_a_value_only_about_its_own_subject():
+    """3 is the run's length in "the run has lasted 3 weeks", never the stock level beside it."""
+    said = "Stocks stood at 1004.0 million lb, and the run below the threshold has lasted 3 weeks."
+    keypoints = score_period(_named_gold(), TRUTH, said, Asker(RulesJudge())).keypoints
+    assert keypoints["kp_latest_value"] == 1.0 and keypoints["kp_run_length"] == 1.0
+    swapped = "Stocks stood at 3 million lb, and the run has lasted 1004 weeks."
+    keypoints = score_period(_named_gold(), TRUTH, swapped, Asker(RulesJudge())).keypoints
+    assert keypoints["kp_latest_value"] == 0.0 and keypoints["kp_run_length"] == 0.0

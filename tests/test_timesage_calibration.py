@@ -21,7 +21,7 @@ from tsbench.tasks.timesage.generate import generate_from_options
 
 CALIBRATION_SEED = 2718  # used by no other test
 TIERS = ("easy", "medium", "hard")
-SCRIPTED_EASY_MARGIN = 2.0
+SCRIPTED_EASY_MARGIN = 1.0
 
 
 @pytest.fixture(scope="module")

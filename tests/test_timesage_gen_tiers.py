@@ -5,20 +5,18 @@ refuses degenerate scenarios."""
 from __future__ import annotations
 
 import dataclasses
-import io
 import json
 import re
 from collections import Counter
 
 import numpy as np
-import pandas as pd
 import pytest
 
+from tsbench.baselines.timesage_naive import medium_answers
 from tsbench.core.errors import UserError
 from tsbench.tasks.timesage import generate as generate_module
 from tsbench.tasks.timesage.audit import COPY_LAST_MAX, audit, copy_last_rates, degeneracy_problems
-from tsbench.tasks.timesage.contract import SCHEMA_FILE, TABLE_FILE
-from tsbench.tasks.timesage.derive import robust_z
+from tsbench.tasks.timesage.contract import SCHEMA_FILE
 from tsbench.tasks.timesage.generate import generate_from_options
 from tsbench.tasks.timesage.prompt import period_question
 from tsbench.tasks.timesage.rules import field_score
@@ -92,91 +90,8 @@ def test_all_27_tags_appear_at_the_default_size_with_the_papers_family_shares():
         assert built.field(kind).rule == rule and periods[-1].truth[kind]
 
 
-# --- a solver that reads the table, the brief and the prior releases; and one that reads the table only
-
-
-NUM = r"([+-]?\d+(?:\.\d+)?)"
-
-
-def _num(pattern: str, text: str) -> float:
-    return float(re.search(pattern.replace("NUM", NUM), text).group(1))
-
-
-def _answers(scenario, period, read_docs: bool) -> dict:
-    """Answer every medium field from the visible files. read_docs=False is the table-only rule
-    executor: it applies the brief's stated thresholds to the raw table and ignores the releases
-    (no adjustment, no declared reference, no weights, no announced events)."""
-    table = pd.read_csv(io.BytesIO(period.files[TABLE_FILE]), dtype={"date": str})
-    header = list(table.columns)
-    value, drivers, components = header[1], header[2:5], header[5:9]
-    decimals = len(period.files[TABLE_FILE].decode().splitlines()[-1].split(",")[1].split(".")[-1])
-    x = table[value].to_numpy(dtype=float)
-    brief = scenario.background
-    flat = _num(r"smaller than NUM", brief)
-    docs = [period.files[name].decode() for name in period.prior_docs]  # oldest first
-    names = [scenario.columns[c].split(": ", 1)[1] for c in components]
-    if read_docs:
-        adjusted = [_num(r"Adjusted \S+: NUM", d) for d in docs]
-        now = round(x[-1] - _num(r"Adjustment announced for the next period: NUM", docs[-1]), decimals)
-        reference = _num(r"Reference level for the next period: NUM", docs[-1])
-        weights = [_num(re.escape(n) + " NUM", brief.split("these weights:")[1]) for n in names]
-        runs = [re.search(r"\), (up|down|flat) by", d) for d in docs]
-        directions = [m.group(1) if m else None for m in runs]
-        announced = [
-            m.group(1) for d in docs for m in re.finditer(rf"a (\w+) event is expected in {period.label}\.", d)
-        ]
-    else:
-        adjusted, now, reference = list(x[:-1]), x[-1], float(np.mean(x[-14:-1]))
-        weights, directions, announced = [1.0] * 4, None, []
-
-    def direction(delta):
-        return "up" if delta > flat else "down" if delta < -flat else "flat"
-
-    now_dir = direction(round(now - adjusted[-1], decimals))
-    if directions is None:
-        directions = [direction(b - a) for a, b in zip(x[:-2], x[1:-1])]
-    run = 1
-    for d in reversed(directions):
-        if d != now_dir:
-            break
-        run += 1
-    window = np.array([*adjusted[-6:], now])
-    contrib = {n: w * float(table[c].iloc[-1]) for n, w, c in zip(names, weights, components)}
-    total = sum(contrib.values())
-    ordered = sorted(contrib, key=lambda n: (-contrib[n], n))
-    z = {
-        c: robust_z(np.diff(table[c].to_numpy(dtype=float)), len(table) - 2, 36) for c in [value, *drivers, *components]
-    }
-    baseline = int(_num(r"against the (\d+) changes", brief))
-    event_z = abs(robust_z(np.diff(x), len(x) - 2, baseline))
-    return {
-        "change": round(now - adjusted[-1], decimals),
-        "change_direction": now_dir,
-        "trend_3": round(now - adjusted[-3], decimals),
-        "run_length": run,
-        "vs_baseline": round(now - reference, decimals),
-        "is_record": bool(now >= window.max() or now <= window.min()),
-        "rank": int((window[:-1] > now).sum()) + 1,
-        "top_components": sorted(ordered[:2]),
-        "dominant_component": ordered[0],
-        "component_shares": {n: round(100 * v / total, 1) for n, v in contrib.items()},
-        "major_components": sorted(n for n in names if 100 * contrib[n] / total >= 25.0),
-        "event_type": announced[0] if announced else "unannounced" if event_z > 3.5 else "none",
-        "_z": z,
-    }
-
-
-def _flagged(scenario, period, answers, read_docs):
-    z = answers["_z"]
-    window = int(_num(r"against the (\d+) changes", scenario.background))
-    if window != 36:  # the series baseline follows the cadence; recompute on the stated one
-        table = pd.read_csv(io.BytesIO(period.files[TABLE_FILE]), dtype={"date": str})
-        z = {c: robust_z(np.diff(table[c].to_numpy(dtype=float)), len(table) - 2, window) for c in z}
-    out = [c for c, v in z.items() if abs(v) > _num(r"robust z-score above NUM in absolute value", scenario.background)]
-    headline = next(iter(z))
-    if read_docs and answers["event_type"] not in ("unannounced", "none"):
-        out = [c for c in out if c != headline]
-    return sorted(out)
+# --- a solver that reads the table, the brief and the prior releases (baselines/timesage_naive.py); and one
+# that reads the table only
 
 
 def test_medium_fields_need_the_prior_releases_and_the_brief(sets):
@@ -187,8 +102,7 @@ def test_medium_fields_need_the_prior_releases_and_the_brief(sets):
             continue
         for period in periods:
             for read_docs in (True, False):
-                answers = _answers(scenario, period, read_docs)
-                answers["flagged_series"] = _flagged(scenario, period, answers, read_docs)
+                answers = medium_answers(period.files, scenario.background, scenario.columns, period.label, read_docs)
                 for spec in scenario.fields:
                     if spec.in_accuracy:
                         kinds.add(spec.name)
@@ -273,3 +187,27 @@ def test_the_easy_status_is_the_issuers_call_not_the_band_rule(sets):
             assert period.truth["status"] == released, period.id
             calls.append(period.truth["status"])
     assert calls and len(set(calls)) > 1
+
+
+def test_a_twelve_scenario_set_asks_all_27_tags():
+    """Issue 36: E7 (a comparison with the same period a year earlier) was never drawn below 18
+    scenarios; the third field of a short hard scenario now goes to the family (E or F) asked less."""
+    for seed in (42, 7):
+        tags = {KIND_TAGS[kind] for plan in plan_set(seed, 12, 6) for kind in plan.kinds}
+        assert set(TAGS) <= tags, sorted(set(TAGS) - tags)
+
+
+def test_a_record_is_the_highest_as_the_question_asks():
+    """Issue 36: B6 asks whether the adjusted figure is the highest of the last seven; a seven-release
+    low was a record too. The release says which end a figure is at, and only the highest is a record."""
+    plans = [p for p in plan_set(42, 60, 24) if "is_record" in p.kinds][:3]
+    ends = {"highest": 0, "lowest": 0}
+    for plan in plans:
+        _, periods = materialize(plan)
+        for period in periods:
+            text = period.target_doc.decode()
+            end = "highest" if "(the highest)" in text else "lowest" if "(the lowest)" in text else None
+            if end:
+                ends[end] += 1
+            assert period.truth["is_record"] is (end == "highest"), (period.id, end)
+    assert ends["highest"] and ends["lowest"]

@@ -249,8 +249,7 @@ def test_timemaster_composite_reward_with_a_scripted_judge(tmp_path, smol_tokeni
     from accelerate import Accelerator
 
     tok = smol_tokenizer
-    judge_json = '{"specificity": 0.8, "appropriateness": 0.6, "relevance": 1.0, "depth": 0.2}'
-    with FakeOpenAIServer(default=f"ok:{judge_json}") as server:
+    with FakeOpenAIServer(default="ok:0.65") as server:  # the public judge answers one float
         cfg = build(
             GRPOConfig,
             {
@@ -286,7 +285,7 @@ def test_timemaster_composite_reward_with_a_scripted_judge(tmp_path, smol_tokeni
         )
         replies = [
             f"<think>a step up</think>\n<class>{answer}</class><extension>Replace the sensor.</extension>",
-            f"Answer: <class>{answer}</class>",  # right class, broken format
+            f"Answer: <class>{answer}</class>",  # right class, no <think>: well formed for the public code
             '<think>flat</think><class>{"present": false, "start": 0, "end": 0}</class><extension>x</extension>',
         ]
         if not gold["present"]:
@@ -300,10 +299,10 @@ def test_timemaster_composite_reward_with_a_scripted_judge(tmp_path, smol_tokeni
 
     assert out["judge_score"] == [pytest.approx(0.65), None, None]
     fmt, hard, soft = (fn(prompts=[key] * 3, completions=None, **out) for fn in env.functions)
-    assert fmt == [1.0, 0.0, 1.0] and hard == [1.0, 1.0, 0.0] and soft == [pytest.approx(0.65), 0.0, 0.0]
+    assert fmt == [1.0, 1.0, 1.0] and hard == [1.0, 1.0, 0.0] and soft == [pytest.approx(0.65), 0.0, 0.0]
     totals = rw.weighted_total(env.functions, env.weights, [key] * 3, out)
     assert env.weights == [0.1, 0.9, 0.5]  # TimeMaster's public code weighs the judge's score 0.5
-    assert totals == pytest.approx([0.1 + 0.9 + 0.5 * 0.65, 0.9, 0.1])
+    assert totals == pytest.approx([0.1 + 0.9 + 0.5 * 0.65, 1.0, 0.1])
     assert all(sum(m) > 0 for m in out["env_mask"])  # rewards differ: the group trains
     assert "<think></think>" in tok.decode(scripted.prompts[0])  # the format instructions reach the policy
     assert env.last["mean_reward"] == pytest.approx(sum(totals) / 3)
@@ -451,3 +450,74 @@ def test_refill_replays_a_flat_group_with_a_fresh_task_then_masks_it(tmp_path):
     assert rollouts["gold"].astype(str).nunique() == 3  # each round a task of its own (AnomalyXL ids: by index)
     metrics = pd.read_parquet(run / "metrics.parquet")
     assert metrics[["groups", "dropped_groups", "refilled_groups"]].iloc[0].tolist() == [1.0, 1.0, 1.0]
+
+
+def test_a_memory_bank_prefixes_training_episodes_through_the_memory_wrapper(smol_tokenizer, tmp_path):
+    """memory_bank in train-grpo is not silently ignored: the rollouts play the harness inside TimeClaw's
+    memory wrapper, as eval does, so the first prompt the policy sees holds the precedents; without a bank
+    the same episode has none."""
+    from tsbench.timeclaw.bank import MemoryBank
+    from tsbench.timeclaw.fingerprint import DIM
+
+    records = [
+        {
+            "id": f"bank-{i}",
+            "source_id": f"bank-{i}",
+            "family": "localize",
+            "regime": "precise",
+            "length": 1024,
+            "n_channels": 1,
+            "descriptor": f"bank-{i}",
+            "psi": [float(i)] * DIM,
+            "phi": None,
+            "embedder": "none",
+            "trajectory": "[]",
+            "rationale": f"rationale {i}",
+            "summary": f"precedent summary number {i}",
+            "score": 1.0,
+            "model": "m",
+            "harness": "single-pass-text",
+            "run": "r",
+            "created_at": "",
+        }
+        for i in range(3)
+    ]
+    bank = MemoryBank(records).save(tmp_path / "bank.parquet")
+    key = "step-000001/task-00"
+
+    def first_prompt(**memory) -> str:
+        cfg = build(
+            GRPOConfig,
+            {
+                "model": "local/smollm2-135m",
+                "lora": 4,
+                "max_steps": 1,
+                "group_size": 2,
+                "batch_size": 2,
+                "harness": "single-pass-text",
+                "max_turns": 1,
+                "max_tokens": 4,
+                "text_budget_chars": 200,
+                "preset": "small",
+                "lengths": [1024],
+                "categories": ["localize"],
+                **memory,
+            },
+        )
+        scripted = Scripted([smol_tokenizer("no", add_special_tokens=False)["input_ids"]] * 2)
+
+        class ScriptedEnvironment(Environment):
+            def backend(self, trainer):
+                import contextlib
+
+                return contextlib.nullcontext((scripted, None))
+
+        env = ScriptedEnvironment(cfg, smol_tokenizer, tmp_path / "run", model_name="scripted")
+        from accelerate import Accelerator
+
+        env([key] * 2, types.SimpleNamespace(accelerator=Accelerator(cpu=True)))
+        return smol_tokenizer.decode(scripted.prompts[0])
+
+    remembered = first_prompt(memory_bank=str(bank), top_k=2)
+    assert "precedent summary number" in remembered
+    assert "precedent summary number" not in first_prompt()

@@ -1,13 +1,16 @@
-"""Multi-process GRPO on CPU: `tsbench train-grpo --num-processes 2` relaunches itself under
-`accelerate launch` (torchrun's two processes, gloo), and one real step runs. Each process must get
-whole groups (G copies of one task key, every copy the same task) and the two processes together
-must cover the step's tasks exactly once: TRL's group advantages and our zero-variance masking
-both assume it. The processes write the keys they played to <run>/ranks/rank-<i>.jsonl."""
+"""GRPO on two machines, on CPU: two `tsbench train-grpo --num-processes 2 --num-machines 2 --machine-rank
+<r> --main-process-ip 127.0.0.1` commands (the two "machines", one process each, gloo) relaunch themselves
+under `accelerate launch` and train one real step on one shared run dir, then both resume it for a second.
+Each process must get whole groups (G copies of one task key, every copy the same task) and the two
+together must cover the step's tasks exactly once: TRL's group advantages and our zero-variance masking
+both assume it. The processes write the keys they played to <run>/ranks/rank-<i>.jsonl; the main one writes
+the checkpoints, metrics and journal, which the resumed run continues."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -32,18 +35,26 @@ class SaysG(AnomalyXL):
         return Scored(score=words.count("g") / 3, valid=bool(words))
 
 
-def test_two_cpu_processes_train_one_step_on_whole_groups(tmp_path):
-    model = make_small_vocab_llama(tmp_path / "tiny")
-    run = tmp_path / "run"
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def two_machines(run: Path, model: Path, steps: int, *extra: str) -> list[subprocess.CompletedProcess]:
+    """The same command on both "machines" at once, each with its own rank."""
     flags = {
         "model": f"local/{model}",
         "num-processes": 2,
+        "num-machines": 2,
+        "main-process-ip": "127.0.0.1",
+        "main-process-port": free_port(),
         "lora": 0,
-        "steps": 1,
+        "max-steps": steps,
         "group-size": GROUP,
         "batch-size": BATCH,
         "micro-batch-size": 1,
-        "lr": 1e-2,
+        "learning-rate": 1e-2,
         "max-seq-len": 512,
         "harness": "single-pass-text",
         "max-turns": 1,
@@ -54,15 +65,31 @@ def test_two_cpu_processes_train_one_step_on_whole_groups(tmp_path):
         "lengths": 1024,
         "categories": "localize",
         "rollout-workers": 2,
-        "save-every": 100,
+        "save-steps": 1,
         "out": str(run),
     }
-    command = [sys.executable, "-m", "tsbench.cli", "train-grpo", "--answer-cut-replies", "--no-gradient-checkpointing"]
-    command += [part for name, value in flags.items() for part in (f"--{name}", str(value))]
+    base = [sys.executable, "-m", "tsbench.cli", "train-grpo", "--answer-cut-replies", "--no-gradient-checkpointing"]
+    base += [part for name, value in flags.items() for part in (f"--{name}", str(value))] + list(extra)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path])}
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-4000:]
-    assert "launching 2 process(es)" in done.stderr
+    machines = [
+        subprocess.Popen(
+            base + ["--machine-rank", str(rank)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for rank in (0, 1)
+    ]
+    done = []
+    for machine in machines:
+        out, err = machine.communicate(timeout=400)
+        done.append(subprocess.CompletedProcess(machine.args, machine.returncode, out, err))
+    return done
+
+
+def test_two_machines_train_whole_groups_on_a_shared_run_dir_and_resume(tmp_path):
+    model = make_small_vocab_llama(tmp_path / "tiny")
+    run = tmp_path / "run"
+    for machine in two_machines(run, model, steps=1):
+        assert machine.returncode == 0, machine.stderr[-4000:]
+        assert "launching 2 process(es)" in machine.stderr and "--num_machines 2" in machine.stderr
 
     lines = {rank: json.loads((run / "ranks" / f"rank-{rank}.jsonl").read_text()) for rank in (0, 1)}
     for rank, line in lines.items():
@@ -81,4 +108,11 @@ def test_two_cpu_processes_train_one_step_on_whole_groups(tmp_path):
     assert metrics["groups"].iloc[0] == BATCH // GROUP  # rank 0's summary counts both processes' groups
     rollouts = pd.read_json(run / "rollouts" / "samples.jsonl", lines=True)
     assert len(rollouts) == BATCH  # the journal gathers every process's episodes
+    assert (run / "checkpoints" / "checkpoint-1" / "trainer_state.json").is_file()
+
+    for machine in two_machines(run, model, 2, "--resume"):  # both machines continue the shared run
+        assert machine.returncode == 0, machine.stderr[-4000:]
+    assert pd.read_parquet(run / "metrics.parquet")["step"].tolist() == [1, 2]
+    assert len(pd.read_json(run / "rollouts" / "samples.jsonl", lines=True)) == 2 * BATCH
+    assert json.loads((run / "train.json").read_text())["resumed_from"] == "checkpoint-1"
     assert (run / "final" / "model.safetensors").is_file()

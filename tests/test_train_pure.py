@@ -15,10 +15,10 @@ from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.curriculum import generator_config
 from tsbench.train import rewards as rw
 from tsbench.train.agent import Turn, assemble
-from tsbench.train.config import GRPOConfig, RewardConfig, SFTConfig
+from tsbench.train.config import GRPOConfig, RewardConfig
 from tsbench.train.curriculum import parse_key, task_key, task_keys
 from tsbench.train.grpo import prepare_run_dir
-from tsbench.train.sft import warmup_steps
+from tsbench.train.sft_config import SFTConfig, warmup_steps
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,24 +65,26 @@ def test_zero_variance_groups_are_dropped():
 
 # -- TimeMaster's composite reward ---------------------------------------------------------------
 @pytest.mark.parametrize(
-    "text, ok",
+    "text, public, paper",
     [
-        ("<think>it rises</think><class>yes</class><extension>check the sensor</extension>", True),
-        (
-            "Sure. <think>rises</think>\nSo:<class>yes</class> and <extension></extension> done",
-            True,
-        ),  # text outside, empty ext
-        ("<class>yes</class><think>rises</think><extension>x</extension>", False),  # order
-        ("<think>a <class>yes</class></think><extension>x</extension>", False),  # nested
-        ("<think>a</think><class>yes</class><class>no</class><extension>x</extension>", False),  # repeated
-        ("<think> </think><class>yes</class><extension>x</extension>", False),  # empty reasoning
-        ("<think>a</think><class></class><extension>x</extension>", False),  # empty class
-        ("<think>a</think><class>yes</class>", True),  # the extension is optional (TimeMaster's main results)
+        ("<think>it rises</think><class>rising</class><extension>check the sensor</extension>", True, True),
+        ("Sure. <think>rises</think>\nSo:<class>rising</class> and <extension></extension> done", True, True),
+        ("<class>rising</class><think>rises</think><extension>x</extension>", True, False),  # order
+        ("<think>a <class>rising</class></think><extension>x</extension>", True, False),  # nested
+        ("<think>a</think><class>rising</class><class>falling</class><extension>x</extension>", True, False),
+        ("<think> </think><class>rising</class><extension>x</extension>", True, False),  # empty reasoning
+        ("<think>a</think><class></class><extension>x</extension>", False, False),  # empty class
+        ("<think>a</think><class>rising</class>", True, True),  # the extension is optional (the main results)
+        ("<think>a</think>rising", False, False),  # no <class> span
     ],
 )
-def test_format_reward_checks_only_nesting_and_order(text, ok):
-    assert (rw.parse_tagged(text) is not None) is ok
-    assert rw.format_reward(final_message=[text], score=[0.0]) == [float(ok)]
+def test_format_reward_public_and_paper_rules(text, public, paper):
+    """The public rule (the default) asks only for a <class> span naming a class; the paper's (`format_rule
+    = "paper"`) checks nesting and order. Changed with issue 36: the paper's check was the only one."""
+    taskset = get_taskset("trend")
+    for rule, ok in (("public", public), ("paper", paper)):
+        (fmt, *_), _ = rw.reward_functions(RewardConfig(reward="composite", format_rule=rule), taskset)
+        assert fmt(final_message=[text], category=["trend"], gold=['"rising"'], score=[0.0]) == [float(ok)], rule
 
 
 def test_hard_reward_compares_the_class_and_soft_is_gated_on_it():
@@ -107,12 +109,6 @@ def test_hard_reward_compares_the_class_and_soft_is_gated_on_it():
     assert rw.weighted_total(functions, weights, ["k"] * 3, columns) == pytest.approx([0.1 + 0.9 + 0.25, 0.1, 0.0])
     assert rw.composite_reward(1.0, 0.0, 0.9, (0.1, 0.9, 1.0)) == pytest.approx(0.1)
     assert RewardConfig(reward="composite").soft == 0.0 and RewardConfig(judge="j", soft_weight=0.3).soft == 0.3
-
-
-def test_judge_reply_parsing():
-    assert rw.parse_judge_scores('{"specificity": 1, "appropriateness": 0.5, "relevance": 0.5, "depth": 0}') == 0.5
-    assert rw.parse_judge_scores("score: 0.8") == 0.8 and rw.parse_judge_scores("7") is None  # out of [0, 1]
-    assert rw.parse_judge_scores("no idea") is None and rw.parse_judge_scores("1 or 2") is None
 
 
 # -- curriculum and task stream ------------------------------------------------------------------
@@ -160,8 +156,14 @@ def test_masks_over_a_three_turn_transcript():
 # -- configs, presets, resume --------------------------------------------------------------------
 def test_defaults_are_the_papers():
     cfg = GRPOConfig()
-    assert (cfg.steps, cfg.group_size, cfg.batch_size, cfg.tasks_per_step, cfg.max_seq_len) == (300, 8, 128, 16, 65536)
-    assert (cfg.loss, cfg.reward_scaling, cfg.beta, cfg.epsilon, cfg.lr, cfg.policy.lora) == (
+    assert (cfg.max_steps, cfg.group_size, cfg.batch_size, cfg.tasks_per_step, cfg.max_seq_len) == (
+        300,
+        8,
+        128,
+        16,
+        65536,
+    )
+    assert (cfg.loss_type, cfg.reward_scaling, cfg.beta, cfg.epsilon, cfg.learning_rate, cfg.policy.lora) == (
         "dr_grpo",
         "none",
         0.0,
@@ -185,13 +187,13 @@ def test_defaults_are_the_papers():
 
 def test_nested_settings_keep_their_own_defaults():
     cfg = build(GRPOConfig, {"max_turns": 3, "engine": "vllm-server", "judge": "x", "reward": "composite"})
-    assert cfg.harness_config.max_turns == 3 and cfg.harness_config.temperature == 1.0  # not the eval default None
+    assert cfg.harness_config.max_turns == 3 and cfg.harness_settings().temperature == 1.0  # TRL's, not eval's None
     assert cfg.rollout.engine == "vllm-server" and cfg.rewards.soft == 0.5  # with a judge: the public code's weight
 
 
 def test_presets_load_with_the_papers_settings():
     timerlm = build(GRPOConfig, read_toml_table(ROOT / "experiments/grpo/timerlm_qwen3.5-4b.toml", "grpo"))
-    assert (timerlm.policy.model, timerlm.group_size, timerlm.batch_size, timerlm.loss, timerlm.warm_steps) == (
+    assert (timerlm.policy.model, timerlm.group_size, timerlm.batch_size, timerlm.loss_type, timerlm.warm_steps) == (
         "Qwen/Qwen3.5-4B",
         8,
         128,
@@ -200,7 +202,7 @@ def test_presets_load_with_the_papers_settings():
     )
     timerlm.validate(8)
     master = build(GRPOConfig, read_toml_table(ROOT / "experiments/timemaster/cpu_smoke.toml", "grpo"))
-    assert (master.group_size, master.beta, master.epsilon, master.loss, master.rewards.reward) == (
+    assert (master.group_size, master.beta, master.epsilon, master.loss_type, master.rewards.reward) == (
         5,
         0.001,
         0.2,
@@ -239,6 +241,9 @@ def test_presets_load_with_the_papers_settings():
         ({"depth": 1}, "depth 0"),
         ({"epsilon_high": 0.1}, "epsilon_high"),
         ({"importance_sampling": "sequence"}, "importance_sampling"),
+        ({"num_generations": 4}, "num_generations is set by tsbench from group_size"),
+        ({"harness_config": {"temperature": 0.5}}, "TRL's temperature"),
+        ({"max_tokens": 8, "top_k": 2}, "unknown key top_k|top_k is set by tsbench|top_k"),
         ({"dtype": "bfloat16"}, "float32 master weights"),
         ({"refill_rounds": -1}, "refill_rounds"),
     ],
@@ -267,13 +272,25 @@ def test_resume_refuses_a_moved_curriculum(tmp_path):
         prepare_run_dir(build(GRPOConfig, {"model": "local/x", "out": str(out)}), out, True)
 
 
+def test_resume_refuses_the_other_format_rule(tmp_path):
+    """A composite run read its replies under one format rule; resuming it under the other would change its reward."""
+    out = tmp_path / "run"
+    composite = {"model": "local/x", "reward": "composite", "out": str(out), "resume": True}
+    assert prepare_run_dir(build(GRPOConfig, composite), out, True) is None  # records the public rule
+    (out / "checkpoints" / "checkpoint-1").mkdir(parents=True)
+    (out / "checkpoints" / "checkpoint-1" / "trainer_state.json").write_text("{}")
+    with pytest.raises(UserError, match=r"format_rule 'public' -> 'paper'"):
+        prepare_run_dir(build(GRPOConfig, {**composite, "format_rule": "paper"}), out, True)
+    assert prepare_run_dir(build(GRPOConfig, composite), out, True).name == "checkpoint-1"
+
+
 def test_sft_warmup_rounds_down():
     assert warmup_steps(0.03, 1) == 0 and warmup_steps(0.03, 100) == 3 and warmup_steps(0.5, 3) == 1
 
 
 def test_launch_command_runs_this_command_under_accelerate():
-    from tsbench.cli.train import launch_command
     from tsbench.train.config import LaunchConfig
+    from tsbench.train.launch import launch_command
 
     command = launch_command(
         LaunchConfig(4, str(ROOT / "experiments/grpo/accelerate/zero3.yaml")), ["train-grpo", "--config", "x.toml"]
@@ -417,10 +434,11 @@ def test_rewarded_scores_drop_only_rollouts_without_a_generated_token():
 
 
 def test_clip_and_importance_sampling_settings_reach_trl(tmp_path):
-    from tsbench.train.grpo import trl_args
+    """GRPOConfig is TRL's config: what a run sets is what TRL reads, after TRL's own checks (for_launch)."""
 
     def args(**changes):
-        return trl_args(build(GRPOConfig, {"model": "local/x", **changes}), tmp_path, [1.0], on_gpu=False, world=1)
+        cfg = build(GRPOConfig, {"model": "local/x", "out": str(tmp_path / "run"), **changes})
+        return cfg.for_launch(world=1, rows=1, on_gpu=False, reward_weights=[1.0, 0.1, 0.25])
 
     default = args()
     assert (default.vllm_importance_sampling_mode, default.vllm_importance_sampling_clip_max) == ("token_truncate", 3.0)
@@ -431,7 +449,30 @@ def test_clip_and_importance_sampling_settings_reach_trl(tmp_path):
         "sequence_mask",
         2.0,
     )
-    assert not args(importance_sampling="none").vllm_importance_sampling_correction
+    assert not args(vllm_importance_sampling_correction=False).vllm_importance_sampling_correction
+    # every TRL option is a key: one TRL's own __post_init__ reads, and one only its trainer reads
+    assert args(steps_per_generation=None, ds3_gather_for_generation=False).ds3_gather_for_generation is False
+    assert args(top_entropy_quantile=0.5).top_entropy_quantile == 0.5
+    launched = args(group_size=4, batch_size=8, micro_batch_size=2, max_turns=3, max_tokens=10)
+    assert (launched.num_generations, launched.gradient_accumulation_steps, launched.max_completion_length) == (
+        4,
+        4,
+        30,
+    )
+    assert launched.generation_batch_size == 8 and launched.output_dir == str(tmp_path / "run" / "checkpoints")
+    rendered = args(group_size=4, batch_size=8, micro_batch_size=2, max_turns=3, max_tokens=10).trl_values(
+        world=2, rows=3, on_gpu=True, reward_weights=[1.0]
+    )
+    assert (
+        rendered["num_generations"],
+        rendered["gradient_accumulation_steps"],
+        rendered["max_completion_length"],
+    ) == (
+        12,
+        6,
+        10,
+    )
+    assert rendered["model_init_kwargs"] == {"dtype": "bfloat16"}  # the KL reference of a full run, in bf16
 
 
 def test_fsdp_writes_the_final_model_as_one_full_state_dict():

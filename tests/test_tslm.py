@@ -143,7 +143,7 @@ def test_sft_loss_falls_on_20_rows(tmp_path, one_torch_thread):
     sys.path.insert(0, str(Path(__file__).parent / "families"))
     from spike_count import FAMILY, write_dataset
 
-    from tsbench.train.config import SFTConfig
+    from tsbench.train.sft_config import SFTConfig
     from tsbench.train.tslm_sft import run_tslm_sft
 
     data = tmp_path / "spikes"

@@ -88,7 +88,9 @@ def test_an_image_harness_with_a_text_only_policy_is_refused_before_loading(vlm_
 
 def step_batch(trainer, cfg) -> dict:
     """One step's rollouts as TRL's loss reads them (our environment plays them, TRL re-renders the images)."""
-    keys = [k for k in task_keys(cfg.steps, cfg.tasks_per_step)[: cfg.tasks_per_step] for _ in range(cfg.group_size)]
+    keys = [
+        k for k in task_keys(cfg.max_steps, cfg.tasks_per_step)[: cfg.tasks_per_step] for _ in range(cfg.group_size)
+    ]
     trainer.model.train()
     return trainer._generate_and_score_completions([{"prompt": k} for k in keys])
 

@@ -17,8 +17,8 @@ from tsbench.eval.runner import run_eval
 from tsbench.models.tiny_vlm import make_tiny_random_vlm
 from tsbench.tasks.trend.taskset import QUESTION, Trend, draw, make_row
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
-from tsbench.train.config import SFTConfig
 from tsbench.train.sft import run_sft
+from tsbench.train.sft_config import SFTConfig
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -1,10 +1,11 @@
 """`scripted/cik-persistence` (formerly `scripted-cik/persistence`): a deterministic CiK forecaster that sees only what a model sees.
 
-It forecasts the last history value of the prompt's <history> block for every horizon step (three
-samples spread by 1 % of the level), shifted by the amount a retrieved precedent's rationale states
-("lift the forecast by X"). Under the tools harness it calls an evolved tool whose name starts with
-`forecast_` when one is offered and answers with that tool's samples (shifted the same way). It is the ablation board's
-offline driver: memory and evolution change its answers only through the prompt and the tools.
+It forecasts the last history value of the prompt's <history> block for every horizon step (the
+levels 0.1, 0.5, 0.9 spread by 1 % of the level, in TimeClaw's quantile format), shifted by the amount
+a retrieved precedent's rationale states ("lift the forecast by X"). Under the tools harness it calls
+an evolved tool whose name starts with `forecast_` when one is offered and answers with the per-step
+quantiles of that tool's samples (shifted the same way). It is the ablation board's offline driver:
+memory and evolution change its answers only through the prompt and the tools.
 """
 
 from __future__ import annotations
@@ -12,10 +13,18 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
+
 from tsbench.models.base import Agent, Completion, Message, TaskInfo, ToolCall
 
 LIFT = re.compile(r"lift the forecast by (-?\d+(?:\.\d+)?)")
 HORIZON = re.compile(r"at these (\d+) timestamps")
+LEVELS = [0.1, 0.5, 0.9]
+
+
+def _answer(rows: list[list[float]]) -> str:
+    """TimeClaw's quantile answer: one row per step, one value per level, in a ```json fence."""
+    return "```json\n" + json.dumps({"levels": LEVELS, "samples": rows}) + "\n```"
 
 
 def _last_value(text: str) -> float:
@@ -53,9 +62,9 @@ class PersistencePolicy(Agent):
         if observed:
             found = json.loads(str(observed[-1].content))
             if isinstance(found, dict) and "samples" in found:
-                shifted = [[v + lift for v in sample] for sample in found["samples"]]
-                return Completion(json.dumps({"samples": shifted}), input_tokens=tokens)
+                steps = np.quantile(np.asarray(found["samples"], dtype=float) + lift, LEVELS, axis=0).T
+                return Completion(_answer(np.round(steps, 6).tolist()), input_tokens=tokens)
         horizon = int(HORIZON.search(text).group(1)) if HORIZON.search(text) else 1
         level = _last_value(text) + lift
-        samples = [[round(level * (1 + d), 6)] * horizon for d in (-0.01, 0.0, 0.01)]
-        return Completion(json.dumps({"samples": samples}), input_tokens=tokens, output_tokens=20)
+        rows = [[round(level * (1 + d), 6) for d in (-0.01, 0.0, 0.01)]] * horizon
+        return Completion(_answer(rows), input_tokens=tokens, output_tokens=20)

@@ -10,7 +10,9 @@ cold / pooled. Before every episode of either side the pool is full and idle; th
 runs beside the pooled episode, as it does in a run. Goal: pooled <= 0.5x cold.
 
 Also the host's memory under hostile output (issue 29): the peak RSS of a fresh host process that runs one
-sandbox and one cell printing 900 MiB in one message, beside the same for a trivial cell. Goal: < 1 GiB."""
+sandbox and one cell printing 900 MiB in one message, beside the same for a trivial cell; and (issue 37) of one
+that runs a cell sending 1, 60 and 200 pre-packed messages just under the 32 MiB cap, each signed as the
+kernel's own (without the byte budgets, 60 took the host to 1.5 GiB, growing ~25 MiB a message). Goal: < 1 GiB."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import numpy as np
 from tsbench.bench.common import Ratio, interleaved, load_average, measure_in_child, spread, verdict
 from tsbench.harness.runtime.bare import BareKernel
 from tsbench.harness.runtime.jail import check_jail
+from tsbench.harness.runtime.message_bound import CELL_OUTPUT_BYTES
 from tsbench.harness.runtime.sandbox import Sandbox
 
 START_GOAL, TURN_GOAL = 1.3, 1.5
@@ -145,6 +148,64 @@ def host_rss_for_print(mib: int) -> dict:
     }
 
 
+# A cell that signs `count` stream messages of `mib` MiB ahead (distinct headers, one shared body), then sends
+# them as fast as the kernel can: what a hostile kernel does to fill the host's queues.
+_PACKED_FLOOD = """
+from jupyter_client.session import DELIM
+kernel = get_ipython().kernel
+session = kernel.session
+parent = session.pack(kernel.get_parent('shell')['header'])
+content = session.pack({{'name': 'stdout', 'text': 'x' * ({mib} * 2**20 - 4096)}})
+packed = []
+for _ in range({count}):
+    parts = [session.pack(session.msg_header('stream')), parent, b'{{}}', content]
+    packed.append([b'stream.stdout', DELIM, session.sign(parts)] + parts)
+for frames in packed:
+    kernel.iopub_socket.send_multipart(frames)
+'sent'
+"""
+
+
+def packed_flood_code(count: int, mib: int) -> str:
+    return _PACKED_FLOOD.format(count=int(count), mib=int(mib))
+
+
+def host_rss_for_messages(count: int, mib: int | None = None) -> dict:
+    """In this process (run it in a fresh one): peak RSS before and after one cell that sends `count`
+    pre-packed messages of `mib` MiB (default: 1 MiB under the per-message cap), whether the observation
+    says the output was cut, and whether the episode goes on."""
+    import resource
+
+    from tsbench.harness.runtime.message_bound import MAX_MESSAGE_BYTES
+
+    mib = MAX_MESSAGE_BYTES // 2**20 - 1 if mib is None else mib
+
+    def peak() -> int:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+    with Sandbox({}, cell_timeout_s=300) as box:
+        box.run("1+1")
+        before = peak()
+        cell = box.run(packed_flood_code(count, mib))
+        after = peak()
+        goes_on = box.run("6 * 7").result_repr == "42"
+    return {
+        "count": count,
+        "mib": mib,
+        "peak_before_bytes": before,
+        "peak_after_bytes": after,
+        "cut": "output cut" in cell.stdout,
+        "sent": cell.result_repr == "'sent'",
+        "goes_on": goes_on,
+        "seconds": cell.seconds,
+    }
+
+
+def measure_host_rss_messages(counts: tuple[int, ...] = (1, 60, 200)) -> list[dict]:
+    """Peak RSS of a fresh host process per message count."""
+    return [measure_in_child(host_rss_for_messages, count)[2] for count in counts]
+
+
 def measure_host_rss(mib: int = 900) -> dict:
     """Peak RSS of a fresh host process for a trivial cell and for a `mib` MiB print."""
     _, trivial_peak, _ = measure_in_child(host_rss_for_print, 0)
@@ -155,6 +216,7 @@ def measure_host_rss(mib: int = 900) -> dict:
 def main() -> dict:
     rss = measure_host_rss()
     rss_ok = verdict(rss["print_peak_bytes"] < HOST_RSS_GOAL_BYTES and rss["cut"] and rss["goes_on"])
+    floods = measure_host_rss_messages()
     m = measure()
     from tsbench.tasks.anomalyxl import labels
 
@@ -176,12 +238,23 @@ def main() -> dict:
         f"trivial cell {rss['trivial_peak_bytes'] / 2**20:.0f} MiB, output cut: {rss['cut']}, episode goes on: "
         f"{rss['goes_on']} (goal < {HOST_RSS_GOAL_BYTES / 2**30:g} GiB): {rss_ok}"
     )
+    for flood in floods:
+        ok = flood["peak_after_bytes"] < HOST_RSS_GOAL_BYTES and flood["goes_on"] and flood["sent"]
+        ok = ok and (flood["cut"] or flood["count"] * flood["mib"] * 2**20 <= CELL_OUTPUT_BYTES)
+        lines.append(
+            f"  host peak RSS, one episode process, a cell sending {flood['count']} pre-packed {flood['mib']} MiB "
+            f"message(s): {flood['peak_after_bytes'] / 2**20:.0f} MiB (+"
+            f"{(flood['peak_after_bytes'] - flood['peak_before_bytes']) / 2**20:.0f} MiB over the peak before the cell; "
+            f"cell {flood['seconds']:.1f} s), output cut: {flood['cut']}, "
+            f"episode goes on: {flood['goes_on']} (goal < {HOST_RSS_GOAL_BYTES / 2**30:g} GiB): {verdict(ok)}"
+        )
     print("\n".join(lines))
     return {
         "start": m["start"].as_dict(),
         "turn": m["turn"].as_dict(),
         "episodes": [e["ratio"].as_dict() for e in episodes],
         "host_rss": rss,
+        "host_rss_messages": floods,
     }
 
 

@@ -1,7 +1,8 @@
 """TimeSage-EV benchmarks: generating the default set (60 scenarios x 24 periods: seconds, MB on
-disk, peak RSS), the scripted agent's seconds per period, the judge-cache hit rate of a rescore, and
-the calibration (data-blind, copy-last, truth, scripted floor side by side, per tier, judge/rules) on
-a seed the tests do not use."""
+disk, peak RSS), the scripted agent's seconds per period, the judge-cache hit rate of a rescore, the
+calibration (data-blind, copy-last, truth, scripted floor side by side, per tier, judge/rules) and the
+adversarial suite (every answer policy x report writer, per tier and axis, each bound and its margin)
+on a seed the tests do not use."""
 
 from __future__ import annotations
 
@@ -56,6 +57,19 @@ def run_calibration(out: str, scenarios: int = 12, periods: int = 6) -> dict:
     return calibrate(manifest.parent / "periods.parquet", (*POLICIES, "data_blind_guessing", "copy_last_text"))
 
 
+def run_adversarial(out: str, scenarios: int = 12, periods: int = 6) -> tuple[dict, float]:
+    """The adversarial suite (baselines/timesage_adversarial.py) on the calibration seed: (result, CPU s)."""
+    from tsbench.baselines.timesage_adversarial import run_suite
+    from tsbench.tasks.timesage.generate import generate_from_options
+
+    manifest, _ = generate_from_options(
+        {"seed": CALIBRATION_SEED, "scenarios": scenarios, "periods": periods}, Path(out) / "adversarial"
+    )
+    started = time.process_time()
+    result = run_suite(manifest.parent / "periods.parquet")
+    return result, time.process_time() - started
+
+
 def calibration_table(result: dict) -> str:
     from tsbench.baselines.timesage_calibration import calibration_table as table
 
@@ -66,6 +80,7 @@ def calibration_table(result: dict) -> str:
 
 
 def main(scenarios: int = 3, periods: int = 3) -> dict:
+    from tsbench.baselines.timesage_adversarial import suite_table
     from tsbench.eval.rescore import rescore_run
     from tsbench.tasks.timesage.generate import generate_from_options
 
@@ -78,6 +93,7 @@ def main(scenarios: int = 3, periods: int = 3) -> dict:
         sequential = run_scripted(data, str(Path(tmp) / "seq"), "sequential", True)
         _, stats = rescore_run(Path(tmp) / "seq", "judge/rules", Path(tmp) / "rescored")
         calibration = run_calibration(tmp)
+        adversarial, adversarial_cpu = run_adversarial(tmp)
     result = {
         "generate_s": gen_s,
         "generate_MB": gen_bytes / 2**20,
@@ -87,7 +103,9 @@ def main(scenarios: int = 3, periods: int = 3) -> dict:
         "rescore_judge_calls": stats.judge_calls,
         "rescore_cache_hit_rate": stats.hit_rate,
         "calibration": calibration,
+        "adversarial": {f"{policy} x {writer}": cell for (policy, writer), cell in adversarial.items()},
     }
+
     print(
         f"timesage:\n"
         f"  generate default set (60 scenarios x 24 periods, synthetic, audited): {gen_s:6.2f} s, "
@@ -100,6 +118,9 @@ def main(scenarios: int = 3, periods: int = 3) -> dict:
         f"  rescore with judge/rules: {stats.judge_calls} judge calls, cache hit rate "
         f"{100 * (stats.hit_rate or 0):.1f} %\n"
         f"  calibration, judge/rules, seed {CALIBRATION_SEED} (overall 0-100; truth is a reference that sees the "
-        f"withheld truth):\n{calibration_table(calibration)}"
+        f"withheld truth):\n{calibration_table(calibration)}\n"
+        f"  adversarial suite, judge/rules, seed {CALIBRATION_SEED}, 12 scenarios x 6 periods ({len(adversarial)} "
+        f"policy x writer combinations, {adversarial_cpu:.0f} CPU s; axes 0-100; margin > 0 inside the bound):\n"
+        f"{suite_table(adversarial)}"
     )
     return result

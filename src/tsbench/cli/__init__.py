@@ -6,19 +6,78 @@ Bad input ends with one line on stderr and exit code 2, never a traceback.
 from __future__ import annotations
 
 import errno
+import importlib
 import os
 import sys
 
+import click
 import typer
+from typer.core import TyperGroup
 
 from tsbench import __version__
-from tsbench.cli import data, export, leaderboard, timeclaw, timesage, train
+from tsbench.cli import convert, data, export, leaderboard, timeclaw, timesage
 from tsbench.cli import eval as eval_commands
 from tsbench.cli.common import err_console
 from tsbench.core.errors import UserError
+from tsbench.core.extras import check
 from tsbench.core.sanitize import terminal_text
 
+# Commands whose settings are TRL's (train/config.py: GRPOConfig is trl.GRPOConfig) import TRL, torch and
+# transformers to build their options: ~10 s of CPU that every other command would pay at start. They load
+# when they run or show their own --help; `tsbench --help` lists them from this table.
+DEFERRED = {
+    "sft-baseline": (
+        "tsbench.cli.train:sft_baseline",
+        "Supervised baselines: the classical features + gradient-boosted heads (--model classical), or LoRA/full SFT of a language model.",
+    ),
+    "train-grpo": (
+        "tsbench.cli.train:train_grpo_cmd",
+        "GRPO post-training on TRL with the family's training tasks, episodes in our harness.",
+    ),
+}
+
+
+class _Deferred(click.Command):
+    """A command listed by name and help whose module loads only when it is invoked."""
+
+    def __init__(self, name: str, target: str, short: str, markup: str | None):
+        super().__init__(name=name, help=short, short_help=short)
+        self.target, self.markup = target, markup
+
+    def real(self) -> click.Command:
+        from typer.main import get_command_from_info
+        from typer.models import CommandInfo
+
+        module, attr = self.target.split(":")
+        # TRL's lazy modules turn a missing torch into a RuntimeError at attribute access: look first
+        check("torch", "transformers", "trl", extra="train")
+        try:
+            callback = getattr(importlib.import_module(module), attr)
+        except ModuleNotFoundError as exc:
+            raise UserError(
+                f"{self.name} needs the train extra (pip install 'tsbench[train]'): {exc.name} is not installed"
+            ) from None
+        return get_command_from_info(
+            CommandInfo(name=self.name, callback=callback), pretty_exceptions_short=True, rich_markup_mode=self.markup
+        )
+
+    def make_context(self, info_name, args, parent=None, **extra):  # noqa: ANN001 - click's signature
+        return self.real().make_context(info_name, args, parent=parent, **extra)
+
+
+class Commands(TyperGroup):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*super().list_commands(ctx), *(name for name in DEFERRED if name not in self.commands)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in DEFERRED and cmd_name not in self.commands:
+            target, short = DEFERRED[cmd_name]
+            return _Deferred(cmd_name, target, short, self.rich_markup_mode)
+        return super().get_command(ctx, cmd_name)
+
+
 app = typer.Typer(
+    cls=Commands,
     help="Long-context time-series benchmarks for language-model agents.",
     no_args_is_help=True,
     add_completion=False,
@@ -44,14 +103,13 @@ def _root(
 
 
 app.command()(data.generate)
+app.command("convert-tsaia")(convert.convert_tsaia)
 app.command()(data.describe)
 app.command()(data.score)
 app.command("eval")(eval_commands.eval_cmd)
 app.command()(eval_commands.show)
 app.command()(leaderboard.leaderboard)
 app.command()(export.export)
-app.command("sft-baseline")(train.sft_baseline)
-app.command("train-grpo")(train.train_grpo_cmd)
 memory_app = typer.Typer(
     help="TimeClaw episodic memory banks.",
     no_args_is_help=True,

@@ -55,7 +55,10 @@ def generate(
         None, help="AnomalyXL validation rows, spread evenly over the cells (paper: 500)."
     ),
     lengths: Optional[list[str]] = typer.Option(None, help="Series lengths for every category, e.g. 16384,32768."),
-    categories: Optional[list[str]] = typer.Option(None, help="Precise categories to generate (comma-separated)."),
+    categories: Optional[list[str]] = typer.Option(
+        None,
+        help="Precise categories to generate (comma-separated); TSAIA: mc (default), analysis, all or question types.",
+    ),
     p_present: Optional[float] = typer.Option(
         None, help="Localize: probability that an anomaly is present (paper: 0.8)."
     ),
@@ -70,6 +73,12 @@ def generate(
     ),
     scenarios: Optional[int] = typer.Option(None, help="TimeSage: number of scenarios (default 60: 20 per tier)."),
     periods: Optional[int] = typer.Option(None, help="TimeSage: periods per scenario (default 24)."),
+    answer_format: Optional[str] = typer.Option(
+        None, help="CiK: quantiles (TimeClaw's {levels, samples}, default) or samples (trajectories)."
+    ),
+    parser: Optional[str] = typer.Option(
+        None, help="CiK: timeclaw (default: by keys), timeclaw-repo (the authors' parser exactly) or strict."
+    ),
     out: Optional[Path] = typer.Option(
         None, help="Output root; files go to <out>/seed<seed>/ (default: data/<family>)."
     ),
@@ -112,6 +121,9 @@ def generate(
     for line in lines:
         table.add_row(line["file"], str(line["rows"]), f"{line['bytes'] / 2**20:.1f}", line["sha256"][:16])
     console.print(table)
+    for line in lines:
+        if line.get("note"):  # what the reader left out, e.g. records too short for one window
+            console.print(line["note"], markup=False)
     console.print(f"manifest: {manifest}")
 
 

@@ -22,6 +22,7 @@ from tsbench.core.config import build, read_toml_table
 from tsbench.core.errors import UserError
 from tsbench.core.sanitize import terminal_text
 from tsbench.eval.config import EvalConfig
+from tsbench.eval.config_keys import config_key_refusals
 from tsbench.eval.model_args import task_settings
 from tsbench.results.records import transcript_events
 
@@ -46,6 +47,12 @@ def eval_cmd(
         metavar="KEY=VALUE",
         show_default=False,
     ),
+    trust_config_keys: bool = typer.Option(
+        False,
+        "--trust-config-keys",
+        help="Send the API keys a --config file names (api_key_env, judge_api_key_env) to the servers it "
+        "names; without it, a key only the file names goes to its provider's own endpoint only.",
+    ),
 ) -> None:
     """Evaluate a model under a harness; re-running the same command resumes.
 
@@ -54,6 +61,7 @@ def eval_cmd(
     from tsbench.eval.runner import RunProgress, run_eval
 
     settings = read_toml_table(config, "eval") if config else {}
+    from_file = dict(settings)
     settings.update(task_settings(task_arg))
     flags = given_settings(ctx, EvalConfig)
     for name in ("tools_dir", "memory_bank"):
@@ -63,6 +71,8 @@ def eval_cmd(
     if "text_budget_chars" not in settings and (trained := _trained_text_budget(str(settings.get("model", "")))):
         settings["text_budget_chars"] = trained
     cfg = build(EvalConfig, settings, where=f"setting in {config}" if config else "setting")
+    if not trust_config_keys and (refused := config_key_refusals(cfg, from_file, {**task_settings(task_arg), **flags})):
+        raise UserError(f"{config}: {refused[0]}")
 
     state = RunProgress()
     bars = progress_bar(TextColumn("{task.fields[info]}"))
@@ -152,6 +162,7 @@ def _print_summary(run_dir: Path, cfg: EvalConfig) -> None:
     console.print(table)
     if any(b["small_n"] for _, b in rows if b["n"]):
         console.print("* fewer than 10 scored rows: the interval is rough")
+    _print_protocol_metrics(results.get("tasks") or {})
     overall = blocks["overall"]
     if overall["errors"]:
         err_console.print(
@@ -163,6 +174,19 @@ def _print_summary(run_dir: Path, cfg: EvalConfig) -> None:
         err_console.print("the run is incomplete", markup=False)
     if fails(overall["errors"], overall["rows"], cfg.fail_on_error):
         raise typer.Exit(1)
+
+
+def _print_protocol_metrics(tasks: dict) -> None:
+    """The benchmark's own number where it aggregates its own way (CiK's RCRPS), beside the mean scores."""
+    own = {name: t for name, t in tasks.items() if t.get("protocol") and t.get(t.get("primary", "")) is not None}
+    if not own:
+        return
+    first = next(iter(own.values()))
+    title = first["protocol"] + (" (lower is better)" if first.get("lower_is_better") else "")
+    table = Table("task", "n", first["metric"], title=title)
+    for name, task in own.items():
+        table.add_row(name, str(task.get(f"{task['primary']}_n", task["n"])), f"{task[task['primary']]:.4f}")
+    console.print(table)
 
 
 def _trained_text_budget(model: str) -> Optional[int]:

@@ -88,7 +88,7 @@ def settings_options(*classes: type, skip: tuple[str, ...] = ()) -> Callable[[Ca
         added: list[inspect.Parameter] = []
         for cls in classes:
             for spec in specs(cls):
-                if spec.name not in names:
+                if spec.name not in names and spec.flag_wanted:
                     names.add(spec.name)
                     added.extend(_parameters(spec))
         own_names = {p.name for p in own}

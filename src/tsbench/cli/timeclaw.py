@@ -29,7 +29,13 @@ def memory_build(
     runs: Optional[list[Path]] = typer.Argument(None, help="Run dir(s) under results/ to learn from."),
     from_runs: Optional[list[Path]] = typer.Option(None, "--from", hidden=True, help="Same as the RUNS arguments."),
     out: Path = typer.Option(..., help="Bank parquet to write, e.g. banks/<name>.parquet."),
-    min_score: float = typer.Option(0.5, help="Keep episodes scoring at least this."),
+    admission: str = typer.Option(
+        "timeclaw",
+        help="Which episodes become records: timeclaw (every finished episode, as the authors' code) or "
+        "successful (scoring at least --min-score, the paper's wording).",
+    ),
+    min_score: Optional[float] = typer.Option(None, help="With --admission successful: the least score (0.5)."),
+    fingerprint: str = typer.Option("timeclaw", help="Fingerprint variant: timeclaw (the authors' code) or paper."),
     embedder: str = typer.Option("minilm", help="Context encoder: minilm (offline), openai/<model>, or none."),
     append: bool = typer.Option(False, help="Add to an existing bank instead of replacing it."),
     include_test_split: bool = typer.Option(False, help="Allow episodes of test rows (contaminates the benchmark)."),
@@ -52,6 +58,8 @@ def memory_build(
             from_runs,
             min_score=min_score,
             out=out,
+            admission=admission,
+            fingerprint_variant=fingerprint,
             embedder=embedder,
             append=append,
             include_test_split=include_test_split,
@@ -63,10 +71,12 @@ def memory_build(
 
 
 def ablation(
-    runs: list[Path] = typer.Argument(..., help="Run dirs: tools only, + memory (k), + evolution, full."),
+    runs: list[Path] = typer.Argument(
+        ..., help="Run dirs: w/o tools, tools only, + memory (k), + evolution, full (any of them)."
+    ),
 ) -> None:
-    """TimeClaw's ablation board (paper Fig. 5 / Table 1): each run placed by its settings, per benchmark,
-    with RCRPS / sMAPE (CiK), RCRPS by context type, score and tokens per row."""
+    """TimeClaw's ablation board (paper Fig. 5 / Table 1): each run placed by its settings and named as the
+    paper does, per benchmark, with CiK's aggregate RCRPS, sMAPE (%), RCRPS by context type, score and tokens."""
     from tsbench.leaderboard.ablation import ablation_board, render_board
 
     console.print(render_board(ablation_board(_runs(runs, None))))
@@ -77,7 +87,8 @@ def evolve(
     from_runs: Optional[list[Path]] = typer.Option(None, "--from", hidden=True, help="Same as the RUNS arguments."),
     model: str = typer.Option(..., help="The model that writes tools (provider/name)."),
     out: Path = typer.Option(..., help="Tools dir; admitted tools go to <out>/<name>/."),
-    gamma: float = typer.Option(0.7, help="Admit a tool only if its held-out success rate is at least this."),
+    gamma: float = typer.Option(0.7, help="Admit a tool only if its held-out success rate exceeds this."),
+    admission: str = typer.Option("strict", help="strict: rate > gamma (the paper); at-least: rate >= gamma."),
     min_score: float = typer.Option(0.5, help="Trajectories scoring at least this count as successful."),
     categories: Optional[list[str]] = typer.Option(None, help="Only these categories (comma-separated)."),
     include_test_split: bool = typer.Option(
@@ -102,6 +113,7 @@ def evolve(
             writer,
             out,
             gamma=gamma,
+            admission=admission,
             min_score=min_score,
             categories=split_list(categories),
             include_test_split=include_test_split,

@@ -52,7 +52,9 @@ def rescore(
     from tsbench.eval.rescore import rescore_run
 
     settings = build(JudgeSettings, {**given_settings(ctx, JudgeSettings), "judge": judge})
-    target, stats = rescore_run(run, judge, out, judge_options=settings.judge_options())
+    target, stats = rescore_run(
+        run, judge, out, judge_options=settings.judge_options(), judge_max_tokens=settings.judge_max_tokens
+    )
     rate = "—" if stats.hit_rate is None else f"{100 * stats.hit_rate:.1f} %"
     console.print(
         f"re-scored {stats.rescored} of {stats.rows} rows with {judge}: {stats.judge_calls} judge calls, "

@@ -21,7 +21,9 @@ from tsbench.core.config import build, read_toml_table
 from tsbench.core.errors import UserError
 from tsbench.core.extras import check
 from tsbench.core.settings import convert, spec_map
-from tsbench.train.config import GRPOConfig, LaunchConfig, SFTConfig
+from tsbench.train.config import GRPOConfig, LaunchConfig
+from tsbench.train.launch import launch_command, needs_launcher
+from tsbench.train.sft_config import SFTConfig
 
 LAUNCHED = "TSBENCH_LAUNCHED"  # set in the processes `accelerate launch` starts, so they do not relaunch
 
@@ -36,6 +38,11 @@ def sft_baseline(
         None, help="A TOML file from experiments/sft/ ([sft] table); flags override it."
     ),
     full: bool = typer.Option(False, help="Full fine-tuning (the same as --lora 0)."),
+    check_only: bool = typer.Option(
+        False,
+        "--check",
+        help="Resolve the model's config and tokenizer, the data and the memory plan, print them and stop: no weights load.",
+    ),
 ) -> None:
     """Supervised baselines: the classical features + gradient-boosted heads (--model classical), or LoRA/full SFT of a language model."""
     flags = given_settings(ctx, SFTConfig)
@@ -63,6 +70,11 @@ def sft_baseline(
     if not settings.get("model") and not (settings.get("policy") or {}).get("model"):
         raise UserError("--model is required (or a --config that sets model)")
     cfg = build(SFTConfig, settings, where=f"setting in {config}" if config else "setting")
+    if check_only:
+        from tsbench.train.check import check_sft
+
+        console.print(check_sft(cfg, where=str(config) if config else None), markup=False, highlight=False)
+        return
     with RichSFTProgress(err_console) as progress:
         path = run_sft(cfg, progress)
     console.print(f"wrote {path}  (evaluate: tsbench eval --model local/{path})")
@@ -118,6 +130,12 @@ def train_grpo_cmd(
         None, help="A TOML file from experiments/grpo/ ([grpo] table); flags override it."
     ),
     full: bool = typer.Option(False, help="Train every parameter (the same as --lora 0)."),
+    check_only: bool = typer.Option(
+        False,
+        "--check",
+        help="Resolve the model's config and tokenizer, the engine, harness, prompt budget and the memory plan per "
+        "rank, print them and stop: no weights load.",
+    ),
 ) -> None:
     """GRPO post-training on TRL with the family's training tasks (AnomalyXL: fresh generator tasks every step), episodes in our harness.
 
@@ -131,7 +149,12 @@ def train_grpo_cmd(
         raise UserError("--model is required (or a --config that sets model)")
     cfg = build(GRPOConfig, settings, where=f"setting in {config}" if config else "setting")
     cfg.validate(cfg.launch.num_processes)
-    if (cfg.launch.num_processes > 1 or cfg.launch.accelerate_config) and not os.environ.get(LAUNCHED):
+    if check_only:
+        from tsbench.train.check import check_grpo
+
+        console.print(check_grpo(cfg, where=str(config) if config else None), markup=False, highlight=False)
+        return
+    if needs_launcher(cfg.launch) and not os.environ.get(LAUNCHED):
         raise typer.Exit(relaunch(cfg.launch))
 
     check(*TRAIN_PACKAGES, extra="train", what="train-grpo")
@@ -139,18 +162,6 @@ def train_grpo_cmd(
 
     run_dir = train_grpo(cfg, LineProgress(err_console))
     console.print(f"wrote {run_dir}  (evaluate: tsbench eval --model local/{run_dir}/final)")
-
-
-def launch_command(launch: LaunchConfig, argv: list[str]) -> list[str]:
-    """`accelerate launch` running this same tsbench command in every process."""
-    command = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(launch.num_processes)]
-    if launch.accelerate_config:
-        if not Path(launch.accelerate_config).is_file():
-            raise UserError(f"no such accelerate config: {launch.accelerate_config}")
-        command += ["--config_file", launch.accelerate_config]
-    elif launch.num_processes > 1:  # torchrun's N processes: DDP on GPUs, gloo on CPU (train/grpo.py)
-        command += ["--multi_gpu", "--main_process_port", "0"]
-    return command + ["-m", "tsbench.cli", *argv]
 
 
 def relaunch(launch: LaunchConfig) -> int:

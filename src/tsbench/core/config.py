@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tsbench.core.errors import UserError
-from tsbench.core.settings import check, convert, nested, spec_map, suggest
+from tsbench.core.settings import check, convert, nested, spec_map, specs, suggest
 
 T = TypeVar("T")
 # The top-level tables a config file may hold: one per command that reads configs.
@@ -52,6 +52,18 @@ def _unknown(cls: type, values: dict[str, Any], where: str) -> None:
         raise UserError(f"unknown setting(s) {', '.join(unknown)}{suggest(first, known)} ({where})")
 
 
+def _fold_aliases(cls: type, values: dict[str, Any]) -> None:
+    """A key spelled as one of a setting's old names (`aliases`, `--steps` for max_steps) is that setting."""
+    own = field_names(cls)  # [eval.tools] is a nested section: its name is a field
+    for spec in specs(cls):
+        for alias in spec.meta.get("aliases") or ():
+            key = alias.lstrip("-").replace("-", "_")
+            if len(alias) > 2 and key in values and key not in own:
+                if spec.name in values:
+                    raise UserError(f"{key} and {spec.name} name one setting ({spec.name}): give one of them")
+                values[spec.name] = values.pop(key)
+
+
 def build(cls: type[T], values: dict[str, Any], *, where: str = "settings", base: Any = None, _top: bool = True) -> T:
     """`cls(**values)`, routing flat keys to nested dataclasses, converting every value to its
     field's type and rejecting unknown keys and values out of their declared range.
@@ -59,6 +71,8 @@ def build(cls: type[T], values: dict[str, Any], *, where: str = "settings", base
     A nested dataclass starts from its field's own default (so `field(default_factory=lambda:
     HarnessConfig(temperature=1.0))` keeps temperature 1.0 unless a value overrides it)."""
     values = {str(k).replace("-", "_"): v for k, v in values.items()}  # [eval.file-agent] = file_agent
+    if _top:
+        _fold_aliases(cls, values)
     inner_classes = nested(cls)
     own = {f.name for f in dataclasses.fields(cls)}
     _unknown(cls, values, where)

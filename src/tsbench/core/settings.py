@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import difflib
+import enum
 import functools
 import inspect
 import itertools
@@ -78,9 +79,20 @@ class Spec:
     def answers(self) -> bool:
         return self.meta.get("answers", True)
 
+    @property
+    def flag_wanted(self) -> bool:
+        """A setting tsbench declares is a flag; one a library base class declares (TRL's ~190
+        TrainingArguments) is a TOML key only, so --help lists what tsbench documents."""
+        return not self.meta.get("library")
+
     def describe_type(self) -> str:
+        if self.base not in _SCALARS:
+            return "a value"
         word = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}[self.base]
         return f"a list of {_plural(self.base)}" if self.is_list else word
+
+
+_SCALARS = (bool, int, float, str)
 
 
 def _plural(base: type) -> str:
@@ -88,14 +100,24 @@ def _plural(base: type) -> str:
 
 
 def _unwrap(hint: Any) -> tuple[type, bool, bool]:
-    """(base type, is a list, may be None) of a field annotation such as `list[int] | None`."""
+    """(base type, is a list, may be None) of a field annotation such as `list[int] | None`.
+    An annotation that is no one scalar or list of one (`dict | str`, `int | str`, a config
+    class) has base `object`: its value passes through as TOML gave it, for its owner to check;
+    an Enum beside str is str (TrainingArguments' `IntervalStrategy | str`)."""
     optional = False
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(hint) if a is not type(None)]
         optional = len(args) < len(typing.get_args(hint))
+        if str in args:
+            args = [a for a in args if not (isinstance(a, type) and issubclass(a, enum.Enum))]
+        if len(args) > 1:
+            return object, False, optional
         hint = args[0]
     if typing.get_origin(hint) in (list, tuple):
-        return typing.get_args(hint)[0], True, optional
+        inner = typing.get_args(hint)[0] if typing.get_args(hint) else object
+        return (inner if inner in _SCALARS else object), True, optional
+    if hint not in _SCALARS:
+        return object, False, optional
     return hint, False, optional
 
 
@@ -129,10 +151,21 @@ def attribute_docs(cls: type) -> dict[str, str]:
 
 def _declaring_section(cls: type, name: str) -> str | None:
     """The SECTION of the class that declares field `name` (a harness's own settings class)."""
+    owner = _declaring_class(cls, name)
+    return owner.__dict__.get("SECTION") if owner is not None else None  # its own, not one it inherits
+
+
+def _declaring_class(cls: type, name: str) -> type | None:
     for owner in cls.__mro__:
         if name in inspect.get_annotations(owner):
-            return owner.__dict__.get("SECTION")  # its own, not one it inherits
+            return owner
     return None
+
+
+def _from_library(cls: type, name: str, metadata: Any) -> bool:
+    """Declared by a library's class (TRL's), not with `setting(...)`: a plugin's settings are flags too."""
+    owner = _declaring_class(cls, name)
+    return owner is not None and not owner.__module__.startswith("tsbench") and "doc" not in metadata
 
 
 def nested(cls: type) -> dict[str, type]:
@@ -144,6 +177,12 @@ def nested(cls: type) -> dict[str, type]:
 def specs(cls: type, section: tuple[str, ...] = ()) -> list[Spec]:
     """Every setting of `cls`, nested sections flattened (an outer field shadows an inner one of
     the same name, as `core.config.build` routes it)."""
+    return list(_specs(cls, section))
+
+
+@functools.cache
+def _specs(cls: type, section: tuple[str, ...]) -> tuple[Spec, ...]:
+    """`specs`, read once per class: a config class is declared once (TRL's has ~240 fields)."""
     hints = typing.get_type_hints(cls)
     inner = nested(cls)
     found: list[Spec] = []
@@ -154,8 +193,11 @@ def specs(cls: type, section: tuple[str, ...] = ()) -> list[Spec]:
         base, is_list, optional = _unwrap(hints[f.name])
         meta = dict(f.metadata)
         meta["section"] = _declaring_section(cls, f.name)
-        doc = f.metadata.get("doc") or next(
-            (attribute_docs(c)[f.name] for c in cls.__mro__ if f.name in attribute_docs(c)), ""
+        meta["library"] = _from_library(cls, f.name, f.metadata)
+        doc = (
+            f.metadata.get("doc")
+            or next((attribute_docs(c)[f.name] for c in cls.__mro__ if f.name in attribute_docs(c)), "")
+            or " ".join(str(f.metadata.get("help", "")).split())  # a library's own field help
         )
         found.append(Spec(f.name, section, base, is_list, optional, _default(f), doc, meta))
     seen = {s.name for s in found}
@@ -168,9 +210,9 @@ def specs(cls: type, section: tuple[str, ...] = ()) -> list[Spec]:
         try:
             instance = cls()
         except TypeError:
-            return found
+            return tuple(found)
         found = [dataclasses.replace(s, default=get(instance, s)) if s.section else s for s in found]
-    return found
+    return tuple(found)
 
 
 def spec_map(cls: type) -> dict[str, Spec]:

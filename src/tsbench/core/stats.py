@@ -3,12 +3,14 @@
 A category's number is the unweighted mean of its rows, so an easy row and a hard row weigh the
 same; MCQ categories add macro-F1 over their options. Confidence intervals are percentile
 bootstraps of the mean, and comparisons between two systems resample the same rows for both
-(paired), which is what makes small differences on a shared test split detectable.
-All randomness comes from an explicit seed.
+(paired), which is what makes small differences on a shared test split detectable. A benchmark
+whose own protocol weights or caps its metric (CiK) says so in its columns (`tasks.base.Aggregate`),
+and its number is then `weighted_capped_mean`. All randomness comes from an explicit seed.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -94,6 +96,48 @@ def bootstrap_ci(
     vector = _as_vector(values, "values")
     means = _bootstrap_means(vector, n_boot, seed)
     low, high = np.quantile(means, [alpha / 2, 1 - alpha / 2])
+    return float(low), float(high)
+
+
+def weighted_capped_mean(
+    values: Sequence[float | None],
+    weights: Sequence[float] | None = None,
+    cap: float | None = None,
+    missing: float | None = None,
+) -> float | None:
+    """sum_i w_i * min(v_i, cap) / sum_i w_i (CiK's `compute_all_rcprs`); a None or NaN value counts
+    as `missing`, or is left out when `missing` is None. None when nothing is left."""
+    pairs = []
+    for index, value in enumerate(values):
+        weight = 1.0 if weights is None else float(weights[index])
+        if value is None or math.isnan(value):
+            if missing is None:
+                continue
+            value = missing
+        value = float(value)
+        pairs.append((weight, min(value, cap) if cap is not None else value))
+    total = sum(w for w, _ in pairs)
+    if not pairs or total == 0:
+        return None
+    return sum(w * v for w, v in pairs) / total
+
+
+def bootstrap_weighted_ci(
+    values: Iterable[float], weights: Iterable[float], n_boot: int = 1000, alpha: float = 0.05, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of a weighted mean, resampling (value, weight) rows together."""
+    _check_bootstrap(n_boot, alpha)
+    vector, weight = _as_vector(values, "values"), _as_vector(weights, "weights")
+    if vector.size != weight.size:
+        raise ValueError(f"{vector.size} values but {weight.size} weights")
+    rng = np.random.default_rng(seed)
+    chunk = max(1, _BOOTSTRAP_CELLS_PER_CHUNK // vector.size)
+    means = []
+    for done in range(0, n_boot, chunk):
+        index = rng.integers(0, vector.size, size=(min(chunk, n_boot - done), vector.size))
+        w = weight[index]
+        means.append((vector[index] * w).sum(axis=1) / np.where(w.sum(axis=1) > 0, w.sum(axis=1), np.nan))
+    low, high = np.nanquantile(np.concatenate(means), [alpha / 2, 1 - alpha / 2])
     return float(low), float(high)
 
 

@@ -45,6 +45,11 @@ class JudgeSettings:
         None, "Seconds per judge call before it is retried [provider default].", gt=0
     )
     judge_max_attempts: int | None = setting(None, "Tries per judge call [provider default].", ge=1)
+    judge_max_tokens: int | None = setting(
+        None,
+        "Most tokens one judge reply may take (the paper's replies are a word or a short JSON) [provider default].",
+        ge=1,
+    )
 
     def judge_options(self) -> dict:
         """The judge model's own provider options (None values dropped); `api_key_env` is read where

@@ -59,11 +59,11 @@ _scorers: dict[tuple, Callable] = {}
 _scorers_lock = threading.Lock()
 
 
-def judge_completer(model: Any) -> Callable[[str], JudgeReply]:
+def judge_completer(model: Any, max_tokens: int | None = None) -> Callable[[str], JudgeReply]:
     """A judge model as the `prompt -> reply` callable a family's scorer takes, with its tokens and cost."""
 
     def complete(prompt: str) -> JudgeReply:
-        completion = model.generate([Message("user", prompt)], temperature=0.0)
+        completion = model.generate([Message("user", prompt)], max_tokens=max_tokens, temperature=0.0)
         return JudgeReply(completion.text, completion.input_tokens, completion.output_tokens, completion.cost_usd)
 
     return complete
@@ -76,8 +76,10 @@ def scorer_for(taskset: Any, job: EpisodeJob, agents: AgentCache) -> Callable[[s
     key = (job.ref.family, job.scoring, id(agents))
     with _scorers_lock:
         if key not in _scorers:
-            options = dict(dict(job.scoring).get("judge_options", ()))  # the judge's own (--judge-base-url ...)
-            _scorers[key] = taskset.scorer(dict(job.scoring), lambda spec: judge_completer(agents.get(spec, options)))
+            scoring = dict(job.scoring)
+            options = dict(scoring.get("judge_options", ()))  # the judge's own (--judge-base-url ...)
+            bound = scoring.get("judge_max_tokens")
+            _scorers[key] = taskset.scorer(scoring, lambda spec: judge_completer(agents.get(spec, options), bound))
         return _scorers[key]
 
 

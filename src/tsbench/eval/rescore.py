@@ -53,9 +53,14 @@ def _slug(text: str) -> str:
 
 
 def rescore_run(
-    run_dir: Path, judge: str, out: Path | None = None, judge_options: dict | None = None
+    run_dir: Path,
+    judge: str,
+    out: Path | None = None,
+    judge_options: dict | None = None,
+    judge_max_tokens: int | None = None,
 ) -> tuple[Path, RescoreStats]:
-    """`judge_options`: the judge model's provider options (JudgeSettings.judge_options())."""
+    """`judge_options`: the judge model's provider options (JudgeSettings.judge_options());
+    `judge_max_tokens`: the most tokens a judge reply may take."""
     run_dir = Path(run_dir)
     if not (run_dir / RUN_JSON).is_file():
         raise UserError(f"{run_dir} is not a run dir (no run.json)")
@@ -70,7 +75,7 @@ def rescore_run(
     try:
         score = taskset.scorer(
             {"judge": judge, "run_dir": str(run_dir)},
-            lambda spec: judge_completer(agents.get(spec, dict(judge_options or {}))),
+            lambda spec: judge_completer(agents.get(spec, dict(judge_options or {})), judge_max_tokens),
         )
         records = read_journal(run_dir)
         stats = RescoreStats(rows=len(records))

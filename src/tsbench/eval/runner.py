@@ -235,7 +235,12 @@ def run_eval(
             raise UserError(f"family {cfg.family} plays chains of rows; harness {cfg.harness} cannot play a chain")
         info = _open_run_dir(cfg, out, identity, agent.reference(), play, variant)
         scoring = (
-            (("judge", cfg.judge), ("judge_options", tuple(sorted(cfg.judge_options().items()))), ("run_dir", str(out)))
+            (
+                ("judge", cfg.judge),
+                ("judge_options", tuple(sorted(cfg.judge_options().items()))),
+                ("judge_max_tokens", cfg.judge_max_tokens),
+                ("run_dir", str(out)),
+            )
             if taskset.judged
             else ()
         )

@@ -1,8 +1,10 @@
 """results.json's `tasks` block, keyed by task as lm-eval's `results` is: `<family>/<category>` per
 column and `<family>` overall, each with the paper's metric for it (macro-F1 and accuracy for a
-multiple choice, the column's own mean metric such as IoU where it has one, else the mean score),
-its standard error, n and errors. The leaderboard recomputes these with intervals; this is the
-summary other tools read without tsbench.
+multiple choice, the column's own mean metric such as IoU where it has one, aggregated by the
+benchmark's own protocol where the column names one, e.g. CiK's weighted, capped RCRPS, else the
+mean score), its standard error, n and errors. The family's overall entry carries that metric too
+when every column shares it. The leaderboard recomputes these with intervals; this is the summary
+other tools read without tsbench.
 """
 
 from __future__ import annotations
@@ -60,10 +62,19 @@ def _task(group: pd.DataFrame, column: Column | None) -> dict[str, Any]:
         preds = [_option(p, gold=False) for p in scored["parsed_answer"]]
         options = list(column.options) or None  # no fixed list: options differ by row
         out.update(accuracy=score, macro_f1=macro_f1(golds, preds, options=options), primary="macro_f1")
+    elif column.mean_metric and column.aggregate is not None:
+        attributes = scored["attributes"] if "attributes" in scored else [None] * len(scored)
+        values, weights = column.aggregate.inputs(scored["metrics"], attributes, column.mean_metric)
+        out.update({column.mean_metric: column.aggregate.value(values, weights), f"{column.mean_metric}_stderr": None})
+        counted = [v for v in column.aggregate.filled(values) if v is not None]
+        out[f"{column.mean_metric}_n"] = len(counted)  # rows it counts (an unusable answer counts at the cap)
+        out.update(primary=column.mean_metric, protocol=column.aggregate.protocol)
+        out["lower_is_better"] = column.aggregate.lower_is_better
     elif column.mean_metric:
         values = scored["metrics"].map(lambda m: _as_dict(m).get(column.mean_metric))
         metric, metric_stderr = _mean_and_stderr(values)
         out.update({column.mean_metric: metric, f"{column.mean_metric}_stderr": metric_stderr})
+        out[f"{column.mean_metric}_n"] = int(values.notna().sum())  # rows it counts; n - this: rows it leaves out
         out["primary"] = column.mean_metric
     out["metric"] = column.metric
     return out
@@ -76,5 +87,17 @@ def task_results(samples: pd.DataFrame, family: str, columns: list[Column]) -> d
     seen = list(samples["category"].dropna().unique())
     categories = [c for c in order if c in seen] + sorted(set(seen) - set(order))
     tasks = {f"{family}/{c}": _task(samples[samples["category"] == c], by_category.get(c)) for c in categories}
-    tasks[family] = _task(samples, None)
+    tasks[family] = _task(samples, _shared(columns))
     return tasks
+
+
+def _shared(columns: list[Column]) -> Column | None:
+    """The one aggregated metric every category of the family reports alike (CiK's RCRPS), as the
+    overall's; None for a family without one (its overall stays the mean score)."""
+    kinds = {(c.mean_metric, c.aggregate, c.metric) for c in columns if c.options is None}
+    if len(kinds) != 1 or any(c.options is not None for c in columns):
+        return None
+    metric, aggregate, label = kinds.pop()
+    if not metric or aggregate is None:
+        return None
+    return Column("overall", "overall", label, "overall", mean_metric=metric, aggregate=aggregate)

@@ -46,6 +46,15 @@ class HarnessSettings:
     memory_gib: float = setting(
         4.0, "Kernel memory cap in GiB, per kernel process (see harness/runtime for the whole-episode bound).", gt=0
     )
+    cell_output_mib: float = setting(
+        64.0,
+        "MiB a code cell may send the host (output, results, figures); past it messages are dropped unread, "
+        "and the observation says so.",
+        gt=0,
+    )
+    episode_output_mib: float = setting(
+        256.0, "MiB all of an episode's cells may send the host; past it, as past the cell's.", gt=0
+    )
     unsafe_sandbox: bool = setting(
         False, "Run kernels WITHOUT the bubblewrap jail (recorded in run.json and shown by the leaderboard)."
     )
@@ -73,10 +82,13 @@ class HarnessSettings:
     )
 
     def kernel_limits(self) -> dict[str, Any]:
-        """What a kernel harness's Sandbox is given (harness/runtime): the cell timeout, the memory cap, the jail."""
+        """What a kernel harness's Sandbox is given (harness/runtime): the cell timeout, the memory cap, the output
+        budgets, the jail."""
         return {
             "cell_timeout_s": self.cell_timeout_s,
             "memory_bytes": int(self.memory_gib * 2**30),
+            "cell_output_bytes": int(self.cell_output_mib * 2**20),
+            "episode_output_bytes": int(self.episode_output_mib * 2**20),
             "unsafe": self.unsafe_sandbox,
         }
 
@@ -144,11 +156,22 @@ def _section_class(settings_class: type, name: str) -> type:
         if not default:
             default = {"default": None if f.default is dataclasses.MISSING else f.default}
         made.append((f.name, hints[f.name], dataclasses.field(metadata=meta, **default)))
-    return dataclasses.make_dataclass(
+    made = dataclasses.make_dataclass(
         f"{settings_class.__name__}Section",
         made,
-        namespace={"SECTION": name, "__doc__": f"[{name}]: {settings_class.__doc__}"},
+        namespace={"SECTION": name, "__doc__": f"[{name}]: {settings_class.__doc__}", "__reduce__": _reduce_section},
     )
+    made.__module__ = settings_class.__module__  # whose settings these are (a library's own stay TOML keys only)
+    return made
+
+
+def _reduce_section(self: Any) -> tuple:
+    """A section class is made at run time: pickled (TRL saves its args) by its section name and values."""
+    return (_rebuild_section, (self.SECTION, {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}))
+
+
+def _rebuild_section(name: str, values: dict) -> Any:
+    return sections().classes[name](**values)
 
 
 @dataclass(frozen=True)

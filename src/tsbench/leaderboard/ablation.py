@@ -1,12 +1,21 @@
 """TimeClaw's ablation board (paper Fig. 5, Table 1): what the tools, memory (k) and evolution add.
 
 From finished run dirs only (run.json's config and the samples): each run is placed in a setting by
-what it played with, `no tools` (a harness without the tools capability, as run.json records the
-harness's capabilities), `tools only`, `+ memory (k=K)` (a bank and
-top_k = K > 0; K = 0 is tools only), `+ evolution` (evolved tools, no memory) or `full` (both), and
-each benchmark (family) gets one line per setting: rows, the mean score, the mean RCRPS and sMAPE
-when the rows report them (CiK: weighted by CiK's instance weights, attribute "weight"), RCRPS by
-CiK context type (attribute "context_types"), and the mean tokens per row (input + output).
+what it played with, and each benchmark (family) gets one line per setting ("tools": a harness with
+the tools capability, as run.json records the harness's capabilities):
+
+| setting            | harness   | memory (bank, top_k > 0) | evolved tools | paper (Fig. 5)             |
+|--------------------|-----------|--------------------------|---------------|----------------------------|
+| `no tools`         | no tools  | no                       | -             | (plain prompting baseline) |
+| `w/o tools`        | no tools  | yes                      | -             | w/o tools                  |
+| `tools only`       | tools     | no (k = 0)               | no            | k = 0                      |
+| `+ memory (k=K)`   | tools     | yes                      | no            | k = K; w/o evolution (K=3) |
+| `+ evolution`      | tools     | no                       | yes           | w/o memory                 |
+| `full`             | tools     | yes                      | yes           | TimeClaw                   |
+
+Each line: rows, the mean score, and for CiK its own numbers (leaderboard/cik.py: the average RCRPS
+as CiK aggregates it, sMAPE in percent as TimeClaw averages it, RCRPS by context type), tokens per
+row (input + output). Error rows are left out of the numbers and counted.
 """
 
 from __future__ import annotations
@@ -19,8 +28,17 @@ import pandas as pd
 
 from tsbench.results import load_samples
 
-CONTEXT_TYPES = ("intemporal", "historical", "future", "covariate", "causal")
-ORDER = ("no tools", "tools only", "+ memory", "+ evolution", "full")
+from .cik import FAMILY as CIK
+from .cik import summary as cik_summary
+
+ORDER = ("no tools", "w/o tools", "tools only", "+ memory", "+ evolution", "full")
+PAPER = {
+    "no tools": "",
+    "w/o tools": "w/o tools",
+    "tools only": "k = 0",
+    "+ evolution": "w/o memory",
+    "full": "TimeClaw",
+}
 
 
 def setting_of(config: dict, tools: bool) -> tuple[str, int]:
@@ -30,8 +48,8 @@ def setting_of(config: dict, tools: bool) -> tuple[str, int]:
     bank = memory.get("memory_bank") or config.get("memory_bank")
     k = int(memory.get("top_k", config.get("top_k", 0)) or 0) if bank else 0
     evolved = bool(section.get("tools_dir") or config.get("tools_dir"))
-    if not tools:
-        return ("no tools" if not (bank and k) else "+ memory"), k
+    if not tools:  # without the tool harness, evolved tools are never offered
+        return ("w/o tools", k) if bank and k else ("no tools", 0)
     if evolved and bank and k:
         return "full", k
     if evolved:
@@ -41,53 +59,43 @@ def setting_of(config: dict, tools: bool) -> tuple[str, int]:
     return "tools only", 0
 
 
-def _metric(metrics, key: str) -> float | None:
-    if metrics is None:
-        return None
-    pairs = metrics.items() if isinstance(metrics, dict) else metrics
-    for name, value in pairs:
-        if name == key:
-            return None if value is None or (isinstance(value, float) and np.isnan(value)) else float(value)
-    return None
+def label(setting: str, k: int) -> str:
+    return f"+ memory (k={k})" if setting == "+ memory" else setting
 
 
-def _attribute(attributes, key: str) -> str:
-    if attributes is None:
-        return ""
-    pairs = attributes.items() if isinstance(attributes, dict) else attributes
-    return next((str(v) for k, v in pairs if k == key), "")
-
-
-def _weighted(values: pd.Series, weights: pd.Series) -> float | None:
-    keep = values.notna()
-    if not keep.any():
-        return None
-    return float(np.average(values[keep], weights=weights[keep]))
+def paper_label(setting: str, k: int) -> str:
+    if setting == "+ memory":
+        return f"k = {k}" + ("; w/o evolution" if k == 3 else "")
+    if setting == "w/o tools":
+        return f"w/o tools (k = {k})"
+    return PAPER.get(setting, "")
 
 
 def run_rows(run_dir: str | Path) -> pd.DataFrame:
-    """One line per finished row of a run, with its setting, metrics and tokens."""
+    """A run's rows with its setting and k."""
     run_dir = Path(run_dir)
     run = json.loads((run_dir / "run.json").read_text())
     setting, k = setting_of(run.get("config", {}), bool(run.get("harness_capabilities", {}).get("tools")))
     samples = load_samples(run_dir)
-    if "error_type" in samples:
-        samples = samples[samples["error_type"].isna()]
-    weight = [float(_attribute(a, "weight") or 1.0) for a in samples["attributes"]]
-    return pd.DataFrame(
-        {
-            "benchmark": samples["family"],
-            "setting": setting,
-            "k": k,
-            "run": str(run_dir),
-            "score": samples["score"].astype(float),
-            "rcrps": [_metric(m, "rcrps") for m in samples["metrics"]],
-            "smape": [_metric(m, "smape") for m in samples["metrics"]],
-            "tokens": samples["input_tokens"].fillna(0) + samples["output_tokens"].fillna(0),
-            "weight": weight,
-            "context_types": [_attribute(a, "context_types") for a in samples["attributes"]],
-        }
-    )
+    return samples.assign(benchmark=samples["family"], setting=setting, k=k, run=str(run_dir))
+
+
+def _line(benchmark: str, setting: str, k: int, group: pd.DataFrame) -> dict:
+    finished = group[group["error_type"].isna()]
+    line = {
+        "benchmark": benchmark,
+        "setting": label(setting, k),
+        "paper": paper_label(setting, k),
+        "rows": len(group),
+        "errors": int(group["error_type"].notna().sum()),
+        "score": float(finished["score"].astype(float).mean()) if len(finished) else None,
+    }
+    if benchmark == CIK:
+        cik = cik_summary(group)
+        line.update({key: value for key, value in cik.items() if key not in ("rows", "errors", "tokens_per_row")})
+    tokens = group["input_tokens"].fillna(0) + group["output_tokens"].fillna(0)
+    line["tokens_per_row"] = float(tokens.mean())
+    return line
 
 
 def ablation_board(run_dirs: list[str | Path]) -> pd.DataFrame:
@@ -95,29 +103,14 @@ def ablation_board(run_dirs: list[str | Path]) -> pd.DataFrame:
     rows = pd.concat([run_rows(r) for r in run_dirs], ignore_index=True)
     lines = []
     for (benchmark, setting, k), group in rows.groupby(["benchmark", "setting", "k"], sort=False):
-        rcrps = pd.to_numeric(group["rcrps"], errors="coerce")
-        smape = pd.to_numeric(group["smape"], errors="coerce")
-        line = {
-            "benchmark": benchmark,
-            "setting": setting if setting != "+ memory" else f"+ memory (k={k})",
-            "rows": len(group),
-            "score": float(group["score"].mean()),
-            "rcrps": _weighted(rcrps, group["weight"]),
-            "smape": _weighted(smape, group["weight"]),
-            "tokens_per_row": float(group["tokens"].mean()),
-        }
-        for kind in CONTEXT_TYPES:
-            has = group["context_types"].str.split(",").apply(lambda types, kind=kind: kind in types)
-            line[f"rcrps_{kind}"] = _weighted(rcrps[has], group["weight"][has]) if has.any() else None
-        line["_order"] = (ORDER.index(setting), k)
-        lines.append(line)
+        lines.append({**_line(benchmark, setting, int(k), group), "_order": (ORDER.index(setting), int(k))})
     board = pd.DataFrame(lines).sort_values(["benchmark", "_order"]).drop(columns="_order")
     empty = [c for c in board.columns if c.startswith("rcrps_") and board[c].isna().all()]
     return board.drop(columns=empty).reset_index(drop=True)
 
 
 def render_board(board: pd.DataFrame) -> str:
-    """The board as a markdown table (None: the benchmark does not report the metric)."""
+    """The board as a markdown table (empty: the benchmark does not report the metric)."""
     columns = list(board.columns)
     out = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for record in board.to_dict("records"):

@@ -25,6 +25,7 @@ BOARDS = Registry(
         "anomalyxl-paper": "tsbench.leaderboard.paper_rows:attach",  # the paper's Table 1, quoted (--with-paper)
         "timesage": "tsbench.leaderboard.timesage_render:attach",  # TimeSage-EV Tables 2 and 12, Figs. 7, 9, 10
         "timerbed": "tsbench.leaderboard.timerbed:attach",  # TimeMaster Tables 1 and 3
+        "cik": "tsbench.leaderboard.cik:attach",  # TimeClaw Table 1 (CiK's weighted, capped RCRPS)
     },
 )
 

@@ -23,7 +23,9 @@ NOT_RUN = "n/a"  # a figure cell whose category was not run at that length
 LEGEND = (
     "MCQ columns give accuracy and macro-F1 (the AnomalyXL paper reports macro-F1; TimeMaster's TimerBed table "
     "reports accuracy only); Localize columns give each task's "
-    "primary score. Values are unweighted means over scored (id, epoch) rows; error rows are left out and "
+    "primary score. Values are unweighted means over scored (id, epoch) rows, except where a benchmark aggregates "
+    "its own way (CiK's RCRPS: weighted by task weight, each instance capped at 5, an unusable answer at 5; lower "
+    "is better, and ranked so); error rows are left out and "
     "counted under Cost and Failures. Bold = best, underline = second-best among complete cells of models on the "
     "same dataset (reference policies are shown and never ranked); "
     f"{INCOMPLETE} = incomplete (fewer scored rows than the column's count, or a partial run); n = scored rows "

@@ -15,8 +15,12 @@ Conventions (they decide what a number means, so they are stated once here):
   all score the same (id, epoch) rows (different --limit draws, say), each of them is shown over
   the rows they all scored (`common` is True, `n_own` keeps its own count) so the numbers in a
   column mean the same thing. Incomplete cells keep their own rows and are marked.
-- Best and second-best are marked per column among configurations on the same dataset; all
-  scores are "higher is better" (MMag and LL are already turned into [0, 1] scores by the scorer).
+- A column whose family names its own aggregation (`Column.aggregate`: CiK's RCRPS, weighted by
+  task weight, capped at 5, an unusable answer at 5) shows that number, its interval a bootstrap of
+  the weighted mean over rows.
+- Best and second-best are marked per column among configurations on the same dataset; scores are
+  "higher is better" (MMag and LL are already turned into [0, 1] scores by the scorer), a column
+  whose aggregate says lower is better (RCRPS) is ranked the other way (`lower_is_better`).
   Reference policies (run.json "reference": they see what a model does not) and incomplete cells
   are never marked.
 - `small_n`: fewer than SMALL_N scored rows, so the 95 % interval is rough (renderers flag it).
@@ -31,7 +35,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from tsbench.core.stats import bootstrap_ci, paired_bootstrap_diff
+from tsbench.core.stats import bootstrap_ci, bootstrap_weighted_ci, paired_bootstrap_diff
 from tsbench.tasks.base import Column
 
 from .columns import columns_for, is_choice
@@ -63,6 +67,7 @@ CELL_COLUMNS = CONFIG_KEY + [
     "run_complete",
     "reference",
     "oom",
+    "lower_is_better",
 ]
 
 
@@ -107,9 +112,12 @@ def _cell(column: Column | None, group: pd.DataFrame, n_boot: int, seed: int) ->
         "f1_hi": np.nan,
         # Out of memory at some of its lengths: no number, the cell reads OOM* (the paper's Table 1).
         "oom": bool((group["error_type"] == OOM_ERROR).any()),
+        "lower_is_better": bool(column is not None and column.aggregate and column.aggregate.lower_is_better),
     }
     if scored.empty or out["oom"]:
         return out
+    if column is not None and column.mean_metric and column.aggregate is not None:
+        return _aggregated(out, column, scored, n_boot, seed)
     scores = scored["score"].astype(float).to_numpy()
     if column is not None and column.mean_metric:
         reported = scored["metrics"].map(lambda m: (m or {}).get(column.mean_metric))
@@ -122,6 +130,18 @@ def _cell(column: Column | None, group: pd.DataFrame, n_boot: int, seed: int) ->
         preds = [predicted_option(p) for p in scored["parsed_answer"]]
         out["f1"] = mcq_macro_f1(column.options, golds, preds)
         out["f1_lo"], out["f1_hi"] = bootstrap_macro_f1_ci(column.options, golds, preds, n_boot=n_boot, seed=seed + 1)
+    return out
+
+
+def _aggregated(out: dict, column: Column, scored: pd.DataFrame, n_boot: int, seed: int) -> dict:
+    """A cell whose family names the aggregation: its weighted, capped mean and a weighted bootstrap."""
+    aggregate = column.aggregate
+    values, weights = aggregate.inputs(scored["metrics"], scored["attributes"], column.mean_metric)
+    kept = [(v, w) for v, w in zip(aggregate.filled(values), weights) if v is not None]
+    if kept:
+        vector, weight = np.array([v for v, _ in kept]), np.array([w for _, w in kept])
+        out["mean"] = aggregate.value(values, weights)
+        out["mean_lo"], out["mean_hi"] = bootstrap_weighted_ci(vector, weight, n_boot=n_boot, seed=seed)
     return out
 
 
@@ -213,13 +233,13 @@ def column_counts(cells: pd.DataFrame) -> pd.DataFrame:
     return counts.rename(columns={"n_ids": "column_n"})
 
 
-def _ranks(values: pd.Series) -> pd.Series:
+def _ranks(values: pd.Series, lower_is_better: bool = False) -> pd.Series:
     """'best' / 'second' / '' by distinct value (ties share a mark); nothing marked with < 2 values."""
     present = values.dropna()
     marks = pd.Series("", index=values.index)
     if len(present) < 2:
         return marks
-    distinct = sorted(present.unique(), reverse=True)
+    distinct = sorted(present.unique(), reverse=not lower_is_better)
     marks[values == distinct[0]] = "best"
     if len(distinct) > 1:
         marks[values == distinct[1]] = "second"
@@ -238,7 +258,8 @@ def mark_ranks(cells: pd.DataFrame) -> pd.DataFrame:
     if "disjoint" in cells:  # complete cells that share no row cannot be ranked against each other
         rankable &= ~cells["disjoint"].astype(bool)
     for _, index in cells[rankable].groupby(["dataset", "category"]).groups.items():
-        cells.loc[index, "mean_mark"] = _ranks(cells.loc[index, "mean"])
+        lower = "lower_is_better" in cells and bool(cells.loc[index, "lower_is_better"].fillna(False).any())
+        cells.loc[index, "mean_mark"] = _ranks(cells.loc[index, "mean"], lower_is_better=lower)
         cells.loc[index, "f1_mark"] = _ranks(cells.loc[index, "f1"])
     return cells
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import logging
-import urllib.request
 from typing import Any
+
+from tsbench.models.http import http_client, http_errors
 
 log = logging.getLogger(__name__)
 
@@ -44,14 +45,19 @@ def _context_in(entry: dict[str, Any]) -> int | None:
 def server_context_tokens(
     base_url: str, model_name: str, api_key: str | None = None, timeout_s: float = 5.0
 ) -> int | None:
-    """What the server's /v1/models says this model's context is (None: it says nothing, or fails)."""
+    """What the server's /v1/models says this model's context is (None: it says nothing, or fails).
+    Asked as the chat client asks (models/http.py): a redirect to another origin is not followed."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    request = urllib.request.Request(f"{base_url.rstrip('/')}/models", headers=headers)
+    url = f"{base_url.rstrip('/')}/models"
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            listing = json.loads(response.read().decode("utf-8", "replace"))
-    except (OSError, ValueError) as error:
-        log.debug("no context length from %s/models: %s", base_url, error)
+        with http_client(timeout=timeout_s) as client:
+            response = client.get(url, headers=headers)
+            if response.status_code != 200:
+                log.debug("no context length from %s: HTTP %d", url, response.status_code)
+                return None
+            listing = json.loads(response.content.decode("utf-8", "replace"))
+    except (OSError, ValueError, *http_errors()) as error:
+        log.debug("no context length from %s: %s", url, error)
         return None
     entries = listing.get("data") if isinstance(listing, dict) else None
     if not isinstance(entries, list):

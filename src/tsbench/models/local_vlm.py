@@ -35,15 +35,18 @@ def is_vision_language(weights: str | Path) -> bool:
 
 
 def load_processor(where: str | Path, *, local: bool = True) -> Any:
-    """AutoProcessor, or the same processor class without its video part when torchvision is missing
-    (transformers 5 cannot build a video processor without it; tsbench sends images only)."""
+    """AutoProcessor, or, without torchvision (transformers 5 builds neither a video processor nor the
+    torchvision image processors a published Qwen-VL config names without it; tsbench sends images only),
+    the same processor class with the PIL image processor and the tokenizer as its only parts."""
     transformers = offline_transformers()
     try:
         return transformers.AutoProcessor.from_pretrained(str(where), local_files_only=local)
     except (ImportError, AttributeError, TypeError, ValueError, OSError) as exc:
-        if "video" not in str(exc).lower() and "VIDEO" not in str(exc):
+        if "video" not in str(exc).lower() and "torchvision" not in str(exc).lower():
             raise
-    return image_only(_processor_class(where)).from_pretrained(str(where), local_files_only=local)
+    images = transformers.AutoImageProcessor.from_pretrained(str(where), local_files_only=local, backend="pil")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(where), local_files_only=local)
+    return image_only(_processor_class(where))(images, tokenizer, chat_template=tokenizer.chat_template)
 
 
 def _processor_class(where: str | Path) -> type:

@@ -9,8 +9,9 @@ message, or empty content with no tool call. Empty content is kept as the model'
 the server says why (finish_reason "length" or "content_filter", or a refusal): retrying would
 not change it, and a truncated or refused reply is the model's own result.
 
-Which key is sent where, and whose prices apply, is endpoint.py's rule. A server's error body is
-kept in the error message (JSON `detail` or `error.message`, else the first 500 characters).
+Which key is sent where, and whose prices apply, is endpoint.py's rule; no redirect to another origin is
+followed (http.py). A server's error body is kept in the error message (JSON `detail` or `error.message`,
+else the first 500 characters).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from tsbench.models.endpoint import (  # noqa: F401
     parse_price,
     resolve_base_url,
 )
+from tsbench.models.http import REDIRECT_CODES, openai_client, redirect_note
 from tsbench.models.pricing import endpoint_cost_usd
 from tsbench.models.retry import DEFAULT_TIMEOUT_S, RetryPolicy, call_with_retries
 
@@ -128,6 +130,8 @@ def to_model_error(error: openai.OpenAIError) -> ModelError:
     if isinstance(error, openai.APIStatusError):
         status = error.status_code
         message = f"HTTP {status}: {error_detail(error)}"
+        if status in REDIRECT_CODES:  # handed back unfollowed: another origin (models/http.py)
+            message = f"HTTP {status}: {redirect_note(error.response.headers.get('location'))}"
         if isinstance(error, openai.RateLimitError) or status == 429:
             kind = "rate_limit"
         elif status >= 500:
@@ -176,9 +180,7 @@ class OpenAIChatModel(Agent):
         self._context_asked = self._context_tokens is not None or is_openai_endpoint(self.base_url)
         key = api_key_for(self.base_url, api_key=api_key, api_key_env=api_key_env)
         self._sent_no_key = key == PLACEHOLDER_API_KEY
-        self._client = openai.OpenAI(api_key=key, base_url=self.base_url, timeout=timeout_s, max_retries=0)
-        if not is_openai_endpoint(self.base_url):  # the client adds OPENAI_ORG_ID / OPENAI_PROJECT_ID headers
-            self._client.organization = self._client.project = None
+        self._client = openai_client(key, self.base_url, timeout=timeout_s, max_retries=0)
 
     @property
     def context_tokens(self) -> int | None:

@@ -22,7 +22,10 @@ RESULTS_FIELDS = {
     "results.overall": "the same block over every row",
     "tasks": "keyed by task as lm-eval's results: `<family>/<category>` and `<family>` (overall), each with "
     "`primary` (the paper's metric: `macro_f1` for multiple choice, else the column's mean metric or `score`), "
-    "its value and `_stderr`, `accuracy` (multiple choice), `n` and `errors`",
+    "its value and `_stderr` (a mean metric also `_n`, the rows it counts), `accuracy` (multiple choice), "
+    "`n` and `errors`; where the benchmark aggregates its own way, `protocol` names the rule and "
+    "`lower_is_better` the direction (CiK: `rcrps` capped at 5 and weighted by task weight, also on the "
+    "family's overall entry)",
     "versions, git_commit, updated_at": "provenance",
 }
 BLOCK_FIELDS = {

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ import pandas as pd
 
 from tsbench.core.episode import EpisodeTask
 from tsbench.core.errors import UserError
+from tsbench.core.stats import weighted_capped_mean
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,52 @@ class JudgeReply:
 
 
 @dataclass(frozen=True)
+class Aggregate:
+    """How a column's metric becomes its number when the benchmark's own protocol is not a plain mean
+    (CiK: RCRPS weighted by the task weights, each instance capped at 5, an unusable answer counted
+    at the cap, lower is better)."""
+
+    weight: str | None = None  # the row attribute holding its weight (None: every row weighs 1)
+    cap: float | None = None  # a value above it counts as the cap
+    unusable: float | None = None  # what a scored row without the metric (no usable answer) counts as
+    lower_is_better: bool = False
+    protocol: str = ""  # one line naming the rule, shown beside the numbers
+
+    def inputs(self, metrics: Iterable[Any], attributes: Iterable[Any], metric: str) -> tuple[list, list[float]]:
+        """(each scored row's metric or None, its weight) from the rows' metrics and attributes
+        (dicts, or the (key, value) pairs a parquet map reads back as)."""
+        values = [_entry(m, metric) for m in metrics]
+        if self.weight is None:
+            return values, [1.0] * len(values)
+        return values, [float(_entry(a, self.weight) or 1.0) for a in attributes]
+
+    def value(self, values: Sequence[float | None], weights: Sequence[float]) -> float | None:
+        """The column's number: the weighted mean of the capped values, unusable rows at `unusable`."""
+        return weighted_capped_mean(values, weights, self.cap, self.unusable)
+
+    def filled(self, values: Sequence[float | None]) -> list[float | None]:
+        """The values as the mean counts them: capped, an unusable row at `unusable` (None: left out)."""
+        out = []
+        for value in values:
+            if value is None or (isinstance(value, float) and math.isnan(value)):
+                out.append(self.unusable)
+            else:
+                out.append(min(float(value), self.cap) if self.cap is not None else float(value))
+        return out
+
+
+def _entry(mapping: Any, key: str) -> Any:
+    if mapping is None:
+        return None
+    if isinstance(mapping, dict):
+        return mapping.get(key)
+    try:
+        return dict(mapping).get(key)
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
 class Column:
     """One column of the family's results table, in display order.
 
@@ -83,6 +131,7 @@ class Column:
     # The mean shown is of metrics[mean_metric] over the rows that report it (e.g. IoU over anomalous
     # windows only, as a paper's table has it), not of the row score.
     mean_metric: str | None = None
+    aggregate: Aggregate | None = None  # with mean_metric: the benchmark's own aggregation of it
 
 
 @dataclass(frozen=True)
@@ -184,6 +233,9 @@ class TaskFamily:
     # Leaderboard boards (sections, figures, CSVs) beyond the main table that show its runs, by their
     # names in the leaderboard's board registry (tsbench.leaderboard.boards; plugins: `board.<name>`).
     boards: tuple[str, ...] = ()
+    # The questions ask for TimeMaster's <think>/<class> tags and `score` reads them in the whole reply
+    # (TimerBed): the composite reward appends no format instructions of its own.
+    answer_tags: bool = False
 
     # -- the family's own ------------------------------------------------------------------------
     def resolve(

@@ -1,7 +1,8 @@
 """The episodic memory bank (paper §3.4, Appendix C): records in parquet, two-stage retrieval.
 
 A record m = (task, psi, phi, trajectory, rationale): the task's id, family (category), regime and
-shape; its 20-feature fingerprint psi; its context embedding phi (absent when built with no
+shape; its 20-feature fingerprint psi (the variant it was computed with is in `fingerprint`, and a
+query's psi is computed the same way); its context embedding phi (absent when built with no
 encoder); the trajectory (tool calls or code cells with their observations, never the final
 answer); a short rationale; and `summary`, the text injected as a precedent.
 
@@ -32,8 +33,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tsbench.timeclaw.fingerprint import DIM
+from tsbench.timeclaw.fingerprint import DEFAULT_VARIANT, DIM, fingerprint, series_lengths
 
+LEGACY_VARIANT = "paper"  # banks written before the column was added hold the paper reading's psi
 STD_FLOOR = 1e-9
 POOL_N = 20
 TOP_K = 3
@@ -54,6 +56,7 @@ SCHEMA = pa.schema(
         ("psi", pa.list_(pa.float64())),
         ("phi", pa.list_(pa.float32())),  # null: no embedding (skipped in stage 1)
         ("embedder", pa.string()),
+        ("fingerprint", pa.string()),  # the psi variant (fingerprint.VARIANTS); null: a bank from before it, "paper"
         ("trajectory", pa.string()),  # JSON list of steps: tool calls / code cells and their observations
         ("rationale", pa.string()),
         ("summary", pa.string()),  # what a retrieval injects; never the final answer
@@ -104,6 +107,10 @@ class MemoryBank:
                 v = np.asarray(vector, dtype=np.float32)
                 self.phi[row] = v / max(float(np.linalg.norm(v)), 1e-12)
         self.mean, self.std = bank_scaler(self.psi)
+        variants = {v or LEGACY_VARIANT for v in self.records["fingerprint"]}
+        if len(variants) > 1:
+            raise ValueError(f"bank fingerprints mix variants {sorted(variants)}; rebuild the bank")
+        self.fingerprint_variant = variants.pop() if variants else DEFAULT_VARIANT
 
     def __len__(self) -> int:
         return len(self.records)
@@ -246,6 +253,7 @@ def recall(
     values,
     options: list[str] | None = None,
     timestamps=None,
+    meta: dict | None = None,
     descriptor: str | None = None,
     top_k: int = TOP_K,
     pool: int = POOL_N,
@@ -254,13 +262,13 @@ def recall(
     embedder: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """Retrieve precedents for one task: (prompt prefix, transcript event). `timestamps` (seconds) feed
-    the fingerprint's irregular-sampling feature; `descriptor` is the family's c_tau (Appendix C), which
-    replaces the generic one built from the other fields."""
+    the fingerprint's irregular-sampling feature and `meta` its channel lengths (the query's psi is
+    computed as the bank's was); `descriptor` is the family's c_tau (Appendix C), which replaces the
+    generic one built from the other fields."""
     from tsbench.timeclaw.embed import context_descriptor, get_embedder
-    from tsbench.timeclaw.fingerprint import fingerprint
 
     bank = load_bank(bank_path)
-    psi = fingerprint(values, timestamps)
+    psi = fingerprint(values, timestamps, lengths=series_lengths(values, meta), variant=bank.fingerprint_variant)
     name = embedder or bank.embedder
     phi = None
     if name != "none" and bank.has_phi.any():

@@ -3,11 +3,18 @@
 A run dir holds samples.parquet (or its journal samples.jsonl) and run.json, whose config names
 the family and the dataset files the run read; the series themselves come from those files
 (never copied into results), read through the run's task family (`index` and `load`), so any
-family whose rows hold a series builds a bank. Each finished row with score >= min_score becomes
-one record (the best-scoring episode per task id across the runs given): psi from the series,
-phi from the descriptor of the task the harness saw, the trajectory from the transcript without
-any assistant text, and a rationale and summary built from it. A row without a series (a
-file-only task) has no fingerprint and is left out.
+family whose rows hold a series builds a bank. Which episodes become records (`admission`):
+
+* "timeclaw" (default), as the authors' train mode fills its bank (`MemoryBank.log` at every
+  episode whose call did not fail): every finished episode, whatever its score, the first one per
+  task id in completion order (runs in the order given); error rows never;
+* "successful", the paper's "successful analytical trace" (§3.4): rows scoring >= min_score (0.5),
+  the best-scoring episode per task id across the runs.
+
+Each admitted row becomes one record: psi from the series (the fingerprint `variant`, "timeclaw"
+by default, recorded in the bank), phi from the descriptor of the task the harness saw, the
+trajectory from the transcript without any assistant text, and a rationale and summary built from
+it. A row without a series (a file-only task) has no fingerprint and is left out.
 
 The rationale is the paper's (§3.4, Appendix I): with `rationale_model`, the model is shown each
 training task, its trajectory and the correct answer (the family's `sft_target` of the gold) and
@@ -33,9 +40,10 @@ from tsbench.tasks import get_taskset
 from tsbench.tasks.base import Sample, SampleRef, TaskFamily
 from tsbench.timeclaw.bank import COLUMNS, MemoryBank, make_rationale, make_summary, trajectory_steps
 from tsbench.timeclaw.embed import DEFAULT_EMBEDDER, context_descriptor, get_embedder
-from tsbench.timeclaw.fingerprint import fingerprint
+from tsbench.timeclaw.fingerprint import DEFAULT_VARIANT, VARIANTS, fingerprint, series_lengths
 
 DEFAULT_MIN_SCORE = 0.5
+ADMISSIONS = ("timeclaw", "successful")
 log = logging.getLogger(__name__)
 
 
@@ -93,6 +101,43 @@ def successful_rows(from_runs, min_score: float, include_test_split: bool = Fals
     return rows.drop_duplicates("id", keep="first").reset_index(drop=True)
 
 
+def completion_order(samples: pd.DataFrame) -> pd.DataFrame:
+    """A run's rows in the order its episodes finished (`finished_at`; the journal's order on ties)."""
+    if "finished_at" not in samples or samples.empty:
+        return samples
+    return samples.sort_values("finished_at", kind="stable", na_position="last")
+
+
+def admit_timeclaw(episodes: pd.DataFrame) -> pd.DataFrame:
+    """The authors' memory admission on episodes in completion order (pure): each one whose call did
+    not fail (no error_type), the first per id, whatever its score."""
+    if episodes.empty:
+        return episodes
+    if "error_type" in episodes:
+        episodes = episodes[episodes["error_type"].isna()]
+    return episodes.drop_duplicates("id", keep="first").reset_index(drop=True)
+
+
+def admitted_rows(
+    from_runs, admission: str = "timeclaw", min_score: float | None = None, include_test_split: bool = False
+) -> pd.DataFrame:
+    """The rows that become bank records under `admission` (see the module doc), with their run."""
+    if admission not in ADMISSIONS:
+        raise ValueError(f"unknown admission {admission!r} (one of {', '.join(ADMISSIONS)})")
+    if admission == "successful":
+        return successful_rows(from_runs, DEFAULT_MIN_SCORE if min_score is None else min_score, include_test_split)
+    if min_score is not None:
+        raise ValueError("min_score applies to admission='successful' (the 'timeclaw' rule admits every finished row)")
+    frames = []
+    for run_dir in _as_list(from_runs):
+        samples = read_run_samples(run_dir)
+        refuse_test_split(samples, run_dir, include_test_split)
+        frames.append(completion_order(samples).assign(run=str(run_dir)))
+    if not frames:
+        return pd.DataFrame()
+    return admit_timeclaw(pd.concat(frames, ignore_index=True))
+
+
 def run_family(run_dir: str | Path) -> TaskFamily:
     """The task family a run played (run.json's config; AnomalyXL for runs that predate the field)."""
     info = json.loads((Path(run_dir) / "run.json").read_text())
@@ -112,9 +157,11 @@ def load_samples_by_id(family: TaskFamily, files: Iterable[Path], ids: set[str])
 
 def build_memory(
     from_runs,
-    min_score: float = DEFAULT_MIN_SCORE,
+    min_score: float | None = None,
     out: str | Path = "banks/memory.parquet",
     *,
+    admission: str = "timeclaw",
+    fingerprint_variant: str = DEFAULT_VARIANT,
     embedder: str = DEFAULT_EMBEDDER,
     data: list[str] | None = None,
     append: bool = False,
@@ -124,14 +171,17 @@ def build_memory(
 ) -> Path:
     """Write a bank of the runs' successful episodes to `out`; returns its path.
 
-    `from_runs`: one run dir or several. `embedder`: "minilm" (offline, default), "openai/<model>"
-    or "none". `data`: dataset files to read the series from, when the runs' recorded paths moved.
+    `from_runs`: one run dir or several. `admission`: "timeclaw" (every finished episode) or
+    "successful" (score >= `min_score`, 0.5 unless given). `fingerprint_variant`: "timeclaw" or
+    "paper" (fingerprint.py). `embedder`: "minilm" (offline, default), "openai/<model>" or "none". `data`: dataset files to read the series from, when the runs' recorded paths moved.
     `append`: add to an existing bank at `out` (a task id already there is replaced).
     `rationale_model`: a ChatModel shown each task with its correct answer, whose explanation is stored
     as the record's rationale (see the module doc).
     """
+    if fingerprint_variant not in VARIANTS:
+        raise ValueError(f"unknown fingerprint variant {fingerprint_variant!r} (one of {', '.join(VARIANTS)})")
     runs = _as_list(from_runs)
-    chosen = successful_rows(runs, min_score, include_test_split)
+    chosen = admitted_rows(runs, admission, min_score, include_test_split)
     records = []
     if not chosen.empty:
         for run_dir, group in chosen.groupby("run", sort=False):
@@ -149,7 +199,9 @@ def build_memory(
                 if rationale_model is not None:
                     answer = family.sft_target(sample.task.category, sample.gold)
                     rationale = write_rationale(rationale_model, row, sample, answer, rationale_max_tokens)
-                records.append(_record(row, sample, family.memory_key(sample), str(run_dir), rationale))
+                records.append(
+                    _record(row, sample, family.memory_key(sample), str(run_dir), rationale, fingerprint_variant)
+                )
     encoder = get_embedder(embedder)
     if records and encoder is not None:
         vectors = encoder.embed([r["descriptor"] for r in records])
@@ -162,6 +214,10 @@ def build_memory(
         old = MemoryBank.load(out)
         if len(old) and len(frame) and old.embedder not in ("none", frame["embedder"].iloc[0]):
             raise ValueError(f"{out} was built with {old.embedder}; rebuild it rather than mix encoders")
+        if len(old) and len(frame) and old.fingerprint_variant != fingerprint_variant:
+            raise ValueError(
+                f"{out} holds {old.fingerprint_variant!r} fingerprints; rebuild it rather than mix variants"
+            )
         frame = pd.concat([old.records[~old.records["id"].isin(set(frame["id"]))], frame], ignore_index=True)
     return MemoryBank(frame).save(out)
 
@@ -201,7 +257,9 @@ def write_rationale(model, result: dict, sample: Sample, answer: str, max_tokens
     return " ".join(text.split())[:1500]
 
 
-def _record(result: dict, sample: Sample, key: str, run: str, rationale: str | None = None) -> dict:
+def _record(
+    result: dict, sample: Sample, key: str, run: str, rationale: str | None = None, variant: str = DEFAULT_VARIANT
+) -> dict:
     """One bank record from a results row and the sample it played; the descriptor is built from
     the task exactly as `recall` builds a query's, so build and retrieval embed the same text."""
     task = sample.task
@@ -225,9 +283,15 @@ def _record(result: dict, sample: Sample, key: str, run: str, rationale: str | N
             task.options,
             descriptor=task.meta.get("memory_descriptor"),
         ),
-        "psi": [float(v) for v in fingerprint(task.values, task.meta.get("time_s"))],
+        "psi": [
+            float(v)
+            for v in fingerprint(
+                task.values, task.meta.get("time_s"), lengths=series_lengths(task.values, task.meta), variant=variant
+            )
+        ],
         "phi": None,
         "embedder": "none",
+        "fingerprint": variant,
         "trajectory": json.dumps(steps, ensure_ascii=False),
         "rationale": rationale,
         "summary": make_summary(task.category, n_channels, task.length, score, rationale, steps),

@@ -129,15 +129,15 @@ class OpenAIEmbedder:
         api_key: str | None = None,
         timeout_s: float = 60.0,
     ):
-        import openai
-
         from tsbench.models.endpoint import PLACEHOLDER_API_KEY, is_openai_endpoint, resolve_base_url
+        from tsbench.models.http import openai_client
 
         self.model = model
         self.name = f"openai/{model}"
         url = resolve_base_url(base_url)  # OPENAI_API_KEY goes to OpenAI's own API only (models/endpoint.py)
         key = api_key or (os.environ.get("OPENAI_API_KEY") if is_openai_endpoint(url) else None) or PLACEHOLDER_API_KEY
-        self._client = openai.OpenAI(api_key=key, base_url=url, timeout=timeout_s)
+        # Organisation and project headers go to OpenAI's own API only; no redirect elsewhere is followed.
+        self._client = openai_client(key, url, timeout=timeout_s)
 
     def _one(self, text: str) -> list[float]:
         import openai

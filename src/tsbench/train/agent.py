@@ -139,6 +139,7 @@ class Request:
     temperature: float
     seed: int
     vision: dict[str, Any] = field(default_factory=dict)  # the processor's pixel inputs for these ids (a VLM)
+    images: list[Any] = field(default_factory=list)  # the same images as PIL (what vLLM takes beside the ids)
 
 
 @dataclass
@@ -246,9 +247,13 @@ class VLLMColocate:
             )
             for r in requests
         ]
-        outputs = self.llm.generate(
-            [{"prompt_token_ids": list(r.prompt_ids)} for r in requests], params, use_tqdm=False
-        )
+        # TRL's own vision-language vLLM path: the processor's ids (image tokens expanded) + the PIL images
+        prompts = [
+            {"prompt_token_ids": list(r.prompt_ids)}
+            | ({"multi_modal_data": {"image": r.images if len(r.images) > 1 else r.images[0]}} if r.images else {})
+            for r in requests
+        ]
+        outputs = self.llm.generate(prompts, params, use_tqdm=False)
         replies = []
         for output in outputs:
             sample = output.outputs[0]
@@ -279,11 +284,30 @@ def with_retries(call: Any, *, attempts: int = 3, wait_s: float = 2.0, what: str
 class VLLMServer:
     """A `trl vllm-serve` server (GRPOConfig vllm_mode="server"); TRL pushes the weights before each step."""
 
-    def __init__(self, base_url: str, timeout_s: float = 240.0, attempts: int = 3, wait_s: float = 2.0):
+    def __init__(
+        self,
+        base_url: str,
+        timeout_s: float = 240.0,
+        attempts: int = 3,
+        wait_s: float = 2.0,
+        image_token_id: int | None = None,
+    ):
         from trl.generation.vllm_client import VLLMClient
 
         self.client = VLLMClient(base_url=base_url, connection_timeout=timeout_s)
         self.attempts, self.wait_s = attempts, wait_s
+        self.image_token_id = image_token_id
+
+    def features(self, requests: list[Request]) -> list[dict | None] | None:
+        """TRL's server path for images: the server processes them on their own (`image_features`), and
+        each result is pointed at the runs of image tokens in the request's own ids."""
+        if not any(r.images for r in requests):
+            return None
+        found = with_retries(lambda: self.client.image_features([r.images or None for r in requests]))
+        return [
+            place_image_features(f, r.prompt_ids, self.image_token_id) if f is not None else None
+            for f, r in zip(found, requests)
+        ]
 
     def generate(self, requests: list[Request]) -> list[Reply]:
         replies: list[Reply] = [Reply([]) for _ in requests]
@@ -291,15 +315,19 @@ class VLLMServer:
         for i, r in enumerate(requests):
             by_settings.setdefault((r.max_new_tokens, r.temperature), []).append(i)
         for (max_tokens, temperature), members in by_settings.items():
+            features = self.features([requests[i] for i in members])
             out = with_retries(
-                lambda members=members, max_tokens=max_tokens, temperature=temperature: self.client.generate(
-                    prompts=[requests[i].prompt_ids for i in members],
-                    n=1,
-                    temperature=temperature,
-                    top_p=1.0,
-                    top_k=0,
-                    max_tokens=max_tokens,
-                    logprobs=0,
+                lambda members=members, max_tokens=max_tokens, temperature=temperature, features=features: (
+                    self.client.generate(
+                        prompts=[requests[i].prompt_ids for i in members],
+                        **({"features": features} if features is not None else {}),
+                        n=1,
+                        temperature=temperature,
+                        top_p=1.0,
+                        top_k=0,
+                        max_tokens=max_tokens,
+                        logprobs=0,
+                    )
                 ),
                 attempts=self.attempts,
                 wait_s=self.wait_s,
@@ -310,6 +338,24 @@ class VLLMServer:
                     list(out["completion_ids"][k]), None if logprobs is None else [lp[0] for lp in logprobs]
                 )
         return replies
+
+
+def place_image_features(features: dict, prompt_ids: list[int], image_token_id: int | None) -> dict:
+    """`features` (from the server's `image_features`) with its image placeholders at the runs of
+    `image_token_id` in `prompt_ids`: one run per image, in order."""
+    runs, at = [], 0
+    while at < len(prompt_ids):
+        if prompt_ids[at] != image_token_id:
+            at += 1
+            continue
+        start = at
+        while at < len(prompt_ids) and prompt_ids[at] == image_token_id:
+            at += 1
+        runs.append({"offset": start, "length": at - start})
+    wanted = len(features["mm_placeholders"]["image"])
+    if len(runs) != wanted:
+        raise ValueError(f"{len(runs)} runs of image tokens in the prompt for {wanted} processed images")
+    return {**features, "mm_placeholders": {**features["mm_placeholders"], "image": runs}}
 
 
 class Batcher:
@@ -400,6 +446,11 @@ class Turn:
     prompt_ids: list[int]
     output_ids: list[int]
     logprobs: list[float] | None
+    limit: int = 0  # the most tokens the reply could take (its cap, or what was left of max_seq_len)
+
+    def clipped(self, eos_ids: set[int]) -> bool:
+        """The reply stopped at its cap, not at an end token."""
+        return len(self.output_ids) >= self.limit and not (self.output_ids and self.output_ids[-1] in eos_ids)
 
 
 @dataclass
@@ -449,9 +500,10 @@ class PolicyAgent:
         temp = self.temperature if temperature is None else temperature
         seed = (self.seed + 7919 * len(self.turns)) % 2**31
         pixels = self.vision.inputs if self.vision is not None else {}
-        reply = self.batcher.generate(Request(prompt, limit, temp, seed, pixels))
+        images = list(self.vision.images) if self.vision is not None else []
+        reply = self.batcher.generate(Request(prompt, limit, temp, seed, pixels, images))
         text = self.chat.decode(reply.ids)
-        self.turns.append(Turn(prompt, list(reply.ids), reply.logprobs))
+        self.turns.append(Turn(prompt, list(reply.ids), reply.logprobs, limit))
         self._history = [(m.role, m.content) for m in messages] + [("assistant", text)]
         stopped = bool(reply.ids) and reply.ids[-1] in self.chat.eos_ids
         return Completion(

@@ -19,7 +19,8 @@ from typing import Any
 from tsbench.core.errors import UserError
 from tsbench.harness import get_harness, play
 from tsbench.models.base import Message, ModelError
-from tsbench.train import rewards as rw
+from tsbench.tasks import get_taskset
+from tsbench.timeclaw.memory_wrapper import Remembering, with_memory
 from tsbench.train.agent import ChatTokens
 from tsbench.train.curriculum import parse_key, task_key
 
@@ -32,23 +33,26 @@ class _Probe:
         self.tokens: int | None = None
 
     def generate(self, messages: list[Message], **_: Any) -> Any:
-        self.tokens = len(self.chat.first_prompt(messages))
+        self.tokens = len(self.chat.first_prompt_vision(messages)[0])  # a VLM's image tokens counted
         raise ModelError("bad_request", "measured the first prompt")
 
     def close(self) -> None:
         """Nothing to release."""
 
 
-def first_prompt_tokens(cfg: Any, tokenizer: Any) -> int:
+def first_prompt_tokens(cfg: Any, tokenizer: Any, processor: Any = None) -> int:
     """Tokens of the first prompt of the run's first training task (`cfg` is a GRPOConfig)."""
     task = cfg.training_stream().sample(*parse_key(task_key(1, 0))).task
-    if cfg.rewards.reward == "composite":  # the rollouts append the format's instructions (rollouts.Environment)
-        task = dataclasses.replace(task, question=f"{task.question}\n\n{rw.FORMAT_INSTRUCTIONS}")
-    chat = ChatTokens(tokenizer)
-    if get_harness(cfg.harness).kernel:
+    question = cfg.rewards.scheme.question(get_taskset(cfg.tasks.family), cfg.rewards, task.question)
+    task = dataclasses.replace(task, question=question)  # the question as the rollouts ask it (rollouts.Environment)
+    chat = ChatTokens(tokenizer, processor)
+    harness, settings = cfg.episode_setup()  # the memory wrapper around it where [memory] names a bank
+    if harness.kernel:
+        if isinstance(harness, Remembering):  # the precedents the wrapper prefixes
+            task, _ = with_memory(task, harness.memory_settings)
         return len(chat.first_prompt([Message("user", task.question)]))
     probe = _Probe(chat)
-    play(probe, cfg.harness, task, cfg.harness_config)
+    play(probe, harness, task, settings)
     return probe.tokens or 0
 
 
@@ -58,12 +62,13 @@ def check_reasoning_history(cfg: Any, tokenizer: Any, *, vision: bool = False) -
 
     Only a multi-turn run whose template drops earlier reasoning has a choice to make: as-rendered (auto's
     pick) renders every turn's prompt as eval does and trains each turn as its own row; as-generated keeps one
-    row per episode and warns; refuse stops. A vision-language policy or another harness keeps one row."""
+    row per episode and warns; refuse stops. Another harness (single-pass, the image harnesses) keeps one row."""
     harness = get_harness(cfg.harness)
     if not harness.kernel or cfg.harness_config.max_turns <= 1:
         return "as-generated", None
     asked = cfg.rollout.reasoning_history
-    rows_possible = harness.turn_rows and not vision  # at most max_turns calls per episode: a row each
+    # at most max_turns calls per episode, a row each; a VLM's idle vision tower changes nothing
+    rows_possible = harness.turn_rows
     if ChatTokens(tokenizer).keeps_earlier_reasoning():
         return ("as-rendered" if asked == "as-rendered" and rows_possible else "as-generated"), None
     line = (
@@ -75,21 +80,21 @@ def check_reasoning_history(cfg: Any, tokenizer: Any, *, vision: bool = False) -
     if asked in ("auto", "as-rendered") and rows_possible:
         return "as-rendered", None
     if asked == "as-rendered":
-        why = "a vision-language policy" if vision else f"--harness {cfg.harness}"
+        why = f"--harness {cfg.harness}"
         raise UserError(
             f"reasoning_history = as-rendered trains each turn as its own row, which {why} does not support "
-            "(harnesses of one conversation, such as rlm and tools, with text policies); set as-generated to train anyway"
+            "(harnesses of one conversation, such as rlm and tools); set as-generated to train anyway"
         )
     return "as-generated", line
 
 
-def check_context(cfg: Any, tokenizer: Any, *, vision: bool = False) -> str:
+def check_context(cfg: Any, tokenizer: Any, *, vision: bool = False, processor: Any = None) -> str:
     """One line (exit 2) when the first prompt and one reply do not fit `max_seq_len`; a warning on stderr
     when train and eval contexts will differ. Returns the reasoning-history mode (`check_reasoning_history`)."""
     mode, warning = check_reasoning_history(cfg, tokenizer, vision=vision)
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
-    prompt = first_prompt_tokens(cfg, tokenizer)
+    prompt = first_prompt_tokens(cfg, tokenizer, processor)
     reply = cfg.harness_config.max_tokens or 1
     if prompt + reply > cfg.max_seq_len:
         lower = " (the question alone)" if get_harness(cfg.harness).kernel else ""

@@ -14,8 +14,9 @@ Read top to bottom. One optimizer step is:
     -> checkpoints every `save_every` steps (TRL/transformers format, resumable), metrics.parquet.
 
 What is TRL's: the loss, the reference model, vLLM weight sync, DDP / FSDP / DeepSpeed, optimizer,
-scheduler, checkpoints. What is ours: the environment, the rewards, the run dir; the tasks (and a
-generator family's curriculum) are the family's.
+scheduler, checkpoints, and the config itself (train/config.py: GRPOConfig is trl.GRPOConfig). What is
+ours: the environment, the rewards, the run dir, forwards at each micro-batch's own width
+(train/trainer.py); the tasks (and a generator family's curriculum) are the family's.
 Several GPUs: `tsbench train-grpo --num-processes N` relaunches itself under `accelerate launch`.
 """
 
@@ -26,6 +27,7 @@ import logging
 import math
 import os
 import shutil
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,8 +37,8 @@ from typing import Any
 from transformers import PrinterCallback, TrainerCallback
 
 from tsbench.core.errors import UserError
-from tsbench.core.tracking import check_targets
 from tsbench.harness import get_harness, require_jail
+from tsbench.train import rewards as rw
 from tsbench.train.config import GRPOConfig
 from tsbench.train.cpu_memory import limit_malloc_arenas
 from tsbench.train.tracking import tracking
@@ -57,14 +59,15 @@ RESUME_KEYS = (
     "group_size",
     "batch_size",
     "max_seq_len",
-    "loss",
+    "loss_type",
     "scale_rewards",
     "beta",
     "epsilon",
     "epsilon_high",
     "refill_rounds",
-    "importance_sampling",
-    "importance_sampling_cap",
+    "vllm_importance_sampling_correction",
+    "vllm_importance_sampling_mode",
+    "vllm_importance_sampling_clip_max",
     "reward",
     "lambda_tok",
     "lambda_fail",
@@ -72,6 +75,7 @@ RESUME_KEYS = (
     "hard_weight",
     "soft_weight",
     "judge",
+    "format_rule",
     "family",
     "data",
     "categories",
@@ -90,10 +94,14 @@ ProgressFn = Callable[[int, int, dict], None]  # (step, total steps, that step's
 
 
 def train_grpo(cfg: GRPOConfig, progress: ProgressFn | None = None) -> Path:
-    """Train; returns the run dir. <run>/final loads as `local/<run>/final`."""
+    """Train; returns the run dir. <run>/final loads as `local/<run>/final`. <run>/timing.json has the wall
+    clock (time.time()) at each phase's end: what `make bench` splits a run's seconds by."""
+    timing = {"build": time.time()}
     with tracking(cfg.report_to, cfg.run_dir()):
-        run = build_trainer(cfg, progress)
+        run = build_trainer(cfg, progress, timing)
+        timing["trainer"] = time.time()
         run.trainer.train(resume_from_checkpoint=str(run.checkpoint) if run.checkpoint else None)
+        timing["trained"] = time.time()
     final = run.out / FINAL
     full_state_dict_at_save(run.trainer.accelerator)
     run.trainer.save_model(str(final))
@@ -101,6 +109,8 @@ def train_grpo(cfg: GRPOConfig, progress: ProgressFn | None = None) -> Path:
         from tsbench.train.policy import name_base
 
         name_base(final, run.base_record)
+        timing["saved"] = time.time()
+        (run.out / "timing.json").write_text(json.dumps(timing))
     run.trainer.accelerator.wait_for_everyone()
     return run.out
 
@@ -125,62 +135,58 @@ class Run:
     base_record: str  # what saved adapters name as their base
 
 
-def build_trainer(cfg: GRPOConfig, progress: ProgressFn | None = None) -> Run:
+def build_trainer(cfg: GRPOConfig, progress: ProgressFn | None = None, timing: dict | None = None) -> Run:
     """Everything `train_grpo` needs, up to (not including) `trainer.train()`."""
+    timing = {} if timing is None else timing
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is TRL-experimental; we pin TRL's version
     warnings.filterwarnings("ignore", category=FutureWarning, module="transformers")  # TRL 1.16 on transformers 5.24
     import torch
     from accelerate import PartialState
-    from accelerate.utils import DistributedType
-    from trl import GRPOTrainer
 
     from tsbench.train.budget import check_context
+    from tsbench.train.launch import check_devices
     from tsbench.train.periodic_eval import periodic_eval
     from tsbench.train.policy import load_policy, source_is_vision_language, source_tokenizer
     from tsbench.train.rollouts import Environment
-    from tsbench.train.vision_trainer import vision_trainer_class
+    from tsbench.train.trainer import episode_trainer_class
 
     state = PartialState(cpu=not torch.cuda.is_available())  # several CPU processes: gloo (MULTI_CPU)
     cfg.validate(state.num_processes)
+    on_gpu = torch.cuda.is_available()
+    check_devices(cfg, state, on_gpu)  # paths that cannot work on these devices: one line, before anything starts
     require_jail(cfg.harness, cfg.harness_config.unsafe_sandbox)  # not a run of error episodes
     evals = periodic_eval(cfg)  # the held-out rows are read (or refused) before any weights load
-    on_gpu = torch.cuda.is_available()
     if not on_gpu:
         limit_malloc_arenas()  # a lower CPU peak (train/cpu_memory.py)
-    if cfg.rollout.engine == "hf" and state.distributed_type == DistributedType.FSDP:
-        raise UserError(
-            "FSDP shards the weights the hf engine would generate with: use --engine vllm-colocate "
-            "or vllm-server (or DeepSpeed ZeRO-3, experiments/grpo/accelerate/zero3.yaml)"
-        )
-    if cfg.rollout.engine != "hf" and not on_gpu:
-        raise UserError(
-            f"--engine {cfg.rollout.engine} needs vLLM on a GPU machine (pip install 'tsbench[gpu]'); "
-            "use --engine hf on CPU"
-        )
     vision = source_is_vision_language(cfg.policy.model)
     check_images(cfg, vision)
     history = check_context(cfg, source_tokenizer(cfg.policy.model), vision=bool(vision))  # before weights load
     out = cfg.run_dir()
     checkpoint = prepare_run_dir(cfg, out, state.is_main_process)
+    rows = cfg.harness_config.max_turns if history == "as-rendered" else 1
+    from tsbench.tasks import get_taskset
+
+    weights = rw.reward_functions(cfg.rewards, get_taskset(cfg.tasks.family))[1]
+    # TRL's config (and under DeepSpeed its plugin, so zero3_init_flag shards the weights as they load)
+    # exists before the policy loads
+    args = cfg.for_launch(world=state.num_processes, rows=rows, on_gpu=on_gpu, reward_weights=weights)
+    timing["checked"] = time.time()
     policy = load_policy(cfg.policy, out, on_gpu=on_gpu)
+    timing["loaded"] = time.time()
     check_images(cfg, policy.processor is not None)
-    if policy.processor is not None:
-        history = "as-generated"  # one row per episode: the first prompt's images ride on it (vision_trainer.py)
     env = Environment(
         cfg, policy.tokenizer, out, model_name=cfg.policy.model, processor=policy.processor, history=history
     )
-    # a vision-language policy: the episodes' images reach TRL's loss forward (train/vision_trainer.py)
-    trainer_class, rollout = (
-        (vision_trainer_class(), {"environment": env}) if policy.processor else (GRPOTrainer, {"rollout_func": env})
-    )
-    trainer = trainer_class(
+    if env.rows_per_episode != rows:
+        raise RuntimeError(f"{env.rows_per_episode} rows per episode, TRL was told {rows}")
+    trainer = episode_trainer_class()(
         model=policy.model,
         reward_funcs=env.functions,
-        args=trl_args(cfg, out, env.weights, on_gpu=on_gpu, world=state.num_processes, rows=env.rows_per_episode),
+        args=args,
         train_dataset=dataset(env.keys()),
         processing_class=policy.processing_class,
         peft_config=policy.peft_config,
-        **rollout,
+        environment=env,
         callbacks=[RunLog(out, env, policy.base_record, progress, start=step_of(checkpoint)), *evals],
     )
     for callback in evals:
@@ -191,7 +197,10 @@ def build_trainer(cfg: GRPOConfig, progress: ProgressFn | None = None) -> Run:
 
 def check_images(cfg: GRPOConfig, vision_language: bool | None) -> None:
     """Refuse, before any weights load, a run whose images the policy would never see in its loss
-    (`vision_language` None: the model's config is not readable yet; the checks wait for the weights)."""
+    (`vision_language` None: the model's config is not readable yet; the checks wait for the weights).
+    A vision-language model under a text harness (Table 1's Qwen3.5-4B under rlm) trains as it is, its
+    vision tower idle; its rollouts may come from vLLM, which takes the images beside the ids when a
+    harness shows them (TRL's own vision-language vLLM path, agent.VLLMColocate / VLLMServer)."""
     images = get_harness(cfg.harness).images  # "prompt": the only place a VLM's loss sees them
     if images and vision_language is False:
         raise UserError(
@@ -203,76 +212,6 @@ def check_images(cfg: GRPOConfig, vision_language: bool | None) -> None:
             f"--harness {cfg.harness}: images in later observations are not trained on yet; "
             "train a vision-language policy under single-pass-image"
         )
-    if vision_language and cfg.rollout.engine != "hf":
-        raise UserError(f"--engine {cfg.rollout.engine} does not pass images to vLLM yet: use --engine hf for a VLM")
-
-
-def trl_args(
-    cfg: GRPOConfig, out: Path, reward_weights: list[float], *, on_gpu: bool, world: int, rows: int = 1
-) -> Any:
-    """Our settings in TRL's words. One generation per optimizer step (strictly on-policy).
-
-    `rows` training rows per episode (reasoning_history as-rendered: one per turn, rollouts.Environment):
-    TRL's group is then G x rows rows that all carry their episode's reward, so its group mean (and Dr. GRPO's
-    R - mean) is the episodes' own; a forward still takes micro_batch_size rows (accumulation x rows), and
-    the constant normaliser is divided by rows so the summed token loss is scaled as with one row. (loss grpo
-    averages each turn as a sequence of its own; scale_rewards group divides by a std over G x rows rows,
-    within sqrt(rows (G - 1) / (G rows - 1)) of the episodes' own.)"""
-    from trl import GRPOConfig as TRLConfig
-
-    accumulation = cfg.batch_size // (cfg.micro_batch_size * world) * rows
-    vllm = cfg.rollout.engine != "hf"
-    return TRLConfig(
-        output_dir=str(out / CHECKPOINTS),
-        max_steps=cfg.steps,
-        seed=cfg.seed,
-        data_seed=cfg.seed,
-        per_device_train_batch_size=cfg.micro_batch_size,
-        gradient_accumulation_steps=accumulation,
-        num_generations=cfg.group_size * rows,
-        shuffle_dataset=False,
-        num_iterations=1,
-        learning_rate=cfg.lr,
-        weight_decay=cfg.weight_decay,
-        warmup_steps=cfg.warmup_steps,
-        lr_scheduler_type="constant_with_warmup",
-        max_grad_norm=cfg.max_grad_norm,
-        loss_type=cfg.loss,
-        scale_rewards=cfg.reward_scaling,
-        beta=cfg.beta,
-        epsilon=cfg.epsilon,
-        epsilon_high=cfg.epsilon_high,
-        temperature=cfg.temperature,
-        top_p=1.0,
-        top_k=0,
-        max_completion_length=max(1, cfg.episode_tokens() // rows),
-        reward_weights=reward_weights,
-        disable_dropout=True,
-        mask_truncated_completions=False,
-        gradient_checkpointing=cfg.policy.gradient_checkpointing,
-        gradient_checkpointing_kwargs={"use_reentrant": False} if cfg.policy.gradient_checkpointing else None,
-        bf16=on_gpu,
-        fp16=False,
-        use_cpu=not on_gpu,
-        use_vllm=vllm,
-        vllm_mode="server" if cfg.rollout.engine == "vllm-server" else "colocate",
-        vllm_server_base_url=cfg.rollout.vllm_server_url if cfg.rollout.engine == "vllm-server" else None,
-        vllm_gpu_memory_utilization=cfg.rollout.vllm_gpu_memory,
-        vllm_max_model_length=cfg.max_seq_len,
-        vllm_importance_sampling_correction=cfg.rollout.importance_sampling != "none",
-        vllm_importance_sampling_mode=(
-            "token_truncate" if cfg.rollout.importance_sampling == "none" else cfg.rollout.importance_sampling
-        ),
-        vllm_importance_sampling_clip_max=cfg.rollout.importance_sampling_cap,
-        save_strategy="steps",
-        save_steps=cfg.save_every,
-        save_total_limit=cfg.keep_checkpoints,
-        logging_steps=1,
-        report_to=check_targets(cfg.report_to),
-        disable_tqdm=True,
-        log_completions=False,
-        dataloader_num_workers=0,
-    )
 
 
 def dataset(keys: list[str]) -> Any:
@@ -290,7 +229,12 @@ def resume_view(cfg: GRPOConfig) -> dict:
 
     values = json.loads(json.dumps(flat(cfg), default=str))
     values["soft_weight"] = cfg.rewards.soft
+    # how a composite reply is read (public or paper); an anomalyxl run reads no tags, so None, as a run
+    # recorded before the setting existed has it
+    values["format_rule"] = cfg.rewards.format_rule if cfg.rewards.reward == "composite" else None
     values["warm_steps"] = cfg.warm_steps
+    values["scale_rewards"] = cfg.reward_scaling
+    values["temperature"] = cfg.temperature
     return {k: values.get(k) for k in RESUME_KEYS}
 
 
@@ -337,7 +281,7 @@ def prepare_run_dir(cfg: GRPOConfig, out: Path, main: bool) -> Path | None:
         write_json(
             info_path,
             {
-                "config": cfg.to_dict(),
+                "config": json.loads(json.dumps(cfg.to_dict(), default=str)),
                 "resume": resume_view(cfg),
                 "resumed_from": latest.name if latest else None,
                 "versions": versions(("torch", "transformers", "trl", "peft", "accelerate")),

@@ -94,9 +94,9 @@ class PeriodicEval(TrainerCallback):
         """(score, forced final) of one greedy episode; None for a failure that is not the policy's."""
         cfg, env = self.cfg, self.env
         task = sample.task
-        if env.instructions:  # the reward's answer format, as in training
-            task = dataclasses.replace(task, question=f"{task.question}\n\n{env.instructions}")
-        hc = cfg.harness_config
+        question = env.scheme.question(env.taskset, cfg.rewards, task.question)  # as in training
+        task = dataclasses.replace(task, question=question)
+        hc = env.settings  # the harness's own, as training plays it
         agent = PolicyAgent(
             batcher,
             env.chat,
@@ -108,13 +108,10 @@ class PeriodicEval(TrainerCallback):
             rendered=env.rendered,  # as-rendered: later turns as eval renders them, as in training
         )
         with batcher.episode():
-            outcome = play(agent, cfg.harness, task, hc)
+            outcome = play(agent, env.harness, task, hc)
         if not outcome.finished:
             return (0.0, True) if outcome.error_type in POLICY_FAILURES else None
         message = outcome.result.final_message
-        if env.instructions:
-            from tsbench.train import rewards as rw
-
-            message = rw.class_span(message) or ""
+        message = env.scheme.scored_text(env.taskset, message)
         scored = env.score_fn(task.category, sample.gold, message)
         return float(scored.score), bool(outcome.result.forced_final)

@@ -5,36 +5,33 @@
   tokens the model generated (all turns, observations excluded). The token cost applies only when
   s_i > 0. To TRL it is three reward functions (score, token cost, forced final) whose
   `reward_weights` are (1, lambda_tok, lambda_fail), so each part is logged on its own.
-* TimeMaster's composite reward (timemaster §3.3; pure parts in timemaster_reward.py): a binary format
-  reward (<think>, <class> and an optional <extension> correctly nested and in order, non-empty
-  reasoning and class; text outside them is allowed), a binary hard reward (the class in <class> equals
-  the gold class, as the family's `answer_class` / `gold_class` say; TimerBed compares
-  case-insensitively) and a soft reward from an LLM judge (one float, the mean of specificity,
-  appropriateness, relevance and depth, counted only when the class is right), weighted (0.1, 0.9, 0),
-  or (0.1, 0.9, 0.5) with a judge (the public code's weight).
+* TimeMaster's composite reward (timemaster §3.3; pure parts in timemaster_reward.py, which reads a
+  reply as the public code does unless `format_rule = "paper"`): a binary format reward, a binary hard
+  reward (the class the reply names equals the gold class, as the family's `answer_class` / `gold_class`
+  say) and a soft reward from an LLM judge (one float, counted only when the class is right), weighted
+  (0.1, 0.9, 0), or (0.1, 0.9, 0.5) with a judge (the public code's weight).
 
 A rollout that never generated (the jail crashed or did not start, a bug, or the policy's own failure before
 its first reply: a prompt over max_seq_len) reaches TRL with score None (`rewarded_scores`): every reward
 function returns None for it, and TRL leaves such a row out of its group's mean and std and gives it an
 advantage of 0 (trl/trainer/grpo_trainer.py, `unscorable_mask`). A rollout that generated and then failed
 keeps its score 0 and the forced-final penalty: its replies are what the penalty teaches against.
-Nothing here calls a model: the judge is asked in rollouts.py and its reply parsed here.
+Nothing here calls a model: the judge is asked in rollouts.py (train/timemaster_judge.py).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tsbench.core.class_tags import first_span, with_extension_sentence
 from tsbench.tasks.base import TaskFamily
 from tsbench.train import timemaster_reward as tm
 
 LAMBDA_TOK = 0.1
 LAMBDA_FAIL = 0.25
-JUDGE_CRITERIA = tm.JUDGE_CRITERIA
 ZERO_VARIANCE_TOL = 1e-12
 
 
@@ -106,10 +103,7 @@ def rewarded_scores(scores: Sequence[float | None], generated_tokens: Sequence[i
 
 
 # -- TimeMaster's composite reward (the pure parts live in timemaster_reward.py) ------------------
-TAG_ORDER = tm.TAGS
 Tagged = tm.Tagged
-judge_prompt = tm.judge_prompt  # H.3: one float back
-parse_judge_scores = tm.parse_judge_reply
 
 FORMAT_INSTRUCTIONS = (
     "Structure your FINAL answer (the reply without code) in tagged parts, in this order: your "
@@ -119,23 +113,46 @@ FORMAT_INSTRUCTIONS = (
 )
 
 
-def parse_tagged(text: str) -> Tagged | None:
-    """The spans of a well-formed TimeMaster output (<extension> optional; see timemaster_reward)."""
-    return tm.parse_output(text)
+def composite_settings(rewards: Any) -> tm.TimeMasterReward:
+    """TimeMaster's reward settings of a RewardConfig (format rule, weights; the soft part when judged)."""
+    return tm.TimeMasterReward(
+        format_rule=rewards.format_rule,
+        format_weight=rewards.format_weight,
+        hard_weight=rewards.hard_weight,
+        soft_weight=rewards.soft,
+    )
 
 
-def class_span(text: str) -> str | None:
-    """What the message puts inside its last <class>...</class>, or None."""
-    found = re.findall(r"<class>(.*?)</class>", text or "", re.DOTALL | re.IGNORECASE)
-    return found[-1].strip() if found else None
+def composite_question(taskset: TaskFamily, rewards: Any, question: str) -> str:
+    """The question a rollout sees. Under the composite reward: a family whose questions already ask for the
+    tags (`answer_tags`, TimerBed: the paper's prompt) keeps its question, plus the paper's extension sentence
+    when the soft reward is scored; any other family gets FORMAT_INSTRUCTIONS appended."""
+    if rewards.reward != "composite":
+        return question
+    if taskset.answer_tags:
+        return with_extension_sentence(question) if rewards.soft > 0 else question
+    return f"{question}\n\n{FORMAT_INSTRUCTIONS}"
 
 
-def class_matches(taskset: TaskFamily, category: str, gold: Any, message: str) -> bool:
-    """TimeMaster's hard reward: the class in the message's <class> span is exactly the gold class
-    (the family's `answer_class` / `gold_class`)."""
-    answer = class_span(message)
-    predicted = None if answer is None else taskset.answer_class(category, gold, answer)
-    return predicted is not None and predicted == taskset.gold_class(category, gold)
+def read_reply(
+    taskset: TaskFamily, category: str, gold: Any, message: str, settings: tm.TimeMasterReward
+) -> tm.Reading:
+    """What the composite reward reads in a reply: the family's `answer_class` names the classes."""
+    return tm.read(message, lambda text: taskset.answer_class(category, gold, text), settings)
+
+
+def class_matches(
+    taskset: TaskFamily, category: str, gold: Any, message: str, settings: tm.TimeMasterReward = tm.DEFAULT
+) -> bool:
+    """TimeMaster's hard reward: the class the reply names (`read_reply`) is the gold class."""
+    reading = read_reply(taskset, category, gold, message, settings)
+    return tm.hard_reward(reading, taskset.gold_class(category, gold)) > 0
+
+
+def scored_text(taskset: TaskFamily, message: str) -> str:
+    """What the family's scorer reads in a composite run: the whole reply when the family's scorer reads the
+    tags itself (`answer_tags`), else the first <class> span."""
+    return message if taskset.answer_tags else first_span(message)
 
 
 def composite_reward(fmt: float, hard: float, soft: float | None, weights: Sequence[float]) -> float:
@@ -150,15 +167,54 @@ def composite_reward(fmt: float, hard: float, soft: float | None, weights: Seque
 RewardFn = Callable[..., list]
 
 
-def reward_functions(rewards: Any, taskset: TaskFamily) -> tuple[list[RewardFn], list[float]]:
-    """The reward functions for `rewards.reward` (a RewardConfig) and their weights."""
-    if rewards.reward == "anomalyxl":
-        return [task_score, token_cost, forced_final], [1.0, rewards.lambda_tok, rewards.lambda_fail]
+@dataclass(frozen=True)
+class RewardScheme:
+    """One reward of the table: its TRL reward functions and weights, the question a rollout sees under it, the
+    part of the final message the task's scorer reads, and what its settings (a RewardConfig) must satisfy."""
+
+    build: Callable[[Any, TaskFamily], tuple[list[RewardFn], list[float]]]
+    asks: Callable[[TaskFamily, Any, str], str] = lambda taskset, rewards, question: question
+    scores: Callable[[TaskFamily, str], str] = lambda taskset, message: message
+    checks: Callable[[Any], list[str]] = lambda rewards: []
+    judged: bool = False  # a soft weight above 0 asks the judge (rollouts.Environment)
+
+    def question(self, taskset: TaskFamily, rewards: Any, question: str) -> str:
+        return self.asks(taskset, rewards, question)
+
+    def scored_text(self, taskset: TaskFamily, message: str) -> str:
+        return self.scores(taskset, message)
+
+    def problems(self, rewards: Any) -> list[str]:
+        return self.checks(rewards)
+
+    def uses_judge(self, rewards: Any) -> bool:
+        return self.judged and rewards.soft > 0
+
+
+def penalised(rewards: Any, taskset: TaskFamily) -> tuple[list[RewardFn], list[float]]:
+    """The paper's R = s - lambda_tok s kappa - lambda_fail 1[forced]: three functions, each logged."""
+    return [task_score, token_cost, forced_final], [1.0, rewards.lambda_tok, rewards.lambda_fail]
+
+
+def composite(rewards: Any, taskset: TaskFamily) -> tuple[list[RewardFn], list[float]]:
+    """TimeMaster's w_fmt format + w_hard hard + w_soft soft (the judge's, counted with the right class)."""
+
+    settings = composite_settings(rewards)
+
+    def readings(final_message: list, category: list, gold: list, score: list) -> list:
+        return [
+            None if s is None else (read_reply(taskset, cat, json.loads(g), text, settings), cat, json.loads(g))
+            for text, cat, g, s in zip(final_message, category, gold, score)
+        ]
+
+    def format_reward(final_message: list, category: list, gold: list, score: list, **_: Any) -> list:
+        """1 when the reply is well formed under the format rule (timemaster_reward.read), else 0."""
+        return [None if r is None else r[0].format for r in readings(final_message, category, gold, score)]
 
     def hard_reward(final_message: list, category: list, gold: list, score: list, **_: Any) -> list:
         return [
-            None if s is None else float(class_matches(taskset, cat, json.loads(g), text))
-            for text, cat, g, s in zip(final_message, category, gold, score)
+            None if r is None else tm.hard_reward(r[0], taskset.gold_class(r[1], r[2]))
+            for r in readings(final_message, category, gold, score)
         ]
 
     def soft_reward(final_message: list, category: list, gold: list, score: list, judge_score: list, **_: Any) -> list:
@@ -166,6 +222,31 @@ def reward_functions(rewards: Any, taskset: TaskFamily) -> tuple[list[RewardFn],
         return [None if h is None else (j or 0.0) * h for h, j in zip(hard, judge_score)]
 
     return [format_reward, hard_reward, soft_reward], [rewards.format_weight, rewards.hard_weight, rewards.soft]
+
+
+def _composite_checks(rewards: Any) -> list[str]:
+    return (
+        ["--reward composite with a soft weight needs --judge <provider/name>"]
+        if rewards.soft > 0 and not rewards.judge
+        else []
+    )
+
+
+def _penalised_checks(rewards: Any) -> list[str]:
+    return ["--judge only scores the composite reward's soft part (add --reward composite)"] if rewards.judge else []
+
+
+REWARDS: dict[str, RewardScheme] = {
+    "anomalyxl": RewardScheme(penalised, checks=_penalised_checks),
+    "composite": RewardScheme(
+        composite, asks=composite_question, scores=scored_text, checks=_composite_checks, judged=True
+    ),
+}
+
+
+def reward_functions(rewards: Any, taskset: TaskFamily) -> tuple[list[RewardFn], list[float]]:
+    """The reward functions for `rewards.reward` (a RewardConfig) and their weights, from the table."""
+    return REWARDS[rewards.reward].build(rewards, taskset)
 
 
 def task_score(score: list, **_: Any) -> list:
@@ -186,11 +267,6 @@ def token_cost(prompts: list, score: list, generated_tokens: list, **_: Any) -> 
 def forced_final(score: list, forced_final: list, **_: Any) -> list:
     """-1 when the episode was forced to its final turn (or ran out of context), else 0."""
     return [None if s is None else (-1.0 if forced else 0.0) for s, forced in zip(score, forced_final)]
-
-
-def format_reward(final_message: list, score: list, **_: Any) -> list:
-    """1 when the three tags are well formed (see parse_tagged), else 0."""
-    return [None if s is None else float(parse_tagged(text) is not None) for text, s in zip(final_message, score)]
 
 
 def weighted_total(

@@ -8,7 +8,7 @@ What goes back to TRL: the first prompt's ids, the rest of the episode as "compl
 reply exactly as generated, plus the template glue and sandbox observations between replies),
 an env mask (1 = the model generated it), the sampler's logprobs when vLLM reports them, and the
 columns the reward functions read. A vision-language policy's episodes also hand back `vision` (the first
-prompt's conversation and images, train/vision_trainer.py puts them where TRL's loss forward reads them).
+prompt's conversation and images, train/trainer.py puts them where TRL's loss forward reads them).
 
 reasoning_history as-rendered (a template that drops earlier reasoning): each turn's prompt is the template's
 render of the conversation, as eval renders it, so one episode is no longer one id sequence. TRL's contract is
@@ -44,11 +44,12 @@ from typing import Any
 
 import numpy as np
 
-from tsbench.harness import EpisodeOutcome, get_harness, play
+from tsbench.harness import EpisodeOutcome, play
 from tsbench.results import Journal, apply_outcome, apply_score, finish, new_record
 from tsbench.tasks import get_taskset
 from tsbench.tasks.base import Sample
 from tsbench.train import rewards as rw
+from tsbench.train import timemaster_reward as tm
 from tsbench.train.agent import (
     Batcher,
     ChatTokens,
@@ -83,6 +84,8 @@ class Episode:
     refill: int = 0  # 0: the step's own task; r > 0: a fresh task drawn in refill round r
     vision: Any = None  # a VLM's first prompt (models/local_vlm.Encoded): conversation, images, pixel inputs
     turns: list[Turn] = field(default_factory=list)  # as-rendered: every turn's prompt and reply, one row each
+    prompt_tokens: int = 0  # the first prompt's
+    clipped: bool = False  # the last reply stopped at its token cap
 
 
 @dataclass
@@ -109,20 +112,22 @@ class Environment:
         history: str = "as-generated",
     ):
         self.cfg = cfg
-        self.settings = get_harness(cfg.harness).settings(cfg.harness_config)  # the harness's own, checked once
         self.rendered = history == "as-rendered"
         self.rows_per_episode = cfg.harness_config.max_turns if self.rendered else 1  # TRL's rows per episode
         self.chat = ChatTokens(tokenizer, processor)
+        self.processor = processor  # a VLM's: its episodes' images go to TRL's loss (train/trainer.py)
         self.tokenizer = tokenizer
         self.model_name = model_name
         self.taskset = get_taskset(cfg.tasks.family)
         self.stream = self.taskset.training_stream(cfg.training_request())
         self.refill_streams: dict[int, Any] = {}  # refill round -> a stream of the same request, its own seed
         self.score_fn = self.taskset.scorer({"judge": None, "run_dir": str(run_dir)})
+        self.scheme = cfg.rewards.scheme
         self.functions, self.weights = rw.reward_functions(cfg.rewards, self.taskset)
-        self.instructions = rw.FORMAT_INSTRUCTIONS if cfg.rewards.reward == "composite" else ""
+        self.reward_settings = rw.composite_settings(cfg.rewards)  # how the judge reads a reply
+        self.harness, self.settings = cfg.episode_setup()  # the harness's own settings, checked once; memory's wrapper
         self.judge = None
-        if cfg.rewards.reward == "composite" and cfg.rewards.soft > 0:
+        if self.scheme.uses_judge(cfg.rewards):
             from tsbench.models.registry import get_model
 
             self.judge = get_model(cfg.rewards.judge, base_url=cfg.rewards.judge_base_url)
@@ -133,12 +138,13 @@ class Environment:
 
     def keys(self) -> list[str]:
         """Every task key of the run, in the order TRL reads them."""
-        return task_keys(self.cfg.steps, self.cfg.tasks_per_step)
+        return task_keys(self.cfg.max_steps, self.cfg.tasks_per_step)
 
     def sample(self, key: str, refill: int = 0) -> Sample:
         """The training task a key names (or, in refill round r, its stand-in: the same (step, j) of a stream
         with its own seed, so a fresh task of the same curriculum phase, distinct on every process and
-        drawn again on resume), with the reward format's instructions appended."""
+        drawn again on resume), its question as the reward asks it (`RewardScheme.question`: the composite
+        reward's answer format, rewards.composite_question)."""
         stream = self.stream
         if refill:
             if refill not in self.refill_streams:
@@ -146,10 +152,10 @@ class Environment:
                 self.refill_streams[refill] = self.taskset.training_stream(request)
             stream = self.refill_streams[refill]
         sample = stream.sample(*parse_key(key))
-        if not self.instructions:
+        question = self.scheme.question(self.taskset, self.cfg.rewards, sample.task.question)
+        if question == sample.task.question:
             return sample
-        task = dataclasses.replace(sample.task, question=f"{sample.task.question}\n\n{self.instructions}")
-        return dataclasses.replace(sample, task=task)
+        return dataclasses.replace(sample, task=dataclasses.replace(sample.task, question=question))
 
     # -- the rollout function ------------------------------------------------------------------
     def __call__(self, prompts: list[str], trainer: Any) -> dict[str, list]:
@@ -179,11 +185,11 @@ class Environment:
                     episodes[i : i + group] = fresh[n * group : (n + 1) * group]
                 totals, dropped = self.signal(episodes, prompts)
         rows = [self.rows(e) for e in episodes]
-        flat = [row for of_episode in rows for row in of_episode]
+        flat, owner = ordered_rows(rows, self.cfg.group_size)
         logprobs, masks = sampler_logprobs(flat, wanted=self.cfg.rollout.engine != "hf")
         for row, mask in zip(flat, masks):
             row.env_mask = mask
-        columns = {k: [v for v, of in zip(values, rows) for _ in of] for k, values in self.columns(episodes).items()}
+        columns = {k: [values[i] for i in owner] for k, values in self.columns(episodes).items()}
         for episode, of_episode, total, drop in zip(episodes, rows, totals, dropped):
             if total is None or drop:
                 for row in of_episode:
@@ -196,7 +202,17 @@ class Environment:
         records = gather_object([e.record for e in discarded + episodes])
         stats = gather_object(
             [
-                (e.score, t, d, e.forced_final, e.generated_tokens, e.record["turns"], e.refill > 0)
+                (
+                    e.score,
+                    t,
+                    d,
+                    e.forced_final,
+                    e.generated_tokens,
+                    e.record["turns"],
+                    e.refill > 0,
+                    e.prompt_tokens,
+                    e.clipped,
+                )
                 for e, t, d in zip(episodes, totals, dropped)
             ]
         )
@@ -211,7 +227,7 @@ class Environment:
             "completion_ids": [r.completion_ids for r in flat],
             "logprobs": logprobs,
             "env_mask": [r.env_mask for r in flat],
-            **({"vision": [e.vision for e in episodes]} if any(e.vision is not None for e in episodes) else {}),
+            **({"vision": [episodes[i].vision for i in owner]} if any(e.vision is not None for e in episodes) else {}),
             **columns,
         }
 
@@ -260,7 +276,7 @@ class Environment:
     # -- one episode ---------------------------------------------------------------------------
     def play(self, key: str, index: int, batcher: Batcher, refill: int = 0) -> Episode:
         sample = self.sample(key, refill)
-        hc = self.cfg.harness_config
+        hc = self.settings
         record = new_record(
             sample_id=sample.ref.id,
             epoch=index,
@@ -283,7 +299,7 @@ class Environment:
         )
         started = time.perf_counter()
         with batcher.episode():
-            outcome = play(agent, self.cfg.harness, sample.task, self.settings)
+            outcome = play(agent, self.harness, sample.task, self.settings)
         apply_outcome(record, outcome)
         episode = Episode(key, index, record, refill=refill, vision=agent.vision)
         if self.rendered:
@@ -291,6 +307,8 @@ class Environment:
         else:
             episode.prompt_ids, episode.completion_ids, episode.env_mask, episode.logprobs = self.sequence(agent)
         episode.generated_tokens = sum(len(t.output_ids) for t in agent.turns)
+        episode.prompt_tokens = len(agent.turns[0].prompt_ids) if agent.turns else 0
+        episode.clipped = bool(agent.turns) and agent.turns[-1].clipped(self.chat.eos_ids)
         self.score(episode, outcome, sample.task.category, sample.gold)
         finish(record, time.perf_counter() - started)
         return episode
@@ -315,7 +333,7 @@ class Environment:
         rows = [Row(list(t.prompt_ids), list(t.output_ids), [1] * len(t.output_ids), t.logprobs) for t in episode.turns]
         rows = [r for r in rows if r.completion_ids]  # an empty reply has no token to train
         end = self.tokenizer.eos_token_id
-        while len(rows) < self.rows_per_episode:  # a turn never played: two end tokens, masked (a cheap forward)
+        while len(rows) < self.rows_per_episode:  # a turn never played: two end tokens, masked, run 2 wide (trainer.py)
             rows.append(Row([end], [end], [0], None))
         return rows
 
@@ -324,10 +342,8 @@ class Environment:
         if outcome.finished:
             message = outcome.result.final_message
             episode.final_message, episode.forced_final = message, outcome.result.forced_final
-            scored_text = message
-            if self.instructions:  # composite: the task is scored on the <class> span
-                scored_text = rw.class_span(message) or ""
-            scored = self.score_fn(category, gold, scored_text)
+            # composite: the family scores the <class> span (or, reading the tags itself, the whole reply)
+            scored = self.score_fn(category, gold, self.scheme.scored_text(self.taskset, message))
             apply_score(
                 record,
                 score=scored.score,
@@ -337,10 +353,12 @@ class Environment:
                 metrics=scored.metrics,
             )
             episode.score = float(scored.score)
-            tagged = rw.parse_tagged(message) if self.judge is not None else None
-            if tagged is not None and rw.class_matches(self.taskset, category, gold, message):  # soft needs the class
-                episode.judge_score = self.ask_judge(tagged)
-                record["metrics"]["judge"] = episode.judge_score
+            if self.judge is not None:
+                reading = rw.read_reply(self.taskset, category, gold, message, self.reward_settings)
+                hard = tm.hard_reward(reading, self.taskset.gold_class(category, gold))
+                if tm.wants_judge(reading, hard):  # the soft reward needs the class and an extension
+                    episode.judge_score = self.ask_judge(reading.tagged, category)
+                    record["metrics"]["judge"] = episode.judge_score
         elif outcome.error_type in POLICY_FAILURES:
             episode.score, episode.forced_final = 0.0, True  # the budget ran out before an answer
         record["metrics"].update(
@@ -348,12 +366,12 @@ class Environment:
             generated_tokens=float(episode.generated_tokens),
         )
 
-    def ask_judge(self, tagged: rw.Tagged) -> float:
+    def ask_judge(self, tagged: rw.Tagged, category: str) -> float:
         """The soft reward's judge as TimeMaster's public code asks it (train/timemaster_judge.py: one float,
         temperature 1.0, generic advice capped at 0.4); 0 when it cannot be reached or gives no usable float."""
         from tsbench.train.timemaster_judge import soft_score
 
-        return soft_score(self.judge, tagged)
+        return soft_score(self.judge, tagged, category, self.reward_settings)
 
     # -- what goes back, what is kept ----------------------------------------------------------
     @staticmethod
@@ -392,6 +410,14 @@ class Environment:
             "forced_final_rate": mean([float(s[3]) for s in scored]),
             "mean_generated_tokens": mean([s[4] for s in scored]),
             "mean_turns": mean([s[5] for s in scored]),
+            # per episode (TRL's completions/* count training rows, so turns under as-rendered)
+            "episode/mean_generated_tokens": mean([s[4] for s in stats]),
+            "episode/min_generated_tokens": float(min((s[4] for s in stats), default=0)),
+            "episode/max_generated_tokens": float(max((s[4] for s in stats), default=0)),
+            "episode/clipped_ratio": mean([float(s[8]) for s in stats]),
+            "episode/mean_prompt_tokens": mean([s[7] for s in stats]),
+            "episode/mean_turns": mean([s[5] for s in stats]),
+            "tokens/generated": float(sum(s[4] for s in stats)),
             "infra_failures": float(len(stats) - len(scored)),
             "dropped_groups": float(sum(s[2] for s in stats) // self.cfg.group_size),
             "refilled_groups": float(sum(s[6] for s in stats) // self.cfg.group_size),
@@ -400,6 +426,14 @@ class Environment:
             "rollout_s": seconds,
             **self.stream.step_metrics(step),
         }
+
+
+def ordered_rows(rows: list[list[Row]], group: int) -> tuple[list[Row], list[int]]:
+    """Every episode's rows in episode order (TRL's group: the G x rows rows of one task key, contiguous),
+    and the episode each row belongs to. Each forward chunk runs at its own rows' width (train/trainer.py)."""
+    flat = [row for of_episode in rows for row in of_episode]
+    owner = [i for i, of_episode in enumerate(rows) for _ in of_episode]
+    return flat, owner
 
 
 def sampler_logprobs(episodes: list[Episode], *, wanted: bool) -> tuple[list[list[float]] | None, list[list[int]]]:

@@ -42,12 +42,20 @@ from tsbench.core.provenance import TRACKED_PACKAGES, git_commit, versions, writ
 from tsbench.core.tracking import check_targets
 from tsbench.tasks import get_taskset
 from tsbench.train import sft_data as sd
-from tsbench.train.config import FORMATS, RLM_TRAJECTORIES, SINGLE_PASS, TIMEMASTER_TRACES, SFTConfig
 from tsbench.train.cpu_memory import limit_malloc_arenas
+from tsbench.train.sft_config import (
+    ANOMALYXL,
+    DEFAULT_DATA,
+    RLM_TRAJECTORIES,
+    SINGLE_PASS,
+    TIMEMASTER_TRACES,
+    SFTConfig,
+    checked,
+    prepare_out,
+    warmup_steps,
+)
 from tsbench.train.tracking import tracking
 
-DEFAULT_DATA = "data/anomalyxl/seed42"
-ANOMALYXL = "anomalyxl"
 RUN_JSON = "run.json"
 METRICS = "metrics.parquet"
 STEPS = "steps.parquet"
@@ -58,62 +66,6 @@ ProgressFn = Callable[[str, dict], None]  # (event, fields)
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def checked(cfg: SFTConfig) -> SFTConfig:
-    """A copy with defaults filled in; bad values are one-line UserErrors."""
-    cfg = SFTConfig(**{k: getattr(cfg, k) for k in cfg.__dataclass_fields__})
-    if cfg.format not in FORMATS:
-        raise UserError(f"--format must be {' or '.join(FORMATS)} (got {cfg.format})")
-    cfg.data = [cfg.data] if isinstance(cfg.data, (str, Path)) else [str(d) for d in cfg.data]
-    get_taskset(cfg.family)  # an unknown family fails here, before any data is read
-    if cfg.family == ANOMALYXL:  # its two regimes answer in different formats: one at a time (the paper's)
-        cfg.regime = cfg.regime or ("precise" if cfg.format == SINGLE_PASS else "both")
-        allowed = ("precise", "coarse") if cfg.format == SINGLE_PASS else ("precise", "coarse", "both")
-        if cfg.regime not in allowed:
-            raise UserError(f"--regime must be {', '.join(allowed)} for {cfg.format} (got {cfg.regime})")
-    if cfg.format == TIMEMASTER_TRACES and not cfg.data:
-        raise UserError("--format timemaster-traces needs --data: trace JSONL files or teacher eval run dirs")
-    if cfg.format == RLM_TRAJECTORIES and not cfg.data:
-        raise UserError("--format rlm-trajectories needs --data results/<run> (eval results with RLM transcripts)")
-    if cfg.format == SINGLE_PASS and len(cfg.data) > 1:
-        raise UserError("--format single-pass-text takes one --data dir (a dataset seed dir)")
-    checks = [
-        (cfg.epochs >= 1, "--epochs must be >= 1"),
-        (cfg.batch_size >= 1, "--batch-size must be >= 1"),
-        (cfg.lr >= 0, "--lr must be >= 0"),
-        (0 <= cfg.warmup < 1, "--warmup must be in [0, 1)"),
-        (cfg.patience >= 1, "--patience must be >= 1"),
-        (cfg.val_rows >= 0, "--val-rows must be >= 0"),
-        (cfg.grad_clip >= 0, "--grad-clip must be >= 0"),
-        (cfg.weight_decay >= 0, "--weight-decay must be >= 0"),
-        (cfg.train_rows is None or cfg.train_rows >= 1, "--train-rows must be >= 1"),
-        (cfg.val_max_new_tokens >= 1, "val_max_new_tokens must be >= 1"),
-        (cfg.text_budget_chars is None or cfg.text_budget_chars >= 1, "--text-budget-chars must be >= 1"),
-    ]
-    problems = [message for ok, message in checks if not ok] + cfg.policy.problems()
-    if problems:
-        raise UserError("; ".join(problems))
-    check_targets(cfg.report_to)
-    if cfg.out is None:
-        slug = cfg.policy.model.removeprefix("local/").strip("/").replace("/", "_").replace(":", "_")
-        cfg.out = str(Path("models") / f"sft-{slug}-{cfg.format}-{cfg.regime or get_taskset(cfg.family).name}")
-    return cfg
-
-
-def warmup_steps(fraction: float, total_steps: int) -> int:
-    """floor(fraction x steps): warmup never covers a whole short run (HF's ceil makes a 1-step run train at lr 0)."""
-    return int(math.floor(fraction * total_steps))
-
-
-def _prepare_out(cfg: SFTConfig) -> Path:
-    out = Path(cfg.out)
-    if out.exists() and any(out.iterdir()):
-        if not cfg.overwrite:
-            raise UserError(f"{out} already holds files; use another --out, or --overwrite to replace it")
-        shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
-    return out
 
 
 # -- data -----------------------------------------------------------------------------------------
@@ -338,7 +290,7 @@ def run_sft(cfg: SFTConfig, progress: ProgressFn | None = None) -> Path:
         sd.split_files(get_taskset(cfg.family), cfg.data[0] if cfg.data else _default_data(cfg))
     else:
         selected = select_trajectories(cfg)
-    out = _prepare_out(cfg)
+    out = prepare_out(cfg)
     started = time.perf_counter()
     on_gpu = torch.cuda.is_available()
     if not on_gpu:
@@ -385,7 +337,7 @@ def run_sft(cfg: SFTConfig, progress: ProgressFn | None = None) -> Path:
         max_length=None,
         packing=False,
         completion_only_loss=False,
-        gradient_checkpointing=cfg.policy.gradient_checkpointing,
+        gradient_checkpointing=cfg.gradient_checkpointing,
         bf16=on_gpu,
         fp16=False,
         use_cpu=not on_gpu,

@@ -170,12 +170,12 @@ def run_trace_sft(cfg: Any, progress: Any = None) -> Path:
 
     from tsbench.core.provenance import git_commit, versions, write_json
     from tsbench.train.policy import load_policy, name_base
-    from tsbench.train.sft import _prepare_out, warmup_steps
+    from tsbench.train.sft_config import prepare_out, warmup_steps
 
     traces, selection = load_traces(cfg.data, cfg.min_score)
     if cfg.train_rows is not None:
         traces = traces[: cfg.train_rows]
-    out = _prepare_out(cfg)
+    out = prepare_out(cfg)
     started = time.perf_counter()
     on_gpu = torch.cuda.is_available()
     torch.manual_seed(cfg.seed)
@@ -199,7 +199,7 @@ def run_trace_sft(cfg: Any, progress: Any = None) -> Path:
         save_strategy="no",
         max_length=cfg.max_seq_len,
         completion_only_loss=True,
-        gradient_checkpointing=cfg.policy.gradient_checkpointing,
+        gradient_checkpointing=cfg.gradient_checkpointing,
         bf16=on_gpu,
         use_cpu=not on_gpu,
         logging_steps=1,

@@ -1,62 +1,69 @@
-"""TimeMaster's reward (timemaster §3.3, eq. 3-5, H.3) as pure functions of text, with the choices of
-its public code (langfengQ/TimeMaster, verl/utils/reward_score) as settings whose defaults are the
-paper's:
+"""TimeMaster's reward (timemaster §3.3, eq. 3-5, H.3) as pure functions of text. By default it is what
+the public code that produced the published tables computes (langfengQ/TimeMaster,
+verl/utils/reward_score; reproduced exactly on the golden vectors in tests/golden/timemaster/); the
+paper's reading is the named option `format_rule = "paper"`.
 
-* format: <think>, <class> and an optional <extension>, each once, in that order, none inside another,
-  with non-empty reasoning and class (the main results have no extension; the paper's Figure 2 output
-  `<think>..</think><class>Desktop</class>` is well formed). 1 or 0.
-* hard: the class in <class> equals the gold class, compared case-insensitively (the public code
-  lower-cases both sides). 1 or 0.
-* soft: an LLM judge reads reasoning, prediction and extension and returns ONE float in [0, 1], the mean
-  of specificity, appropriateness, relevance and depth (H.3); asked at temperature 1.0; capped at 0.4
-  when the extension is generic advice; counted only with the right class and a non-empty extension.
-* total: w_fmt * format + w_hard * hard + w_soft * soft, (0.1, 0.9, 0) in the main results; with a judge
-  the public code's soft weight is 0.5 (the paper's case studies use 1.0).
+* format_rule "public", no soft reward (the task modules, e.g. ctu.py): a reply is well formed when one
+  of its `<class>` spans names a class (core/class_tags.py), anywhere, `<think>` never checked; the
+  class is the first such span's. With the soft reward (emg_soft.py): the FIRST `<class>` span must
+  name a class. Format 1 or 0; hard 1 when that class is the gold one (classes compare ignoring case).
+* format_rule "paper": <think>, <class> and an optional <extension> (`require_extension`: required),
+  each once, in that order, none inside another, reasoning and class non-empty; the hard reward reads
+  the first `<class>` span.
+* soft (emg_soft.py): asked only with the right class and a non-empty extension; the judge's reply is
+  `float(reply)` (0 when it is not a float), generic advice capped at 0.4, a value outside [0, 1] asked
+  again (here at most `judge_attempts` times). The prompt is the public clinical one for EMG, the
+  paper's general prompt (H.3) elsewhere (`judge_prompt = "paper"`: the general prompt everywhere).
+* total: w_fmt * format + w_hard * hard + w_soft * soft; (0.1, 0.9, 0) in the main results, soft 0.5 in
+  the public soft-reward module (the paper's case studies: 1.0).
 
-Nothing here calls a model: train/timemaster_judge.py asks the judge with `judge_prompt` and reads the
-reply with `parse_judge_reply`.
+Nothing here calls a model: train/timemaster_judge.py asks the judge with `judge_prompt`.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from tsbench.core.class_tags import Namer, first_named, first_span, named_option
+
+FORMAT_RULES = ("public", "paper")
+JUDGE_PROMPTS = ("public", "paper")
 TAGS = ("think", "class", "extension")
 _TAG = re.compile(r"<(/?)(think|class|extension)\s*>", re.IGNORECASE)
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE]-?\d+)?")
-JUDGE_CRITERIA = ("specificity", "appropriateness", "relevance", "depth")
-# Advice the public code treats as generic (its soft score is capped): further tests, history, examination,
-# referral, confirming the diagnosis.
+# emg_soft.py's generic advice (its soft score is capped), matched in the lower-cased extension.
 GENERIC_ADVICE = (
     r"further (diagnostic )?tests",
     r"clinical history",
     r"physical examination",
-    r"refer to (a )?specialist",
+    r"refer to specialist",
     r"confirm the diagnosis",
 )
-EXTENSION_INSTRUCTION = (
-    "Finally, provide an additional recommendation, suggestion, or interpretation based on your reasoning and "
-    "prediction. This part MUST be enclosed within <extension> </extension> tags."
-)
+CLINICAL_CATEGORIES = ("emg",)  # where the public code's judge asks its clinical prompt
 
 
 @dataclass(frozen=True)
 class TimeMasterReward:
-    """The reward's settings; defaults are the paper's (and, where it is silent, its public code's)."""
+    """The reward's settings; the defaults are the public code's main results."""
 
+    format_rule: str = "public"  # public | paper (see the module doc)
     format_weight: float = 0.1
     hard_weight: float = 0.9
-    soft_weight: float = 0.5  # applies only when a judge scores the extension
-    require_extension: bool = False  # True: the three-part format of the soft-reward runs is required
-    case_sensitive: bool = False
+    soft_weight: float = 0.0  # > 0: the soft reward is scored (emg_soft.py: 0.5)
+    require_extension: bool = False  # paper rule: the three-part format of the soft-reward runs
+    judge_prompt: str = "public"  # public | paper
     judge_temperature: float = 1.0
     judge_max_tokens: int = 32
-    judge_attempts: int = 3  # replies that hold no usable float are asked again, then score 0
+    judge_attempts: int = 3  # asks for one extension at most (the public code asks until in range)
     generic_cap: float = 0.4
     generic_advice: tuple[str, ...] = GENERIC_ADVICE
+
+    def __post_init__(self) -> None:
+        if self.format_rule not in FORMAT_RULES:
+            raise ValueError(f"format_rule must be one of {', '.join(FORMAT_RULES)} (got {self.format_rule!r})")
+        if self.judge_prompt not in JUDGE_PROMPTS:
+            raise ValueError(f"judge_prompt must be one of {', '.join(JUDGE_PROMPTS)} (got {self.judge_prompt!r})")
 
 
 DEFAULT = TimeMasterReward()
@@ -69,8 +76,18 @@ class Tagged:
     extension: str  # "" when the output has none
 
 
+@dataclass(frozen=True)
+class Reading:
+    """What the reward reads in one reply: its format reward, the class it names (None: none) and the
+    spans the soft reward's judge is shown."""
+
+    format: float
+    predicted: str | None
+    tagged: Tagged
+
+
 def parse_output(text: str | None, *, require_extension: bool = False) -> Tagged | None:
-    """The spans of a well-formed output (see the module doc), None when the format is broken. Text
+    """The paper's format: the spans of a well-formed output, None when the format is broken. Text
     around the tags is allowed; tag names are matched case-insensitively."""
     found = [(m.group(1) == "/", m.group(2).lower(), m.start(), m.end()) for m in _TAG.finditer(text or "")]
     names = [(closing, name) for closing, name, _, _ in found]
@@ -83,86 +100,35 @@ def parse_output(text: str | None, *, require_extension: bool = False) -> Tagged
     return Tagged(spans[0], spans[1], spans[2] if len(spans) > 2 else "")
 
 
-def format_reward(text: str | None, settings: TimeMasterReward = DEFAULT) -> float:
-    return float(parse_output(text, require_extension=settings.require_extension) is not None)
+def first_spans(text: str | None) -> Tagged:
+    """The first span of each tag, as emg_soft.py hands them to its judge."""
+    return Tagged(first_span(text, "think"), first_span(text, "class"), first_span(text, "extension"))
 
 
-def class_text(text: str | None) -> str | None:
-    """What the output puts inside its last <class>...</class>, or None (a well-formed output has one)."""
-    found = re.findall(r"<class>(.*?)</class>", text or "", re.IGNORECASE | re.DOTALL)
-    return found[-1].strip() if found else None
+def read(text: str | None, names: Namer, settings: TimeMasterReward = DEFAULT) -> Reading:
+    """The format reward and the class of one reply under `settings.format_rule`; `names` maps a span's
+    text to the class it names (TimerBed: an option, ignoring case) or None."""
+    spans = first_spans(text)
+    if settings.format_rule == "paper":
+        parsed = parse_output(text, require_extension=settings.require_extension)
+        shown = parsed or Tagged(spans.think, spans.cls, "")  # a broken format is not judged
+        return Reading(float(parsed is not None), names(spans.cls), shown)
+    predicted = names(spans.cls) if settings.soft_weight > 0 else first_named(text, names)
+    return Reading(float(predicted is not None), predicted, spans)
 
 
-def same_class(predicted: str | None, gold: str, *, case_sensitive: bool = False) -> bool:
-    if predicted is None:
-        return False
-    a, b = predicted.strip(), gold.strip()
-    return a == b if case_sensitive else a.lower() == b.lower()
+def option_namer(options: Sequence[str]) -> Namer:
+    return lambda text: named_option(text, options)
 
 
-def hard_reward(predicted: str | None, gold: str, settings: TimeMasterReward = DEFAULT) -> float:
-    """Eq. 3: 1 when the predicted class is the gold class."""
-    return float(same_class(predicted, gold, case_sensitive=settings.case_sensitive))
+def hard_reward(reading: Reading, gold_class: str) -> float:
+    """Eq. 3: 1 when the class read is the gold class."""
+    return float(reading.predicted is not None and reading.predicted == gold_class)
 
 
-def judge_prompt(tagged: Tagged) -> str:
-    """The soft reward's judge prompt (TimeMaster H.3): four criteria, ONE float back."""
-    return (
-        "You are an expert assistant evaluating a model-generated reasoning, classification, and recommendation "
-        "output. The goal is to assess the quality of the recommendation (i.e., extension) based on the "
-        "following structured output:\n\n"
-        f"Reasoning: {tagged.think}\nPrediction: {tagged.cls}\nExtension: {tagged.extension}\n\n"
-        "Score the extension on each of the following four criteria from 0.0 to 1.0, then return only the "
-        "average score as a single float (e.g., 0.625).\n"
-        "Evaluation criteria:\n"
-        "1. Specificity - Is the extension clearly tailored to the predicted class or context, avoiding generic "
-        "language?\n"
-        "2. Appropriateness - Is the recommendation suitable given the prediction and reasoning?\n"
-        "3. Relevance - Does the extension logically follow from the preceding reasoning and predicted class?\n"
-        "4. Depth - Does the extension demonstrate domain knowledge, including detailed actions or next-step "
-        "considerations?\n"
-        "Instructions:\n"
-        '- Penalize vague or generic outputs (e.g., "be careful") unless well-justified.\n'
-        "- Reward informative, actionable, and context-aware suggestions.\n"
-        "- Return only a single float between 0.0 and 1.0."
-    )
-
-
-def parse_judge_reply(reply: str | None) -> float | None:
-    """The judge's float: the reply's only number, in [0, 1] (else None: ask again). A JSON object with
-    the four criteria is read as their mean, so a judge that answers in parts still counts."""
-    text = (reply or "").strip()
-    start, end = text.find("{"), text.rfind("}")
-    if 0 <= start < end:
-        try:
-            obj = json.loads(text[start : end + 1])
-        except ValueError:
-            obj = None
-        if isinstance(obj, dict) and all(_unit(obj.get(k)) is not None for k in JUDGE_CRITERIA):
-            return sum(_unit(obj[k]) for k in JUDGE_CRITERIA) / len(JUDGE_CRITERIA)  # type: ignore[misc]
-    numbers = _NUMBER.findall(text)
-    if len(numbers) != 1:
-        return None
-    return _unit(float(numbers[0]))
-
-
-def _unit(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value) if 0.0 <= value <= 1.0 else None
-
-
-def cap_generic(extension: str, score: float, settings: TimeMasterReward = DEFAULT) -> float:
-    """The public code's penalty: generic advice scores at most `generic_cap`."""
-    lowered = extension.lower()
-    if any(re.search(pattern, lowered) for pattern in settings.generic_advice):
-        return min(score, settings.generic_cap)
-    return score
-
-
-def wants_judge(tagged: Tagged | None, hard: float) -> bool:
+def wants_judge(reading: Reading, hard: float) -> bool:
     """The soft reward is asked for only with the right class and a non-empty extension."""
-    return tagged is not None and hard > 0 and bool(tagged.extension)
+    return hard > 0 and bool(reading.tagged.extension)
 
 
 def composite(fmt: float, hard: float, soft: float | None, settings: TimeMasterReward = DEFAULT) -> float:
@@ -171,9 +137,107 @@ def composite(fmt: float, hard: float, soft: float | None, settings: TimeMasterR
     return settings.format_weight * fmt + settings.hard_weight * hard + settings.soft_weight * gated
 
 
-def reward(text: str, gold: str, soft: float | None = None, settings: TimeMasterReward = DEFAULT) -> dict[str, float]:
-    """Every part of one output's reward: format, hard, soft (as given, gated) and the total."""
-    fmt = format_reward(text, settings)
-    hard = hard_reward(class_text(text), gold, settings)
+def reward(
+    text: str | None,
+    gold: str,
+    options: Sequence[str],
+    soft: float | None = None,
+    settings: TimeMasterReward = DEFAULT,
+) -> dict[str, float | str | None]:
+    """Every part of one reply's reward against `gold`, one of `options`: format, hard, soft (as given,
+    gated), the total and the class read."""
+    gold_class = named_option(gold, options)
+    if gold_class is None:
+        raise ValueError(f"the gold class {gold!r} is not one of {list(options)}")
+    reading = read(text, option_namer(options), settings)
+    hard = hard_reward(reading, gold_class)
     gated = (soft or 0.0) if hard > 0 else 0.0
-    return {"format": fmt, "hard": hard, "soft": gated, "total": composite(fmt, hard, soft, settings)}
+    return {
+        "format": reading.format,
+        "hard": hard,
+        "soft": gated,
+        "total": composite(reading.format, hard, soft, settings),
+        "predicted": reading.predicted,
+    }
+
+
+# -- the soft reward's judge ---------------------------------------------------------------------
+def judge_prompt(tagged: Tagged, category: str = "", settings: TimeMasterReward = DEFAULT) -> str:
+    """The judge's one user message: emg_soft.py's clinical prompt for EMG under `judge_prompt = "public"`,
+    else the paper's general prompt (H.3). Both ask for ONE float, the mean of four criteria."""
+    if settings.judge_prompt == "public" and category in CLINICAL_CATEGORIES:
+        return _clinical_prompt(tagged)
+    return _general_prompt(tagged)
+
+
+def _clinical_prompt(tagged: Tagged) -> str:
+    return (
+        "You are a clinical evaluation assistant. The following is a model-generated diagnostic reasoning, "
+        "prediction, and clinical recommendation (called 'extension').\n\n"
+        f"Reasoning: {tagged.think}\nPrediction: {tagged.cls}\n"
+        f"Extension (clinical recommendation): {tagged.extension}\n\n"
+        "Evaluate the clinical recommendation (extension) based on the following four dimensions. For each, "
+        "assign a score between 0.0 and 1.0. After scoring, return ONLY the **average score** as a single "
+        "float (e.g., 0.625).\n\n"
+        "Scoring dimensions:\n"
+        "1. Specificity \u2013 Is the recommendation tailored to the case, or is it generic advice?\n"
+        "2. Appropriateness \u2013 Is it clinically sound and aligned with the predicted condition?\n"
+        "3. Relevance \u2013 Does it logically follow from the reasoning and prediction?\n"
+        "4. Depth \u2013 Does it show clinical judgment and insight?\n\n"
+        "Return only the average score as a float between 0.0 and 1.0."
+    )
+
+
+def _general_prompt(tagged: Tagged) -> str:
+    return (
+        "You are an expert assistant evaluating a model-generated reasoning, classification, and recommendation "
+        "output. The goal is to assess the quality of the recommendation (i.e., extension) based on the "
+        "following structured output:\n\n"
+        f"Reasoning: {tagged.think}\nPrediction: {tagged.cls}\nExtension: {tagged.extension}\n\n"
+        "Score the extension based on the following four criteria, each on a scale from 0.0 to 1.0. Then "
+        "return only the average score as a single float (e.g., 0.625).\n\n"
+        "Evaluation Criteria:\n"
+        "1. Specificity - Is the extension clearly tailored to the predicted class or context, avoiding generic "
+        "language?\n"
+        "2. Appropriateness - Is the recommendation suitable given the prediction and reasoning?\n"
+        "3. Relevance - Does the extension logically follow from the preceding reasoning and predicted class?\n"
+        "4. Depth - Does the extension demonstrate domain knowledge, including detailed actions or next-step "
+        "considerations?\n\n"
+        "Instructions:\n"
+        '- Penalize vague or generic outputs (e.g., "be careful") unless well-justified.\n'
+        "- Reward informative, actionable, and context-aware suggestions.\n"
+        "- Return only a single float between 0.0 and 1.0."
+    )
+
+
+def cap_generic(extension: str, score: float, settings: TimeMasterReward = DEFAULT) -> float:
+    """emg_soft.py's penalty: generic advice scores at most `generic_cap` (`min`, so NaN stays NaN)."""
+    lowered = extension.lower()
+    if any(re.search(pattern, lowered) for pattern in settings.generic_advice):
+        return min(score, settings.generic_cap)
+    return score
+
+
+def judge_value(reply: str, extension: str, settings: TimeMasterReward = DEFAULT) -> float | None:
+    """One judge reply read as emg_soft.py reads it: `float` of the stripped text (0 when it is not a
+    float), capped when the advice is generic; None when the value is outside [0, 1] (ask again)."""
+    try:
+        score = float(reply.strip())
+    except ValueError:
+        return 0.0
+    score = cap_generic(extension, score, settings)
+    return score if 0.0 <= score <= 1.0 else None
+
+
+def judged_score(ask: Callable[[], str], extension: str, settings: TimeMasterReward = DEFAULT) -> float:
+    """The soft score from replies `ask()` returns: the first usable one, 0 when a call fails or
+    `judge_attempts` asks give no value in [0, 1]."""
+    for _ in range(max(1, settings.judge_attempts)):
+        try:
+            reply = ask()
+        except Exception:  # an unreachable judge must not stop training: the rollout earns no soft reward
+            return 0.0
+        value = judge_value(reply, extension, settings)
+        if value is not None:
+            return value
+    return 0.0

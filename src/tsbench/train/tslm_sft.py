@@ -34,8 +34,8 @@ from tsbench.models.tslm.build import LoraSpec, build_tslm, save_run
 from tsbench.models.tslm.settings import ARCHITECTURES
 from tsbench.tasks import get_taskset
 from tsbench.train import sft_data as sd
-from tsbench.train.config import SFTConfig
-from tsbench.train.sft import ProgressFn, checked, warmup_steps
+from tsbench.train.sft import ProgressFn
+from tsbench.train.sft_config import SFTConfig, checked, warmup_steps
 
 PREFIX = "tslm/"
 TOTO_PREFIX = "toto/"

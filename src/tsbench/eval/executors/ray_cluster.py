@@ -48,6 +48,8 @@ def import_ray(local: bool) -> Any:
         # the GCS, raylets, object managers and workers all listen on 127.0.0.1 only.
         os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
         os.environ.setdefault("RAY_AUTH_MODE", "token")
+        # Ray waits 20 s for its GCS to answer; a loaded 2-core machine can take longer to start it
+        os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")
     try:
         import ray
     except ImportError:

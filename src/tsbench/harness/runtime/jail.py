@@ -321,9 +321,11 @@ class Jail:
         data = b""
         deadline = time.monotonic() + _HANDSHAKE_TIMEOUT_S
         reader = self._launch["info_r"]
+        waiter = select.poll()  # poll, not select(): a busy host's descriptors run past FD_SETSIZE (1024)
+        waiter.register(reader, select.POLLIN)
         while (match := re.search(rb'"child-pid"\s*:\s*(\d+)', data)) is None:
             remaining = deadline - time.monotonic()
-            ready, _, _ = select.select([reader], [], [], max(0.0, remaining))
+            ready = waiter.poll(max(0.0, remaining) * 1000)
             chunk = os.read(reader, 4096) if ready else b""
             if not chunk:
                 self.close_launch()

@@ -118,11 +118,18 @@ class CellOutput:
         return False
 
     def _add_text(self, text: str) -> None:
-        room = self.keep_chars - len(self._head)
-        self._head += text[:room]
-        rest = text[room:] if room > 0 else text
-        if not rest:
+        room = max(0, self.keep_chars - len(self._head))
+        if room:
+            self._head += text[:room]
+        rest_chars = len(text) - room
+        if rest_chars <= 0:
             return
+        if rest_chars >= self.keep_chars:  # this text alone fills the tail: never copy more of it than that
+            self._dropped_chars += self._tail_chars + rest_chars - self.keep_chars
+            self._tail = [text[-self.keep_chars :]]
+            self._tail_chars = self.keep_chars
+            return
+        rest = text[room:]
         self._tail.append(rest)
         self._tail_chars += len(rest)
         if self._tail_chars > 2 * self.keep_chars:  # trim rarely, so appends stay cheap

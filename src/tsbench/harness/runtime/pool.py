@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tsbench.harness.runtime.cleanup import release_event_loop, remove_abandoned_sandboxes
 from tsbench.harness.runtime.errors import SandboxError
 from tsbench.harness.runtime.kernel_boot import SERIES_FILE
 from tsbench.harness.runtime.staging import series_npz
@@ -61,6 +62,7 @@ _RUNTIME_FIELDS = (
     "_kernel_manager",
     "_client",
     "_refusals",
+    "_reader",
     "_replied_to",
     "_kernel_log",
     "_launch_serial",
@@ -145,7 +147,7 @@ def hand_over(warm: Sandbox, box: Sandbox) -> None:
     warm._cleanup = None
     for name in _RUNTIME_FIELDS:
         setattr(box, name, getattr(warm, name))
-    for name in ("cgroup", "_root", "_jail", "_kernel_manager", "_client", "_refusals"):
+    for name in ("cgroup", "_root", "_jail", "_kernel_manager", "_client", "_refusals", "_reader"):
         setattr(warm, name, None)
     try:
         input_dir = Path(box._root) / "input"
@@ -180,6 +182,7 @@ class JailPool:
         # A boot is CPU-bound (imports): boots side by side on a small machine only make the first one late.
         workers = max(1, min(self.size, (os.cpu_count() or 2) // 2))
         self._boots = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jail")
+        remove_abandoned_sandboxes(force=True)  # a pool serves one run: each run sweeps what dead hosts left
         with self._cond:
             self._fill()
 
@@ -205,6 +208,8 @@ class JailPool:
             box = prestart(key)
         except Exception as exc:  # a cold start will say the same in the episode
             log.warning("jail pool: pre-start failed: %s", exc)
+        finally:
+            release_event_loop()  # the boot thread's loop: the episode's thread drives the kernel from here
         with self._cond:
             self._booting -= 1
             took = time.monotonic() - self._boot_began.pop(serial)
@@ -286,7 +291,7 @@ class JailPool:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
-        self._boots.shutdown(wait=True)
+        self._boots.shutdown(wait=True, cancel_futures=True)  # boots not begun never start: no episode is left for them
         with self._cond:
             left, self._ready = self._ready, []
         for box in left:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import queue
 import sys
 import threading
 import time
@@ -43,6 +42,7 @@ from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 from tsbench.harness.runtime.cleanup import (
     kill_kernel_now,
     make_private_dir,
+    release_event_loop,
     remove_abandoned_sandboxes,
     remove_private_dir,
 )
@@ -57,7 +57,14 @@ from tsbench.harness.runtime.limits import (
     task_limit_for,
 )
 from tsbench.harness.runtime.logtail import LogTail
-from tsbench.harness.runtime.message_bound import RefusalWatch, bound_client
+from tsbench.harness.runtime.message_bound import (
+    CELL_OUTPUT_BYTES,
+    EPISODE_OUTPUT_BYTES,
+    KernelReader,
+    OutputBudget,
+    RefusalWatch,
+    bound_client,
+)
 from tsbench.harness.runtime.observation import (
     OBSERVATION_MAX_CHARS,
     CellOutput,
@@ -151,6 +158,8 @@ class Sandbox:
         files: dict[str, bytes] | None = None,
         readonly_paths: tuple[str | Path, ...] | list[str | Path] = (),
         unsafe: bool = False,
+        cell_output_bytes: int = CELL_OUTPUT_BYTES,
+        episode_output_bytes: int = EPISODE_OUTPUT_BYTES,
     ) -> None:
         self.series = {str(name): as_channel(name, values) for name, values in (series or {}).items()}
         self.files = checked_files(files)
@@ -169,6 +178,8 @@ class Sandbox:
         self.sub_rlm_handler = sub_rlm_handler
         self.interrupt_grace_s = float(interrupt_grace_s)
         self.unsafe = bool(unsafe)
+        # What the kernel may send the host (message_bound.py); the episode's part spans restarts.
+        self.output_budget = OutputBudget(int(cell_output_bytes), int(episode_output_bytes))
 
         if self.unsafe:
             self.network_mode = "host" if network else detect_network_isolation()
@@ -190,6 +201,7 @@ class Sandbox:
         self._kernel_manager: KernelManager | None = None
         self._client = None
         self._refusals: RefusalWatch | None = None
+        self._reader: KernelReader | None = None
         self._replied_to: str | None = None  # the cell whose execute_reply _collect took off the shell channel
         self._kernel_log = LogTail()
         self._launch_serial = 0
@@ -269,6 +281,7 @@ class Sandbox:
         if self._cleanup is not None:
             self._cleanup()  # runs once; also registered for interpreter exit
         self._root = None
+        release_event_loop()  # the loop jupyter_client's calls made in this thread (made again if needed)
 
     # ---- running code
 
@@ -279,6 +292,7 @@ class Sandbox:
             raise SandboxError("sandbox is not started")
         began = time.perf_counter()
         self._wait_for_context_file()
+        self.output_budget.start_cell()
         output = CellOutput(self.max_figures)
         msg_id = self._client.execute(
             code, store_history=True, allow_stdin=self.sub_rlm_handler is not None, stop_on_error=False
@@ -309,6 +323,7 @@ class Sandbox:
         else:
             self._restart_kernel()
         result = output.result()
+        result.stdout += self.output_budget.marker()
         result.error = reason or result.error
         result.timed_out = timed_out
         result.restarted = outcome != "done"
@@ -318,35 +333,47 @@ class Sandbox:
     def _collect(self, msg_id: str, output: CellOutput, timeout_s: float, *, answer_stdin: bool) -> str:
         """Read the cell's output until the kernel is idle ("done"), `timeout_s` passes
         ("timeout") or the kernel process is gone ("dead"). Time spent in the sub_rlm
-        handler does not count against the cell. Once the host refused an oversized message of
-        the cell, its `idle` may be lost with it: then the shell's execute_reply ends the cell."""
+        handler does not count against the cell. Once the host refused or dropped a message of the
+        cell, its `idle` may be lost with it: then the shell's execute_reply ends the cell, once the
+        kernel has sent nothing for a moment."""
         deadline = time.monotonic() + timeout_s
+        budget = self.output_budget
         replied_at = None
         while True:
             if answer_stdin:
                 deadline += self._answer_stdin_requests()
             if time.monotonic() > deadline:  # checked first: a flood of output never pauses
                 return "timeout"
-            try:
-                message = self._client.get_iopub_msg(timeout=_POLL_S)
-            except queue.Empty:
+            message = self._reader.get("iopub", budget, _POLL_S)
+            if message is None:
                 if not self._kernel_manager.is_alive():
                     return "dead"
                 output.refused_messages += len(self._refusals.poll())
-                if output.refused_messages and self._replied(msg_id):
+                if (output.refused_messages or budget.cut) and self._replied(msg_id):
                     replied_at = replied_at or time.monotonic()
-                    if time.monotonic() - replied_at > _LOST_IDLE_GRACE_S:
+                    if time.monotonic() - max(replied_at, self._reader.last_message) > _LOST_IDLE_GRACE_S:
                         return "done"
                 continue
-            if message["parent_header"].get("msg_id") == msg_id and output.add(message):
-                return "done"
+            if message["parent_header"].get("msg_id") != msg_id:
+                continue
+            try:
+                if output.add(message):
+                    return "done"
+            except (KeyError, TypeError, AttributeError, ValueError):  # a message of the wrong shape
+                budget.malformed += 1
 
     def _answer_stdin_requests(self) -> float:
         """Serve pending input requests; returns the seconds spent in the sub_rlm handler."""
         spent = 0.0
-        while self._client.stdin_channel.msg_ready():
-            request = self._client.get_stdin_msg(timeout=0)
-            prompt = request["content"].get("prompt", "")
+        budget = self.output_budget
+        while self._reader.ready("stdin"):
+            lost = budget.dropped + budget.malformed
+            request = self._reader.get("stdin", budget)
+            if request is None:
+                if budget.dropped + budget.malformed > lost:  # the kernel waits for an answer all the same
+                    self._client.input(json.dumps({"error": "request dropped unread: past the output budget"}))
+                continue
+            prompt = str(request["content"].get("prompt", ""))
             if not prompt.startswith(SUB_RLM_PROMPT_PREFIX) or self.sub_rlm_handler is None:
                 self._client.input("")  # plain input(): model code gets an empty line
                 continue
@@ -366,8 +393,9 @@ class Sandbox:
 
     def _replied(self, msg_id: str) -> bool:
         """Whether the cell's execute_reply has come (the shell channel read without waiting)."""
-        while self._replied_to != msg_id and self._client.shell_channel.msg_ready():
-            if self._client.get_shell_msg(timeout=0)["parent_header"].get("msg_id") == msg_id:
+        while self._replied_to != msg_id and self._reader.ready("shell"):
+            reply = self._reader.get("shell", self.output_budget)
+            if reply is not None and reply["parent_header"].get("msg_id") == msg_id:
                 self._replied_to = msg_id
         return self._replied_to == msg_id
 
@@ -377,10 +405,11 @@ class Sandbox:
             return
         deadline = time.monotonic() + 2.0
         while time.monotonic() < deadline:
-            try:
-                reply = self._client.get_shell_msg(timeout=0.5)
-            except queue.Empty:
-                return
+            reply = self._reader.get("shell", self.output_budget, 0.5)
+            if reply is None:
+                if not self._reader.ready("shell"):
+                    return
+                continue
             if reply["parent_header"].get("msg_id") == msg_id:
                 return
 
@@ -520,6 +549,7 @@ class Sandbox:
         client.start_channels(hb=False)
         self._client = client
         self._refusals = RefusalWatch(client)
+        self._reader = KernelReader(client)
         try:
             client.wait_for_ready(timeout=_KERNEL_READY_TIMEOUT_S)
         except RuntimeError as exc:
@@ -571,6 +601,7 @@ class Sandbox:
         if self._refusals is not None:
             self._refusals.close()
             self._refusals = None
+        self._reader = None
         if self._client is not None:
             self._client.stop_channels()
             self._client = None

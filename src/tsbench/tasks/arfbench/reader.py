@@ -14,7 +14,10 @@ Accepted layout under --path DIR:
 A question's series are read at the finest interval whose longest series fits `max_length`
 samples (the coarsest one otherwise). Series of two query groups are aligned on their timestamps
 (union of the grids, linear interpolation in between, nearest value at the ends); without a
-time column they are cut to the shortest. Read with pandas (parquet via pyarrow).
+time column they are cut to the shortest. Read with pandas (parquet via pyarrow), every file through
+the --path folder's checks (user_files): a query_group naming a file outside --path is refused, and a
+series file is refused before it is read when its footer declares more than `MAX_ROWS` rows (or more
+than the input budget once decoded).
 """
 
 from __future__ import annotations
@@ -28,12 +31,14 @@ import pandas as pd
 
 from tsbench.core.errors import UserError
 from tsbench.tasks.recordings.sources import nothing_found
+from tsbench.tasks.user_files import UserFolder
 
 FAMILY = "arfbench"
 QA_FILE = "arfbench-qa.csv"
 DATA_DIRS = ("arfbench-data", "arfbench-ts-data", ".")
 INTERVALS = (10, 60, 300, 1800, 3600, 86400)
 TIME_COLUMNS = ("timestamp", "epoch", "time", "ts")
+MAX_ROWS = 2**20  # rows of one series file: a month at ARFBench's finest interval (10 s) is 259,200
 REQUIRED = ("question", "task_category", "correct_answer", "query_group")
 TIERS = {
     "Tier 1": ("Anomaly Presence",),
@@ -52,23 +57,26 @@ class Series:
     values: np.ndarray  # (channels, L) float64
     start: str | None  # first timestamp, ISO 8601 UTC
     interval_s: int
-    files: list[Path]
 
 
-def find_questions(path: Path) -> Path:
-    if path.is_file():
-        return path
-    candidate = path / QA_FILE
-    if candidate.is_file():
+def find_questions(folder: UserFolder) -> Path:
+    if not folder.given.is_dir():
+        return folder.given
+    candidate = folder.root / QA_FILE
+    if folder.is_file(candidate):
         return candidate
-    others = sorted(path.glob("*.csv"))
+    others = [p for p in folder.listdir(folder.root) if p.suffix == ".csv"]
     if len(others) == 1:
         return others[0]
-    raise nothing_found(path, FAMILY, f"{QA_FILE}")
+    raise nothing_found(folder.root, FAMILY, f"{QA_FILE}")
 
 
-def read_questions(csv: Path) -> pd.DataFrame:
-    frame = pd.read_csv(csv)
+def read_questions(folder: UserFolder, csv: Path) -> pd.DataFrame:
+    with folder.open_text(csv, newline="") as handle:
+        try:
+            frame = pd.read_csv(handle)
+        except (ValueError, UnicodeDecodeError) as exc:  # pandas' ParserError is a ValueError
+            raise UserError(f"{folder.label(csv)} is not a CSV file ({type(exc).__name__}: {str(exc)[:120]})") from None
     if "options_str" not in frame.columns and "options" in frame.columns:
         frame = frame.rename(columns={"options": "options_str"})
     missing = [c for c in (*REQUIRED, "options_str") if c not in frame.columns]
@@ -92,17 +100,16 @@ def parse_options(raw) -> list[str]:
     return texts
 
 
-def data_dir(path: Path) -> Path:
-    base = path if path.is_dir() else path.parent
+def data_dir(folder: UserFolder) -> Path:
     for name in DATA_DIRS:
-        folder = base / name
-        if folder.is_dir() and any(folder.glob("*.parquet")):
-            return folder
-    raise nothing_found(base, FAMILY, "<query_group>_<interval>.parquet series (arfbench-data/)")
+        place = folder.root / name
+        if any(p.suffix == ".parquet" for p in folder.listdir(place)):
+            return place
+    raise nothing_found(folder.root, FAMILY, "<query_group>_<interval>.parquet series (arfbench-data/)")
 
 
-def _frame(file: Path) -> tuple[pd.Series | None, pd.DataFrame]:
-    frame = pd.read_parquet(file)
+def _frame(folder: UserFolder, file: Path) -> tuple[pd.Series | None, pd.DataFrame]:
+    frame = folder.parquet(file, rows=MAX_ROWS).to_pandas()
     time_col = next((c for c in frame.columns if str(c).lower() in TIME_COLUMNS), None)
     values = frame[[c for c in frame.select_dtypes(include=[np.number]).columns if c != time_col]]
     if time_col is None:
@@ -116,19 +123,41 @@ def _frame(file: Path) -> tuple[pd.Series | None, pd.DataFrame]:
     return times.reset_index(drop=True), values.reset_index(drop=True)
 
 
-def read_series(folder: Path, groups: list[str], max_length: int) -> Series | None:
-    """The question's channels at the finest interval that fits, aligned; None if no file exists."""
-    available = [i for i in INTERVALS if all((folder / f"{g}_{i}.parquet").is_file() for g in groups)]
+@dataclass(frozen=True)
+class Plan:
+    """The files a question's series are read from: one per query group, at one interval."""
+
+    groups: list[str]
+    interval_s: int
+    files: list[Path]
+
+
+def plan_series(
+    folder: UserFolder, data: Path, groups: list[str], max_length: int, source: Path | None = None
+) -> Plan | None:
+    """The finest interval (under `data`) whose files fit `max_length` (else the coarsest), read from
+    the footers alone, each chosen file checked against the input budget; None if no file exists. A
+    query_group is a name from the question file (`source`): it must name a file under --path."""
+    named = {(g, i): folder.named(data, f"{g}_{i}.parquet", source) for g in groups for i in INTERVALS}
+    available = [i for i in INTERVALS if all(folder.is_file(named[g, i]) for g in groups)]
     if not available:
         return None
     chosen = available[-1]
     for interval in available:
-        lengths = [pq_rows(folder / f"{g}_{interval}.parquet") for g in groups]
+        lengths = [pq_rows(folder, named[g, interval]) for g in groups]
         if max(lengths) <= max_length:
             chosen = interval
             break
-    files = [folder / f"{g}_{chosen}.parquet" for g in groups]
-    parts = [_frame(f) for f in files]
+    files = [named[g, chosen] for g in groups]
+    for file in files:
+        folder.check_parquet(file, rows=MAX_ROWS)
+    return Plan(groups, chosen, files)
+
+
+def read_series(folder: UserFolder, plan: Plan) -> Series | None:
+    """The planned channels, aligned; None when the files hold no numeric column."""
+    groups, chosen = plan.groups, plan.interval_s
+    parts = [_frame(folder, f) for f in plan.files]
     names, columns, times = [], [], []
     for group, (stamp, frame) in zip(groups, parts):
         for column in frame.columns:
@@ -150,10 +179,17 @@ def read_series(folder: Path, groups: list[str], max_length: int) -> Series | No
         aligned = [c.to_numpy()[:shortest] for c in columns]
         start = times[0][0].isoformat() if times[0] is not None else None
     values = np.nan_to_num(np.vstack(aligned), nan=0.0)
-    return Series(names, values, start, chosen, files)
+    return Series(names, values, start, chosen)
 
 
-def pq_rows(file: Path) -> int:
+def pq_rows(folder: UserFolder, file: Path) -> int:
+    """The rows a series file's footer declares (nothing else is read)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    return pq.ParquetFile(file).metadata.num_rows
+    try:
+        return pq.ParquetFile(folder.path(file)).metadata.num_rows
+    except (pa.ArrowException, OSError) as exc:
+        raise UserError(
+            f"{folder.label(file)} is not a parquet file ({type(exc).__name__}: {str(exc)[:120]})"
+        ) from None

@@ -20,7 +20,8 @@ from tsbench.tasks.arfbench import classes, reader
 from tsbench.tasks.base import Column, Scored
 from tsbench.tasks.recordings.family import RecordingFamily, write_split
 from tsbench.tasks.recordings.rows import Row
-from tsbench.tasks.recordings.sources import file_hashes, refuse_unknown, source_path, stable_id
+from tsbench.tasks.recordings.sources import refuse_unknown, source_path, stable_id
+from tsbench.tasks.user_files import UserFolder
 
 REGIME = "coarse"
 MAX_LENGTH = 131_072
@@ -107,21 +108,26 @@ class ARFBench(RecordingFamily):
             raise UserError(f"unknown categories {unknown}; choose from {', '.join(ALL_CATEGORIES)} or all")
         path = source_path(options, self.name)
         seed = int(options.get("seed", 42))
-        csv = reader.find_questions(path)
-        folder = reader.data_dir(csv.parent if path.is_file() else path)
-        table = reader.read_questions(csv)
+        folder = UserFolder(path, self.name)
+        csv = reader.find_questions(folder)
+        data = reader.data_dir(folder)
+        table = reader.read_questions(folder, csv)
         table = table[[reader.category_id(c) in wanted for c in table["task_category"]]]
-        read = [csv]
-        config = {"categories": wanted, "max_length": MAX_LENGTH, "skipped_questions": 0, "path": str(path)}
+        # Every question's series files are chosen and checked (names, footers, budget) before a row is written.
+        questions = enumerate(table.itertuples(index=False))
+        planned = [(number, rec, plan) for number, rec in questions if (plan := self._plan(rec, folder, data, csv))]
+        config = {"categories": wanted, "max_length": MAX_LENGTH, "path": str(path)}
+        config["skipped_questions"] = len(table) - len(planned)
+        if not planned:
+            raise UserError(f"no ARFBench question of {', '.join(wanted)} has its series under {data}")
 
         def rows():
-            for number, rec in enumerate(table.itertuples(index=False)):
-                made = self._row(rec, number, folder, seed)
+            for number, rec, plan in planned:
+                made = self._row(rec, number, folder, plan, seed)
                 if made is None:
                     config["skipped_questions"] += 1  # lands in the manifest, written after the rows
                     continue
-                read.extend(made[1])
-                yield made[0]
+                yield made
 
         manifest, lines = write_split(
             self.name,
@@ -131,23 +137,28 @@ class ARFBench(RecordingFamily):
             seed=seed,
             split="test",
             config=config,
-            sources={},
+            sources=folder.hashes,  # the question file and every series file read for a row
             progress=progress,
-            total=len(table),
+            total=len(planned),
         )
         if not lines[0]["rows"]:
             (manifest.parent / lines[0]["file"]).unlink(missing_ok=True)
-            raise UserError(f"no ARFBench question of {', '.join(wanted)} has its series under {folder}")
-        _record_sources(manifest, file_hashes(read, path))
+            raise UserError(f"no ARFBench question of {', '.join(wanted)} has its series under {data}")
         return manifest, lines
 
-    def _row(self, rec, number: int, folder: Path, seed: int) -> tuple[Row, list[Path]] | None:
+    @staticmethod
+    def _plan(rec, folder: UserFolder, data: Path, csv: Path) -> reader.Plan | None:
+        """Where a question's series are read from; None for a question without its answer among the
+        options, without query groups or without released series (skipped and counted)."""
+        groups = [g.strip() for g in str(rec.query_group).split(",") if g.strip()]
+        if str(rec.correct_answer).strip() not in reader.parse_options(rec.options_str) or not groups:
+            return None
+        return reader.plan_series(folder, data, groups, MAX_LENGTH, csv)
+
+    def _row(self, rec, number: int, folder: UserFolder, plan: reader.Plan, seed: int) -> Row | None:
         options = reader.parse_options(rec.options_str)
         correct = str(rec.correct_answer).strip()
-        groups = [g.strip() for g in str(rec.query_group).split(",") if g.strip()]
-        if correct not in options or not groups:
-            return None
-        series = reader.read_series(folder, groups, MAX_LENGTH)
+        series = reader.read_series(folder, plan)
         if series is None:
             return None
         category = reader.category_id(rec.task_category)
@@ -175,12 +186,4 @@ class ARFBench(RecordingFamily):
             meta={"interval_s": series.interval_s, "start": series.start},
             source={"query_group": str(rec.query_group), "question_number": number, "interval_s": series.interval_s},
         )
-        return row, series.files
-
-
-def _record_sources(manifest: Path, hashes: dict[str, str]) -> None:
-    from tsbench.core.provenance import read_json, write_json
-
-    data = read_json(manifest)
-    data["splits"]["test"]["sources"] = hashes
-    write_json(manifest, data)
+        return row

@@ -1,5 +1,6 @@
 """CiK's scores as pure functions: CRPS from samples, the region-of-interest CRPS with its
-constraint-violation term and task scaling (RCRPS), and the TimeClaw paper's sMAPE.
+constraint-violation term and task scaling (RCRPS), CiK's aggregate of it, and sMAPE as TimeClaw
+computes it.
 
 RCRPS follows Context-is-Key (Williams et al., 2025) as its evaluator defines it:
 
@@ -16,20 +17,37 @@ RCRPS follows Context-is-Key (Williams et al., 2025) as its evaluator defines it
   CRPS of beta * v against 0 (the ground truth always satisfies the constraints);
 * scaling is 1 / (mean over the task's instances of max(target) - min(target)); CiK publishes it
   per instance (`metric_scaling`), which the scorer reads.
+* one sample (a point forecast): its CRPS is the absolute error (CiK's estimator divides by
+  n (n - 1) and gives NaN there, which its aggregation counts at the cap).
 
-Lower is better for both RCRPS and sMAPE.
+The aggregate over instances is CiK's `compute_all_rcprs`: each instance's RCRPS capped at 5, the
+mean weighted by the task weights (a weight 1/k shares one task's weight among k variants); an
+instance without a usable forecast counts at the cap, as CiK counts a missing one.
+
+sMAPE is in percent, as TimeClaw's code computes it (the numbers of its tables): 100 * mean of
+2|y - yhat| / (|y| + |yhat| + 1e-8), NaN when the lengths differ; an unusable answer counts 200 in
+the mean. `smape_eq65` is the paper's Eq. 65 (denominator floor 1e-2) in percent. Lower is better
+for all of them; tests/golden/ pins them against the authors' code.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
+from tsbench.core.stats import weighted_capped_mean
+
 VIOLATION_FACTOR = 10.0  # CiK's beta
 ROI_WEIGHT = 0.5
-SMAPE_FLOOR = 1e-2
+RCRPS_CAP = 5.0  # CiK's aggregation cap, also what an unusable forecast counts as
+SMAPE_EPS = 1e-8  # TimeClaw's denominator term
+SMAPE_FLOOR = 1e-2  # the paper's Eq. 65 floor
+UNUSABLE_SMAPE = 200.0  # TimeClaw's sMAPE of an answer it cannot parse (sMAPE's upper bound)
 
 
 @dataclass(frozen=True)
@@ -142,13 +160,42 @@ def rcrps(
     )
 
 
-def smape(target: Sequence[float], point: Sequence[float], floor: float = SMAPE_FLOOR) -> float:
-    """The paper's sMAPE (Eq. 65) in [0, 2]: mean of 2|y - yhat| / max(|y| + |yhat|, floor)."""
-    y = np.asarray(target, dtype=np.float64)
-    yhat = np.asarray(point, dtype=np.float64)
-    if y.shape != yhat.shape or y.size == 0:
-        raise ValueError(f"target and forecast must have the same non-zero length ({y.shape} vs {yhat.shape})")
-    return float(np.mean(2.0 * np.abs(y - yhat) / np.maximum(np.abs(y) + np.abs(yhat), floor)))
+def _pair(target: Sequence[float], point: Sequence[float]) -> tuple[np.ndarray, np.ndarray] | None:
+    y = np.asarray(target, dtype=np.float64).reshape(-1)
+    yhat = np.asarray(point, dtype=np.float64).reshape(-1)
+    return None if y.shape != yhat.shape or y.size == 0 else (y, yhat)
+
+
+def smape(target: Sequence[float], point: Sequence[float]) -> float:
+    """sMAPE in percent, [0, 200], as TimeClaw's code: 100 * mean(2|y - yhat| / (|y| + |yhat| + 1e-8));
+    NaN when the lengths differ or are 0."""
+    pair = _pair(target, point)
+    if pair is None:
+        return math.nan
+    y, yhat = pair
+    return float(100.0 * np.mean(2.0 * np.abs(y - yhat) / (np.abs(y) + np.abs(yhat) + SMAPE_EPS)))
+
+
+def smape_eq65(target: Sequence[float], point: Sequence[float], floor: float = SMAPE_FLOOR) -> float:
+    """The paper's Eq. 65 in percent: 100 * mean(2|y - yhat| / max(|y| + |yhat|, floor)); NaN as `smape`."""
+    pair = _pair(target, point)
+    if pair is None:
+        return math.nan
+    y, yhat = pair
+    return float(100.0 * np.mean(2.0 * np.abs(y - yhat) / np.maximum(np.abs(y) + np.abs(yhat), floor)))
+
+
+def aggregate_rcrps(
+    values: Sequence[float | None], weights: Sequence[float] | None = None, cap: float = RCRPS_CAP
+) -> float | None:
+    """CiK's aggregate RCRPS (`compute_all_rcprs`): sum w * min(RCRPS, cap) / sum w, an instance
+    without a usable forecast (None) at the cap."""
+    return weighted_capped_mean(values, weights, cap=cap, missing=cap)
+
+
+def task_weight(text: Any) -> float:
+    """A published task weight ("1/3", "1", a number) as a float; CiK reads them as Fractions."""
+    return float(Fraction(str(text)))
 
 
 def point_forecast(samples: Sequence[Sequence[float]]) -> np.ndarray:

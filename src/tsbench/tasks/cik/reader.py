@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -24,6 +25,8 @@ import pandas as pd
 
 from tsbench.core.errors import UserError
 from tsbench.tasks.cik.metrics import Constraints
+from tsbench.tasks.timeclaw_protocol import split_train_test
+from tsbench.tasks.user_files import UserFolder, user_folder
 
 SOURCE_HINT = (
     "the Context-is-Key instances: the Hugging Face dataset ServiceNow/context-is-key (data/test-*.parquet) "
@@ -36,6 +39,16 @@ CONTEXT_TYPES = {  # CiK's context-source tags -> the paper's Table 1 column nam
     "c_cov": "covariate",
     "c_causal": "causal",
 }
+TYPE_ORDER = ("intemporal", "historical", "future", "covariate", "causal")  # TimeClaw Table 1's columns
+# TimeClaw's assignment of tasks to context types (evaluation/cik.py, from CiK's Table 2), where it
+# differs from the records' own context_sources: 21 of the 71 tasks.
+TIMECLAW_TYPES = {
+    "ATMBuildingClosedTask": ("intemporal", "future"),
+    "SensorTrendAccumulationTask": ("covariate",),
+    "UnemploymentCountyUsingSingleStateData": ("future", "covariate"),
+    "UnemploymentCountyUsingMultipleStateData": ("future", "covariate"),
+    "UnemploymentCountyUsingExplicitMultipleStateData": ("future", "covariate"),
+}
 DOMAIN_RULES = (  # task-name fragments -> CiK domain (Table 12); first match wins
     (("MontrealFire",), "Public Safety"),
     (("Unemployment",), "Economics"),
@@ -46,6 +59,7 @@ DOMAIN_RULES = (  # task-name fragments -> CiK domain (Table 12); first match wi
     (("ATM", "Cash", "Withdrawal"), "Retail"),
     (("Traffic", "Sensor", "Pred"), "Transportation"),
 )
+MAX_ROWS = 100_000  # rows of one instance parquet file (the release has 355), each read into Python objects
 DOMAINS = ("Climatology", "Economics", "Energy", "Mechanics", "Public Safety", "Retail", "Synthetic", "Transportation")
 
 
@@ -81,7 +95,16 @@ class Instance:
 
     @property
     def context_types(self) -> list[str]:
+        """The record's own tags (context_sources) as Table 1's type names."""
         return [CONTEXT_TYPES[c] for c in self.context_sources if c in CONTEXT_TYPES]
+
+    @property
+    def timeclaw_context_types(self) -> list[str]:
+        """The types TimeClaw's tables break RCRPS down by (its per-task assignment)."""
+        if self.name.startswith("MontrealFire") and self.name.endswith("CausalConfoundingTask"):
+            return list(TYPE_ORDER)  # every type, where the records omit future (and causal when implicit)
+        chosen = TIMECLAW_TYPES.get(self.name, self.context_types)
+        return [t for t in TYPE_ORDER if t in chosen]
 
 
 def domain_of(name: str) -> str:
@@ -91,30 +114,26 @@ def domain_of(name: str) -> str:
     return "Other"
 
 
-def find_files(path: Path) -> list[Path]:
+def find_files(path: Path | UserFolder) -> list[Path]:
     """The instance files at --path: parquet, .json or .jsonl files (a folder is searched recursively)."""
-    if path.is_file():
-        return [path]
-    found = sorted(p for p in path.rglob("*") if p.suffix in (".parquet", ".jsonl", ".json") and p.is_file())
-    found = [p for p in found if p.name != "manifest.json"]
+    folder = user_folder(path, "cik")
+    found = folder.walk(lambda p: p.suffix in (".parquet", ".jsonl", ".json") and p.name != "manifest.json")
     if not found:
-        raise UserError(f"no .parquet/.json/.jsonl files under {path}; --family cik reads {SOURCE_HINT}")
+        raise UserError(f"no .parquet/.json/.jsonl files under {folder.given}; --family cik reads {SOURCE_HINT}")
     return found
 
 
-def read_records(path: Path) -> list[dict[str, Any]]:
-    """Raw records of every instance file at `path`."""
-    records: list[dict[str, Any]] = []
-    for file in find_files(path):
+def read_records(path: Path | UserFolder) -> Iterator[dict[str, Any]]:
+    """Raw records of every instance file at `path`, each read through the --path folder's checks
+    and input budget (a parquet file's footer and dictionaries first; JSON lines one at a time)."""
+    folder = user_folder(path, "cik")
+    for file in find_files(folder):
         if file.suffix == ".parquet":
-            records += pd.read_parquet(file).to_dict("records")
-            continue
-        text = file.read_text(encoding="utf-8").strip()
-        if text.startswith("["):
-            records += json.loads(text)
+            yield from folder.parquet(file, rows=MAX_ROWS).to_pandas().to_dict("records")
+        elif folder.head(file).lstrip().startswith(b"["):
+            yield from folder.read_json(file)
         else:
-            records += [json.loads(line) for line in text.splitlines() if line.strip()]
-    return records
+            yield from folder.json_lines(file)
 
 
 def _frame(raw: Any, what: str, name: str) -> pd.DataFrame:
@@ -144,10 +163,11 @@ def _number(value: Any) -> float:
 
 
 def _maybe_float(value: Any) -> float | None:
+    """A number, or None for a missing one (null, NaN; the HF release writes an absent constraint as +-inf)."""
     if value is None:
         return None
     number = _number(value)
-    return None if math.isnan(number) else number
+    return number if math.isfinite(number) else None
 
 
 def _seq(value: Any) -> list:
@@ -214,24 +234,12 @@ def parse_instance(record: dict[str, Any]) -> Instance:
     )
 
 
-def read_instances(path: Path) -> list[Instance]:
+def read_instances(path: Path | UserFolder) -> list[Instance]:
     return [parse_instance(r) for r in read_records(path)]
 
 
-def split_instances(instances: list[Instance], ratio: float = 0.5, seed: int = 2026, min_train: int = 1):
-    """The paper's split (Table 11): per task name, a seeded shuffle, `ratio` of the instances (at
-    least `min_train`, and never all of a task with two or more) to train, the rest to test."""
-    by_task: dict[str, list[Instance]] = {}
-    for instance in instances:
-        by_task.setdefault(instance.name, []).append(instance)
-    train, test = [], []
-    for name in sorted(by_task):
-        group = sorted(by_task[name], key=lambda i: i.seed)
-        order = np.random.default_rng([seed, *name.encode()]).permutation(len(group))
-        n_train = max(min_train, int(round(ratio * len(group))))
-        if len(group) > 1:
-            n_train = min(n_train, len(group) - 1)
-        chosen = set(order[:n_train].tolist())
-        for position, instance in enumerate(group):
-            (train if position in chosen else test).append(instance)
-    return train, test
+def split_instances(instances: list[Instance], ratio: float = 0.5, seed: int = 2026):
+    """The paper's split (Table 11) as TimeClaw's `split_train_test` draws it: per task name, in file
+    order, ceil(ratio * n) instances to train (at least one), the rest to test (5 -> 3 + 2; CiK's
+    355 instances -> 213 train, 142 test)."""
+    return split_train_test(instances, lambda instance: instance.name, ratio, seed)

@@ -18,6 +18,7 @@ import numpy as np
 from tsbench.tasks.recordings.clinical import Source
 from tsbench.tasks.recordings.sampling import Event, Recording
 from tsbench.tasks.recordings.sources import nothing_found, require
+from tsbench.tasks.user_files import UserFolder, user_folder
 
 FAMILY = "ltaf"
 ANNOTATION = "atr"
@@ -28,12 +29,14 @@ BEAT_SYMBOLS = set("NLRBAaJSVrFejnE/fQ?")  # the WFDB beat annotation codes
 NORMAL = "N"
 RHYTHM = "+"
 SINUS = "(N"
+MAX_WINDOW = 131_072  # the family's longest window (WindowRules.cap): the most samples read at once
 
 
-def records(path: Path) -> list[Path]:
-    """Record stems (no suffix) under `path` that have a header and beat annotations."""
-    heads = sorted(path.rglob("*.hea")) if path.is_dir() else [path.with_suffix(".hea")]
-    return [h.with_suffix("") for h in heads if h.is_file() and h.with_suffix(f".{ANNOTATION}").is_file()]
+def records(folder: UserFolder) -> list[Path]:
+    """Record stems (no suffix) under --path that have a header and beat annotations."""
+    given = folder.given
+    heads = folder.walk(lambda p: p.suffix == ".hea") if given.is_dir() else [given.with_suffix(".hea")]
+    return [h.with_suffix("") for h in heads if folder.is_file(h) and folder.is_file(h.with_suffix(f".{ANNOTATION}"))]
 
 
 def sinus_regions(samples: np.ndarray, symbols: list[str], notes: list[str], length: int) -> list[tuple[int, int]]:
@@ -63,21 +66,22 @@ def events(samples: np.ndarray, symbols: list[str]) -> list[Event]:
     return found
 
 
-def read_sources(path: Path) -> tuple[list[Source], list[Path]]:
-    """(sources, files read) for every LTAF-style record under `path`."""
+def read_sources(path: Path | UserFolder) -> list[Source]:
+    """Every LTAF-style record under --path, each file it reads checked by the folder first."""
+    folder = user_folder(path, FAMILY)
     wfdb = require("wfdb", FAMILY)
-    stems = records(path)
+    stems = records(folder)
     if not stems:
-        raise nothing_found(path, FAMILY, f"WFDB records with .{ANNOTATION} annotations")
-    base = path if path.is_dir() else path.parent
-    sources, files = [], []
+        raise nothing_found(folder.given, FAMILY, f"WFDB records with .{ANNOTATION} annotations")
+    sources = []
     for stem in stems:
-        header = wfdb.rdheader(str(stem))
+        header = folder.wfdb_header(wfdb, stem, read=MAX_WINDOW)
+        folder.check(stem.with_suffix(f".{ANNOTATION}"))
         ann = wfdb.rdann(str(stem), ANNOTATION)
         length = int(header.sig_len)
         notes = list(ann.aux_note) if ann.aux_note is not None else [""] * len(ann.sample)
         recording = Recording(
-            key=str(stem.relative_to(base)),
+            key=folder.label(stem),
             length=length,
             fs=float(header.fs),
             events=events(ann.sample, list(ann.symbol)),
@@ -85,9 +89,7 @@ def read_sources(path: Path) -> tuple[list[Source], list[Path]]:
         )
         names = [f"ECG_{i}" for i in range(int(header.n_sig))]
         sources.append(Source(recording, names, _reader(wfdb, stem)))
-        files += [stem.with_suffix(".hea"), stem.with_suffix(f".{ANNOTATION}")]
-        files += [stem.parent / f for f in dict.fromkeys(header.file_name or []) if (stem.parent / f).is_file()]
-    return sources, files
+    return sources
 
 
 def _reader(wfdb, stem: Path):

@@ -3,11 +3,10 @@ one premature beat split evenly between PVC and APC, 50 anomaly-free)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from tsbench.tasks.ltaf import reader
 from tsbench.tasks.recordings.clinical import ClinicalFamily, Prompt, Source
 from tsbench.tasks.recordings.sampling import WindowRules
+from tsbench.tasks.user_files import UserFolder
 
 PROMPT = Prompt(
     recording="ECG recording",
@@ -28,7 +27,7 @@ class LTAF(ClinicalFamily):
     rules = WindowRules(
         min_s=60.0,
         max_s=1017.0,
-        cap=131_072,
+        cap=reader.MAX_WINDOW,
         n_windows=250,
         negative_share=0.2,
         edge_fraction=0.05,
@@ -38,5 +37,5 @@ class LTAF(ClinicalFamily):
     short = "LTAF"
     group = "LTAF (ECG)"
 
-    def read_sources(self, path: Path) -> tuple[list[Source], list[Path]]:
-        return reader.read_sources(path)
+    def read_sources(self, folder: UserFolder) -> list[Source]:
+        return reader.read_sources(folder)

@@ -19,7 +19,8 @@ from tsbench.tasks.recordings import classify
 from tsbench.tasks.recordings.family import RecordingFamily, write_split
 from tsbench.tasks.recordings.rows import Row
 from tsbench.tasks.recordings.sampling import Recording, Window, WindowRules, plan_windows
-from tsbench.tasks.recordings.sources import file_hashes, refuse_unknown, source_path, stable_id
+from tsbench.tasks.recordings.sources import refuse_unknown, source_path, stable_id
+from tsbench.tasks.user_files import UserFolder
 
 
 @dataclass
@@ -78,7 +79,8 @@ def window_rows(
 class ClinicalFamily(RecordingFamily):
     """A classify-with-evidence set sampled from annotated recordings (LTAF, Sleep-PSG).
 
-    A subclass sets `rules`, `prompt`, `short`, `group` and `read_sources(path)`."""
+    A subclass sets `rules`, `prompt`, `short`, `group` and `read_sources(folder)`, which checks
+    every file it will read (a window is read later, from files already checked)."""
 
     rules: WindowRules
     prompt: Prompt
@@ -86,7 +88,7 @@ class ClinicalFamily(RecordingFamily):
     group = ""
     OPTIONS = ("path", "seed", "split", "windows")
 
-    def read_sources(self, path: Path) -> tuple[list[Source], list[Path]]:  # pragma: no cover - abstract
+    def read_sources(self, folder: UserFolder) -> list[Source]:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def score(self, category: str, gold, message: str) -> Scored:
@@ -126,7 +128,8 @@ class ClinicalFamily(RecordingFamily):
         if windows < 1:
             raise UserError("windows must be at least 1")
         rules = replace(self.rules, n_windows=windows)
-        sources, files = self.read_sources(path)
+        folder = UserFolder(path, self.name)
+        sources = self.read_sources(folder)
         by_key = {s.recording.key: s for s in sources}
         planned = plan_windows([s.recording for s in sources], list(self.prompt.kinds), rules, seed)
         if not planned:
@@ -144,7 +147,7 @@ class ClinicalFamily(RecordingFamily):
             seed=seed,
             split="test",
             config=config,
-            sources=file_hashes(files, path),
+            sources=folder.hashes,
             progress=progress,
             total=len(planned),
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from tsbench.tasks.base import Sample, SampleRef, TaskFamily
 from tsbench.tasks.recordings.rows import Row, RowWriter, read_index, read_row
 
 MANIFEST = "manifest.json"
+Sources = dict[str, str] | Callable[[], dict[str, str]]  # source file -> sha256, or what gives it
 
 
 class RecordingFamily(TaskFamily):
@@ -156,12 +157,14 @@ def write_split(
     seed: int,
     split: str,
     config: dict,
-    sources: dict[str, str],
+    sources: Sources,
     progress=None,
     total: int | None = None,
 ) -> tuple[Path, list[dict]]:
     """Stream rows to `<out_root>/seed<seed>/<split>.parquet` (renamed into place when complete) and
-    merge the split into manifest.json: family, seed, config, source-file sha256s, output hashes."""
+    merge the split into manifest.json: family, seed, config, source-file sha256s, output hashes.
+    `sources` may be a function (a UserFolder's `hashes`): called once the rows are written, it
+    lists the files read while they were made."""
     out = Path(out_root) / f"seed{seed}"
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{split}.parquet"
@@ -188,7 +191,7 @@ def write_split(
     manifest.update(family=family, dataset=dataset, seed=seed)
     manifest.setdefault("splits", {})[split] = {
         "config": config,
-        "sources": sources,
+        "sources": sources() if callable(sources) else sources,
         "counts": counts,
         "files": {path.name: info},
     }
@@ -208,7 +211,7 @@ def write_train_test(
     seed: int,
     wanted: str | None,
     config: dict,
-    sources: dict[str, str],
+    sources: Sources,
     progress=None,
 ) -> tuple[Path | None, list[dict]]:
     """Write a published benchmark's train and test items (or the one `--split` names) with

@@ -13,7 +13,6 @@ from pathlib import Path
 from types import ModuleType
 
 from tsbench.core.errors import UserError
-from tsbench.core.provenance import sha256_file
 
 EXTRA = "pip install 'tsbench[recordings]'"
 
@@ -60,15 +59,6 @@ def refuse_unknown(options: dict, allowed: Iterable[str], family: str) -> None:
     if unknown:
         flags = ", ".join("--" + u.replace("_", "-") for u in unknown)
         raise UserError(f"option(s) {flags} do not apply to --family {family}")
-
-
-def file_hashes(files: Iterable[Path], root: Path) -> dict[str, str]:
-    """sha256 of every source file read, keyed by its path relative to --path."""
-    base = root if root.is_dir() else root.parent
-    return {
-        str(Path(f).relative_to(base)) if Path(f).is_relative_to(base) else str(f): sha256_file(f)
-        for f in sorted(set(map(Path, files)))
-    }
 
 
 def stable_id(*parts: object) -> str:

@@ -26,9 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
+from tsbench.core.errors import UserError
 from tsbench.tasks.recordings.clinical import Source
 from tsbench.tasks.recordings.sampling import Event, Recording
 from tsbench.tasks.recordings.sources import nothing_found, require
+from tsbench.tasks.user_files import UserFolder, user_folder
 
 FAMILY = "sleep-psg"
 CENTRAL, OBSTRUCTIVE, HYPOPNEA, RERA = "Central Apnea", "Obstructive Apnea", "Hypopnea", "RERA"
@@ -49,6 +51,7 @@ CHANNELS = (
     ("SaO2", ("sao2", "spo2", "oxygen", "sat")),
 )
 AROUSAL_ANNOTATION = "arousal"
+MAX_WINDOW = 131_072  # the family's longest window (WindowRules.cap): the most samples read at once
 
 
 def pick_channels(labels: list[str]) -> list[int] | None:
@@ -125,7 +128,11 @@ def _resampled(read_channel: Callable[[int, int, int], np.ndarray], rates: list[
 
 
 def _edf_source(pyedflib, path: Path, key: str) -> Source | None:
-    with pyedflib.EdfReader(str(path)) as edf:
+    try:
+        edf = pyedflib.EdfReader(str(path))
+    except OSError as exc:  # pyedflib's one error for a file it cannot parse
+        raise UserError(f"{key} is not a readable EDF/EDF+ file ({str(exc)[:160]})") from None
+    with edf:
         picked = pick_channels(edf.getSignalLabels())
         if picked is None:
             return None
@@ -146,12 +153,13 @@ def _edf_source(pyedflib, path: Path, key: str) -> Source | None:
     return Source(recording, [name for name, _ in CHANNELS], _resampled(read_channel, rates, counts, fs))
 
 
-def _wfdb_source(wfdb, stem: Path, key: str) -> Source | None:
-    header = wfdb.rdheader(str(stem))
+def _wfdb_source(wfdb, folder: UserFolder, stem: Path) -> Source | None:
+    header = folder.wfdb_header(wfdb, stem, read=MAX_WINDOW)
     picked = pick_channels(list(header.sig_name))
     if picked is None:
         return None
     fs, length = float(header.fs), int(header.sig_len)
+    folder.check(_annotation(stem))
     ann = wfdb.rdann(str(stem), AROUSAL_ANNOTATION)
     notes = [str(n or "").strip() for n in (ann.aux_note or [])]
     annotations, opened = [], {}
@@ -168,37 +176,31 @@ def _wfdb_source(wfdb, stem: Path, key: str) -> Source | None:
         record = wfdb.rdrecord(str(stem), sampfrom=start, sampto=end, channels=picked, physical=True)
         return np.asarray(record.p_signal, dtype=np.float64).T
 
-    return Source(build_recording(key, fs, length, annotations), [name for name, _ in CHANNELS], read)
+    return Source(build_recording(folder.label(stem), fs, length, annotations), [name for name, _ in CHANNELS], read)
 
 
-def read_sources(path: Path) -> tuple[list[Source], list[Path]]:
-    base = path if path.is_dir() else path.parent
-    edfs = sorted(path.rglob("*.edf")) + sorted(path.rglob("*.EDF")) if path.is_dir() else [path]
+def _annotation(stem: Path) -> Path:
+    return stem.parent / f"{stem.name}.{AROUSAL_ANNOTATION}"
+
+
+def read_sources(path: Path | UserFolder) -> list[Source]:
+    """Every recording under --path with the four channels (others are skipped, as documented above),
+    each file it reads checked by the folder first."""
+    folder = user_folder(path, FAMILY)
+    given = folder.given
+    edfs = folder.walk(lambda p: p.suffix.lower() == ".edf") if given.is_dir() else [given]
     edfs = [p for p in edfs if p.suffix.lower() == ".edf"]
-    stems = sorted(
-        h.with_suffix("")
-        for h in (path.rglob("*.hea") if path.is_dir() else [])
-        if h.with_suffix(f".{AROUSAL_ANNOTATION}").is_file()
-    )
+    heads = folder.walk(lambda p: p.suffix == ".hea") if given.is_dir() else []
+    stems = [h.with_suffix("") for h in heads if folder.is_file(_annotation(h.with_suffix("")))]
     if not edfs and not stems:
-        raise nothing_found(path, FAMILY, "EDF/EDF+ files or WFDB records with .arousal annotations")
-    sources, files = [], []
+        raise nothing_found(given, FAMILY, "EDF/EDF+ files or WFDB records with .arousal annotations")
+    sources = []
     if edfs:
         pyedflib = require("pyedflib", FAMILY)
-        for edf in edfs:
-            found = _edf_source(pyedflib, edf, str(edf.relative_to(base)))
-            if found is not None:
-                sources.append(found)
-                files.append(edf)
+        sources += [s for edf in edfs if (s := _edf_source(pyedflib, Path(folder.path(edf)), folder.label(edf)))]
     if stems:
         wfdb = require("wfdb", FAMILY)
-        for stem in stems:
-            found = _wfdb_source(wfdb, stem, str(stem.relative_to(base)))
-            if found is not None:
-                sources.append(found)
-                header = wfdb.rdheader(str(stem))
-                files += [stem.with_suffix(".hea"), stem.with_suffix(f".{AROUSAL_ANNOTATION}")]
-                files += [stem.parent / f for f in dict.fromkeys(header.file_name or []) if (stem.parent / f).is_file()]
+        sources += [s for stem in stems if (s := _wfdb_source(wfdb, folder, stem)) is not None]
     if not sources:
-        raise nothing_found(path, FAMILY, "recordings with AIRFLOW, CHEST, ABD and SaO2 channels")
-    return sources, files
+        raise nothing_found(given, FAMILY, "recordings with AIRFLOW, CHEST, ABD and SaO2 channels")
+    return sources

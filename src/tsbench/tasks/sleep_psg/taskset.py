@@ -3,11 +3,10 @@ capped at 131,072 samples, 50 per respiratory-event kind and 50 anomaly-free).""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from tsbench.tasks.recordings.clinical import ClinicalFamily, Prompt, Source
 from tsbench.tasks.recordings.sampling import WindowRules
 from tsbench.tasks.sleep_psg import reader
+from tsbench.tasks.user_files import UserFolder
 
 PROMPT = Prompt(
     recording="overnight polysomnogram (respiratory channels)",
@@ -30,7 +29,7 @@ class SleepPSG(ClinicalFamily):
     rules = WindowRules(
         min_s=60.0,
         max_s=640.0,
-        cap=131_072,
+        cap=reader.MAX_WINDOW,
         n_windows=250,
         negative_share=0.2,
         edge_fraction=0.05,
@@ -40,5 +39,5 @@ class SleepPSG(ClinicalFamily):
     short = "Sleep"
     group = "Sleep-PSG"
 
-    def read_sources(self, path: Path) -> tuple[list[Source], list[Path]]:
-        return reader.read_sources(path)
+    def read_sources(self, folder: UserFolder) -> list[Source]:
+        return reader.read_sources(folder)

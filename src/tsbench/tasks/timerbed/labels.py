@@ -1,6 +1,6 @@
 """TimerBed's six tasks as the paper names them: the class names a model answers with (TimeMaster's
-public reward code matches these, case-insensitively), the class codes of each public release and
-the names they stand for, the channels, and the reasoning type (TimeMaster Table 1 and Table 4).
+public reward code matches these ignoring case: core/class_tags.py), the class codes of each public
+release and the names they stand for, the channels, and the reasoning type (TimeMaster Table 1, 4).
 
 A class code is what the release stores: UCR/UEA class values ("1", "2" in Computers; "0".."6" in
 Lightning7; "RightWhale"/"NoWhale" in RightWhaleCalls), the PhysioNet/CinC 2017 REFERENCE.csv codes
@@ -138,13 +138,3 @@ def class_name(spec: TaskSpec | None, raw: str, renames: dict[str, str]) -> str:
     if spec is None:
         return raw
     return spec.codes.get(str(raw).strip().lower(), str(raw))
-
-
-def canonical_class(answer: str, options: list[str]) -> str | None:
-    """The option an answer names, compared case-insensitively and ignoring surrounding quotes,
-    spaces and a final period (TimeMaster's reward lower-cases both sides); None when none."""
-    wanted = answer.strip().strip("\"'`*").strip().rstrip(".").strip().lower()
-    for option in options:
-        if option.lower() == wanted:
-            return option
-    return None

@@ -1,12 +1,17 @@
 """The paper's prompts (TimeMaster Appendix H.1: background, what the image shows, the class
 definitions, the value-range note) and its instruction format (H.2) with the tags of its public
 reward code: reasoning in <think></think>, ONE class in <class></class>, and, when the soft reward
-is scored, a recommendation in <extension></extension>.
+is scored, a recommendation in <extension></extension>. CTU, the one task whose data script is public
+(create_data/multimodal_data_processing/ctu.py), gets that script's instruction, joined as it joins
+it (tests/golden/timemaster/ctu_prompt.json; the script's leading `<image> ` is the trainer's image
+placeholder, here the image is its own message part).
 
 A dataset that is not one of the six (any other UCR/UEA file) gets a generic prompt of the same form.
 """
 
 from __future__ import annotations
+
+from tsbench.core.class_tags import with_extension_sentence
 
 TASK_PROMPTS = {
     "rcw": (
@@ -82,11 +87,6 @@ TASK_PROMPTS = {
     ),
 }
 
-EXTENSION_SENTENCE = (
-    "Finally, provide an additional recommendation, suggestion, or interpretation based on your reasoning and "
-    "prediction. This part MUST be enclosed within <extension> </extension> tags."
-)
-
 
 def generic_prompt(dataset: str, channels: list[str], length: int, classes: list[str]) -> str:
     """A dataset outside the six: what the image shows and its classes, in the paper's form."""
@@ -100,20 +100,31 @@ def generic_prompt(dataset: str, channels: list[str], length: int, classes: list
     )
 
 
-def instruction(classes: list[str], *, extension: bool = False) -> str:
-    """TimeMaster H.2 with the tags its reward parses; `extension` adds the three-part form's last part."""
+def instruction(classes: list[str]) -> str:
+    """TimeMaster H.2 with the tags its reward parses (the three-part form adds the extension sentence)."""
     listed = " or ".join(f'"{c}"' for c in classes) if len(classes) <= 2 else ", ".join(f'"{c}"' for c in classes)
-    text = (
+    return (
         "You MUST first reason step-by-step about the observed time-series patterns and task-specific signal "
         "characteristics. This reasoning MUST be clearly written in natural language and enclosed within "
         "<think> </think> tags.\n"
         "After completing your reasoning, you must select ONE most appropriate label from the predefined class "
         f"list and enclose it within <class> </class> tags:\n{listed}."
     )
-    return f"{text}\n{EXTENSION_SENTENCE}" if extension else text
+
+
+def public_instruction(classes: list[str]) -> str:
+    """The instruction of the public CTU data script (it ends with a newline)."""
+    listed = " or ".join(f'"{c}"' for c in classes)
+    return (
+        "You MUST first perform step-by-step reasoning for your prediction. This reasoning MUST be enclosed "
+        "within <think> </think> tags.\n"
+        "After completing your reasoning, you must select ONE most appropriate label and enclose it within "
+        f"<class> </class> tags:\n{listed}.\n"
+    )
 
 
 def question_text(task: str, channels: list[str], length: int, classes: list[str], *, extension: bool = False) -> str:
     """The whole user prompt of one row: the task's prompt, then the instruction format."""
     body = TASK_PROMPTS.get(task) or generic_prompt(task, channels, length, classes)
-    return f"{body}\n\n{instruction(classes, extension=extension)}"
+    text = f"{body}\n{public_instruction(classes)}" if task == "ctu" else f"{body}\n\n{instruction(classes)}"
+    return with_extension_sentence(text) if extension else text

@@ -11,8 +11,15 @@ downloaded; --path DIR holds what the user has):
 * HAR: the UCI HAR Dataset's raw signals, `<split>/Inertial Signals/body_acc_{x,y,z}_<split>.txt`
   with `<split>/y_<split>.txt`; the dataset's train/test split (subjects disjoint).
 
+Missing values stay NaN, as aeon reads them (`?` in a .ts file, inside a series or at its end): a plot
+shows a gap, never a false drop to 0. Only .arff and .tsv lose trailing all-NaN columns, the padding
+those formats give series of unequal length.
+
 ECG and EMG records are cut into non-overlapping windows of the paper's length (1500 samples; the
-remainder of a record is dropped). Neither release has a split, so one is fixed here that depends only
+remainder of a record is dropped). A record shorter than one window gives no row; such records are
+counted per split (`Release.short_records`), and `tsbench generate` reports them.
+
+Neither release has a split, so one is fixed here that depends only
 on the data: per class, the 20% of units with the smallest blake2b hash of their name are the test
 split (ECG: whole records, so no recording is in both; EMG: windows, as its three records are one per
 class). On EMG's 205 windows this gives the paper's test size, 41 (Table 1's EMG accuracies are
@@ -24,7 +31,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import math
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +40,7 @@ import numpy as np
 from tsbench.core.errors import UserError
 from tsbench.tasks.recordings.sources import require
 from tsbench.tasks.timerbed.labels import TASKS, task_of
+from tsbench.tasks.user_files import UserFolder, user_folder
 
 FAMILY = "timerbed"
 WINDOW = 1500  # ECG and EMG window length (TimeMaster Table 4)
@@ -42,6 +49,7 @@ SPLIT_SUFFIX = {"train": "_TRAIN", "test": "_TEST"}
 ARCHIVE_FORMATS = (".ts", ".arff", ".tsv")  # preferred first when a dataset comes in several
 EMG_RECORDS = ("emg_healthy", "emg_myopathy", "emg_neuropathy")
 HAR_AXES = ("body_acc_x", "body_acc_y", "body_acc_z")
+TEXT_BYTES = 2**31  # one archive or HAR text file (UEA RightWhaleCalls' _TRAIN.ts is a few hundred MB)
 
 PUBLISHED = {
     "rcw": "UEA archive RightWhaleCalls (timeseriesclassification.com): RightWhaleCalls_TRAIN.ts and _TEST.ts",
@@ -81,17 +89,27 @@ class Release:
     kind: str  # archive | cinc2017 | emgdb | uci-har
     files: dict[str, list[Path]] = field(default_factory=dict)  # split -> files read
     root: Path | None = None
-
-    def source_files(self) -> list[Path]:
-        """Every file a read may open, for the manifest's sha256s (WFDB records: header and signal)."""
-        listed = [f for files in self.files.values() for f in files]
-        if self.kind in ("cinc2017", "emgdb") and self.root is not None:
-            listed += [p for p in sorted(self.root.iterdir()) if p.suffix in (".hea", ".mat", ".dat")]
-        return sorted(set(listed))
+    folder: UserFolder | None = None  # --path: every file is read through its checks (and recorded)
+    short_records: dict[str, list[str]] = field(default_factory=dict)  # split -> records under one window
 
     def read(self, split: str) -> Iterator[Series]:
         reader = {"archive": _read_archive, "cinc2017": _read_cinc, "emgdb": _read_emg, "uci-har": _read_har}
         return reader[self.kind](self, split)
+
+    def check(self) -> None:
+        """Check every file a read of any split opens (where it leads, what it is, its budget; a WFDB
+        record's header and the files it names) before a row of any split is written."""
+        if self.kind in ("archive", "uci-har"):
+            for file in (f for files in self.files.values() for f in files):
+                self.folder.sized_path(file, TEXT_BYTES)
+            return
+        wfdb = require("wfdb", FAMILY)
+        if self.kind == "cinc2017":
+            for record in _cinc_labels(self):
+                _wfdb_checked(wfdb, self.folder, _cinc_place(self, record), "a CinC 2017 WFDB record")
+        else:
+            for record in EMG_RECORDS:
+                _wfdb_checked(wfdb, self.folder, self.root / record, "an emgdb WFDB record")
 
 
 def odd_file(path: Path, what: str, exc: Exception | None = None) -> UserError:
@@ -132,22 +150,21 @@ def windows(signal: np.ndarray, length: int = WINDOW) -> list[np.ndarray]:
 
 
 # -- finding the releases ------------------------------------------------------------------------------
-def find_releases(path: Path) -> list[Release]:
+def find_releases(path: Path | UserFolder) -> list[Release]:
     """Every release under `path` (a folder, or one archive file), in task order."""
-    files = [path] if path.is_file() else _walk(path)
+    folder = user_folder(path, FAMILY)
+    path = folder.given
+    files = folder.walk()
     found = _find_archives(files)
     if path.is_dir():
         for finder in (_find_cinc, _find_emg, _find_har):
             release = finder(path, files)
             if release is not None and release.category not in {r.category for r in found}:
                 found.append(release)
+    for release in found:
+        release.folder = folder
     order = {code: i for i, code in enumerate(TASKS)}
     return sorted(found, key=lambda r: (order.get(r.category, len(order)), r.category))
-
-
-def _walk(path: Path) -> list[Path]:
-    """Every file below `path`, sorted; unreadable folders and files that vanish meanwhile are skipped."""
-    return sorted(Path(folder) / name for folder, _, names in os.walk(path) for name in names)
 
 
 def _find_archives(files: list[Path]) -> list[Release]:
@@ -219,6 +236,7 @@ def _read_archive(release: Release, split: str) -> Iterator[Series]:
     loaders = require("aeon.datasets", FAMILY)
     for file in release.files.get(split, []):
         suffix = file.suffix.lower()
+        file = Path(release.folder.sized_path(file, TEXT_BYTES))
         try:
             if suffix == ".ts":
                 X, y = loaders.load_from_ts_file(str(file))
@@ -231,31 +249,49 @@ def _read_archive(release: Release, split: str) -> Iterator[Series]:
         if len(y) == 0 or len(X) != len(y):
             raise odd_file(file, f"a readable UCR/UEA {suffix} file (no labelled series in it)")
         for i in range(len(y)):
-            yield Series(_trimmed(X[i]), _code(y[i]), {"file": file.name, "index": i})
+            values = np.atleast_2d(np.asarray(X[i], dtype=np.float64))
+            yield Series(values if suffix == ".ts" else _unpadded(values), _code(y[i]), {"file": file.name, "index": i})
 
 
-def _read_cinc(release: Release, split: str) -> Iterator[Series]:
-    wfdb = require("wfdb", FAMILY)
+def _cinc_labels(release: Release) -> dict[str, str]:
     reference = release.files["all"][0]
     try:
-        with open(reference, newline="") as handle:
+        with release.folder.open_text(reference, newline="") as handle:
             labels = {row[0].strip(): row[1].strip() for row in csv.reader(handle) if len(row) >= 2}
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise odd_file(reference, "the CinC 2017 REFERENCE.csv (record,label lines)", exc) from None
     if not labels:
         raise odd_file(reference, "the CinC 2017 REFERENCE.csv (record,label lines)")
+    return labels
+
+
+def _cinc_place(release: Release, record: str) -> Path:
+    """Where a record REFERENCE.csv names lies: a name from a file, so never out of --path."""
+    return release.folder.named(release.root, record, release.files["all"][0])
+
+
+def _read_cinc(release: Release, split: str) -> Iterator[Series]:
+    wfdb = require("wfdb", FAMILY)
+    labels = _cinc_labels(release)
     assigned = fixed_split(labels)
+    short = release.short_records.setdefault(split, [])
     for record in sorted(labels):
         if split != "all" and assigned[record] != split:
             continue
-        signal = _wfdb_signal(wfdb, release.root / record, "a CinC 2017 WFDB record")
+        signal = _wfdb_signal(wfdb, release.folder, _cinc_place(release, record), "a CinC 2017 WFDB record")
+        if len(signal) < WINDOW:
+            short.append(record)
         for k, window in enumerate(windows(signal)):
             yield Series(window[None, :], labels[record], {"record": record, "window": k, "start": k * WINDOW})
 
 
 def _read_emg(release: Release, split: str) -> Iterator[Series]:
     wfdb = require("wfdb", FAMILY)
-    cut = {record: windows(_wfdb_signal(wfdb, release.root / record, "an emgdb WFDB record")) for record in EMG_RECORDS}
+    cut = {
+        record: windows(_wfdb_signal(wfdb, release.folder, release.root / record, "an emgdb WFDB record"))
+        for record in EMG_RECORDS
+    }
+    release.short_records[split] = [record for record, parts in cut.items() if not parts]
     units = {f"{record}/{k}": record for record, parts in cut.items() for k in range(len(parts))}
     assigned = fixed_split(units)
     for record, parts in cut.items():
@@ -269,8 +305,9 @@ def _read_har(release: Release, split: str) -> Iterator[Series]:
     if not files:
         return
     try:
-        labels = np.loadtxt(files[0], dtype=np.int64, ndmin=1)
-        axes = [np.loadtxt(f, dtype=np.float64, ndmin=2) for f in files[1:]]
+        text = [release.folder.sized_path(f, TEXT_BYTES) for f in files]
+        labels = np.loadtxt(text[0], dtype=np.int64, ndmin=1)
+        axes = [np.loadtxt(f, dtype=np.float64, ndmin=2) for f in text[1:]]
     except ValueError as exc:
         raise odd_file(files[0].parent, "UCI HAR text files (whitespace-separated numbers)", exc) from None
     if any(a.shape != axes[0].shape for a in axes) or axes[0].shape[0] != len(labels):
@@ -288,21 +325,27 @@ def _code(value) -> str:
     return str(value).strip()
 
 
-def _wfdb_signal(wfdb, record: Path, what: str) -> np.ndarray:
+def _wfdb_checked(wfdb, folder: UserFolder, record: Path, what: str) -> None:
+    """The record's header and every file it names checked, its whole length within the budget."""
+    if not folder.is_file(record.parent / f"{record.name}.hea"):
+        raise odd_file(record, what)
+    folder.wfdb_header(wfdb, record)
+
+
+def _wfdb_signal(wfdb, folder: UserFolder, record: Path, what: str) -> np.ndarray:
+    """The record's first channel, read whole once its header and every file it names are checked."""
+    _wfdb_checked(wfdb, folder, record, what)
     try:
         signal = wfdb.rdrecord(str(record)).p_signal
     except Exception as exc:  # wfdb raises FileNotFoundError, ValueError and others
         raise odd_file(record, what, exc) from None
     if signal is None or signal.ndim != 2 or signal.shape[1] < 1:
         raise odd_file(record, what)
-    return np.nan_to_num(signal[:, 0].astype(np.float64))
+    return signal[:, 0].astype(np.float64)  # an invalid sample stays NaN
 
 
-def _trimmed(series: np.ndarray) -> np.ndarray:
-    """(channels, L) with trailing padding NaNs cut and any other NaN set to 0 (unequal-length files)."""
-    series = np.asarray(series, dtype=np.float64)
-    if series.ndim == 1:
-        series = series[None, :]
-    finite = np.isfinite(series).any(axis=0)
-    last = len(finite) - int(np.argmax(finite[::-1])) if finite.any() else 0
-    return np.nan_to_num(series[:, :last], nan=0.0, posinf=0.0, neginf=0.0)
+def _unpadded(series: np.ndarray) -> np.ndarray:
+    """(channels, L) without the trailing columns that are NaN in every channel (.arff/.tsv padding)."""
+    kept = ~np.isnan(series).all(axis=0)
+    last = len(kept) - int(np.argmax(kept[::-1])) if kept.any() else series.shape[1]
+    return series[:, :last]

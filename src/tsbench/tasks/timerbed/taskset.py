@@ -7,62 +7,64 @@ macro-F1 per task.
 keeps values raw. A row's image is the paper's plot (plots.py), put on the task as `EpisodeTask.image`
 so image harnesses show it. Optional `labels.json` beside a file (or in DIR) renames class codes of any
 other archive dataset: {"<Task>": {"<raw>": "<name>"}} or {"<raw>": "<name>"}.
-An answer is the class in the last `<class>...</class>` (TimeMaster's format), matched
-case-insensitively, else a JSON "answer" or an `Answer:` line.
+An answer is read as TimeMaster's public reward code reads it (core/class_tags.py): the first
+`<class>...</class>` span, anywhere in the reply, whose text is one of the classes ignoring case and
+surrounding whitespace (`Desktop.` is none). One addition, for harnesses whose final message is JSON
+(TimeClaw's file agent and tools): a reply with no `<class>` span at all is read from its JSON
+"answer", and the row says so (`parsed["from"] = "json"`); the public code scores such a reply 0.
+Anything else scores 0 and is recorded as invalid.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from tsbench.core.answers import extract_choice, last_json_object, trim_answer
+from tsbench.core.answers import last_json_object
+from tsbench.core.class_tags import first_named, named_option, tag_spans
 from tsbench.core.errors import UserError
-from tsbench.core.text import strip_reasoning
 from tsbench.tasks.base import Column, Sample, SampleRef, Scored
 from tsbench.tasks.recordings.family import RecordingFamily, write_split
 from tsbench.tasks.recordings.rows import Row
-from tsbench.tasks.recordings.sources import file_hashes, refuse_unknown, stable_id
-from tsbench.tasks.timerbed.labels import TASKS, canonical_class, class_name
+from tsbench.tasks.recordings.sources import refuse_unknown, stable_id
+from tsbench.tasks.timerbed.labels import TASKS, class_name
 from tsbench.tasks.timerbed.plots import render_png, save_plot
 from tsbench.tasks.timerbed.prompts import question_text
-from tsbench.tasks.timerbed.readers import Release, Series, find_releases, where_published
+from tsbench.tasks.timerbed.readers import WINDOW, Release, Series, find_releases, where_published
+from tsbench.tasks.user_files import UserFolder
 
 REGIME = "coarse"
 SPLITS = ("test", "train")
-CLASS_TAG = re.compile(r"<class>(.*?)</class>", re.IGNORECASE | re.DOTALL)
 COLUMNS = tuple(Column(s.code, s.short, "acc", s.group, s.classes) for s in TASKS.values())
 
 
-def chosen_class(message: Any, options: list[str] | None = None) -> str:
-    """The class a final message names: the last <class> span, else a JSON "answer", else the MCQ
-    rule; with `options`, the option it names case-insensitively (or the raw text when none)."""
+def chosen_class(message: Any, options: list[str]) -> tuple[str | None, str]:
+    """(the option a final message names, where it was read: "class" or "json"); None when it names none."""
     if not isinstance(message, str):
-        return ""
-    tags = CLASS_TAG.findall(strip_reasoning(message))  # a class named inside <think> does not count
-    if tags:
-        raw = trim_answer(tags[-1])
-    else:
-        found, _ = last_json_object(message)
-        answer = found.get("answer") if found else None
-        raw = trim_answer(answer) if isinstance(answer, str) else extract_choice(strip_reasoning(message))
-    if options:
-        return canonical_class(raw, options) or raw
-    return raw
+        return None, "class"
+    if next(tag_spans(message), None) is not None:
+        return first_named(message, lambda text: named_option(text, options)), "class"
+    found, _ = last_json_object(message)
+    answer = found.get("answer") if found else None
+    return (named_option(answer, options), "json") if isinstance(answer, str) else (None, "class")
 
 
-def _renames(folder: Path, root: Path, dataset: str) -> dict[str, str]:
+def short_records_note(split: str, short: dict[str, list[str]]) -> str:
+    """The line `tsbench generate` prints about records that gave no row."""
+    listed = "; ".join(
+        f"{task.upper()} {len(records)} ({', '.join(records[:5])}{', ...' if len(records) > 5 else ''})"
+        for task, records in short.items()
+    )
+    return f"{split}: WFDB records under {WINDOW} samples (one window) gave no row: {listed}"
+
+
+def _renames(files: UserFolder, folder: Path, root: Path, dataset: str) -> dict[str, str]:
     for place in (folder / "labels.json", root / "labels.json"):
-        if place.is_file():
-            try:
-                data = json.loads(place.read_text())
-            except json.JSONDecodeError:
-                raise UserError(f"{place} is not valid JSON") from None
+        if files.is_file(place):
+            data = files.read_json(place)
             mapping = data.get(dataset, data) if isinstance(data, dict) else {}
             if isinstance(mapping, dict) and all(isinstance(v, str) for v in mapping.values()):
                 return {str(k): v for k, v in mapping.items()}
@@ -75,19 +77,18 @@ class TimerBed(RecordingFamily):
     default_root_dir = "data/timerbed"
     default_harness = "single-pass-image"
     boards = ("timerbed",)  # TimeMaster Tables 1 and 3 (leaderboard/timerbed.py)
+    answer_tags = True  # the questions end with TimeMaster's instruction (H.2) and `score` reads its tags
     OPTIONS = ("path", "seed", "split", "rows_per_cell", "categories")
 
     # -- scoring -----------------------------------------------------------------------------------
     def score(self, category: str, gold: Any, message: str) -> Scored:
-        options = list(gold["options"])
-        chosen = chosen_class(message, options)
-        on_list = chosen in options
-        correct = float(on_list and chosen == gold["answer"])
+        chosen, source = chosen_class(message, list(gold["options"]))
+        correct = float(chosen is not None and chosen == gold["answer"])
         return Scored(
             score=correct,
-            valid=on_list,
-            parsed={"answer": chosen if on_list else ""},
-            error=None if on_list else "the answer is not one of the classes",
+            valid=chosen is not None,
+            parsed={"answer": chosen or ""} | ({"from": "json"} if source == "json" else {}),
+            error=None if chosen is not None else "no <class> span names one of the classes",
             metrics={"correct": correct},
         )
 
@@ -95,8 +96,9 @@ class TimerBed(RecordingFamily):
         return list(COLUMNS)
 
     def answer_class(self, category: str, gold: Any, text: str) -> str | None:
-        """The class `text` names (case-insensitive, as TimeMaster's reward), as the option is spelled."""
-        return canonical_class(chosen_class(text), list(gold["options"]))
+        """The option a <class> span's text names, ignoring case and surrounding whitespace (TimeMaster's
+        public reward; the same test `score` applies)."""
+        return named_option(text, list(gold["options"]))
 
     def gold_class(self, category: str, gold: Any) -> str:
         return gold["answer"]
@@ -139,41 +141,52 @@ class TimerBed(RecordingFamily):
             raise UserError(f"{given}; --family {self.name} reads {where_published()}")
         seed = int(options.get("seed", 42))
         wanted = {c.lower() for c in options.get("categories") or []}
-        releases = [r for r in find_releases(path) if not wanted or r.category in wanted]
+        folder = UserFolder(path, self.name)
+        releases = [r for r in find_releases(folder) if not wanted or r.category in wanted]
         if not releases:
             what = "TimerBed release files" + (f" of {sorted(wanted)}" if wanted else "")
             raise UserError(f"no {what} under {path}; --family {self.name} reads {where_published()}")
+        for release in releases:
+            release.check()  # every file of every split, before a row is written
         manifest, lines = None, []
         for name in splits:
             chosen = [r for r in releases if r.kind != "archive" or name in r.files]
             if not chosen:
                 raise UserError(f"no {name} split files under {path}; --family {self.name} reads {where_published()}")
+            short: dict[str, list[str]] = {}  # filled while the rows are read; the manifest is written after
             config = {
                 "split": name,
                 "rows_per_cell": limit,
                 "tasks": [r.category for r in chosen],
                 "releases": {r.category: f"{r.dataset} ({r.kind})" for r in chosen},
                 "path": str(path),
+                f"records_under_{WINDOW}_samples": short,
             }
-            sources = file_hashes([f for r in chosen for f in r.source_files()], path)
-            rows = self._rows(chosen, path, name, seed, None if limit is None else int(limit))
+            rows = self._rows(chosen, folder.root, name, seed, None if limit is None else int(limit), short)
             manifest, written = write_split(
-                self.name, self.dataset, rows, out, seed=seed, split=name, config=config, sources=sources,
+                self.name, self.dataset, rows, out, seed=seed, split=name, config=config, sources=folder.hashes,
                 progress=progress,
             )  # fmt: skip
+            if short:
+                written[-1]["note"] = short_records_note(name, short)
             lines += written
         return manifest, lines
 
-    def _rows(self, releases: list[Release], root: Path, split: str, seed: int, limit: int | None) -> Iterator[Row]:
-        """One task at a time (a TimerBed test set can hold 40k series)."""
+    def _rows(
+        self, releases: list[Release], root: Path, split: str, seed: int, limit: int | None, short: dict
+    ) -> Iterator[Row]:
+        """One task at a time (a TimerBed test set can hold 40k series); `short` gets, per task, the
+        WFDB records too short for one window."""
         base = root if root.is_dir() else root.parent
         for release in releases:
             series = list(release.read(split))
+            if release.short_records.get(split):
+                short[release.category] = list(release.short_records[split])
             if not series:
                 continue
             spec = TASKS.get(release.category)
             folder = release.files[next(iter(release.files))][0].parent
-            renames = _renames(folder, base, release.dataset)
+            renames = _renames(release.folder, folder, base, release.dataset)
             classes = self._classes(release, series, renames)
             picked = np.arange(len(series))
             if limit is not None and limit < len(series):

@@ -4,14 +4,16 @@
 - accuracy first checks the answer against the field schemas (answer_check.py): a missing or
   mistyped field scores 0 and is listed in `schema_problems`.
 - the report is cut at clauses.REPORT_CHAR_LIMIT characters before any judging.
-- coverage: per keypoint, the truth scalar stated about the keypoint's subject (clauses.py; easy
+- coverage: per keypoint, the truth scalar stated about the keypoint's subject (reading.py; easy
   and medium tiers: covered without a judge call) else the judge's YES / PARTIAL / NO = 1 / 0.5 / 0;
   mean. A bare list of labels or numbers binds nothing.
 - faithfulness: the judge splits the report into <= 10 atomic claims and labels each against
   keypoints (tier 1) and cutoff-valid context (tier 2); score = (tier 1 + tier 2) / the claims that
-  are not general knowledge (tier 3 counts neither way); no verifiable claim at all scores 0.
+  are not general knowledge (tier 3 counts neither way); no verifiable claim at all scores 0. A judge
+  with `claims_floor` (judge/rules) divides by at least the number of keypoints.
 - quality: the judge places each required signal as hit (1) / partial (0.5) / miss and flags
-  forbidden ones; (hits + partials/2 - violations) / required, clipped to [0, 100].
+  forbidden ones; (hits + partials/2 - violations) / required, clipped to [0, 100], times the
+  reply's `substance` where the judge gives one (judge/rules: writing counts only with substance).
 overall = the mean of the axes that were scored (an axis whose judge failed is left out).
 
 Pure functions of the gold, the answer, the report and an `Asker` (the injected judge).
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tsbench.tasks.timesage.answer_check import check_answer, normalised, unexpected_keys
-from tsbench.tasks.timesage.clauses import allowed_labels, bound_coverage, cut, subject_terms
+from tsbench.tasks.timesage.clauses import cut
 from tsbench.tasks.timesage.contract import FieldSpec
 from tsbench.tasks.timesage.judge import (
     CLAIMS_PROMPT,
@@ -39,7 +41,10 @@ from tsbench.tasks.timesage.judge import (
     parse_verdict,
 )
 from tsbench.tasks.timesage.judge_cache import Asker
+from tsbench.tasks.timesage.reading import read
 from tsbench.tasks.timesage.rules import field_score
+from tsbench.tasks.timesage.statements import keypoint_coverage as stated_coverage
+from tsbench.tasks.timesage.subjects import lexicon
 
 AXES = ("accuracy", "coverage", "faithfulness", "quality")
 
@@ -115,9 +120,9 @@ def _judge_coverage(
     truth_text: str | None = None,
     binding: dict | None = None,
 ) -> float | None:
-    """The judge's YES / PARTIAL / NO. `binding` (keypoint, options, enums) lets the rules judge check
-    that the value is stated about the keypoint's subject; without it (a judged answer field) the
-    text judged is the answer itself."""
+    """The judge's YES / PARTIAL / NO. `binding` ({"keypoint": id, "lexicon": ...}) lets the rules
+    judge read the value stated about the keypoint's subject; without it (a judged answer field)
+    the text judged is the answer itself."""
     if asker is None:
         return None
     prompt = COVERAGE_PROMPT.format(description=description, verify=verify, report=report)
@@ -126,67 +131,26 @@ def _judge_coverage(
     return None if reply is None else asker.parsed(parse_coverage(reply))
 
 
-def field_options(fields: list[FieldSpec]) -> dict[str, list[str]]:
-    """field name -> the enum labels its schema allows (items' and sub-fields' included)."""
-    return {f.name: enum_options(f.schema) for f in fields if enum_options(f.schema)}
-
-
-def keypoint_binding(
-    kp: dict, options: dict[str, list[str]], enums: list[list[str]], period: str = "", joint: frozenset = frozenset()
-) -> dict:
-    """What the rules judge needs to tell a stated value from a sprayed one: the words naming the
-    keypoint's subject (its entity or field, or the period: spec "Keypoint coverage"), the options
-    of its field, every enum of the schema, and whether its field is one joint unit (`joint`:
-    names of fields scored jointly, paper Table 7)."""
-    labels = [label for values in options.values() for label in values]
-    terms = subject_terms({**kp, "labels": labels}) + ([period] if period else [])
-    return {
-        "keypoint": {**kp, "terms": terms, "joint": kp.get("field") in joint},
-        "options": options.get(kp.get("field") or "", []),
-        "enums": enums,
-    }
-
-
-def set_enums(fields: list[FieldSpec]) -> list[dict]:
-    """Per list field, the words naming it and the options of its items (a set's labels, an
-    item-wise list's names): a clause about that field naming several options is several claims."""
-    groups = []
-    for f in fields:
-        items = f.schema.get("items") if f.schema.get("type") == "array" else None
-        if isinstance(items, dict):
-            groups += [{"subject": f.name.replace("_", " "), "options": g} for g in enum_groups(items)]
-    return groups
-
-
-def joint_fields(fields: list[FieldSpec]) -> frozenset:
-    return frozenset(f.name for f in fields if f.rule == "joint")
-
-
 def all_enums(fields: list[FieldSpec]) -> list[list[str]]:
     return [group for f in fields for group in enum_groups(f.schema)]
 
 
 def keypoint_coverage(
-    keypoints: list[dict],
-    report: str,
-    tier: str,
-    asker: Asker,
-    fields: list[FieldSpec] | None = None,
-    period: str = "",
+    keypoints: list[dict], report: str, tier: str, asker: Asker, lex: dict
 ) -> tuple[float | None, dict[str, float | None]]:
     """Keypoints carry id, description, verify, truth (the anchored field's value or None) and
-    truth_text (what the report must convey); `subject` optionally (clauses.subject_terms)."""
-    options, enums = field_options(fields or []), all_enums(fields or [])
-    joint = joint_fields(fields or [])
+    truth_text (what the report must convey). Easy and medium scalars stated about their subject
+    are covered without a judge call (paper A.4.2: a verbatim scalar match, read as reading.py does)."""
+    reading = read(report, lex)
     per_kp: dict[str, float | None] = {}
     for kp in keypoints:
         truth, text = kp.get("truth"), kp.get("truth_text")
-        binding = keypoint_binding(kp, options, enums, period, joint)
         if tier in ("easy", "medium") and not isinstance(truth, (list, dict)):
-            if bound_coverage(binding["keypoint"], report, binding["options"], binding["enums"]) == 1.0:
+            if stated_coverage(reading, lex, kp["id"])[0] == 1.0:
                 per_kp[kp["id"]] = 1.0  # the value is stated about its subject: no judge call
                 continue
         description = f"{kp['description']}: {text}" if text else kp["description"]
+        binding = {"keypoint": kp["id"], "lexicon": lex}
         per_kp[kp["id"]] = _judge_coverage(asker, description, kp["verify"], report, truth, text, binding)
     scored = [v for v in per_kp.values() if v is not None]
     if len(scored) < len(per_kp):  # a failed judge call: the axis is not scored
@@ -220,75 +184,37 @@ def enum_groups(schema: dict) -> list[list[str]]:
     return groups
 
 
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list):
-        return [s for item in value for s in _strings(item)]
-    if isinstance(value, dict):
-        return [s for item in value.values() for s in _strings(item)]
-    return []
-
-
 def report_faithfulness(
-    report: str,
-    keypoints: list[dict],
-    context: list[str],
-    fields: list[FieldSpec],
-    truth: dict,
-    asker: Asker,
-    period: str = "",
+    report: str, keypoints: list[dict], context: list[str], asker: Asker, lex: dict
 ) -> tuple[float | None, list[tuple[str, str | None]]]:
     if not report.strip():
         return 0.0, []
-    claims_context = {"report": report, "set_enums": set_enums(fields)}
-    reply = asker.ask(JudgeCall("claims", CLAIMS_PROMPT.format(report=report), claims_context))
+    reply = asker.ask(JudgeCall("claims", CLAIMS_PROMPT.format(report=report), {"report": report, "lexicon": lex}))
     claims = None if reply is None else asker.parsed(parse_claims(reply))
     if claims is None:
         return None, []
     if not claims:
         return 0.0, []
     tier1, tier2 = references(keypoints, context)
-    labels = field_options(fields)
-    truth_labels = sorted({value for name in labels for value in _strings(truth.get(name))})
-    enums = all_enums(fields)
-    bound = [keypoint_binding(kp, labels, enums, joint=joint_fields(fields)) for kp in keypoints]
-    kp_context = [{**b["keypoint"], "options": b["options"]} for b in bound]
     verdicts = []
     for claim in claims:
         prompt = VERIFY_PROMPT.format(claim=claim, references="\n".join(tier1 + tier2))
-        ctx = {
-            "claim": claim,
-            "tier1": tier1,
-            # what the keypoints state about this period; a prior-document keypoint (no field) states
-            # what an earlier release said, so it backs only a claim placed in that earlier period
-            "tier1_values": [str(kp["truth_text"]) for kp in keypoints if kp.get("truth_text") and kp.get("field")],
-            "tier1_earlier": [
-                str(kp["truth_text"]) for kp in keypoints if kp.get("truth_text") and not kp.get("field")
-            ],
-            "tier2": tier2,
-            "labels": labels,
-            "truth_labels": truth_labels,
-            "keypoints": kp_context,
-            "enums": enums,
-            "scalar_labels": sorted({str(x) for f in fields for x in f.schema.get("enum", [])}),
-            "listing_labels": allowed_labels(list(truth.values())),
-            "period": period,
-        }
-        answer = asker.ask(JudgeCall("verify", prompt, ctx))
+        answer = asker.ask(JudgeCall("verify", prompt, {"claim": claim, "report": report, "lexicon": lex}))
         verdicts.append((claim, None if answer is None else asker.parsed(parse_verdict(answer))))
     if any(v is None for _, v in verdicts):
         return None, verdicts
-    return faithfulness_share([v for _, v in verdicts]), verdicts
+    # judge/rules reads a short report as making as many claims as the period has keypoints
+    floor = sum(kp.get("truth") is not None for kp in keypoints) if getattr(asker.judge, "claims_floor", False) else 0
+    return faithfulness_share([v for _, v in verdicts], floor), verdicts
 
 
-def faithfulness_share(verdicts: list[str]) -> float:
-    """Supported (tier 1 + 2) over the claims that can be checked (all but general knowledge); a
-    report with nothing checkable scores 0."""
+def faithfulness_share(verdicts: list[str], floor: int = 0) -> float:
+    """Supported (tier 1 + 2) over the claims that can be checked (all but general knowledge), and
+    over at least `floor` claims; a report with nothing checkable scores 0."""
     checkable = [v for v in verdicts if v != GENERAL_KNOWLEDGE]
     if not checkable:
         return 0.0
-    return 100.0 * sum(v in SUPPORTED for v in checkable) / len(checkable)
+    return 100.0 * sum(v in SUPPORTED for v in checkable) / max(len(checkable), floor)
 
 
 def report_quality(
@@ -318,12 +244,14 @@ def report_quality(
     if not required:
         return None, placed
     raw = (len(placed["hits"]) + 0.5 * len(placed["partial"]) - len(placed["violations"])) / len(required)
-    return min(100.0, max(0.0, 100.0 * raw)), placed
+    gated = getattr(asker.judge, "substance_gate", False)  # judge/rules; a model scores writing as the paper asks
+    return min(100.0, max(0.0, 100.0 * raw * (placed.get("substance", 0.0) if gated else 1.0))), placed
 
 
-def score_period(gold: dict, answer: dict | None, report: str, asker: Asker) -> PeriodScore:
+def score_period(gold: dict, answer: dict | None, report: str, asker: Asker, lex: dict | None = None) -> PeriodScore:
     """All four axes for one period. A missing answer (no final_answer) scores 0 on accuracy;
-    an empty report 0 on coverage, faithfulness and quality (no judge call is made)."""
+    an empty report 0 on coverage, faithfulness and quality (no judge call is made). `lex`: the
+    period's lexicon (subjects.lexicon(gold)) when the caller scores many reports of one period."""
     fields = [FieldSpec(**f) for f in gold["fields"]]
     result = PeriodScore()
     if answer is None:
@@ -338,17 +266,9 @@ def score_period(gold: dict, answer: dict | None, report: str, asker: Asker) -> 
     if not report.strip():
         result.coverage = result.faithfulness = result.quality = 0.0
         return result
-    result.coverage, result.keypoints = keypoint_coverage(
-        gold["keypoints"], report, gold["tier"], asker, fields, gold["period_label"]
-    )
-    result.faithfulness, result.verdicts = report_faithfulness(
-        report, gold["keypoints"], gold["context"], fields, gold["truth"], asker, gold["period_label"]
-    )
-    extra = {
-        "target_name": gold.get("target_name", ""),
-        "prior_docs": gold.get("prior_docs", []),
-        "enums": all_enums(fields),
-        "listing_labels": allowed_labels(list(gold["truth"].values())),
-    }
+    lex = lex or lexicon(gold)
+    result.coverage, result.keypoints = keypoint_coverage(gold["keypoints"], report, gold["tier"], asker, lex)
+    result.faithfulness, result.verdicts = report_faithfulness(report, gold["keypoints"], gold["context"], asker, lex)
+    extra = {"target_name": gold.get("target_name", ""), "prior_docs": gold.get("prior_docs", []), "lexicon": lex}
     result.quality, result.quality_lists = report_quality(report, gold["quality"], gold["period_label"], extra, asker)
     return result

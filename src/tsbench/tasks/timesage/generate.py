@@ -13,6 +13,7 @@ from typing import Any
 from tsbench.core.errors import UserError
 from tsbench.tasks.timesage.audit import audit
 from tsbench.tasks.timesage.store import write_set
+from tsbench.tasks.user_files import UserFolder
 
 OPTIONS = ("seed", "source", "scenarios", "periods", "path")
 SOURCES = ("synthetic", "replay", "released", "snapshot")
@@ -51,10 +52,12 @@ def build_sets(options: dict[str, Any], progress=None) -> tuple[list, dict[str, 
 
         if not options.get("path"):
             raise UserError("--source snapshot needs --path DIR (see tsbench/tasks/timesage/sources/snapshot.py)")
+        folder = UserFolder(options["path"], "timesage")
         with tempfile.TemporaryDirectory(prefix="tsb-snapshot-") as tmp:
-            convert_snapshot(Path(options["path"]), Path(tmp))
+            convert_snapshot(folder, Path(tmp))
             sets = read_released(Path(tmp), n_scenarios, n_periods)
-        return sets, {"source": source, "seed": seed, "path": str(options["path"]), "scenarios": len(sets)}
+        config = {"source": source, "seed": seed, "path": str(options["path"]), "scenarios": len(sets)}
+        return sets, {**config, "sources": folder.hashes()}
     if source == "released":
         from tsbench.tasks.timesage.sources.released import read_released
 
@@ -63,8 +66,10 @@ def build_sets(options: dict[str, Any], progress=None) -> tuple[list, dict[str, 
                 "--source released needs --path DIR (a folder in the paper's layout; see "
                 "tsbench/tasks/timesage/sources/released.py)"
             )
-        sets = read_released(Path(options["path"]), n_scenarios, n_periods)
-        return sets, {"source": source, "seed": seed, "path": str(options["path"]), "scenarios": len(sets)}
+        folder = UserFolder(options["path"], "timesage")
+        sets = read_released(folder, n_scenarios, n_periods)
+        config = {"source": source, "seed": seed, "path": str(options["path"]), "scenarios": len(sets)}
+        return sets, {**config, "sources": folder.hashes()}  # every file read, with its sha256
     raise UserError(f"--source must be one of {', '.join(SOURCES)} (got {source})")
 
 

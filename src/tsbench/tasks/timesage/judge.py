@@ -128,9 +128,10 @@ def parse_verdict(reply: str) -> str | None:
     return found.group(0) if found else None
 
 
-def parse_quality(reply: str, required: list[str], forbidden: list[str]) -> dict[str, list[str]] | None:
+def parse_quality(reply: str, required: list[str], forbidden: list[str]) -> dict | None:
     """The judge's lists mapped back onto the rubric's signals (exact, then case-insensitive
-    containment); a signal the judge did not place counts as a miss."""
+    containment); a signal the judge did not place counts as a miss. A `substance` share in [0, 1]
+    (the rules judge's) is kept."""
     value = _json_value(reply, "{", "}")
     if not isinstance(value, dict):
         return None
@@ -150,9 +151,13 @@ def parse_quality(reply: str, required: list[str], forbidden: list[str]) -> dict
     hits = place(value.get("required_hits"), required)
     partial = [s for s in place(value.get("required_partial"), required) if s not in hits]
     misses = [s for s in required if s not in hits and s not in partial]
-    return {
+    placed = {
         "hits": hits,
         "partial": partial,
         "misses": misses,
         "violations": place(value.get("forbidden_violations"), forbidden),
     }
+    substance = value.get("substance")  # judge/rules' share of keypoints stated right (axes: its judges only)
+    if isinstance(substance, (int, float)) and not isinstance(substance, bool) and 0.0 <= substance <= 1.0:
+        placed["substance"] = float(substance)
+    return placed

@@ -16,6 +16,11 @@ from typing import Any
 from tsbench.tasks.timesage.judge import Judge, JudgeCall, JudgeReply
 
 
+def _digested(context: dict) -> dict:
+    """The context with each value that carries its own digest (the rules judge's lexicon) replaced by it."""
+    return {k: v["digest"] if isinstance(v, dict) and "digest" in v else v for k, v in context.items()}
+
+
 class JudgeCache:
     """judge_cache.jsonl in a run directory: one line per distinct call, appended and flushed;
     None keeps the cache in memory only. Safe to share between threads."""
@@ -36,7 +41,7 @@ class JudgeCache:
     def key(judge: Any, call: JudgeCall) -> str:
         basis = f"{getattr(judge, 'name', 'judge')}\n{call.kind}\n{call.prompt}"
         if getattr(judge, "reads_context", False):
-            basis += "\n" + json.dumps(call.context, sort_keys=True, default=str)
+            basis += "\n" + json.dumps(_digested(call.context), sort_keys=True, default=str)
         return hashlib.sha256(basis.encode()).hexdigest()
 
     def get(self, key: str) -> str | None:

@@ -75,9 +75,9 @@ def answer_error(gold: dict, answer: dict | None, error: str | None) -> str | No
     return None
 
 
-def score_message(gold: dict, message: str, asker: Asker) -> Scored:
+def score_message(gold: dict, message: str, asker: Asker, lex: dict | None = None) -> Scored:
     answer, report, error = parse_message(message)
-    result = score_period(gold, answer, report, asker)
+    result = score_period(gold, answer, report, asker, lex)
     error = answer_error(gold, answer, error)
     overall = result.overall
     parsed = {

@@ -1,34 +1,42 @@
-"""Reads TSAIA's published files (nothing is downloaded).
+"""Reads TSAIA as `tsbench convert-tsaia` wrote it (nothing is downloaded, no pickle is opened here).
 
-Where the public data lives: the Hugging Face dataset `Melady/TSAIA` (github.com/USC-Melady/TSAIA):
-`multiple_choice.csv` (150 finance items: question_type, prompt, data_info, options, answer,
+The release (Hugging Face `Melady/TSAIA`, github.com/USC-Melady/TSAIA) has `multiple_choice.csv` (150
+finance items: question_id, question_type, prompt, data_info, options, answer, answer_info,
 executor_variables) and `analysis_questions.csv` (question_id, question_type, prompt, data_str,
-constraint, ground_truth_data, executor_variables). The release keeps each item's arrays in pickle
-files beside the CSVs; a pickle can run code when loaded, so this reader never opens one: an item's
-series are the numeric arrays written inline in its data_info / data_str (as TimeClaw's own reader
-falls back to), or a JSON / .npy file its executor_variables or ground_truth_data names. An item with
-no usable series (or, for analysis items, no readable ground truth) is skipped and counted.
+executor_variables, ground_truth_data, context, constraint, ...), whose file columns name pickles.
+The converter loads those in the jail and writes the same tables as parquet, the file columns as
+tagged JSON (encode.py); this reader decodes them (tagged.py). An item's series are its executor
+variables' frames and arrays (a frame's columns, an array's columns), its other variables (weights,
+a budget) are facts in the row's meta. An item whose files could not be converted is skipped and
+counted.
 """
 
 from __future__ import annotations
 
 import ast
-import csv
 import json
-import re
-import sys
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from tsbench.core.errors import UserError
+from tsbench.tasks.tsaia.tagged import TagError, decode
+from tsbench.tasks.user_files import UserFolder, user_folder
 
-SOURCE_HINT = "TSAIA's multiple_choice.csv and analysis_questions.csv from the Hugging Face dataset Melady/TSAIA"
-ARRAY = re.compile(r"\[([-+0-9eE.,\s]+)\]")
+SOURCE_HINT = "the Melady/TSAIA release converted by `tsbench convert-tsaia --path RELEASE --out DIR`"
+CONVERTED = "tsaia-tagged-json-1"
+TABLES = ("multiple_choice", "analysis_questions")
+FILE_COLUMNS = {
+    "multiple_choice": ("answer_info", "executor_variables"),
+    "analysis_questions": ("executor_variables", "ground_truth_data", "context", "constraint"),
+}
 LETTERS = "ABCDEFGH"
-csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+MAX_CHANNELS = 512
+MIN_SERIES = 8  # samples a numeric variable needs to be a series
 
 
 @dataclass
@@ -40,132 +48,160 @@ class Item:
     data_text: str
     channel_names: list[str]
     values: np.ndarray  # (channels, L), NaN-padded
+    variables: dict[str, Any] = field(default_factory=dict)  # executor variables that are not series
     options: list[str] = field(default_factory=list)
-    answer: Any = None  # a letter (mc) or the ground truth (analysis)
-    constraint: str = ""
+    answer: str | None = None  # the letter (mc)
+    truth: Any = None  # tagged JSON of the ground truth (analysis)
+    context: Any = None  # tagged JSON
+    constraint: Any = None  # tagged JSON
+    output_requirement: str = ""
 
 
-def parse_value(text: Any) -> Any:
-    """A CSV cell as JSON or a Python literal, else the stripped text."""
-    if not isinstance(text, str):
-        return text
-    stripped = text.strip()
+def read_tables(path: Path | UserFolder) -> dict[str, pd.DataFrame]:
+    """The converted tables at `path` (the converter's folder). The one place this reader opens files:
+    each through the --path folder's checks (user_files), each table once its footer and expanded
+    text fit the input budget (a tagged-JSON cell can stand for a large array)."""
+    files = user_folder(path, "tsaia")
+    folder = files.root
+    manifest = folder / "conversion.json"
+    if not files.is_file(manifest):
+        raw = any(files.is_file(folder / f"{name}.csv") for name in TABLES)
+        hint = f"convert the release first: tsbench convert-tsaia --path {folder} --out DIR" if raw else SOURCE_HINT
+        raise UserError(f"no converted TSAIA tables under {folder}; --family tsaia reads {hint}")
+    try:
+        made_by = files.read_json(manifest)
+    except UserError:
+        made_by = None
+    if not isinstance(made_by, dict) or made_by.get("converted") != CONVERTED:
+        raise UserError(f"{manifest} is not from this version's tsbench convert-tsaia: convert again")
+    tables = {}
+    for name in TABLES:
+        table = folder / f"{name}.parquet"
+        if files.is_file(table):
+            try:
+                tables[name] = files.parquet(table).to_pandas()
+            except (OSError, ValueError) as exc:  # pyarrow's errors are OSError / ArrowInvalid (a ValueError)
+                raise UserError(f"{folder}: the converted TSAIA tables cannot be read ({str(exc)[:120]})") from None
+    if not tables:
+        raise UserError(f"no converted TSAIA table in {folder}")
+    return tables
+
+
+def _cell(row: dict, column: str) -> str:
+    value = row.get(column)
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def _tagged(row: dict, column: str) -> Any:
+    text = _cell(row, column)
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+        decode(value)
+        return value
+    except (ValueError, TagError, RecursionError) as exc:
+        raise UserError(f"question {_cell(row, 'question_id')}: its {column} is not tagged JSON ({exc})") from None
+
+
+def options_of(cell: str) -> list[str]:
+    """The option list as the CSV writes it (a Python or JSON list), else the text split at 'Option X:'."""
     for parse in (json.loads, ast.literal_eval):
         try:
-            return parse(stripped)
+            value = parse(cell)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             continue
-    return stripped
+        if isinstance(value, list):
+            return [str(v) for v in value]
+    return [p.strip() for p in cell.split("Option ")[1:] if p.strip()] if "Option " in cell else []
 
 
-def inline_arrays(text: str, minimum: int = 3) -> list[list[float]]:
-    arrays = []
-    for match in ARRAY.finditer(text or ""):
-        try:
-            values = [float(t) for t in match.group(1).split(",") if t.strip()]
-        except ValueError:
-            continue
-        if len(values) >= minimum:
-            arrays.append(values)
-    return arrays
-
-
-def _sidecar(root: Path, name: Any) -> Any:
-    """A JSON or .npy file named by a cell (never a pickle); None when there is none."""
-    if not isinstance(name, str) or not name.strip():
+def _series(name: str, value: Any) -> list[tuple[str, np.ndarray]] | None:
+    """A variable's channels, or None when it is not a series (a weight vector, a number)."""
+    if isinstance(value, pd.DataFrame):
+        return [(f"{name}.{c}", pd.to_numeric(value[c], errors="coerce").to_numpy(float)) for c in value.columns]
+    if isinstance(value, pd.Series):
+        return [(name, pd.to_numeric(value, errors="coerce").to_numpy(float))]
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in "biuf" or not 1 <= value.ndim <= 3:
         return None
-    path = (root / name.strip()).resolve()
-    if not path.is_file() or not path.is_relative_to(root.resolve()):
-        return None
-    if path.suffix == ".json":
-        return json.loads(path.read_text())
-    if path.suffix == ".npy":
-        return np.load(path, allow_pickle=False)
+    array = value.astype(float)
+    if array.shape[1 if array.ndim == 3 else 0] <= MIN_SERIES:
+        return None  # a handful of numbers (portfolio weights): a fact, not a series
+    if array.ndim == 1:
+        return [(name, array)]
+    if array.ndim == 2:  # (time, variables)
+        return [(f"{name}.{j}", array[:, j]) for j in range(array.shape[1])]
+    return [(f"{name}.{i}.{j}", array[i, :, j]) for i in range(array.shape[0]) for j in range(array.shape[2])]
+
+
+def _fact(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist() if value.dtype.kind in "biufU" else None
+    if isinstance(value, (pd.Timestamp,)):
+        return value.isoformat()
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value if not (isinstance(value, float) and not math.isfinite(value)) else None
+    if isinstance(value, (list, tuple)):
+        return [_fact(v) for v in value]
     return None
 
 
-def _channels(root: Path, row: dict[str, str], text: str) -> tuple[list[str], np.ndarray] | None:
-    side = _sidecar(root, row.get("executor_variables"))
-    if isinstance(side, dict):
-        pairs = [(str(k), np.asarray(v, dtype=np.float64).ravel()) for k, v in side.items()]
-        pairs = [(k, v) for k, v in pairs if v.size]
-    elif side is not None:
-        matrix = np.atleast_2d(np.asarray(side, dtype=np.float64))
-        pairs = [(f"series_{i}", row_values) for i, row_values in enumerate(matrix)]
-    else:
-        pairs = [(f"series_{i}", np.asarray(v)) for i, v in enumerate(inline_arrays(text))]
-    if not pairs:
-        return None
-    length = max(len(v) for _, v in pairs)
-    values = np.full((len(pairs), length), np.nan)
-    for index, (_, v) in enumerate(pairs):
+def _variables(tagged: Any) -> tuple[list[str], np.ndarray, dict[str, Any]]:
+    decoded = decode(tagged) if tagged is not None else {}
+    channels: list[tuple[str, np.ndarray]] = []
+    facts: dict[str, Any] = {}
+    for name, value in decoded.items() if isinstance(decoded, dict) else []:
+        found = _series(str(name), value)
+        if found is None:
+            facts[str(name)] = _fact(value)
+        else:
+            channels += found
+    channels = channels[:MAX_CHANNELS]
+    length = max((len(v) for _, v in channels), default=0)
+    values = np.full((len(channels), length), np.nan)
+    for index, (_, v) in enumerate(channels):
         values[index, : len(v)] = v
-    return [k for k, _ in pairs], values
+    return [n for n, _ in channels], values, facts
 
 
-def _options(cell: Any) -> list[str]:
-    value = parse_value(cell)
-    if isinstance(value, list):
-        return [str(v) for v in value]
-    if isinstance(value, dict):
-        return [f"{k}) {v}" for k, v in value.items()]
-    parts = re.split(r"\s*(?=\b[A-H][).:]\s)", str(value or ""))
-    return [p.strip() for p in parts if p.strip()]
-
-
-def letter_of(answer: Any) -> str | None:
-    text = str(answer or "").strip().upper()
-    return text[0] if text and text[0] in LETTERS else None
-
-
-def read_items(path: Path) -> tuple[list[Item], int]:
-    """(items, skipped) of the TSAIA CSVs at `path` (a folder, or one of the CSV files)."""
-    root = path if path.is_dir() else path.parent
-    files = [f for f in (root / "multiple_choice.csv", root / "analysis_questions.csv") if f.is_file()]
-    if path.is_file():
-        files = [path]
-    if not files:
-        raise UserError(
-            f"no multiple_choice.csv or analysis_questions.csv under {path}; --family tsaia reads {SOURCE_HINT}"
-        )
-    items, skipped = [], 0
-    for file in files:
-        kind = "mc" if "multiple" in file.name else "analysis"
-        with file.open(encoding="utf-8", newline="") as handle:
-            for number, row in enumerate(csv.DictReader(handle)):
-                item = _item(root, kind, number, row)
-                if item is None:
-                    skipped += 1
-                else:
-                    items.append(item)
+def read_items(path: Path | UserFolder) -> tuple[list[Item], dict[str, int]]:
+    """(items in file order, {why: count} of the items that are skipped)."""
+    items, skipped = [], {}
+    for name, table in read_tables(path).items():
+        kind = "mc" if name == "multiple_choice" else "analysis"
+        for number, row in enumerate(table.to_dict("records")):
+            item, why = _item(kind, number, row)
+            if item is None:
+                skipped[f"{name}: {why}"] = skipped.get(f"{name}: {why}", 0) + 1
+            else:
+                items.append(item)
     return items, skipped
 
 
-def _item(root: Path, kind: str, number: int, row: dict[str, str]) -> Item | None:
-    text = row.get("data_info" if kind == "mc" else "data_str") or ""
-    found = _channels(root, row, text)
-    if found is None:
-        return None
-    names, values = found
-    qid = (row.get("question_id") or "").strip() or f"{number:05d}"
+def _item(kind: str, number: int, row: dict) -> tuple[Item | None, str | None]:
+    if _cell(row, "conversion_error"):
+        return None, "a file could not be converted"
+    names, values, facts = _variables(_tagged(row, "executor_variables"))
+    qid = _cell(row, "question_id").strip() or f"{number:05d}"
     common = {
         "key": f"{kind}-{qid}",
         "kind": kind,
-        "question_type": (row.get("question_type") or "unknown").strip(),
-        "prompt": (row.get("prompt") or "").strip(),
-        "data_text": text,
+        "question_type": _cell(row, "question_type").strip() or "unknown",
+        "prompt": _cell(row, "prompt").strip(),
+        "data_text": _cell(row, "data_info" if kind == "mc" else "data_str"),
         "channel_names": names,
         "values": values,
+        "variables": facts,
+        "output_requirement": _cell(row, "output_requirement"),
     }
+    if not names:
+        return None, "no series among its executor variables"
     if kind == "mc":
-        options, letter = _options(row.get("options")), letter_of(row.get("answer"))
-        if not options or letter is None:
-            return None
-        return Item(**common, options=options, answer=letter)
-    truth = _sidecar(root, row.get("ground_truth_data"))
-    truth = parse_value(row.get("ground_truth_data")) if truth is None else truth
-    if isinstance(truth, np.ndarray):
-        truth = truth.tolist()
-    if truth is None or (isinstance(truth, str) and truth.endswith(".pkl")):
-        return None
-    return Item(**common, answer=truth, constraint=(row.get("constraint") or "").strip())
+        options, letter = options_of(_cell(row, "options")), _cell(row, "answer").strip()
+        if not options or letter not in LETTERS[: len(options)] or not letter:
+            return None, "no options or no answer letter"
+        return Item(**common, options=options, answer=letter), None
+    truth = _tagged(row, "ground_truth_data")
+    if truth is None:
+        return None, "no ground truth"
+    return Item(**common, truth=truth, context=_tagged(row, "context"), constraint=_tagged(row, "constraint")), None

@@ -1,12 +1,20 @@
 """Reads TSRBench's published files (nothing is downloaded).
 
 Where the public data lives: the Hugging Face dataset `umd-zhou-lab/TSRBench`
-(github.com/tianyi-lab/TSRBench): `{perception,prediction,decision,reasoning}/<subtask>.jsonl`, one
-multiple-choice item per line with question, choices, answer (a letter), domain, task, type,
-name_of_series and timeseries (a list of numbers, a list of channels, possibly one of timestamp
-strings, or {feature: {history: [...], future: [...]}}; abductive items nest question, choices and
-answer under multiple_choice_question). Perception's one file holds four subtasks, told apart by
-each item's `task` field, so there are 15 subtasks in 4 dimensions (paper Table 7).
+(github.com/tianyi-lab/TSRBench): `{perception,prediction,decision,reasoning}/[<subtask>/]<subtask>.jsonl`,
+one multiple-choice item per line with question, choices (a list, or a dict keyed by letter), answer
+(the label), domain, task, category, name_of_series and timeseries (a list of numbers, a list of
+channels, possibly one of timestamp strings). Abductive items nest question, choices and answer under
+multiple_choice_question, carry the events around the gap under context (history/future events and
+times) and the series under numerical_time_series as {feature: {history: [...], future: [...]}}.
+
+A file is named by its subtask, under the names the release uses now or those of the official
+evaluator (math_reasoning, event_forecast, pattern_decision). Perception's one file holds four
+subtasks, told apart by each item's `category` exactly as the official evaluator does (its "Anolmaly
+Detection" is anomaly detection); a perception item of another category counts in no perception
+subtask there, and lands in `perception_uncategorised` here. Files are read through the --path
+folder's checks and budget (tasks/user_files.py), one line at a time; a line that is not JSON, or
+nests too deeply to parse, stops the read with its file and line number.
 """
 
 from __future__ import annotations
@@ -14,21 +22,28 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from tsbench.core.errors import UserError
+from tsbench.tasks.user_files import UserFolder, user_folder
 
 SOURCE_HINT = (
     "TSRBench's jsonl files ({perception,prediction,decision,reasoning}/*.jsonl) from the Hugging Face "
     "dataset umd-zhou-lab/TSRBench"
 )
+UNCATEGORISED = "perception_uncategorised"
 DIMENSIONS = {
-    "perception": ("pattern_recognition", "noise_understanding", "anomaly_detection", "similarity_analysis"),
+    "perception": (
+        "pattern_recognition",
+        "noise_understanding",
+        "anomaly_detection",
+        "similarity_analysis",
+        UNCATEGORISED,
+    ),
     "reasoning": (
         "etiological_reasoning",
         "causal_reasoning",
@@ -43,11 +58,22 @@ DIMENSIONS = {
 }
 SUBTASKS = tuple(s for group in DIMENSIONS.values() for s in group)
 DIMENSION_OF = {s: d for d, group in DIMENSIONS.items() for s in group}
-LETTERS = "ABCDEFGHIJ"
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "_", str(text).lower()).strip("_")
+# The official evaluator's perception categories, spelled as it compares them.
+CATEGORIES = {
+    "Pattern Recognition": "pattern_recognition",
+    "Noise Understanding": "noise_understanding",
+    "Anolmaly Detection": "anomaly_detection",
+    "Similarity Analysis": "similarity_analysis",
+}
+# A file's stem -> the subtask file it is (TimeClaw's names; the evaluator's names as aliases).
+FILE_SUBTASKS = {s: s for s in SUBTASKS if DIMENSION_OF[s] != "perception"} | {
+    "perception": "perception",
+    "math_reasoning": "numerical_reasoning",
+    "event_forecast": "event_prediction",
+    "pattern_decision": "qualitative_decision",
+}
+LETTERS = "ABCDEFG"  # text_inference.py labels list choices A..G
+_CONTEXT_KEYS = ("history_events", "history_times", "future_events", "future_times")
 
 
 @dataclass
@@ -55,125 +81,174 @@ class Item:
     """One TSRBench item, as published."""
 
     key: str
+    group: str  # the file's subtask (perception is one), what TimeClaw samples and splits by
     subtask: str
     question: str
     choices: list[str]
-    answer: str  # the gold letter
+    letters: list[str]  # each choice's letter: A, B, ... for a list, the keys of a dict
+    label: Any  # the answer as published, what the official evaluator compares with
     domain: str
     task: str
     channel_names: list[str]
     values: np.ndarray  # (channels, L), NaN-padded where channels differ in length
     times: list[str]
+    listed: bool = True  # the choices were a list (a dict's keys are its letters)
+    context: dict[str, list] = field(default_factory=dict)  # abductive: history/future events and times
+    history_length: int | None = None  # abductive: samples before the gap
 
     @property
     def dimension(self) -> str:
         return DIMENSION_OF[self.subtask]
 
-
-def subtask_of(file_stem: str, record: dict[str, Any]) -> str | None:
-    stem = slug(file_stem)
-    if stem == "perception":
-        task = slug(record.get("task") or "")
-        found = next((s for s in DIMENSIONS["perception"] if s in task or task in s), None)
-        if found is None and "comparative" in task:
-            found = "similarity_analysis"  # Table 7 names it Comparative Analysis
-        return found
-    if stem in SUBTASKS:
-        return stem
-    return next((s for s in SUBTASKS if s.startswith(stem) or stem.startswith(s)), None)
+    @property
+    def answer(self) -> str | None:
+        """The gold letter (the label's first letter, as TimeClaw reads it)."""
+        text = str(self.label if self.label is not None else "").strip().upper()
+        return next((c for c in text if c.isalpha()), None)
 
 
-def gold_letter(answer: Any) -> str | None:
-    text = str(answer or "").strip().upper()
-    return next((c for c in text if c.isalpha()), None)
-
-
-def _channels(raw: Any, names: list[str]) -> tuple[list[str], list[list[float]], list[str]]:
+def _choices(raw: Any) -> tuple[list[str], list[str]] | None:
     if isinstance(raw, str):
-        raw = json.loads(raw)
-    channels: list[tuple[str, list[float]]] = []
-    times: list[str] = []
-    if isinstance(raw, dict):
+        try:
+            raw = json.loads(raw)
+        except (ValueError, RecursionError):
+            return None
+    if isinstance(raw, dict):  # text_inference.py lists a dict's values under its keys, keys sorted
+        keys = sorted(raw, key=str)
+        return [str(raw[k]) for k in keys], [str(k) for k in keys]
+    if isinstance(raw, list) and 0 < len(raw) <= len(LETTERS):
+        return [str(c) for c in raw], list(LETTERS[: len(raw)])
+    return None
+
+
+def _numbers(values: Any) -> list[float]:
+    return [math.nan if v is None else float(v) for v in values]
+
+
+def _channels(raw: Any, names: list[str]) -> tuple[list[str], list[list[float]], list[str], int | None]:
+    """(names, values, timestamps, history length) of a record's series."""
+    if isinstance(raw, dict):  # abductive: each feature's history then its future, as the prompt joins them
+        names_out, channels, history = [], [], None
         for feature, parts in raw.items():
             if isinstance(parts, dict):
-                channels += [(f"{feature}.{part}", list(v)) for part, v in parts.items() if isinstance(v, list)]
+                before, after = list(parts.get("history") or []), list(parts.get("future") or [])
+                history = len(before) if history is None else history
+                names_out.append(str(feature))
+                channels.append(_numbers(before + after))
             elif isinstance(parts, list):
-                channels.append((str(feature), list(parts)))
-    elif isinstance(raw, (list, np.ndarray)) and len(raw) and isinstance(raw[0], (list, np.ndarray)):
-        numeric = 0
+                names_out.append(str(feature))
+                channels.append(_numbers(parts))
+        return names_out, channels, [], history
+    if isinstance(raw, list) and raw and all(isinstance(c, list) for c in raw):
+        out_names, channels, times = [], [], []
         for channel in raw:
-            channel = list(channel)
             if channel and isinstance(channel[0], str):
                 times = [str(t) for t in channel]
                 continue
-            name = names[numeric] if numeric < len(names) else f"series_{numeric}"
-            channels.append((str(name), channel))
-            numeric += 1
-    elif isinstance(raw, (list, np.ndarray)) and len(raw):
-        channels.append((str(names[0]) if names else "series_0", list(raw)))
-    numbers = [[float(v) if v is not None else math.nan for v in values] for _, values in channels]
-    return [n for n, _ in channels], numbers, times
+            out_names.append(names[len(channels)] if len(channels) < len(names) else f"series_{len(channels)}")
+            channels.append(_numbers(channel))
+        return out_names, channels, times, None
+    if isinstance(raw, list) and raw:
+        return [names[0] if names else "series_0"], [_numbers(raw)], [], None
+    return [], [], [], None
 
 
-def parse_item(record: dict[str, Any], file_stem: str, number: int) -> Item | None:
-    """One record as an Item; None for a record of no known subtask or without a usable answer/series."""
-    subtask = subtask_of(file_stem, record)
+def subtask_of(group: str, record: dict[str, Any]) -> str:
+    if group != "perception":
+        return group
+    return CATEGORIES.get(record.get("category"), UNCATEGORISED)
+
+
+def parse_item(record: Any, group: str, number: int) -> tuple[Item | None, str | None]:
+    """(item, None), or (None, why the record cannot be an item)."""
+    if not isinstance(record, dict):
+        return None, "not a JSON object"
     nested = record.get("multiple_choice_question")
     if isinstance(nested, dict):
-        record = {**nested, **{k: v for k, v in record.items() if k not in nested}}
+        record = {**record, **{k: nested[k] for k in ("question", "choices", "answer") if k in nested}}
+    found = _choices(record.get("choices"))
+    if found is None:
+        return None, "no choices"
+    label = record.get("answer")
+    if label is None or (isinstance(label, str) and not label.strip()):
+        return None, "no answer"
     series = record.get("timeseries", record.get("numerical_time_series"))
     names = record.get("name_of_series")
-    names = json.loads(names) if isinstance(names, str) and names.startswith("[") else names
-    names = [str(n) for n in list(names)] if isinstance(names, (list, np.ndarray)) else []
-    choices = [str(c) for c in list(record.get("choices") if record.get("choices") is not None else [])]
-    answer = gold_letter(record.get("answer"))
-    if subtask is None or answer is None or not choices or series is None:
-        return None
-    channel_names, numbers, times = _channels(series, names)
-    if not numbers:
-        return None
+    if isinstance(names, str) and names.startswith("["):
+        try:
+            names = json.loads(names)
+        except (ValueError, RecursionError):
+            names = None
+    names = [str(n) for n in names] if isinstance(names, list) else []
+    try:
+        channel_names, numbers, times, history = _channels(series, names)
+    except (TypeError, ValueError):
+        return None, "a series value is not a number"
+    if not numbers or not any(numbers):
+        return None, "no series"
     length = max(len(v) for v in numbers)
     values = np.full((len(numbers), length), np.nan)
     for row, channel in enumerate(numbers):
         values[row, : len(channel)] = channel
-    return Item(
+    context = record.get("context") if isinstance(record.get("context"), dict) else {}
+    context = {k: [str(v) for v in context.get(k) or []] for k in _CONTEXT_KEYS if isinstance(context.get(k), list)}
+    if context and not times:
+        times = context.get("history_times", []) + context.get("future_times", [])
+    subtask = subtask_of(group, record)
+    choices, letters = found
+    item = Item(
         key=f"{subtask}-{number:05d}",
+        group=group,
         subtask=subtask,
         question=str(record.get("question") or ""),
         choices=choices,
-        answer=answer,
+        letters=letters,
+        label=label,
         domain=str(record.get("domain") or ""),
         task=str(record.get("task") or ""),
         channel_names=channel_names,
         values=values,
         times=times,
+        listed=isinstance(record.get("choices"), list),
+        context=context,
+        history_length=history,
     )
+    return item, None
 
 
-def read_items(path: Path) -> list[Item]:
-    files = [path] if path.is_file() else sorted(path.rglob("*.jsonl"))
+def subtask_files(path: Path | UserFolder) -> dict[str, Path]:
+    """{file subtask: file} of the jsonl files at `path` (each under --path, by the folder's checks);
+    one line for a file of no known subtask or two files of the same subtask."""
+    folder = user_folder(path, "tsrbench")
+    files = folder.walk(lambda p: p.suffix == ".jsonl")
     if not files:
-        raise UserError(f"no .jsonl files under {path}; --family tsrbench reads {SOURCE_HINT}")
-    items: list[Item] = []
+        raise UserError(f"no .jsonl files under {folder.given}; --family tsrbench reads {SOURCE_HINT}")
+    found: dict[str, Path] = {}
     for file in files:
-        frame = pd.read_json(file, lines=True)
-        for number, record in enumerate(frame.to_dict("records")):
-            item = parse_item(record, file.stem, number)
-            if item is not None:
+        group = FILE_SUBTASKS.get(re.sub(r"[^a-z0-9]+", "_", file.stem.lower()).strip("_"))
+        if group is None:
+            known = ", ".join(sorted(FILE_SUBTASKS))
+            raise UserError(f"{folder.label(file)}: not a TSRBench subtask file (the file names are: {known})")
+        if group in found:
+            raise UserError(
+                f"{folder.label(found[group])} and {folder.label(file)} both hold {group}: keep one of them under --path"
+            )
+        found[group] = file
+    return found
+
+
+def read_items(path: Path | UserFolder) -> tuple[list[Item], dict[str, int]]:
+    """(items in file order, {why: count} of the records that are not items). Each file is read
+    through the folder's checks and budget, one line in memory at a time; a line that is not JSON
+    (or nests too deeply to parse) is one line naming the file and line."""
+    folder = user_folder(path, "tsrbench")
+    items: list[Item] = []
+    skipped: dict[str, int] = {}
+    for group, file in sorted(subtask_files(folder).items()):
+        for number, record in enumerate(folder.json_lines(file)):
+            item, why = parse_item(record, group, number)
+            if item is None:
+                skipped[f"{file.name}: {why}"] = skipped.get(f"{file.name}: {why}", 0) + 1
+            else:
                 items.append(item)
-    return items
-
-
-def stratified_split(items: list[Item], fraction: float = 0.2, seed: int = 42) -> tuple[list[Item], list[Item]]:
-    """The paper's evaluation split (Table 8): per subtask, a seeded `fraction` (at least one item) to
-    test; the rest is train (what the memory bank is built from)."""
-    train, test = [], []
-    for subtask in SUBTASKS:
-        group = sorted((i for i in items if i.subtask == subtask), key=lambda i: i.key)
-        if not group:
-            continue
-        order = np.random.default_rng([seed, *subtask.encode()]).permutation(len(group))
-        chosen = set(order[: max(1, int(round(fraction * len(group))))].tolist())
-        for position, item in enumerate(group):
-            (test if position in chosen else train).append(item)
-    return train, test
+    return items, skipped

@@ -202,7 +202,7 @@ def issuer_states(w: IssuerInputs, book: IssuerBook, rows: range) -> dict[int, d
             "reference": reference(r),
             "next_reference": reference(r + 1),
             "deviation": round(float(sa[r]) - reference(r), d),
-            "record": bool(sa[r] >= window.max() or sa[r] <= window.min()),
+            "record": bool(sa[r] >= window.max()),  # the question asks for the highest (ties count)
             "record_kind": "high" if sa[r] >= window.max() else "low" if sa[r] <= window.min() else None,
             "rank": int((window > sa[r]).sum()) + 1,
             "yoy_reference": dates[r - w.ppy],

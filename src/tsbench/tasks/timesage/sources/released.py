@@ -24,14 +24,16 @@ removed); optionally `columns` (name ->
 meaning; default: the CSV header), `keypoints` ([{id, description, verify, field?}]; default one
 per scored field) and `quality` ({genre, required, forbidden, exemplar}, signals as {text}; default
 the tier's rubric). `export_released` writes any set in this layout, so a set round-trips.
+Every file is read through the --path folder's checks (user_files): a symlink that leads out of it,
+a FIFO or a file past the input budget is refused in one line, never put in a row.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import io
 import json
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -50,6 +52,7 @@ from tsbench.tasks.timesage.contract import (
 )
 from tsbench.tasks.timesage.sources.catalog import keypoints_for
 from tsbench.tasks.timesage.sources.render import context_lines, rubric
+from tsbench.tasks.user_files import UserFolder, user_folder
 
 TRUTH_FILE = "ground_truth.json"
 KEYPOINTS_FILE = "keypoints.json"
@@ -59,11 +62,9 @@ TARGET_DIR = "target"
 SCENARIO_FILE = "scenario.json"
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise UserError(f"cannot read {path}: {exc}") from None
+def instance_folders(folder: UserFolder, scenario: Path) -> list[Path]:
+    """A scenario's period folders (those holding ground_truth.json), sorted by label."""
+    return [p for p in folder.listdir(scenario) if folder.is_dir(p) and folder.is_file(p / TRUTH_FILE)]
 
 
 def _fields(spec: dict, schema: dict) -> list[FieldSpec]:
@@ -93,13 +94,13 @@ def _fields(spec: dict, schema: dict) -> list[FieldSpec]:
     return fields
 
 
-def _scenario(folder: Path, first_instance: Path) -> Scenario:
-    spec = _read_json(folder / SCENARIO_FILE)
-    schema = _read_json(first_instance / SCHEMA_FILE)
+def _scenario(inputs: UserFolder, folder: Path, first_instance: Path) -> Scenario:
+    spec = inputs.read_json(folder / SCENARIO_FILE)
+    schema = inputs.read_json(first_instance / SCHEMA_FILE)
     fields = _fields(spec, schema)
     if not fields:
         raise UserError(f"{folder / SCENARIO_FILE} lists no fields")
-    header = (first_instance / TABLE_FILE).read_text().splitlines()[0].split(",")
+    header = (inputs.read_text(first_instance / TABLE_FILE).splitlines() or [""])[0].split(",")
     columns = spec.get("columns") or {c: c for c in header}
     keypoints = (
         [KeypointSpec(**k) for k in spec["keypoints"]]
@@ -139,25 +140,29 @@ def _schema_bytes(schema: dict) -> bytes:
     return (json.dumps(schema, indent=2, sort_keys=True) + "\n").encode()
 
 
-def _period(scenario: Scenario, folder: Path, index: int) -> Period:
+def _period(inputs: UserFolder, scenario: Scenario, folder: Path, index: int) -> Period:
     label = folder.name
-    schema = agent_view(_read_json(folder / SCHEMA_FILE))  # rules never reach the jail
-    files = {TABLE_FILE: (folder / TABLE_FILE).read_bytes(), SCHEMA_FILE: _schema_bytes(schema)}
-    source = folder / SOURCE_DIR
-    prior = sorted(p for p in source.iterdir() if p.is_file()) if source.is_dir() else []
+    schema = agent_view(inputs.read_json(folder / SCHEMA_FILE))  # rules never reach the jail
+    files = {TABLE_FILE: inputs.read_bytes(folder / TABLE_FILE), SCHEMA_FILE: _schema_bytes(schema)}
+    prior = [p for p in inputs.listdir(folder / SOURCE_DIR) if inputs.is_file(p)]
     for path in prior:
-        files[f"{SOURCE_DIR}/{path.name}"] = path.read_bytes()
-    truth = _read_json(folder / TRUTH_FILE)
-    extra = _read_json(folder / KEYPOINTS_FILE) if (folder / KEYPOINTS_FILE).exists() else {}
+        files[f"{SOURCE_DIR}/{path.name}"] = inputs.read_bytes(path)
+    truth = inputs.read_json(folder / TRUTH_FILE)
+    extra = inputs.read_json(folder / KEYPOINTS_FILE) if inputs.is_file(folder / KEYPOINTS_FILE) else {}
     keypoint_truths = {kp.id: truth.get(kp.field) if kp.field else extra.get(kp.id) for kp in scenario.keypoints}
-    targets = sorted((folder / TARGET_DIR).glob(f"{label}.*")) if (folder / TARGET_DIR).is_dir() else []
+    targets = [
+        p for p in inputs.listdir(folder / TARGET_DIR) if fnmatch.fnmatch(p.name, f"{label}.*") and inputs.is_file(p)
+    ]
     target_name = f"{SOURCE_DIR}/{targets[0].name}" if targets else f"{SOURCE_DIR}/{label}.withheld"
-    if (folder / CONTEXT_FILE).exists():
-        context = _read_json(folder / CONTEXT_FILE)
+    if inputs.is_file(folder / CONTEXT_FILE):
+        context = inputs.read_json(folder / CONTEXT_FILE)
     else:
         table = pd.read_csv(io.BytesIO(files[TABLE_FILE]), dtype=str)
         rows = table.tail(3).to_dict("records")
-        latest = (f"{SOURCE_DIR}/{prior[-1].name}", prior[-1].read_text(errors="replace")) if prior else None
+        latest = None
+        if prior:
+            name = f"{SOURCE_DIR}/{prior[-1].name}"
+            latest = (name, files[name].decode(errors="replace"))
         context = context_lines(scenario.background, scenario.columns, rows, latest)
     return Period(
         scenario=scenario.id,
@@ -169,30 +174,32 @@ def _period(scenario: Scenario, folder: Path, index: int) -> Period:
         keypoint_truths=keypoint_truths,
         context=context,
         target_name=target_name,
-        target_doc=targets[0].read_bytes() if targets else b"",
-        prior_truth=_read_json(folder / PRIOR_TRUTH_FILE) if (folder / PRIOR_TRUTH_FILE).exists() else None,
+        target_doc=inputs.read_bytes(targets[0]) if targets else b"",
+        prior_truth=inputs.read_json(folder / PRIOR_TRUTH_FILE) if inputs.is_file(folder / PRIOR_TRUTH_FILE) else None,
     )
 
 
 def read_released(
-    root: Path, n_scenarios: int | None = None, n_periods: int | None = None
+    path: Path | UserFolder, n_scenarios: int | None = None, n_periods: int | None = None
 ) -> list[tuple[Scenario, list[Period]]]:
+    inputs = user_folder(path, "timesage")
+    root = inputs.given
     if not root.is_dir():
         raise UserError(f"--path {root} is not a folder")
-    folders = sorted(p for p in root.iterdir() if (p / SCENARIO_FILE).is_file())
+    folders = [p for p in inputs.listdir(root) if inputs.is_dir(p) and inputs.is_file(p / SCENARIO_FILE)]
     if not folders:
         raise UserError(
             f"no <scenario>/{SCENARIO_FILE} under {root} (see the layout in tsbench/tasks/timesage/sources/released.py)"
         )
     sets = []
     for folder in folders[: n_scenarios or None]:
-        instances = sorted(p for p in folder.iterdir() if p.is_dir() and (p / TRUTH_FILE).is_file())
+        instances = instance_folders(inputs, folder)
         if n_periods:
             instances = instances[-n_periods:]
         if not instances:
             raise UserError(f"{folder} has no period folders with {TRUTH_FILE}")
-        scenario = _scenario(folder, instances[0])
-        sets.append((scenario, [_period(scenario, p, i) for i, p in enumerate(instances, 1)]))
+        scenario = _scenario(inputs, folder, instances[0])
+        sets.append((scenario, [_period(inputs, scenario, p, i) for i, p in enumerate(instances, 1)]))
     return sets
 
 

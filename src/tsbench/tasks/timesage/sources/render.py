@@ -112,7 +112,8 @@ def release_text(state: dict[str, Any]) -> str:
             f"{s['adj_direction']} by {s['adj_change']:+.{d}f} from the previous release's adjusted figure; "
             f"three-release change {s['adj_trend_3']:+.{d}f}; the same direction for {s['adj_run']} release(s).",
             f"Against the reference level {s['reference']:.{d}f} the deviation is {s['deviation']:+.{d}f}. "
-            f"Rank {s['rank']} of the last seven adjusted figures" + (" (the highest)." if s["record"] else "."),
+            f"Rank {s['rank']} of the last seven adjusted figures"
+            + {"high": " (the highest).", "low": " (the lowest)."}.get(s["record_kind"], "."),
             f"Adjustment announced for the next period: {s['next_adjustment']:+.{d}f}. Reference level for the "
             f"next period: {s['next_reference']:.{d}f}.",
         ]

@@ -19,30 +19,30 @@ one of the label becomes target/, the withheld truth source; later ones are drop
 key leaves the agent's answer_schema.json (kept on the host in scenario.json as derive/note),
 gt_evidence.md becomes context.json (its non-empty lines), and a field without a rule takes the
 first rule Table 7 allows for its tag. `tsbench generate --family timesage --source snapshot
---path <root>` converts into a temporary folder and reads it as `released`.
+--path <root>` converts into a temporary folder and reads it as `released`. Every file is read
+through the --path folder's checks (user_files): a symlink that leads out of it, or a FIFO, is
+refused, never copied into the set.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
-from typing import Any
 
 from tsbench.core.errors import UserError
 from tsbench.tasks.timesage.contract import SCHEMA_FILE, SOURCE_DIR, TABLE_FILE, agent_view
-from tsbench.tasks.timesage.sources.released import CONTEXT_FILE, SCENARIO_FILE, TARGET_DIR, TRUTH_FILE
+from tsbench.tasks.timesage.sources.released import (
+    CONTEXT_FILE,
+    SCENARIO_FILE,
+    TARGET_DIR,
+    TRUTH_FILE,
+    instance_folders,
+)
 from tsbench.tasks.timesage.taxonomy import RULES, rule_allowed
+from tsbench.tasks.user_files import UserFolder, user_folder
 
 SPEC_FILES = ("scenario_spec.json", "contract.json", "scenario.json")
 EVIDENCE_FILE = "gt_evidence.md"
-
-
-def _load(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise UserError(f"cannot read {path}: {exc}") from None
 
 
 def _rule_for(tag: str) -> str:
@@ -70,15 +70,16 @@ def _fields(spec: dict, schema: dict) -> list[dict]:
     return fields
 
 
-def _instance(source: Path, target: Path) -> None:
+def _instance(folder: UserFolder, source: Path, target: Path) -> None:
     label = source.name
     target.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source / TABLE_FILE, target / TABLE_FILE)
-    shutil.copyfile(source / TRUTH_FILE, target / TRUTH_FILE)
-    schema = agent_view(_load(source / SCHEMA_FILE))
+    for name in (TABLE_FILE, TRUTH_FILE):
+        (target / name).write_bytes(folder.read_bytes(source / name))
+    schema = agent_view(folder.read_json(source / SCHEMA_FILE))
     (target / SCHEMA_FILE).write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n")
-    docs = source / SOURCE_DIR
-    for doc in sorted(docs.iterdir()) if docs.is_dir() else []:
+    for doc in folder.listdir(source / SOURCE_DIR):
+        if folder.is_dir(doc):
+            continue
         stem = doc.name.rsplit(".", 1)[0]
         if stem < label:
             where = target / SOURCE_DIR
@@ -87,33 +88,36 @@ def _instance(source: Path, target: Path) -> None:
         else:
             continue  # released after the cutoff: never part of this instance
         where.mkdir(exist_ok=True)
-        shutil.copyfile(doc, where / doc.name)
-    if (source / EVIDENCE_FILE).is_file():
-        lines = [line.strip() for line in (source / EVIDENCE_FILE).read_text().splitlines() if line.strip()]
+        (where / doc.name).write_bytes(folder.read_bytes(doc))
+    if folder.is_file(source / EVIDENCE_FILE):
+        text = folder.read_text(source / EVIDENCE_FILE, errors="replace")
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
         (target / CONTEXT_FILE).write_text(json.dumps(lines, indent=2))
 
 
-def convert_snapshot(root: Path, out: Path) -> list[str]:
-    """Write every scenario of `root` (the layout above) under `out` in the released layout."""
+def convert_snapshot(path: Path | UserFolder, out: Path) -> list[str]:
+    """Write every scenario under --path (the layout above) under `out` in the released layout."""
+    folder = user_folder(path, "timesage")
+    root = folder.given
     if not root.is_dir():
         raise UserError(f"--path {root} is not a folder")
     converted = []
-    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
-        spec_path = next((folder / name for name in SPEC_FILES if (folder / name).is_file()), None)
-        instances = sorted(p for p in folder.iterdir() if p.is_dir() and (p / TRUTH_FILE).is_file())
+    for scenario in (p for p in folder.listdir(root) if folder.is_dir(p)):
+        spec_path = next((scenario / name for name in SPEC_FILES if folder.is_file(scenario / name)), None)
+        instances = instance_folders(folder, scenario)
         if spec_path is None or not instances:
             continue
-        spec = _load(spec_path)
+        spec = folder.read_json(spec_path)
         contract = {k: v for k, v in spec.items() if k not in ("fields", "tags")}
-        contract.setdefault("id", folder.name)
-        contract["fields"] = _fields(spec, _load(instances[0] / SCHEMA_FILE))
+        contract.setdefault("id", scenario.name)
+        contract["fields"] = _fields(spec, folder.read_json(instances[0] / SCHEMA_FILE))
         missing = [k for k in ("domain", "cadence", "tier") if k not in contract]
         if missing:
             raise UserError(f"{spec_path} lacks {', '.join(missing)}")
-        (out / folder.name).mkdir(parents=True, exist_ok=True)
-        (out / folder.name / SCENARIO_FILE).write_text(json.dumps(contract, indent=2))
+        (out / scenario.name).mkdir(parents=True, exist_ok=True)
+        (out / scenario.name / SCENARIO_FILE).write_text(json.dumps(contract, indent=2))
         for instance in instances:
-            _instance(instance, out / folder.name / instance.name)
+            _instance(folder, instance, out / scenario.name / instance.name)
         converted.append(contract["id"])
     if not converted:
         raise UserError(f"no <scenario>/{{{','.join(SPEC_FILES)}}} with instance folders under {root}")

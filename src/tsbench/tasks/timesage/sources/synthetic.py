@@ -69,8 +69,9 @@ class ScenarioPlan:
 
 
 # Per-tier question families and the number of fields each takes, by the scenario's index j within
-# its tier: over 20 scenarios a tier this gives A 60, B 54, C 20, D 30, E 30, F 32 fields, the
-# paper's question-type shares (Fig. 3a: A 26.6, B 23.6, F 14.3, D 13.5, E 13.1, C 8.9 %).
+# its tier: over 20 scenarios a tier this gives A 60, B 54, C 20, D 30, E 32, F 32 fields, the
+# paper's question-type shares (Fig. 3a: A 26.6, B 23.6, F 14.3, D 13.5, E 13.1, C 8.9 %), and the
+# first four hard scenarios (a 12-scenario set) already ask all seven E tags.
 FAMILY_KINDS = {
     "A": ("status", "latest_value", "latest_direction"),
     "B": ("change", "change_direction", "trend_3", "run_length", "vs_baseline", "is_record", "rank"),
@@ -95,8 +96,9 @@ def _counts(tier: str, j: int) -> dict[str, int]:
     if tier == "medium":
         return {"B": 3 if j % 3 != 2 else 2, "C": 1, "D": 1 if j % 4 != 3 else 0}
     counts = {"E": 2 if j % 2 == 0 else 1, "F": 2 if j % 5 < 3 else 1, "D": 1 if j % 4 != 3 else 0}
-    if sum(counts.values()) < 3:
-        counts["F"] += 1
+    if sum(counts.values()) < 3:  # the third field goes to whichever of E and F the tier has asked less so far
+        asked = {family: sum(_counts(tier, i)[family] for i in range(j)) for family in "EF"}
+        counts["E" if asked["E"] <= asked["F"] else "F"] += 1
     return counts
 
 

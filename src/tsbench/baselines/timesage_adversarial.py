@@ -1,0 +1,209 @@
+"""The adversarial suite judge/rules is held to (spec "The offline judge"; issue 38): every answer policy
+crossed with every report writer (timesage_writers.py), scored per tier and axis, against bounds that
+follow from what each policy reads.
+
+Answer policies:
+- schema_guess: a value of each field's type chosen without data (the first option, 0, empty);
+- base_rate: each field's most common truth in the set's other scenarios (a prior; it reads no period);
+- copy_last: what the last visible release stated (it reads the prior releases, not this period's data);
+- naive_rule: each question's stated rule on the period's visible files (timesage_naive.py; the first
+  policy that reads them);
+- truth: the withheld truth (a REFERENCE: it sees more than any agent).
+
+Bounds, on every tier and overall: a policy that reads nothing of this period, with any writer that
+does not read it either, <= 20 (base_rate, which earns its guessing accuracy, <= 25); copy_last with
+any writer <= 50; naive_rule with every honest writer above all of those; truth with every honest writer
+>= 90 (>= 95 plain); truth with a report that conveys nothing right <= 50. The writers that restate
+the current table (cells, dump) are scored and shown, bounded only by the naive rule above them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tsbench.baselines.timesage_calibration import _last_release, guess, periods_of, release_facts
+from tsbench.baselines.timesage_naive import naive_answer
+from tsbench.baselines.timesage_writers import HONEST, WRITERS, write
+from tsbench.tasks.timesage.contract import validate
+from tsbench.tasks.timesage.judge_cache import Asker
+from tsbench.tasks.timesage.judge_rules import RulesJudge
+from tsbench.tasks.timesage.scoring import score_message
+from tsbench.tasks.timesage.subjects import lexicon
+
+POLICIES = ("schema_guess", "base_rate", "copy_last", "naive_rule", "truth")
+BLIND = ("schema_guess", "base_rate")
+READS_TABLE = ("cells", "dump")  # writers that restate the current table
+NOTHING_RIGHT = ("spray", "hedge", "dump", "previous", "wrong", "empty")
+WHERE = ("overall", "easy", "medium", "hard")
+AXES = ("accuracy", "coverage", "faithfulness", "quality", "overall")
+
+
+def _prior_driver(gold: dict) -> str | None:
+    return next((kp["truth"] for kp in gold["keypoints"] if kp.get("field") is None), None)
+
+
+def base_rates(pairs: list[tuple[dict, dict]]) -> dict[str, Counter]:
+    """scenario -> field -> Counter of its truths (as JSON), for the leave-one-scenario-out prior."""
+    table: dict[str, dict[str, Counter]] = {}
+    for gold, _ in pairs:
+        fields = table.setdefault(gold["scenario"], {})
+        for name, value in gold["truth"].items():
+            fields.setdefault(name, Counter())[json.dumps(value, sort_keys=True)] += 1
+    return table
+
+
+def _most_common(rates: dict, gold: dict, spec: dict) -> Any:
+    counts: Counter = Counter()
+    for scenario, fields in rates.items():
+        if scenario != gold["scenario"]:
+            counts.update(fields.get(spec["name"], Counter()))
+    for text, _ in counts.most_common():
+        value = json.loads(text)
+        if value is not None and not validate(value, spec.get("schema") or {}):
+            return value
+    return guess(spec.get("schema") or {})
+
+
+def answer(policy: str, gold: dict, period: dict, rates: dict) -> tuple[dict | None, dict]:
+    """(answer, what the policy read) for one period; None: the policy does not apply (nothing to copy)."""
+    if policy == "schema_guess":
+        return {f["name"]: guess(f.get("schema") or {}) for f in gold["fields"]}, {}
+    if policy == "base_rate":
+        return {f["name"]: _most_common(rates, gold, f) for f in gold["fields"]}, {}
+    last = release_facts(_last_release(gold, period))
+    read_last = {"prior_driver": last.get("driver"), "release": last}
+    if policy == "copy_last":
+        previous = gold.get("prior_truth") or period.get("previous_truth")
+        return (None if previous is None else dict(previous)), read_last
+    if policy == "naive_rule":
+        found = naive_answer(gold, period)
+        return {f["name"]: found.get(f["name"], guess(f.get("schema") or {})) for f in gold["fields"]}, {
+            "prior_driver": last.get("driver"),
+            "release": {},
+        }
+    if policy == "truth":
+        return dict(gold["truth"]), {
+            "prior_driver": _prior_driver(gold),
+            "release": release_facts(period.get("target_doc", "")),
+        }
+    raise ValueError(f"unknown policy {policy!r}")
+
+
+@dataclass
+class Bound:
+    name: str
+    op: str  # "<=" | ">=" | ">"
+    value: float | None  # None: above the best of `over` (the naive rule's bound)
+
+
+def bound_of(policy: str, writer: str) -> Bound | None:
+    if policy in BLIND and writer not in READS_TABLE:
+        return Bound("reads nothing of the period", "<=", 25.0 if policy == "base_rate" else 20.0)
+    if policy == "copy_last":
+        return Bound("copies the last release", "<=", 50.0)
+    if policy == "naive_rule" and writer in HONEST:
+        return Bound("naive rule above every blind and copying policy", ">", None)
+    if policy == "truth" and writer in HONEST:
+        return Bound("truth, honest report", ">=", 95.0 if writer == "plain" else 90.0)
+    if policy == "truth" and writer in NOTHING_RIGHT:
+        return Bound("truth, report states nothing right", "<=", 50.0)
+    return None
+
+
+def run_suite(
+    path: str | Path,
+    policies: Iterable[str] = POLICIES,
+    writers: Iterable[str] = WRITERS,
+    limit_scenarios: int | None = None,
+) -> dict[tuple[str, str], dict[str, dict[str, float]]]:
+    """{(policy, writer): {where: {axis: mean}}} over a periods.parquet, judge/rules."""
+    pairs = periods_of(path, limit_scenarios)
+    rates = base_rates(pairs)
+    writers = tuple(writers)
+    sums: dict[tuple[str, str], dict[str, dict[str, list[float]]]] = {}
+    lexicons = [lexicon(gold) for gold, _ in pairs]
+    for policy in policies:
+        for (gold, period), lex in zip(pairs, lexicons):
+            values, reads = answer(policy, gold, period, rates)
+            if values is None:
+                continue
+            for writer in writers:
+                report = write(writer, gold, period, values, reads)
+                message = json.dumps({"answer": values, "report": report})
+                scored = score_message(gold, message, Asker(RulesJudge()), lex)
+                cell = sums.setdefault((policy, writer), {})
+                for where in ("overall", gold["tier"]):
+                    for axis in AXES:
+                        value = scored.metrics.get(axis)
+                        cell.setdefault(where, {}).setdefault(axis, []).append(0.0 if value is None else value)
+    return {
+        key: {w: {a: sum(v) / len(v) for a, v in axes.items()} for w, axes in cell.items()}
+        for key, cell in sums.items()
+    }
+
+
+def margins(result: dict) -> dict[tuple[str, str, str], tuple[Bound, float, float]]:
+    """(policy, writer, where) -> (bound, its value, margin: positive inside); the naive rule's bound
+    is the best blind or copying score on that tier."""
+    ceiling = {
+        where: max(
+            (
+                cell[where]["overall"]
+                for (p, w), cell in result.items()
+                if where in cell and (p == "copy_last" or (p in BLIND and w not in READS_TABLE))
+            ),
+            default=0.0,
+        )
+        for where in WHERE
+    }
+    out = {}
+    for (policy, writer), cell in result.items():
+        bound = bound_of(policy, writer)
+        if bound is None:
+            continue
+        for where, axes in cell.items():
+            score = axes["overall"]
+            limit = ceiling[where] if bound.value is None else bound.value
+            room = limit - score if bound.op == "<=" else score - limit
+            out[(policy, writer, where)] = (bound, limit, room)
+    return out
+
+
+def violations(result: dict) -> list[str]:
+    broken = []
+    for (policy, writer, where), (bound, limit, room) in sorted(margins(result).items()):
+        if room < 0 or (bound.op == ">" and room == 0):
+            broken.append(
+                f"{policy} x {writer} {where}: {result[(policy, writer)][where]['overall']:.1f} ({bound.op} {limit:.1f})"
+            )
+    return broken
+
+
+def suite_table(result: dict) -> str:
+    """One line per policy x writer x tier: the four axes, the overall, its bound and the margin."""
+    rows = margins(result)
+    head = (
+        f"  {'policy':12} {'writer':9} {'tier':7}"
+        + "".join(f"{a[:5]:>7}" for a in AXES)
+        + f"  {'bound':>8} {'margin':>7}"
+    )
+    lines = [head]
+    for (policy, writer), cell in result.items():
+        for where in WHERE:
+            if where not in cell:
+                continue
+            axes = cell[where]
+            found = rows.get((policy, writer, where))
+            shown = f"  {found[0].op:>2} {found[1]:5.1f} {found[2]:+7.1f}" if found else f"  {'-':>8} {'':>7}"
+            lines.append(f"  {policy:12} {writer:9} {where:7}" + "".join(f"{axes[a]:7.1f}" for a in AXES) + shown)
+    broken = violations(result)
+    lines.append(
+        f"  {len(result)} combinations; "
+        + ("every bound holds" if not broken else "OUT OF BOUNDS: " + "; ".join(broken))
+    )
+    return "\n".join(lines)

@@ -1,0 +1,120 @@
+"""HTTP clients that keep a credential with the origin it was meant for.
+
+A server can answer 307 or 308 to send a client elsewhere with the request as it was: its Authorization
+header, OpenAI's organisation and project headers, the prompt. httpx drops Authorization on a redirect to
+another origin but keeps every other header; urllib keeps them all (the context-length probe sent the key
+on). Every client tsbench opens to a model server (chat, embeddings, /v1/models) is built here: it follows
+a redirect only within its origin (scheme, host and port) and hands a redirect elsewhere back unfollowed,
+as the HTTP error it then is. OpenAI's organisation and project headers go to OpenAI's own API only.
+
+The HTTP library is the one the installed openai client is built on (httpx2 from openai 3, httpx before),
+so the chat client and the probe share one transport.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from types import ModuleType
+from typing import Any
+
+from tsbench.models.endpoint import is_openai_endpoint
+
+__all__ = ["REDIRECT_CODES", "http_client", "http_errors", "http_library", "openai_client", "redirect_note"]
+
+REDIRECT_CODES = (301, 302, 303, 307, 308)
+_MAX_REDIRECTS = 5
+_LIMITS = {"max_connections": 1000, "max_keepalive_connections": 100}  # openai's own defaults
+
+
+@functools.cache
+def http_library() -> ModuleType:
+    """httpx2 or httpx: whichever `openai.DefaultHttpxClient` derives from."""
+    import openai
+
+    for cls in openai.DefaultHttpxClient.__mro__:
+        root = cls.__module__.split(".")[0]
+        if root.startswith("httpx"):
+            return importlib.import_module(root)
+    return importlib.import_module("httpx")
+
+
+def _origin(url) -> tuple[str, str, int | None]:
+    default = {"http": 80, "https": 443}.get(url.scheme)
+    return url.scheme, (url.host or "").lower(), url.port or default
+
+
+@functools.cache
+def _transport_class(lib: ModuleType) -> type:
+    class SameOriginRedirects(lib.BaseTransport):
+        """Follows redirects that stay on the request's origin; returns any other redirect as it came."""
+
+        def __init__(self, inner) -> None:
+            self.inner = inner
+
+        def handle_request(self, request):
+            for _ in range(_MAX_REDIRECTS):
+                response = self.inner.handle_request(request)
+                location = response.headers.get("location")
+                if response.status_code not in REDIRECT_CODES or not location:
+                    return response
+                try:
+                    target = request.url.join(location)
+                except Exception:  # an unparsable Location: the caller sees the redirect itself
+                    return response
+                if _origin(target) != _origin(request.url):
+                    return response
+                response.read()
+                response.close()
+                request = _follow(lib, request, response.status_code, target)
+            return self.inner.handle_request(request)
+
+        def close(self) -> None:
+            self.inner.close()
+
+    return SameOriginRedirects
+
+
+def _follow(lib: ModuleType, request, status: int, target):
+    """The request a browser would send for a same-origin redirect: 307/308 keep method and body."""
+    method = request.method
+    if (status == 303 and method != "HEAD") or (status in (301, 302) and method == "POST"):
+        method = "GET"
+    headers = lib.Headers(request.headers)
+    content = None
+    if method == request.method:
+        content = request.read()
+    else:
+        for name in ("Content-Length", "Transfer-Encoding", "Content-Type"):
+            headers.pop(name, None)
+    return lib.Request(method, target, headers=headers, content=content, extensions=request.extensions)
+
+
+def http_errors() -> tuple[type[Exception], ...]:
+    """What a request of `http_client()` raises when it fails (connection, timeout, protocol, bad URL)."""
+    lib = http_library()
+    return (lib.HTTPError, lib.InvalidURL, lib.StreamError)
+
+
+def http_client(**kwargs: Any):
+    """A client of `http_library()` with the redirect policy above (extra arguments go to the client)."""
+    lib = http_library()
+    transport = _transport_class(lib)(lib.HTTPTransport(limits=lib.Limits(**_LIMITS)))
+    return lib.Client(transport=transport, follow_redirects=False, **kwargs)
+
+
+def openai_client(api_key: str, base_url: str, **kwargs: Any):
+    """`openai.OpenAI` on `http_client()`; OPENAI_ORG_ID / OPENAI_PROJECT_ID (which the library reads from the
+    environment) are sent to OpenAI's own API only."""
+    import openai
+
+    client = openai.OpenAI(api_key=api_key, base_url=base_url, http_client=http_client(), **kwargs)
+    if not is_openai_endpoint(base_url):
+        client.organization = client.project = None
+    return client
+
+
+def redirect_note(location: str | None) -> str:
+    """Why a redirect came back unfollowed, for the error a user reads."""
+    where = f" to {location}" if location else ""
+    return f"the server redirected{where}, another origin: not followed, so no credential goes there"

@@ -1,0 +1,175 @@
+"""A training run's memory per GPU, planned from the model's config and the launch, before anything loads.
+
+Pure arithmetic over a `ModelShape` (parameter counts read off the model built on the meta device,
+attention and state sizes off its config) and a `Strategy` (read off the accelerate YAML). The
+numbers are a plan, not a measurement: bytes per parameter as each strategy keeps them, the
+activations of one micro-batch (gradient checkpointing keeps each layer's input; the layer being
+recomputed holds its own), TRL's fused LM head (no (tokens, vocab) logits), and the rollouts' KV
+cache (hf: every episode in flight at max_seq_len, worst case; vLLM colocate: the share it is given,
+weights first, the rest KV cache).
+
+Bytes per parameter:
+  full training, DDP / one GPU / FSDP: fp32 weights 4, fp32 grads 4, AdamW m and v 8 (FSDP shards all three);
+  full training, DeepSpeed (bf16): bf16 weights 2, bf16 grads 2, fp32 master + m + v 12 (ZeRO-1 shards the
+  optimizer, ZeRO-2 also the grads, ZeRO-3 also the weights);
+  LoRA: the frozen base in bf16 (2; fp32 on CPU), the adapter at 4 + 4 + 8;
+  the KL reference (beta > 0, full training): a second copy in bf16, sharded under ZeRO-3 / FSDP; none for
+  a LoRA (TRL disables the adapter instead).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+GIB = 2**30
+VLLM_OVERHEAD_GIB = 1.5  # vLLM's own buffers and CUDA graphs beside weights and KV cache (an allowance)
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    params: int  # every parameter (vision tower included)
+    vision_params: int
+    hidden: int
+    intermediate: int
+    layers: int
+    attention_layers: int  # layers with a KV cache (all, or a hybrid's full-attention ones)
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    state_bytes_per_sequence: int = 0  # linear-attention layers' recurrent state (Gated DeltaNet), per sequence
+    lora_params: int = 0  # the adapter's parameters at the run's rank and targets (0: full training)
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        return 2 * self.attention_layers * self.kv_heads * self.head_dim * 2  # K and V, bf16
+
+
+@dataclass(frozen=True)
+class Strategy:
+    name: str  # one-gpu, ddp, zero1, zero2, zero3, fsdp
+    world: int
+    offload_optimizer: bool = False
+    offload_params: bool = False
+
+    @property
+    def deepspeed(self) -> bool:
+        return self.name.startswith("zero")
+
+    def shard(self, what: str) -> int:
+        """How many ways `what` (weights, grads, optimizer) is split over the processes."""
+        stage = {"zero1": 1, "zero2": 2, "zero3": 3}.get(self.name, 0)
+        if self.name == "fsdp":
+            return self.world
+        needed = {"optimizer": 1, "grads": 2, "weights": 3}[what]
+        return self.world if stage >= needed else 1
+
+
+@dataclass(frozen=True)
+class Workload:
+    micro_batch: int
+    row_tokens: int  # the longest training row (max_seq_len: one row an episode, or a turn's prompt + reply)
+    gradient_checkpointing: bool
+    beta: float
+    engine: str  # hf, vllm-colocate, vllm-server
+    episodes_in_flight: int  # rollout_workers
+    max_seq_len: int
+    vllm_share: float  # vllm-colocate: share of each GPU
+    gpu_gib: float
+    on_gpu: bool = True
+
+
+@dataclass
+class Plan:
+    parts: dict[str, float] = field(default_factory=dict)  # GiB per rank, by part
+    notes: list[str] = field(default_factory=list)
+    gpu_gib: float = 80.0
+
+    @property
+    def total(self) -> float:
+        return sum(self.parts.values())
+
+    @property
+    def fits(self) -> bool:
+        return self.total <= self.gpu_gib
+
+    def lines(self) -> list[str]:
+        shown = "  ".join(f"{name} {gib:.1f}" for name, gib in self.parts.items())
+        verdict = "fits" if self.fits else "does NOT fit"
+        return [shown, f"total {self.total:.1f} of {self.gpu_gib:g} GiB per GPU: {verdict}", *self.notes]
+
+
+def plan(shape: ModelShape, strategy: Strategy, work: Workload) -> Plan:
+    """Memory per rank, in GiB, part by part."""
+    out = Plan(gpu_gib=work.gpu_gib)
+    full = shape.lora_params == 0
+    trainable = shape.params if full else shape.lora_params
+    if full and strategy.deepspeed:
+        weights, grads, optimizer = 2.0 * shape.params, 2.0 * trainable, 12.0 * trainable
+    elif full:
+        weights, grads, optimizer = 4.0 * shape.params, 4.0 * trainable, 8.0 * trainable
+    else:
+        base = 2.0 if work.on_gpu else 4.0
+        weights, grads, optimizer = base * shape.params + 4.0 * trainable, 4.0 * trainable, 8.0 * trainable
+    out.parts["weights"] = weights / strategy.shard("weights") / GIB * (0 if strategy.offload_params else 1)
+    out.parts["grads"] = grads / strategy.shard("grads") / GIB
+    out.parts["optimizer"] = optimizer / strategy.shard("optimizer") / GIB * (0 if strategy.offload_optimizer else 1)
+    if strategy.offload_params or strategy.offload_optimizer:
+        out.notes.append("offloaded parts live in CPU memory (not counted per GPU)")
+    reference = 2.0 * shape.params if full and work.beta > 0 else 0.0
+    ref_shard = strategy.world if strategy.name in ("zero3", "fsdp") else 1
+    out.parts["reference"] = reference / ref_shard / GIB
+    if work.beta > 0 and not full:
+        out.notes.append("reference: the policy with its LoRA disabled (no second copy)")
+    tokens = work.micro_batch * work.row_tokens
+    layer_io = tokens * shape.hidden * 2  # one layer's input, bf16
+    working = tokens * (10 * shape.hidden + 4 * shape.intermediate) * 2  # one layer's forward, recomputed
+    if work.gradient_checkpointing:
+        activations = shape.layers * layer_io + working
+    else:
+        activations = shape.layers * (layer_io + working)
+    out.parts["activations"] = activations / GIB
+    if work.engine == "hf":
+        kv = work.episodes_in_flight * (work.max_seq_len * shape.kv_bytes_per_token + shape.state_bytes_per_sequence)
+        out.parts["kv cache"] = kv / GIB
+        if strategy.name == "zero3":
+            out.parts["gathered weights"] = 2.0 * shape.params / GIB  # ZeRO-3 gathers the whole model to generate
+        out.notes.append(
+            f"kv cache: {work.episodes_in_flight} episodes in flight at max_seq_len {work.max_seq_len:,} (worst case)"
+        )
+    elif work.engine == "vllm-colocate":
+        share = work.vllm_share * work.gpu_gib
+        out.parts["vllm"] = share
+        kv_gib = share - 2.0 * shape.params / GIB - VLLM_OVERHEAD_GIB
+        per_episode = work.max_seq_len * shape.kv_bytes_per_token + shape.state_bytes_per_sequence
+        if kv_gib <= 0:
+            out.notes.append(f"vllm: {share:.1f} GiB does not hold the bf16 weights: raise vllm_gpu_memory_utilization")
+            out.parts["vllm"] = float("inf")
+        else:
+            episodes = kv_gib * GIB / max(per_episode, 1)
+            out.notes.append(
+                f"vllm: {share:.1f} GiB = bf16 weights {2.0 * shape.params / GIB:.1f} + KV cache {kv_gib:.1f} "
+                f"({episodes:.1f} episodes at max_seq_len at once; more wait their turn)"
+            )
+    elif work.engine == "vllm-server":
+        out.notes.append("vllm-server: the rollouts' weights and KV cache live on the server's own GPU")
+    return out
+
+
+def strategy_from_accelerate(config: dict | None, world: int) -> Strategy:
+    """The sharding an accelerate YAML asks for (`config` as read from the file; None: no YAML)."""
+    if not config:
+        return Strategy("one-gpu" if world == 1 else "ddp", world)
+    kind = str(config.get("distributed_type", "NO")).upper()
+    if kind == "DEEPSPEED":
+        ds = config.get("deepspeed_config") or {}
+        stage = int(ds.get("zero_stage", 2))
+        return Strategy(
+            f"zero{stage}" if stage else "ddp",
+            world,
+            offload_optimizer=str(ds.get("offload_optimizer_device", "none")) not in ("none", "None", ""),
+            offload_params=str(ds.get("offload_param_device", "none")) not in ("none", "None", ""),
+        )
+    if kind == "FSDP":
+        fsdp = config.get("fsdp_config") or {}
+        return Strategy("fsdp", world, offload_params=bool(fsdp.get("fsdp_offload_params", False)))
+    return Strategy("one-gpu" if world == 1 else "ddp", world)
