@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from test_plugins import ENTRY_POINTS as SPIKES_ENTRY_POINTS
 from test_plugins import PLUGIN, install
 
 KERNEL_PLUGIN = textwrap.dedent('''
@@ -57,13 +58,7 @@ KERNEL_PLUGIN = textwrap.dedent('''
             return result
 ''')
 
-ENTRY_POINTS = """\
-[tsbench.plugins]
-family.spikes = tsb_spikes_plugin:Spikes
-provider.counter = tsb_spikes_plugin:build_counter
-harness.once = tsb_spikes_plugin:run_once
-harness.peek = tsb_peek_plugin:Peek
-"""
+ENTRY_POINTS = SPIKES_ENTRY_POINTS + "harness.peek = tsb_peek_plugin:Peek\n"  # test_plugins' package, and peek
 
 
 @pytest.fixture(scope="module")

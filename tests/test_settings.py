@@ -335,3 +335,17 @@ def test_every_setting_refuses_a_value_of_the_wrong_type_or_out_of_range_in_one_
                 bad = bound + step if spec.base is int else bound + step * 0.5
                 with pytest.raises(UserError, match=rf"{spec.name} \({spec.flag}\) must be"):
                     build(cls, {spec.name: [bad] if spec.is_list else bad})
+
+
+def test_the_kernel_limits_a_harness_hands_its_sandbox_carry_the_output_budgets():
+    """rlm, tools and the file agent build their Sandbox from `kernel_limits()`: the host output budgets
+    (MiB settings) arrive as the byte bounds Sandbox takes, with the timeout, memory cap and jail."""
+    import inspect
+
+    from tsbench.harness.rlm import RLMSettings
+    from tsbench.harness.runtime.sandbox import Sandbox
+
+    limits = RLMSettings(cell_output_mib=3, episode_output_mib=8, memory_gib=1).kernel_limits()
+    assert limits["cell_output_bytes"] == 3 * 2**20 and limits["episode_output_bytes"] == 8 * 2**20
+    assert limits["memory_bytes"] == 2**30 and limits["unsafe"] is False
+    inspect.signature(Sandbox).bind({}, **limits)  # every limit is a Sandbox parameter

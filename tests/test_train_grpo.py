@@ -518,6 +518,6 @@ def test_a_memory_bank_prefixes_training_episodes_through_the_memory_wrapper(smo
         env([key] * 2, types.SimpleNamespace(accelerator=Accelerator(cpu=True)))
         return smol_tokenizer.decode(scripted.prompts[0])
 
-    remembered = first_prompt(memory_bank=str(bank), top_k=2)
+    remembered = first_prompt(memory={"memory_bank": str(bank), "top_k": 2})  # [grpo] top_k is TRL's
     assert "precedent summary number" in remembered
     assert "precedent summary number" not in first_prompt()

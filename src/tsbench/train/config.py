@@ -497,6 +497,8 @@ class GRPOConfig(trl.GRPOConfig):
             default = spec.default_factory() if spec.default_factory is not dataclasses.MISSING else spec.default
             if getattr(self, name) != default:
                 found.append(f"{name} is set by tsbench from {source}; set that instead")
+        if self.top_k != 0:  # TRL's sampling top_k shadows [memory]'s under [grpo]
+            found[-1] += " (the precedents a memory bank retrieves are [grpo.memory] top_k)"
         return found
 
     def family_problems(self) -> list[str]:
