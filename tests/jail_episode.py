@@ -15,8 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from tsbench.harness import HarnessConfig, play
+from tsbench.harness import play
 from tsbench.harness.episode import EpisodeTask
+from tsbench.harness.rlm import RLMSettings
 from tsbench.models.base import Completion
 
 FINAL = 'The anomaly is at index 120. {"answer": [120, 130]}'
@@ -61,7 +62,7 @@ def attack_task(files: dict[str, bytes] | None = None) -> EpisodeTask:
 def play_attack(blocks: list[str], **config) -> tuple[object, list[str]]:
     """One episode: each block in its own turn, then FINAL. Returns (outcome, observations)."""
     model = ScriptedChat([fenced(block) for block in blocks] + [FINAL])
-    cfg = HarnessConfig(max_turns=len(blocks) + 2, cell_timeout_s=config.pop("cell_timeout_s", 60), **config)
+    cfg = RLMSettings(max_turns=len(blocks) + 2, cell_timeout_s=config.pop("cell_timeout_s", 60), **config)
     outcome = play(model, "rlm", attack_task(), cfg)
     assert outcome.error is None, outcome.error
     observations = [entry["observation"] for entry in outcome.result.transcript if entry["role"] == "tool"]

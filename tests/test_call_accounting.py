@@ -181,7 +181,7 @@ def test_a_sub_rlm_episodes_cost_and_calls_are_the_rows_too(user_env, small_data
 def test_a_jail_failure_after_some_calls_still_keeps_their_spend(user_env):
     """Where the harness kept nothing (here the jail fails after two replies), `play` reports what the
     agent's calls spent and the conversation as it stood."""
-    from tsbench.harness import EpisodeTask, HarnessConfig, play
+    from tsbench.harness import EpisodeTask, HarnessSettings, play
     from tsbench.harness.runtime.sandbox import SandboxError
 
     def dies_in_the_jail(model, task, cfg):
@@ -193,7 +193,7 @@ def test_a_jail_failure_after_some_calls_still_keeps_their_spend(user_env):
     task = EpisodeTask(row_id="r", category="presence", regime="coarse", question="is there an anomaly?")
     with FakeOpenAIServer(default="ok:one two") as server:
         model = OpenAIChatModel("m", base_url=server.base_url, retry=FAST, price="1,1")
-        outcome = play(model, dies_in_the_jail, task, HarnessConfig())
+        outcome = play(model, dies_in_the_jail, task, HarnessSettings())
     assert outcome.error_type == "sandbox" and outcome.result is not None
     result = outcome.result
     assert (

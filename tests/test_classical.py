@@ -101,6 +101,6 @@ def test_registry_resolves_classical_paths(trained):
 
     out, _, _ = trained
     policy = build_policy(f"classical/{out}")
-    assert policy.name == f"classical/{out}" and policy.harnesses == ("direct",) and policy.reference
+    assert policy.name == f"classical/{out}" and policy.harnesses() == ("direct",) and policy.reference()
     with pytest.raises(ValueError):
         build_policy("classical/does/not/exist")

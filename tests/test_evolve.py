@@ -15,7 +15,8 @@ from tsbench import results as schema
 from tsbench.core.config import build
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
-from tsbench.harness import EpisodeTask, HarnessConfig, get_harness
+from tsbench.harness import EpisodeTask, get_harness
+from tsbench.harness.tools import ToolsSettings
 from tsbench.harness.toolset import Toolset, ToolSourceError, load_tools_dir
 from tsbench.models.openai_model import OpenAIChatModel
 from tsbench.models.retry import RetryPolicy
@@ -171,7 +172,7 @@ def test_a_good_tool_is_verified_admitted_and_loads_into_the_tools_harness(easy_
         np.asarray(row["values"], dtype=np.float32),
     )
     with FakeOpenAIServer(["tool:locate_zscore_window:{}", 'ok:{"present": false}']) as server:
-        result = get_harness("tools")(fake_model(server), task, HarnessConfig(tools_dir=str(out)))
+        result = get_harness("tools").run(fake_model(server), task, ToolsSettings(tools_dir=str(out)))
         offered = {t["function"]["name"] for t in server.bodies[0]["tools"]}
     assert "locate_zscore_window" in offered and "robust_zscore_scan" in offered
     tools = [e for e in result.transcript if e["role"] == "tool"]

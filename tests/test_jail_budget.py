@@ -10,7 +10,8 @@ import time
 import pytest
 
 from jail_episode import FINAL, ScriptedChat, attack_task
-from tsbench.harness import HarnessConfig, play
+from tsbench.harness import play
+from tsbench.harness.rlm import RLMSettings
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -22,7 +23,7 @@ def _reply(*blocks: str) -> str:
 def test_the_episode_wall_clock_holds_inside_one_reply():
     model = ScriptedChat([_reply(*["import time\ntime.sleep(1000)"] * 4), FINAL])
     began = time.monotonic()
-    outcome = play(model, "rlm", attack_task(), HarnessConfig(max_turns=4, episode_wall_s=5, cell_timeout_s=10))
+    outcome = play(model, "rlm", attack_task(), RLMSettings(max_turns=4, episode_wall_s=5, cell_timeout_s=10))
     seconds = time.monotonic() - began
     assert outcome.error_type == "wall_clock", outcome.error
     assert seconds < 9, seconds  # ~5 s, not 4 x 10 s of cell timeouts
@@ -34,7 +35,7 @@ def test_the_episode_wall_clock_holds_inside_one_reply():
 def test_blocks_beyond_the_per_reply_cap_are_not_run():
     blocks = [f"print('BLOCK', {index})" for index in range(5)]
     model = ScriptedChat([_reply(*blocks), FINAL])
-    outcome = play(model, "rlm", attack_task(), HarnessConfig(max_turns=4, max_blocks_per_reply=3))
+    outcome = play(model, "rlm", attack_task(), RLMSettings(max_turns=4, max_blocks_per_reply=3))
     assert outcome.error is None, outcome.error
     observation = next(entry["observation"] for entry in outcome.result.transcript if entry["role"] == "tool")
     assert all(f"BLOCK {index}" in observation for index in range(3))

@@ -16,7 +16,7 @@ import pytest
 
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
-from tsbench.harness.episode import HarnessConfig
+from tsbench.harness import HarnessConfig
 from tsbench.harness.runtime.jail import interpreter_paths
 from tsbench.results import schema
 from tsbench.testing.fake_openai_server import FakeOpenAIServer

@@ -81,12 +81,12 @@ def test_fork_and_exec_are_contained(tmp_path):
         return "print('ALIVE')"
 
     from jail_episode import FINAL, ScriptedChat, attack_task, fenced
-    from tsbench.harness import HarnessConfig, play
+    from tsbench.harness import HarnessSettings, play
 
     model = ScriptedChat(
         [fenced(FORKS.format(marker=str(marker), token=token)), lambda: fenced(probe_then_answer()), FINAL]
     )
-    outcome = play(model, "rlm", attack_task(), HarnessConfig(max_turns=4, cell_timeout_s=60))
+    outcome = play(model, "rlm", attack_task(), HarnessSettings(max_turns=4, cell_timeout_s=60))
     assert outcome.error is None and outcome.result.final_message == FINAL
     observations = [e["observation"] for e in outcome.result.transcript if e["role"] == "tool"]
     assert "SH 127" in observations[0]  # no shell in the jail

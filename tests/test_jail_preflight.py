@@ -14,7 +14,7 @@ import pytest
 
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
-from tsbench.harness.episode import HarnessConfig
+from tsbench.harness import HarnessConfig
 from tsbench.harness.runtime import SandboxError, check_jail
 from tsbench.harness.runtime.jail import _preflight
 

@@ -18,13 +18,13 @@ from tsbench.baselines import build_policy
 from tsbench.core.config import build
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
-from tsbench.harness import EpisodeTask, HarnessConfig, get_harness
+from tsbench.harness import EpisodeTask, HarnessSettings, MemorySettings, get_harness, play
 from tsbench.tasks.anomalyxl.rows import iter_rows
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
 from tsbench.timeclaw import DIM, FEATURE_NAMES, MemoryBank, build_memory, fingerprint, fingerprint_dict, load_bank
 from tsbench.timeclaw.bank import MEMORY_HEADER, bank_scaler, render_precedents
 from tsbench.timeclaw.embed import OpenAIEmbedder, context_descriptor, get_embedder
-from tsbench.timeclaw.memory_wrapper import remembering
+from tsbench.timeclaw.memory_wrapper import Remembering
 
 F = {name: index for index, name in enumerate(FEATURE_NAMES)}
 
@@ -318,9 +318,12 @@ def test_memory_prefixes_precedents_without_answers(tools_run, small_data, tmp_p
     samples = pd.read_parquet(tools_run / schema.SAMPLES)
     row = next(r for r in iter_rows(small_data / "test-coarse.parquet") if r.id in set(samples["id"]))
     task = EpisodeTask(row.id, row.category, row.regime, row.question, row.channel_names, row.values, row.options)
-    cfg = HarnessConfig(memory_bank=str(path), top_k=3)
+    memory = MemorySettings(memory_bank=str(path), top_k=3)
     for harness in ("single-pass-text", "tools"):
-        result = remembering(get_harness(harness))(build_policy("scripted/tools"), task, cfg)
+        outcome = play(
+            build_policy("scripted/tools"), Remembering(get_harness(harness), memory), task, HarnessSettings()
+        )
+        result = outcome.result
         event = result.transcript[0]
         assert event["role"] == "memory" and len(event["precedents"]) == 3
         ids = [p["id"] for p in event["precedents"]]
@@ -331,8 +334,47 @@ def test_memory_prefixes_precedents_without_answers(tools_run, small_data, tmp_p
             final = samples.loc[samples["id"] == rid, "final_message"].iloc[0]
             assert final not in prompt
         assert result.final_message
-    unchanged = remembering(get_harness("single-pass-text"))(build_policy("scripted/zscore"), task, HarnessConfig())
+    unchanged = get_harness("single-pass-text").run(build_policy("scripted/zscore"), task, HarnessSettings())
     assert unchanged.transcript[0]["role"] == "system"
+
+
+def test_memory_is_played_around_a_chain_harness_too(tools_run, small_data, tmp_path):
+    """A harness that plays chains and declares memory gets the prefix on every task of the chain; one
+    without the memory capability is never wrapped (eval refuses [memory] for it: test_agents.py)."""
+    from tsbench.harness import Harness
+    from tsbench.harness.play import episode_outcome
+
+    path = build_memory(tools_run, out=tmp_path / "chain.parquet", include_test_split=True)
+    rows = [r for r in iter_rows(small_data / "test-coarse.parquet")][:2]
+    tasks = [EpisodeTask(r.id, r.category, r.regime, r.question, r.channel_names, r.values, r.options) for r in rows]
+    single = get_harness("single-pass-text")
+
+    class Chained(Harness[HarnessSettings]):
+        chains = True
+
+        def run(self, agent, task, cfg):
+            return single.run(agent, task, cfg)
+
+        def run_chain(self, agent, tasks, cfg, after=None):
+            outcomes = []
+            for i, task in enumerate(tasks):
+                outcomes.append(episode_outcome(agent, lambda a, task=task: self.run(a, task, cfg), 10_000))
+                if after is not None:
+                    after(i, outcomes[-1])
+            return outcomes
+
+    told = []
+    outcomes = Remembering(Chained(), MemorySettings(memory_bank=str(path), top_k=2)).run_chain(
+        build_policy("scripted/zscore"), tasks, HarnessSettings(), lambda i, o: told.append(i)
+    )
+    assert told == [0, 1]
+    for outcome, task in zip(outcomes, tasks):
+        event = outcome.result.transcript[0]
+        prompt = next(e["content"] for e in outcome.result.transcript if e["role"] == "user")
+        assert event["role"] == "memory" and len(event["precedents"]) == 2
+        assert prompt.startswith(MEMORY_HEADER) and task.question[:80] in prompt
+    with pytest.raises(ValueError, match="no memory capability"):
+        Remembering(get_harness("file-agent"), MemorySettings(memory_bank=str(path)))
 
 
 # -- any family with a series builds a bank (through its TaskFamily hooks) ---------------------------

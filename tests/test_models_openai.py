@@ -240,11 +240,12 @@ def test_registry_rejects_unknown_things(no_openai_env):
 def test_reference_policies_are_built_apart_from_models():
     from tsbench.baselines import build_policy
 
-    with pytest.raises(ValueError, match="unknown scripted policy"):
+    with pytest.raises(ValueError, match="unknown reference policy 'scripted/no-such-policy-anywhere'"):
         build_policy("scripted/no-such-policy-anywhere")
+    assert build_policy("scripted-cik/persistence").name == "scripted/cik-persistence"  # an old spelling
     with pytest.raises(ValueError, match="unknown detector policy"):
         build_policy("detector/no-such-detector-anywhere")
-    assert build_policy("detector/default").harnesses == ("direct",)
+    assert build_policy("detector/default").harnesses() == ("direct",)
 
 
 # -- vLLM -------------------------------------------------------------------------------------------

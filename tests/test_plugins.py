@@ -130,16 +130,22 @@ executor.inline = tsb_spikes_plugin:InlineExecutor
 """
 
 
+def install(site: Path, name: str, modules: dict[str, str], entry_points: str) -> Path:
+    """`modules` (module name -> source) written into `site` as the installed distribution `name`, with
+    its entry points (no pip, no network)."""
+    for module, source in modules.items():
+        (site / f"{module}.py").write_text(source)
+    info = site / f"{name.replace('-', '_')}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(entry_points)
+    return site
+
+
 @pytest.fixture(scope="module")
 def plugin_path(tmp_path_factory) -> Path:
-    """A site dir holding the plugin as an installed distribution (no pip, no network)."""
-    site = tmp_path_factory.mktemp("site")
-    (site / "tsb_spikes_plugin.py").write_text(PLUGIN)
-    info = site / "tsb_spikes_plugin-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tsb-spikes-plugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(ENTRY_POINTS)
-    return site
+    """A site dir holding the plugin as an installed distribution."""
+    return install(tmp_path_factory.mktemp("site"), "tsb-spikes-plugin", {"tsb_spikes_plugin": PLUGIN}, ENTRY_POINTS)
 
 
 def tsbench(site: Path, *args: str) -> subprocess.CompletedProcess:

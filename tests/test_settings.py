@@ -18,7 +18,7 @@ from tsbench.core.errors import UserError
 from tsbench.core.settings import specs
 from tsbench.eval.config import EvalConfig, result_settings
 from tsbench.eval.runner import run_eval
-from tsbench.harness.episode import HarnessConfig
+from tsbench.harness import HarnessConfig
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
 from tsbench.train.config import GRPOConfig
 from tsbench.train.sft_config import SFTConfig
@@ -127,7 +127,11 @@ def test_toml_values_are_typed_and_unknown_tables_and_keys_get_a_did_you_mean(tm
             toml('[eval]\nlengths = "1024, 2048"\n[eval.rlm]\ndepth = 1\n[eval.file-agent]\nperiod_steps = 3\n'), "eval"
         ),
     )
-    assert cfg.lengths == [1024, 2048] and cfg.harness_config.depth == 1 and cfg.harness_config.period_steps == 3
+    assert (
+        cfg.lengths == [1024, 2048]
+        and cfg.harness_config.rlm.depth == 1
+        and cfg.harness_config.file_agent.period_steps == 3
+    )
 
 
 def test_every_experiment_config_builds(tmp_path):
@@ -140,12 +144,8 @@ def test_every_experiment_config_builds(tmp_path):
         data = tomllib.loads(path.read_text())
         for table in set(data) & set(tables):
             build(tables[table], read_toml_table(path, table), where=str(path))
-        flat_section_keys = [
-            k
-            for k in data.get("eval", {})
-            if HarnessConfig.__dataclass_fields__.get(k)
-            and HarnessConfig.__dataclass_fields__[k].metadata.get("section")
-        ]
+        sectioned = {s.name for s in specs(EvalConfig) if s.meta.get("section")}
+        flat_section_keys = [k for k in data.get("eval", {}) if k in sectioned]
         assert not flat_section_keys, f"{path}: harness settings belong in their section: {flat_section_keys}"
 
 
@@ -243,17 +243,21 @@ def test_a_setting_of_another_harness_is_refused(monkeypatch, capsys, small_data
     )
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "max_tool_calls (--max-tool-calls) is a setting of [tools]" in err and "rlm" in err
-    from tsbench.harness.episode import SECTIONS, RLMSettings, ToolsSettings
+    from tsbench.harness import HarnessSettings, get_harness
+    from tsbench.harness.rlm import RLMSettings
+    from tsbench.harness.settings import sections
+    from tsbench.harness.tools import ToolsSettings
 
     def own(cls):
-        return {f.name for f in dataclasses.fields(cls)}
+        return {f.name for f in dataclasses.fields(cls)} - {f.name for f in dataclasses.fields(HarnessSettings)}
 
-    assert "depth" in own(RLMSettings) and "max_tool_calls" in own(ToolsSettings)
+    assert own(RLMSettings) == {"depth", "max_blocks_per_reply"} and "max_tool_calls" in own(ToolsSettings)
     assert {s.name: s.meta["section"] for s in specs(HarnessConfig)}["max_turns"] is None  # shared by all
-    for section in SECTIONS:  # each harness's own class: its fields are its section's, and HarnessConfig's
-        assert {s.name for s in specs(HarnessConfig) if s.meta["section"] == section.SECTION} == own(section)
-    assert HarnessConfig(depth=1).foreign_settings("rlm") == []
-    assert HarnessConfig(period_steps=3).foreign_settings("tools")
+    for name, owner in sections().owners.items():  # each section holds its settings class's own fields
+        assert {s.name for s in specs(HarnessConfig) if s.meta["section"] == name} == own(owner)
+    assert get_harness("rlm").settings(build(HarnessConfig, {"depth": 1})) == RLMSettings(depth=1)
+    with pytest.raises(UserError, match=r"period_steps \(--period-steps\) is a setting of \[file-agent\]"):
+        get_harness("tools").settings(build(HarnessConfig, {"period_steps": 3}))
 
 
 def test_the_judge_gets_its_own_server_and_key(tmp_path, monkeypatch):
@@ -331,3 +335,17 @@ def test_every_setting_refuses_a_value_of_the_wrong_type_or_out_of_range_in_one_
                 bad = bound + step if spec.base is int else bound + step * 0.5
                 with pytest.raises(UserError, match=rf"{spec.name} \({spec.flag}\) must be"):
                     build(cls, {spec.name: [bad] if spec.is_list else bad})
+
+
+def test_the_kernel_limits_a_harness_hands_its_sandbox_carry_the_output_budgets():
+    """rlm, tools and the file agent build their Sandbox from `kernel_limits()`: the host output budgets
+    (MiB settings) arrive as the byte bounds Sandbox takes, with the timeout, memory cap and jail."""
+    import inspect
+
+    from tsbench.harness.rlm import RLMSettings
+    from tsbench.harness.runtime.sandbox import Sandbox
+
+    limits = RLMSettings(cell_output_mib=3, episode_output_mib=8, memory_gib=1).kernel_limits()
+    assert limits["cell_output_bytes"] == 3 * 2**20 and limits["episode_output_bytes"] == 8 * 2**20
+    assert limits["memory_bytes"] == 2**30 and limits["unsafe"] is False
+    inspect.signature(Sandbox).bind({}, **limits)  # every limit is a Sandbox parameter

@@ -19,7 +19,9 @@ from tsbench.core.config import build, read_toml_table
 from tsbench.core.errors import UserError
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
-from tsbench.harness.episode import EpisodeTask, HarnessConfig
+from tsbench.harness.episode import EpisodeTask
+from tsbench.harness.rlm import RLMSettings
+from tsbench.harness.settings import HarnessSettings
 from tsbench.harness.single_pass import run_single_pass
 from tsbench.models.base import Message
 from tsbench.models.registry import get_model
@@ -142,7 +144,7 @@ def test_transcript_rebuilds_the_prompt_the_rlm_harness_sent(data_dir, tiny_chat
 
     row = next(iter_rows(data_dir / "train-precise.parquet"))
     task = EpisodeTask(row.id, row.category, row.regime, row.question, row.channel_names, row.values, row.options)
-    result = run_rlm(tiny_chat, task, HarnessConfig(max_turns=1, max_tokens=2), image=False)
+    result = run_rlm(tiny_chat, task, RLMSettings(max_turns=1, max_tokens=2), image=False)
     assert result.forced_final and [e["role"] for e in result.transcript] == ["system", "user", "notice", "assistant"]
     messages = sd.transcript_messages(result.transcript)
     assert [m["role"] for m in messages] == ["system", "user", "assistant"]
@@ -156,7 +158,7 @@ def test_single_pass_example_is_the_harness_prompt_plus_the_gold(data_dir, tiny_
     sample = ANOMALYXL.load(SampleRef("anomalyxl", str(path), row.id))
     example = sd.single_pass_example(tiny_chat.tokenizer, ANOMALYXL, sample, 300, {tiny_chat.tokenizer.eos_token_id})
     task = EpisodeTask(row.id, row.category, row.regime, row.question, row.channel_names, row.values, row.options)
-    result = run_single_pass(tiny_chat, task, HarnessConfig(text_budget_chars=300, max_tokens=1), image=False)
+    result = run_single_pass(tiny_chat, task, HarnessSettings(text_budget_chars=300, max_tokens=1), image=False)
     prompt = result.token_trace[0]["prompt_ids"]
     assert example.input_ids[: len(prompt)].tolist() == prompt
     assert (example.labels[: len(prompt)] == sd.IGNORE).all()

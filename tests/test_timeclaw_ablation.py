@@ -167,18 +167,14 @@ def test_ablation_board_on_a_tiny_cik_set(tmp_path):
 
 
 def test_setting_of_reads_the_run_config():
-    assert setting_of({"harness": "single-pass-text"}) == ("no tools", 0)
+    """The run's harness capabilities (run.json) say whether it played with tools; its config the rest."""
+    assert setting_of({"harness": "single-pass-text"}, tools=False) == ("no tools", 0)
     memory = {"memory_bank": "b", "top_k": 3}
-    assert setting_of({"harness": "single-pass-text", "memory": memory}) == ("w/o tools", 3)
-    assert setting_of({"harness": "single-pass-image", "memory": memory, "tools": {"tools_dir": "t"}}) == (
-        "w/o tools",
-        3,
-    )
-    assert setting_of({"harness": "tools", "memory": {"memory_bank": "b", "top_k": 0}}) == ("tools only", 0)
-    assert setting_of({"harness": "tools", "memory": {"memory_bank": "b", "top_k": 5}}) == ("+ memory", 5)
-    assert setting_of(
-        {"harness": "tools", "tools": {"tools_dir": "t"}, "memory": {"memory_bank": "b", "top_k": 3}}
-    ) == (
-        "full",
-        3,
-    )
+    assert setting_of({"harness": "single-pass-text", "memory": memory}, tools=False) == ("w/o tools", 3)
+    without = {"harness": "single-pass-image", "memory": memory, "tools": {"tools_dir": "t"}}
+    assert setting_of(without, tools=False) == ("w/o tools", 3)
+    assert setting_of({"harness": "tools", "memory": {"memory_bank": "b", "top_k": 0}}, tools=True) == ("tools only", 0)
+    assert setting_of({"harness": "tools", "memory": {"memory_bank": "b", "top_k": 5}}, tools=True) == ("+ memory", 5)
+    full = {"harness": "tools", "tools": {"tools_dir": "t"}, "memory": {"memory_bank": "b", "top_k": 3}}
+    assert setting_of(full, tools=True) == ("full", 3)
+    assert setting_of({"harness": "my-tool-loop", "tools_dir": "t"}, tools=True) == ("+ evolution", 0)

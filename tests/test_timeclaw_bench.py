@@ -14,7 +14,8 @@ from tsbench.core.answers import extract_choice
 from tsbench.core.config import build
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
-from tsbench.harness import EpisodeTask, HarnessConfig, get_harness
+from tsbench.harness import EpisodeTask, HarnessSettings, MemorySettings, get_harness
+from tsbench.harness.tools import ToolsSettings
 from tsbench.harness.toolset import Toolset, load_tools_dir
 from tsbench.models.base import Completion
 from tsbench.models.openai_model import OpenAIChatModel
@@ -24,7 +25,7 @@ from tsbench.tasks.cik.taskset import CiK
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
 from tsbench.timeclaw import build_memory, load_bank
 from tsbench.timeclaw.evolve import Candidate, EvolveReport, HeldOutTask, judge_candidate
-from tsbench.timeclaw.memory_wrapper import remembering
+from tsbench.timeclaw.memory_wrapper import Remembering
 
 FAST_RETRY = RetryPolicy(max_attempts=2, base_delay_s=0.01, max_delay_s=0.02, rate_limit_base_delay_s=0.01, jitter=0.0)
 
@@ -107,7 +108,7 @@ def test_a_tool_with_required_arguments_is_admitted_and_called_later(tmp_path):
         'ok:{"answer": "more volatile"}',
     ]
     with FakeOpenAIServer(script) as server:
-        result = get_harness("tools")(fake_model(server), task, HarnessConfig(tools_dir=str(tmp_path)))
+        result = get_harness("tools").run(fake_model(server), task, ToolsSettings(tools_dir=str(tmp_path)))
         offered = {t["function"]["name"]: t["function"] for t in server.bodies[0]["tools"]}
     assert offered["capm_regression"]["parameters"]["required"] == ["asset_channel", "market_channel"]
     refused, called = [e for e in result.transcript if e["role"] == "tool"]
@@ -210,9 +211,10 @@ def test_a_model_written_rationale_changes_the_answer(cik_data, tmp_path):
     [test_file] = family.resolve([str(cik_data)], seed=3, split="test", root=None, filters={})
     row_id = str(family.index([test_file], {})["id"].iloc[0])
     sample = family.load(SampleRef("cik", str(test_file), row_id))
-    harness = remembering(get_harness("single-pass-text"))
-    plain = harness(RuleFollower(), sample.task, HarnessConfig())
-    remembered = harness(RuleFollower(), sample.task, HarnessConfig(memory_bank=str(bank_path), top_k=1))
+    harness = get_harness("single-pass-text")
+    plain = harness.run(RuleFollower(), sample.task, HarnessSettings())
+    memory = MemorySettings(memory_bank=str(bank_path), top_k=1)
+    remembered = Remembering(harness, memory).run(RuleFollower(), sample.task, HarnessSettings())
     assert plain.final_message != remembered.final_message
     before = family.score(sample.task.category, sample.gold, plain.final_message)
     after = family.score(sample.task.category, sample.gold, remembered.final_message)

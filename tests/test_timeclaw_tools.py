@@ -13,12 +13,12 @@ from tsbench.baselines import build_policy
 from tsbench.core.config import build
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
-from tsbench.harness import EpisodeTask, HarnessConfig, get_harness
+from tsbench.harness import EpisodeTask, get_harness
 from tsbench.harness.runtime.observation import dropped_characters
 from tsbench.harness.runtime.sandbox import Sandbox
 from tsbench.harness.tool_constants import RESULT_TAG
 from tsbench.harness.tool_protocol import JsonTextProtocol, NativeProtocol, choose_protocol, parse_json_calls
-from tsbench.harness.tools import TOOLS_FINAL_NOTICE
+from tsbench.harness.tools import TOOLS_FINAL_NOTICE, ToolsSettings
 from tsbench.harness.toolset import (
     SEED_TOOL_NAMES,
     Toolset,
@@ -281,11 +281,11 @@ def test_discords_use_stumpy_with_a_warm_compile_cache():
 
 def test_tools_harnesses_resolve_by_name_and_differ_only_in_images():
     tools, with_images = get_harness("tools"), get_harness("tools-image")
-    assert (
-        tools.func is with_images.func
-        and tools.keywords == {"image": False}
-        and with_images.keywords == {"image": True}
-    )
+    assert isinstance(with_images, type(tools)) and tools.settings_class is with_images.settings_class
+    assert (tools.images, with_images.images) == (None, "observations")
+    assert {k: v for k, v in tools.capabilities().items() if k != "images"} == {
+        k: v for k, v in with_images.capabilities().items() if k != "images"
+    }
     with pytest.raises(ValueError, match="tools-image"):  # an unknown name lists the choices
         get_harness("tool")
 
@@ -353,7 +353,7 @@ def test_tool_errors_become_observations_not_crashes(tmp_path):
     script = ["tools:" + json.dumps(calls), 'ok:{"present": false}']
     task = small_task(synthetic_series(600))
     with FakeOpenAIServer(script) as server:
-        result = get_harness("tools")(fake_model(server), task, HarnessConfig(tools_dir=str(tmp_path / "tools")))
+        result = get_harness("tools").run(fake_model(server), task, ToolsSettings(tools_dir=str(tmp_path / "tools")))
         bodies = server.bodies
     assert result.final_message == '{"present": false}' and result.turns == 2 and not result.forced_final
     tools = [e for e in result.transcript if e["role"] == "tool"]
@@ -375,7 +375,7 @@ def test_tool_errors_become_observations_not_crashes(tmp_path):
 def test_last_turn_withdraws_tools_and_forces_the_answer():
     task = small_task(synthetic_series(600))
     with FakeOpenAIServer(default="tool:list_channels:{}") as server:
-        result = get_harness("tools")(fake_model(server), task, HarnessConfig(max_turns=2))
+        result = get_harness("tools").run(fake_model(server), task, ToolsSettings(max_turns=2))
         last = server.bodies[-1]
     assert result.forced_final and result.turns == 2 and result.code_cells == 1 and result.final_message == ""
     assert last["tool_choice"] == "none" and last["messages"][-1] == {"role": "user", "content": TOOLS_FINAL_NOTICE}
@@ -386,7 +386,7 @@ def test_plot_window_returns_an_image_for_vision_models():
     task = small_task(synthetic_series(600))
     script = ['tool:plot_window:{"channels": ["a"], "start": 100, "end": 400}', 'ok:{"present": false}']
     with FakeOpenAIServer(script) as server:
-        result = get_harness("tools-image")(fake_model(server), task, HarnessConfig())
+        result = get_harness("tools-image").run(fake_model(server), task, ToolsSettings())
         second = server.bodies[1]["messages"]
     tool = next(e for e in result.transcript if e["role"] == "tool")
     assert json.loads(tool["observation"]) == {"channels": ["a"], "start": 100, "end": 400, "image": "attached"}

@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 
 from tsbench.core.config import build
-from tsbench.testing.tiny_vlm import make_tiny_random_vlm
+from tsbench.models.tiny_vlm import make_tiny_random_vlm
 from tsbench.train.config import GRPOConfig
 from tsbench.train.grpo import train_grpo
 

@@ -9,8 +9,7 @@ import time
 import pytest
 
 from tsbench.core.episode import EpisodeTask
-from tsbench.harness.episode import HarnessConfig
-from tsbench.harness.file_agent import run_chain, run_file_agent
+from tsbench.harness.file_agent import FileAgentSettings, run_chain, run_file_agent
 from tsbench.harness.file_agent_prompts import SKILLS_EMPTY
 from tsbench.models.base import Completion
 from tsbench.tasks.timesage.prompt import period_meta, period_question
@@ -86,7 +85,10 @@ def test_sequential_mode_carries_state_and_compaction_replaces_it(tasks):
 
     policy = ScriptPolicy(script)
     outcomes = run_chain(
-        policy, tasks, HarnessConfig(mode="sequential", period_steps=3), after=lambda i, outcome: f"FEEDBACK-AFTER-{i}"
+        policy,
+        tasks,
+        FileAgentSettings(mode="sequential", period_steps=3),
+        after=lambda i, outcome: f"FEEDBACK-AFTER-{i}",
     )
     assert all(o.finished and o.result.final_message for o in outcomes)
     second = first_call(policy, 2)["messages"]
@@ -106,13 +108,13 @@ def test_sequential_mode_carries_state_and_compaction_replaces_it(tasks):
 
 def test_compaction_also_follows_the_input_token_threshold(tasks):
     policy = ScriptPolicy(lambda period, step: "Prose only: no kernel starts.", input_tokens=500)
-    outcomes = run_chain(policy, tasks[:2], HarnessConfig(mode="sequential", period_steps=2, compaction_tokens=100))
+    outcomes = run_chain(policy, tasks[:2], FileAgentSettings(mode="sequential", period_steps=2, compaction_tokens=100))
     assert [o.result.attributes["compacted"] for o in outcomes] == ["0", "1"]
 
 
 def test_independent_mode_starts_every_period_fresh(tasks):
     policy = ScriptPolicy(lambda period, step: "Prose only: no kernel starts.")
-    run_chain(policy, tasks[:2], HarnessConfig(mode="independent", period_steps=2), after=lambda i, o: "FEEDBACK")
+    run_chain(policy, tasks[:2], FileAgentSettings(mode="independent", period_steps=2), after=lambda i, o: "FEEDBACK")
     second = first_call(policy, 2)["messages"]
     assert [role for role, _ in second] == ["system", "user"] and "FEEDBACK" not in second[1][1]
 
@@ -139,7 +141,7 @@ def test_a_skill_induced_in_period_k_is_callable_from_k_plus_1_only(tasks):
         return FINISH
 
     policy = ScriptPolicy(script)
-    outcomes = run_chain(policy, tasks[:2], HarnessConfig(mode="independent", skills=True, period_steps=3))
+    outcomes = run_chain(policy, tasks[:2], FileAgentSettings(mode="independent", skills=True, period_steps=3))
     first, second = (o.result for o in outcomes)
     observation = next(e for e in first.transcript if e["role"] == "tool")["observation"]
     assert "NameError" in observation and "last_value" in observation  # not callable in the period that induced it
@@ -176,7 +178,7 @@ def test_the_literal_answer_dict_is_refused_as_a_skill(tasks):
             "final_answer(answer={'status': 'ample', 'latest_value': 1.0, 'summary': 's'}, report='r')",
         )
 
-    result = run_file_agent(ScriptPolicy(script), tasks[0], HarnessConfig(skills=True, period_steps=2))
+    result = run_file_agent(ScriptPolicy(script), tasks[0], FileAgentSettings(skills=True, period_steps=2))
     rejected = json.loads(result.attributes["skills_rejected"])
     assert rejected["answer_now"] == "returns the literal answer dict"  # a literal dict of constants
     assert rejected["answer_again"] == "returns the literal answer dict"  # its value equals the answer, spelled out
@@ -186,7 +188,7 @@ def test_the_literal_answer_dict_is_refused_as_a_skill(tasks):
 
 def test_a_period_without_final_answer_is_a_failure_not_an_error(tasks):
     policy = ScriptPolicy(lambda period, step: "I think the status is ample.")
-    result = run_file_agent(policy, tasks[0], HarnessConfig(period_steps=2))
+    result = run_file_agent(policy, tasks[0], FileAgentSettings(period_steps=2))
     assert result.final_message == "" and result.forced_final and result.turns == 2 and result.code_cells == 0
     assert result.attributes["final_answer"] == "no"
     assert "No code block found" in policy.calls[-1]["messages"][-1][1]
@@ -195,7 +197,7 @@ def test_a_period_without_final_answer_is_a_failure_not_an_error(tasks):
 
 def test_the_period_wall_clock_cuts_a_running_cell_and_a_late_answer_does_not_count(tasks):
     slow = code("import time", "time.sleep(30)", FINISH.split("\n")[1])  # sleeps past the 2 s period, then answers
-    result = run_file_agent(ScriptPolicy(lambda period, step: slow), tasks[0], HarnessConfig(period_wall_s=2))
+    result = run_file_agent(ScriptPolicy(lambda period, step: slow), tasks[0], FileAgentSettings(period_wall_s=2))
     assert result.final_message == "" and result.attributes["final_answer"] == "no"
     assert result.latency_s < 20  # the cell was cut at the period's end, not at the 300 s cell timeout
     assert [c["timed_out"] for e in result.transcript if e["role"] == "tool" for c in e["cells"]] == [True]
@@ -205,7 +207,7 @@ def test_the_period_wall_clock_cuts_a_running_cell_and_a_late_answer_does_not_co
             time.sleep(2.5)
             return super().generate(messages, **kwargs)
 
-    late = run_file_agent(SlowModel(lambda period, step: FINISH), tasks[0], HarnessConfig(period_wall_s=2))
+    late = run_file_agent(SlowModel(lambda period, step: FINISH), tasks[0], FileAgentSettings(period_wall_s=2))
     assert late.final_message == "" and late.attributes["final_answer"] == "no"
     notices = " ".join(e["content"] for e in late.transcript if e["role"] == "notice")
     assert "wall clock" in notices and "the period ended without final_answer" in notices

@@ -14,11 +14,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tsbench.core.config import build
 from tsbench.core.errors import UserError
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.rescore import rescore_run
 from tsbench.eval.runner import run_eval
-from tsbench.harness.episode import HarnessConfig
 from tsbench.leaderboard import build_leaderboard
 from tsbench.results import JOURNAL, RUN_JSON, load_samples, read_journal
 from tsbench.tasks.timesage.generate import generate_from_options
@@ -33,14 +33,18 @@ def ts_data(tmp_path_factory) -> Path:
 
 
 def _config(data: Path, out: Path, mode: str, tiers: list[str]) -> EvalConfig:
-    return EvalConfig(
-        model="scripted/timesage",
-        family="timesage",
-        data=[str(data)],
-        categories=tiers,
-        concurrency=2,
-        out=str(out),
-        harness_config=HarnessConfig(mode=mode, skills=True),
+    return build(
+        EvalConfig,
+        dict(
+            model="scripted/timesage",
+            family="timesage",
+            data=[str(data)],
+            categories=tiers,
+            concurrency=2,
+            out=str(out),
+            mode=mode,
+            skills=True,
+        ),
     )
 
 
@@ -217,7 +221,10 @@ def test_the_shipped_timesage_configs_build_and_the_floor_runs_from_the_command_
     sequential = build(
         EvalConfig, tomllib.loads((root / "openai_gpt-5.5__sequential__skills.toml").read_text())["eval"]
     )
-    assert (sequential.harness_config.mode, sequential.harness_config.skills) == ("sequential", True)
+    assert (sequential.harness_config.file_agent.mode, sequential.harness_config.file_agent.skills) == (
+        "sequential",
+        True,
+    )
 
     out = tmp_path / "floor"
     cmd = [

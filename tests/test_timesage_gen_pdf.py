@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from jail_episode import FINAL, ScriptedChat, attack_task, fenced
-from tsbench.harness import HarnessConfig, play
+from tsbench.harness import HarnessSettings, play
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -43,7 +43,7 @@ def test_pypdf_reads_a_prior_release_pdf_inside_the_jail():
     )
     model = ScriptedChat([fenced(block), FINAL])
     outcome = play(
-        model, "rlm", attack_task({"gt_source/2026-04.pdf": pdf}), HarnessConfig(max_turns=3, cell_timeout_s=60)
+        model, "rlm", attack_task({"gt_source/2026-04.pdf": pdf}), HarnessSettings(max_turns=3, cell_timeout_s=60)
     )
     assert outcome.error is None, outcome.error
     observations = [entry["observation"] for entry in outcome.result.transcript if entry["role"] == "tool"]

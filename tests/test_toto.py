@@ -1,6 +1,6 @@
 """Toto-1.0-QA (`toto/<checkpoint>`, Table 1's "Toto Qwen3-VL 32B" rows) on CPU, offline.
 
-The checkpoint is a tiny random one in ARFBench's layout (tsbench.testing.tiny_toto): a small Toto
+The checkpoint is a tiny random one in ARFBench's layout (models/tslm/tiny_toto.py): a small Toto
 from Datadog's own model code (toto-ts), random variate embedding and projector in ts_modules.pt,
 and a tiny random Qwen3-VL (the paper's backbone family) as the VLM. Covered: the series tokens and the plot in the inputs at
 two lengths, what trains (the text decoder's LoRA only), the SFT loss falling on 20 rows,
@@ -26,11 +26,11 @@ from tsbench.leaderboard.paper_rows import OUR_TSLM_SECTION  # noqa: E402
 from tsbench.models.tslm.build import LoraSpec  # noqa: E402
 from tsbench.models.tslm.model import InputTooLong  # noqa: E402
 from tsbench.models.tslm.settings import TSLMSettings  # noqa: E402
+from tsbench.models.tslm.tiny_toto import make_tiny_toto_checkpoint  # noqa: E402
 from tsbench.models.tslm.toto_checkpoint import build_for_sft  # noqa: E402
 from tsbench.results.store import load_samples  # noqa: E402
 from tsbench.tasks.anomalyxl.config import preset  # noqa: E402
 from tsbench.tasks.anomalyxl.generate import generate_split, update_manifest  # noqa: E402
-from tsbench.testing.tiny_toto import make_tiny_toto_checkpoint  # noqa: E402
 
 MAX_LENGTH, CHANNELS = 256, 4  # Toto's input window and channel slots, small for CPU
 

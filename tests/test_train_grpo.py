@@ -17,7 +17,7 @@ import torch
 
 from tsbench.core.config import build
 from tsbench.core.errors import UserError
-from tsbench.harness import EpisodeTask, HarnessConfig, play
+from tsbench.harness import EpisodeTask, HarnessSettings, play
 from tsbench.models.resolve import resolve_model
 from tsbench.tasks.anomalyxl.taskset import AnomalyXL
 from tsbench.tasks.base import Scored
@@ -64,7 +64,7 @@ def test_three_turn_rlm_episode_keeps_ids_and_masks_observations(smol_tokenizer)
     task = EpisodeTask(
         "t-1", "localize", "precise", "Is there an anomaly?", ["ch_00"], torch.linspace(0, 1, 64).numpy()[None, :]
     )
-    outcome = play(agent, "rlm", task, HarnessConfig(max_turns=3))
+    outcome = play(agent, "rlm", task, HarnessSettings(max_turns=3))
     assert outcome.finished and outcome.result.turns == 3 and outcome.result.forced_final
     observations = [e["observation"] for e in outcome.result.transcript if e["role"] == "tool"]
     assert observations[0].strip().endswith("64") and observations[1].strip().endswith("1")
@@ -518,6 +518,6 @@ def test_a_memory_bank_prefixes_training_episodes_through_the_memory_wrapper(smo
         env([key] * 2, types.SimpleNamespace(accelerator=Accelerator(cpu=True)))
         return smol_tokenizer.decode(scripted.prompts[0])
 
-    remembered = first_prompt(memory_bank=str(bank), top_k=2)
+    remembered = first_prompt(memory={"memory_bank": str(bank), "top_k": 2})  # [grpo] top_k is TRL's
     assert "precedent summary number" in remembered
     assert "precedent summary number" not in first_prompt()

@@ -191,6 +191,31 @@ def test_nested_settings_keep_their_own_defaults():
     assert cfg.rollout.engine == "vllm-server" and cfg.rewards.soft == 0.5  # with a judge: the public code's weight
 
 
+def test_training_plays_memory_through_the_wrapper_or_refuses_it_for_a_harness_without_memory():
+    """A memory bank in train-grpo is never silently ignored: a harness with the memory capability is
+    played inside TimeClaw's wrapper with its own settings class (test_train_grpo shows the prefix in
+    the policy's prompt); one without it (file-agent) is refused before anything loads."""
+    from tsbench.harness.tools import ToolsSettings
+    from tsbench.timeclaw.memory_wrapper import Remembering
+
+    bank = {"model": "local/smollm2-135m", "memory": {"memory_bank": "bank.parquet", "top_k": 2}}
+    harness, settings = build(GRPOConfig, {**bank, "harness": "tools"}).episode_setup()
+    assert isinstance(harness, Remembering) and harness.memory_settings.top_k == 2
+    assert type(settings) is ToolsSettings and settings.temperature == 1.0  # TRL's temperature, its own class
+    plain, _ = build(GRPOConfig, {"model": "local/smollm2-135m", "harness": "tools"}).episode_setup()
+    assert not isinstance(plain, Remembering)
+    problems = build(GRPOConfig, {**bank, "harness": "file-agent"}).harness_problems()
+    assert len(problems) == 1 and problems[0].startswith(
+        "memory_bank (--memory-bank) is a setting of [memory], which harness file-agent does not have "
+        "(it is read by single-pass-text, single-pass-image, rlm, rlm-image, tools, tools-image); top_k "
+    )
+    shadowed = build(GRPOConfig, {"model": "local/smollm2-135m", "memory_bank": "bank.parquet", "top_k": 2})
+    assert shadowed.derived_problems() == [  # [grpo] top_k is TRL's: refused, never memory's silently
+        "top_k is set by tsbench from plain temperature sampling; set that instead "
+        "(the precedents a memory bank retrieves are [grpo.memory] top_k)"
+    ]
+
+
 def test_presets_load_with_the_papers_settings():
     timerlm = build(GRPOConfig, read_toml_table(ROOT / "experiments/grpo/timerlm_qwen3.5-4b.toml", "grpo"))
     assert (timerlm.policy.model, timerlm.group_size, timerlm.batch_size, timerlm.loss_type, timerlm.warm_steps) == (

@@ -16,7 +16,7 @@ vf = pytest.importorskip(  # make setup installs it (Makefile: verifiers 0.4.0 p
 )
 
 from tsbench.core.errors import UserError  # noqa: E402
-from tsbench.harness import HarnessConfig, play  # noqa: E402
+from tsbench.harness import HarnessSettings, play  # noqa: E402
 from tsbench.harness.runtime import check_jail  # noqa: E402
 from tsbench.harness.runtime.sandbox import SandboxError  # noqa: E402
 from tsbench.interop.verifiers_env import MODULE, environment_config, load_environment, stream_request  # noqa: E402
@@ -76,7 +76,9 @@ def test_one_single_pass_rollout_is_scored_by_the_family_scorer(small_data, monk
     assert len(trace.calls) == 1  # the model call went through verifiers' interception and is on the trace
     with FakeOpenAIServer(default=f"ok:{reply}") as direct:  # the same row played by tsbench itself
         sample = get_taskset("anomalyxl").load(SampleRef("anomalyxl", task.data.path, task.data.id))
-        play(OpenAIChatModel("fake-model", base_url=direct.base_url), "single-pass-text", sample.task, HarnessConfig())
+        play(
+            OpenAIChatModel("fake-model", base_url=direct.base_url), "single-pass-text", sample.task, HarnessSettings()
+        )
     assert server.bodies[0]["messages"] == direct.bodies[0]["messages"]  # the same prompt, word for word
 
 

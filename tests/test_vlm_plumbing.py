@@ -9,15 +9,14 @@ import torch
 
 from tsbench.core.config import build
 from tsbench.core.errors import UserError
-from tsbench.harness import play
-from tsbench.harness.episode import HarnessConfig
+from tsbench.harness import HarnessSettings, play
 from tsbench.models.base import Message
 from tsbench.models.local_vlm import LocalVLMModel, encode_messages, load_processor
 from tsbench.models.registry import get_model
+from tsbench.models.tiny_vlm import make_tiny_random_vlm
 from tsbench.tasks.base import SampleRef
 from tsbench.tasks.trend.taskset import Trend, draw, make_row
 from tsbench.testing.tiny import make_small_vocab_llama
-from tsbench.testing.tiny_vlm import make_tiny_random_vlm
 from tsbench.train.config import GRPOConfig
 from tsbench.train.curriculum import task_keys
 
@@ -61,7 +60,7 @@ def trend_task(row_id: str):
 def test_local_vlm_is_chosen_and_its_prompt_holds_the_image(vlm_dir):
     model = get_model(f"local/{vlm_dir}", max_new_tokens=3)
     assert isinstance(model, LocalVLMModel)
-    outcome = play(model, "single-pass-image", trend_task("test-0-1"), HarnessConfig(max_tokens=3, temperature=1.0))
+    outcome = play(model, "single-pass-image", trend_task("test-0-1"), HarnessSettings(max_tokens=3, temperature=1.0))
     assert outcome.finished and outcome.result.transcript[1]["images"] == 1
     pad = model.processor.image_token_id
     rising, falling = draw(make_row("r")[1]), draw(-make_row("r")[1])

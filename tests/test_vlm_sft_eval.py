@@ -14,9 +14,9 @@ from tsbench.core.config import build
 from tsbench.core.errors import UserError
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
+from tsbench.models.tiny_vlm import make_tiny_random_vlm
 from tsbench.tasks.trend.taskset import QUESTION, Trend, draw, make_row
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
-from tsbench.testing.tiny_vlm import make_tiny_random_vlm
 from tsbench.train.sft import run_sft
 from tsbench.train.sft_config import SFTConfig
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from tsbench.baselines import decode
 from tsbench.baselines import features as F
+from tsbench.baselines.direct_policy import DirectPolicy
 from tsbench.baselines.feature_cache import RowFeatures, compute_row, extract_features, signal_key
 from tsbench.core.episode import EpisodeTask
 from tsbench.core.extras import check
@@ -414,11 +415,10 @@ def train_classical(
 # ---------------------------------------------------------------------------------------------
 
 
-class ClassicalModel:
+class ClassicalModel(DirectPolicy):
     """A reference policy that answers from the full-resolution series with the fitted heads."""
 
-    reference = "trained on the generator's train split"
-    harnesses = ("direct",)
+    knows = "trained on the generator's train split"
 
     def __init__(self, path: str):
         self.path = Path(path)
@@ -442,9 +442,6 @@ class ClassicalModel:
             task.category, task.length, list(task.channel_names), list(task.options), self.features(task)
         )
         return decode.answer_text(answer)
-
-    def close(self) -> None:
-        pass
 
 
 def build(path: str) -> ClassicalModel:

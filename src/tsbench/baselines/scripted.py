@@ -19,8 +19,7 @@ import json
 import re
 import time
 
-from tsbench.baselines.scripted_timesage import TimeSagePolicy
-from tsbench.models.base import Completion, Message, TaskInfo, ToolCall
+from tsbench.models.base import Agent, Completion, Message, TaskInfo, ToolCall
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.mcq import magnitude_band, start_bin
 
@@ -131,11 +130,9 @@ def decide(task: TaskInfo, summary: dict) -> str:
     return json.dumps({"answer": _option(opts, answer)})
 
 
-class ZScorePolicy:
-    harnesses = ("rlm", "rlm-image", "single-pass-text")
-
-    def __init__(self) -> None:
-        self.name = "scripted/zscore"
+class ZScorePolicy(Agent):
+    plays = ("rlm", "rlm-image", "single-pass-text")
+    name = "scripted/zscore"
 
     def generate(
         self, messages: list[Message], *, max_tokens=None, temperature=None, task: TaskInfo | None = None
@@ -152,9 +149,6 @@ class ZScorePolicy:
         else:
             text = _answer_from_prompt(task, messages)
         return Completion(text=text, latency_s=time.perf_counter() - started)
-
-    def close(self) -> None:
-        pass
 
 
 _STRIDE = re.compile(r"only every (\d+)-th sample is shown")
@@ -206,22 +200,17 @@ def _fallback(task: TaskInfo) -> str:
     )
 
 
-class TrivialCodePolicy:
+class TrivialCodePolicy(Agent):
     """`scripted/trivial-code`: writes `1+1` every turn until the budget ends. It measures harness overhead."""
 
-    harnesses = ("rlm", "rlm-image")
-
-    def __init__(self) -> None:
-        self.name = "scripted/trivial-code"
+    plays = ("rlm", "rlm-image")
+    name = "scripted/trivial-code"
 
     def generate(
         self, messages: list[Message], *, max_tokens=None, temperature=None, task: TaskInfo | None = None
     ) -> Completion:
         text = "```python\n1+1\n```" if task is None or task.code_execution else "{}"
         return Completion(text=text)
-
-    def close(self) -> None:
-        pass
 
 
 def kind_from_window(window: dict) -> str:
@@ -273,15 +262,19 @@ def _read_scan(messages: list[Message]) -> dict | None:
     return None
 
 
-class ToolsPolicy:
-    """`scripted/tools` (native_tools) and `scripted/tools-json`: play the tools harness by tool calls."""
+class ToolsPolicy(Agent):
+    """`scripted/tools`: plays the tools harness by native tool calls (`scripted/tools-json`: by the JSON
+    text protocol); under any other harness it is `scripted/zscore`."""
 
-    harnesses = ("tools", "tools-image", "rlm", "rlm-image", "single-pass-text")
+    plays = ("tools", "tools-image", "rlm", "rlm-image", "single-pass-text")
+    name = "scripted/tools"
 
-    def __init__(self, native: bool = True) -> None:
-        self.native_tools = native
-        self.name = "scripted/tools" if native else "scripted/tools-json"
+    def __init__(self) -> None:
         self._zscore = ZScorePolicy()
+
+    @classmethod
+    def native_tools(cls) -> bool:
+        return True
 
     def generate(
         self,
@@ -311,20 +304,12 @@ class ToolsPolicy:
         text = decide(task, summary_from_scan(task, scan)) if scan else _fallback(task)
         return Completion(text=text, latency_s=time.perf_counter() - started)
 
-    def close(self) -> None:
-        pass
 
+class JsonToolsPolicy(ToolsPolicy):
+    """`scripted/tools-json`: the tools policy without native function calling."""
 
-POLICIES = {
-    "zscore": ZScorePolicy,
-    "trivial-code": TrivialCodePolicy,
-    "tools": ToolsPolicy,
-    "tools-json": lambda: ToolsPolicy(native=False),
-    "timesage": TimeSagePolicy,
-}
+    name = "scripted/tools-json"
 
-
-def build(name: str):
-    if name not in POLICIES:
-        raise LookupError(name)
-    return POLICIES[name]()
+    @classmethod
+    def native_tools(cls) -> bool:
+        return False

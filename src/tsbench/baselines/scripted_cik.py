@@ -1,4 +1,4 @@
-"""`scripted-cik/persistence`: a deterministic CiK forecaster that sees only what a model sees.
+"""`scripted/cik-persistence` (formerly `scripted-cik/persistence`): a deterministic CiK forecaster that sees only what a model sees.
 
 It forecasts the last history value of the prompt's <history> block for every horizon step (the
 levels 0.1, 0.5, 0.9 spread by 1 % of the level, in TimeClaw's quantile format), shifted by the amount
@@ -15,7 +15,7 @@ import re
 
 import numpy as np
 
-from tsbench.models.base import Completion, Message, TaskInfo, ToolCall
+from tsbench.models.base import Agent, Completion, Message, TaskInfo, ToolCall
 
 LIFT = re.compile(r"lift the forecast by (-?\d+(?:\.\d+)?)")
 HORIZON = re.compile(r"at these (\d+) timestamps")
@@ -33,10 +33,13 @@ def _last_value(text: str) -> float:
     return float(rows[-1].rstrip(")").split(",")[-1]) if rows else 0.0
 
 
-class PersistencePolicy:
-    harnesses = ("tools", "single-pass-text")
-    native_tools = True
-    name = "scripted-cik/persistence"
+class PersistencePolicy(Agent):
+    plays = ("tools", "single-pass-text")
+    name = "scripted/cik-persistence"
+
+    @classmethod
+    def native_tools(cls) -> bool:
+        return True
 
     def generate(
         self,
@@ -65,12 +68,3 @@ class PersistencePolicy:
         level = _last_value(text) + lift
         rows = [[round(level * (1 + d), 6) for d in (-0.01, 0.0, 0.01)]] * horizon
         return Completion(_answer(rows), input_tokens=tokens, output_tokens=20)
-
-    def close(self) -> None:
-        pass
-
-
-def build(name: str):
-    if name != "persistence":
-        raise LookupError(name)
-    return PersistencePolicy()

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from tsbench.models.base import Completion, Message, TaskInfo
+from tsbench.models.base import Agent, Completion, Message, TaskInfo
 
 RESULT_TAG = "TIMESAGE_RESULT"
 SKILL_NAME = "load_table"
@@ -334,10 +334,10 @@ def _result(messages: list[Message]) -> dict | None:
     return None
 
 
-class TimeSagePolicy:
+class TimeSagePolicy(Agent):
     """The scripted file agent (see the module docstring)."""
 
-    harnesses = ("file-agent",)
+    plays = ("file-agent",)
     name = "scripted/timesage"
 
     def generate(
@@ -384,6 +384,3 @@ class TimeSagePolicy:
             "dtype={'date': str}).\nIdioms: apply each field's x-rule from answer_schema.json.\n"
             f"Pitfalls: answer exactly the required keys.\nRecap:\n{recap}"
         )
-
-    def close(self) -> None:
-        pass

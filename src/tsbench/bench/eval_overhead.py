@@ -22,8 +22,8 @@ from tsbench.bench.common import Ratio, interleaved, load_average, spread
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.executors.threads import ThreadExecutor
 from tsbench.eval.runner import run_eval
-from tsbench.harness import EpisodeTask, HarnessConfig
-from tsbench.harness.rlm import run_rlm
+from tsbench.harness import EpisodeTask
+from tsbench.harness.rlm import RLMSettings, run_rlm
 from tsbench.harness.runtime.bare import BareKernel
 from tsbench.tasks.anomalyxl.config import preset
 from tsbench.tasks.anomalyxl.generate import generate_split
@@ -74,7 +74,7 @@ def rlm_turn_samples(rounds: int = 3, turns: int = 60) -> dict[str, list[float]]
             bare.run("1+1")
         for _ in range(rounds):
             policy = _PairedTurnPolicy(bare)
-            run_rlm(policy, task, HarnessConfig(max_turns=turns + 2), image=False)
+            run_rlm(policy, task, RLMSettings(max_turns=turns + 2), image=False)
             samples["rlm"].append(statistics.median(policy.turns[1:]))  # the first follows the kernel start
             samples["bare"].append(statistics.median(policy.bares[1:]))
     return samples

@@ -94,11 +94,10 @@ def _zscore_task(category: str, length: int):
 def measure_pooled_episodes(category: str, length: int, rounds: int = 3) -> dict:
     """Seconds of whole RLM episodes of scripted/zscore, cold vs from a pool, interleaved."""
     from tsbench.baselines import build_policy
-    from tsbench.harness import HarnessConfig
-    from tsbench.harness.rlm import run_rlm
+    from tsbench.harness.rlm import RLMSettings, run_rlm
     from tsbench.harness.runtime.pool import JailPool, use_pool
 
-    task, cfg = _zscore_task(category, length), HarnessConfig()
+    task, cfg = _zscore_task(category, length), RLMSettings()
     with JailPool(1) as pool:
 
         def episode(pooled: bool) -> float:

@@ -21,18 +21,16 @@ def run_generate(out: str) -> int:
 
 
 def run_scripted(data: str, out: str, mode: str, skills: bool) -> dict:
+    from tsbench.core.config import build
     from tsbench.eval.config import EvalConfig
     from tsbench.eval.runner import run_eval
-    from tsbench.harness.episode import HarnessConfig
     from tsbench.results import load_samples
 
-    cfg = EvalConfig(
-        model="scripted/timesage",
-        family="timesage",
-        data=[data],
-        concurrency=1,
-        out=out,
-        harness_config=HarnessConfig(mode=mode, skills=skills),
+    cfg = build(
+        EvalConfig,
+        dict(
+            model="scripted/timesage", family="timesage", data=[data], concurrency=1, out=out, mode=mode, skills=skills
+        ),
     )
     started = time.perf_counter()
     run_eval(cfg)

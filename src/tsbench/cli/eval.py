@@ -34,7 +34,7 @@ def eval_cmd(
     config: Optional[Path] = typer.Option(
         None,
         help="A TOML file from experiments/ ([eval] table; harness "
-        "sections [eval.rlm], [eval.tools], [eval.memory], [eval.file-agent]); "
+        "sections [eval.rlm], [eval.tools], [eval.memory], [eval.file-agent], and a plugin harness's own); "
         "flags override it.",
     ),
     task_arg: Optional[list[str]] = typer.Option(  # noqa: UP045 - typer needs a runtime type
@@ -56,8 +56,8 @@ def eval_cmd(
 ) -> None:
     """Evaluate a model under a harness; re-running the same command resumes.
 
-    Every setting is a flag of its field's name and a key of the [eval] table (src/tsbench/eval/config.py,
-    src/tsbench/harness/episode.py)."""
+    Every setting is a flag of its field's name and a key of the [eval] table (src/tsbench/eval/config.py;
+    each harness's own in its section, src/tsbench/harness/settings.py)."""
     from tsbench.eval.runner import RunProgress, run_eval
 
     settings = read_toml_table(config, "eval") if config else {}

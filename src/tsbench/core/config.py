@@ -1,8 +1,8 @@
 """Settings dataclasses from TOML tables and flags, one rule for every stage.
 
 A config dataclass may nest others (EvalConfig holds a HarnessConfig, which holds one section per
-harness). Keys may be given flat (`max_turns = 15` under [eval]) or as the nested table
-([eval.harness_config], [eval.harness_config.rlm]); a key or table that no dataclass has is an
+harness: harness/settings.py). Keys may be given flat (`max_turns = 15`, `depth = 1` under [eval])
+or as the nested table ([eval.rlm], [eval.harness_config.rlm]); a key or table that no dataclass has is an
 error naming it with a did-you-mean, never silently dropped. Every value is converted to its
 field's type and checked against the field's declared bounds (core/settings.py) before anything
 runs: a bad one is one line.
@@ -16,12 +16,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tsbench.core.errors import UserError
-from tsbench.core.settings import check, convert, nested, sections, spec_map, specs, suggest
+from tsbench.core.settings import check, convert, nested, spec_map, specs, suggest
 
 T = TypeVar("T")
 # The top-level tables a config file may hold: one per command that reads configs.
 CONFIG_TABLES = ("eval", "grpo", "sft")
-_nested = nested
 
 
 def field_names(cls: type) -> set[str]:
@@ -41,32 +40,21 @@ def _field_default(cls: type, name: str) -> Any:
 
 
 def _unknown(cls: type, values: dict[str, Any], where: str) -> None:
-    known = field_names(cls) | {name.replace("-", "_") for name in sections(cls)}
+    known = field_names(cls)
     unknown = sorted(set(values) - known)
+    if unknown and (section := cls.__dict__.get("SECTION")):  # a harness's own table, [eval.tools]
+        first, members = unknown[0], [f.name for f in dataclasses.fields(cls)]
+        raise UserError(
+            f"unknown key {first} in [{section}]{suggest(first, members)}; [{section}] holds {', '.join(members)}"
+        )
     if unknown:
         first = unknown[0]
         raise UserError(f"unknown setting(s) {', '.join(unknown)}{suggest(first, known)} ({where})")
 
 
-def _open_sections(cls: type, values: dict[str, Any]) -> None:
-    """Inline section tables ([eval.rlm] depth = 1 is depth = 1), refusing keys the section lacks."""
-    known = field_names(cls)
-    for name, members in sections(cls).items():
-        key = name.replace("-", "_")
-        if key in known or not isinstance(values.get(key), dict):
-            continue
-        for inner, value in values.pop(key).items():
-            inner = str(inner).replace("-", "_")
-            if inner not in members:
-                raise UserError(
-                    f"unknown key {inner} in [{name}]{suggest(inner, members)}; [{name}] holds {', '.join(members)}"
-                )
-            values[inner] = value
-
-
 def _fold_aliases(cls: type, values: dict[str, Any]) -> None:
     """A key spelled as one of a setting's old names (`aliases`, `--steps` for max_steps) is that setting."""
-    own = field_names(cls) | {name.replace("-", "_") for name in sections(cls)}  # [eval.tools] is a section
+    own = field_names(cls)  # [eval.tools] is a nested section: its name is a field
     for spec in specs(cls):
         for alias in spec.meta.get("aliases") or ():
             key = alias.lstrip("-").replace("-", "_")
@@ -85,7 +73,6 @@ def build(cls: type[T], values: dict[str, Any], *, where: str = "settings", base
     values = {str(k).replace("-", "_"): v for k, v in values.items()}  # [eval.file-agent] = file_agent
     if _top:
         _fold_aliases(cls, values)
-    _open_sections(cls, values)
     inner_classes = nested(cls)
     own = {f.name for f in dataclasses.fields(cls)}
     _unknown(cls, values, where)

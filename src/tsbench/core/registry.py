@@ -1,4 +1,5 @@
-"""Things chosen by name (task families, model providers, harnesses, executors): one lookup for all.
+"""Things chosen by name (task families, model providers, harnesses, executors, reference policies,
+leaderboard boards): one lookup for all.
 
 A `Registry` maps a name to a lazy target, "module:attribute" (optionally with keyword arguments,
 bound with functools.partial on load), so choosing one thing never imports the others. Its names
@@ -10,8 +11,10 @@ tsbench:
     [project.entry-points."tsbench.plugins"]
     "family.spikes" = "my_pkg.spikes:SpikeCount"      # a Taskset class or instance
     "provider.myapi" = "my_pkg.api:build_model"       # (name, options) -> ChatModel
-    "harness.my-loop" = "my_pkg.loop:run_episode"     # (agent, EpisodeTask, HarnessConfig) -> EpisodeResult
+    "harness.my-loop" = "my_pkg.loop:Loop"            # a tsbench.harness.Harness subclass (or an episode function)
     "executor.slurm" = "my_pkg.slurm:SlurmExecutor"   # Executor class, called with its options
+    "policy.scripted/mine" = "my_pkg.policy:Mine"     # a reference policy (a tsbench.models.base.Agent)
+    "board.my-board" = "my_pkg.board:attach"          # leaderboard sections a family names (TaskFamily.boards)
 
 A built-in name wins over a plugin of the same name (the plugin is skipped with a warning), so an
 installed package cannot silently replace what a run recorded. An unknown name is a UserError
@@ -31,8 +34,14 @@ from typing import Any, NamedTuple
 from tsbench.core.errors import UserError
 
 PLUGIN_GROUP = "tsbench.plugins"
-KINDS = ("family", "provider", "harness", "executor")
-NOUNS = {"family": "task family", "provider": "model provider"}  # how an error names the kind
+KINDS = ("family", "provider", "harness", "executor", "policy", "board")
+# how an error names the kind
+NOUNS = {
+    "family": "task family",
+    "provider": "model provider",
+    "policy": "reference policy",
+    "board": "leaderboard board",
+}
 
 log = logging.getLogger(__name__)
 

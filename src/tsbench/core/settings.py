@@ -38,12 +38,11 @@ def setting(
     choices: tuple | None = None,
     answers: bool = True,
     aliases: tuple[str, ...] = (),
-    section: str | None = None,
 ) -> Any:
     """A dataclass field with its docstring and bounds. `answers=False` marks a setting that
     cannot change what a row's answer is (where results go, how many run at once, which rows):
-    resume ignores it. `aliases` are old flag spellings, accepted but not shown. `section` names the
-    harness section a setting belongs to ([eval.rlm] in TOML, its own group in --help)."""
+    resume ignores it. `aliases` are old flag spellings, accepted but not shown. The harness section
+    a setting belongs to ([eval.rlm] in TOML, its own group in --help) is its class's SECTION."""
     meta = {
         "doc": doc,
         "ge": ge,
@@ -53,7 +52,6 @@ def setting(
         "choices": choices,
         "answers": answers,
         "aliases": aliases,
-        "section": section,
     }
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=meta)
@@ -164,9 +162,10 @@ def _declaring_class(cls: type, name: str) -> type | None:
     return None
 
 
-def _from_library(cls: type, name: str) -> bool:
+def _from_library(cls: type, name: str, metadata: Any) -> bool:
+    """Declared by a library's class (TRL's), not with `setting(...)`: a plugin's settings are flags too."""
     owner = _declaring_class(cls, name)
-    return owner is not None and not owner.__module__.split(".")[0].startswith("tsbench")
+    return owner is not None and not owner.__module__.startswith("tsbench") and "doc" not in metadata
 
 
 def nested(cls: type) -> dict[str, type]:
@@ -193,8 +192,8 @@ def _specs(cls: type, section: tuple[str, ...]) -> tuple[Spec, ...]:
             continue
         base, is_list, optional = _unwrap(hints[f.name])
         meta = dict(f.metadata)
-        meta["section"] = meta.get("section") or _declaring_section(cls, f.name)
-        meta["library"] = _from_library(cls, f.name)
+        meta["section"] = _declaring_section(cls, f.name)
+        meta["library"] = _from_library(cls, f.name, f.metadata)
         doc = (
             f.metadata.get("doc")
             or next((attribute_docs(c)[f.name] for c in cls.__mro__ if f.name in attribute_docs(c)), "")
@@ -321,15 +320,6 @@ def get(obj: Any, spec: Spec) -> Any:
 def answer_settings(obj: Any) -> dict[str, Any]:
     """Every setting that can change an answer, by name: what a resumed run must match."""
     return {s.name: get(obj, s) for s in specs(type(obj)) if s.answers}
-
-
-def sections(cls: type) -> dict[str, list[str]]:
-    """Section name -> the settings declared in it (setting(section=...))."""
-    out: dict[str, list[str]] = {}
-    for spec in specs(cls):
-        if spec.meta.get("section"):
-            out.setdefault(spec.meta["section"], []).append(spec.name)
-    return out
 
 
 def suggest(word: str, known: typing.Iterable[str], cutoff: float = 0.6) -> str:

@@ -14,10 +14,11 @@ from dataclasses import asdict, dataclass, field
 
 from tsbench.core.settings import answer_settings, setting
 from tsbench.core.text import short_model_name
-from tsbench.harness.episode import HarnessConfig
+from tsbench.harness.settings import HarnessConfig, HarnessSettings
 from tsbench.models.retry import DEFAULT_TIMEOUT_S, RetryPolicy
 
 _RETRY = RetryPolicy()
+DEFAULT_FAMILY = "anomalyxl"  # run names leave the default family out
 
 
 def _no_answers(default, doc: str, **bounds):
@@ -79,7 +80,7 @@ class EvalConfig(JudgeSettings):
         "file-agent, or direct (reference policies) [rlm; direct for detector/ and classical/; "
         "the family's own where it has one].",
     )
-    family: str = setting("anomalyxl", "Task family (or module:attribute for one of your own).")
+    family: str = setting(DEFAULT_FAMILY, "Task family (or module:attribute for one of your own).")
     data: list[str] = setting(
         doc="Dataset file(s) or a seed dir [data/<family>/seed<seed>].", factory=list, answers=False
     )
@@ -205,12 +206,10 @@ def settings_diff(old: dict, new: dict) -> list[str]:
     return [f"{key}: {old[key]!r} → {new[key]!r}" for key in new if key in old and old[key] != new[key]]
 
 
-def run_name(cfg: EvalConfig) -> str:
-    """`<model>__<harness>[...]`, the model by its short name (a path-named server model by its folder)."""
+def run_name(cfg: EvalConfig, settings: HarnessSettings) -> str:
+    """The default run directory's name: the model by its short name (a path-named server model by its
+    folder); `settings` are the harness's own (they add e.g. __d1, __sequential)."""
     slug = short_model_name(cfg.model).replace("/", "_").replace(":", "_")
-    family = "" if cfg.family == "anomalyxl" else f"{cfg.family.replace(':', '_').replace('.', '_')}__"
-    depth = f"__d{cfg.harness_config.depth}" if cfg.harness_config.depth else ""
-    hc = cfg.harness_config
-    variant = (f"__{hc.mode}" if hc.mode != "independent" else "") + ("__skills" if hc.skills else "")
+    family = "" if cfg.family == DEFAULT_FAMILY else f"{cfg.family.replace(':', '_').replace('.', '_')}__"
     judge = f"__judge-{cfg.judge.replace('/', '_').replace(':', '_')}" if cfg.judge else ""
-    return f"{family}{slug}__{cfg.harness}{depth}{variant}{judge}"
+    return f"{family}{slug}__{cfg.harness}{settings.name_suffix()}{judge}"

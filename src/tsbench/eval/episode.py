@@ -4,14 +4,16 @@ A job names its sample by reference (family, file, id), its agent by spec string
 by name, so a thread, a process or a Ray worker on another machine can run it from the job
 alone. The records it returns are results-schema rows; the coordinator journals them.
 
-A job may be a chain (TimeSage sequential mode): `ref` then `chain`, played in order by one agent
-state through the harness module's `run_chain`, each sample scored as it ends so the next one can
-start with its feedback. A family that scores with a judge gets its options in `scoring`.
+A job carries its harness's own settings (`harness_config`, built and checked by the coordinator,
+harness/settings.py) and, when the run names a bank, TimeClaw's [memory] settings, played around the
+harness by the memory wrapper. A job may be a chain (TimeSage sequential mode): `ref` then `chain`,
+played in order by one agent state through the harness's `run_chain` (harnesses that declare the
+chains capability), each sample scored as it ends so the next one can start with its feedback. A
+family that scores with a judge gets its options in `scoring`.
 """
 
 from __future__ import annotations
 
-import importlib
 import threading
 import time
 import traceback
@@ -20,12 +22,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tsbench.eval.agents import AgentCache
-from tsbench.harness import HARNESSES, EpisodeOutcome, HarnessConfig, get_harness, play
+from tsbench.harness import EpisodeOutcome, HarnessSettings, MemorySettings, get_harness, play
 from tsbench.models.base import Message
 from tsbench.results.records import apply_outcome, apply_score, finish, new_record
 from tsbench.tasks import get_taskset
 from tsbench.tasks.base import JudgeReply, Sample, SampleRef
-from tsbench.timeclaw.memory_wrapper import remembering
+from tsbench.timeclaw.memory_wrapper import Remembering
 
 
 @dataclass(frozen=True)
@@ -34,10 +36,11 @@ class EpisodeJob:
     epoch: int
     model: str
     harness: str
-    harness_config: HarnessConfig = field(default_factory=HarnessConfig)
+    harness_config: HarnessSettings = field(default_factory=HarnessSettings)  # the harness's own settings
     model_options: tuple[tuple[str, object], ...] = ()  # (name, value) pairs, None values dropped
     chain: tuple[SampleRef, ...] = ()  # samples the same agent state plays after `ref`, in order
     scoring: tuple[tuple[str, object], ...] = ()  # the family scorer's options (judge, run_dir)
+    memory: MemorySettings | None = None  # TimeClaw's memory around the harness (None: none)
 
     @property
     def key(self) -> tuple[str, int]:
@@ -88,7 +91,7 @@ def _record(job: EpisodeJob, sample: Sample, outcome: EpisodeOutcome, score, sec
         columns={"category": sample.task.category, **sample.columns},
         model=job.model,
         harness=job.harness,
-        depth=job.harness_config.depth,
+        depth=job.harness_config.recursion_depth,
         gold=sample.gold,
     )
     apply_outcome(record, outcome)
@@ -115,15 +118,14 @@ def execute_job(job: EpisodeJob, agents: AgentCache, samples: list[Sample] | Non
     agent = agents.get(job.model, dict(job.model_options))
     if samples is None:
         samples = [taskset.load(ref) for ref in job.refs]
+    harness = get_harness(job.harness)
+    if job.memory is not None:
+        harness = Remembering(harness, job.memory)
     if not job.chain:
         sample = samples[0]
         started = time.perf_counter()
-        outcome = play(agent, remembering(get_harness(job.harness)), sample.task, job.harness_config)
+        outcome = play(agent, harness, sample.task, job.harness_config)
         return [_record(job, sample, outcome, score, time.perf_counter() - started)[0]]
-    module, _, kwargs = HARNESSES[job.harness]
-    run_chain = getattr(importlib.import_module(module), "run_chain", None)
-    if run_chain is None:
-        raise ValueError(f"harness {job.harness} cannot play a chain of samples")
     records: list[dict] = []
     clock = [time.perf_counter()]
 
@@ -134,7 +136,7 @@ def execute_job(job: EpisodeJob, agents: AgentCache, samples: list[Sample] | Non
         records.append(record)
         return None if scored is None else taskset.feedback(samples[index], scored)
 
-    run_chain(agent, [s.task for s in samples], job.harness_config, after, **kwargs)
+    harness.run_chain(agent, [s.task for s in samples], harness.settings(job.harness_config), after)
     return records
 
 
@@ -151,7 +153,7 @@ def failed_record(job: EpisodeJob, exc: BaseException, kind: str = "internal") -
             columns={},
             model=job.model,
             harness=job.harness,
-            depth=job.harness_config.depth,
+            depth=job.harness_config.recursion_depth,
             gold=None,
         )
         apply_outcome(record, EpisodeOutcome(None, kind, detail))

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from tsbench.core.errors import UserError
-from tsbench.eval.config import EvalConfig, result_settings, run_name, settings_diff
+from tsbench.eval.config import EvalConfig, result_settings, settings_diff
 from tsbench.results import RUN_JSON, load_run
 
 
@@ -38,14 +38,14 @@ def stamped(folder: Path, name: str, now: datetime | None = None) -> Path:
     return candidate
 
 
-def choose_run_dir(cfg: EvalConfig, identity: dict) -> tuple[Path, str | None]:
-    """The run dir and, when it is not the one the command names by default, a line saying why."""
+def choose_run_dir(cfg: EvalConfig, identity: dict, name: str) -> tuple[Path, str | None]:
+    """The run dir and, when it is not the one the command names by default (`name`, eval/config.py's
+    run_name), a line saying why."""
     if cfg.out:
         if cfg.new_run:
             raise UserError("--new-run makes a timestamped dir under --log-dir: give it without --out")
         return Path(cfg.out), None
     folder = Path(cfg.log_dir or "results")
-    name = run_name(cfg)
     if cfg.new_run:
         return stamped(folder, name), None
     default = folder / name

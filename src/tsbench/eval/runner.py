@@ -23,15 +23,15 @@ from tsbench.core.own_folder import check_replaceable
 from tsbench.core.provenance import checked_identity, git_commit, versions, write_json
 from tsbench.core.settings import check as check_settings
 from tsbench.core.tracking import check_targets
-from tsbench.eval.agents import AgentCache, check_combination, check_pairing, default_harness, reference_note
-from tsbench.eval.config import EvalConfig, result_settings
+from tsbench.eval.agents import AgentCache, check_before_building, check_pairing
+from tsbench.eval.config import EvalConfig, result_settings, run_name
 from tsbench.eval.episode import EpisodeJob
 from tsbench.eval.executors import ExecutorOptions, OnInterrupt, executor_class
 from tsbench.eval.run_dir import choose_run_dir, settings_conflict
 from tsbench.eval.selection import select_rows
 from tsbench.eval.task_results import task_results
 from tsbench.eval.tracking import open_reporters
-from tsbench.harness import KERNEL_HARNESSES
+from tsbench.harness import Harness, HarnessSettings, MemorySettings, get_harness, memory_for
 from tsbench.harness.tool_specs import load_tools_dir
 from tsbench.results import RESULTS_JSON, RUN_JSON, Journal, consolidate, load_run, load_samples, now_utc, results_json
 from tsbench.results.journal import read_journal_report
@@ -79,7 +79,33 @@ class RunProgress:
         return mean, (var / len(values)) ** 0.5
 
 
-def _open_run_dir(cfg: EvalConfig, out: Path, identity: dict, reference: str | None, variant: str = "") -> dict:
+@dataclass(frozen=True)
+class Play:
+    """What the run's episodes are played with: the harness, its own settings, the memory around it."""
+
+    harness: Harness
+    settings: HarnessSettings
+    memory: MemorySettings | None
+
+
+def _play(cfg: EvalConfig, name: str) -> Play:
+    """The harness `name` and its settings from the run's, every setting that does not apply refused."""
+    harness = get_harness(name)
+    memory = memory_for(harness, cfg.harness_config)
+    return Play(harness, harness.settings(cfg.harness_config, memory=True), memory)
+
+
+def jails_to_pool(cfg: EvalConfig, play: Play, episodes: int) -> int:
+    """Jails to pre-start for the run: one per concurrent episode of a kernel harness (`Harness.kernel`,
+    a plugin's as a built-in's), never more than the run has episodes; none when unjailed."""
+    if not (cfg.jail_pool and play.harness.kernel and not play.settings.unsafe_sandbox):
+        return 0
+    return min(cfg.concurrency, episodes)
+
+
+def _open_run_dir(
+    cfg: EvalConfig, out: Path, identity: dict, reference: str | None, play: Play, variant: str = ""
+) -> dict:
     """Create or reopen the run dir; refuse to mix results of different settings unless --overwrite."""
     settings = result_settings(cfg)
     if (out / RUN_JSON).exists() and not cfg.overwrite:
@@ -100,9 +126,10 @@ def _open_run_dir(cfg: EvalConfig, out: Path, identity: dict, reference: str | N
         "family": cfg.family,
         "model": cfg.model,
         "harness": cfg.harness,
-        "depth": cfg.harness_config.depth,
+        "harness_capabilities": play.harness.capabilities(),
+        "depth": play.settings.recursion_depth,
         "reference": reference,
-        "unsafe_sandbox": cfg.harness_config.unsafe_sandbox,
+        "unsafe_sandbox": play.settings.unsafe_sandbox,
         "settings": settings,
         "config": flat(cfg),
         "dataset": identity,
@@ -119,7 +146,12 @@ def _open_run_dir(cfg: EvalConfig, out: Path, identity: dict, reference: str | N
 
 
 def _jobs(
-    cfg: EvalConfig, rows: pd.DataFrame, pending: dict[str, list[int]], chains: list[list[str]] | None, scoring: tuple
+    cfg: EvalConfig,
+    play: Play,
+    rows: pd.DataFrame,
+    pending: dict[str, list[int]],
+    chains: list[list[str]] | None,
+    scoring: tuple,
 ) -> Iterator[EpisodeJob]:
     options = tuple(sorted((k, v) for k, v in cfg.model_options().items() if v is not None))
     if chains is not None:  # the family plays these rows in order with one agent state; a chain with
@@ -132,10 +164,11 @@ def _jobs(
                     epoch,
                     cfg.model,
                     cfg.harness,
-                    cfg.harness_config,
+                    play.settings,
                     options,
                     chain=tuple(refs[1:]),
                     scoring=scoring,
+                    memory=play.memory,
                 )
         return
     for row in rows.itertuples(index=False):  # file order: consecutive jobs share row groups
@@ -145,9 +178,10 @@ def _jobs(
                 epoch,
                 cfg.model,
                 cfg.harness,
-                cfg.harness_config,
+                play.settings,
                 options,
                 scoring=scoring,
+                memory=play.memory,
             )
 
 
@@ -158,33 +192,28 @@ def run_eval(
     on_interrupt: OnInterrupt | None = None,
 ) -> Path:
     """Evaluate, resuming whatever the run dir already holds; returns the run dir."""
-    hc = cfg.harness_config
     check_settings(cfg)  # declared types and bounds (core/settings.py), also for configs built in Python
     if not cfg.model:
         raise UserError("--model is required (or a --config that sets model)")
     check_targets(cfg.report_to)
     taskset = get_taskset(cfg.family)
     agents = AgentCache()
-    if cfg.harness and (foreign := hc.foreign_settings(cfg.harness)):  # before a vLLM server starts, too
-        raise UserError("; ".join(foreign))
-    check_combination(cfg.model, cfg.harness, hc)  # before a vLLM server starts or weights load
+    harness = cfg.harness or taskset.default_harness
+    if harness:  # before a vLLM server starts or weights load
+        play = _play(cfg, harness)
+        check_before_building(cfg.model, play.harness, play.settings)
     agent = agents.get(cfg.model, cfg.model_options())  # fail fast on a bad spec or a missing key
-    cfg.harness = (
-        cfg.harness
-        or taskset.default_harness
-        or (getattr(agent, "harnesses", None) or (default_harness(cfg.model),))[0]
-    )
-    check_pairing(cfg.model, cfg.harness, agent, hc)
-    if foreign := hc.foreign_settings(cfg.harness):
-        raise UserError("; ".join(foreign))
+    cfg.harness = harness or agent.default_harness()
+    play = _play(cfg, cfg.harness)
+    check_pairing(agent, play.harness, play.settings)
     if taskset.judged and cfg.judge and not cfg.judge.startswith("judge/"):
         agents.get(cfg.judge, cfg.judge_options())  # the judge's spec, server and key, checked before any episode
     if taskset.harnesses is not None and cfg.harness not in taskset.harnesses:
         raise UserError(f"family {cfg.family} is played by {', '.join(taskset.harnesses)}, not {cfg.harness}")
     executor_cls = executor_class(cfg.executor)
-    executor_cls.preflight(cfg.harness, hc.unsafe_sandbox)  # e.g. the jail, where this executor runs kernels
-    if hc.tools_dir:
-        load_tools_dir(hc.tools_dir)  # a tool refused (a link out of --tools-dir) is one line, not an error row each
+    executor_cls.preflight(play.harness, play.settings.unsafe_sandbox)  # e.g. the jail, where it runs kernels
+    if tools_dir := getattr(play.settings, "tools_dir", None):
+        load_tools_dir(tools_dir)  # a tool refused (a link out of --tools-dir) is one line, not an error row each
     files = taskset.resolve(cfg.data, seed=cfg.seed, split=cfg.split, root=cfg.data_root, filters=cfg.filters())
     cfg.data = [str(f) for f in files]
     settings = result_settings(cfg)
@@ -201,11 +230,15 @@ def run_eval(
     )
     variant = taskset.variant(settings)
     identity = checked_identity(taskset.dataset_identity(files), files, cfg.allow_modified_data)  # bytes read
-    out, moved = choose_run_dir(cfg, identity)  # eval/run_dir.py: resume only while the settings match
+    out, moved = choose_run_dir(
+        cfg, identity, run_name(cfg, play.settings)
+    )  # eval/run_dir.py: resume only while the settings match
     lock = RunDirLock(out)  # one writer per run dir, held until the run is summarised
     try:
-        info = _open_run_dir(cfg, out, identity, reference_note(agent), variant)
         chains = taskset.chains(rows, settings)
+        if chains is not None and not play.harness.chains:
+            raise UserError(f"family {cfg.family} plays chains of rows; harness {cfg.harness} cannot play a chain")
+        info = _open_run_dir(cfg, out, identity, agent.reference(), play, variant)
         scoring = (
             (
                 ("judge", cfg.judge),
@@ -256,14 +289,13 @@ def run_eval(
     try:
         if pending:
             forward_env = tuple(name for name in (cfg.api_key_env, cfg.judge_api_key_env) if name)
-            pooled = cfg.jail_pool and cfg.harness in KERNEL_HARNESSES and not hc.unsafe_sandbox
             episodes = sum(len(epochs) for epochs in pending.values())
-            pool = min(cfg.concurrency, episodes) if pooled else 0  # never more jails than episodes
+            pool = jails_to_pool(cfg, play, episodes)
             options = ExecutorOptions(
                 cfg.concurrency, agents, cfg.ray_address, forward_env, jail_pool=pool, jail_budget=episodes
             )
             executor = executor_cls.from_options(options)
-            executor.run(_jobs(cfg, rows, pending, chains, scoring), on_record, on_interrupt)
+            executor.run(_jobs(cfg, play, rows, pending, chains, scoring), on_record, on_interrupt)
     finally:
         try:
             _close_all(journal.close, executor.close if executor is not None else None, agents.close)

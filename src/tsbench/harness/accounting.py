@@ -71,11 +71,6 @@ def _absorb(parent: EpisodeResult, sub: EpisodeResult, extra_calls: list[dict[st
     parent.calls += [{**call, "sub": True} for call in [*sub.calls, *extra_calls]]
 
 
-def truncated_replies(calls: list[dict[str, Any]]) -> int:
-    """Replies in a row's `calls` that the token cap stopped."""
-    return sum(1 for call in calls if call.get("finish_reason") == "length")
-
-
 class CallLedger:
     """The agent as the harness sees it: every attribute is the agent's, and every answered call is
     kept (with the message list it was given, which the harness goes on extending)."""

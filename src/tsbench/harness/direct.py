@@ -7,27 +7,24 @@ harness are reference points (see baselines/), labelled as such and never ranked
 from __future__ import annotations
 
 import time
-from typing import Protocol, runtime_checkable
+from typing import Any
 
 from tsbench.core.episode import EpisodeResult, EpisodeTask
-from tsbench.harness.episode import HarnessConfig
+from tsbench.harness.base import Harness
+from tsbench.harness.settings import HarnessSettings
 
 
-@runtime_checkable
-class DirectPolicy(Protocol):
-    name: str
-    reference: str  # what it knows that a model does not, shown beside every number
+class Direct(Harness[HarnessSettings]):
+    """`direct`: `agent.answer(task)` is the final message."""
 
-    def answer(self, task: EpisodeTask) -> str: ...
+    reference = True
+    memory = False  # the policy reads the task, not a prompt a precedent could prefix
 
-    def close(self) -> None: ...
-
-
-def run_direct(policy: DirectPolicy, task: EpisodeTask, cfg: HarnessConfig) -> EpisodeResult:
-    if not isinstance(policy, DirectPolicy):
-        raise TypeError(f"harness direct plays reference policies only, not {getattr(policy, 'name', policy)!r}")
-    started = time.perf_counter()
-    text = policy.answer(task)
-    result = EpisodeResult(final_message=text, turns=1, latency_s=time.perf_counter() - started)
-    result.transcript = [{"role": "user", "content": task.question}, {"role": "policy", "content": text}]
-    return result
+    def run(self, agent: Any, task: EpisodeTask, cfg: HarnessSettings) -> EpisodeResult:
+        if agent.chats():
+            raise TypeError(f"harness direct plays reference policies only, not {agent.name!r}")
+        started = time.perf_counter()
+        text = agent.answer(task)
+        result = EpisodeResult(final_message=text, turns=1, latency_s=time.perf_counter() - started)
+        result.transcript = [{"role": "user", "content": task.question}, {"role": "policy", "content": text}]
+        return result

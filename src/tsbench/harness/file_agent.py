@@ -16,35 +16,67 @@ failure of the agent (scored, not an error row).
 - skills (TimeSage-1.0): the library persists across the chain; skills pass a light check at the
   end of the period that induced them and are registered from the next period on.
 
-`run_file_agent` plays one period (a harness in HARNESSES); `run_chain` plays a scenario's
-periods in order, calling `after(i, outcome)` for the feedback text between periods.
+`run_file_agent` plays one period (the `file-agent` harness); `run_chain` plays a scenario's
+periods in order, calling `after(i, outcome)` for the feedback text between periods. A period is a
+`TurnLoop` (harness/loop.py): the forced last step, caps, spending and cut replies are the loop's.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
 
+from tsbench.core.settings import setting
 from tsbench.core.text import strip_reasoning
 from tsbench.harness import file_agent_kernel as kernel
 from tsbench.harness import file_agent_prompts as prompts
 from tsbench.harness.accounting import spending
-from tsbench.harness.episode import EpisodeError, EpisodeOutcome, EpisodeResult, EpisodeTask, HarnessConfig
+from tsbench.harness.base import After, Harness
+from tsbench.harness.episode import EpisodeOutcome, EpisodeResult, EpisodeTask
+from tsbench.harness.loop import TurnLoop, add_notice
+from tsbench.harness.play import episode_outcome
 from tsbench.harness.rlm import extract_code
 from tsbench.harness.runtime.sandbox import Sandbox, SandboxError, truncate_observation
+from tsbench.harness.settings import HarnessSettings
 from tsbench.harness.skills import CHECK_LIMIT_S, Skill, SkillLibrary, decide, static_problems
-from tsbench.models.base import Message
+from tsbench.models.base import Completion, Message
 
-After = Callable[[int, EpisodeOutcome], "str | None"]
+
+@dataclass
+class FileAgentSettings(HarnessSettings):
+    """[file-agent]: TimeSage-EV's file agent, the paper's per-period limits and modes."""
+
+    SECTION: ClassVar[str] = "file-agent"
+
+    mode: str = setting(
+        "independent",
+        "TimeSage: independent (fresh state each period) or sequential (state, "
+        "score feedback and compaction carried across a scenario's periods).",
+        choices=("independent", "sequential"),
+    )
+    skills: bool = setting(
+        False, "TimeSage: the TimeSage-1.0 skill library (induct_skill / retrieve_skill, usable from the next period)."
+    )
+    period_steps: int = setting(20, "TimeSage: model replies per period.", ge=1)
+    period_wall_s: float = setting(
+        2700.0, "TimeSage: seconds per period; past it the period ends without an answer.", gt=0
+    )
+    compaction_tokens: int = setting(
+        64_000,
+        "TimeSage sequential: compact memory at the next period boundary once a step's input exceeds this.",
+        ge=1,
+    )
+
+    def name_suffix(self) -> str:
+        return (f"__{self.mode}" if self.mode != "independent" else "") + ("__skills" if self.skills else "")
 
 
 class Session:
     """One agent's state across the periods it plays (a single period in independent mode)."""
 
-    def __init__(self, model: Any, cfg: HarnessConfig, *, sequential: bool, skills: bool):
+    def __init__(self, model: Any, cfg: FileAgentSettings, *, sequential: bool, skills: bool):
         self.model = model
         self.cfg = cfg
         self.sequential = sequential
@@ -55,55 +87,9 @@ class Session:
         self.compaction_requested = False
         self.last_input_tokens = 0
 
-    # ---- one period
-
     def play(self, task: EpisodeTask) -> EpisodeResult:
-        result = EpisodeResult()
-        started = time.monotonic()
-        deadline = started + self.cfg.period_wall_s  # cells are cut at it; an answer after it does not count
-        facts: dict[str, Any] = {"compacted": 0, "induced": [], "rejected": {}, "invoked": [], "retrieved": []}
-        self._open_period(task, result, facts)
-        kernel = _Kernel(self, task)
-        final: dict | None = None
-        try:
-            for step in range(1, self.cfg.period_steps + 1):
-                if time.monotonic() - started >= self.cfg.period_wall_s:
-                    result.transcript.append(
-                        {
-                            "role": "notice",
-                            "content": f"period wall clock {self.cfg.period_wall_s:g} s reached without final_answer",
-                        }
-                    )
-                    break
-                self._check_tokens(result)
-                if step == self.cfg.period_steps:
-                    result.forced_final = True
-                    self._append_to_last_user(prompts.LAST_STEP, result)
-                final = self._step(task, kernel, step, result, facts, deadline)
-                if final is not None:
-                    if time.monotonic() > deadline:
-                        result.transcript.append(
-                            {
-                                "role": "notice",
-                                "content": "final_answer came after the period "
-                                f"wall clock of {self.cfg.period_wall_s:g} s and does not count",
-                            }
-                        )
-                        final = None
-                    break
-            if self.skills_enabled and facts.get("candidates"):
-                self._check_skills(kernel.get(), task, facts, final, result)
-        finally:
-            kernel.close()
-        if final is not None:
-            result.final_message = json.dumps(
-                {"answer": final.get("answer"), "report": final.get("report")}, ensure_ascii=False
-            )
-        else:
-            result.transcript.append({"role": "notice", "content": "the period ended without final_answer"})
-        result.latency_s = time.monotonic() - started
-        self._record(result, facts, final)
-        return result
+        """One period."""
+        return Period(self, task).run()
 
     def _open_period(self, task: EpisodeTask, result: EpisodeResult, facts: dict) -> None:
         """Compact at the boundary if due (sequential), start or continue the conversation, and
@@ -118,58 +104,6 @@ class Session:
             result.transcript.append({"role": "system", "content": system})
         self._add_user(self._period_prompt(task), result)
         self.feedback = None
-
-    def _step(
-        self, task: EpisodeTask, kernel: _Kernel, step: int, result: EpisodeResult, facts: dict, deadline: float
-    ) -> dict | None:
-        """One model reply and its code; the final_answer event if the reply made one."""
-        info = replace(task.info(code_execution=True), meta={**task.meta, **self._meta("period")})
-        with spending(result):  # a failing call's error row keeps the period's spend (harness/accounting.py)
-            completion = self.model.generate(
-                self.messages, max_tokens=self.cfg.max_tokens, temperature=self.cfg.temperature, task=info
-            )
-        result.add_completion(completion)
-        self.last_input_tokens = completion.input_tokens
-        self.messages.append(Message("assistant", completion.text))
-        result.transcript.append(
-            {
-                "role": "assistant",
-                "turn": step,
-                "content": completion.text,
-                "input_tokens": completion.input_tokens,
-                "output_tokens": completion.output_tokens,
-                "latency_s": round(completion.latency_s, 3),
-            }
-        )
-        blocks = extract_code(completion.text)
-        if not blocks:
-            self._add_user(prompts.NO_CODE, result, role="tool", turn=step)
-            return None
-        sandbox = kernel.get()
-        final, outputs, cells = None, [], []
-        for code in blocks:
-            cell = sandbox.run(code, timeout_s=deadline - time.monotonic())
-            result.code_cells += 1
-            outputs.append(cell.observation(max_chars=10 * self.cfg.observation_chars))
-            cells.append(
-                {
-                    "code": code,
-                    "timed_out": cell.timed_out,
-                    "restarted": cell.restarted,
-                    "seconds": round(cell.seconds, 3),
-                }
-            )
-            if cell.restarted:  # a fresh kernel lost the tools (and maybe the files): set them up again
-                self._prepare(sandbox, task)
-            final = self._harvest(sandbox, facts)
-            if final is not None:
-                break
-        observation = truncate_observation(
-            "Output:\n" + ("\n".join(o for o in outputs if o) or "(no output)"), self.cfg.observation_chars
-        )
-        self.messages.append(Message("user", observation))
-        result.transcript.append({"role": "tool", "turn": step, "cells": cells, "observation": observation})
-        return final
 
     def end_period(self, feedback: str | None) -> None:
         """Between periods: remember the feedback for the next period's prompt (sequential)."""
@@ -198,17 +132,9 @@ class Session:
         return "\n\n".join(parts)
 
     def _add_user(self, text: str, result: EpisodeResult, role: str = "user", turn: int | None = None) -> None:
-        if self.messages and self.messages[-1].role == "user":
-            self.messages[-1] = Message("user", self.messages[-1].content + "\n\n" + text)
-        else:
-            self.messages.append(Message("user", text))
+        add_notice(self.messages, text)
         event = {"role": role, "content": text} if role == "user" else {"role": role, "turn": turn, "observation": text}
         result.transcript.append(event)
-
-    def _append_to_last_user(self, text: str, result: EpisodeResult) -> None:
-        last = self.messages[-1]
-        self.messages[-1] = Message(last.role, f"{last.content}\n\n{text}", images=last.images)
-        result.transcript.append({"role": "notice", "content": text})
 
     def _compaction_due(self) -> bool:
         return self.compaction_requested or self.last_input_tokens > self.cfg.compaction_tokens
@@ -245,13 +171,6 @@ class Session:
             {"role": "system", "content": system},
             {"role": "user", "content": self.messages[-1].content},
         ]
-
-    def _check_tokens(self, result: EpisodeResult) -> None:
-        cap = self.cfg.episode_token_cap
-        if cap is not None and result.input_tokens + result.output_tokens >= cap:
-            raise EpisodeError(
-                "token_cap", f"period used {result.input_tokens + result.output_tokens} tokens (cap {cap})", result
-            )
 
     # ---- the kernel
 
@@ -361,15 +280,7 @@ class _Kernel:
 
     def get(self) -> Sandbox:
         if self.sandbox is None:
-            cfg = self.session.cfg
-            self.sandbox = Sandbox(
-                {},
-                cell_timeout_s=cfg.cell_timeout_s,
-                memory_bytes=int(cfg.memory_gib * 2**30),
-                cell_output_bytes=int(cfg.cell_output_mib * 2**20),
-                episode_output_bytes=int(cfg.episode_output_mib * 2**20),
-                unsafe=cfg.unsafe_sandbox,
-            )
+            self.sandbox = Sandbox({}, **self.session.cfg.kernel_limits())
             self.sandbox.start()
             self.session._prepare(self.sandbox, self.task)
         return self.sandbox
@@ -379,25 +290,150 @@ class _Kernel:
             self.sandbox.close()
             self.sandbox = None
 
+    def __enter__(self) -> _Kernel:
+        return self
 
-def run_file_agent(model: Any, task: EpisodeTask, cfg: HarnessConfig) -> EpisodeResult:
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Period(TurnLoop):
+    """One period as a turn loop: code blocks are the actions, the kernel's output and the tools'
+    events the environment's response; a final_answer call ends the period."""
+
+    final_notice = prompts.LAST_STEP
+    last_reply_acts = True  # final_answer is code: the last step's code still runs
+    unit = "period"
+
+    def __init__(self, session: Session, task: EpisodeTask):
+        super().__init__(session.model, task, session.cfg, replies=session.cfg.period_steps)
+        self.session = session
+        self.deadline = self.started + session.cfg.period_wall_s  # cells are cut at it; a later answer does not count
+        self.facts: dict[str, Any] = {"compacted": 0, "induced": [], "rejected": {}, "invoked": [], "retrieved": []}
+        self.kernel = _Kernel(session, task)
+        self.final: dict | None = None
+
+    def environment(self):
+        return self.kernel
+
+    def open(self) -> None:
+        self.session._open_period(self.task, self.result, self.facts)
+        self.messages = self.session.messages  # one list: what the period adds, the session keeps
+
+    def stopped(self) -> bool:
+        if time.monotonic() - self.started < self.cfg.period_wall_s:
+            return False
+        self.result.transcript.append(
+            {
+                "role": "notice",
+                "content": f"period wall clock {self.cfg.period_wall_s:g} s reached without final_answer",
+            }
+        )
+        return True
+
+    def info(self):
+        return replace(self.task.info(code_execution=True), meta={**self.task.meta, **self.session._meta("period")})
+
+    def ask(self, turn: int, last: bool) -> Completion:
+        completion = super().ask(turn, last)
+        self.session.last_input_tokens = completion.input_tokens
+        return completion
+
+    def actions(self, completion: Completion, turn: int) -> list[str]:
+        return extract_code(completion.text)
+
+    def no_action(self, completion: Completion, turn: int, last: bool) -> bool:
+        self.session._add_user(prompts.NO_CODE, self.result, role="tool", turn=turn)
+        return False
+
+    def respond(self, completion: Completion, actions: list[str], turn: int) -> bool:
+        sandbox, result, cfg = self.kernel.get(), self.result, self.cfg
+        final, outputs, cells = None, [], []
+        for code in actions:
+            cell = sandbox.run(code, timeout_s=self.deadline - time.monotonic())
+            result.code_cells += 1
+            outputs.append(cell.observation(max_chars=10 * cfg.observation_chars))
+            cells.append(
+                {
+                    "code": code,
+                    "timed_out": cell.timed_out,
+                    "restarted": cell.restarted,
+                    "seconds": round(cell.seconds, 3),
+                }
+            )
+            if cell.restarted:  # a fresh kernel lost the tools (and maybe the files): set them up again
+                self.session._prepare(sandbox, self.task)
+            final = self.session._harvest(sandbox, self.facts)
+            if final is not None:
+                break
+        observation = truncate_observation(
+            "Output:\n" + ("\n".join(o for o in outputs if o) or "(no output)"), cfg.observation_chars
+        )
+        self.messages.append(Message("user", observation))
+        result.transcript.append({"role": "tool", "turn": turn, "cells": cells, "observation": observation})
+        if final is not None and time.monotonic() > self.deadline:
+            result.transcript.append(
+                {
+                    "role": "notice",
+                    "content": "final_answer came after the period "
+                    f"wall clock of {cfg.period_wall_s:g} s and does not count",
+                }
+            )
+            final = None
+            return True
+        self.final = final
+        return final is not None
+
+    def finish(self) -> None:
+        if self.session.skills_enabled and self.facts.get("candidates"):
+            self.session._check_skills(self.kernel.get(), self.task, self.facts, self.final, self.result)
+
+    def run(self) -> EpisodeResult:
+        result = super().run()
+        final = self.final
+        if final is not None:
+            result.final_message = json.dumps(
+                {"answer": final.get("answer"), "report": final.get("report")}, ensure_ascii=False
+            )
+        else:
+            result.transcript.append({"role": "notice", "content": "the period ended without final_answer"})
+        result.latency_s = time.monotonic() - self.started
+        self.session._record(result, self.facts, final)
+        return result
+
+
+def run_file_agent(model: Any, task: EpisodeTask, cfg: FileAgentSettings) -> EpisodeResult:
     """One period on its own: the mode's carry-over needs a chain (run_chain)."""
     return Session(model, cfg, sequential=False, skills=cfg.skills).play(task)
 
 
 def run_chain(
-    model: Any, tasks: list[EpisodeTask], cfg: HarnessConfig, after: After | None = None, play: Callable | None = None
+    model: Any, tasks: list[EpisodeTask], cfg: FileAgentSettings, after: After | None = None
 ) -> list[EpisodeOutcome]:
     """A scenario's periods in order with one Session; `after(i, outcome)` gives the feedback the
     agent reads before period i + 1. A period that fails (model error, jail) is an error row; the
     chain goes on with the next period."""
-    if play is None:
-        from tsbench.harness import play
     session = Session(model, cfg, sequential=cfg.mode == "sequential", skills=cfg.skills)
     outcomes = []
     for i, task in enumerate(tasks):
-        outcome = play(model, lambda m, t, c: session.play(t), task, cfg)
+        outcome = episode_outcome(model, lambda agent, task=task: session.play(task), cfg.final_answer_chars)
         outcomes.append(outcome)
         feedback = after(i, outcome) if after is not None else None
         session.end_period(feedback)
     return outcomes
+
+
+class FileAgent(Harness[FileAgentSettings]):
+    """`file-agent`: TimeSage-EV's code agent over a period's files; plays a scenario's periods as a chain."""
+
+    kernel = True
+    chains = True
+    memory = False  # its tasks are files, not a series a precedent could be retrieved by
+
+    def run(self, agent: Any, task: EpisodeTask, cfg: FileAgentSettings) -> EpisodeResult:
+        return run_file_agent(agent, task, cfg)
+
+    def run_chain(
+        self, agent: Any, tasks: list[EpisodeTask], cfg: FileAgentSettings, after: After | None = None
+    ) -> list[EpisodeOutcome]:
+        return run_chain(agent, tasks, cfg, after)

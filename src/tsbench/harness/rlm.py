@@ -10,16 +10,42 @@ from __future__ import annotations
 
 import hashlib
 import re
-import time
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
+from tsbench.core.settings import setting
 from tsbench.core.text import strip_reasoning
-from tsbench.harness.accounting import CUT_OFF_NOTICE, nested, spending, unfinished
-from tsbench.harness.episode import EpisodeError, EpisodeResult, EpisodeTask, HarnessConfig
-from tsbench.harness.prompts import FINAL_TURN_NOTICE, observation_message, rlm_system_prompt
+from tsbench.harness.accounting import nested
+from tsbench.harness.base import Harness
+from tsbench.harness.episode import EpisodeResult, EpisodeTask
+from tsbench.harness.loop import TurnLoop
+from tsbench.harness.prompts import observation_message, rlm_system_prompt
 from tsbench.harness.runtime.sandbox import Sandbox, truncate_observation
-from tsbench.models.base import ChatModel, Message
+from tsbench.harness.settings import HarnessSettings
+from tsbench.models.base import Completion, Message
+
+
+@dataclass
+class RLMSettings(HarnessSettings):
+    """[rlm]: the recursive language model harness's own settings."""
+
+    SECTION: ClassVar[str] = "rlm"
+
+    depth: int = setting(0, "sub_rlm recursion depth.", ge=0)
+    # The spec runs all blocks of a reply; a bound keeps one reply from holding the kernel for hours.
+    max_blocks_per_reply: int = setting(
+        16, "Code blocks run per model reply; the rest are skipped with a note in the observation.", ge=1
+    )
+
+    @property
+    def recursion_depth(self) -> int:
+        return self.depth
+
+    def name_suffix(self) -> str:
+        return f"__d{self.depth}" if self.depth else ""
+
 
 CODE_BLOCK = re.compile(r"```[ \t]*(?:python3?|py|ipython)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 
@@ -48,128 +74,108 @@ def _sub_task(parent: EpisodeTask, question: str, data: dict | None) -> EpisodeT
     )
 
 
-def run_rlm(
-    model: ChatModel, task: EpisodeTask, cfg: HarnessConfig, *, image: bool, depth: int | None = None
-) -> EpisodeResult:
-    depth = cfg.depth if depth is None else depth
-    result = EpisodeResult()
-    started = time.monotonic()
+class RLMEpisode(TurnLoop):
+    """The rlm turn loop: code blocks are the actions, the kernel's output the environment's response."""
 
-    handler = None
-    if depth > 0:
-
-        def handler(question: str, data: dict | None) -> str:
-            sub = nested(
-                result, lambda: run_rlm(model, _sub_task(task, question, data), cfg, image=image, depth=depth - 1)
-            )  # its cost and calls join this row's
-            result.sub_calls += 1 + sub.sub_calls
-            result.sub_call_tokens += sub.input_tokens + sub.output_tokens + sub.sub_call_tokens
-            result.transcript.append(
-                {"role": "sub_rlm", "question": question, "final": sub.final_message, "turns": sub.turns}
-            )
-            return sub.final_message
-
-    system = rlm_system_prompt(image=image, depth=depth, max_turns=cfg.max_turns, obs_chars=cfg.observation_chars)
-    messages = [Message("system", system), Message("user", task.question)]
-    result.transcript += [{"role": "system", "content": system}, {"role": "user", "content": task.question}]
-    sandbox = Sandbox(
-        task.series,
-        cell_timeout_s=cfg.cell_timeout_s,
-        memory_bytes=int(cfg.memory_gib * 2**30),
-        cell_output_bytes=int(cfg.cell_output_mib * 2**20),
-        episode_output_bytes=int(cfg.episode_output_mib * 2**20),
-        capture_figures=image,
-        max_figures=cfg.max_figures,
-        sub_rlm_handler=handler,
-        unsafe=cfg.unsafe_sandbox,
-        files=task.files,
-    )
-    with sandbox:
-        for turn in range(1, cfg.max_turns + 1):
-            last = turn == cfg.max_turns
-            if last:
-                result.forced_final = True
-                messages[-1] = Message(
-                    "user", f"{messages[-1].content}\n\n{FINAL_TURN_NOTICE}", images=messages[-1].images
-                )
-                result.transcript.append({"role": "notice", "content": FINAL_TURN_NOTICE})
-            _check_caps(result, cfg, started)
-            with spending(result):
-                completion = model.generate(
-                    messages,
-                    max_tokens=cfg.max_tokens,
-                    temperature=cfg.temperature,
-                    task=task.info(code_execution=True),
-                )
-            result.add_completion(completion)
-            messages.append(Message("assistant", completion.text))
-            result.transcript.append(
-                {
-                    "role": "assistant",
-                    "turn": turn,
-                    "content": completion.text,
-                    "input_tokens": completion.input_tokens,
-                    "output_tokens": completion.output_tokens,
-                    "latency_s": round(completion.latency_s, 3),
-                    "finish_reason": completion.extra.get("finish_reason"),
-                }
-            )
-            blocks = [] if last else extract_code(completion.text)
-            if not blocks:
-                if unfinished(completion, cfg):  # never a final answer (harness/accounting.py)
-                    if not last:
-                        messages.append(Message("user", CUT_OFF_NOTICE))
-                        result.transcript.append({"role": "notice", "content": CUT_OFF_NOTICE})
-                    continue
-                result.final_message = completion.text
-                break
-            outputs, images, events = [], [], []
-            skipped, blocks = max(0, len(blocks) - cfg.max_blocks_per_reply), blocks[: cfg.max_blocks_per_reply]
-            for code in blocks:
-                remaining = _remaining_s(cfg, started)
-                if remaining is not None and remaining <= 0:
-                    break  # the episode's wall clock is spent: the check below ends it
-                cell = sandbox.run(code, timeout_s=remaining)
-                result.code_cells += 1
-                outputs.append(cell.observation(max_chars=10 * cfg.observation_chars))
-                images.extend(cell.images)
-                events.append(
-                    {
-                        "code": code,
-                        "timed_out": cell.timed_out,
-                        "restarted": cell.restarted,
-                        "seconds": round(cell.seconds, 3),
-                    }
-                )
-            if skipped:
-                outputs.append(f"[{skipped} more code block(s) not run: at most {cfg.max_blocks_per_reply} per reply]")
-            images = images[: cfg.max_figures] if image else []
-            observation = truncate_observation(observation_message(outputs, len(images)), cfg.observation_chars)
-            messages.append(Message("user", observation, images=images))
-            result.transcript.append(
-                {
-                    "role": "tool",
-                    "turn": turn,
-                    "cells": events,
-                    "observation": observation,
-                    "images": [hashlib.sha256(png).hexdigest()[:16] for png in images],
-                }
-            )
-            _check_caps(result, cfg, started)  # a spent wall clock ends the episode here, not after another reply
-    return result
-
-
-def _check_caps(result: EpisodeResult, cfg: HarnessConfig, started: float) -> None:
-    if cfg.episode_token_cap is not None and result.input_tokens + result.output_tokens >= cfg.episode_token_cap:
-        raise EpisodeError(
-            "token_cap",
-            f"episode used {result.input_tokens + result.output_tokens} tokens (cap {cfg.episode_token_cap})",
-            result,
+    def __init__(self, agent: Any, task: EpisodeTask, cfg: RLMSettings, *, image: bool, depth: int):
+        super().__init__(agent, task, cfg)
+        self.image, self.depth = image, depth
+        self.sandbox = Sandbox(
+            task.series,
+            capture_figures=image,
+            max_figures=cfg.max_figures,
+            sub_rlm_handler=self.sub_rlm if depth > 0 else None,
+            files=task.files,
+            **cfg.kernel_limits(),
         )
-    if cfg.episode_wall_s is not None and time.monotonic() - started >= cfg.episode_wall_s:
-        raise EpisodeError("wall_clock", f"episode ran past {cfg.episode_wall_s} s", result)
+
+    def sub_rlm(self, question: str, data: dict | None) -> str:
+        """A nested episode at depth - 1 in its own kernel; its cost and calls join this row's."""
+        result = self.result
+        sub_task = _sub_task(self.task, question, data)
+        sub = nested(
+            result,
+            lambda: RLMEpisode(self.agent, sub_task, self.cfg, image=self.image, depth=self.depth - 1).run(),
+        )
+        result.sub_calls += 1 + sub.sub_calls
+        result.sub_call_tokens += sub.input_tokens + sub.output_tokens + sub.sub_call_tokens
+        result.transcript.append(
+            {"role": "sub_rlm", "question": question, "final": sub.final_message, "turns": sub.turns}
+        )
+        return sub.final_message
+
+    def environment(self):
+        return self.sandbox
+
+    def open(self) -> None:
+        cfg = self.cfg
+        system = rlm_system_prompt(
+            image=self.image, depth=self.depth, max_turns=cfg.max_turns, obs_chars=cfg.observation_chars
+        )
+        self.messages = [Message("system", system), Message("user", self.task.question)]
+        self.result.transcript += [
+            {"role": "system", "content": system},
+            {"role": "user", "content": self.task.question},
+        ]
+
+    def info(self):
+        return self.task.info(code_execution=True)
+
+    def actions(self, completion: Completion, turn: int) -> list[str]:
+        return extract_code(completion.text)
+
+    def respond(self, completion: Completion, actions: list[str], turn: int) -> bool:
+        cfg = self.cfg
+        outputs, images, events = [], [], []
+        skipped, blocks = max(0, len(actions) - cfg.max_blocks_per_reply), actions[: cfg.max_blocks_per_reply]
+        for code in blocks:
+            remaining = self.remaining_s()
+            if remaining is not None and remaining <= 0:
+                break  # the episode's wall clock is spent: the check after this turn ends it
+            cell = self.sandbox.run(code, timeout_s=remaining)
+            self.result.code_cells += 1
+            outputs.append(cell.observation(max_chars=10 * cfg.observation_chars))
+            images.extend(cell.images)
+            events.append(
+                {
+                    "code": code,
+                    "timed_out": cell.timed_out,
+                    "restarted": cell.restarted,
+                    "seconds": round(cell.seconds, 3),
+                }
+            )
+        if skipped:
+            outputs.append(f"[{skipped} more code block(s) not run: at most {cfg.max_blocks_per_reply} per reply]")
+        images = images[: cfg.max_figures] if self.image else []
+        observation = truncate_observation(observation_message(outputs, len(images)), cfg.observation_chars)
+        self.messages.append(Message("user", observation, images=images))
+        self.result.transcript.append(
+            {
+                "role": "tool",
+                "turn": turn,
+                "cells": events,
+                "observation": observation,
+                "images": [hashlib.sha256(png).hexdigest()[:16] for png in images],
+            }
+        )
+        return False
 
 
-def _remaining_s(cfg: HarnessConfig, started: float) -> float | None:
-    """Seconds left of the episode's wall clock (None: no cap); each cell's timeout is at most this."""
-    return None if cfg.episode_wall_s is None else cfg.episode_wall_s - (time.monotonic() - started)
+def run_rlm(model: Any, task: EpisodeTask, cfg: RLMSettings, *, image: bool, depth: int | None = None) -> EpisodeResult:
+    return RLMEpisode(model, task, cfg, image=image, depth=cfg.depth if depth is None else depth).run()
+
+
+class RLM(Harness[RLMSettings]):
+    """`rlm`: the model writes Python into a jailed kernel that holds the series (spec/harness.md)."""
+
+    kernel = True
+    turn_rows = True
+
+    def run(self, agent: Any, task: EpisodeTask, cfg: RLMSettings) -> EpisodeResult:
+        return run_rlm(agent, task, cfg, image=bool(self.images))
+
+
+class RLMImage(RLM):
+    """`rlm-image`: figures the code draws come back with the observation."""
+
+    images = "observations"

@@ -3,15 +3,19 @@
 The values (channels x L) go to the model beside the messages, never serialised into them; the
 prompt holds the question, the channel names and lengths, and one marker per channel
 (models/tslm/prompt.py, the same prompt the TSLM was trained on). A model that also reads a plot
-(Toto-1.0-QA: `wants_plot`) gets the image harness's rendering on the user turn. Chat models cannot
+(Toto-1.0-QA: `wants_plot()`) gets the image harness's rendering on the user turn. Chat models cannot
 play it.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from tsbench.harness.accounting import unfinished
-from tsbench.harness.episode import EpisodeError, EpisodeResult, EpisodeTask, HarnessConfig
+from tsbench.harness.base import Harness
+from tsbench.harness.episode import EpisodeError, EpisodeResult, EpisodeTask
 from tsbench.harness.plots import render_series_png
+from tsbench.harness.settings import HarnessSettings
 from tsbench.models.base import Message
 from tsbench.models.tslm.prompt import TSLM_SYSTEM, series_user_prompt
 
@@ -24,12 +28,12 @@ def series_messages(task: EpisodeTask, with_plot: bool = False) -> list[Message]
     ]
 
 
-def run_series(model, task: EpisodeTask, cfg: HarnessConfig) -> EpisodeResult:
+def run_series(model, task: EpisodeTask, cfg: HarnessSettings) -> EpisodeResult:
     if task.values is None:
         raise EpisodeError("no_series", f"row {task.row_id} has no series for a series-reading model")
-    if "series" not in (getattr(model, "harnesses", None) or ()):
-        raise EpisodeError("bad_pairing", f"{getattr(model, 'name', model)} does not read series natively")
-    messages = series_messages(task, with_plot=bool(getattr(model, "wants_plot", False)))
+    if not model.reads_series():
+        raise EpisodeError("bad_pairing", f"{model.name} does not read series natively")
+    messages = series_messages(task, with_plot=model.wants_plot())
     completion = model.generate(
         messages, max_tokens=cfg.max_tokens, temperature=cfg.temperature, task=task.info(), series=task.values
     )
@@ -40,3 +44,17 @@ def run_series(model, task: EpisodeTask, cfg: HarnessConfig) -> EpisodeResult:
         for m in messages
     ] + [{"role": "assistant", "content": completion.text, "input_tokens": completion.input_tokens}]
     return result
+
+
+class Series(Harness[HarnessSettings]):
+    """`series`: for models that read the series natively (`Agent.reads_series`)."""
+
+    memory = False  # the prompt is the one the TSLM was trained on
+
+    def pairing_problem(self, agent: Any, cfg: HarnessSettings) -> str | None:
+        if not agent.reads_series():
+            return f"--harness {self.name} is for models that read the series natively (tslm/); {agent.name} reads messages"
+        return super().pairing_problem(agent, cfg)
+
+    def run(self, agent: Any, task: EpisodeTask, cfg: HarnessSettings) -> EpisodeResult:
+        return run_series(agent, task, cfg)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from tsbench.harness.accounting import unfinished
-from tsbench.harness.episode import EpisodeResult, EpisodeTask, HarnessConfig
+from tsbench.harness.base import Harness
+from tsbench.harness.episode import EpisodeResult, EpisodeTask
 from tsbench.harness.plots import render_series_png
 from tsbench.harness.prompts import SINGLE_PASS_SYSTEM, single_pass_image_prompt
+from tsbench.harness.settings import HarnessSettings
 from tsbench.harness.text_budget import fitted_text_prompt
 from tsbench.models.base import ChatModel, Message
 
@@ -20,7 +23,7 @@ def image_user_message(task: EpisodeTask) -> tuple[Message, dict]:
     return Message("user", text, images=[png]), {"image_sha256": hashlib.sha256(png).hexdigest()[:16]}
 
 
-def run_single_pass(model: ChatModel, task: EpisodeTask, cfg: HarnessConfig, *, image: bool) -> EpisodeResult:
+def run_single_pass(model: ChatModel, task: EpisodeTask, cfg: HarnessSettings, *, image: bool) -> EpisodeResult:
     if image:
         user, meta = image_user_message(task)
     else:
@@ -52,3 +55,16 @@ def _abridged(text: str, keep: int = 4000) -> str:
     if len(text) <= keep:
         return text
     return text[:keep] + f"\n[... {len(text) - keep} characters of serialized values omitted from the transcript ...]"
+
+
+class SinglePassText(Harness[HarnessSettings]):
+    """`single-pass-text`: the values written into the prompt (every k-th sample when they do not fit)."""
+
+    def run(self, agent: Any, task: EpisodeTask, cfg: HarnessSettings) -> EpisodeResult:
+        return run_single_pass(agent, task, cfg, image=bool(self.images))
+
+
+class SinglePassImage(SinglePassText):
+    """`single-pass-image`: one picture of the series in the first message."""
+
+    images = "prompt"

@@ -1,6 +1,6 @@
 """How a model asks for tools: native function calling, or a plain JSON text protocol.
 
-* native: for models with `native_tools = True` (the OpenAI client). The tool specs go with every
+* native: for models whose `native_tools()` says so (the OpenAI client). The tool specs go with every
   request as OpenAI `tools`; calls come back as `Completion.tool_calls`; each result goes back as a
   "tool" message answering its call id. On the forced last turn the specs are still sent (the
   history holds tool calls) with `tool_choice="none"`.
@@ -195,11 +195,11 @@ def _call_from_object(obj: Any) -> tuple[str, Any, str | None]:
 
 
 def choose_protocol(model: ChatModel, wanted: str = "auto") -> ToolProtocol:
-    """ "native" for models that declare `native_tools`, else "json" (or what `wanted` says)."""
+    """ "native" for models whose `native_tools()` says so, else "json" (or what `wanted` says)."""
     if wanted not in PROTOCOLS:
         raise ValueError(f"tool protocol must be one of {', '.join(PROTOCOLS)} (got {wanted!r})")
     if wanted == "auto":
-        wanted = "native" if getattr(model, "native_tools", False) else "json"
-    if wanted == "native" and not getattr(model, "native_tools", False):
+        wanted = "native" if model.native_tools() else "json"
+    if wanted == "native" and not model.native_tools():
         raise ValueError(f"{model.name} has no native function calling; use the json tool protocol")
     return NativeProtocol() if wanted == "native" else JsonTextProtocol()

@@ -17,7 +17,7 @@ from typing import Any
 
 from tsbench.core.errors import UserError
 from tsbench.core.user_files import UserFolder
-from tsbench.harness.kernel_tools import _SEED_FUNCTIONS, IMAGE_TOOLS
+from tsbench.harness.kernel_tools import IMAGE_TOOLS, SEED_FUNCTIONS
 from tsbench.harness.tool_constants import NAME as _NAME
 from tsbench.harness.tool_constants import TOOL_FILE, TOOL_JSON
 
@@ -195,7 +195,7 @@ def seed_specs() -> dict[str, ToolSpec]:
     """The seed tools, by name (parsed once per process)."""
     with _seed_lock:
         if not _seed_cache:
-            for function in _SEED_FUNCTIONS:
+            for function in SEED_FUNCTIONS:
                 spec = _seed_spec(function)
                 _seed_cache[spec.name] = spec
         return dict(_seed_cache)

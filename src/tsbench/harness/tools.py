@@ -3,9 +3,9 @@
 One episode = one fresh sandbox holding the series at full precision. The model never sees the
 values in bulk: it calls typed tools (harness/toolset.py) through native function calling or the
 JSON text protocol (harness/tool_protocol.py), and each call runs as one cell in the kernel and
-comes back as a compact JSON observation. Budget and ending are the rlm harness's: at most
-`max_turns` model replies, the first reply without a tool call is the final message, and on the
-last allowed reply tools are withdrawn and a notice demands the answer (flagged forced_final).
+comes back as a compact JSON observation. Budget and ending are the turn loop's (harness/loop.py):
+at most `max_turns` model replies, the first reply without a tool call is the final message, and on
+the last allowed reply tools are withdrawn and a notice demands the answer (flagged forced_final).
 Every call is recorded in the transcript with its arguments, observation and timing; `code_cells`
 counts the calls that ran.
 
@@ -15,14 +15,16 @@ counts the calls that ran.
 from __future__ import annotations
 
 import hashlib
-import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
 
 from tsbench.core.extras import check
-from tsbench.harness.accounting import CUT_OFF_NOTICE, spending, unfinished
-from tsbench.harness.episode import EpisodeResult, EpisodeTask, HarnessConfig
-from tsbench.harness.rlm import _check_caps
+from tsbench.core.settings import setting
+from tsbench.harness.base import Harness
+from tsbench.harness.episode import EpisodeResult, EpisodeTask
+from tsbench.harness.loop import TurnLoop
 from tsbench.harness.runtime.sandbox import Sandbox, SandboxError
+from tsbench.harness.settings import HarnessSettings
 from tsbench.harness.tool_protocol import ParsedCall, ToolProtocol, choose_protocol
 from tsbench.harness.toolset import (
     Observation,
@@ -32,10 +34,25 @@ from tsbench.harness.toolset import (
     stumpy_cache_dir,
     warm_stumpy_cache_in_background,
 )
-from tsbench.models.base import ChatModel, Message
+from tsbench.models.base import Completion, Message
 
-# The seed tools import these inside the kernel; without them every call would fail mid-episode.
-check("stumpy", "ruptures", "statsmodels", extra="timeclaw", what="the tools harness")
+
+@dataclass
+class ToolsSettings(HarnessSettings):
+    """[tools]: TimeClaw's tool-calling harness's own settings."""
+
+    SECTION: ClassVar[str] = "tools"
+
+    tools_dir: str | None = setting(
+        None, "Evolved tools: a folder of <name>/tool.json + tool.py (tsbench evolve --out).", aliases=("--tools",)
+    )
+    tool_protocol: str = setting(
+        "auto",
+        "Tool calls: native (OpenAI function calling), json (text protocol) or auto.",
+        choices=("auto", "native", "json"),
+    )
+    max_tool_calls: int = setting(8, "Tool calls per model reply; calls beyond it get an error observation.", ge=1)
+
 
 TOOLS_SYSTEM = """You analyse long time series with tools. The series is held in a workspace at full numerical \
 precision and you never see it whole: you call typed tools that compute on it and return compact JSON observations.
@@ -54,7 +71,7 @@ TOOLS_FINAL_NOTICE = (
 )
 
 
-def tools_system_prompt(task: EpisodeTask, toolset: Toolset, protocol: ToolProtocol, cfg: HarnessConfig) -> str:
+def tools_system_prompt(task: EpisodeTask, toolset: Toolset, protocol: ToolProtocol, cfg: ToolsSettings) -> str:
     names = task.channel_names
     shown = ", ".join(names[:16]) + (f", ... ({len(names)} in all)" if len(names) > 16 else "")
     return TOOLS_SYSTEM.format(
@@ -106,106 +123,130 @@ def run_tool_call(
     return observation, {"seconds": round(cell.seconds, 3), "timed_out": cell.timed_out, "restarted": cell.restarted}
 
 
-def run_tools(
-    model: ChatModel, task: EpisodeTask, cfg: HarnessConfig, *, image: bool = False, toolset: Toolset | None = None
-) -> EpisodeResult:
-    protocol = choose_protocol(model, cfg.tool_protocol)
-    toolset = toolset or Toolset.build(image=image, tools_dir=cfg.tools_dir)
-    if "discords" in toolset.names:
-        warm_stumpy_cache_in_background()
-    result = EpisodeResult()
-    started = time.monotonic()
-    system = tools_system_prompt(task, toolset, protocol, cfg)
-    messages = [Message("system", system), Message("user", task.question)]
-    result.transcript += [
-        {"role": "system", "content": system},
-        {"role": "user", "content": task.question},
-        {
-            "role": "tools",
-            "protocol": protocol.name,
-            "tools": toolset.names,
-            "evolved": [n for n, s in toolset.specs.items() if s.family != "seed"],
-        },
-    ]
-    info = replace(task.info(), tool_calling=protocol.name)
-    install_code = toolset.install_code(task_metadata(task), numba_cache=str(stumpy_cache_dir()))
-    sandbox = Sandbox(
-        task.series,
-        cell_timeout_s=cfg.cell_timeout_s,
-        memory_bytes=int(cfg.memory_gib * 2**30),
-        cell_output_bytes=int(cfg.cell_output_mib * 2**20),
-        episode_output_bytes=int(cfg.episode_output_mib * 2**20),
-        capture_figures=False,
-        unsafe=cfg.unsafe_sandbox,
-        readonly_paths=[path for path in (stumpy_cache_dir(),) if path.is_dir()],
-    )
-    with sandbox:
-        install_tools(sandbox, install_code)
-        for turn in range(1, cfg.max_turns + 1):
-            last = turn == cfg.max_turns
-            if last:
-                result.forced_final = True
-                protocol.add_notice(messages, TOOLS_FINAL_NOTICE)
-                result.transcript.append({"role": "notice", "content": TOOLS_FINAL_NOTICE})
-            _check_caps(result, cfg, started)
-            with spending(result):
-                completion = protocol.generate(
-                    model,
-                    messages,
-                    toolset,
-                    final=last,
-                    max_tokens=cfg.max_tokens,
-                    temperature=cfg.temperature,
-                    task=info,
+class ToolsEpisode(TurnLoop):
+    """The tools turn loop: tool calls are the actions, their JSON observations the environment's response."""
+
+    final_notice = TOOLS_FINAL_NOTICE
+
+    def __init__(self, agent: Any, task: EpisodeTask, cfg: ToolsSettings, *, image: bool, toolset: Toolset | None):
+        super().__init__(agent, task, cfg)
+        self.protocol = choose_protocol(agent, cfg.tool_protocol)
+        self.toolset = toolset or Toolset.build(image=image, tools_dir=cfg.tools_dir)
+        if "discords" in self.toolset.names:
+            warm_stumpy_cache_in_background()
+        self.install_code = self.toolset.install_code(task_metadata(task), numba_cache=str(stumpy_cache_dir()))
+        self.sandbox = Sandbox(
+            task.series,
+            capture_figures=False,
+            readonly_paths=[path for path in (stumpy_cache_dir(),) if path.is_dir()],
+            **cfg.kernel_limits(),
+        )
+
+    def environment(self):
+        return self.sandbox
+
+    def open(self) -> None:
+        toolset = self.toolset
+        system = tools_system_prompt(self.task, toolset, self.protocol, self.cfg)
+        self.messages = [Message("system", system), Message("user", self.task.question)]
+        self.result.transcript += [
+            {"role": "system", "content": system},
+            {"role": "user", "content": self.task.question},
+            {
+                "role": "tools",
+                "protocol": self.protocol.name,
+                "tools": toolset.names,
+                "evolved": [n for n, s in toolset.specs.items() if s.family != "seed"],
+            },
+        ]
+        install_tools(self.sandbox, self.install_code)
+
+    def info(self):
+        return replace(self.task.info(), tool_calling=self.protocol.name)
+
+    def ask(self, turn: int, last: bool) -> Completion:
+        cfg = self.cfg
+        return self.protocol.generate(
+            self.agent,
+            self.messages,
+            self.toolset,
+            final=last,
+            max_tokens=cfg.max_tokens,
+            temperature=cfg.temperature,
+            task=self.info(),
+        )
+
+    def actions(self, completion: Completion, turn: int) -> list[ParsedCall]:
+        return self.protocol.calls(completion, self.toolset, turn)
+
+    def reply_event(self, completion: Completion, actions: list[ParsedCall]) -> dict:
+        return {"tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in actions]}
+
+    def remember(self, completion: Completion, actions: list[ParsedCall]) -> None:
+        self.messages.append(self.protocol.assistant_message(completion))
+
+    def respond(self, completion: Completion, actions: list[ParsedCall], turn: int) -> bool:
+        cfg, result = self.cfg, self.result
+        results, images = [], []
+        for index, call in enumerate(actions):
+            if index >= cfg.max_tool_calls:
+                observation = error_observation(f"not run: at most {cfg.max_tool_calls} tool calls per reply")
+                timing: dict = {}
+            else:
+                observation, timing = run_tool_call(
+                    self.sandbox, self.toolset, call, self.install_code, cfg.observation_chars
                 )
-            result.add_completion(completion)
-            calls = [] if last else protocol.calls(completion, toolset, turn)
+                result.code_cells += bool(timing)  # calls refused before the kernel do not count
+            results.append((call, observation))
+            images.extend(observation.images)
             result.transcript.append(
                 {
-                    "role": "assistant",
+                    "role": "tool",
                     "turn": turn,
-                    "content": completion.text,
-                    "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls],
-                    "input_tokens": completion.input_tokens,
-                    "output_tokens": completion.output_tokens,
-                    "latency_s": round(completion.latency_s, 3),
-                    "finish_reason": completion.extra.get("finish_reason"),
+                    "id": call.id,
+                    "name": call.name,
+                    "arguments": call.arguments,
+                    "observation": observation.text,
+                    "error": observation.error,
+                    "images": [hashlib.sha256(png).hexdigest()[:16] for png in observation.images],
+                    **timing,
                 }
             )
-            if not calls:
-                if unfinished(completion, cfg):  # never a final answer (harness/accounting.py)
-                    if not last:
-                        messages.append(Message("assistant", completion.text))
-                        protocol.add_notice(messages, CUT_OFF_NOTICE)
-                        result.transcript.append({"role": "notice", "content": CUT_OFF_NOTICE})
-                    continue
-                result.final_message = completion.text
-                break
-            messages.append(protocol.assistant_message(completion))
-            results, images = [], []
-            for index, call in enumerate(calls):
-                if index >= cfg.max_tool_calls:
-                    observation, timing = (
-                        error_observation(f"not run: at most {cfg.max_tool_calls} tool calls per reply"),
-                        {},
-                    )
-                else:
-                    observation, timing = run_tool_call(sandbox, toolset, call, install_code, cfg.observation_chars)
-                    result.code_cells += bool(timing)  # calls refused before the kernel do not count
-                results.append((call, observation))
-                images.extend(observation.images)
-                result.transcript.append(
-                    {
-                        "role": "tool",
-                        "turn": turn,
-                        "id": call.id,
-                        "name": call.name,
-                        "arguments": call.arguments,
-                        "observation": observation.text,
-                        "error": observation.error,
-                        "images": [hashlib.sha256(png).hexdigest()[:16] for png in observation.images],
-                        **timing,
-                    }
-                )
-            messages.extend(protocol.result_messages(results, images[: cfg.max_figures]))
-    return result
+        self.messages.extend(self.protocol.result_messages(results, images[: cfg.max_figures]))
+        return False
+
+
+def run_tools(
+    model: Any, task: EpisodeTask, cfg: ToolsSettings, *, image: bool = False, toolset: Toolset | None = None
+) -> EpisodeResult:
+    return ToolsEpisode(model, task, cfg, image=image, toolset=toolset).run()
+
+
+class Tools(Harness[ToolsSettings]):
+    """`tools`: typed tools over a kernel-held series (TimeClaw)."""
+
+    kernel = True
+    tools = True
+    turn_rows = True
+
+    def prepare(self) -> None:
+        # The seed tools import these inside the kernel; without them every call would fail mid-episode.
+        check("stumpy", "ruptures", "statsmodels", extra="timeclaw", what="the tools harness")
+
+    def pairing_problem(self, agent: Any, cfg: ToolsSettings) -> str | None:
+        if cfg.tool_protocol == "native" and not agent.native_tools():
+            return (
+                f"{agent.name} has no native function calling: use --tool-protocol json (or auto) "
+                f"with --harness {self.name}"
+            )
+        return super().pairing_problem(agent, cfg)
+
+    def run(self, agent: Any, task: EpisodeTask, cfg: ToolsSettings) -> EpisodeResult:
+        self.prepare()
+        return run_tools(agent, task, cfg, image=bool(self.images))
+
+
+class ToolsImage(Tools):
+    """`tools-image`: adds `plot_window`, whose picture goes back to the model as an image part."""
+
+    images = "observations"

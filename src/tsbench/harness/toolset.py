@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tsbench.harness.kernel_tools import _KERNEL_HELPERS, IMAGE_TOOLS, SEED_TOOL_NAMES  # noqa: F401
+from tsbench.harness.kernel_tools import IMAGE_TOOLS, KERNEL_HELPERS, SEED_TOOL_NAMES  # noqa: F401
 from tsbench.harness.runtime.sandbox import CellResult, truncate_observation
 from tsbench.harness.stumpy_cache import (  # noqa: F401  (re-exported)
     stumpy_cache_dir,
@@ -108,7 +108,7 @@ class Toolset:
             f"_TC_CONFIG = {{'numba_cache': {numba_cache!r}}}",
             f"TASK = _tc_json.loads({json.dumps(task_meta)!r})",
         ]
-        parts += [inspect.getsource(f) for f in _KERNEL_HELPERS]
+        parts += [inspect.getsource(f) for f in KERNEL_HELPERS]
         parts += [spec.source for spec in seeds]
         parts.append("_TC_TOOLS = {" + ", ".join(f"{s.name!r}: {s.name}" for s in seeds) + "}")
         if verification:

@@ -23,7 +23,7 @@ from inspect_ai.model import (
     Model,
 )
 
-from tsbench.models.base import Completion, Message, TaskInfo
+from tsbench.models.base import Agent, Completion, Message, TaskInfo
 
 
 def _content(message: Message):
@@ -43,10 +43,9 @@ def to_inspect(messages: list[Message]) -> list[ChatMessage]:
     return out
 
 
-class InspectChatModel:
-    """Our chat interface over an inspect Model; call `generate` from a worker thread only."""
-
-    native_tools = False  # the tools harness speaks its JSON text protocol through inspect
+class InspectChatModel(Agent):
+    """Our chat interface over an inspect Model; call `generate` from a worker thread only (no
+    native function calling: the tools harness speaks its JSON text protocol through inspect)."""
 
     def __init__(self, model: Model):
         self.model = model

@@ -23,7 +23,8 @@ from inspect_ai.solver import Generate, TaskState, solver
 
 from tsbench.core.config import build
 from tsbench.eval.selection import select_rows
-from tsbench.harness import HarnessConfig, get_harness, play
+from tsbench.harness import HarnessConfig, HarnessSettings, get_harness, play
+from tsbench.harness.rlm import RLMSettings
 from tsbench.interop.inspect_messages import to_messages
 from tsbench.interop.inspect_model import InspectChatModel
 from tsbench.interop.public_gold import public_gold
@@ -81,8 +82,10 @@ def tsbench_dataset(
 @solver
 def tsbench_harness(harness: str = "single-pass-text", **settings):
     """Play the sample with one of our harnesses (harness/): inspect's model is the agent."""
-    get_harness(harness)  # an unknown name, or a harness whose extra is missing, fails before any sample
-    cfg = build(HarnessConfig, settings, where="-T setting")  # typed and range-checked, as eval's flags are
+    episode = get_harness(harness)  # an unknown name, or a harness whose extra is missing, fails before any sample
+    episode.prepare()
+    # typed and range-checked as eval's flags are; a setting the harness does not read is refused
+    cfg = episode.settings(build(HarnessConfig, settings, where="-T setting"))
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         ref = SampleRef(**state.metadata["ref"])
@@ -121,7 +124,7 @@ def tsbench_score():
     return score
 
 
-_HC = HarnessConfig()  # the task's defaults are the harness's own
+_HC = HarnessSettings()  # the task's defaults are the harness's own
 
 
 @task
@@ -135,7 +138,7 @@ def anomalyxl(
     limit: int | None = None,
     harness: str = "single-pass-text",
     max_turns: int = _HC.max_turns,
-    depth: int = _HC.depth,
+    depth: int = RLMSettings().depth,
     max_tokens: int | None = None,
     text_budget_chars: int = _HC.text_budget_chars,
     cell_timeout_s: float = _HC.cell_timeout_s,

@@ -200,8 +200,10 @@ class TsbenchHarness(vf.Harness[TsbenchHarnessConfig]):
 
     def __init__(self, config: TsbenchHarnessConfig) -> None:
         super().__init__(config)
-        get_harness(config.play)  # an unknown harness, or one whose extra is missing, fails at load
-        self.settings = build(HarnessConfig, dict(config.settings), where="harness setting")
+        harness = get_harness(config.play)  # an unknown harness, or one whose extra is missing, fails at load
+        harness.prepare()
+        # the harness's own settings: one it does not read (or [memory], not played here) is refused at load
+        self.settings = harness.settings(build(HarnessConfig, dict(config.settings), where="harness setting"))
         require_jail(config.play, self.settings.unsafe_sandbox)  # one line when kernels cannot be jailed
 
     async def launch(self, ctx, trace, runtime, endpoint, secret, mcp_urls, data, **_: Any) -> ProgramResult:

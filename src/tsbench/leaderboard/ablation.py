@@ -1,7 +1,8 @@
 """TimeClaw's ablation board (paper Fig. 5, Table 1): what the tools, memory (k) and evolution add.
 
 From finished run dirs only (run.json's config and the samples): each run is placed in a setting by
-what it played with, and each benchmark (family) gets one line per setting:
+what it played with, and each benchmark (family) gets one line per setting ("tools": a harness with
+the tools capability, as run.json records the harness's capabilities):
 
 | setting            | harness   | memory (bank, top_k > 0) | evolved tools | paper (Fig. 5)             |
 |--------------------|-----------|--------------------------|---------------|----------------------------|
@@ -29,7 +30,6 @@ from tsbench.results import load_run, load_samples
 from .cik import FAMILY as CIK
 from .cik import summary as cik_summary
 
-TOOL_HARNESSES = ("tools", "tools-image")
 ORDER = ("no tools", "w/o tools", "tools only", "+ memory", "+ evolution", "full")
 PAPER = {
     "no tools": "",
@@ -40,15 +40,14 @@ PAPER = {
 }
 
 
-def setting_of(config: dict) -> tuple[str, int]:
-    """(setting, k) of one run's config."""
-    harness = str(config.get("harness") or "")
+def setting_of(config: dict, tools: bool) -> tuple[str, int]:
+    """(setting, k) of one run's config; `tools`: its harness has the tools capability."""
     memory = config.get("memory") if isinstance(config.get("memory"), dict) else config
-    tools = config.get("tools") if isinstance(config.get("tools"), dict) else config
+    section = config.get("tools") if isinstance(config.get("tools"), dict) else config
     bank = memory.get("memory_bank") or config.get("memory_bank")
     k = int(memory.get("top_k", config.get("top_k", 0)) or 0) if bank else 0
-    evolved = bool(tools.get("tools_dir") or config.get("tools_dir"))
-    if harness not in TOOL_HARNESSES:  # without the tool harness, evolved tools are never offered
+    evolved = bool(section.get("tools_dir") or config.get("tools_dir"))
+    if not tools:  # without the tool harness, evolved tools are never offered
         return ("w/o tools", k) if bank and k else ("no tools", 0)
     if evolved and bank and k:
         return "full", k
@@ -74,8 +73,8 @@ def paper_label(setting: str, k: int) -> str:
 def run_rows(run_dir: str | Path) -> pd.DataFrame:
     """A run's rows with its setting and k."""
     run_dir = Path(run_dir)
-    config = load_run(run_dir).get("config", {})
-    setting, k = setting_of(config)
+    run = load_run(run_dir)
+    setting, k = setting_of(run.get("config", {}), bool(run.get("harness_capabilities", {}).get("tools")))
     samples = load_samples(run_dir)
     return samples.assign(benchmark=samples["family"], setting=setting, k=k, run=str(run_dir))
 

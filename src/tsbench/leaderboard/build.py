@@ -9,13 +9,12 @@ import pandas as pd
 
 from tsbench.core.sanitize import csv_frame
 
-from .cik import attach as attach_cik
-from .columns import columns_for, family_columns, is_choice
+from .boards import attach_boards
+from .columns import columns_for, is_choice
 from .figures import length_curves_figure, length_heatmap, safe_name, sweep_stale
 from .html import render_html
 from .load import discover_runs, load_results
 from .markdown import render_markdown
-from .paper_rows import paper_table, with_tslm_rows
 from .result import LeaderboardResult, short_hash
 from .sections import FIGURE_TITLES
 from .tables import (
@@ -31,8 +30,6 @@ from .tables import (
     paired_table,
     wide_table,
 )
-from .timerbed import attach as attach_timerbed
-from .timesage_render import attach as attach_timesage
 
 
 def _figures(result: LeaderboardResult) -> dict[str, dict[str, dict[str, bytes]]]:
@@ -186,17 +183,10 @@ def build_leaderboard(
         n_boot=n_boot,
         seed=seed,
     )
-    if with_paper and any(r.family == "anomalyxl" for r in runs):  # TimerBed quotes its own paper (timerbed.py)
-        result.paper, result.paper_counts = paper_table()
-        families = {r.dataset: r.family for r in runs}
-        result.paper = with_tslm_rows(result.paper, cells, families, result.config_name)  # ours in its TSLM block
-        result.paper_columns = list(family_columns("anomalyxl") or ())
     stage(STAGES[3])
     result.figures = _figures(result)
     stage(STAGES[4])
-    family_frames = attach_timesage(result, rows)  # TimeSage boards: sections, figures, CSVs
-    family_frames.update(attach_timerbed(result, rows, with_paper))  # TimerBed: TimeMaster Tables 1 and 3
-    family_frames.update(attach_cik(result, rows))  # CiK: TimeClaw Table 1 (CiK's weighted, capped RCRPS)
+    family_frames = attach_boards(result, rows, with_paper)  # the families' own boards (leaderboard/boards.py)
     stage(STAGES[5])
     # file names without spaces or parentheses ("by_length-anomalyxl_seed42_test_3f2a9c.png")
     result.figures = {d: {safe_name(n): f for n, f in figs.items()} for d, figs in result.figures.items()}

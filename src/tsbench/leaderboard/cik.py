@@ -108,12 +108,13 @@ def sections(table: pd.DataFrame) -> list:
     return [("CiK (TimeClaw Table 1 layout)", intro, (header, body))]
 
 
-def attach(result: LeaderboardResult, rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """Add the CiK board to every CiK dataset of `result`; returns the CSV frames to write."""
+def attach(
+    result: LeaderboardResult, rows: pd.DataFrame, datasets: list[str], with_paper: bool = False
+) -> dict[str, pd.DataFrame]:
+    """Add the CiK board to the `datasets` (those whose family names this board); returns the CSV frames
+    to write."""
     frames = []
-    for dataset in result.datasets:
-        if result.family(dataset) != FAMILY:
-            continue
+    for dataset in datasets:
         table = board(rows, dataset)
         if table.empty:
             continue

@@ -21,13 +21,27 @@ PAPER_FILE = "paper_table1.csv"
 PAPER_LABEL = "Quoted from the paper's Table 1 (published numbers, not computed by tsbench)"
 
 
+FAMILY = "anomalyxl"  # whose paper this table is
+
+
 def paper_table() -> tuple[pd.DataFrame, dict[str, str]]:
     """(rows, sample counts): rows have section, model and one text column per category."""
     text = resources.files(__package__).joinpath(PAPER_FILE).read_text(encoding="utf-8")
     frame = pd.read_csv(io.StringIO(text), comment="#", dtype=str, keep_default_na=False)
     counts_row = frame[frame["section"] == "Samples"].iloc[0]
-    counts = {c.category: counts_row[c.category] for c in family_columns("anomalyxl")}
+    counts = {c.category: counts_row[c.category] for c in family_columns(FAMILY)}
     return frame[frame["section"] != "Samples"].reset_index(drop=True), counts
+
+
+def attach(result, rows: pd.DataFrame, datasets: list[str], with_paper: bool = False) -> dict[str, pd.DataFrame]:
+    """With --with-paper, the paper's Table 1 beside the `datasets` (AnomalyXL's), our TSLM runs placed
+    in its TSLM block; it adds no CSV."""
+    if with_paper:
+        result.paper, result.paper_counts = paper_table()
+        families = {dataset: FAMILY for dataset in datasets}
+        result.paper = with_tslm_rows(result.paper, result.cells, families, result.config_name)
+        result.paper_columns = list(family_columns(FAMILY) or ())
+    return {}
 
 
 TSLM_SECTION = "TSLM"
@@ -50,9 +64,9 @@ def with_tslm_rows(
     in the paper's metrics (macro-F1 for MCQ, the primary score otherwise; `OOM*` where a length ran
     out of memory), labelled as ours. `families` maps each dataset to its family; `name` labels a
     (dataset, (model, harness, depth)) configuration as every other table does."""
-    columns = family_columns("anomalyxl")
+    columns = family_columns(FAMILY)
     mine = cells[cells["model"].astype(str).str.startswith(TSLM_PROVIDERS)]
-    mine = mine[mine["dataset"].isin([d for d, family in families.items() if family == "anomalyxl"])]
+    mine = mine[mine["dataset"].isin([d for d, family in families.items() if family == FAMILY])]
     if mine.empty:
         return paper
     rows: dict[str, dict] = {}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .columns import family_columns, is_choice, order, short_name
+from .columns import is_choice, order, short_name
 from .result import DASH, SMALL_N_MARK, LeaderboardResult, fmt, fmt_ci, fmt_count, fmt_dollars
 from .tables import SMALL_N
 from .timesage_render import FIGURE_TITLES as TIMESAGE_FIGURE_TITLES
@@ -146,7 +146,7 @@ def failure_section(result: LeaderboardResult, dataset: str) -> tuple[list[str],
 
 
 def paper_section(result: LeaderboardResult) -> tuple[list[str], list[list]]:
-    columns = family_columns("anomalyxl")
+    columns = result.paper_columns
     header = ["Section", "Model", *(f"{c.short} ({'F1' if is_choice(c) else c.metric})" for c in columns)]
     rows = [["Samples", "", *(f"({result.paper_counts[c.category]})" for c in columns)]]
     rows += [[r["section"], r["model"], *(r[c.category] for c in columns)] for _, r in result.paper.iterrows()]

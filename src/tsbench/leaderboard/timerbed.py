@@ -135,12 +135,13 @@ def sections(table: pd.DataFrame, with_paper: bool) -> list[Section]:
     return [("TimerBed (TimeMaster Tables 1 and 3)", intro, (header, rows))]
 
 
-def attach(result: LeaderboardResult, rows: pd.DataFrame, with_paper: bool = False) -> dict[str, pd.DataFrame]:
-    """Add the TimerBed board to every TimerBed dataset of `result`; returns the CSV frames to write."""
+def attach(
+    result: LeaderboardResult, rows: pd.DataFrame, datasets: list[str], with_paper: bool = False
+) -> dict[str, pd.DataFrame]:
+    """Add the TimerBed board to the `datasets` (those whose family names this board); returns the CSV
+    frames to write."""
     frames = []
-    for dataset in result.datasets:
-        if result.family(dataset) != FAMILY:
-            continue
+    for dataset in datasets:
         table = board(replicates(rows, dataset))
         if table.empty:
             continue

@@ -5,7 +5,8 @@ Conventions: a configuration is (model, harness with its variant: mode, skills, 
 scored by the offline judge/rules are labelled as such in every table. Axis values are the
 row-level 0-100 numbers in `metrics`; means are over scored rows (error rows are left out and
 counted in the tokens table). Family scores are the mean accuracy of a row's fields of that
-family, with a percentile bootstrap 95 % interval over rows.
+family, with a percentile bootstrap 95 % interval over rows. The tiers, axes and question families
+are the family's own (`TaskFamily.taxonomy`), never copied here.
 """
 
 from __future__ import annotations
@@ -17,20 +18,11 @@ import pandas as pd
 
 from tsbench.core.stats import bootstrap_ci
 from tsbench.results import load_run
+from tsbench.tasks.base import Taxonomy
 
 from .load import RunInfo
 from .stats import cell_seed
 
-AXES = ("accuracy", "coverage", "faithfulness", "quality", "overall")
-FAMILIES = {
-    "A": "State ID",
-    "B": "Change Det.",
-    "C": "Comp. ID",
-    "D": "Event Det.",
-    "E": "Attribution",
-    "F": "Forecast",
-}
-TIERS = ("easy", "medium", "hard")
 RULES_JUDGE = "judge/rules"
 
 
@@ -45,7 +37,17 @@ class Boards:
     skills: pd.DataFrame
     skills_by_tier: pd.DataFrame
     tokens: pd.DataFrame
+    taxonomy: Taxonomy = field(default_factory=Taxonomy)  # the family's tiers, axes and question families
     settings: dict[str, dict] = field(default_factory=dict)  # config label -> run settings
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        return axes_of(self.taxonomy)
+
+
+def axes_of(taxonomy: Taxonomy) -> tuple[str, ...]:
+    """The family's scoring axes and their overall."""
+    return (*taxonomy.axes, "overall")
 
 
 def config_of(model: str, harness: str, reference) -> str:
@@ -57,15 +59,15 @@ def _metric(rows: pd.DataFrame, name: str) -> pd.Series:
     return rows["metrics"].map(lambda m: (m or {}).get(name)).astype(float)
 
 
-def prepare(rows: pd.DataFrame) -> pd.DataFrame:
+def prepare(rows: pd.DataFrame, taxonomy: Taxonomy) -> pd.DataFrame:
     """TimeSage rows with the columns the boards read: config, tier, period_index, axes, tokens."""
     out = rows.copy()
     out["config"] = [config_of(m, h, r) for m, h, r in zip(out["model"], out["harness"], out["reference"])]
     out["tier"] = out["category"]
     out["period_index"] = out["attributes"].map(lambda a: int((a or {}).get("period_index", 0) or 0))
-    for axis in AXES:
+    for axis in axes_of(taxonomy):
         out[axis] = _metric(out, axis)
-    for letter in FAMILIES:
+    for letter in taxonomy.groups:
         out[f"family_{letter}"] = _metric(out, f"family_{letter}")
     for name in ("skills_induced", "skill_calls", "judge_calls", "judge_cache_hits", "judge_tokens", "compactions"):
         out[name] = _metric(out, name).fillna(0.0)
@@ -75,26 +77,27 @@ def prepare(rows: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def axes_table(rows: pd.DataFrame) -> pd.DataFrame:
+def axes_table(rows: pd.DataFrame, taxonomy: Taxonomy) -> pd.DataFrame:
     """Table 12: per configuration, the four axes and the overall by tier and over all tiers."""
     records = []
+    axes = axes_of(taxonomy)
     scored = rows[rows["scored"]]
     for config, part in scored.groupby("config", sort=True):
-        for tier in ("overall", *TIERS):
+        for tier in ("overall", *taxonomy.tiers):
             cut = part if tier == "overall" else part[part["tier"] == tier]
             if cut.empty:
                 continue
             records.append(
-                {"config": config, "tier": tier, "n": len(cut), **{axis: float(cut[axis].mean()) for axis in AXES}}
+                {"config": config, "tier": tier, "n": len(cut), **{axis: float(cut[axis].mean()) for axis in axes}}
             )
-    return pd.DataFrame(records, columns=["config", "tier", "n", *AXES])
+    return pd.DataFrame(records, columns=["config", "tier", "n", *axes])
 
 
-def family_table(rows: pd.DataFrame, n_boot: int, seed: int) -> pd.DataFrame:
+def family_table(rows: pd.DataFrame, taxonomy: Taxonomy, n_boot: int, seed: int) -> pd.DataFrame:
     """Table 2: per configuration and question family, the mean with a bootstrap 95 % interval."""
     records = []
     for config, part in rows[rows["scored"]].groupby("config", sort=True):
-        for letter, name in FAMILIES.items():
+        for letter, name in taxonomy.groups.items():
             values = part[f"family_{letter}"].dropna().to_numpy()
             if not len(values):
                 continue
@@ -162,7 +165,9 @@ def seq_vs_ind_table(rows: pd.DataFrame, settings: dict[str, dict]) -> pd.DataFr
     return pd.DataFrame(records, columns=columns)
 
 
-def skills_tables(rows: pd.DataFrame, settings: dict[str, dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def skills_tables(
+    rows: pd.DataFrame, settings: dict[str, dict], taxonomy: Taxonomy
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Fig. 10: skill induction and reuse rates and tokens per period (c, d), and by tier (a, b),
     for configurations that ran with the skill library."""
     with_skills = [c for c, s in settings.items() if s.get("skills")]
@@ -188,7 +193,8 @@ def skills_tables(rows: pd.DataFrame, settings: dict[str, dict]) -> tuple[pd.Dat
         )
         .reset_index()
     )
-    by_tier = by_tier.sort_values(["config", "tier"], key=lambda c: c.map(TIERS.index) if c.name == "tier" else c)
+    tiers = taxonomy.tiers
+    by_tier = by_tier.sort_values(["config", "tier"], key=lambda c: c.map(tiers.index) if c.name == "tier" else c)
     return by_period, by_tier.reset_index(drop=True)
 
 
@@ -253,17 +259,20 @@ def run_settings(runs: list[RunInfo], dataset: str) -> dict[str, dict]:
     return out
 
 
-def boards(rows: pd.DataFrame, runs: list[RunInfo], dataset: str, n_boot: int = 1000, seed: int = 0) -> Boards:
-    part = prepare(rows[rows["dataset"] == dataset])
+def boards(
+    rows: pd.DataFrame, runs: list[RunInfo], dataset: str, taxonomy: Taxonomy, n_boot: int = 1000, seed: int = 0
+) -> Boards:
+    part = prepare(rows[rows["dataset"] == dataset], taxonomy)
     settings = run_settings(runs, dataset)
-    by_period, by_tier = skills_tables(part, settings)
+    by_period, by_tier = skills_tables(part, settings, taxonomy)
     return Boards(
-        axes=axes_table(part),
-        families=family_table(part, n_boot, seed),
+        axes=axes_table(part, taxonomy),
+        families=family_table(part, taxonomy, n_boot, seed),
         by_period=period_table(part),
         seq_vs_ind=seq_vs_ind_table(part, settings),
         skills=by_period,
         skills_by_tier=by_tier,
         tokens=tokens_table(part),
+        taxonomy=taxonomy,
         settings=settings,
     )

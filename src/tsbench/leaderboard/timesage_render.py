@@ -10,9 +10,11 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from tsbench.tasks import get_taskset
+
 from .figures import render
 from .result import DASH, LeaderboardResult, fmt_dollars
-from .timesage import AXES, FAMILIES, RULES_JUDGE, TIERS, Boards, boards
+from .timesage import RULES_JUDGE, Boards, boards
 
 Section = tuple[str, str, tuple[list, list[list]]]
 
@@ -27,9 +29,9 @@ def _pct(value) -> str:
 
 def sections(b: Boards) -> list[Section]:
     out: list[Section] = []
-    header = ["Configuration", "Tier", "n", "Accuracy", "Coverage", "Faithfulness", "Quality", "Overall"]
+    header = ["Configuration", "Tier", "n", *(axis.capitalize() for axis in b.axis_names)]
     rows = [
-        [r.config, r.tier.capitalize(), r.n, *(_f(getattr(r, a), 2) for a in AXES)]
+        [r.config, r.tier.capitalize(), r.n, *(_f(getattr(r, a), 2) for a in b.axis_names)]
         for r in b.axes.itertuples(index=False)
     ]
     note = (
@@ -49,7 +51,7 @@ def sections(b: Boards) -> list[Section]:
     rows = []
     for config in sorted(b.families["config"].unique()):
         cells = []
-        for letter in FAMILIES:
+        for letter in b.taxonomy.groups:
             if ("mean", letter) in wide.columns and not pd.isna(wide.loc[config, ("mean", letter)]):
                 m, lo, hi = (wide.loc[config, (k, letter)] for k in ("mean", "lo", "hi"))
                 cells.append(f"{m:.1f} [+{hi - m:.1f} −{m - lo:.1f}]")
@@ -61,7 +63,7 @@ def sections(b: Boards) -> list[Section]:
             "Per question family (paper Table 2)",
             "Mean field accuracy of each family, with a percentile "
             "bootstrap 95 % interval over periods (x [+high −low]).",
-            (["Configuration", *FAMILIES.values()], rows),
+            (["Configuration", *b.taxonomy.groups.values()], rows),
         )
     )
     periods = sorted(b.by_period["period_index"].unique()) if len(b.by_period) else []
@@ -217,7 +219,7 @@ def _skills_figure(b: Boards) -> dict[str, bytes] | None:
     rates.set_xlabel("period index")
     rates.set_ylabel("% of periods")
     rates.legend(fontsize=6)
-    tiers = [t for t in TIERS if t in set(b.skills_by_tier["tier"])]
+    tiers = [t for t in b.taxonomy.tiers if t in set(b.skills_by_tier["tier"])]
     configs = sorted(b.skills_by_tier["config"].unique())
     width = 0.8 / max(1, len(configs))
     for j, config in enumerate(configs):
@@ -238,13 +240,15 @@ FIGURE_TITLES = {
 }
 
 
-def attach(result: LeaderboardResult, rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """Add the boards of every TimeSage dataset to `result`; returns the CSV frames to write."""
+def attach(
+    result: LeaderboardResult, rows: pd.DataFrame, datasets: list[str], with_paper: bool = False
+) -> dict[str, pd.DataFrame]:
+    """Add the boards of the `datasets` (those whose family names this board) to `result`; returns
+    the CSV frames to write."""
     frames: dict[str, list[pd.DataFrame]] = {}
-    for dataset in result.datasets:
-        if result.family(dataset) != "timesage":
-            continue
-        b = boards(rows, result.runs, dataset, result.n_boot, result.seed)
+    for dataset in datasets:
+        taxonomy = get_taskset(result.family(dataset)).taxonomy()
+        b = boards(rows, result.runs, dataset, taxonomy, result.n_boot, result.seed)
         result.family_sections[dataset] = sections(b)
         suffix = f"-{dataset.split('/')[-1][:6]}" if len(result.datasets) > 1 else ""
         drawn = {

@@ -7,7 +7,7 @@ Everything is synchronous; the eval runner gets concurrency from a thread pool.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from tsbench.core.episode import TaskInfo
 
@@ -62,9 +62,8 @@ class Completion:
         }
 
 
-# The kinds of ModelError; the first four are transient and retried (see retry.py).
+# The transient kinds of ModelError, retried (see retry.py); bad_request is not.
 RETRYABLE_KINDS = frozenset({"rate_limit", "server", "timeout", "connection"})
-ERROR_KINDS = RETRYABLE_KINDS | {"bad_request"}
 
 
 class ModelError(Exception):
@@ -109,13 +108,16 @@ class ModelUnavailableError(ValueError):
     """A model that can't be built on this machine (an optional package is missing): a one-line user error."""
 
 
-@runtime_checkable
-class ChatModel(Protocol):
-    """`generate` as below. A model whose `native_tools` attribute is True also accepts the keywords
-    `tools` (OpenAI function specs: [{"type": "function", "function": {...}}]) and `tool_choice`, and
-    reports the calls it made in `Completion.tool_calls`; harnesses pass them to no other model."""
+class Agent:
+    """Whatever plays an episode: a chat model (models/) or a reference policy (baselines/).
 
-    name: str  # the provider/name string it was built from
+    What it can do is asked through the methods below, each with its default (as inspect_ai's
+    ModelAPI declares its models' abilities), so callers never probe. The class-level facts are
+    classmethods, so a provider can answer them before it builds a model (models/registry.py:
+    refusing a pairing before a server starts or weights load)."""
+
+    name: str = ""  # the spec string it was built from (provider/name)
+    plays: tuple[str, ...] | None = None  # the only harnesses it can play (None: any its capabilities allow)
 
     def generate(
         self,
@@ -124,6 +126,101 @@ class ChatModel(Protocol):
         max_tokens: int | None = None,
         temperature: float | None = None,
         task: TaskInfo | None = None,
-    ) -> Completion: ...
+        **kwargs: Any,
+    ) -> Completion:
+        """One reply to `messages`. With `native_tools()` it also takes `tools` (OpenAI function specs)
+        and `tool_choice` and reports its calls in `Completion.tool_calls`; with `reads_series()` it
+        takes `series` (channels x L) beside the messages."""
+        raise NotImplementedError(f"{self.name} reads no messages")
 
-    def close(self) -> None: ...
+    def answer(self, task: Any) -> str:
+        """The final message from the task itself, series included (agents that do not `chats()`)."""
+        raise NotImplementedError(f"{self.name} does not answer from the task itself")
+
+    def close(self) -> None:
+        """Release what it holds (clients, servers, weights). Default: nothing."""
+
+    # -- what it can do --------------------------------------------------------------------------
+    @classmethod
+    def chats(cls) -> bool:
+        """Reads messages and replies (False: it answers from the task under a reference harness)."""
+        return True
+
+    @classmethod
+    def native_tools(cls) -> bool:
+        """Takes `tools=` / `tool_choice=` in `generate` (native function calling)."""
+        return False
+
+    @classmethod
+    def sees_images(cls) -> bool:
+        """Image parts of a message reach it (False: a text-only model drops them)."""
+        return True
+
+    @classmethod
+    def reads_series(cls) -> bool:
+        """Takes the series beside the messages (a time-series language model)."""
+        return False
+
+    @classmethod
+    def wants_plot(cls) -> bool:
+        """Wants the rendered plot of the series on the user turn as well (with `reads_series`)."""
+        return False
+
+    def harnesses(self) -> tuple[str, ...] | None:
+        """The only harnesses it can play (None: any harness its capabilities allow)."""
+        return self.plays
+
+    def default_harness(self) -> str:
+        """The harness a run uses when neither the command nor the family names one."""
+        return (self.harnesses() or ("rlm",))[0]
+
+    def reference(self) -> str | None:
+        """What a reference policy knows that a model does not, shown beside every number (None: nothing)."""
+        return None
+
+
+ChatModel = Agent  # the interface harnesses talk to
+
+
+class ForeignAgent(Agent):
+    """An object that plays episodes without subclassing Agent (a plugin's model, a test double): its
+    old-style attributes (`native_tools`, `harnesses`, `reference`, `wants_plot`) read once, here."""
+
+    def __init__(self, agent: Any):
+        self.inner = agent
+        self.name = str(getattr(agent, "name", type(agent).__name__))
+        self._chats = callable(getattr(agent, "generate", None))
+        self._native = bool(getattr(agent, "native_tools", False))
+        self._plays = getattr(agent, "harnesses", None)
+        self._reference = getattr(agent, "reference", None)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def generate(self, messages, **kwargs):
+        return self.inner.generate(messages, **kwargs)
+
+    def answer(self, task):
+        return self.inner.answer(task)
+
+    def close(self) -> None:
+        close = getattr(self.inner, "close", None)
+        if callable(close):
+            close()
+
+    def chats(self) -> bool:  # type: ignore[override]
+        return self._chats
+
+    def native_tools(self) -> bool:  # type: ignore[override]
+        return self._native
+
+    def harnesses(self) -> tuple[str, ...] | None:
+        return tuple(self._plays) if self._plays is not None else None
+
+    def reference(self) -> str | None:
+        return self._reference
+
+
+def as_agent(agent: Any) -> Agent:
+    """`agent` as an Agent (anything else is read through ForeignAgent)."""
+    return agent if isinstance(agent, Agent) else ForeignAgent(agent)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from tsbench.core.extras import check, require
-from tsbench.models.base import Completion, Message, ModelError, ModelUnavailableError, TaskInfo
+from tsbench.models.base import Agent, Completion, Message, ModelError, ModelUnavailableError, TaskInfo
 from tsbench.models.streaming import MeterStreamer
 from tsbench.models.torch_threads import set_torch_threads
 
@@ -208,8 +208,13 @@ def _resolve_dtype(dtype: Any, device: str) -> Any:
     return dtype
 
 
-class LocalHFModel:
+class LocalHFModel(Agent):
     """A ChatModel that generates with transformers in this process, one call at a time."""
+
+    @classmethod
+    def sees_images(cls) -> bool:
+        """A text-only model: image parts are dropped (counted in the call's `images_ignored`)."""
+        return False
 
     def __init__(
         self,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tsbench.models.base import Completion, Message, ModelError, TaskInfo
+from tsbench.models.base import Agent, Completion, Message, ModelError, TaskInfo
 from tsbench.models.local_hf import _default_device, _resolve_dtype, dtype_option, offline_transformers
 from tsbench.models.streaming import MeterStreamer
 from tsbench.models.torch_threads import set_torch_threads
@@ -111,7 +111,7 @@ def encode_messages(processor: Any, messages: list[Message], *, generation_promp
     return Encoded(out["input_ids"][0].tolist(), inputs, conversation, images)
 
 
-class LocalVLMModel:
+class LocalVLMModel(Agent):
     """A ChatModel over an image-text-to-text model in this process, one call at a time."""
 
     def __init__(
@@ -238,13 +238,13 @@ _tiny_lock = threading.Lock()
 
 
 def ensure_tiny_vlm() -> Path:
-    """A tiny random Qwen2.5-VL (tsbench.testing.tiny_vlm, seed 0) built once under the cache dir."""
+    """A tiny random Qwen2.5-VL (models/tiny_vlm.py, seed 0) built once under the cache dir."""
     import os
     import shutil
     import tempfile
 
     from tsbench.models.local_hf import cache_root
-    from tsbench.testing.tiny_vlm import WORDS, make_tiny_random_vlm
+    from tsbench.models.tiny_vlm import WORDS, make_tiny_random_vlm
 
     target = cache_root() / "models" / TINY_VLM_NAME
     marker, version = "tsbench-tiny.json", json.dumps({"words": WORDS, "seed": 0})

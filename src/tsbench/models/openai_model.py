@@ -25,7 +25,7 @@ from typing import Any
 
 import openai
 
-from tsbench.models.base import Completion, Message, ModelError, TaskInfo, ToolCall
+from tsbench.models.base import Agent, Completion, Message, ModelError, TaskInfo, ToolCall
 from tsbench.models.context import server_context_tokens
 from tsbench.models.endpoint import (  # noqa: F401
     DEFAULT_OPENAI_BASE_URL,
@@ -148,10 +148,13 @@ def to_model_error(error: openai.OpenAIError) -> ModelError:
     return ModelError("bad_request", str(error))
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(Agent):
     """A ChatModel that sends each conversation to a chat-completions endpoint."""
 
-    native_tools = True  # generate() takes tools= / tool_choice= and returns Completion.tool_calls
+    @classmethod
+    def native_tools(cls) -> bool:
+        """generate() takes tools= / tool_choice= and returns Completion.tool_calls."""
+        return True
 
     def __init__(
         self,

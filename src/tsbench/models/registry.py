@@ -4,7 +4,8 @@ Providers are imported lazily, so a run of one kind never pays for (or needs) an
 The registry owns option routing: each provider lists the options it takes, one it does not take
 is an error rather than silently dropped, and None values are ignored, so a caller can pass all
 of its settings through unchanged. Reference policies are not models: see tsbench.baselines.
-A new provider is one function and one line in PROVIDERS, or a `provider.<name>` plugin entry point.
+A new provider is a `Provider` (or one function) and one line in PROVIDERS, or a `provider.<name>` plugin
+entry point.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from tsbench.core.extras import check
 from tsbench.core.registry import Registry
-from tsbench.models.base import ChatModel
+from tsbench.models.base import ChatModel, as_agent
 
 OPENAI_OPTIONS = {
     "base_url",
@@ -79,50 +80,96 @@ def _with_retry(opts: dict[str, Any]) -> dict[str, Any]:
     return opts
 
 
-def _openai(name: str, opts: dict[str, Any]) -> ChatModel:
-    from tsbench.models.openai_model import OpenAIChatModel
+class Provider:
+    """A model provider: `build(name, options)` makes the model; `model_class(name)` names the class
+    it will be before it is built, so a pairing its class-level capabilities (models/base.py `Agent`)
+    rule out is refused before a server starts or weights load. A plain `(name, options) -> model`
+    function (a plugin's) is a provider whose class is known only once built."""
 
-    return OpenAIChatModel(name, name=f"openai/{name}", **_with_retry(_options_for("openai", OPENAI_OPTIONS, opts)))
+    def build(self, name: str, opts: dict[str, Any]) -> ChatModel:
+        raise NotImplementedError
 
-
-def _vllm(name: str, opts: dict[str, Any]) -> ChatModel:
-    from tsbench.models.vllm_server import VLLMChatModel
-
-    return VLLMChatModel(name, **_with_retry(_options_for("vllm", VLLM_OPTIONS, opts)))
-
-
-def _local(name: str, opts: dict[str, Any]) -> ChatModel:
-    check("torch", "transformers", "safetensors", extra="local", what="a local/ model")
-    from tsbench.models.local_hf import LocalHFModel
-    from tsbench.models.local_vlm import LocalVLMModel, names_vision_language
-
-    model_class = LocalVLMModel if names_vision_language(name) else LocalHFModel  # images reach a VLM as pixels
-    return model_class(name, name=f"local/{name}", **_options_for("local", LOCAL_OPTIONS, opts))
+    def model_class(self, name: str) -> type | None:
+        return None
 
 
-# name -> a (model name, options) -> ChatModel function; plugins' providers (`provider.<name>` entry
-# points in the `tsbench.plugins` group, see tsbench.core.registry) follow the built-ins.
+class FunctionProvider(Provider):
+    def __init__(self, build: Callable[[str, dict[str, Any]], ChatModel]):
+        self.build = build  # type: ignore[method-assign]
+
+
+class OpenAIProvider(Provider):
+    def build(self, name: str, opts: dict[str, Any]) -> ChatModel:
+        from tsbench.models.openai_model import OpenAIChatModel
+
+        return OpenAIChatModel(name, name=f"openai/{name}", **_with_retry(_options_for("openai", OPENAI_OPTIONS, opts)))
+
+    def model_class(self, name: str) -> type:
+        from tsbench.models.openai_model import OpenAIChatModel
+
+        return OpenAIChatModel
+
+
+class VLLMProvider(Provider):
+    def build(self, name: str, opts: dict[str, Any]) -> ChatModel:
+        from tsbench.models.vllm_server import VLLMChatModel
+
+        return VLLMChatModel(name, **_with_retry(_options_for("vllm", VLLM_OPTIONS, opts)))
+
+    def model_class(self, name: str) -> type:
+        from tsbench.models.vllm_server import VLLMChatModel
+
+        return VLLMChatModel
+
+
+class LocalProvider(Provider):
+    def build(self, name: str, opts: dict[str, Any]) -> ChatModel:
+        return self.model_class(name)(name, name=f"local/{name}", **_options_for("local", LOCAL_OPTIONS, opts))
+
+    def model_class(self, name: str) -> type:
+        check("torch", "transformers", "safetensors", extra="local", what="a local/ model")
+        from tsbench.models.local_hf import LocalHFModel
+        from tsbench.models.local_vlm import LocalVLMModel, names_vision_language
+
+        return LocalVLMModel if names_vision_language(name) else LocalHFModel  # images reach a VLM as pixels
+
+
+# name -> a Provider (or a (model name, options) -> ChatModel function); plugins' providers (`provider.<name>`
+# entry points in the `tsbench.plugins` group, see tsbench.core.registry) follow the built-ins.
 PROVIDERS = Registry(
     "provider",
     {
-        "openai": _openai,
-        "vllm": _vllm,
-        "local": _local,
+        "openai": OpenAIProvider,
+        "vllm": VLLMProvider,
+        "local": LocalProvider,
         "tslm": "tsbench.models.tslm.provider:build_model",  # trained TSLM run dirs (sft-baseline --model tslm/<arch>)
         "toto": "tsbench.models.tslm.toto:build_model",  # Toto-1.0-QA checkpoints and their SFT runs (series + plot)
     },
 )
-ProviderFn = Callable[[str, dict[str, Any]], ChatModel]
+
+
+def provider(spec: str) -> tuple[Provider, str]:
+    """The provider of `spec` and the model name it is given."""
+    name, model = split_spec(spec)
+    if name not in PROVIDERS:
+        known = ", ".join(f"{p}/" for p in PROVIDERS)
+        raise ValueError(
+            f"unknown model provider {name!r} in {spec!r}; use one of {known} or a bare OpenAI model name, "
+            "or a reference policy: scripted/, classical/, detector/"
+        )
+    found = PROVIDERS.load(name)
+    if isinstance(found, type) and issubclass(found, Provider):
+        return found(), model
+    return FunctionProvider(found), model
 
 
 def get_model(spec: str, **opts: Any) -> ChatModel:
     """Build the model `spec` names, e.g. "gpt-4.1-mini", "vllm/Qwen/Qwen2.5-7B-Instruct", "local/smollm2-135m"."""
-    provider, name = split_spec(spec)
-    if provider in PROVIDERS:
-        build: ProviderFn = PROVIDERS.load(provider)
-        return build(name, opts)
-    known = ", ".join(f"{p}/" for p in PROVIDERS)
-    raise ValueError(
-        f"unknown model provider {provider!r} in {spec!r}; use one of {known} or a bare OpenAI model name, "
-        "or a reference policy: scripted/, classical/, detector/"
-    )
+    found, name = provider(spec)
+    return as_agent(found.build(name, opts))
+
+
+def model_class(spec: str) -> type | None:
+    """The class `spec`'s provider will build, without building it (None: known only once built)."""
+    found, name = provider(spec)
+    return found.model_class(name)

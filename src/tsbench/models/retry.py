@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from tsbench.models.base import RETRYABLE_KINDS, Completion, ModelError
+from tsbench.models.base import Completion, ModelError
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ def call_with_retries(
             error.attempts = attempt
             error.elapsed_s = clock() - start
             failed.append(error.kind)
-            if error.kind not in RETRYABLE_KINDS or attempt >= policy.max_attempts:
+            if not error.retryable or attempt >= policy.max_attempts:
                 raise
             delay = policy.delay_for(attempt, error.kind, rng, error.retry_after_s)
             if clock() - start + delay > budget:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit
 
-from tsbench.models.base import Completion, Message, ModelUnavailableError, TaskInfo
+from tsbench.models.base import Agent, Completion, Message, ModelUnavailableError, TaskInfo
 from tsbench.models.endpoint import api_key_for, same_origin
 from tsbench.models.openai_model import OpenAIChatModel
 
@@ -166,7 +166,7 @@ class VLLMServer:
         self.stop()
 
 
-class VLLMChatModel:
+class VLLMChatModel(Agent):
     """`vllm/<hf-id-or-path>`: a server at VLLM_BASE_URL (or `base_url`) if given, else one started here.
 
     The API key is the variable `api_key_env` names, else VLLM_API_KEY, else a placeholder, never

@@ -134,6 +134,16 @@ class Column:
     aggregate: Aggregate | None = None  # with mean_metric: the benchmark's own aggregation of it
 
 
+@dataclass(frozen=True)
+class Taxonomy:
+    """The vocabularies a family's boards group its rows by, declared once by the family (TimeSage: the
+    difficulty tiers, the scoring axes, the question families by key and short label)."""
+
+    tiers: tuple[str, ...] = ()
+    axes: tuple[str, ...] = ()
+    groups: dict[str, str] = field(default_factory=dict)
+
+
 @dataclass
 class Audit:
     """What `tsbench audit` shows of a generated set: each check with its failure count, then every
@@ -220,6 +230,9 @@ class TaskFamily:
     default_harness: str | None = None  # the harness a run uses when none is given (None: the model's)
     harnesses: tuple[str, ...] | None = None  # the only harnesses that can play it (None: any)
     judged: bool = False  # scored by a judge model: `scorer` binds the run's judge, `rescore` applies
+    # Leaderboard boards (sections, figures, CSVs) beyond the main table that show its runs, by their
+    # names in the leaderboard's board registry (tsbench.leaderboard.boards; plugins: `board.<name>`).
+    boards: tuple[str, ...] = ()
     # The questions ask for TimeMaster's <think>/<class> tags and `score` reads them in the whole reply
     # (TimerBed): the composite reward appends no format instructions of its own.
     answer_tags: bool = False
@@ -311,6 +324,10 @@ class TaskFamily:
     def variant(self, settings: dict[str, Any]) -> str:
         """What besides model and harness tells configurations apart on the leaderboard."""
         return ""
+
+    def taxonomy(self) -> Taxonomy:
+        """The vocabularies its boards group rows by (default: none)."""
+        return Taxonomy()
 
     # -- learning from runs: TimeClaw's memory and evolve, SFT ------------------------------------
     def split_files(self, data: list[str], split: str) -> list[Path]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tsbench.models.tiny_vlm import save_random_model, word_level_tokenizer
+
 
 def make_tiny_random_llama(
     path: str | Path,
@@ -63,8 +65,7 @@ def make_small_vocab_llama(path: str | Path, *, words: tuple[str, ...] = SMALL_V
     Every other word is <unk>, so prompts still render through a real chat template (ChatML-like,
     incremental), while the LM head has ~25 rows instead of 49k: training steps on a CPU take
     milliseconds instead of seconds (TRL scores every position over the whole vocabulary there)."""
-    import torch
-    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaConfig, LlamaForCausalLM
 
     tokenizer, vocab = word_level_tokenizer(
         words,
@@ -86,35 +87,4 @@ def make_small_vocab_llama(path: str | Path, *, words: tuple[str, ...] = SMALL_V
         pad_token_id=0,
         tie_word_embeddings=False,
     )
-    torch.manual_seed(seed)
-    model = LlamaForCausalLM(config)
-    model.generation_config = GenerationConfig(eos_token_id=2, pad_token_id=0, bos_token_id=1)
-    path = Path(path)
-    path.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(path, safe_serialization=True)
-    tokenizer.save_pretrained(path)
-    return path
-
-
-def word_level_tokenizer(words, *, chat_template: str, extra_special: tuple[str, ...] = ()):
-    """A word-level fast tokenizer over ChatML's markers, `extra_special`, the three roles and `words`.
-
-    Every other word is <unk>, so a tiny model's LM head has a few dozen rows (CPU steps take
-    milliseconds) while prompts still render through a real chat template. Returns (tokenizer, vocab)."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    special = ["<pad>", "<|im_start|>", "<|im_end|>", "<unk>", *extra_special]
-    vocab = {w: i for i, w in enumerate(special + ["system", "user", "assistant", *words])}
-    core = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core,
-        pad_token="<pad>",
-        eos_token="<|im_end|>",
-        unk_token="<unk>",
-        bos_token="<|im_start|>",
-        additional_special_tokens=list(extra_special),
-        chat_template=chat_template,
-    )
-    return tokenizer, vocab
+    return save_random_model(LlamaForCausalLM, config, tokenizer, path, seed)

@@ -1,22 +1,37 @@
-"""TimeClaw's episodic memory around any harness: retrieved precedents prefix the question.
+"""TimeClaw's episodic memory around a harness: retrieved precedents prefix the question.
 
 The wrapper lives here, not in harness/, because it reads a bank built from results; a harness
-knows nothing of runs. Precedents carry summaries and trajectories, never their answers.
+knows nothing of runs. Precedents carry summaries and trajectories, never their answers. It wraps
+only a harness that declares the memory capability (harness/base.py), single episodes and chains
+alike; `episode_setup` is how eval and training get a harness and its settings from a run's
+HarnessConfig, with the wrapper where [memory] names a bank and every setting that does not apply
+refused.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
-from tsbench.harness import EpisodeError, EpisodeResult, EpisodeTask, Harness, HarnessConfig
+from tsbench.harness import (
+    EpisodeError,
+    EpisodeOutcome,
+    EpisodeResult,
+    EpisodeTask,
+    Harness,
+    MemorySettings,
+    get_harness,
+    memory_for,
+)
+from tsbench.harness.base import After
 from tsbench.timeclaw.bank import recall
 
 
-def with_memory(task: EpisodeTask, cfg: HarnessConfig) -> tuple[EpisodeTask, dict]:
+def with_memory(task: EpisodeTask, memory: MemorySettings) -> tuple[EpisodeTask, dict]:
     """The task with retrieved precedents' summaries prefixed to its question, and a transcript
     event saying what was retrieved."""
     prefix, event = recall(
-        cfg.memory_bank,
+        memory.memory_bank,
         row_id=task.row_id,
         category=task.category,
         regime=task.regime,
@@ -27,26 +42,42 @@ def with_memory(task: EpisodeTask, cfg: HarnessConfig) -> tuple[EpisodeTask, dic
         timestamps=task.meta.get("time_s"),
         meta=task.meta,
         descriptor=task.meta.get("memory_descriptor"),
-        top_k=cfg.top_k,
-        pool=cfg.memory_pool,
-        family_filter=cfg.memory_family_filter,
-        exclude_self=cfg.memory_exclude_self,
-        embedder=cfg.embedder,
+        top_k=memory.top_k,
+        pool=memory.memory_pool,
+        family_filter=memory.memory_family_filter,
+        exclude_self=memory.memory_exclude_self,
+        embedder=memory.embedder,
     )
     if not prefix:
         return task, event
     return replace(task, question=f"{prefix}\n\n{task.question}"), event
 
 
-def remembering(harness: Harness) -> Harness:
-    """`harness`, with the memory prefix when the config names a bank (and top_k > 0)."""
+class Remembering(Harness):
+    """`inner` with the memory prefix on every task it plays; its capabilities are the inner harness's."""
 
-    def run(agent, task: EpisodeTask, cfg: HarnessConfig) -> EpisodeResult:
-        if not cfg.memory_bank or cfg.top_k <= 0:
-            return harness(agent, task, cfg)
-        task, event = with_memory(task, cfg)
+    def __init__(self, inner: Harness, memory: MemorySettings):
+        if not inner.memory:
+            raise ValueError(f"harness {inner.name} has no memory capability")
+        self.inner, self.memory_settings = inner, memory
+        self.name = inner.name
+        self.settings_class = inner.settings_class
+        for capability, value in inner.capabilities().items():
+            setattr(self, capability, value)
+
+    def settings(self, given: Any, *, memory: bool = False) -> Any:
+        return self.inner.settings(given, memory=True)
+
+    def pairing_problem(self, agent: Any, cfg: Any) -> str | None:
+        return self.inner.pairing_problem(agent, cfg)
+
+    def prepare(self) -> None:
+        self.inner.prepare()
+
+    def run(self, agent: Any, task: EpisodeTask, cfg: Any) -> EpisodeResult:
+        task, event = with_memory(task, self.memory_settings)
         try:
-            result = harness(agent, task, cfg)
+            result = self.inner.run(agent, task, cfg)
         except EpisodeError as exc:
             if exc.result is not None:
                 exc.result.transcript.insert(0, event)
@@ -54,4 +85,27 @@ def remembering(harness: Harness) -> Harness:
         result.transcript.insert(0, event)
         return result
 
-    return run
+    def run_chain(
+        self, agent: Any, tasks: list[EpisodeTask], cfg: Any, after: After | None = None
+    ) -> list[EpisodeOutcome]:
+        remembered = [with_memory(task, self.memory_settings) for task in tasks]
+
+        def told(index: int, outcome: EpisodeOutcome) -> str | None:
+            if outcome.result is not None:
+                outcome.result.transcript.insert(0, remembered[index][1])
+            return after(index, outcome) if after is not None else None
+
+        return self.inner.run_chain(agent, [task for task, _ in remembered], cfg, told)
+
+
+def episode_setup(harness: str | Harness, config: Any) -> tuple[Harness, Any]:
+    """(the harness to play, its own settings) from a run's HarnessConfig: the memory wrapper around
+    it when [memory] names a bank (and top_k > 0); a setting of a section the harness does not
+    have, memory's included where it has no memory capability, is a UserError (one line)."""
+    inner = get_harness(harness) if isinstance(harness, str) else harness
+    memory = memory_for(inner, config)
+    settings = inner.settings(config, memory=True)
+    return (inner if memory is None else Remembering(inner, memory)), settings
+
+
+__all__ = ["Remembering", "episode_setup", "with_memory"]

@@ -17,12 +17,12 @@ import sys
 from typing import Any
 
 from tsbench.core.errors import UserError
-from tsbench.harness import KERNEL_HARNESSES, play
+from tsbench.harness import get_harness, play
 from tsbench.models.base import Message, ModelError
 from tsbench.tasks import get_taskset
+from tsbench.timeclaw.memory_wrapper import Remembering, with_memory
 from tsbench.train.agent import ChatTokens
 from tsbench.train.curriculum import parse_key, task_key
-from tsbench.train.rollouts import episode_harness
 
 
 class _Probe:
@@ -46,18 +46,14 @@ def first_prompt_tokens(cfg: Any, tokenizer: Any, processor: Any = None) -> int:
     question = cfg.rewards.scheme.question(get_taskset(cfg.tasks.family), cfg.rewards, task.question)
     task = dataclasses.replace(task, question=question)  # the question as the rollouts ask it (rollouts.Environment)
     chat = ChatTokens(tokenizer, processor)
-    if cfg.harness in KERNEL_HARNESSES:
-        if cfg.harness_config.memory_bank and cfg.harness_config.top_k > 0:  # the precedents the wrapper prefixes
-            from tsbench.timeclaw.memory_wrapper import with_memory
-
-            task, _ = with_memory(task, cfg.harness_settings())
+    harness, settings = cfg.episode_setup()  # the memory wrapper around it where [memory] names a bank
+    if harness.kernel:
+        if isinstance(harness, Remembering):  # the precedents the wrapper prefixes
+            task, _ = with_memory(task, harness.memory_settings)
         return len(chat.first_prompt([Message("user", task.question)]))
     probe = _Probe(chat)
-    play(probe, episode_harness(cfg), task, cfg.harness_settings())
+    play(probe, harness, task, settings)
     return probe.tokens or 0
-
-
-TURN_ROW_HARNESSES = ("rlm", "tools")  # at most max_turns model calls per episode: one training row each
 
 
 def check_reasoning_history(cfg: Any, tokenizer: Any, *, vision: bool = False) -> tuple[str, str | None]:
@@ -67,10 +63,12 @@ def check_reasoning_history(cfg: Any, tokenizer: Any, *, vision: bool = False) -
     Only a multi-turn run whose template drops earlier reasoning has a choice to make: as-rendered (auto's
     pick) renders every turn's prompt as eval does and trains each turn as its own row; as-generated keeps one
     row per episode and warns; refuse stops. Another harness (single-pass, the image harnesses) keeps one row."""
-    if cfg.harness not in KERNEL_HARNESSES or cfg.harness_config.max_turns <= 1:
+    harness = get_harness(cfg.harness)
+    if not harness.kernel or cfg.harness_config.max_turns <= 1:
         return "as-generated", None
     asked = cfg.rollout.reasoning_history
-    rows_possible = cfg.harness in TURN_ROW_HARNESSES  # text harnesses: a VLM's idle vision tower changes nothing
+    # at most max_turns calls per episode, a row each; a VLM's idle vision tower changes nothing
+    rows_possible = harness.turn_rows
     if ChatTokens(tokenizer).keeps_earlier_reasoning():
         return ("as-rendered" if asked == "as-rendered" and rows_possible else "as-generated"), None
     line = (
@@ -85,7 +83,7 @@ def check_reasoning_history(cfg: Any, tokenizer: Any, *, vision: bool = False) -
         why = f"--harness {cfg.harness}"
         raise UserError(
             f"reasoning_history = as-rendered trains each turn as its own row, which {why} does not support "
-            f"(harnesses: {', '.join(TURN_ROW_HARNESSES)}, text policies); set as-generated to train anyway"
+            "(harnesses of one conversation, such as rlm and tools); set as-generated to train anyway"
         )
     return "as-generated", line
 
@@ -99,7 +97,7 @@ def check_context(cfg: Any, tokenizer: Any, *, vision: bool = False, processor: 
     prompt = first_prompt_tokens(cfg, tokenizer, processor)
     reply = cfg.harness_config.max_tokens or 1
     if prompt + reply > cfg.max_seq_len:
-        lower = " (the question alone)" if cfg.harness in KERNEL_HARNESSES else ""
+        lower = " (the question alone)" if get_harness(cfg.harness).kernel else ""
         raise UserError(
             f"{cfg.tasks.family} under {cfg.harness}: the first prompt takes {prompt} tokens{lower} with "
             f"{cfg.policy.model}'s tokenizer; with a {reply}-token reply (max_tokens) that exceeds max_seq_len "

@@ -178,7 +178,8 @@ def model_lines(resolved: Resolved, shape: ModelShape, lora: int) -> list[str]:
 
 def check_grpo(cfg: Any, where: str | None = None) -> str:
     """The --check report of a GRPOConfig (validated for its world size); a UserError for what cannot start."""
-    from tsbench.train.budget import KERNEL_HARNESSES, check_context
+    from tsbench.harness import get_harness
+    from tsbench.train.budget import check_context
     from tsbench.train.grpo import check_images
     from tsbench.train.launch import device_problems
 
@@ -199,7 +200,8 @@ def check_grpo(cfg: Any, where: str | None = None) -> str:
     weights = rw.reward_functions(cfg.rewards, get_taskset(cfg.tasks.family))[1]
     derived = cfg.trl_values(world=world, rows=rows, on_gpu=True, reward_weights=weights)
     per_rank = cfg.batch_size // world
-    kernel = cfg.harness in KERNEL_HARNESSES
+    harness = get_harness(cfg.harness)
+    kernel = harness.kernel
     row_tokens = cfg.max_seq_len if kernel else min(cfg.max_seq_len, prompt + (hc.max_tokens or cfg.max_seq_len))
     engine = cfg.rollout.engine
     work = Workload(
@@ -218,9 +220,7 @@ def check_grpo(cfg: Any, where: str | None = None) -> str:
     devices = device_problems(
         cfg, processes=world, gpus_visible=1 if world > 1 else per_machine, gpus_on_machine=per_machine
     )
-    from tsbench.train.grpo import IMAGE_HARNESSES
-
-    shown = resolved.vision_language and cfg.harness in IMAGE_HARNESSES
+    shown = resolved.vision_language and bool(harness.images)  # check_images refused images in observations
     images = "the plots beside the token ids (TRL's vision-language vLLM path)" if shown else "token ids only"
     engines = {
         "hf": "hf: the training model generates (transformers generate)",

@@ -25,7 +25,7 @@ from tsbench.core import settings
 from tsbench.core.errors import UserError
 from tsbench.core.settings import setting
 from tsbench.core.tracking import check_targets
-from tsbench.harness.episode import HarnessConfig
+from tsbench.harness.settings import HarnessConfig
 from tsbench.tasks.base import TrainingRequest
 from tsbench.train.rewards import REWARDS
 from tsbench.train.timemaster_reward import FORMAT_RULES
@@ -341,9 +341,18 @@ class GRPOConfig(trl.GRPOConfig):
     def reward_scaling(self) -> str:
         return self.scale_rewards or ("none" if self.loss_type == "dr_grpo" else "group")
 
-    def harness_settings(self) -> HarnessConfig:
-        """The harness section as the harness gets it: sampling at TRL's temperature, the one the loss scores."""
-        return dataclasses.replace(self.harness_config, temperature=self.temperature)
+    def episode_setup(self) -> tuple[Any, Any]:
+        """(the harness episodes play, its own settings: an instance of the class it declares), sampling at
+        TRL's temperature, the one the loss scores. The harness sits inside TimeClaw's memory wrapper when
+        [memory] names a bank, as eval plays it (timeclaw/memory_wrapper.py); a setting it does not read is
+        a UserError."""
+        from tsbench.timeclaw.memory_wrapper import episode_setup
+
+        return episode_setup(self.harness, dataclasses.replace(self.harness_config, temperature=self.temperature))
+
+    def harness_settings(self) -> Any:
+        """The harness's own settings as episodes get them (`episode_setup`)."""
+        return self.episode_setup()[1]
 
     def episode_tokens(self) -> int:
         """The most tokens one episode can generate: Dr. GRPO's constant loss normaliser."""
@@ -459,13 +468,19 @@ class GRPOConfig(trl.GRPOConfig):
         return []
 
     def harness_problems(self) -> list[str]:
-        from tsbench.harness import HARNESSES, REFERENCE_HARNESSES
+        from tsbench.harness import HARNESSES, get_harness
 
-        if self.harness not in HARNESSES or self.harness in REFERENCE_HARNESSES:
-            models = ", ".join(h for h in HARNESSES if h not in REFERENCE_HARNESSES)
+        harness = get_harness(self.harness) if self.harness in HARNESSES else None
+        if harness is None or harness.reference:
+            models = ", ".join(h for h in HARNESSES if not get_harness(h).reference)
             return [f"--harness must be a model harness: {models}"]
-        found = self.harness_config.foreign_settings(self.harness)
-        if self.harness_config.depth > 0:
+        found = []
+        try:  # the harness's own settings: one it does not read (memory's where it has no memory) is refused
+            settings = self.harness_settings()
+        except UserError as error:
+            found.append(str(error))
+            settings = None
+        if settings is not None and settings.recursion_depth > 0:
             found.append(
                 "train-grpo plays depth 0: a sub-call's conversation is not a continuation of the policy's "
                 "token ids, so every sub-call would fail (set depth = 0)"
@@ -482,6 +497,8 @@ class GRPOConfig(trl.GRPOConfig):
             default = spec.default_factory() if spec.default_factory is not dataclasses.MISSING else spec.default
             if getattr(self, name) != default:
                 found.append(f"{name} is set by tsbench from {source}; set that instead")
+        if self.top_k != 0:  # TRL's sampling top_k shadows [memory]'s under [grpo]
+            found[-1] += " (the precedents a memory bank retrieves are [grpo.memory] top_k)"
         return found
 
     def family_problems(self) -> list[str]:

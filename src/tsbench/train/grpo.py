@@ -38,7 +38,7 @@ from transformers import PrinterCallback, TrainerCallback
 
 from tsbench.core.errors import UserError
 from tsbench.core.json_input import read_json
-from tsbench.harness import require_jail
+from tsbench.harness import get_harness, require_jail
 from tsbench.train import rewards as rw
 from tsbench.train.config import GRPOConfig
 from tsbench.train.cpu_memory import limit_malloc_arenas
@@ -196,23 +196,19 @@ def build_trainer(cfg: GRPOConfig, progress: ProgressFn | None = None, timing: d
     return Run(trainer, out, checkpoint, env, policy.base_record)
 
 
-IMAGE_HARNESSES = ("single-pass-image",)  # images in the first prompt: the only place a VLM's loss sees them
-OBSERVATION_IMAGE_HARNESSES = ("rlm-image", "tools-image")  # images arrive in later observations
-
-
 def check_images(cfg: GRPOConfig, vision_language: bool | None) -> None:
     """Refuse, before any weights load, a run whose images the policy would never see in its loss
     (`vision_language` None: the model's config is not readable yet; the checks wait for the weights).
     A vision-language model under a text harness (Table 1's Qwen3.5-4B under rlm) trains as it is, its
     vision tower idle; its rollouts may come from vLLM, which takes the images beside the ids when a
     harness shows them (TRL's own vision-language vLLM path, agent.VLLMColocate / VLLMServer)."""
-    shows_images = cfg.harness in IMAGE_HARNESSES + OBSERVATION_IMAGE_HARNESSES
-    if shows_images and vision_language is False:
+    images = get_harness(cfg.harness).images  # "prompt": the only place a VLM's loss sees them
+    if images and vision_language is False:
         raise UserError(
             f"--harness {cfg.harness} shows the policy images, but {cfg.policy.model} is a text-only model: "
             "train a vision-language model (e.g. Qwen2.5-VL) or use a text harness"
         )
-    if vision_language and cfg.harness in OBSERVATION_IMAGE_HARNESSES:
+    if vision_language and images == "observations":
         raise UserError(
             f"--harness {cfg.harness}: images in later observations are not trained on yet; "
             "train a vision-language policy under single-pass-image"

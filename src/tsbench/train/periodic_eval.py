@@ -96,7 +96,7 @@ class PeriodicEval(TrainerCallback):
         task = sample.task
         question = env.scheme.question(env.taskset, cfg.rewards, task.question)  # as in training
         task = dataclasses.replace(task, question=question)
-        hc = cfg.harness_settings()
+        hc = env.settings  # the harness's own, as training plays it
         agent = PolicyAgent(
             batcher,
             env.chat,

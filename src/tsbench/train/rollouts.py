@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from tsbench.harness import EpisodeOutcome, get_harness, play
+from tsbench.harness import EpisodeOutcome, play
 from tsbench.results import Journal, apply_outcome, apply_score, finish, new_record
 from tsbench.tasks import get_taskset
 from tsbench.tasks.base import Sample
@@ -125,8 +125,7 @@ class Environment:
         self.scheme = cfg.rewards.scheme
         self.functions, self.weights = rw.reward_functions(cfg.rewards, self.taskset)
         self.reward_settings = rw.composite_settings(cfg.rewards)  # how the judge reads a reply
-        self.harness = episode_harness(cfg)
-        self.settings = cfg.harness_settings()
+        self.harness, self.settings = cfg.episode_setup()  # the harness's own settings, checked once; memory's wrapper
         self.judge = None
         if self.scheme.uses_judge(cfg.rewards):
             from tsbench.models.registry import get_model
@@ -285,7 +284,7 @@ class Environment:
             columns={"category": sample.task.category, **sample.columns},
             model=self.model_name,
             harness=self.cfg.harness,
-            depth=hc.depth,
+            depth=self.settings.recursion_depth,
             gold=sample.gold,
         )
         agent = PolicyAgent(
@@ -300,7 +299,7 @@ class Environment:
         )
         started = time.perf_counter()
         with batcher.episode():
-            outcome = play(agent, self.harness, sample.task, hc)
+            outcome = play(agent, self.harness, sample.task, self.settings)
         apply_outcome(record, outcome)
         episode = Episode(key, index, record, refill=refill, vision=agent.vision)
         if self.rendered:
@@ -435,14 +434,6 @@ def ordered_rows(rows: list[list[Row]], group: int) -> tuple[list[Row], list[int
     flat = [row for of_episode in rows for row in of_episode]
     owner = [i for i, of_episode in enumerate(rows) for _ in of_episode]
     return flat, owner
-
-
-def episode_harness(cfg: Any) -> Any:
-    """The harness episodes play: the run's, inside TimeClaw's memory wrapper (as eval plays it), so a
-    memory_bank prefixes each question with its precedents in training too (none: the harness itself)."""
-    from tsbench.timeclaw.memory_wrapper import remembering
-
-    return remembering(get_harness(cfg.harness))
 
 
 def sampler_logprobs(episodes: list[Episode], *, wanted: bool) -> tuple[list[list[float]] | None, list[list[int]]]:

@@ -30,13 +30,13 @@ def measure(
     from tsbench.models.tslm.build import build_tslm
     from tsbench.models.tslm.settings import TSLMSettings
 
-    if arch == "toto":  # Toto-1.0-QA: a checkpoint dir, or a tiny random one (tsbench.testing.tiny_toto)
+    if arch == "toto":  # Toto-1.0-QA: a checkpoint dir, or a tiny random one (models/tslm/tiny_toto.py)
         import tempfile
 
         from tsbench.models.tslm.build import LoraSpec
+        from tsbench.models.tslm.tiny_toto import make_tiny_toto_checkpoint
         from tsbench.models.tslm.toto_checkpoint import build_for_sft
         from tsbench.models.tslm.toto_encoder import base_toto_config, tiny_toto_config
-        from tsbench.testing.tiny_toto import make_tiny_toto_checkpoint
 
         sizes = base_toto_config() if toto_size == "base" else tiny_toto_config()
         checkpoint = toto or str(make_tiny_toto_checkpoint(Path(tempfile.mkdtemp()) / "toto", toto_config=sizes))

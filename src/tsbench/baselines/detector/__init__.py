@@ -37,15 +37,15 @@ from tsbench.baselines.detector.answers import analyse, answer_object, decide  #
 from tsbench.baselines.detector.calibrate import Analysed, _analyse_row, _mean_score, calibrate, fit_settings  # noqa: F401
 from tsbench.baselines.detector.model import DEFAULT, ChannelResult, Finding, Settings  # noqa: F401
 from tsbench.baselines.detector.search import analyse_channel  # noqa: F401
+from tsbench.baselines.direct_policy import DirectPolicy
 from tsbench.core.episode import EpisodeTask
 
 
-class Detector:
+class Detector(DirectPolicy):
     """A reference policy for the `direct` harness: it reads the full-resolution series, which no
     chat harness shows a model, and knows the generator's rules; it is ranked apart from models."""
 
-    reference = "knows the generator"
-    harnesses = ("direct",)
+    knows = "knows the generator"
 
     def __init__(self, name: str = "default", settings: Settings = DEFAULT):
         self.name = f"detector/{name}"
@@ -53,9 +53,6 @@ class Detector:
 
     def answer(self, task: EpisodeTask) -> str:
         return decode.answer_text(answer_object(task, self.settings))
-
-    def close(self) -> None:
-        pass
 
 
 DETECTORS = {"default": Detector}

@@ -17,6 +17,7 @@ from typing import Any
 from tsbench.core.errors import UserError
 from tsbench.core.registry import Registry
 from tsbench.eval.episode import EpisodeJob
+from tsbench.harness import Harness
 
 OnRecord = Callable[[dict], None]
 OnInterrupt = Callable[[int], None]  # told how many episodes are still in flight
@@ -50,8 +51,9 @@ class BaseExecutor:
     """The coordinator's view of an executor; every hook but `run` has a default."""
 
     @classmethod
-    def preflight(cls, harness: str, unsafe_sandbox: bool) -> None:
-        """Checks before any row is read. Default: the kernels run on this host, so its jail must work."""
+    def preflight(cls, harness: Harness, unsafe_sandbox: bool) -> None:
+        """Checks before any row is read. Default: a kernel harness's kernels run on this host, so its
+        jail must work (`harness.kernel`, harness/base.py)."""
         from tsbench.harness import require_jail
 
         require_jail(harness, unsafe_sandbox)
@@ -69,16 +71,9 @@ class BaseExecutor:
         """Release workers and pools."""
 
 
-Executor = BaseExecutor
-
-
 def executor_class(name: str) -> type[BaseExecutor]:
     """The executor class `name` stands for; an unknown name lists the choices."""
     found = REGISTRY.load(name)
     if not (isinstance(found, type) and issubclass(found, BaseExecutor)):
         raise UserError(f"executor {name!r} is not a BaseExecutor subclass (see tsbench/eval/executors/__init__.py)")
     return found
-
-
-def get_executor(name: str, **options: Any) -> BaseExecutor:
-    return executor_class(name).from_options(ExecutorOptions(**options))

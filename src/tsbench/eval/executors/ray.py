@@ -41,7 +41,7 @@ from tsbench.eval.episode import EpisodeJob, failed_record
 from tsbench.eval.executors import Abandoned, BaseExecutor, ExecutorOptions, OnInterrupt, OnRecord
 from tsbench.eval.executors.ray_cluster import PROBE_GROUP, DataPlacement, connect
 from tsbench.eval.executors.ray_worker import EpisodeWorker
-from tsbench.harness import KERNEL_HARNESSES
+from tsbench.harness import Harness, get_harness
 from tsbench.tasks import get_taskset
 from tsbench.tasks.base import Sample
 
@@ -65,6 +65,14 @@ class _Worker:
     host: str = "?"
 
 
+def jail_refusal(job: EpisodeJob, host: str, no_jail: str | None) -> str | None:
+    """Why a worker whose node cannot jail (`no_jail`) must not play `job` (None: it may): its harness
+    runs kernels (`Harness.kernel`, a plugin's as a built-in's) and the run is not --unsafe-sandbox."""
+    if no_jail and get_harness(job.harness).kernel and not job.harness_config.unsafe_sandbox:
+        return f"Ray worker on {host}: {no_jail}"
+    return None
+
+
 def _env_number(name: str, default: float) -> float:
     raw = os.environ.get(name)
     try:
@@ -75,7 +83,7 @@ def _env_number(name: str, default: float) -> float:
 
 class RayExecutor(BaseExecutor):
     @classmethod
-    def preflight(cls, harness: str, unsafe_sandbox: bool) -> None:
+    def preflight(cls, harness: Harness, unsafe_sandbox: bool) -> None:
         """Nothing on the driver: each worker checks the jail of its own node, where the kernels run."""
 
     @classmethod
@@ -162,8 +170,8 @@ class RayExecutor(BaseExecutor):
             for job in jobs:
                 mode, prepared = self._prepare(job)  # while the workers are still busy
                 worker = free_worker()
-                if worker.no_jail and job.harness in KERNEL_HARNESSES and not job.harness_config.unsafe_sandbox:
-                    raise UserError(f"Ray worker on {worker.host}: {worker.no_jail}")
+                if refusal := jail_refusal(job, worker.host, worker.no_jail):
+                    raise UserError(refusal)
                 if mode != self.placement.mode(os.path.abspath(job.ref.path)):  # a node that came up since
                     mode, prepared = self._prepare(job)
                 if isinstance(prepared, list):  # the driver could not load its samples: error rows

@@ -16,7 +16,7 @@ import time
 import numpy as np
 import torch
 
-from tsbench.models.base import Completion, Message, ModelError, TaskInfo
+from tsbench.models.base import Agent, Completion, Message, ModelError, TaskInfo
 from tsbench.models.tslm.model import InputTooLong
 
 OOM = "oom"
@@ -33,10 +33,14 @@ def free_memory() -> None:
         torch.cuda.empty_cache()
 
 
-class TSLMChatModel:
+class TSLMChatModel(Agent):
     """One TSLM in this process; calls are serialised (one GPU, one model)."""
 
-    harnesses = ("series",)
+    plays = ("series",)
+
+    @classmethod
+    def reads_series(cls) -> bool:
+        return True
 
     def __init__(
         self,

@@ -16,7 +16,10 @@ INT_OPTIONS = ("max_new_tokens", "max_input_tokens", "toto_max_length", "toto_ma
 
 
 class TotoChatModel(TSLMChatModel):
-    wants_plot = True  # the series harness renders the plot onto the user turn
+    @classmethod
+    def wants_plot(cls) -> bool:
+        """The series harness renders the plot onto the user turn."""
+        return True
 
     def __init__(
         self, checkpoint: str, *, toto_max_length: int | None = None, toto_max_channels: int | None = None, **kw

@@ -48,6 +48,7 @@ GRID_SETTINGS = frozenset(
 class AnomalyXL(TaskFamily):
     name = "anomalyxl"
     strata = ("length",)
+    boards = ("anomalyxl-paper",)  # the paper's Table 1, quoted (leaderboard --with-paper)
 
     def resolve(
         self, data: list[str], *, seed: int, split: str, root: str | None, filters: dict[str, Any]

@@ -16,7 +16,7 @@ RCRPS follows Context-is-Key (Williams et al., 2025) as its evaluator defines it
   steps; the constraints add up; beta = 10 (CiK's violation factor); the violation term is the
   CRPS of beta * v against 0 (the ground truth always satisfies the constraints);
 * scaling is 1 / (mean over the task's instances of max(target) - min(target)); CiK publishes it
-  per instance (`metric_scaling`), and `instance_scaling` computes it for one instance.
+  per instance (`metric_scaling`), which the scorer reads.
 * one sample (a point forecast): its CRPS is the absolute error (CiK's estimator divides by
   n (n - 1) and gives NaN there, which its aggregation counts at the cap).
 
@@ -158,13 +158,6 @@ def rcrps(
         scaling=float(scaling),
         n_roi=n_roi,
     )
-
-
-def instance_scaling(targets: Sequence[Sequence[float]]) -> float:
-    """CiK's scaling for a task: 1 / the mean range (max - min) of its instances' targets."""
-    widths = [float(np.max(t) - np.min(t)) for t in targets]
-    mean = sum(widths) / len(widths)
-    return 1.0 / mean if mean > 0 else 1.0
 
 
 def _pair(target: Sequence[float], point: Sequence[float]) -> tuple[np.ndarray, np.ndarray] | None:

@@ -182,6 +182,7 @@ class CiK(RecordingFamily):
     dataset = "Context-is-Key (ServiceNow, 71 context-aided forecasting tasks)"
     default_root_dir = "data/cik"
     strata = ("stratum",)  # the CiK task name: --limit draws evenly over tasks
+    boards = ("cik",)  # TimeClaw Table 1's layout (leaderboard/cik.py)
 
     def score(self, category: str, gold: Any, message: str) -> Scored:
         return score_forecast(gold, message)

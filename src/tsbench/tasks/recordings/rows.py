@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from tsbench.core import json_input
 from tsbench.tasks import series_file
@@ -121,14 +120,6 @@ def _to_row(rec: dict, values: np.ndarray | None) -> Row:
 def read_index(path: str | Path):
     """Every column but `values`, as a pandas DataFrame."""
     return series_file.read_index(path, LIGHT_COLUMNS)
-
-
-def is_row_file(path: str | Path) -> bool:
-    try:
-        names = set(pq.read_schema(path).names)
-    except Exception:  # pyarrow raises several types for a file that is not parquet
-        return False
-    return set(SCHEMA.names) <= names
 
 
 def iter_rows(path: str | Path, *, with_values: bool = True) -> Iterator[Row]:

@@ -76,6 +76,7 @@ class TimerBed(RecordingFamily):
     dataset = "TimerBed (six real classification tasks)"
     default_root_dir = "data/timerbed"
     default_harness = "single-pass-image"
+    boards = ("timerbed",)  # TimeMaster Tables 1 and 3 (leaderboard/timerbed.py)
     answer_tags = True  # the questions end with TimeMaster's instruction (H.2) and `score` reads its tags
     OPTIONS = ("path", "seed", "split", "rows_per_cell", "categories")
 

@@ -207,7 +207,3 @@ def read_scenarios(path: str | Path) -> list[Scenario]:
 def files_of(cell: Any) -> dict[str, bytes]:
     """A parquet map cell (a list of (name, bytes) pairs) as a dict."""
     return dict(cell) if cell is not None else {}
-
-
-def read_set(seed_dir: Path) -> tuple[list[Scenario], pd.DataFrame]:
-    return read_scenarios(seed_dir / SCENARIOS), read_periods(seed_dir / PERIODS)

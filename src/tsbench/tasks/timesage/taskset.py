@@ -25,15 +25,17 @@ from tsbench.tasks.base import (
     SampleRef,
     Scored,
     TaskFamily,
+    Taxonomy,
     TrainingRequest,
     TrainingStream,
 )
+from tsbench.tasks.timesage.axes import AXES
 from tsbench.tasks.timesage.judge import RULES_JUDGE, ModelJudge
 from tsbench.tasks.timesage.judge_cache import Asker, JudgeCache
 from tsbench.tasks.timesage.judge_rules import RulesJudge
 from tsbench.tasks.timesage.scoring import feedback_text, score_message
 from tsbench.tasks.timesage.store import MANIFEST, PERIODS, files_of, read_index, read_periods
-from tsbench.tasks.timesage.taxonomy import TIERS
+from tsbench.tasks.timesage.taxonomy import FAMILY_SHORT, TIERS
 
 DEFAULT_ROOT = "data/timesage"
 JUDGE_CACHE = "judge_cache.jsonl"
@@ -48,6 +50,7 @@ class TimeSage(TaskFamily):
     default_harness = "file-agent"
     harnesses = ("file-agent",)
     judged = True
+    boards = ("timesage",)  # Table 12, Table 2, Figs. 7, 9, 10 (leaderboard/timesage*.py)
 
     def resolve(
         self, data: list[str], *, seed: int, split: str, root: str | None, filters: dict[str, Any]
@@ -153,6 +156,10 @@ class TimeSage(TaskFamily):
             parts.append("skills")
         parts.append(settings.get("judge") or RULES_JUDGE)
         return ", ".join(parts)
+
+    def taxonomy(self) -> Taxonomy:
+        """Tiers, the four axes and the six question families (paper Tables 2 and 12) for its boards."""
+        return Taxonomy(tiers=TIERS, axes=AXES, groups=dict(FAMILY_SHORT))
 
     def columns(self) -> list[Column]:
         return list(COLUMNS)

@@ -1,4 +1,5 @@
-"""A tiny randomly initialised Qwen2.5-VL for fast CPU tests of vision-language plumbing (eval, SFT, GRPO).
+"""`local/tiny-random-vlm`: a tiny randomly initialised Qwen2.5-VL, built on demand, for CPU smoke runs of
+vision-language plumbing (eval, SFT, GRPO) on a fresh clone, nothing downloaded.
 
 It is the paper's architecture (TimeMaster trains Qwen2.5-VL-3B) at toy sizes: a 2-block vision tower,
 the patch merger, a 2-layer language model. The tokenizer is word-level over a few words plus Qwen's
@@ -10,8 +11,6 @@ tokenizer, processor, chat template) that `local/<dir>` loads through AutoModelF
 from __future__ import annotations
 
 from pathlib import Path
-
-from tsbench.testing.tiny import word_level_tokenizer
 
 VISION_TOKENS = ("<|vision_start|>", "<|image_pad|>", "<|vision_end|>", "<|video_pad|>")
 # Whole TimeMaster answers are single words too, so a random policy names a class now and then (a reward signal).
@@ -81,7 +80,7 @@ def make_tiny_random_vlm(
         **vision_token_ids(vocab),
         tie_word_embeddings=False,
     )
-    return save_random_vlm(Qwen2_5_VLForConditionalGeneration, config, processor, path, seed)
+    return save_random_model(Qwen2_5_VLForConditionalGeneration, config, processor, path, seed)
 
 
 def vision_token_ids(vocab: dict[str, int]) -> dict[str, int]:
@@ -94,8 +93,8 @@ def vision_token_ids(vocab: dict[str, int]) -> dict[str, int]:
     }
 
 
-def save_random_vlm(model_class, config, processor, path: str | Path, seed: int) -> Path:
-    """A randomly initialised `model_class(config)` (seeded) and `processor`, saved to `path`."""
+def save_random_model(model_class, config, processor, path: str | Path, seed: int) -> Path:
+    """A randomly initialised `model_class(config)` (seeded) and its `processor` (or tokenizer), saved to `path`."""
     import torch
     from transformers import GenerationConfig
 
@@ -107,3 +106,27 @@ def save_random_vlm(model_class, config, processor, path: str | Path, seed: int)
     model.save_pretrained(path, safe_serialization=True)
     processor.save_pretrained(path)
     return path
+
+
+def word_level_tokenizer(words, *, chat_template: str, extra_special: tuple[str, ...] = ()):
+    """A word-level fast tokenizer over ChatML's markers, `extra_special`, the three roles and `words`.
+
+    Every other word is <unk>, so a tiny model's LM head has a few dozen rows (CPU steps take
+    milliseconds) while prompts still render through a real chat template. Returns (tokenizer, vocab)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    special = ["<pad>", "<|im_start|>", "<|im_end|>", "<unk>", *extra_special]
+    vocab = {w: i for i, w in enumerate(special + ["system", "user", "assistant", *words])}
+    core = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core,
+        pad_token="<pad>",
+        eos_token="<|im_end|>",
+        unk_token="<unk>",
+        bos_token="<|im_start|>",
+        additional_special_tokens=list(extra_special),
+        chat_template=chat_template,
+    )
+    return tokenizer, vocab

@@ -1,4 +1,4 @@
-"""A tiny random Toto-1.0-QA checkpoint in ARFBench's layout, for offline CPU tests and measurements.
+"""A tiny random Toto-1.0-QA checkpoint in ARFBench's layout, for offline CPU runs, tests and measurements.
 
 config.json (model_type vlm_with_timeseries), vlm/ (a tiny random Qwen3-VL, the paper's backbone
 family, with tiny_vlm.py's word-level tokenizer; its processor at the root as ARFBench saves it),
@@ -27,8 +27,14 @@ def make_tiny_qwen3_vl(path: str | Path, *, hidden: int = 32, image_tokens: int 
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
     from tsbench.models.local_vlm import image_only
-    from tsbench.testing.tiny import word_level_tokenizer
-    from tsbench.testing.tiny_vlm import CHAT_TEMPLATE, VISION_TOKENS, WORDS, save_random_vlm, vision_token_ids
+    from tsbench.models.tiny_vlm import (
+        CHAT_TEMPLATE,
+        VISION_TOKENS,
+        WORDS,
+        save_random_model,
+        vision_token_ids,
+        word_level_tokenizer,
+    )
 
     tokenizer, vocab = word_level_tokenizer(WORDS, chat_template=CHAT_TEMPLATE, extra_special=VISION_TOKENS)
     merged = 32  # Qwen3-VL: patch 16 x spatial merge 2 pixels per merged image token
@@ -55,7 +61,7 @@ def make_tiny_qwen3_vl(path: str | Path, *, hidden: int = 32, image_tokens: int 
         **vision_token_ids(vocab),
         tie_word_embeddings=False,
     )
-    return save_random_vlm(Qwen3VLForConditionalGeneration, config, processor, path, seed)
+    return save_random_model(Qwen3VLForConditionalGeneration, config, processor, path, seed)
 
 
 def make_tiny_toto_checkpoint(

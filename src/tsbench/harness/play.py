@@ -1,0 +1,73 @@
+"""`play`: the one way every caller (eval, training, TimeClaw, interop) runs an episode.
+
+It never raises for what a model, the jail or the episode's caps do: those become the outcome's
+error, which the record builder turns into an error row. Settings that the harness does not read
+are refused before the episode starts (harness/settings.py), so nothing is silently ignored.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from tsbench.core.episode import EpisodeOutcome, EpisodeResult, EpisodeTask
+from tsbench.core.errors import UserError
+from tsbench.harness.accounting import CallLedger
+from tsbench.harness.base import FunctionHarness, Harness
+from tsbench.harness.episode import EpisodeError
+from tsbench.harness.final_answer import cap_final_answer
+from tsbench.harness.registry import get_harness
+from tsbench.harness.runtime.sandbox import SandboxError
+from tsbench.models.base import ModelError, as_agent
+
+
+def play(agent: Any, harness: str | Harness | Callable, task: EpisodeTask, cfg: Any) -> EpisodeOutcome:
+    """Run one episode of `harness` (a name, a Harness, or a bare episode function) and say how it
+    ended. `cfg` is the harness's own settings, any HarnessSettings or a run's HarnessConfig (a changed
+    setting it does not read is a UserError, raised before the episode)."""
+    run = _harness(harness)
+    settings = run.settings(cfg)
+    return episode_outcome(agent, lambda a: run.run(a, task, settings), settings.final_answer_chars)
+
+
+def episode_outcome(agent: Any, episode: Callable[[Any], EpisodeResult], final_answer_chars: int) -> EpisodeOutcome:
+    """`episode(agent)` with its failures recorded: what the calls so far spent stays on the outcome
+    (harness/accounting.py) and the final answer is capped (harness/final_answer.py)."""
+    agent = as_agent(agent)
+    ledger = CallLedger(agent) if agent.chats() else None
+
+    def spent(kept: EpisodeResult | None = None) -> EpisodeResult | None:
+        return kept if isinstance(kept, EpisodeResult) else (ledger.partial() if ledger is not None else None)
+
+    try:
+        return EpisodeOutcome(cap_final_answer(episode(agent if ledger is None else ledger), final_answer_chars))
+    except ModelError as exc:
+        result = spent(exc.result)
+        if result is not None:
+            result.calls.append({"turn": result.turns + 1, **exc.accounting()})
+        return EpisodeOutcome(result, exc.kind, str(exc), exc.attempts)
+    except EpisodeError as exc:
+        return EpisodeOutcome(spent(exc.result), exc.kind, str(exc))
+    except SandboxError as exc:
+        return EpisodeOutcome(spent(), "sandbox", str(exc))
+    except Exception as exc:  # a bug must not kill a long run; it is recorded with its traceback
+        return EpisodeOutcome(spent(), "internal", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-1500:]}")
+
+
+def _harness(harness: str | Harness | Callable) -> Harness:
+    if isinstance(harness, str):
+        return get_harness(harness)
+    return harness if isinstance(harness, Harness) else FunctionHarness(harness)
+
+
+def require_jail(harness: str | Harness, unsafe_sandbox: bool) -> None:
+    """One clear line before any episode (eval or training) where this harness's kernels cannot be jailed."""
+    run = _harness(harness)
+    if run.kernel and not unsafe_sandbox:
+        from tsbench.harness.runtime import check_jail
+
+        try:
+            check_jail()
+        except SandboxError as exc:
+            raise UserError(str(exc)) from None
