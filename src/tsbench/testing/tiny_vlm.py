@@ -32,9 +32,18 @@ CHAT_TEMPLATE = (
 
 
 def make_tiny_random_vlm(
-    path: str | Path, *, words: tuple[str, ...] = WORDS, image_tokens: int = 8, hidden: int = 32, seed: int = 0
+    path: str | Path,
+    *,
+    words: tuple[str, ...] = WORDS,
+    image_tokens: int = 8,
+    hidden: int = 32,
+    seed: int = 0,
+    text: dict | None = None,
+    vision: dict | None = None,
+    **config: object,
 ) -> Path:
-    """Write a random Qwen2_5_VLForConditionalGeneration (~100k parameters) and its processor to `path`."""
+    """Write a random Qwen2_5_VLForConditionalGeneration (~100k parameters) and its processor to `path`;
+    `text`, `vision` and `config` override the language model's, the vision tower's and the top config's sizes."""
     from transformers import (
         Qwen2_5_VLConfig,
         Qwen2_5_VLForConditionalGeneration,
@@ -68,6 +77,7 @@ def make_tiny_random_vlm(
             "bos_token_id": 1,
             "eos_token_id": 2,
             "pad_token_id": 0,
+            **(text or {}),
         },
         vision_config={
             "depth": 2,
@@ -77,9 +87,10 @@ def make_tiny_random_vlm(
             "out_hidden_size": hidden,
             "fullatt_block_indexes": [1],
             "window_size": 56,
+            **(vision or {}),
         },
         **vision_token_ids(vocab),
-        tie_word_embeddings=False,
+        **{"tie_word_embeddings": False, **config},
     )
     return save_random_vlm(Qwen2_5_VLForConditionalGeneration, config, processor, path, seed)
 
