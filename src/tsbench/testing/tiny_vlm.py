@@ -32,18 +32,9 @@ CHAT_TEMPLATE = (
 
 
 def make_tiny_random_vlm(
-    path: str | Path,
-    *,
-    words: tuple[str, ...] = WORDS,
-    image_tokens: int = 8,
-    hidden: int = 32,
-    seed: int = 0,
-    text: dict | None = None,
-    vision: dict | None = None,
-    **config: object,
+    path: str | Path, *, words: tuple[str, ...] = WORDS, image_tokens: int = 8, hidden: int = 32, seed: int = 0
 ) -> Path:
-    """Write a random Qwen2_5_VLForConditionalGeneration (~100k parameters) and its processor to `path`;
-    `text`, `vision` and `config` override the language model's, the vision tower's and the top config's sizes."""
+    """Write a random Qwen2_5_VLForConditionalGeneration (~100k parameters) and its processor to `path`."""
     from transformers import (
         Qwen2_5_VLConfig,
         Qwen2_5_VLForConditionalGeneration,
@@ -77,7 +68,6 @@ def make_tiny_random_vlm(
             "bos_token_id": 1,
             "eos_token_id": 2,
             "pad_token_id": 0,
-            **(text or {}),
         },
         vision_config={
             "depth": 2,
@@ -87,10 +77,9 @@ def make_tiny_random_vlm(
             "out_hidden_size": hidden,
             "fullatt_block_indexes": [1],
             "window_size": 56,
-            **(vision or {}),
         },
         **vision_token_ids(vocab),
-        **{"tie_word_embeddings": False, **config},
+        tie_word_embeddings=False,
     )
     return save_random_vlm(Qwen2_5_VLForConditionalGeneration, config, processor, path, seed)
 
