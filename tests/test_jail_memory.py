@@ -67,8 +67,9 @@ def test_messages_the_host_cannot_decode_are_dropped_not_raised():
         "kernel.iopub_socket.send_multipart([b'stream.stdout', DELIM, b'0' * 64] + parts)  # a wrong signature\n"
         "kernel.iopub_socket.send_multipart([b'no delimiter at all'])\n"
         "kernel.iopub_socket.send_multipart([b'x', DELIM, b'', b'[not json'] + parts[1:])\n"
-        "for content in (b'[]', session.pack({'name': 'stdout'})):  # signed, of the wrong shape\n"
-        "    shaped = parts[:3] + [content]\n"
+        "deep = b'[' * 30000 + b']' * 30000  # signed, yet nested too deeply to parse\n"
+        "for shaped in (parts[:3] + [b'[]'], parts[:3] + [session.pack({'name': 'stdout'})], [deep] + parts[1:],\n"
+        "               parts[:1] + [deep, deep] + parts[3:]):  # and signed, of the wrong shape\n"
         "    kernel.iopub_socket.send_multipart([b'stream.stdout', DELIM, session.sign(shaped)] + shaped)\n"
         "'sent'"
     )
@@ -76,7 +77,7 @@ def test_messages_the_host_cannot_decode_are_dropped_not_raised():
         cell = box.run(code)
         assert cell.result_repr == "'sent'" and not cell.restarted, cell
         assert cell.stdout.startswith("dup\ndup\n")  # a replay is the kernel's own business
-        assert "5 malformed message(s) from the kernel dropped" in cell.stdout
+        assert "7 malformed message(s) from the kernel dropped" in cell.stdout
         assert box.run("6 * 7").result_repr == "42"
 
 

@@ -267,9 +267,15 @@ def test_rules_judge_on_a_hand_built_report():
     assert result.quality_lists["misses"] == ["alert label stated"]
     assert result.quality == 75.0 * result.quality_lists["substance"]
     # a forecast of the state is not this period's state: it neither hedges it nor is checked against it
-    forecast = "Issued for 2024-11. The alert status is cool_watch. Warm advisory conditions are expected soon."
+    forecast = (
+        "Issued for 2024-11. The index stood at -0.30 degC. The alert status is cool_watch. "
+        "Warm advisory conditions are expected soon."
+    )
     scored = score_period(g, ANSWER, forecast, Asker(RulesJudge()))
     assert scored.keypoints["kp_status"] == 1.0
+    # ... and a state without the reading it is read from is a guess as far as a reader can tell
+    guessed = "Issued for 2024-11. The alert status is cool_watch."
+    assert score_period(g, ANSWER, guessed, Asker(RulesJudge())).keypoints["kp_status"] == 0.0
     assert (
         dict((c.split(" :: ")[-1], v) for c, v in scored.verdicts)[forecast.split(". ")[-1]]
         == "tier3_general_knowledge"
@@ -289,3 +295,27 @@ def test_only_the_rules_judge_credits_writing_by_substance():
         return json.dumps(placed)
 
     assert score_period(gold(), ANSWER, REPORT, Asker(judge)).quality == 100.0
+
+
+def _beside_the_previous_release(previous: tuple[str, ...], now: tuple[str, ...]) -> str:
+    subjects = ("alert status", "latest value", "mom direction")
+    rows = [f"| {subject} | {a} | {b} |" for subject, a, b in zip(subjects, previous, now)]
+    head = [
+        "Issued for 2024-11.",
+        "",
+        "| item | previous release (2024-10) | this release (2024-11) |",
+        "|---|---|---|",
+    ]
+    return "\n".join([*head, *rows, "", "Source: timeseries.csv."])
+
+
+def test_a_table_states_what_its_this_release_column_holds():
+    """A markdown table beside the previous release: each cell is about its row's subject in its column's
+    time, so the current column states the keypoints and the previous one neither states nor hedges them."""
+    right = _beside_the_previous_release(("neutral", "-0.21 degC", "up"), ("cool_watch", "-0.30 degC", "down"))
+    swapped = _beside_the_previous_release(("cool_watch", "-0.30 degC", "down"), ("neutral", "-0.21 degC", "up"))
+    scored = score_period(gold(), ANSWER, right, Asker(RulesJudge()))
+    assert [scored.keypoints[k] for k in ("kp_status", "kp_value", "kp_direction")] == [1.0, 1.0, 1.0]
+    wrong = score_period(gold(), ANSWER, swapped, Asker(RulesJudge()))
+    assert [wrong.keypoints[k] for k in ("kp_status", "kp_value", "kp_direction")] == [0.0, 0.0, 0.0]
+    assert wrong.coverage == 0.0 and wrong.quality == 0.0

@@ -1,5 +1,5 @@
-"""The one reader of files under --path (tasks/user_files.py) and the input budgets it applies
-(tasks/input_budget.py), on small files written here: what is refused, in one line naming the file,
+"""The one reader of files under --path (core/user_files.py) and the input budgets it applies
+(core/input_budget.py), on small files written here: what is refused, in one line naming the file,
 what is followed, what the manifest gets, and what a parquet footer, its dictionaries and a JSON
 line are judged by before a value is built. The families' own attacks are in
 test_hostile_datasets.py."""
@@ -16,9 +16,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from tsbench.core.errors import UserError
+from tsbench.core.input_budget import SCALE_ENV, Budget, check_parquet, declared_sizes, expanded_bytes
 from tsbench.core.provenance import sha256_file
-from tsbench.tasks.input_budget import SCALE_ENV, Budget, check_parquet, declared_sizes, expanded_bytes
-from tsbench.tasks.user_files import UserFolder
+from tsbench.core.user_files import UserFolder
 
 MiB = 2**20
 
@@ -67,13 +67,17 @@ def test_special_files_are_refused_and_folders_that_are_symlinks_not_entered(roo
     os.mkfifo(root / "pipe.jsonl")
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "elsewhere" / "b.jsonl").write_text("{}\n")
-    (root / "linked").symlink_to(tmp_path / "elsewhere")
+    (root / "inner").mkdir()
+    (root / "again").symlink_to(root / "inner")  # stays inside: walked where it lies, not twice
     folder = UserFolder(root, "demo")
     assert [p.name for p in folder.walk(lambda p: p.suffix == ".jsonl")] == ["pipe.jsonl"]
     with pytest.raises(UserError, match="^pipe.jsonl: is a FIFO, not a regular file; refused"):
         list(folder.json_lines(root / "pipe.jsonl"))
+    (root / "linked").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(UserError, match="linked: leads to"):
         folder.listdir(root / "linked")
+    with pytest.raises(UserError, match="linked: leads to"):  # named, not passed over in silence
+        folder.walk()
 
 
 def test_a_file_path_roots_the_folder_at_its_parent_and_a_missing_path_is_one_line(root):

@@ -4,22 +4,30 @@ follow from what each policy reads.
 
 Answer policies:
 - schema_guess: a value of each field's type chosen without data (the first option, 0, empty);
+- random_guess: a value of each field's type drawn at random (seeded by the period);
 - base_rate: each field's most common truth in the set's other scenarios (a prior; it reads no period);
+- prior: each field's most common truth in another set (the same scenario kind's field, else the
+  question kind's), a most-common-answer prior learned where the truth was seen;
 - copy_last: what the last visible release stated (it reads the prior releases, not this period's data);
+- copy_jitter: copy_last with each figure moved by up to 2 %; copy_trend: copy_last with each figure
+  moved on by its last change (the release before the last);
 - naive_rule: each question's stated rule on the period's visible files (timesage_naive.py; the first
   policy that reads them);
 - truth: the withheld truth (a REFERENCE: it sees more than any agent).
 
 Bounds, on every tier and overall: a policy that reads nothing of this period, with any writer that
-does not read it either, <= 20 (base_rate, which earns its guessing accuracy, <= 25); copy_last with
-any writer <= 50; naive_rule with every honest writer above all of those; truth with every honest writer
->= 90 (>= 95 plain); truth with a report that conveys nothing right <= 50. The writers that restate
-the current table (cells, dump) are scored and shown, bounded only by the naive rule above them.
+does not read it either, <= 20 (base_rate and prior, which earn their guessing accuracy, <= 25); every
+copy_last variant with any writer <= 50; naive_rule with every honest writer above all of those; truth
+with every honest writer >= 90 (>= 95 plain); truth with a report that conveys nothing right <= 50. The
+writers that restate the current table (cells, dump) are scored and shown, bounded only by the naive
+rule above them.
 """
 
 from __future__ import annotations
 
 import json
+import random
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -35,10 +43,22 @@ from tsbench.tasks.timesage.judge_rules import RulesJudge
 from tsbench.tasks.timesage.scoring import score_message
 from tsbench.tasks.timesage.subjects import lexicon
 
-POLICIES = ("schema_guess", "base_rate", "copy_last", "naive_rule", "truth")
-BLIND = ("schema_guess", "base_rate")
+POLICIES = (
+    "schema_guess",
+    "random_guess",
+    "base_rate",
+    "prior",
+    "copy_last",
+    "copy_jitter",
+    "copy_trend",
+    "naive_rule",
+    "truth",
+)
+BLIND = ("schema_guess", "random_guess", "base_rate", "prior")
+PRIORS = ("base_rate", "prior")  # most-common-answer priors: they earn their guessing accuracy
+COPYING = ("copy_last", "copy_jitter", "copy_trend")
 READS_TABLE = ("cells", "dump")  # writers that restate the current table
-NOTHING_RIGHT = ("spray", "hedge", "dump", "previous", "wrong", "empty")
+NOTHING_RIGHT = ("spray", "hedge", "dump", "previous", "wrong", "every", "empty")
 WHERE = ("overall", "easy", "medium", "hard")
 AXES = ("accuracy", "coverage", "faithfulness", "quality", "overall")
 
@@ -57,32 +77,119 @@ def base_rates(pairs: list[tuple[dict, dict]]) -> dict[str, Counter]:
     return table
 
 
+def _kind(scenario: str) -> str:
+    """A scenario's kind across sets ("energy-crude-stocks-weekly-02" -> "energy-crude-stocks")."""
+    return re.sub(r"-(?:daily|weekly|monthly|quarterly|irregular)?-?\d+$", "", scenario)
+
+
+def prior_table(pairs: list[tuple[dict, dict]]) -> dict[tuple[str, ...], dict[str, Counter]]:
+    """(scenario kind, field) and (question kind,) -> scenario -> Counter of the truths seen, for `prior`."""
+    table: dict[tuple[str, ...], dict[str, Counter]] = {}
+    for gold, _ in pairs:
+        for spec in gold["fields"]:
+            value = gold["truth"].get(spec["name"])
+            if value is not None:
+                text = json.dumps(value, sort_keys=True)
+                for key in ((_kind(gold["scenario"]), spec["name"]), (spec["tag"],)):
+                    table.setdefault(key, {}).setdefault(gold["scenario"], Counter())[text] += 1
+    return table
+
+
+def _first_valid(counts: Counter, spec: dict) -> Any:
+    for text, _ in counts.most_common():
+        value = json.loads(text)
+        if value is not None and not validate(value, spec.get("schema") or {}):
+            return value
+    return None
+
+
 def _most_common(rates: dict, gold: dict, spec: dict) -> Any:
     counts: Counter = Counter()
     for scenario, fields in rates.items():
         if scenario != gold["scenario"]:
             counts.update(fields.get(spec["name"], Counter()))
-    for text, _ in counts.most_common():
-        value = json.loads(text)
-        if value is not None and not validate(value, spec.get("schema") or {}):
-            return value
+    found = _first_valid(counts, spec)
+    return guess(spec.get("schema") or {}) if found is None else found
+
+
+def _prior(table: dict, gold: dict, spec: dict, exclude: str | None) -> Any:
+    """The most common valid truth of the field's scenario kind, else of its question kind (`exclude`: the
+    scenario left out, when the prior is learned on the set it is scored on)."""
+    for key in ((_kind(gold["scenario"]), spec["name"]), (spec["tag"],)):
+        counts: Counter = Counter()
+        for scenario, seen in table.get(key, {}).items():
+            if scenario != exclude:
+                counts.update(seen)
+        found = _first_valid(counts, spec)
+        if found is not None:
+            return found
     return guess(spec.get("schema") or {})
 
 
+def random_value(schema: dict, rng: random.Random) -> Any:
+    """A value of the schema's type drawn at random: an option, a number in [-50, 50], a subset, a flip."""
+    kind, items = schema.get("type"), schema.get("items") or {}
+    if "enum" in schema:
+        return rng.choice(schema["enum"])
+    if kind == "array":
+        key = next(iter(items.get("properties") or {}), None)
+        options = items.get("enum") or ((items.get("properties") or {}).get(key) or {}).get("enum") or []
+        chosen = rng.sample(options, rng.randint(0, min(3, len(options))))
+        return [{key: c} for c in chosen] if items.get("type") == "object" else chosen
+    if kind == "object":
+        return {k: random_value(v, rng) for k, v in (schema.get("properties") or {}).items()}
+    if kind == "integer":
+        return rng.randint(0, 10)
+    if kind == "number":
+        return round(rng.uniform(-50, 50), 1)
+    return rng.random() < 0.5 if kind == "boolean" else ""
+
+
+def _moved(value: Any, by: Any) -> Any:
+    """`value` with each figure moved: by a factor (a float `by`), or on by its change since `by` (a value)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, dict):
+        return {k: _moved(v, by.get(k) if isinstance(by, dict) else by) for k, v in value.items()}
+    if not isinstance(value, (int, float)):
+        return value
+    if isinstance(by, float):
+        return round(value * by, 2) if isinstance(value, float) else value
+    if isinstance(by, (int, float)) and not isinstance(by, bool):
+        return round(2 * value - by, 2) if isinstance(value, float) else 2 * value - by
+    return value
+
+
 def answer(policy: str, gold: dict, period: dict, rates: dict) -> tuple[dict | None, dict]:
-    """(answer, what the policy read) for one period; None: the policy does not apply (nothing to copy)."""
+    """(answer, what the policy read) for one period; None: the policy does not apply (nothing to copy).
+    `rates`: what the policies learn beside the period (suite_rates)."""
+    fields = gold["fields"]
     if policy == "schema_guess":
-        return {f["name"]: guess(f.get("schema") or {}) for f in gold["fields"]}, {}
+        return {f["name"]: guess(f.get("schema") or {}) for f in fields}, {}
+    if policy == "random_guess":
+        rng = random.Random(f"{gold['scenario']}/{gold['period_index']}")
+        return {f["name"]: random_value(f.get("schema") or {}, rng) for f in fields}, {}
     if policy == "base_rate":
-        return {f["name"]: _most_common(rates, gold, f) for f in gold["fields"]}, {}
+        return {f["name"]: _most_common(rates["base"], gold, f) for f in fields}, {}
+    if policy == "prior":
+        exclude = None if rates.get("prior_elsewhere") else gold["scenario"]
+        return {f["name"]: _prior(rates["prior"], gold, f, exclude) for f in fields}, {}
     last = release_facts(_last_release(gold, period))
     read_last = {"prior_driver": last.get("driver"), "release": last}
-    if policy == "copy_last":
-        previous = gold.get("prior_truth") or period.get("previous_truth")
-        return (None if previous is None else dict(previous)), read_last
+    previous = gold.get("prior_truth") or period.get("previous_truth")
+    if policy in COPYING:
+        if previous is None:
+            return None, read_last
+        if policy == "copy_jitter":
+            rng = random.Random(f"{gold['scenario']}/{gold['period_index']}")
+            return {k: _moved(v, 1 + rng.uniform(-0.02, 0.02)) for k, v in previous.items()}, read_last
+        if policy == "copy_trend":
+            before = (rates.get("before") or {}).get((gold["scenario"], gold["period_index"])) or {}
+            return {k: _moved(v, before.get(k)) for k, v in previous.items()}, read_last
+        return dict(previous), read_last
     if policy == "naive_rule":
         found = naive_answer(gold, period)
-        return {f["name"]: found.get(f["name"], guess(f.get("schema") or {})) for f in gold["fields"]}, {
+        return {f["name"]: found.get(f["name"], guess(f.get("schema") or {})) for f in fields}, {
             "prior_driver": last.get("driver"),
             "release": {},
         }
@@ -94,6 +201,18 @@ def answer(policy: str, gold: dict, period: dict, rates: dict) -> tuple[dict | N
     raise ValueError(f"unknown policy {policy!r}")
 
 
+def suite_rates(pairs: list[tuple[dict, dict]], elsewhere: list[tuple[dict, dict]] | None = None) -> dict:
+    """What the policies learn beside the period: "base" (base_rates of the set), "prior" (prior_table of
+    `elsewhere`, another set, else of this one, its own scenario left out) and "before" ((scenario, period
+    index) -> what the release before the last stated, for copy_trend)."""
+    return {
+        "base": base_rates(pairs),
+        "prior": prior_table(elsewhere or pairs),
+        "prior_elsewhere": bool(elsewhere),
+        "before": {(g["scenario"], g["period_index"] + 1): g.get("prior_truth") for g, _ in pairs},
+    }
+
+
 @dataclass
 class Bound:
     name: str
@@ -103,8 +222,8 @@ class Bound:
 
 def bound_of(policy: str, writer: str) -> Bound | None:
     if policy in BLIND and writer not in READS_TABLE:
-        return Bound("reads nothing of the period", "<=", 25.0 if policy == "base_rate" else 20.0)
-    if policy == "copy_last":
+        return Bound("reads nothing of the period", "<=", 25.0 if policy in PRIORS else 20.0)
+    if policy in COPYING:
         return Bound("copies the last release", "<=", 50.0)
     if policy == "naive_rule" and writer in HONEST:
         return Bound("naive rule above every blind and copying policy", ">", None)
@@ -120,10 +239,12 @@ def run_suite(
     policies: Iterable[str] = POLICIES,
     writers: Iterable[str] = WRITERS,
     limit_scenarios: int | None = None,
+    prior_path: str | Path | None = None,
 ) -> dict[tuple[str, str], dict[str, dict[str, float]]]:
-    """{(policy, writer): {where: {axis: mean}}} over a periods.parquet, judge/rules."""
+    """{(policy, writer): {where: {axis: mean}}} over a periods.parquet, judge/rules. `prior_path`: the set
+    the `prior` policy learns on (another seed; without one it learns on this set's other scenarios)."""
     pairs = periods_of(path, limit_scenarios)
-    rates = base_rates(pairs)
+    rates = suite_rates(pairs, periods_of(prior_path) if prior_path else None)
     writers = tuple(writers)
     sums: dict[tuple[str, str], dict[str, dict[str, list[float]]]] = {}
     lexicons = [lexicon(gold) for gold, _ in pairs]
@@ -155,7 +276,7 @@ def margins(result: dict) -> dict[tuple[str, str, str], tuple[Bound, float, floa
             (
                 cell[where]["overall"]
                 for (p, w), cell in result.items()
-                if where in cell and (p == "copy_last" or (p in BLIND and w not in READS_TABLE))
+                if where in cell and (p in COPYING or (p in BLIND and w not in READS_TABLE))
             ),
             default=0.0,
         )

@@ -67,8 +67,11 @@ def run_adversarial(out: str, scenarios: int = 12, periods: int = 6) -> tuple[di
     manifest, _ = generate_from_options(
         {"seed": CALIBRATION_SEED, "scenarios": scenarios, "periods": periods}, Path(out) / "adversarial"
     )
+    learned, _ = generate_from_options(  # the set the `prior` policy learns on
+        {"seed": CALIBRATION_SEED + 1, "scenarios": scenarios, "periods": periods}, Path(out) / "adversarial"
+    )
     started = time.process_time()
-    result = run_suite(manifest.parent / "periods.parquet")
+    result = run_suite(manifest.parent / "periods.parquet", prior_path=learned.parent / "periods.parquet")
     return result, time.process_time() - started
 
 

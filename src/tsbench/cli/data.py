@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tsbench.cli.common import console, err_console, floats, given, ints, progress_bar, require_file, split_list
+from tsbench.core import json_input
 from tsbench.core.errors import UserError
 
 LIST_OPTIONS = {"lengths": ints, "noise_weights": floats}
@@ -22,10 +23,10 @@ def family_of(path: Path) -> str:
     folder = path if path.is_dir() else path.parent
     manifest = folder / "manifest.json"
     if manifest.is_file():
-        try:
-            return json.loads(manifest.read_text()).get("family") or "anomalyxl"
-        except json.JSONDecodeError:
-            raise UserError(f"{manifest} is not valid JSON") from None
+        found = json_input.read_json(manifest)
+        if not isinstance(found, dict):
+            raise UserError(f"{manifest} is not a manifest (a JSON object)")
+        return found.get("family") or "anomalyxl"
     return "anomalyxl"
 
 
@@ -274,9 +275,9 @@ def _read_responses(path: Path) -> dict[str, str]:
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
+            rec = json_input.loads(line)
             rid, response = str(rec["id"]), _response_text(rec["response"])
-        except (json.JSONDecodeError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError):  # ValueError: malformed or nested too deeply
             raise UserError(f"{path}:{n}: each line must be a JSON object with 'id' and 'response'") from None
         if rid in found:
             raise UserError(f"{path}:{n}: id {rid!r} repeats line {first_line[rid]}; give one response per id")

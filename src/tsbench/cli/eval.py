@@ -18,6 +18,7 @@ from rich.text import Text
 
 from tsbench.cli.common import console, err_console, is_terminal, progress_bar, require_run_dir
 from tsbench.cli.options import given_settings, settings_options
+from tsbench.core import json_input
 from tsbench.core.config import build, read_toml_table
 from tsbench.core.errors import UserError
 from tsbench.core.sanitize import terminal_text
@@ -51,7 +52,8 @@ def eval_cmd(
         False,
         "--trust-config-keys",
         help="Send the API keys a --config file names (api_key_env, judge_api_key_env) to the servers it "
-        "names; without it, a key only the file names goes to its provider's own endpoint only.",
+        "names, and the keys Ray workers get to the cluster it names (ray_address); without it, a key only "
+        "the file names goes to its provider's own endpoint only, and no key to a cluster only the file names.",
     ),
 ) -> None:
     """Evaluate a model under a harness; re-running the same command resumes.
@@ -197,8 +199,8 @@ def _trained_text_budget(model: str) -> Optional[int]:
     if not manifest.is_file():
         return None
     try:
-        return json.loads(manifest.read_text()).get("eval_hint", {}).get("text_budget_chars")
-    except (json.JSONDecodeError, AttributeError):
+        return json_input.read_json(manifest).get("eval_hint", {}).get("text_budget_chars")
+    except (ValueError, AttributeError):
         return None
 
 

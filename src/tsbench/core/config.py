@@ -140,6 +140,8 @@ def read_toml_table(path: Path, table: str) -> dict[str, Any]:
         raise UserError(f"{path}: {exc}") from None
     except UnicodeDecodeError:
         raise UserError(f"{path} is not UTF-8 text") from None
+    except RecursionError:  # arrays or inline tables nested thousands deep
+        raise UserError(f"{path}: nested too deeply to read as TOML") from None
     if not any(name in data for name in CONFIG_TABLES):
         for name, value in data.items():
             if isinstance(value, dict) and suggest(name, CONFIG_TABLES, 0.5):

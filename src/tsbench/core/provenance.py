@@ -11,6 +11,7 @@ from importlib import metadata
 from pathlib import Path
 
 import tsbench
+from tsbench.core import json_input
 from tsbench.core.errors import UserError
 
 TRACKED_PACKAGES = ("numpy", "scipy", "pyarrow", "pandas", "torch", "transformers", "openai")
@@ -133,4 +134,5 @@ def write_json(path: str | Path, data: dict) -> None:
 
 
 def read_json(path: str | Path) -> dict:
-    return json.loads(Path(path).read_text())
+    """A manifest or cache file (json_input.read_json: bounded, one line when malformed)."""
+    return json_input.read_json(path)

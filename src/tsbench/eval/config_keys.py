@@ -8,6 +8,10 @@ to its provider's own endpoint (OpenAI's API; the vLLM server tsbench starts its
 only when the command line names the same variable (--api-key-env, --judge-api-key-env, -M or -T) or
 --trust-config-keys is given. Otherwise eval stops before any request, with one line naming the key and the
 host (exit 2).
+
+The same holds for a Ray cluster a config file names (`ray_address`): the driver's keys go to its
+workers' environment (executors/ray.py), so a cluster only the file names, not on this machine, gets
+them only when the command line names it too (--ray-address) or --trust-config-keys is given.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import os
 from typing import Any
 from urllib.parse import urlsplit
 
+from tsbench.eval.executors.ray import FORWARDED_ENV
 from tsbench.eval.model_args import parse_model_args
 from tsbench.models.endpoint import is_openai_endpoint, resolve_base_url
 from tsbench.models.registry import split_spec
@@ -23,6 +28,7 @@ from tsbench.models.registry import split_spec
 __all__ = ["TRUST_FLAG", "config_key_refusals"]
 
 TRUST_FLAG = "--trust-config-keys"
+FORWARDED_KEYS = tuple(name for name in FORWARDED_ENV if name.endswith("_KEY"))  # the secrets among them
 
 
 def _normalised(settings: dict[str, Any]) -> dict[str, Any]:
@@ -57,6 +63,35 @@ def _host(url: str) -> str:
     return parts.netloc or url
 
 
+def _local_cluster(address: str) -> bool:
+    """`auto` (the cluster `ray start` made on this machine) or a loopback address."""
+    if address in ("auto", "local"):
+        return True
+    host = urlsplit(address if "://" in address else f"ray://{address}").hostname or ""
+    return host == "localhost" or host.startswith("127.") or host == "::1"
+
+
+def _ray_refusal(cfg, file: dict[str, Any], command_line: dict[str, Any]) -> str | None:
+    address = getattr(cfg, "ray_address", None)
+    if (
+        getattr(cfg, "executor", None) != "ray"
+        or not address
+        or "ray_address" in command_line
+        or file.get("ray_address") != address
+    ):
+        return None
+    if _local_cluster(str(address)):
+        return None
+    keys = [name for name in dict.fromkeys((*FORWARDED_KEYS, cfg.api_key_env, cfg.judge_api_key_env)) if name]
+    keys = [name for name in keys if os.environ.get(name)]
+    if not keys:
+        return None
+    return (
+        f"the config file names the Ray cluster {address}, whose workers would be sent {', '.join(keys)}: "
+        f"say so on the command line (--ray-address {address}) or pass {TRUST_FLAG} to send them there"
+    )
+
+
 def config_key_refusals(cfg, from_file: dict[str, Any], from_command_line: dict[str, Any]) -> list[str]:
     """One line for each key variable that only the config file names and that would go to a host other
     than its provider's own (empty: nothing to refuse). `cfg` is the built EvalConfig."""
@@ -73,7 +108,7 @@ def config_key_refusals(cfg, from_file: dict[str, Any], from_command_line: dict[
     judge_key = cfg.judge_api_key_env
     if judge_key and "judge_api_key_env" not in command_line and file.get("judge_api_key_env") == judge_key:
         named.append(("judge_api_key_env", judge_key, "--judge-api-key-env ", cfg.judge, cfg.judge_base_url))
-    refusals = []
+    refusals = [note] if (note := _ray_refusal(cfg, file, command_line)) else []
     for setting, variable, flag, spec, url in named:
         destination = _destination(spec, url)
         if destination is None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tsbench.core.errors import UserError
+from tsbench.core.own_folder import check_replaceable
 from tsbench.core.provenance import write_json
 from tsbench.eval.agents import AgentCache
 from tsbench.eval.episode import judge_completer
@@ -98,6 +99,7 @@ def rescore_run(
     finally:
         agents.close()
     if out.exists():
+        check_replaceable(out, RUN_JSON, "a run dir")
         shutil.rmtree(out)
     out.mkdir(parents=True)
     journal = Journal(out)

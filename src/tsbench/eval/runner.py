@@ -19,6 +19,7 @@ import pandas as pd
 
 from tsbench.core.config import flat
 from tsbench.core.errors import UserError
+from tsbench.core.own_folder import check_replaceable
 from tsbench.core.provenance import checked_identity, git_commit, versions, write_json
 from tsbench.core.settings import check as check_settings
 from tsbench.core.tracking import check_targets
@@ -30,6 +31,7 @@ from tsbench.eval.selection import select_rows
 from tsbench.eval.task_results import task_results
 from tsbench.eval.tracking import open_reporters
 from tsbench.harness import KERNEL_HARNESSES
+from tsbench.harness.tool_specs import load_tools_dir
 from tsbench.results import RESULTS_JSON, RUN_JSON, Journal, consolidate, load_run, load_samples, now_utc
 from tsbench.results.journal import read_journal_report
 from tsbench.results.lock import LOCK_FILE, RunDirLock
@@ -91,6 +93,7 @@ def _open_run_dir(cfg: EvalConfig, out: Path, identity: dict, reference: str | N
         created = previous.get("created_at", now_utc())
     else:
         if cfg.overwrite and out.exists():
+            check_replaceable(out, RUN_JSON, "a run dir", ignore=(LOCK_FILE,))
             _empty_run_dir(out)
         created = now_utc()
     out.mkdir(parents=True, exist_ok=True)
@@ -182,6 +185,8 @@ def run_eval(
         raise UserError(f"family {cfg.family} is played by {', '.join(taskset.harnesses)}, not {cfg.harness}")
     executor_cls = executor_class(cfg.executor)
     executor_cls.preflight(cfg.harness, hc.unsafe_sandbox)  # e.g. the jail, where this executor runs kernels
+    if hc.tools_dir:
+        load_tools_dir(hc.tools_dir)  # a tool refused (a link out of --tools-dir) is one line, not an error row each
     files = taskset.resolve(cfg.data, seed=cfg.seed, split=cfg.split, root=cfg.data_root, filters=cfg.filters())
     cfg.data = [str(f) for f in files]
     settings = result_settings(cfg)

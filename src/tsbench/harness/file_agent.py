@@ -97,7 +97,7 @@ class Session:
             kernel.close()
         if final is not None:
             result.final_message = json.dumps(
-                {"answer": final["answer"], "report": final["report"]}, ensure_ascii=False
+                {"answer": final.get("answer"), "report": final.get("report")}, ensure_ascii=False
             )
         else:
             result.transcript.append({"role": "notice", "content": "the period ended without final_answer"})
@@ -270,15 +270,17 @@ class Session:
     def _harvest(self, sandbox: Sandbox, facts: dict) -> dict | None:
         """Read the tools' events; the first final_answer of the period, if any."""
         cell = sandbox.run(kernel.HARVEST_CELL)
-        events = kernel.parse_marked(cell.stdout, kernel.EVENT_MARK) or []
+        events = kernel.parse_marked(cell.stdout, kernel.EVENT_MARK)
         final = None
-        for event in events:
-            kind = event.get("type")
+        for event in events if isinstance(events, list) else []:  # model code can rewrite _tsb_events
+            kind = event.get("type") if isinstance(event, dict) else None
             if kind == "final_answer" and final is None:
                 final = event
             elif kind == "compaction":
                 self.compaction_requested = True
-            elif kind == "induct":
+            elif kind == "induct" and all(
+                isinstance(event.get(k), str) for k in ("name", "description", "notes", "code")
+            ):
                 facts.setdefault("candidates", []).append(event)
             elif kind == "retrieve":
                 facts["retrieved"].append(event.get("name"))
@@ -291,7 +293,7 @@ class Session:
     ) -> None:
         """The light check for this period's candidates; admitted skills join the library, usable
         from the next period (the current kernel never registers them)."""
-        answer = final["answer"] if final else None
+        answer = final.get("answer") if final else None
         admitted: list[Skill] = []
         defined = False
         for candidate in facts.get("candidates", []):

@@ -147,7 +147,7 @@ def parse_marked(stdout: str, mark: str):
         if line.startswith(mark):
             try:
                 return json.loads(line[len(mark) :])
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # model code can print a marked line of its own
                 return None
     return None
 

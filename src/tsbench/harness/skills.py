@@ -111,6 +111,8 @@ def static_problems(
         tree = ast.parse(code)
     except SyntaxError as exc:
         return problems + [f"code does not parse: {exc.msg} (line {exc.lineno})"]
+    except (RecursionError, MemoryError):  # nested past what the parser takes
+        return problems + ["code does not parse: nested too deeply"]
     if not any(isinstance(n, ast.FunctionDef) and n.name == name for n in tree.body):
         problems.append(f"code does not define a top-level function {name!r}")
     words = re.findall(r"[a-z]{3,}", description.lower())
@@ -147,10 +149,14 @@ def returns_literal_answer(value: Any, code: str, answer: dict | None) -> bool:
 
 def decide(candidate: dict[str, str], run: dict[str, Any] | None, answer: dict | None) -> list[str]:
     """Problems found by running the candidate in the jail (empty: admit)."""
-    if run is None:
+    if not isinstance(run, dict):  # none came, or the candidate printed a marked line of its own
         return ["the check could not run in the kernel"]
     if not run.get("ok"):
-        errors = "; ".join(run.get("errors", [])[:2]) or "it could not be called on the period's files"
+        listed = run.get("errors")
+        errors = (
+            "; ".join(str(e) for e in (listed if isinstance(listed, list) else [])[:2])
+            or "it could not be called on the period's files"
+        )
         return [f"does not run on the period's files: {errors}"]
     if returns_literal_answer(run.get("value"), candidate["code"], answer):
         return ["returns the literal answer dict"]

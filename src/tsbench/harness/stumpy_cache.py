@@ -77,10 +77,27 @@ def warm_stumpy_cache(timeout_s: float = 900.0) -> bool:
     staging = Path(tempfile.mkdtemp(prefix=".stumpy-", dir=target.parent))
     try:
         env = dict(os.environ, NUMBA_CACHE_DIR=str(staging))
-        done = subprocess.run([sys.executable, "-c", _WARM_CODE], env=env, capture_output=True, timeout=timeout_s)
-        if done.returncode != 0:
-            log.warning("stumpy warm-up failed: %s", done.stderr.decode(errors="replace")[-500:])
+        # stderr to a file this process closes at once: the warm-up outlives the eval that started it,
+        # and must hold none of its descriptors meanwhile (no pipes)
+        errors = staging / "warmup.log"
+        with open(errors, "wb") as handle:
+            child = subprocess.Popen(
+                [sys.executable, "-c", _WARM_CODE],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=handle,
+            )
+        try:
+            returncode = child.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+            raise
+        if returncode != 0:
+            log.warning("stumpy warm-up failed: %s", errors.read_text(errors="replace")[-500:])
             return False
+        errors.unlink()
         (staging / STUMPY_READY).write_text("ok\n")
         _readable_by_all(staging)
         try:

@@ -43,7 +43,7 @@ def _decode_arguments(raw: Any) -> tuple[Any, str | None]:
     if isinstance(raw, str):
         try:
             return json.loads(raw), None
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply to parse
             return None, f"the arguments are not valid JSON ({exc})"
     return raw, None
 
@@ -165,7 +165,7 @@ def parse_json_calls(text: str, known_names: list[str] | tuple[str, ...] = ()) -
         body = rest.lstrip()
         try:
             obj, _ = decoder.raw_decode(body)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             found.append(("", None, f"the tool call is not valid JSON ({exc})"))
         else:
             found.append(_call_from_object(obj))
@@ -175,7 +175,7 @@ def parse_json_calls(text: str, known_names: list[str] | tuple[str, ...] = ()) -
     for start, end in json_object_spans(text):  # no tags: bare call objects naming a known tool
         try:
             obj = json.loads(text[start:end])
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         keys = {"name", "arguments", "args", "parameters"}
         if isinstance(obj, dict) and obj.get("name") in known_names and set(obj) <= keys:

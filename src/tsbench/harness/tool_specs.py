@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tsbench.core.errors import UserError
+from tsbench.core.user_files import UserFolder
 from tsbench.harness.kernel_tools import _SEED_FUNCTIONS, IMAGE_TOOLS
 from tsbench.harness.tool_constants import NAME as _NAME
 from tsbench.harness.tool_constants import TOOL_FILE, TOOL_JSON
@@ -204,11 +206,18 @@ def load_tools_dir(path: str | Path) -> list[ToolSpec]:
     root = Path(path)
     if not root.is_dir():
         raise FileNotFoundError(f"tools folder not found: {root}")
-    folders = [root] if (root / TOOL_FILE).is_file() else sorted(p for p in root.iterdir() if (p / TOOL_FILE).is_file())
+    # A tools folder is a shared file too: a tool.py (or a tool's folder) linked to a host file is
+    # refused, never parsed, so its text cannot reach a prompt (user_files.UserFolder).
+    files = UserFolder(root, "tools", reader="--tools-dir", scope="--tools-dir")
+    folders = (
+        [root] if files.is_file(root / TOOL_FILE) else [p for p in files.listdir(root) if files.is_file(p / TOOL_FILE)]
+    )
     specs = []
     for folder in folders:
-        meta = json.loads((folder / TOOL_JSON).read_text()) if (folder / TOOL_JSON).is_file() else {}
-        source = (folder / TOOL_FILE).read_text()
+        meta = files.read_json(folder / TOOL_JSON) if files.is_file(folder / TOOL_JSON) else {}
+        if not isinstance(meta, dict):
+            raise UserError(f"{files.label(folder / TOOL_JSON)}: not a JSON object (--tools-dir)")
+        source = files.read_text(folder / TOOL_FILE)
         spec = spec_from_source(source, family="evolved", name=meta.get("name"))
         if meta.get("description"):
             spec.description = str(meta["description"])

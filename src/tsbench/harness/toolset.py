@@ -178,11 +178,11 @@ def read_observation(cell: CellResult, max_chars: int) -> Observation:
     line = text[at + len(RESULT_TAG) :].split("\n", 1)[0]
     try:
         payload = json.loads(line)
-    except ValueError:
+        if not isinstance(payload, dict):  # tool code can print a tagged line of its own
+            raise ValueError("not an object")
+        images = [base64.b64decode(payload.pop("image_png_b64"))] if "image_png_b64" in payload else []
+    except (ValueError, RecursionError, TypeError):  # binascii.Error is a ValueError
         return error_observation("the tool result was not valid JSON")
-    images = []
-    if "image_png_b64" in payload:
-        images.append(base64.b64decode(payload.pop("image_png_b64")))
     if "error" in payload:
         body: dict[str, Any] = {"error": payload["error"]}
         error, data = True, None

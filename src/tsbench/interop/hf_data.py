@@ -12,7 +12,6 @@ split name `datasets` and the Hub expect.
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from collections.abc import Callable
@@ -22,7 +21,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tsbench.core import json_input
 from tsbench.core.errors import UserError
+from tsbench.core.own_folder import check_replaceable
 from tsbench.interop.hf_card import data_card
 from tsbench.interop.hf_dataset import hf_table
 
@@ -139,16 +140,14 @@ def _write_converted(source: Path, target: Path) -> None:
 def write_hf_data(data_dir: Path, out: Path, progress: Progress | None = None) -> Path:
     """Write the dataset folder `out` (replacing an earlier export there); returns it."""
     folder = data_dir_of(data_dir)
-    try:
-        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{folder / MANIFEST} is not valid JSON ({exc.msg})") from None
+    manifest = json_input.read_json(folder / MANIFEST)
     placed = plan(folder)
     schemas = _check_schemas(placed)
     out = Path(out)
     if out.resolve() == folder.resolve() or folder.resolve() in out.resolve().parents:
         raise UserError(f"--out {out} is inside the data dir {folder}: choose a folder outside it")
     if (out / CARD).exists():
+        check_replaceable(out, f"tsbench/{MANIFEST}", "a dataset export")
         shutil.rmtree(out)
     for item in placed:
         target = out / item.target

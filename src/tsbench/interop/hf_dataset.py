@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tsbench.core.own_folder import check_replaceable
 from tsbench.interop.hf_features import features
 from tsbench.interop.source import RunSource
 from tsbench.interop.yaml_text import dump
@@ -142,6 +143,7 @@ def write_hf_dataset(source: RunSource, out: Path) -> Path:
     """Write the dataset folder `out` (replacing an earlier export there); returns it."""
     out = Path(out)
     if (out / CARD).exists():
+        check_replaceable(out, f"tsbench/{RUN_JSON}", "a run export")
         shutil.rmtree(out)
     (out / "data").mkdir(parents=True, exist_ok=True)
     table = hf_table(to_table(source.rows()))

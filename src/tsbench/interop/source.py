@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from tsbench.core import json_input
 from tsbench.core.errors import UserError
 from tsbench.results import RESULTS_JSON, is_run_dir, load_run, load_samples
 from tsbench.results.records import transcript_events
@@ -55,7 +56,7 @@ def read_source(run_dir: str | Path) -> RunSource:
     samples = load_samples(path)
     results_path = path / RESULTS_JSON
     if results_path.is_file():
-        results = json.loads(results_path.read_text())
+        results = json_input.read_json(results_path)
     else:  # a run from before results.json: the same summary, from the rows
         results = {
             "run_name": run.get("run_name"),

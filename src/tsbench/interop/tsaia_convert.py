@@ -10,7 +10,7 @@ CSV's other columns are copied as text. A file that cannot be loaded stops the c
 line naming it, unless `skip_unreadable` is set: then its item keeps an error and the reader skips it
 (counted in the manifest).
 
-The release folder is read as every --path is (tasks/user_files.py): the CSVs and each file they name
+The release folder is read as every --path is (core/user_files.py): the CSVs and each file they name
 must lie under it (a name that climbs out, a symlink that leads out, a FIFO or device is one line,
 before any jail starts), each within the input budget, and each file read is in conversion.json with
 its sha256. What the jail loads is bounded there (its memory, MAX_VALUE_CHARS back).
@@ -30,11 +30,11 @@ import pyarrow.parquet as pq
 
 from tsbench.core.errors import UserError
 from tsbench.core.provenance import git_commit, write_json
+from tsbench.core.user_files import UserFolder
 from tsbench.harness.runtime import Sandbox, SandboxError
 from tsbench.tasks.tsaia import encode as encode_module
 from tsbench.tasks.tsaia.reader import CONVERTED, FILE_COLUMNS, TABLES
 from tsbench.tasks.tsaia.tagged import TagError, decode
-from tsbench.tasks.user_files import UserFolder
 
 BATCH_BYTES = 128 * 2**20  # source files per jail (copied into its working directory)
 CHUNK_CHARS = 128 * 1024  # what one cell prints: under the host's per-cell stdout buffer

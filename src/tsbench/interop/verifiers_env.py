@@ -40,6 +40,7 @@ import verifiers.v1 as vf
 from pydantic import Field
 from verifiers.v1.runtimes import ProgramResult
 
+from tsbench.core import json_input
 from tsbench.core.config import build
 from tsbench.eval.selection import select_rows
 from tsbench.harness import HarnessConfig, get_harness, play, require_jail
@@ -80,7 +81,9 @@ class TsbenchTask(vf.Task[TsbenchTaskData, vf.State, TsbenchTaskConfig]):
         played = trace.info.get("tsbench") or {}
         if played.get("final_message") is None:  # the episode ended in an error: no answer to score
             return 0.0
-        scored = get_taskset(task.family).score(task.category, json.loads(task.gold), played["final_message"])
+        scored = get_taskset(task.family).score(
+            task.category, json_input.loads(task.gold, "the task gold"), played["final_message"]
+        )
         trace.info["tsbench"].update(valid=scored.valid, answer_error=scored.error)
         return float(scored.score)
 
@@ -177,7 +180,7 @@ def _gold_text(gold: Any) -> str:
 @functools.cache
 def _stream_of(family: str, request: str) -> Any:
     """The training stream a task's request names (one per request, built once per process)."""
-    fields = json.loads(request)
+    fields = json_input.loads(request, "the task request")
     fields["data"] = tuple(fields["data"])
     fields["categories"] = tuple(fields["categories"]) if fields["categories"] else None
     return get_taskset(family).training_stream(TrainingRequest(**fields))

@@ -19,13 +19,12 @@ row (input + output). Error rows are left out of the numbers and counted.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from tsbench.results import load_samples
+from tsbench.results import load_run, load_samples
 
 from .cik import FAMILY as CIK
 from .cik import summary as cik_summary
@@ -75,7 +74,7 @@ def paper_label(setting: str, k: int) -> str:
 def run_rows(run_dir: str | Path) -> pd.DataFrame:
     """A run's rows with its setting and k."""
     run_dir = Path(run_dir)
-    config = json.loads((run_dir / "run.json").read_text()).get("config", {})
+    config = load_run(run_dir).get("config", {})
     setting, k = setting_of(config)
     samples = load_samples(run_dir)
     return samples.assign(benchmark=samples["family"], setting=setting, k=k, run=str(run_dir))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from tsbench.core import json_input
 from tsbench.results import COLUMN_NAMES, JOURNAL, RESULTS_JSON, RUN_JSON, SAMPLES, load_run, load_samples
 from tsbench.results.journal import read_journal_report
 from tsbench.results.summary import summarize
@@ -74,8 +75,8 @@ def read_results_json(run_dir: Path) -> dict | None:
     """results.json, or None when the run has none (runs from before it) or it is unreadable."""
     path = Path(run_dir) / RESULTS_JSON
     try:
-        value = json.loads(path.read_text())
-    except (OSError, ValueError):
+        value = json_input.read_json(path)
+    except (OSError, ValueError):  # ValueError: malformed, too deep or too big (json_input)
         return None
     return value if isinstance(value, dict) and isinstance(value.get("results"), dict) else None
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tsbench.core import json_input
 from tsbench.core.stats import macro_f1
 
 _CELLS_PER_CHUNK = 4_000_000
@@ -48,7 +49,7 @@ def predicted_option(parsed_answer: str | None) -> str:
     if parsed_answer is None or (isinstance(parsed_answer, float) and np.isnan(parsed_answer)):
         return ""
     try:
-        value = json.loads(parsed_answer)
+        value = json_input.loads(parsed_answer)
     except (TypeError, ValueError):
         return ""
     if isinstance(value, dict):

@@ -30,6 +30,16 @@ def is_openai_endpoint(base_url: str) -> bool:
     return parts.scheme == "https" and (parts.hostname or "").lower() == OPENAI_HOST
 
 
+def same_origin(first: str, second: str) -> bool:
+    """Whether two URLs share scheme, host and port (a port left out is the scheme's default)."""
+    a, b = urlsplit(first.strip()), urlsplit(second.strip())
+    try:
+        ports = [u.port or {"http": 80, "https": 443}.get(u.scheme) for u in (a, b)]
+    except ValueError:  # a port that is no number
+        return False
+    return (a.scheme, (a.hostname or "").lower(), ports[0]) == (b.scheme, (b.hostname or "").lower(), ports[1])
+
+
 def api_key_for(
     base_url: str, *, api_key: str | None = None, api_key_env: str | None = None, fallback_env: str | None = None
 ) -> str:

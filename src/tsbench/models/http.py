@@ -7,6 +7,11 @@ on). Every client tsbench opens to a model server (chat, embeddings, /v1/models)
 a redirect only within its origin (scheme, host and port) and hands a redirect elsewhere back unfollowed,
 as the HTTP error it then is. OpenAI's organisation and project headers go to OpenAI's own API only.
 
+A server's answer is bounded too: a body is read up to `MAX_RESPONSE_BYTES` (far above any chat
+completion, embedding or model listing) and refused past it, as a read error, before more is held; and
+bodies come uncompressed (`Accept-Encoding: identity`; a compressed answer anyway is refused), since
+httpx inflates a gzip body whole: 1 MB on the wire took the host to 3 GiB as a 1 GiB reply.
+
 The HTTP library is the one the installed openai client is built on (httpx2 from openai 3, httpx before),
 so the chat client and the probe share one transport.
 """
@@ -20,10 +25,19 @@ from typing import Any
 
 from tsbench.models.endpoint import is_openai_endpoint
 
-__all__ = ["REDIRECT_CODES", "http_client", "http_errors", "http_library", "openai_client", "redirect_note"]
+__all__ = [
+    "MAX_RESPONSE_BYTES",
+    "REDIRECT_CODES",
+    "http_client",
+    "http_errors",
+    "http_library",
+    "openai_client",
+    "redirect_note",
+]
 
 REDIRECT_CODES = (301, 302, 303, 307, 308)
 _MAX_REDIRECTS = 5
+MAX_RESPONSE_BYTES = 64 * 2**20  # a long chat completion is well under 1 MiB
 _LIMITS = {"max_connections": 1000, "max_keepalive_connections": 100}  # openai's own defaults
 
 
@@ -45,16 +59,56 @@ def _origin(url) -> tuple[str, str, int | None]:
 
 
 @functools.cache
+def _bounded_class(lib: ModuleType) -> type:
+    class BoundedBody(lib.SyncByteStream):
+        """A response body that raises (a read error) once more than `limit` bytes have come."""
+
+        def __init__(self, inner, limit: int) -> None:
+            self.inner, self.limit = inner, limit
+
+        def __iter__(self):
+            seen = 0
+            for chunk in self.inner:
+                seen += len(chunk)
+                if seen > self.limit:
+                    raise lib.ReadError(f"the server's answer is over {self.limit:,} bytes; refused")
+                yield chunk
+
+        def close(self) -> None:
+            self.inner.close()
+
+    return BoundedBody
+
+
+def _bounded(lib: ModuleType, response):
+    """`response` with its body bounded; a compressed or declared-oversized one refused before it is read."""
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    declared = response.headers.get("content-length", "")
+    problem = None
+    if encoding not in ("", "identity"):
+        problem = f"the server's answer is compressed ({encoding}) though it was asked for none; refused"
+    elif declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
+        problem = f"the server's answer declares {int(declared):,} bytes, over {MAX_RESPONSE_BYTES:,}; refused"
+    if problem:
+        response.close()
+        raise lib.ReadError(problem)
+    response.stream = _bounded_class(lib)(response.stream, MAX_RESPONSE_BYTES)
+    return response
+
+
+@functools.cache
 def _transport_class(lib: ModuleType) -> type:
     class SameOriginRedirects(lib.BaseTransport):
-        """Follows redirects that stay on the request's origin; returns any other redirect as it came."""
+        """Follows redirects that stay on the request's origin; returns any other redirect as it came.
+        Every answer's body is bounded (`_bounded`)."""
 
         def __init__(self, inner) -> None:
             self.inner = inner
 
         def handle_request(self, request):
+            request.headers["Accept-Encoding"] = "identity"
             for _ in range(_MAX_REDIRECTS):
-                response = self.inner.handle_request(request)
+                response = _bounded(lib, self.inner.handle_request(request))
                 location = response.headers.get("location")
                 if response.status_code not in REDIRECT_CODES or not location:
                     return response
@@ -67,7 +121,7 @@ def _transport_class(lib: ModuleType) -> type:
                 response.read()
                 response.close()
                 request = _follow(lib, request, response.status_code, target)
-            return self.inner.handle_request(request)
+            return _bounded(lib, self.inner.handle_request(request))
 
         def close(self) -> None:
             self.inner.close()

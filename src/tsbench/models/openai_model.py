@@ -126,7 +126,9 @@ def to_model_error(error: openai.OpenAIError) -> ModelError:
     if isinstance(error, openai.APITimeoutError):
         return ModelError("timeout", str(error))
     if isinstance(error, openai.APIConnectionError):
-        return ModelError("connection", str(error))
+        cause = str(error.__cause__ or "")
+        refused = cause if "; refused" in cause else ""  # an answer past models/http.py's bounds
+        return ModelError("connection", f"{error}{f' ({refused})' if refused else ''}")
     if isinstance(error, openai.APIStatusError):
         status = error.status_code
         message = f"HTTP {status}: {error_detail(error)}"
@@ -228,7 +230,7 @@ class OpenAIChatModel:
                     status_code=failure.status_code,
                 )
             raise failure from error
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:  # the client parses the body itself
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:  # the client parses the body
             raise ModelError("server", f"malformed JSON body from {self.endpoint}: {error}") from error
         latency = time.perf_counter() - started
         try:

@@ -26,7 +26,7 @@ from typing import IO, Any
 from urllib.parse import urlsplit
 
 from tsbench.models.base import Completion, Message, ModelUnavailableError, TaskInfo
-from tsbench.models.endpoint import api_key_for
+from tsbench.models.endpoint import api_key_for, same_origin
 from tsbench.models.openai_model import OpenAIChatModel
 
 log = logging.getLogger(__name__)
@@ -170,7 +170,9 @@ class VLLMChatModel:
     """`vllm/<hf-id-or-path>`: a server at VLLM_BASE_URL (or `base_url`) if given, else one started here.
 
     The API key is the variable `api_key_env` names, else VLLM_API_KEY, else a placeholder, never
-    OPENAI_API_KEY: that one is not sent to whatever server VLLM_BASE_URL names.
+    OPENAI_API_KEY: that one is not sent to whatever server VLLM_BASE_URL names. VLLM_API_KEY goes only
+    to the origin VLLM_BASE_URL names, the pair the user exported: a `base_url` from elsewhere (a shared
+    config's `base_url = ...`) gets the placeholder unless `api_key_env` names a key for it.
     """
 
     def __init__(
@@ -188,7 +190,8 @@ class VLLMChatModel:
         self.name = f"vllm/{model}"
         self.model = model
         self.server: VLLMServer | None = None
-        url = base_url or os.environ.get("VLLM_BASE_URL")
+        exported = os.environ.get("VLLM_BASE_URL")
+        url = base_url or exported
         if url:
             url = openai_base_url(url)
         else:
@@ -197,7 +200,10 @@ class VLLMChatModel:
             ).start()
             url = self.server.base_url
         try:
-            key = api_key_for(url, api_key=api_key, api_key_env=api_key_env, fallback_env="VLLM_API_KEY")
+            paired = bool(exported) and same_origin(url, openai_base_url(exported))
+            key = api_key_for(
+                url, api_key=api_key, api_key_env=api_key_env, fallback_env="VLLM_API_KEY" if paired else None
+            )
         except BaseException:
             self.close()
             raise

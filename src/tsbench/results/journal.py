@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tsbench.core import json_input
 from tsbench.results.schema import COLUMN_NAMES, JOURNAL, is_record, key_of
 
 FSYNC_EVERY_S = 1.0
@@ -101,8 +102,8 @@ def read_journal_report(run_dir: str | Path) -> JournalRead:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
+                record = json_input.loads(line)
+            except ValueError:  # malformed, or nested too deeply to parse
                 bad.append(number)
                 continue
             if not is_record(record):

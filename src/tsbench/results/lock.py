@@ -14,6 +14,7 @@ import os
 import socket
 from pathlib import Path
 
+from tsbench.core import json_input
 from tsbench.core.errors import UserError
 from tsbench.results.records import now_utc
 
@@ -54,7 +55,7 @@ class RunDirLock:
 def _describe(path: Path) -> str:
     """'pid 123 on host since 2026-...' from the lock file, or a plain phrase when it is unreadable."""
     try:
-        info = json.loads(path.read_text())
+        info = json_input.read_json(path)
         return f"pid {info['pid']} on {info['host']} since {info['started_at']}"
     except (OSError, ValueError, KeyError, TypeError):
         return "another process"

@@ -6,6 +6,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from tsbench.core import json_input
 from tsbench.core.episode import EpisodeOutcome
 from tsbench.results.schema import COLUMN_NAMES
 
@@ -101,7 +102,7 @@ def _without_final_copy(transcript: list[dict], final_message: str) -> list[dict
 
 def transcript_events(record: dict[str, Any]) -> list[dict]:
     """A row's transcript as the episode had it (the final answer put back where it was said)."""
-    events = json.loads(record.get("transcript") or "[]")
+    events = json_input.loads(record.get("transcript") or "[]", f"the transcript of row {record.get('id')}")
     for event in events if isinstance(events, list) else []:
         if isinstance(event, dict) and event.get("content_from") == FINAL_REF:
             event["content"] = record.get("final_message") or ""

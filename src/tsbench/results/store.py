@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from pathlib import Path
 
@@ -10,6 +9,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tsbench.core import json_input
+from tsbench.core.input_budget import Budget, check_parquet
 from tsbench.core.provenance import write_json
 from tsbench.results.journal import read_journal
 from tsbench.results.schema import COLUMN_NAMES, COLUMNS, JOURNAL, RUN_JSON, SAMPLES
@@ -22,7 +23,7 @@ def _typed(record: dict) -> dict:
         row["finished_at"] = datetime.fromisoformat(stamp)
     for name in ("attributes", "metrics"):
         if isinstance(row[name], str):  # journals written before these became maps
-            row[name] = json.loads(row[name]) or {}
+            row[name] = json_input.loads(row[name], f"the {name} of a journal row") or {}
         if isinstance(row[name], dict):
             row[name] = {k: v for k, v in row[name].items() if v is not None and not isinstance(v, (dict, list))}
             if name == "metrics":
@@ -55,7 +56,8 @@ def load_samples(run_dir: str | Path) -> pd.DataFrame:
     run_dir = Path(run_dir)
     if (run_dir / JOURNAL).exists():
         table = to_table(read_journal(run_dir))
-    elif (run_dir / SAMPLES).exists():
+    elif (run_dir / SAMPLES).exists():  # a run copied from elsewhere may be anyone's: judged before it is read
+        check_parquet(run_dir / SAMPLES, str(run_dir / SAMPLES), Budget().scaled())
         table = pq.read_table(run_dir / SAMPLES)
     else:
         table = COLUMNS.empty_table()
@@ -71,7 +73,7 @@ def load_samples(run_dir: str | Path) -> pd.DataFrame:
 
 def load_run(run_dir: str | Path) -> dict:
     """run.json as a dict; ValueError when it is not a JSON object."""
-    info = json.loads((Path(run_dir) / RUN_JSON).read_text())
+    info = json_input.read_json(Path(run_dir) / RUN_JSON)
     if not isinstance(info, dict):
         raise ValueError(f"{Path(run_dir) / RUN_JSON} is not a JSON object")
     return info

@@ -4,8 +4,9 @@ instead of pointing at the paper-size generate."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from tsbench.core import json_input
 
 SEARCH_ROOT = Path("data")
 MAX_FOUND = 3
@@ -18,7 +19,7 @@ def generated_sets(family: str, names: list[str], root: Path = SEARCH_ROOT) -> l
     found = []
     for manifest in sorted(root.glob("*/seed*/manifest.json")) + sorted(root.glob("*/*/seed*/manifest.json")):
         try:
-            owner = json.loads(manifest.read_text()).get("family")
+            owner = json_input.read_json(manifest).get("family")
         except (OSError, ValueError, AttributeError):
             continue
         folder = manifest.parent

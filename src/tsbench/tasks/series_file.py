@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tsbench.core.input_budget import Budget, check_parquet
 from tsbench.tasks.written_hash import WrittenHash
 
 
@@ -287,10 +288,25 @@ class SeriesWriter:
             self._stop(write_pending=False)
 
 
+def check_series_file(path: str | Path, light_columns: list[str]) -> None:
+    """Refuse a series file (one handed to eval, describe or score may be anyone's) unless each row
+    group fits the input budget on its own (a reader holds one at a time) and the light columns fit
+    it file-wide (the index reads them all), judged from the footer and the dictionaries before any
+    value is built: a 280 KB file whose one 1 MiB `plan` repeated over 2,000 rows took eval to 1.8 GiB."""
+    info = os.stat(path)
+    _checked(str(path), info.st_size, info.st_mtime_ns, tuple(light_columns), Budget().scaled())
+
+
+@functools.lru_cache(maxsize=64)
+def _checked(path: str, size: int, mtime_ns: int, light_columns: tuple[str, ...], budget: Budget) -> None:
+    check_parquet(path, path, budget, columns=list(light_columns), each_row_group=True)
+
+
 def iter_records(
     path: str | Path, light_columns: list[str], *, with_values: bool = True, batch_size: int = 8
 ) -> Iterator[tuple[dict, np.ndarray | None]]:
     """(light columns as a dict, values or None) per row, streamed a batch at a time."""
+    check_series_file(path, light_columns)
     pf = pq.ParquetFile(path)
     columns = light_columns + (["values"] if with_values else [])
     for batch in pf.iter_batches(batch_size=batch_size, columns=columns):
@@ -321,6 +337,7 @@ def read_record(path: str | Path, row_id: str, light_columns: list[str]) -> tupl
     """One row's light columns and values, by id. Episodes load rows one at a time (in any process),
     so the id map and the last few row groups are cached: rows taken in file order cost one read."""
     path = str(path)
+    check_series_file(path, light_columns)
     mtime = os.stat(path).st_mtime_ns
     try:
         group, offset = _locations(path, mtime)[row_id]
@@ -333,4 +350,5 @@ def read_record(path: str | Path, row_id: str, light_columns: list[str]) -> tupl
 
 def read_index(path: str | Path, light_columns: list[str]):
     """Every column but `values`, as a pandas DataFrame: cheap even for the paper-size split."""
+    check_series_file(path, light_columns)
     return pq.read_table(path, columns=light_columns).to_pandas()

@@ -33,6 +33,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tsbench.core.input_budget import Budget, check_parquet
 from tsbench.timeclaw.fingerprint import DEFAULT_VARIANT, DIM, fingerprint, series_lengths
 
 LEGACY_VARIANT = "paper"  # banks written before the column was added hold the paper reading's psi
@@ -123,6 +124,7 @@ class MemoryBank:
     # -- storage --------------------------------------------------------------------------------
     @classmethod
     def load(cls, path: str | Path) -> MemoryBank:
+        check_parquet(path, str(path), Budget().scaled())  # --memory-bank may be anyone's file
         table = pq.read_table(path)
         return cls(table.to_pylist(), path=str(path))
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tsbench.results import is_run_dir, load_samples
+from tsbench.results import is_run_dir, load_run, load_samples
 from tsbench.results.records import transcript_events
 from tsbench.tasks import get_taskset
 from tsbench.tasks.base import Sample, SampleRef, TaskFamily
@@ -74,7 +74,7 @@ def run_data_files(run_dir: str | Path, data: Iterable[str] | None = None) -> li
     """The dataset parquet files a run read (from run.json), or `data` when given."""
     if data:
         return [Path(d) for d in data]
-    info = json.loads((Path(run_dir) / "run.json").read_text())
+    info = load_run(run_dir)
     files = info.get("config", {}).get("data") or info.get("dataset", {}).get("paths") or []
     if not files:
         raise ValueError(f"{run_dir}/run.json names no dataset files; pass data=[...]")
@@ -140,7 +140,7 @@ def admitted_rows(
 
 def run_family(run_dir: str | Path) -> TaskFamily:
     """The task family a run played (run.json's config; AnomalyXL for runs that predate the field)."""
-    info = json.loads((Path(run_dir) / "run.json").read_text())
+    info = load_run(run_dir)
     return get_taskset(info.get("config", {}).get("family") or info.get("dataset", {}).get("family") or "anomalyxl")
 
 

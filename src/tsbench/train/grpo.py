@@ -37,6 +37,7 @@ from typing import Any
 from transformers import PrinterCallback, TrainerCallback
 
 from tsbench.core.errors import UserError
+from tsbench.core.json_input import read_json
 from tsbench.harness import require_jail
 from tsbench.train import rewards as rw
 from tsbench.train.config import GRPOConfig
@@ -263,7 +264,7 @@ def prepare_run_dir(cfg: GRPOConfig, out: Path, main: bool) -> Path | None:
             "pass --resume to continue it or choose another --out"
         )
     if cfg.resume and info_path.exists():
-        previous = json.loads(info_path.read_text()).get("resume", {})
+        previous = read_json(info_path).get("resume", {})
         now = resume_view(cfg)
         changed = [k for k in RESUME_KEYS if previous.get(k) != now.get(k)]
         if changed:

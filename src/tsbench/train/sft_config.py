@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tsbench.core.errors import UserError
+from tsbench.core.own_folder import check_replaceable
 from tsbench.core.settings import check, setting
 from tsbench.core.tracking import check_targets
 from tsbench.models.tslm.settings import TSLMSettings
@@ -145,6 +146,7 @@ def prepare_out(cfg: SFTConfig) -> Path:
     if out.exists() and any(out.iterdir()):
         if not cfg.overwrite:
             raise UserError(f"{out} already holds files; use another --out, or --overwrite to replace it")
+        check_replaceable(out, "run.json", "a trained model's folder")
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     return out

@@ -16,13 +16,13 @@ is on the completion only).
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tsbench.core import json_input
 from tsbench.core.errors import UserError
 
 TRACE = re.compile(r"^\s*<think>.+?</think>\s*<class>.+?</class>(\s*<extension>.*?</extension>)?\s*$", re.S | re.I)
@@ -48,7 +48,7 @@ def traces_from_jsonl(path: Path, skipped: Counter) -> list[Trace]:
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = json_input.loads(line)  # nested too deeply: a ValueError too
             prompt, response = str(item["prompt"]), str(item["response"])
         except (ValueError, KeyError, TypeError):
             raise UserError(f"{path}:{number}: not a trace line (needs JSON with prompt and response)") from None

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 import numpy as np
 import pandas as pd
 
+from tsbench.core import json_input
 from tsbench.tasks.anomalyxl import labels as lb
 
 
@@ -16,8 +16,8 @@ def composition(index: pd.DataFrame) -> dict:
     cells = index.groupby(["category", "length"]).size().unstack(fill_value=0)
     summary: dict[str, dict] = {}
     for category, group in index.groupby("category", sort=False):
-        golds = [json.loads(g) for g in group["gold"]]
-        plans = [json.loads(p) for p in group["plan"]]
+        golds = [json_input.loads(g, f"a {category} row's gold") for g in group["gold"]]
+        plans = [json_input.loads(p, f"a {category} row's plan") for p in group["plan"]]
         injections = [inj for p in plans for inj in p["injections"]]
         info: dict = {"rows": len(group)}
         if category in lb.MCQ_CATEGORIES:

@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tsbench.core import json_input
 from tsbench.tasks import series_file
 from tsbench.tasks.anomalyxl.rowplan import RowPlan
 from tsbench.tasks.series_file import SeriesWriter, iter_records, read_record, values_array
@@ -109,8 +110,8 @@ def _row(rec: dict, values: np.ndarray | None) -> Row:
         channel_names=list(rec["channel_names"]),
         question=rec["question"],
         options=list(rec["options"]),
-        gold=json.loads(rec["gold"]),
-        plan=json.loads(rec["plan"]),
+        gold=json_input.loads(rec["gold"], f"row {rec['id']}'s gold"),
+        plan=json_input.loads(rec["plan"], f"row {rec['id']}'s plan"),
         seed=rec["seed"],
         source_id=rec["source_id"],
         values=values,

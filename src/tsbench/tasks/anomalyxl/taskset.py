@@ -77,6 +77,8 @@ class AnomalyXL(TaskFamily):
             problem = schema_problem(path)
             try:
                 frame = None if problem else read_index(path)
+            except UserError:  # over the input budget: its own line
+                raise
             except Exception as exc:  # pyarrow raises several types for a file that is not ours
                 problem = f"{type(exc).__name__}: {' '.join(str(exc).split())[:120]}"
             if problem:

@@ -30,8 +30,8 @@ import numpy as np
 import pandas as pd
 
 from tsbench.core.errors import UserError
+from tsbench.core.user_files import UserFolder
 from tsbench.tasks.recordings.sources import nothing_found
-from tsbench.tasks.user_files import UserFolder
 
 FAMILY = "arfbench"
 QA_FILE = "arfbench-qa.csv"

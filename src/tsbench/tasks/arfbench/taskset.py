@@ -16,12 +16,12 @@ import numpy as np
 
 from tsbench.core.answers import extract_choice
 from tsbench.core.errors import UserError
+from tsbench.core.user_files import UserFolder
 from tsbench.tasks.arfbench import classes, reader
 from tsbench.tasks.base import Column, Scored
 from tsbench.tasks.recordings.family import RecordingFamily, write_split
 from tsbench.tasks.recordings.rows import Row
 from tsbench.tasks.recordings.sources import refuse_unknown, source_path, stable_id
-from tsbench.tasks.user_files import UserFolder
 
 REGIME = "coarse"
 MAX_LENGTH = 131_072

@@ -24,9 +24,9 @@ import numpy as np
 import pandas as pd
 
 from tsbench.core.errors import UserError
+from tsbench.core.user_files import UserFolder, user_folder
 from tsbench.tasks.cik.metrics import Constraints
 from tsbench.tasks.timeclaw_protocol import split_train_test
-from tsbench.tasks.user_files import UserFolder, user_folder
 
 SOURCE_HINT = (
     "the Context-is-Key instances: the Hugging Face dataset ServiceNow/context-is-key (data/test-*.parquet) "

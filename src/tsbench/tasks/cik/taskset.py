@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from tsbench.core.errors import UserError
+from tsbench.core.user_files import UserFolder
 from tsbench.tasks.base import Aggregate, Column, Scored
 from tsbench.tasks.cik import reader
 from tsbench.tasks.cik.answer import ANSWER_FORMATS, LEGACY_FORMAT, PARSERS, answer_format, parse_forecast
@@ -30,7 +31,6 @@ from tsbench.tasks.cik.metrics import RCRPS_CAP, Constraints, rcrps, smape, smap
 from tsbench.tasks.recordings.family import RecordingFamily, write_train_test
 from tsbench.tasks.recordings.rows import Row
 from tsbench.tasks.recordings.sources import refuse_unknown
-from tsbench.tasks.user_files import UserFolder
 
 INLINE_ROWS = 3000  # history rows written into the question (CiK's prompt lists the whole history)
 OPTIONS = ("path", "seed", "split", "answer_format", "parser")

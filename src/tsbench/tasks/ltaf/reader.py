@@ -15,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
+from tsbench.core.user_files import UserFolder, user_folder
 from tsbench.tasks.recordings.clinical import Source
 from tsbench.tasks.recordings.sampling import Event, Recording
 from tsbench.tasks.recordings.sources import nothing_found, require
-from tsbench.tasks.user_files import UserFolder, user_folder
 
 FAMILY = "ltaf"
 ANNOTATION = "atr"

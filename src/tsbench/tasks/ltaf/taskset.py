@@ -3,10 +3,10 @@ one premature beat split evenly between PVC and APC, 50 anomaly-free)."""
 
 from __future__ import annotations
 
+from tsbench.core.user_files import UserFolder
 from tsbench.tasks.ltaf import reader
 from tsbench.tasks.recordings.clinical import ClinicalFamily, Prompt, Source
 from tsbench.tasks.recordings.sampling import WindowRules
-from tsbench.tasks.user_files import UserFolder
 
 PROMPT = Prompt(
     recording="ECG recording",

@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 
 from tsbench.core.errors import UserError
+from tsbench.core.user_files import UserFolder
 from tsbench.tasks.base import Column, Scored
 from tsbench.tasks.recordings import classify
 from tsbench.tasks.recordings.family import RecordingFamily, write_split
 from tsbench.tasks.recordings.rows import Row
 from tsbench.tasks.recordings.sampling import Recording, Window, WindowRules, plan_windows
 from tsbench.tasks.recordings.sources import refuse_unknown, source_path, stable_id
-from tsbench.tasks.user_files import UserFolder
 
 
 @dataclass

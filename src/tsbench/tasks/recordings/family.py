@@ -66,6 +66,8 @@ class RecordingFamily(TaskFamily):
         for path in files:
             try:
                 frame = read_index(path)
+            except UserError:  # over the input budget: its own line
+                raise
             except Exception as exc:  # pyarrow raises several types for a file that is not ours
                 raise UserError(
                     f"{path} is not a {self.name} parquet file ({type(exc).__name__}: {str(exc)[:120]})"

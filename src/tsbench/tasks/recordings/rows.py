@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tsbench.core import json_input
 from tsbench.tasks import series_file
 from tsbench.tasks.series_file import SeriesWriter, iter_records, read_record, values_array
 
@@ -107,11 +108,11 @@ def _to_row(rec: dict, values: np.ndarray | None) -> Row:
         channel_names=list(rec["channel_names"]),
         question=rec["question"],
         options=list(rec["options"]),
-        gold=json.loads(rec["gold"]),
+        gold=json_input.loads(rec["gold"], f"row {rec['id']}'s gold"),
         seed=rec["seed"],
         values=values,
-        meta=json.loads(rec["meta"]),
-        source=json.loads(rec["source"]),
+        meta=json_input.loads(rec["meta"], f"row {rec['id']}'s meta"),
+        source=json_input.loads(rec["source"], f"row {rec['id']}'s source"),
     )
     row.length = rec["length"]
     return row

@@ -27,10 +27,10 @@ from pathlib import Path
 import numpy as np
 
 from tsbench.core.errors import UserError
+from tsbench.core.user_files import UserFolder, user_folder
 from tsbench.tasks.recordings.clinical import Source
 from tsbench.tasks.recordings.sampling import Event, Recording
 from tsbench.tasks.recordings.sources import nothing_found, require
-from tsbench.tasks.user_files import UserFolder, user_folder
 
 FAMILY = "sleep-psg"
 CENTRAL, OBSTRUCTIVE, HYPOPNEA, RERA = "Central Apnea", "Obstructive Apnea", "Hypopnea", "RERA"

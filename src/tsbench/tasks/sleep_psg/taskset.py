@@ -3,10 +3,10 @@ capped at 131,072 samples, 50 per respiratory-event kind and 50 anomaly-free).""
 
 from __future__ import annotations
 
+from tsbench.core.user_files import UserFolder
 from tsbench.tasks.recordings.clinical import ClinicalFamily, Prompt, Source
 from tsbench.tasks.recordings.sampling import WindowRules
 from tsbench.tasks.sleep_psg import reader
-from tsbench.tasks.user_files import UserFolder
 
 PROMPT = Prompt(
     recording="overnight polysomnogram (respiratory channels)",

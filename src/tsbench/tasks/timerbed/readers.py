@@ -38,9 +38,9 @@ from pathlib import Path
 import numpy as np
 
 from tsbench.core.errors import UserError
+from tsbench.core.user_files import UserFolder, user_folder
 from tsbench.tasks.recordings.sources import require
 from tsbench.tasks.timerbed.labels import TASKS, task_of
-from tsbench.tasks.user_files import UserFolder, user_folder
 
 FAMILY = "timerbed"
 WINDOW = 1500  # ECG and EMG window length (TimeMaster Table 4)

@@ -26,6 +26,7 @@ import numpy as np
 from tsbench.core.answers import last_json_object
 from tsbench.core.class_tags import first_named, named_option, tag_spans
 from tsbench.core.errors import UserError
+from tsbench.core.user_files import UserFolder
 from tsbench.tasks.base import Column, Sample, SampleRef, Scored
 from tsbench.tasks.recordings.family import RecordingFamily, write_split
 from tsbench.tasks.recordings.rows import Row
@@ -34,7 +35,6 @@ from tsbench.tasks.timerbed.labels import TASKS, class_name
 from tsbench.tasks.timerbed.plots import render_png, save_plot
 from tsbench.tasks.timerbed.prompts import question_text
 from tsbench.tasks.timerbed.readers import WINDOW, Release, Series, find_releases, where_published
-from tsbench.tasks.user_files import UserFolder
 
 REGIME = "coarse"
 SPLITS = ("test", "train")

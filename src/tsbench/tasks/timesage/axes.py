@@ -44,6 +44,7 @@ from tsbench.tasks.timesage.judge_cache import Asker
 from tsbench.tasks.timesage.reading import read
 from tsbench.tasks.timesage.rules import field_score
 from tsbench.tasks.timesage.statements import keypoint_coverage as stated_coverage
+from tsbench.tasks.timesage.statements import stated_literally
 from tsbench.tasks.timesage.subjects import lexicon
 
 AXES = ("accuracy", "coverage", "faithfulness", "quality")
@@ -143,10 +144,12 @@ def keypoint_coverage(
     are covered without a judge call (paper A.4.2: a verbatim scalar match, read as reading.py does)."""
     reading = read(report, lex)
     per_kp: dict[str, float | None] = {}
+    # judge/rules holds a judgement to the readings it rests on; a model judge is spared the call on a verbatim match
+    stated = stated_coverage if getattr(asker.judge, "grounds_judgements", False) else stated_literally
     for kp in keypoints:
         truth, text = kp.get("truth"), kp.get("truth_text")
         if tier in ("easy", "medium") and not isinstance(truth, (list, dict)):
-            if stated_coverage(reading, lex, kp["id"])[0] == 1.0:
+            if stated(reading, lex, kp["id"])[0] == 1.0:
                 per_kp[kp["id"]] = 1.0  # the value is stated about its subject: no judge call
                 continue
         description = f"{kp['description']}: {text}" if text else kp["description"]

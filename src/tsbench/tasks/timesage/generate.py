@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from tsbench.core.errors import UserError
+from tsbench.core.user_files import UserFolder
 from tsbench.tasks.timesage.audit import audit
 from tsbench.tasks.timesage.store import write_set
-from tsbench.tasks.user_files import UserFolder
 
 OPTIONS = ("seed", "source", "scenarios", "periods", "path")
 SOURCES = ("synthetic", "replay", "released", "snapshot")

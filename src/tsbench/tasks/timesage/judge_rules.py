@@ -44,6 +44,7 @@ class RulesJudge:
     reads_context = True
     claims_floor = True  # faithfulness counts the claims a short report does not make (axes.py)
     substance_gate = True  # quality is credited by the `substance` its replies carry (axes.py)
+    grounds_judgements = True  # a judgement counts only beside a reading of the period stated right (statements.py)
 
     def reading(self, c: dict) -> Reading:
         return read(c["report"], c["lexicon"])

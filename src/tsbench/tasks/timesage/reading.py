@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tsbench.tasks.timesage.clauses import LISTING_NUMBERS, cut, number_matches
+from tsbench.tasks.timesage.normalise import counts_in_words, normalise
 from tsbench.tasks.timesage.subjects import DIRECTIONS, norm
 
 SYNONYMS = {
@@ -55,11 +56,12 @@ _FALL_BEFORE = re.compile(
 _DATE = re.compile(r"(?<![\w/.-])\d{4}-(?:\d{2}(?:-\d{2})?|q[1-4])(?![\w-])")
 _FILE = re.compile(r"gt source/\S+|timeseries\.csv\S*|answer schema\.json")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?![\w.]*\d)")
-_SEGMENT = re.compile(r"[,;:()\[\]]| while | whereas | but | although ")
+_SEGMENT = re.compile(r"[,;:()\[\]|]| while | whereas | but | although ")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _COUNT = re.compile(
     r"^\s*(?:consecutive\s+|straight\s+|more\s+)?(?:months?|weeks?|releases?|periods?|days?|quarters?|years?)\b"
 )
+_WINDOW_BEFORE = re.compile(r"\b(?:last|past|previous|preceding|prior)\s*$")  # "the last seven releases": a window
 _PERCENT = re.compile(r"^\s*(?:%|percent|per cent|pct)")
 _RANK_BEFORE = re.compile(r"(?:\brank(?:s|ed|ing)?|\bno\.|#)\s*(?:of\s+|at\s+|is\s+|was\s+)?$")
 _RANK_AFTER = re.compile(r"^(?:st|nd|rd|th)\b|^\s*(?:of the last|out of|of \d)")
@@ -84,6 +86,10 @@ _PLACE_NOW = re.compile(r"\b(?:this (?:month|week|period|release|day|quarter|yea
 _DATELINE = re.compile(r"(?:^#|\bfor the period\b|^period\b|\bit is now\b|\bissued\b|^week\b|^month\b|^day\b)")
 _NEGATION = re.compile(r"\b(?:not|no|none|nothing|neither|nor|never|without|isn't|wasn't|false|empty)\b|n't\b")
 _RISK = re.compile(r"\b(upside|downside)\b")
+_NEGATED = re.compile(  # a label under a negation or a contrast states nothing about its subject ("tight, not ample")
+    r"\b(?:not|never|nor|neither|rather than|instead of|as opposed to|no longer|n't)\s+(?:(?:a|an|the|be|been|as|"
+    r"seen|at|in|to|yet)\s+){0,2}$"
+)
 _ANAPHOR = re.compile(r"\W*(?:it|its|this|that|these|those|they|which)\b")  # a clause that refers back
 _SIDE = re.compile(r"\b(?:above|below)\b")
 ITEM_SLACK = 1  # a set may name one item more than its truth holds before it is a listing
@@ -155,6 +161,7 @@ class Vocabulary:
         # a subject's own name weighs 1 / (the subjects it names); a shared word 1 / (the keypoints sharing it)
         # a part of a composite keypoint shares its parent's words with its sibling parts: they weigh half
         self.weights = {s["key"]: {t: self._weight(s, t, called) for t in s["terms"]} for s in lex["subjects"]}
+        self.keypoint_terms = {t for s in lex["subjects"] if s["keypoint"] for t in s["terms"]}
         self.by_term: dict[str, list[str]] = {}
         for s in lex["subjects"]:
             for term in s["terms"]:
@@ -204,6 +211,8 @@ def _numbers(low: str, blocked: list[tuple[int, int]]) -> list[Value]:
         if _PERCENT.match(after):
             role = "percent"
         elif _COUNT.match(after):
+            if _WINDOW_BEFORE.search(before):
+                continue  # the window a figure is compared over, not a count of this period
             role = "count"
         elif _RANK_BEFORE.search(before) or _RANK_AFTER.match(after):
             role = "rank"
@@ -223,8 +232,12 @@ def _numbers(low: str, blocked: list[tuple[int, int]]) -> list[Value]:
 
 def _labels(voc: Vocabulary, low: str, blocked: list[tuple[int, int]]) -> list[Value]:
     found = []
+    segments = _segments(low)
     for m in voc.labels.finditer(low):
         if any(a <= m.start() < b for a, b in blocked):
+            continue
+        start = next((a for a, b in segments if a <= m.start() < b), 0)
+        if _NEGATED.search(low[start : m.start()]):
             continue
         word = m.group()
         if word in voc.option_owners:
@@ -283,6 +296,14 @@ class _Clause:
         spans = [(s, s + len(t)) for s, t in self.mentions if re.search(r"\d", t)]  # "at least 25", "ages 5-24"
         spans += [(m.start(), m.end()) for m in voc.labels.finditer(self.low) if re.search(r"\d", m.group())]
         self.values = _numbers(self.low, blocked + spans) + _labels(voc, self.low, blocked)
+        # counts and ranks in words, unless part of a longer name ("over the last three" names a window)
+        names = [(s, s + len(t)) for s, t in self.mentions if " " in t or "-" in t]
+        self.values += [
+            Value("number", float(n), a, role)
+            for a, b, n, role in counts_in_words(self.low)
+            if not any(x <= a < y for x, y in names + blocked)
+            and not (role == "count" and _WINDOW_BEFORE.search(self.low[max(0, a - 24) : a]))
+        ]
         self.values += [Value("date", d, s) for s, d in self.dates]
         self.segments = _segments(self.low)
 
@@ -334,6 +355,8 @@ def _bind(voc: Vocabulary, clause: _Clause, value: Value, before: _Clause | None
         for (here, anywhere, near), key in ((_score(voc, clause, k, value), k) for k in candidates)
     ]
     best = max(rank for rank, _ in scored)
+    if value.kind == "label" and best[0] == 0 and _names_other(voc, clause, value, candidates):
+        return None  # its segment is about a subject it cannot describe ("cause: x rose" says nothing of an outlook)
     if best[1] > 0:
         winners = [key for rank, key in scored if rank == best]
         keypoints = [key for key in winners if voc.subjects[key]["keypoint"]]
@@ -349,6 +372,17 @@ def _bind(voc: Vocabulary, clause: _Clause, value: Value, before: _Clause | None
     return None
 
 
+def _names_other(voc: Vocabulary, clause: _Clause, value: Value, candidates: list[str]) -> bool:
+    """Whether the value's segment names, by its own name, a keypoint the value cannot be about."""
+    a, b = clause.segment(value.start)
+    here = {term for start, term in clause.mentions if a <= start < b}
+    return any(
+        here & set(s["names"] + (s.get("own") or []))
+        for key, s in voc.subjects.items()
+        if s["keypoint"] and key not in candidates and s["part"] is None
+    )
+
+
 def _when(clause: _Clause, value: Value, period: str) -> str:
     """ "earlier", "now" or "later": where the nearest time phrase of the value's segment places it."""
     if value.base:
@@ -357,7 +391,12 @@ def _when(clause: _Clause, value: Value, period: str) -> str:
     low = clause.low
     cues = [(m.end() - 1, "earlier") for m in _PLACE_EARLIER.finditer(low) if m.end() > a and m.start() < b]
     cues += [(m.start(), "later") for m in _PLACE_LATER.finditer(low) if a <= m.start() < b]
-    cues += [(m.start(), "now") for m in _PLACE_NOW.finditer(low) if a <= m.start() < b]
+    names = [(s, s + len(t)) for s, t in clause.mentions if s >= 0]  # "latest" in "latest value" names, not places
+    cues += [
+        (m.start(), "now")
+        for m in _PLACE_NOW.finditer(low)
+        if a <= m.start() < b and not any(x <= m.start() < y for x, y in names)
+    ]
     cues += [(s, "earlier" if d < norm(period) else "now") for s, d in clause.dates if a <= s < b and period]
     if not cues:
         return "now"
@@ -376,6 +415,9 @@ def _dateline(low: str, period: str) -> bool | None:
     return date < norm(period) if date != norm(period) else False
 
 
+_ANSWERED = re.compile(r"\b(?:true|yes|false|no|not|none|never)\b|n't\b")
+
+
 def _polarity(segment: str) -> bool:
     if re.search(r"\b(?:true|yes)\b", segment):
         return True
@@ -387,7 +429,7 @@ _READINGS: dict[tuple[str, str], Reading] = {}
 
 def sentences(report: str) -> list[str]:
     """The clauses a report is read in (Claim.clause indexes them): its sentences and lines, after the cut."""
-    return [part.strip() for part in _SENTENCE.split(cut(report)) if part.strip()]
+    return [part.strip() for part in _SENTENCE.split(normalise(cut(report))) if part.strip()]
 
 
 def read(report: str, lex: dict) -> Reading:
@@ -406,12 +448,18 @@ def _read(report: str, lex: dict) -> Reading:
     period = lex.get("period", "")
     reading = Reading()
     frame_earlier = False
-    previous = None
+    previous = asked = None
     for index, text in enumerate(sentences(report)):
         clause = _Clause(voc, text)
         declared = _dateline(clause.low, period)
         if declared is not None:
             frame_earlier = declared
+        if text.rstrip().endswith("?"):  # a question states nothing; the answer after it is about its subject
+            previous = asked = clause
+            continue
+        if asked is not None and not any(term in voc.keypoint_terms for _, term in clause.mentions):
+            clause.mentions = [(-1, term) for _, term in asked.mentions] + clause.mentions
+        asked = None
         if len([v for v in clause.values if v.kind == "number"]) > LISTING_NUMBERS:
             reading.listing.append(index)
             continue
@@ -432,19 +480,36 @@ def _read(report: str, lex: dict) -> Reading:
             for v in clause.values
             if v.kind == "label" and v.value in voc.by_term and clause.segment(v.start) in figures
         }
+        # one word is one value: a word bound as an option ("stance steady") is not also its synonym ("flat")
+        taken = {value.start for value, key in bound if key and value.kind == "label" and value.role != "synonym"}
         for value, key in bound:
             if key is None or (value.kind == "label" and value.start in named):
                 continue
+            if value.role == "synonym" and value.start in taken:
+                continue
+            if value.kind == "date" and value.value == norm(period):
+                continue  # this period's own date is the report's dateline, not a value about a subject
             subject = voc.subjects[key]
             when = "now" if subject.get("timeless") or subject.get("prior") else _when(clause, value, period)
             if when == "later" and subject.get("forward"):
                 when = "now"  # an outlook is about what comes next by nature
             earlier = frame_earlier or when == "earlier"
-            reading.claims.append(Claim(key, value.value, earlier, index, text.strip(), value.start, when == "later"))
+            said = _percent(clause.low, value) if subject.get("role") == "percent" else value.value
+            reading.claims.append(Claim(key, said, earlier, index, text.strip(), value.start, when == "later"))
         _booleans(voc, clause, reading, index, text, frame_earlier, period)
-        _sets_and_texts(voc, clause, reading, index, text, frame_earlier)
+        _sets_and_texts(voc, clause, reading, index, text, frame_earlier, period)
     _hedges(voc, reading, lex)
     return reading
+
+
+def _percent(low: str, value: Value) -> Any:
+    """A percentage written as a fraction ("a 0.7 probability", "a share of 0.192") in percent (70,
+    19.2), to the precision it is written with; a number with a per cent sign, or one of 1 or more, as is."""
+    written = _NUMBER.match(low, value.start)
+    if value.kind != "number" or value.role == "percent" or written is None or not 0 < abs(value.value) < 1:
+        return value.value
+    decimals = len(written.group().partition(".")[2])
+    return round(100 * value.value, max(0, decimals - 2))
 
 
 def _booleans(voc, clause, reading, index, text, frame_earlier, period) -> None:
@@ -459,12 +524,16 @@ def _booleans(voc, clause, reading, index, text, frame_earlier, period) -> None:
                     continue  # "the release should record no event": the segment states another keypoint
                 when = _when(clause, Value("bool", None, start), period)
                 earlier = frame_earlier or when == "earlier"
-                claim = Claim(key, _polarity(clause.low[a:b]), earlier, index, text.strip(), start, when == "later")
+                said = clause.low[a:b]
+                if said.endswith(":") and not _ANSWERED.search(said):  # "Is record: no": the answer follows
+                    said += clause.low[b : clause.segment(b)[1]]
+                claim = Claim(key, _polarity(said), earlier, index, text.strip(), start, when == "later")
                 reading.claims.append(claim)
-                break
+                if not earlier:
+                    break  # what an earlier release said does not end the clause ("was: yes | is: no")
 
 
-def _sets_and_texts(voc, clause, reading, index, text, frame_earlier) -> None:
+def _sets_and_texts(voc, clause, reading, index, text, frame_earlier, period) -> None:
     for key, s in voc.subjects.items():
         if frame_earlier:
             continue
@@ -482,9 +551,17 @@ def _sets_and_texts(voc, clause, reading, index, text, frame_earlier) -> None:
         if s["kind"] == "text":
             reading.texts.setdefault(key, []).append(text.strip())
             continue
-        bound = [c for c in reading.claims if c.clause == index and c.subject == key]
-        if not bound and _NEGATION.search(clause.low):
+        bound = [c for c in reading.claims if c.clause == index and c.subject == key and not c.earlier and not c.later]
+        if not bound and _negated_now(clause, period):
             reading.empty.add(key)
+
+
+def _negated_now(clause: _Clause, period: str) -> bool:
+    """A negation ("none", "no series") in a segment that speaks of this period, not an earlier one."""
+    return any(
+        _NEGATION.search(clause.low[a:b]) and _when(clause, Value("bool", None, a), period) != "earlier"
+        for a, b in clause.segments
+    )
 
 
 def _hedges(voc: Vocabulary, reading: Reading, lex: dict) -> None:

@@ -5,11 +5,13 @@ the report's substance, from reading.Reading and the period's lexicon (subjects.
   item and no other (an item paired with evidence needs its figures), an object with every part (a
   joint unit with a part stated wrong is 0, paper Table 7).
 - verdicts: a claim about a keypoint for now is tier1_supported when it is the keypoint's value,
-  contradicts_keypoint when not. Restating the context (a table cell, what the last release said)
+  contradicts_keypoint when not (a part of a joint unit, also when a sibling part is stated wrong). Restating the context (a table cell, what the last release said)
   counts neither way (tier3_general_knowledge: spec "The offline judge"); a stale cell stated as
   current, or a figure found nowhere, is speculation.
-- grounding: a state or direction read from the latest reading (A1, A3 beside A2) counts only in a
-  report that states that reading right; otherwise it is a guess, covered by nothing and neutral.
+- grounding: a judgement read from this period's readings (a state, direction, run, rank, record,
+  component, flag or event, where the period also asks for a level, change, deviation or share)
+  counts only in a report that states one of those readings right; otherwise it is a guess, covered
+  by nothing and neutral.
 - substance: the share of keypoints stated correctly, corrected for guessing (a label stated wrong
   costs 1 / (options - 1) of a keypoint, so a guess earns nothing on average): what writing quality is
   credited in proportion to.
@@ -109,12 +111,28 @@ def _text_coverage(reading: Reading, lex: dict, key: str, truth: str) -> tuple[f
 
 
 def keypoint_coverage(reading: Reading, lex: dict, key: str) -> tuple[float | None, bool]:
-    """(1 / 0.5 / 0, stated wrong) for one keypoint; (None, False) when it has no truth to state."""
+    """(1 / 0.5 / 0, stated wrong) for one keypoint; (None, False) when it has no truth to state.
+    A judgement stated right in a report that states none of the period's readings right is a guess
+    (0, not wrong)."""
     truth = lex["truths"].get(key)
     subject = next((s for s in lex["subjects"] if s["key"] == key), None)
     if truth is None or subject is None:
         return None, False
-    kind = subject["kind"]
+    covered, wrong = _stated(reading, lex, subject, truth)
+    if covered and not grounded(reading, lex, subject):
+        return 0.0, False
+    return covered, wrong
+
+
+def stated_literally(reading: Reading, lex: dict, key: str) -> tuple[float | None, bool]:
+    """keypoint_coverage without grounding: the value stated about its subject, whatever else the report says."""
+    truth = lex["truths"].get(key)
+    subject = next((s for s in lex["subjects"] if s["key"] == key), None)
+    return (None, False) if truth is None or subject is None else _stated(reading, lex, subject, truth)
+
+
+def _stated(reading: Reading, lex: dict, subject: dict, truth: Any) -> tuple[float, bool]:
+    key, kind = subject["key"], subject["kind"]
     if kind == "object":
         return _object_coverage(reading, lex, key, truth, bool(subject.get("joint")))
     if kind in ("set", "items", "dates"):
@@ -124,10 +142,14 @@ def keypoint_coverage(reading: Reading, lex: dict, key: str) -> tuple[float | No
     said = reading.current(key)
     if not said:
         return 0.0, False
-    right = any(_equal(s, truth) for s in said)
-    if right and subject.get("rests_on") and keypoint_coverage(reading, lex, subject["rests_on"])[0] != 1.0:
-        return 0.0, False  # a state without the reading it is read from (or beside a wrong one) is a guess
-    return (1.0, False) if right else (0.0, True)
+    return (1.0, False) if any(_equal(s, truth) for s in said) else (0.0, True)
+
+
+def grounded(reading: Reading, lex: dict, subject: dict) -> bool:
+    """Whether a judgement stands on evidence: the report states at least one of the readings it rests
+    on (subjects.lexicon: the period's levels, changes, deviations, shares) right, or it rests on none."""
+    readings = subject.get("rests_on") or []
+    return not readings or any(keypoint_coverage(reading, lex, key)[0] for key in readings)
 
 
 def substance(reading: Reading, lex: dict) -> float:
@@ -181,10 +203,12 @@ def verdict(reading: Reading, lex: dict, claim: Claim | tuple[str, Any]) -> str:
     """The rules judge's verdict on one claim of `claim_list` (see the module docstring)."""
     if isinstance(claim, tuple):  # an empty-set statement or a judged text
         key, what = claim
-        covered, _ = keypoint_coverage(reading, lex, key)
-        if what == "text":
-            return SUPPORTED if covered == 1.0 else CONTRADICTS
-        return SUPPORTED if lex["truths"].get(key) == [] else CONTRADICTS
+        subject = next(s for s in lex["subjects"] if s["key"] == key)
+        truth = lex["truths"].get(key)
+        right = _stated(reading, lex, subject, truth)[0] == 1.0 if what == "text" else truth == []
+        if not right:
+            return CONTRADICTS
+        return SUPPORTED if grounded(reading, lex, subject) else NEUTRAL
     subject = next(s for s in lex["subjects"] if s["key"] == claim.subject)
     if claim.later:
         return NEUTRAL  # a forecast of what is not an outlook: nothing of this period to check it against
@@ -196,11 +220,23 @@ def verdict(reading: Reading, lex: dict, claim: Claim | tuple[str, Any]) -> str:
         return NEUTRAL if prior is not None and _member_or_equal(claim.value, prior, subject) else SPECULATION
     if truth is None:
         return SPECULATION
-    if not _member_or_equal(claim.value, truth, subject):
+    if not _member_or_equal(claim.value, truth, subject) or _unit_broken(reading, lex, subject):
         return CONTRADICTS
-    if subject.get("rests_on") and keypoint_coverage(reading, lex, subject["rests_on"])[0] != 1.0:
-        return NEUTRAL  # right, but not grounded in the reading it rests on: nothing to check it against
+    if not grounded(reading, lex, subject):
+        return NEUTRAL  # right, but standing on no reading of this period: a guess as far as a reader can tell
     return SUPPORTED
+
+
+def _unit_broken(reading: Reading, lex: dict, subject: dict) -> bool:
+    """A part of a joint unit (an outlook's regime, probability and horizon; a guidance's stance and
+    horizon: paper Table 7) is one claim with its sibling parts: one part stated wrong makes it wrong."""
+    parent = next((s for s in lex["subjects"] if s["key"] == subject["keypoint"]), None)
+    if subject["part"] is None or parent is None or not parent.get("joint"):
+        return False
+    truth = lex["truths"].get(parent["key"]) or {}
+    return any(
+        not _equal(said, value) for name, value in truth.items() for said in reading.current(f"{parent['key']}.{name}")
+    )
 
 
 def _member_or_equal(value: Any, truth: Any, subject: dict) -> bool:

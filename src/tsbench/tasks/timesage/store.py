@@ -9,7 +9,6 @@ rubric, context, the target release's name): everything the scorer reads, nothin
 from __future__ import annotations
 
 import functools
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tsbench.core import json_input
+from tsbench.core.input_budget import Budget, check_parquet
 from tsbench.core.provenance import git_commit, sha256_file, versions, write_json
 from tsbench.tasks.timesage.contract import Period, Scenario, dumps, truth_text
 from tsbench.tasks.timesage.prompt import period_meta, period_question
@@ -181,6 +182,7 @@ def write_set(
 
 @functools.lru_cache(maxsize=8)
 def _read_periods(path: str, mtime_ns: int) -> pd.DataFrame:
+    check_parquet(path, path, Budget().scaled())  # a set handed to eval may be anyone's: judged before it is read
     frame = pq.read_table(path).to_pandas()
     return frame.set_index("id", drop=False)
 
@@ -192,12 +194,14 @@ def read_periods(path: str | Path) -> pd.DataFrame:
 
 
 def read_index(path: str | Path) -> pd.DataFrame:
+    check_parquet(path, str(path), Budget().scaled(), columns=list(INDEX_FIELDS))
     return pq.read_table(path, columns=INDEX_FIELDS).to_pandas()
 
 
 def read_scenarios(path: str | Path) -> list[Scenario]:
+    check_parquet(path, str(path), Budget().scaled(), columns=["contract"])
     frame = pq.read_table(path, columns=["contract"]).to_pandas()
-    return [Scenario.from_dict(json.loads(text)) for text in frame["contract"]]
+    return [Scenario.from_dict(json_input.loads(text, f"a scenario contract in {path}")) for text in frame["contract"]]
 
 
 def files_of(cell: Any) -> dict[str, bytes]:

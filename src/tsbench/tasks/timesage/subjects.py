@@ -235,7 +235,7 @@ def lexicon(gold: dict) -> dict:
         if tag in ("A2", "B1", "B3", "B5", "A3", "B2", "B6", "B7", "B4"):
             terms += head_terms
         kind = _kind(schema, tag)
-        timeless = tag in ("E7", "D1")  # a comparison with, or a window of, earlier periods
+        timeless = tag == "E7"  # a comparison with an earlier period
         forward = tag in ("E6", "F1", "F2", "F3", "F4")  # guidance and outlooks speak of what comes next
         if kind == "items" and spec.get("item_key") == "risk":
             drivers = [c for c in columns if c != head]
@@ -283,15 +283,13 @@ def lexicon(gold: dict) -> dict:
                 item=spec.get("item_key"),
             )
         )
-    # a state or direction is read from the latest reading: where the period asks for both, the
-    # state counts only beside that reading stated right (statements.keypoint_coverage)
-    reading = next(
-        (kp["id"] for kp in gold["keypoints"] if fields.get(kp.get("field") or "", {}).get("tag") == "A2"), None
-    )
+    # a judgement (a state, direction, run, rank, record, component, flag, event) is read from this
+    # period's readings: where the period asks for one, a judgement counts only beside a reading
+    # stated right (statements.grounded), else it is a guess as far as a reader can tell
+    readings = [s["key"] for s in subjects if _is_reading(s, subjects)]
     for s in subjects:
-        tag = fields.get(s["key"].removeprefix("kp_"), {}).get("tag")
-        if reading and tag in ("A1", "A3") and s["part"] is None:
-            s["rests_on"] = reading
+        if readings and s["keypoint"] and s["part"] is None and not s.get("prior") and s["key"] not in readings:
+            s["rests_on"] = readings
     for col, meaning in columns.items():
         if col == head:  # its figures are the keypoints' first: a word it shares with them, not a name
             subjects.append(_subject(f"col:{col}", None, "number", [norm(col)], role="any", column=col))
@@ -310,6 +308,19 @@ def lexicon(gold: dict) -> dict:
     lex["vocabulary"] = _digest(subjects)
     lex["digest"] = _digest(lex)
     return lex
+
+
+def _is_reading(subject: dict, subjects: list[dict]) -> bool:
+    """A figure read from this period's data: a level, a change or a deviation (a scalar keypoint),
+    or an object of such figures (shares); not a count or a rank (guessable, read from figures),
+    nor an outlook's figures (a forecast), nor the prior release's driver."""
+    if subject["keypoint"] is None or subject["part"] is not None or subject.get("forward") or subject.get("prior"):
+        return False
+    if subject["kind"] == "number":
+        return subject.get("role") in ("level", "delta")
+    if subject["kind"] == "object":
+        return any(p["keypoint"] == subject["key"] and p["part"] and p["kind"] == "number" for p in subjects)
+    return False
 
 
 def _digest(value: Any) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from tsbench.core import json_input
 from tsbench.core.episode import EpisodeTask
 from tsbench.core.errors import UserError
 from tsbench.core.provenance import read_json, sha256_file
@@ -68,6 +69,8 @@ class TimeSage(TaskFamily):
         for path in files:
             try:
                 frame = read_index(path)
+            except UserError:  # over the input budget: its own line
+                raise
             except Exception as exc:  # pyarrow raises several types for a file that is not ours
                 raise UserError(
                     f"{path} is not a TimeSage periods.parquet ({type(exc).__name__}: {str(exc)[:120]})"
@@ -81,7 +84,7 @@ class TimeSage(TaskFamily):
         if ref.id not in frame.index:
             raise UserError(f"no period {ref.id!r} in {ref.path}")
         row = frame.loc[ref.id]
-        meta = json.loads(row["meta"])
+        meta = json_input.loads(row["meta"], f"period {ref.id}'s meta")
         task = EpisodeTask(
             row_id=ref.id,
             category=row["tier"],
@@ -102,7 +105,7 @@ class TimeSage(TaskFamily):
         return Sample(
             ref=ref,
             task=task,
-            gold=json.loads(row["gold"]),
+            gold=json_input.loads(row["gold"], f"period {ref.id}'s gold"),
             columns={"split": "test", "regime": row["tier"], "attributes": attributes},
         )
 

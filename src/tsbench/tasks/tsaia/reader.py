@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 
 from tsbench.core.errors import UserError
+from tsbench.core.user_files import UserFolder, user_folder
 from tsbench.tasks.tsaia.tagged import TagError, decode
-from tsbench.tasks.user_files import UserFolder, user_folder
 
 SOURCE_HINT = "the Melady/TSAIA release converted by `tsbench convert-tsaia --path RELEASE --out DIR`"
 CONVERTED = "tsaia-tagged-json-1"

@@ -24,6 +24,7 @@ import numpy as np
 
 from tsbench.core.answers import last_json_object
 from tsbench.core.errors import UserError
+from tsbench.core.user_files import UserFolder
 from tsbench.tasks.base import Column, Scored
 from tsbench.tasks.recordings.family import RecordingFamily, write_train_test
 from tsbench.tasks.recordings.rows import Row
@@ -31,7 +32,6 @@ from tsbench.tasks.recordings.sources import refuse_unknown
 from tsbench.tasks.timeclaw_protocol import mc_letter, split_train_test
 from tsbench.tasks.tsaia import official, reader
 from tsbench.tasks.tsaia.tagged import decode
-from tsbench.tasks.user_files import UserFolder
 
 OPTIONS = ("path", "seed", "split", "categories")
 MC_TYPES = ("VaR-confidence_level", "SharpeRatio", "MarketAB-alpha", "MarketAB-beta")  # Table 9

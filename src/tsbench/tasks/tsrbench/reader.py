@@ -13,7 +13,7 @@ evaluator (math_reasoning, event_forecast, pattern_decision). Perception's one f
 subtasks, told apart by each item's `category` exactly as the official evaluator does (its "Anolmaly
 Detection" is anomaly detection); a perception item of another category counts in no perception
 subtask there, and lands in `perception_uncategorised` here. Files are read through the --path
-folder's checks and budget (tasks/user_files.py), one line at a time; a line that is not JSON, or
+folder's checks and budget (core/user_files.py), one line at a time; a line that is not JSON, or
 nests too deeply to parse, stops the read with its file and line number.
 """
 
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from tsbench.core.errors import UserError
-from tsbench.tasks.user_files import UserFolder, user_folder
+from tsbench.core.user_files import UserFolder, user_folder
 
 SOURCE_HINT = (
     "TSRBench's jsonl files ({perception,prediction,decision,reasoning}/*.jsonl) from the Hugging Face "

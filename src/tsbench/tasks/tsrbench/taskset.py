@@ -24,13 +24,13 @@ import numpy as np
 import pandas as pd
 
 from tsbench.core.errors import UserError
+from tsbench.core.user_files import UserFolder
 from tsbench.tasks.base import Column, Scored
 from tsbench.tasks.recordings.family import RecordingFamily, write_train_test
 from tsbench.tasks.recordings.rows import Row
 from tsbench.tasks.recordings.sources import refuse_unknown
 from tsbench.tasks.timeclaw_protocol import mc_letter, split_train_test, subsample
 from tsbench.tasks.tsrbench import official, reader
-from tsbench.tasks.user_files import UserFolder
 
 OPTIONS = ("path", "seed", "split", "ratio")
 RATIO = 0.2  # the paper's 20 % evaluation subset (Table 8)

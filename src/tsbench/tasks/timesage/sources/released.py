@@ -38,6 +38,7 @@ from pathlib import Path
 import pandas as pd
 
 from tsbench.core.errors import UserError
+from tsbench.core.user_files import UserFolder, user_folder
 from tsbench.tasks.timesage.contract import (
     SCHEMA_FILE,
     SOURCE_DIR,
@@ -52,7 +53,6 @@ from tsbench.tasks.timesage.contract import (
 )
 from tsbench.tasks.timesage.sources.catalog import keypoints_for
 from tsbench.tasks.timesage.sources.render import context_lines, rubric
-from tsbench.tasks.user_files import UserFolder, user_folder
 
 TRUTH_FILE = "ground_truth.json"
 KEYPOINTS_FILE = "keypoints.json"

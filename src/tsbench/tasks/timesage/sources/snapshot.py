@@ -30,6 +30,7 @@ import json
 from pathlib import Path
 
 from tsbench.core.errors import UserError
+from tsbench.core.user_files import UserFolder, user_folder
 from tsbench.tasks.timesage.contract import SCHEMA_FILE, SOURCE_DIR, TABLE_FILE, agent_view
 from tsbench.tasks.timesage.sources.released import (
     CONTEXT_FILE,
@@ -39,7 +40,6 @@ from tsbench.tasks.timesage.sources.released import (
     instance_folders,
 )
 from tsbench.tasks.timesage.taxonomy import RULES, rule_allowed
-from tsbench.tasks.user_files import UserFolder, user_folder
 
 SPEC_FILES = ("scenario_spec.json", "contract.json", "scenario.json")
 EVIDENCE_FILE = "gt_evidence.md"

@@ -7,22 +7,26 @@ dictionaries and their indices, and refuses past the budget (a UserError: one li
 values are never materialised. (TSAIA's .npy and pickle files are loaded only in the jail, by
 `tsbench convert-tsaia`; the host copies them in within the file budget.)
 
-What a check cannot see: a parquet footer that understates the sizes its own page headers declare
-(pyarrow exposes no page headers); the file-size budget bounds what such a file can hold.
+A footer edited to understate what its pages hold is caught too: every column chunk's page headers
+are read (parquet_pages) and the larger of the two declarations counts.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tsbench.core.errors import UserError
+from tsbench.core.parquet_pages import MalformedPages, PageTotals, chunk_pages
 
 MiB = 2**20
 SCALE_ENV = "TSBENCH_INPUT_BUDGET_SCALE"
@@ -73,20 +77,64 @@ def refuse_over(label: str, what: str, value: int, limit: int, unit: str = "byte
         )
 
 
+MAX_PAGES = 1_000_000  # pages of one file (a 256 MiB file of 1 MiB pages has 256): past it, refused
+
+
 # -- parquet -----------------------------------------------------------------------------------------
-def declared_sizes(metadata: pq.FileMetaData) -> tuple[int, int]:
-    """(decompressed bytes, decoded fixed-width bytes) the footer declares over every column chunk. The
-    second catches run-length pages: millions of equal numbers in a few bytes on disk."""
+Pages = dict[tuple[int, int], tuple[int, int]]  # (row group, column) -> (decompressed bytes, values)
+
+
+def declared_sizes(
+    metadata: pq.FileMetaData, columns: set[str] | None = None, groups: range | None = None, pages: Pages | None = None
+) -> tuple[int, int]:
+    """(decompressed bytes, decoded fixed-width bytes) the footer declares over the column chunks of
+    `columns` (top-level names; None: all) in `groups` (None: every row group), or the page headers
+    (`pages`, from `page_sizes`) where they declare more. The second catches run-length pages:
+    millions of equal numbers in a few bytes on disk."""
     decompressed = fixed = 0
-    for group in range(metadata.num_row_groups):
+    for group in groups if groups is not None else range(metadata.num_row_groups):
         row_group = metadata.row_group(group)
         for index in range(row_group.num_columns):
-            chunk = row_group.column(index)
-            decompressed += max(int(chunk.total_uncompressed_size), 0)
             column = metadata.schema.column(index)
+            if columns is not None and column.path.split(".")[0] not in columns:
+                continue
+            chunk = row_group.column(index)
+            size, values = max(int(chunk.total_uncompressed_size), 0), max(int(chunk.num_values), 0)
+            if pages is not None:
+                size, values = max(size, pages[group, index][0]), max(values, pages[group, index][1])
+            decompressed += size
             width = PHYSICAL_WIDTH.get(chunk.physical_type) or max(int(column.length or 0), 1)
-            fixed += max(int(chunk.num_values), 0) * width
+            fixed += values * width
     return decompressed, fixed
+
+
+@contextlib.contextmanager
+def _binary(source) -> Iterator[BinaryIO]:
+    if hasattr(source, "read"):
+        yield source
+    else:
+        with open(source, "rb") as handle:
+            yield handle
+
+
+def page_sizes(source, metadata: pq.FileMetaData, label: str) -> Pages:
+    """What each column chunk's page headers declare (parquet_pages), without decoding a page."""
+    found: Pages = {}
+    totals = PageTotals()
+    with _binary(source) as handle:
+        for group in range(metadata.num_row_groups):
+            row_group = metadata.row_group(group)
+            for index in range(row_group.num_columns):
+                chunk = row_group.column(index)
+                start = chunk.dictionary_page_offset if chunk.has_dictionary_page else None
+                start = start if start else chunk.data_page_offset
+                before = (totals.uncompressed, totals.values)
+                try:
+                    chunk_pages(handle, int(start), int(chunk.total_compressed_size), totals, MAX_PAGES)
+                except MalformedPages as exc:
+                    raise UserError(f"{label} is not a readable parquet file ({exc})") from None
+                found[group, index] = (totals.uncompressed - before[0], totals.values - before[1])
+    return found
 
 
 def _expanded(array: pa.Array) -> int:
@@ -113,19 +161,55 @@ def _unreadable(label: str, exc: Exception) -> UserError:
     return UserError(f"{label} is not a readable parquet file ({type(exc).__name__}: {str(exc)[:120]})")
 
 
-def check_parquet(path: str | Path, label: str, budget: Budget) -> None:
+def _refuse_declared(
+    label: str, metadata: pq.FileMetaData, budget: Budget, columns, groups, where: str, pages: Pages | None = None
+) -> None:
+    decompressed, fixed = declared_sizes(metadata, columns, groups, pages)
+    whose, says, counts = ("footer", "declares", "footer's") if pages is None else ("page headers", "declare", "pages'")
+    refuse_over(label, f"the decompressed size its {whose} {says}{where}", decompressed, budget.decoded_bytes)
+    refuse_over(
+        label,
+        f"the decoded size of its values (from the {counts} value counts){where}",
+        fixed,
+        budget.decoded_bytes,
+    )
+
+
+def check_parquet(
+    path: str | Path,
+    label: str,
+    budget: Budget,
+    *,
+    columns: list[str] | None = None,
+    each_row_group: bool = False,
+) -> None:
     """Refuse the parquet file at `path` unless it fits `budget`: rows, declared decompressed and
     decoded sizes first (the footer alone), then its text columns read as dictionaries (a dictionary
     value is held once however many rows repeat it) and measured as they would expand. The values
-    themselves are never built here."""
+    themselves are never built here.
+
+    `columns` (top-level names): only what a reader reads of the file counts, file-wide.
+    `each_row_group`: the whole file is read one row group at a time (tsbench's own series files,
+    whose values may be larger than any budget in all), so every row group must fit on its own,
+    besides `columns` file-wide."""
     try:
-        metadata = pq.ParquetFile(path).metadata
+        reader = pq.ParquetFile(path)
+        metadata = reader.metadata
     except (pa.ArrowException, OSError) as exc:
         raise _unreadable(label, exc) from None
-    refuse_over(label, "the row count its footer declares", metadata.num_rows, budget.rows, "rows")
-    decompressed, fixed = declared_sizes(metadata)
-    refuse_over(label, "the decompressed size its footer declares", decompressed, budget.decoded_bytes)
-    refuse_over(label, "the decoded size of its values (from the footer's value counts)", fixed, budget.decoded_bytes)
+    rows = max(metadata.num_rows, sum(metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)))
+    refuse_over(label, "the row count its footer declares", rows, budget.rows, "rows")
+    wanted = None if columns is None else set(columns)
+    for pages in (None, page_sizes(path, metadata, label)):  # the footer alone first: a cheap refusal
+        if each_row_group:
+            for group in range(metadata.num_row_groups):
+                where = f" for row group {group}"
+                _refuse_declared(label, metadata, budget, None, range(group, group + 1), where, pages)
+            if wanted is not None:
+                where = f" for its columns {', '.join(columns)}"
+                _refuse_declared(label, metadata, budget, wanted, None, where, pages)
+        else:
+            _refuse_declared(label, metadata, budget, wanted, None, "", pages)
     text = [
         metadata.schema.column(i).path
         for i in range(metadata.num_columns)
@@ -134,10 +218,20 @@ def check_parquet(path: str | Path, label: str, budget: Budget) -> None:
     if not text:
         return
     try:
-        compact = pq.ParquetFile(path, read_dictionary=text).read()
+        compact = pq.ParquetFile(path, read_dictionary=text)
+        top = list(dict.fromkeys(name.split(".")[0] for name in text))
+        if each_row_group:
+            for group in range(metadata.num_row_groups):
+                size = expanded_bytes(compact.read_row_group(group, columns=top))
+                refuse_over(
+                    label, f"its text once dictionaries are expanded, in row group {group}", size, budget.decoded_bytes
+                )
+        read = top if wanted is None else [name for name in top if name in wanted]
+        if read and (wanted is not None or not each_row_group):
+            size = expanded_bytes(compact.read(columns=read))
+            refuse_over(label, "its text once dictionaries are expanded", size, budget.decoded_bytes)
     except (pa.ArrowException, OSError) as exc:
         raise _unreadable(label, exc) from None
-    refuse_over(label, "its text once dictionaries are expanded", expanded_bytes(compact), budget.decoded_bytes)
 
 
 def read_parquet(path: str | Path, label: str) -> pa.Table:

@@ -11,6 +11,16 @@ the root, for the manifest. How much a file may make us hold is input_budget's p
 
 Libraries that open a file by name (wfdb, pyedflib, aeon, pandas) get the path only after it is
 checked; wfdb also opens the signal files a header names, so `wfdb_header` checks those too.
+
+What is followed and what is not: a --path that is itself a symlink to a folder is followed (the user
+named it); a --path file must lie in the folder it is named in (a symlinked file leading elsewhere is
+refused, so names written inside it are never looked up beside a host file). Every read opens the
+file from the root one component at a time without following a symlink, so a file or folder swapped
+for a symlink after it was checked is refused rather than read; parquet is checked and read through
+one descriptor. (A library that opens by name re-opens the path: a swap in that moment is not seen.)
+A hard link is an ordinary file here: it cannot be told from the file it links, and a downloaded
+dataset's hard links (tar, git-annex, `cp -al`) can only link files of the dataset itself, since
+creating one needs write access to the file's own filesystem and, on Linux, ownership of it.
 """
 
 from __future__ import annotations
@@ -27,8 +37,8 @@ from typing import Any
 import pyarrow as pa
 
 from tsbench.core.errors import UserError
+from tsbench.core.input_budget import Budget, check_parquet, read_parquet, refuse_over, wfdb_samples
 from tsbench.core.provenance import sha256_file
-from tsbench.tasks.input_budget import Budget, check_parquet, read_parquet, refuse_over, wfdb_samples
 
 KINDS = {
     stat.S_IFIFO: "a FIFO",
@@ -59,14 +69,22 @@ class UserFolder:
         try:
             self.given = given.resolve(strict=True)
         except (OSError, RuntimeError):
-            raise UserError(f"--path {given} does not exist (or is a broken or looping symlink)") from None
-        self.root = self.given if self.given.is_dir() else self.given.parent
+            raise UserError(f"{scope} {given} does not exist (or is a broken or looping symlink)") from None
+        # A folder is the root as named (a symlink to a folder is followed: the user named it). A file's
+        # root is the folder it was named in, not its target's: a symlinked file leading out is refused,
+        # so the names written inside it are never looked up beside some host file.
+        self.root = self.given if self.given.is_dir() else Path(os.path.abspath(given)).parent.resolve()
         self.family = family
         self.reader = reader or f"--family {family}"  # who reads, in messages
         self.scope = scope  # what the root is called, in messages
         self.budget = (budget or Budget()).scaled()
         self._read: dict[Path, str] = {}  # real path -> the name it was read by (under the root)
         self._fits: set[tuple] = set()  # parquet files that passed the budget: (real path, size, mtime, budget)
+        if not self.given.is_dir() and not self.given.is_relative_to(self.root):
+            raise UserError(
+                f"{scope} {given}: leads to {self.given}, outside the folder it is named in ({self.root}); refused "
+                f"(pass {scope} {self.given} if that is the file you mean)"
+            )
 
     # -- where a path leads ----------------------------------------------------------------------
     def label(self, path: str | Path) -> str:
@@ -145,11 +163,16 @@ class UserFolder:
     # -- finding files -----------------------------------------------------------------------------
     def walk(self, keep: Callable[[Path], bool] | None = None) -> list[Path]:
         """Every file under --path whose path `keep` accepts (or --path itself, when it is a file),
-        sorted. Folders that are symlinks are not entered; each file is checked when it is read."""
+        sorted. Folders that are symlinks are not entered: one that leads out of the root is refused
+        (named, rather than passed over in silence), one that stays inside is walked where it lies.
+        Each file is checked when it is read."""
         if not self.given.is_dir():
             return [self.given]
         found = []
         for folder, folders, names in os.walk(self.root):
+            for name in folders:
+                if os.path.islink(os.path.join(folder, name)):
+                    self._real(os.path.join(folder, name))  # refused when it leads out
             folders.sort()
             found += [p for p in (Path(folder) / n for n in names) if keep is None or keep(p)]
         return sorted(found)
@@ -164,7 +187,7 @@ class UserFolder:
         blocking (a FIFO swapped in meanwhile is caught on the descriptor), its size within `limit`
         bytes (default: the budget's file_bytes)."""
         limit = self.budget.file_bytes if limit is None else limit
-        fd = os.open(self._checked(path), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+        fd = self._descriptor(path, self._checked(path))
         try:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
@@ -174,6 +197,29 @@ class UserFolder:
             os.close(fd)
             raise
         return fd, limit
+
+    def _descriptor(self, path: str | Path, real: Path) -> int:
+        """A descriptor on `real`, opened one component at a time from the root without following a
+        symlink: a file or folder swapped for a symlink since `real` was resolved is refused, never read."""
+        parts = real.relative_to(self.root).parts
+        no_follow = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW
+        try:
+            folder = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise UserError(f"{self.scope} {self.root}: cannot be opened ({exc.strerror}); {self.reader}") from None
+        try:
+            for part in parts[:-1]:
+                inner = os.open(part, no_follow | os.O_DIRECTORY, dir_fd=folder)
+                os.close(folder)
+                folder = inner
+            return os.open(parts[-1], no_follow | os.O_NONBLOCK, dir_fd=folder)
+        except OSError as exc:
+            raise UserError(
+                f"{self.label(path)}: changed while it was read ({exc.strerror}: a symlink or something else was "
+                f"swapped in); refused ({self.reader})"
+            ) from None
+        finally:
+            os.close(folder)
 
     def sized_path(self, path: str | Path, limit: int | None = None) -> str:
         """`path` for a library that reads it whole, once its size is within `limit` (default: the
@@ -228,9 +274,14 @@ class UserFolder:
 
     def parquet(self, path: str | Path, rows: int | None = None) -> pa.Table:
         """A parquet file as a table, once its footer and dictionaries fit the budget (input_budget);
-        `rows`: a family's own row budget."""
-        self.check_parquet(path, rows)
-        return read_parquet(self.path(path), self.label(path))
+        `rows`: a family's own row budget. Checked and read through one descriptor, so the bytes read
+        are the bytes checked."""
+        budget = self.budget if rows is None else dataclasses.replace(self.budget, rows=rows)
+        fd, _ = self._open(path, None)
+        with os.fdopen(fd, "rb") as handle:
+            check_parquet(handle, self.label(path), budget)
+            handle.seek(0)
+            return read_parquet(handle, self.label(path))
 
     def check_parquet(self, path: str | Path, rows: int | None = None) -> None:
         """`parquet`'s checks alone (footer, expanded dictionaries), before any value is read; a file
