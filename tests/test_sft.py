@@ -34,8 +34,9 @@ from tsbench.tasks.anomalyxl.scoring import metrics as score_metrics
 from tsbench.tasks.base import SampleRef
 from tsbench.testing.tiny import make_small_vocab_llama, make_tiny_random_llama
 from tsbench.train import sft_data as sd
-from tsbench.train.sft import as_dataset, run_sft
+from tsbench.train.sft import run_sft
 from tsbench.train.sft_config import SFTConfig
+from tsbench.train.sft_text import as_dataset
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments" / "sft"
 ANOMALYXL = get_taskset("anomalyxl")

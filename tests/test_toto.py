@@ -139,7 +139,8 @@ def test_sft_loss_falls_on_20_rows_and_the_run_holds_the_papers_lora(trained):
     assert record["arch"] == "toto" and Path(record["base"]).name == "Toto-1.0-QA-tiny"
     assert record["lora"] == {"r": 16, "alpha": 32, "dropout": 0.05, "targets": ["q_proj", "v_proj"]}
     run = json.loads((trained / "run.json").read_text())
-    assert run["rows"]["train"] == 20 and run["parameters"]["frozen"] > 10 * run["parameters"]["trainable"]
+    trainable = run["model"]["trainable_params"]
+    assert run["data"]["train"]["examples"] == 20 and run["model"]["total_params"] - trainable > 10 * trainable
     steps = pd.read_parquet(trained / "steps.parquet")
     assert len(steps) == 20 and steps["loss"].tail(5).mean() < steps["loss"].head(5).mean() - 0.1
     metrics = pd.read_parquet(trained / "metrics.parquet")

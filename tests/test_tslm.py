@@ -139,12 +139,13 @@ def test_encoder_stays_frozen_while_fusion_and_lora_train(built, arch, one_torch
 
 @pytest.mark.slow
 def test_sft_loss_falls_on_20_rows(tmp_path, one_torch_thread):
-    """sft-baseline's loop on 20 rows of a family with a train split (the test family), SmolLM2 backbone."""
+    """sft-baseline (transformers' Trainer over SeriesLM) on 20 rows of a family with a train split (the test
+    family), SmolLM2 backbone."""
     sys.path.insert(0, str(Path(__file__).parent / "families"))
     from spike_count import FAMILY, write_dataset
 
+    from tsbench.train.sft import run_sft
     from tsbench.train.sft_config import SFTConfig
-    from tsbench.train.tslm_sft import run_tslm_sft
 
     data = tmp_path / "spikes"
     write_dataset(data, rows=10, split="train")  # 2 categories x 10 = 20 rows
@@ -154,12 +155,12 @@ def test_sft_loss_falls_on_20_rows(tmp_path, one_torch_thread):
     )
     cfg.policy.model = "tslm/itformer"
     cfg.tslm = tiny_settings()
-    out = run_tslm_sft(cfg)
+    out = run_sft(cfg)
     steps = pd.read_parquet(out / "steps.parquet")
     assert len(steps) == 20
     assert steps["loss"].tail(5).mean() < 0.5 * steps["loss"].head(5).mean()
     run = json.loads((out / "run.json").read_text())
     val_loss = pd.read_parquet(out / "metrics.parquet")["val_loss"].iloc[0]
     assert val_loss < 0.5 * run["val_loss_before"]
-    assert run["rows"]["train"] == 20 and run["best_epoch"] == 1
+    assert run["data"]["train"]["examples"] == 20 and run["best_epoch"] == 1
     assert (out / "tslm.json").is_file() and (out / "trainable.safetensors").is_file()

@@ -53,8 +53,9 @@ def test_sft_baseline_writes_a_run_dir_of_the_papers_lora(trained):
     assert record["arch"] == "chatts"
     assert record["lora"] == {"r": 16, "alpha": 32, "dropout": 0.05, "targets": ["q_proj", "v_proj"]}
     run = json.loads((trained / "run.json").read_text())
-    assert run["regime"] == "coarse" and run["rows"]["train"] == 4 and run["rows"]["val_from"] == "val"
-    assert run["parameters"]["trainable"] > 0 and run["parameters"]["frozen"] > run["parameters"]["trainable"]
+    assert run["regime"] == "coarse" and run["data"]["train"]["examples"] == 4 and run["data"]["val_from"] == "val"
+    trainable = run["model"]["trainable_params"]
+    assert trainable > 0 and run["model"]["total_params"] - trainable > trainable
     assert (trained / "encoder" / "config.json").is_file()  # the tiny random encoder travels with the run
 
 

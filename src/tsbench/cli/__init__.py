@@ -28,7 +28,7 @@ from tsbench.core.sanitize import terminal_text
 DEFERRED = {
     "sft-baseline": (
         "tsbench.cli.train:sft_baseline",
-        "Supervised baselines: the classical features + gradient-boosted heads (--model classical), or LoRA/full SFT of a language model.",
+        "Supervised baselines: LoRA/full SFT of a language or vision-language model, a TSLM (tslm/<arch>) or Toto-1.0-QA, or the classical features + gradient-boosted heads (--model classical).",
     ),
     "train-grpo": (
         "tsbench.cli.train:train_grpo_cmd",

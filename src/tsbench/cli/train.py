@@ -6,6 +6,7 @@ top; printed defaults are the dataclasses' (tsbench/train/config.py).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -23,7 +24,7 @@ from tsbench.core.extras import check
 from tsbench.core.settings import convert, spec_map
 from tsbench.train.config import GRPOConfig, LaunchConfig
 from tsbench.train.launch import launch_command, needs_launcher
-from tsbench.train.sft_config import SFTConfig
+from tsbench.train.sft_config import TSLM_PREFIX, SFTConfig
 
 LAUNCHED = "TSBENCH_LAUNCHED"  # set in the processes `accelerate launch` starts, so they do not relaunch
 
@@ -44,7 +45,9 @@ def sft_baseline(
         help="Resolve the model's config and tokenizer, the data and the memory plan, print them and stop: no weights load.",
     ),
 ) -> None:
-    """Supervised baselines: the classical features + gradient-boosted heads (--model classical), or LoRA/full SFT of a language model."""
+    """Supervised baselines, one trainer call for every kind: LoRA/full SFT of a language or vision-language model (--format single-pass-text, rlm-trajectories or timemaster-traces), a TSLM baseline (--model tslm/chatts, tslm/flamingo or tslm/itformer, sized by the [sft.tslm] flags), Toto-1.0-QA (--model toto/<checkpoint>), or the classical features + gradient-boosted heads (--model classical).
+
+    Every setting is a flag of its field's name and a key of the [sft] table (src/tsbench/train/sft_config.py)."""
     flags = given_settings(ctx, SFTConfig)
     model, data, out = flags.get("model", ""), flags.get("data"), flags.get("out")
     data = split_list(data) if data else None
@@ -57,10 +60,6 @@ def sft_baseline(
         )
         return
     check(*TRAIN_PACKAGES, extra="train", what="sft-baseline of a language model")
-    table = read_toml_table(config, "sft") if config else {}
-    spec = str(model or table.get("model") or (table.get("policy") or {}).get("model") or "")
-    if spec.startswith(("tslm/", "toto/")):  # the TSLM baselines and Toto-1.0-QA: a loop of their own
-        raise typer.Exit(_train_tslm(config, flags))
     from tsbench.train.sft import RichSFTProgress, run_sft
 
     settings = read_toml_table(config, "sft") if config else {}
@@ -70,6 +69,8 @@ def sft_baseline(
     if not settings.get("model") and not (settings.get("policy") or {}).get("model"):
         raise UserError("--model is required (or a --config that sets model)")
     cfg = build(SFTConfig, settings, where=f"setting in {config}" if config else "setting")
+    if cfg.policy.model.startswith(TSLM_PREFIX):  # the TSLM baselines read the series through Chronos-2
+        check("chronos", extra="tslm", what="a TSLM baseline")
     if check_only:
         from tsbench.train.check import check_sft
 
@@ -77,24 +78,8 @@ def sft_baseline(
         return
     with RichSFTProgress(err_console) as progress:
         path = run_sft(cfg, progress)
-    console.print(f"wrote {path}  (evaluate: tsbench eval --model local/{path})")
-
-
-def _train_tslm(config: Optional[Path], flags: dict) -> int:
-    """A TSLM baseline (tsbench/train/tslm_sft.py): --model tslm/chatts|flamingo|itformer, or toto/<checkpoint>."""
-    from tsbench.train.sft import RichSFTProgress
-    from tsbench.train.tslm_sft import run_tslm_sft
-
-    settings = read_toml_table(config, "sft") if config else {}
-    settings.update(flags)
-    cfg = build(SFTConfig, settings, where=f"setting in {config}" if config else "setting")
-    kind = "toto" if cfg.policy.model.startswith("toto/") else "tslm"
-    if kind == "tslm":
-        check("chronos", extra="tslm", what="a TSLM baseline")
-    with RichSFTProgress(err_console) as progress:
-        path = run_tslm_sft(cfg, progress)
-    console.print(f"wrote {path}  (evaluate: tsbench eval --model {kind}/{path})")
-    return 0
+    hint = json.loads((path / "run.json").read_text())["eval_hint"]["model"]
+    console.print(f"wrote {path}  (evaluate: tsbench eval --model {hint})")
 
 
 def _train_classical(data_dir: Path, out: Path, seed: int) -> None:

@@ -256,6 +256,13 @@ def check_grpo(cfg: Any, where: str | None = None) -> str:
 
 def check_sft(cfg: Any, where: str | None = None) -> str:
     """The --check report of an SFTConfig: model, tokenizer, data, and the memory plan of one GPU."""
+    from tsbench.train.sft_config import is_series_model
+
+    if is_series_model(cfg.policy.model):
+        raise UserError(
+            f"--check reads a Hugging Face policy's files; {cfg.policy.model} is built by the TSLM loader "
+            "(models/tslm/): run without --check"
+        )
     resolved = resolve_source(cfg.policy.model)
     shape = model_shape(resolved, cfg.policy.lora, cfg.policy.targets())
     context = getattr(resolved.config.get_text_config(), "max_position_embeddings", None)

@@ -2,7 +2,7 @@
 
 Every field is declared once with its default, docstring and range; `core.config.build` fills it
 from the [sft] table and the flags and checks the ranges, and `sft.checked` the rules that span
-settings. The formats are data builders (sft_data.py, sft_timemaster.py, tslm_sft.py) in front of
+settings. The formats are data builders (sft_text.py, sft_timemaster.py, tslm_sft.py) in front of
 one trainer call (sft.py).
 """
 
@@ -94,7 +94,7 @@ class SFTConfig:
     tslm: TSLMSettings = field(default_factory=TSLMSettings)  # --model tslm/<arch> only ([sft.tslm])
 
 
-# -- the checks every format's run starts with (sft.py, sft_timemaster.py, tslm_sft.py) ---------------
+# -- the checks every format starts with (sft_text.py, sft_timemaster.py, tslm_sft.py) ---------------
 def checked(cfg: SFTConfig) -> SFTConfig:
     """A copy with defaults filled in; bad values are one-line UserErrors."""
     cfg = SFTConfig(**{k: getattr(cfg, k) for k in cfg.__dataclass_fields__})
@@ -120,6 +120,20 @@ def checked(cfg: SFTConfig) -> SFTConfig:
         slug = cfg.policy.model.removeprefix("local/").strip("/").replace("/", "_").replace(":", "_")
         cfg.out = str(Path("models") / f"sft-{slug}-{cfg.format}-{cfg.regime or get_taskset(cfg.family).name}")
     return cfg
+
+
+TSLM_PREFIX = "tslm/"  # --model tslm/<arch>: a TSLM baseline (train/tslm_sft.py)
+TOTO_PREFIX = "toto/"  # --model toto/<checkpoint>: Toto-1.0-QA
+
+
+def is_series_model(spec: str) -> bool:
+    """A model tsbench builds itself around a series encoder (no Hugging Face policy files to read)."""
+    return spec.startswith((TSLM_PREFIX, TOTO_PREFIX))
+
+
+def default_data(cfg: SFTConfig) -> str:
+    """The dataset dir a format reads when --data is not given."""
+    return DEFAULT_DATA if cfg.family == ANOMALYXL else str(get_taskset(cfg.family).default_root())
 
 
 def warmup_steps(fraction: float, total_steps: int) -> int:

@@ -211,6 +211,23 @@ def balanced_refs(
     return [SampleRef(family.name, str(index.at[i, "path"]), str(index.at[i, "id"])) for i in chosen]
 
 
+def train_val_refs(
+    family: TaskFamily, data_dir: str | Path, train_rows: int | None, val_rows: int, regime: str | None, seed: int
+) -> tuple[list[SampleRef], list[SampleRef], str]:
+    """(train, val, where val came from): the val split's rows, or, for a family without one (TimerBed),
+    a seeded tenth of train (at most `val_rows`) held out of the training rows."""
+    files = split_files(family, data_dir)
+    train = balanced_refs(family, files["train"], train_rows, regime)
+    val = balanced_refs(family, files["val"], val_rows, regime) if files["val"] and val_rows else []
+    if val or not val_rows:
+        return train, val, "val"
+    everything = balanced_refs(family, files["train"], None, regime)
+    order = np.random.default_rng(seed).permutation(len(everything))
+    held = {everything[i].id for i in order[: min(val_rows, max(1, len(everything) // 10))]}
+    train = balanced_refs(family, files["train"], train_rows, regime, exclude=held)
+    return train, [r for r in everything if r.id in held], "train"
+
+
 def single_pass_messages(task: EpisodeTask, text_budget_chars: int) -> list[Message]:
     """The single-pass-text harness's messages for this task (see harness/single_pass.py)."""
     text, _ = single_pass_text_prompt(task.question, task.channel_names, task.values, text_budget_chars)

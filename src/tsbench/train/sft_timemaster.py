@@ -16,11 +16,9 @@ is on the completion only).
 
 from __future__ import annotations
 
-import math
 import re
-import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -161,92 +159,61 @@ def trl_rows(traces: list[Trace]) -> list[dict[str, Any]]:
     return rows
 
 
-def run_trace_sft(cfg: Any, progress: Any = None) -> Path:
-    """Fine-tune on the traces (epochs, lr, LoRA or full as `cfg` says); the output dir loads as local/<dir>."""
-    import torch
-    from datasets import Dataset
-    from trl import SFTConfig as TRLConfig
-    from trl import SFTTrainer
+class TraceFormat:
+    """timemaster-traces: a language or vision-language model (LoRA or full) on <think>/<class> traces."""
 
-    from tsbench.core.provenance import git_commit, versions, write_json
-    from tsbench.train.policy import load_policy, name_base
-    from tsbench.train.sft_config import prepare_out, warmup_steps
+    def __init__(self, cfg: Any):
+        from tsbench.train.sft_config import checked
 
-    traces, selection = load_traces(cfg.data, cfg.min_score)
-    if cfg.train_rows is not None:
-        traces = traces[: cfg.train_rows]
-    out = prepare_out(cfg)
-    started = time.perf_counter()
-    on_gpu = torch.cuda.is_available()
-    torch.manual_seed(cfg.seed)
-    policy = load_policy(cfg.policy, out, on_gpu=on_gpu)
-    if traces[0].images and policy.processor is None:
-        raise UserError(
-            f"the traces show images, but {cfg.policy.model} is a text-only model: use a vision-language one"
-        )
-    total = math.ceil(len(traces) / cfg.batch_size) * cfg.epochs
-    args = TRLConfig(
-        output_dir=str(out / "checkpoints"),
-        num_train_epochs=cfg.epochs,
-        per_device_train_batch_size=cfg.batch_size,
-        learning_rate=cfg.lr,
-        weight_decay=cfg.weight_decay,
-        max_grad_norm=cfg.grad_clip if cfg.grad_clip > 0 else 1e9,
-        lr_scheduler_type="cosine",
-        warmup_steps=warmup_steps(cfg.warmup, total),
-        seed=cfg.seed,
-        data_seed=cfg.seed,
-        save_strategy="no",
-        max_length=cfg.max_seq_len,
-        completion_only_loss=True,
-        gradient_checkpointing=cfg.gradient_checkpointing,
-        bf16=on_gpu,
-        use_cpu=not on_gpu,
-        logging_steps=1,
-        report_to=[],
-        disable_tqdm=True,
-    )
-    trainer = SFTTrainer(
-        model=policy.model,
-        args=args,
-        train_dataset=Dataset.from_list(trl_rows(traces)),
-        processing_class=policy.processing_class,
-        peft_config=policy.peft_config,
-    )
-    trainer.train()
-    trainer.save_model(str(out))
-    if policy.processor is not None:
-        policy.processor.save_pretrained(str(out))
-    name_base(out, policy.base_record)
-    steps = [
-        {"step": h["step"], "loss": h["loss"], "grad_norm": h.get("grad_norm")}
-        for h in trainer.state.log_history
-        if "loss" in h
-    ]
-    import pandas as pd
+        self.cfg = cfg = checked(cfg)
+        self.traces, self.selection = load_traces(cfg.data, cfg.min_score)
+        if cfg.train_rows is not None:
+            self.traces = self.traces[: cfg.train_rows]
 
-    pd.DataFrame(steps).to_parquet(out / "steps.parquet", index=False)
-    write_json(
-        out / "run.json",
-        {
-            "kind": "sft-baseline",
-            "config": asdict(cfg),
-            "data": {
+    def prepare(self, out: Path, emit: Any) -> Any:
+        import torch
+        from datasets import Dataset
+
+        from tsbench.train.policy import load_policy, name_base
+        from tsbench.train.sft_format import Prepared
+
+        cfg, traces = self.cfg, self.traces
+        on_gpu = torch.cuda.is_available()
+        emit("load_start", model=cfg.policy.model)
+        policy = load_policy(cfg.policy, out, on_gpu=on_gpu)
+        if traces[0].images and policy.processor is None:
+            raise UserError(
+                f"the traces show images, but {cfg.policy.model} is a text-only model: use a vision-language one"
+            )
+
+        def save(trainer: Any, target: Path) -> None:
+            trainer.save_model(str(target))
+            if policy.processor is not None:
+                policy.processor.save_pretrained(str(target))
+            name_base(target, policy.base_record)
+
+        return Prepared(
+            model=policy.model,
+            train=Dataset.from_list(trl_rows(traces)),
+            val=None,
+            save=save,
+            data={
                 "format": "timemaster-traces",
-                "selection": selection,
+                "selection": self.selection,
                 "sources": sorted({t.source for t in traces}),
             },
-            "model": {"spec": cfg.policy.model, "base_model_name_or_path": policy.base_record, "lora": cfg.policy.lora},
-            "eval_hint": {
+            model_record={
+                "spec": cfg.policy.model,
+                "base_model_name_or_path": policy.base_record,
+                "lora": cfg.policy.lora,
+            },
+            eval_hint={
                 "model": f"local/{out}",
                 "harness": "single-pass-image" if traces[0].images else "single-pass-text",
             },
-            "versions": versions(("torch", "transformers", "trl", "peft")),
-            "git_commit": git_commit(),
-            "seconds": time.perf_counter() - started,
-            "complete": True,
-        },
-    )
-    if progress is not None:
-        progress("done", {"out": str(out), "best_epoch": cfg.epochs})
-    return out
+            # TRL's prompt-completion rows (its vision collator makes the pixels): the loss on the completion only
+            args={"max_length": cfg.max_seq_len, "completion_only_loss": True, "lr_scheduler_type": "cosine"},
+            processing_class=policy.processing_class,
+            peft_config=policy.peft_config,
+            on_gpu=on_gpu,
+        )
