@@ -319,3 +319,16 @@ def test_a_table_states_what_its_this_release_column_holds():
     wrong = score_period(gold(), ANSWER, swapped, Asker(RulesJudge()))
     assert [wrong.keypoints[k] for k in ("kp_status", "kp_value", "kp_direction")] == [0.0, 0.0, 0.0]
     assert wrong.coverage == 0.0 and wrong.quality == 0.0
+
+
+def test_the_rules_judge_corrects_coverage_for_guessing():
+    """A label stated wrong costs 1 / (options - 1) of a keypoint, as substance does, so a report of
+    guessed labels covers nothing on average; a report with every label right is not moved."""
+    right = "Issued for 2024-11. The index fell to -0.30 degC. The alert status is cool_watch."
+    wrong = "Issued for 2024-11. The index rose to -0.30 degC. The alert status is cool_watch."
+    scored = score_period(gold(), ANSWER, right, Asker(RulesJudge()))
+    assert scored.keypoints == {"kp_status": 1.0, "kp_value": 1.0, "kp_direction": 1.0, "kp_driver": 0.0}
+    assert scored.coverage == 75.0
+    guessed = score_period(gold(), ANSWER, wrong, Asker(RulesJudge()))
+    assert guessed.keypoints["kp_direction"] == 0.0  # "rose" is one of three directions: it costs half a keypoint
+    assert guessed.coverage == 100.0 * (1 + 1 + 0 - 0.5 + 0) / 4

@@ -177,7 +177,9 @@ def test_a_wrong_item_is_its_own_unsupported_claim():
     truths = {"top_components": ["north", "south"]}
     result = score_period(gold_for(truths), truths, "The top components are north and west.", Asker(RulesJudge()))
     assert sorted(v for _, v in result.verdicts) == ["contradicts_keypoint", "tier1_supported"]
-    assert result.coverage == 25.0  # PARTIAL on the set, nothing on the prior-release driver
+    assert result.keypoints["kp_top_components"] == 0.5  # PARTIAL on the set, nothing on the prior-release driver
+    # corrected for guessing (judge/rules): the wrong item takes back what the partial earned
+    assert result.coverage == 0.0
 
 
 def test_keypoints_are_the_answer_fields_plus_a_prior_release_driver_beyond_easy():

@@ -6,7 +6,8 @@
 - the report is cut at clauses.REPORT_CHAR_LIMIT characters before any judging.
 - coverage: per keypoint, the truth scalar stated about the keypoint's subject (reading.py; easy
   and medium tiers: covered without a judge call) else the judge's YES / PARTIAL / NO = 1 / 0.5 / 0;
-  mean. A bare list of labels or numbers binds nothing.
+  mean. A bare list of labels or numbers binds nothing. A judge with `guess_corrected` (judge/rules)
+  corrects the mean for guessing, as substance is: a keypoint stated wrong costs 1 / (options - 1).
 - faithfulness: the judge splits the report into <= 10 atomic claims and labels each against
   keypoints (tier 1) and cutoff-valid context (tier 2); score = (tier 1 + tier 2) / the claims that
   are not general knowledge (tier 3 counts neither way); no verifiable claim at all scores 0. A judge
@@ -43,8 +44,8 @@ from tsbench.tasks.timesage.judge import (
 from tsbench.tasks.timesage.judge_cache import Asker
 from tsbench.tasks.timesage.reading import read
 from tsbench.tasks.timesage.rules import field_score
+from tsbench.tasks.timesage.statements import corrected_coverage, stated_literally
 from tsbench.tasks.timesage.statements import keypoint_coverage as stated_coverage
-from tsbench.tasks.timesage.statements import stated_literally
 from tsbench.tasks.timesage.subjects import lexicon
 
 AXES = ("accuracy", "coverage", "faithfulness", "quality")
@@ -158,6 +159,8 @@ def keypoint_coverage(
     scored = [v for v in per_kp.values() if v is not None]
     if len(scored) < len(per_kp):  # a failed judge call: the axis is not scored
         return None, per_kp
+    if getattr(asker.judge, "guess_corrected", False) and per_kp:  # judge/rules: a guess covers nothing on average
+        return 100.0 * corrected_coverage(reading, lex, per_kp), per_kp
     return _mean(scored), per_kp
 
 

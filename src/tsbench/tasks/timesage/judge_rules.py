@@ -3,7 +3,8 @@ model. It stands in for a careful human reader (spec "The offline judge"): it an
 judge prompts (A.5.2) from the structured context they were rendered from, in the shape a model's
 reply would have, reading the report for meaning (reading.py, statements.py):
 - coverage: the keypoint's value stated about its subject, named by any of its names; a list of
-  options or numbers about one subject is a hedge and states nothing;
+  options or numbers about one subject is a hedge and states nothing; the axis is corrected for
+  guessing (a label stated wrong costs 1 / (options - 1) of a keypoint, as substance does);
 - claims: one value about one subject each, this period's first, at most 10;
 - verify: a claim about a keypoint for now is supported when it is the keypoint's value and
   contradicts it otherwise; restated context (a table cell, the last release) counts neither way,
@@ -43,6 +44,7 @@ class RulesJudge:
     name = RULES_JUDGE
     reads_context = True
     claims_floor = True  # faithfulness counts the claims a short report does not make (axes.py)
+    guess_corrected = True  # coverage: a label stated wrong costs 1 / (options - 1) of one (axes.py)
     substance_gate = True  # quality is credited by the `substance` its replies carry (axes.py)
     grounds_judgements = True  # a judgement counts only beside a reading of the period stated right (statements.py)
 

@@ -14,7 +14,7 @@ the report's substance, from reading.Reading and the period's lexicon (subjects.
   by nothing and neutral.
 - substance: the share of keypoints stated correctly, corrected for guessing (a label stated wrong
   costs 1 / (options - 1) of a keypoint, so a guess earns nothing on average): what writing quality is
-  credited in proportion to.
+  credited in proportion to; coverage is corrected for guessing the same way (corrected_coverage).
 """
 
 from __future__ import annotations
@@ -152,6 +152,12 @@ def grounded(reading: Reading, lex: dict, subject: dict) -> bool:
     return not readings or any(keypoint_coverage(reading, lex, key)[0] for key in readings)
 
 
+def guess_cost(covered: float, wrong: bool, options: int) -> float:
+    """What a keypoint stated wrong costs, so that a guess among `options` values earns nothing on
+    average: 1 / (options - 1) of the share it misses (a yes/no stated wrong takes back one right)."""
+    return (1.0 - covered) / (options - 1) if wrong and options > 1 else 0.0
+
+
 def substance(reading: Reading, lex: dict) -> float:
     """The share of keypoints stated correctly, corrected for guessing, in [0, 1]."""
     counts = option_counts(lex)
@@ -161,9 +167,19 @@ def substance(reading: Reading, lex: dict) -> float:
         if covered is None:
             continue
         keypoints += 1
-        k = counts[key]
-        total += covered - ((1.0 - covered) / (k - 1) if wrong and k > 1 else 0.0)
+        total += covered - guess_cost(covered, wrong, counts[key])
     return max(0.0, total / keypoints) if keypoints else 0.0
+
+
+def corrected_coverage(reading: Reading, lex: dict, per_keypoint: dict[str, float]) -> float:
+    """The mean of the judge's per-keypoint coverage less the guess cost of each keypoint stated wrong
+    (guess_cost), clipped at 0, in [0, 1]: a report of guessed labels covers nothing on average."""
+    counts = option_counts(lex)
+    total = 0.0
+    for key, covered in per_keypoint.items():
+        _, wrong = keypoint_coverage(reading, lex, key)
+        total += covered - guess_cost(covered, wrong, counts.get(key, 0))
+    return max(0.0, total / len(per_keypoint)) if per_keypoint else 0.0
 
 
 def _names_of(lex: dict) -> dict[str, str]:
