@@ -125,6 +125,12 @@ def test_parquet_is_judged_by_its_footer_and_its_expanded_dictionaries(tmp_path)
     with pytest.raises(UserError, match=r"dict.parquet: its text once dictionaries are expanded is 5.7 MiB"):
         check_parquet(tmp_path / "dict.parquet", "dict.parquet", Budget(decoded_bytes=MiB))
     check_parquet(tmp_path / "dict.parquet", "dict.parquet", Budget(decoded_bytes=8 * MiB))
+    # nested text over several row groups (TimeSage's periods.parquet at 12 scenarios): judged group by group
+    lists = pa.table({"l": [["a" * 1000, "b"]] * 600})
+    pq.write_table(lists, tmp_path / "lists.parquet", row_group_size=100)
+    check_parquet(tmp_path / "lists.parquet", "lists.parquet", Budget(decoded_bytes=8 * MiB))
+    with pytest.raises(UserError, match=r"lists.parquet: its text once dictionaries are expanded is 610,200 bytes"):
+        check_parquet(tmp_path / "lists.parquet", "lists.parquet", Budget(decoded_bytes=MiB // 2))
     (tmp_path / "not.parquet").write_text("no")
     with pytest.raises(UserError, match="not.parquet is not a readable parquet file"):
         check_parquet(tmp_path / "not.parquet", "not.parquet", Budget())
