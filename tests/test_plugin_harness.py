@@ -2,8 +2,9 @@
 subclass with its own settings section and the kernel capability, and tsbench treats it as it treats
 rlm: its section is a flag and a TOML table, its settings reach it and refuse other harnesses, its
 kernels run in the jail from a pre-started pool, eval refuses to start where the jail cannot, and a
-Ray worker that cannot jail refuses its episodes. Run through `tsbench eval` in subprocesses with
-the plugin installed as a distribution (a module and a *.dist-info folder), as test_plugins does."""
+Ray worker that cannot jail refuses its episodes; `tsbench train-grpo` plays it in its rollouts as
+eval does. Run through `tsbench eval` and `train-grpo` in subprocesses with the plugin installed as a
+distribution (a module and a *.dist-info folder), as test_plugins does."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import pytest
 
 from test_plugins import ENTRY_POINTS as SPIKES_ENTRY_POINTS
 from test_plugins import PLUGIN, install
+from test_train_check import DRIVER as CLI_DRIVER
 
 KERNEL_PLUGIN = textwrap.dedent('''
     """A plugin harness: one cell in the jailed kernel, then one model call that reads its output."""
@@ -70,6 +72,7 @@ def site(tmp_path_factory) -> Path:
         from tsb_spikes_plugin import write_dataset
     finally:
         sys.path.remove(str(site))
+    write_dataset(site / "data", rows=1, seed=1, split="train")  # what train-grpo draws (rows apart from test's)
     write_dataset(site / "data", rows=2)
     return site
 
@@ -166,3 +169,46 @@ def test_a_ray_worker_without_a_jail_refuses_plugin_kernel_episodes_and_the_pool
     assert found["ray_once"] is None and found["ray_unsafe"] is None and found["ray_jailed"] is None
     assert (found["pool_peek"], found["pool_few"], found["pool_once"]) == (3, 2, 0)
     assert found["settings"].startswith("PeekSettings(") and "greeting='hi'" in found["settings"]
+
+
+def test_train_grpo_plays_a_plugin_kernel_harness_with_its_own_section_for_one_cpu_step(site, tmp_path):
+    """One GRPO step of a tiny random Llama on the plugin family's train split, its episodes played by
+    the plugin's kernel harness in the jail with [grpo.peek] from the TOML; --check shows what the
+    harness declares, and a setting of another harness's section is refused before anything loads."""
+    from tsbench.testing.tiny import make_small_vocab_llama
+
+    model = make_small_vocab_llama(tmp_path / "tiny", words=("count", "1", "2", "3", "4", "5", "6"))
+    config = tmp_path / "peek.toml"
+    config.write_text(
+        f'[grpo]\nmodel = "local/{model}"\nfamily = "spikes"\ndata = ["{site / "data"}"]\nharness = "peek"\n'
+        "max_steps = 1\ngroup_size = 2\nbatch_size = 2\nmicro_batch_size = 2\nrollout_workers = 2\n"
+        "max_turns = 1\nmax_tokens = 4\nmax_seq_len = 256\ngradient_checkpointing = false\n"
+        f'out = "{tmp_path / "run"}"\n\n[grpo.peek]\ngreeting = "from-toml"\n'
+    )
+    trained = _run(site, "-m", "tsbench.cli", "train-grpo", "--config", str(config))
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    print(next(line for line in trained.stderr.splitlines() if line.startswith("step 1/1")))
+    run = tmp_path / "run"
+    assert pd.read_parquet(run / "metrics.parquet")["step"].tolist() == [1]
+    rollouts = pd.read_json(run / "rollouts" / "samples.jsonl", lines=True)
+    train_ids = set(pd.read_parquet(site / "data" / "train.parquet")["id"])
+    assert len(rollouts) == 2 and set(rollouts["id"]) <= train_ids and (rollouts["split"] == "train").all()
+    assert (rollouts["harness"] == "peek").all() and rollouts["error_type"].isna().all()
+    for attributes, code_cells in zip(rollouts["attributes"], rollouts["code_cells"]):
+        said = attributes["kernel_said"].split()  # printed by the cell the plugin ran in the kernel
+        assert said[0] == "from-toml" and float(said[1]) > 0 and code_cells == 1
+    harness_config = json.loads((run / "train.json").read_text())["config"]["harness_config"]
+    assert harness_config["peek"] == {"greeting": "from-toml"} and harness_config["unsafe_sandbox"] is False
+
+    refused = tmp_path / "refused.toml"
+    refused.write_text(config.read_text().replace("[grpo.peek]", "[grpo.rlm]\ndepth = 1\n\n[grpo.peek]"))
+    commands = [["train-grpo", "--config", str(config), "--check"], ["train-grpo", "--config", str(refused)]]
+    done = _run(site, "-c", CLI_DRIVER, json.dumps(commands))
+    assert done.returncode == 0, done.stderr[-3000:]
+    checked, refusal = json.loads(done.stdout.strip().splitlines()[-1])
+    print(checked["out"])
+    assert checked["code"] == 0, checked["err"]
+    assert "harness    peek:" in checked["out"] and "declares kernel (in the jail)" in checked["out"]
+    assert "[peek] greeting='from-toml'" in checked["out"]
+    assert refusal["code"] == 2 and len(refusal["err"].strip().splitlines()) == 1, refusal["err"]
+    assert "depth (--depth) is a setting of [rlm], which harness peek does not have" in refusal["err"]

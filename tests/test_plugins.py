@@ -37,7 +37,7 @@ PLUGIN = textwrap.dedent('''
     from tsbench.models.base import Completion, Message
     from tsbench.tasks.base import Column, Sample, SampleRef, Scored, TaskFamily
 
-    def write_dataset(folder, rows=3, seed=0):
+    def write_dataset(folder, rows=3, seed=0, split="test"):
         rng = np.random.default_rng(seed)
         records = []
         for category, spikes in (("few", (1, 3)), ("many", (4, 6))):
@@ -49,14 +49,14 @@ PLUGIN = textwrap.dedent('''
                                 "question": 'How many spikes? Answer {"count": <int>}.',
                                 "gold": json.dumps({"count": count}), "values": values.tolist()})
         folder.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.Table.from_pylist(records), folder / "test.parquet")
-        (folder / "manifest.json").write_text(json.dumps({"family": "spikes", "seed": seed, "split": "test"}))
+        pq.write_table(pa.Table.from_pylist(records), folder / f"{split}.parquet")
+        (folder / "manifest.json").write_text(json.dumps({"family": "spikes", "seed": seed, "split": split}))
 
     class Spikes(TaskFamily):
         name = "spikes"
 
         def resolve(self, data, *, seed, split, root, filters):
-            return [Path(d) / "test.parquet" if Path(d).is_dir() else Path(d) for d in data]
+            return [Path(d) / f"{split}.parquet" if Path(d).is_dir() else Path(d) for d in data]
 
         def index(self, files, filters):
             return pd.concat([pq.read_table(f, columns=["id", "category", "length", "gold"]).to_pandas()
@@ -67,7 +67,8 @@ PLUGIN = textwrap.dedent('''
             row = table[table["id"] == ref.id].iloc[0]
             task = EpisodeTask(row["id"], row["category"], "all", row["question"], ["x"],
                                np.asarray([row["values"]], dtype=np.float32))
-            return Sample(ref, task, json.loads(row["gold"]), {"split": "test", "length": 64, "n_channels": 1})
+            split = Path(ref.path).stem
+            return Sample(ref, task, json.loads(row["gold"]), {"split": split, "length": 64, "n_channels": 1})
 
         def score(self, category, gold, message):
             found = re.findall(r'"count"\\s*:\\s*(-?\\d+)', message or "")
@@ -80,7 +81,7 @@ PLUGIN = textwrap.dedent('''
 
         def dataset_identity(self, files):
             digest = hashlib.sha256(b"".join(Path(f).read_bytes() for f in files)).hexdigest()
-            return {"family": self.name, "seed": 0, "split": "test", "key": f"spikes/{digest[:12]}"}
+            return {"family": self.name, "seed": 0, "split": Path(files[0]).stem, "key": f"spikes/{digest[:12]}"}
 
     class CountModel:
         """`counter/<n>` answers {"count": n} to everything."""

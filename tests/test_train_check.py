@@ -29,19 +29,18 @@ SFT = sorted((ROOT / "experiments/sft").glob("*.toml")) + [
 DRIVER = """
 import contextlib, io, json, sys
 from tsbench.cli import main
-out = {}
-for command, path in json.loads(sys.argv[1]):
-    sys.argv = ["tsbench", command, "--config", path, "--check"]
-    text, err = io.StringIO(), io.StringIO()
+out = []
+for args in json.loads(sys.argv[1]):
+    sys.argv, text, err = ["tsbench", *args], io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(text), contextlib.redirect_stderr(err):
         try:
             main()
             code = 0
         except SystemExit as exc:
             code = exc.code or 0
-    out[path] = {"code": code, "out": text.getvalue(), "err": err.getvalue()}
+    out.append({"code": code, "out": text.getvalue(), "err": err.getvalue()})
 print(json.dumps(out))
-"""
+"""  # tsbench command lines (argv lists) run in one child process: one import of TRL for them all
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +58,7 @@ def checks(tmp_path_factory) -> dict:
     jobs = [("train-grpo", str(p.relative_to(ROOT))) for p in GRPO] + [
         ("sft-baseline", str(p.relative_to(ROOT))) for p in SFT
     ]
+    commands = [[command, "--config", path, "--check"] for command, path in jobs]
     env = {
         **os.environ,
         "HF_HUB_CACHE": str(hub),
@@ -67,10 +67,15 @@ def checks(tmp_path_factory) -> dict:
         "OMP_NUM_THREADS": "1",
     }
     done = subprocess.run(
-        [sys.executable, "-c", DRIVER, json.dumps(jobs)], cwd=work, env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", DRIVER, json.dumps(commands)],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    found = json.loads(done.stdout.splitlines()[-1])
+    found = dict(zip((path for _, path in jobs), json.loads(done.stdout.splitlines()[-1])))
     for path, result in found.items():
         print(f"\n$ tsbench ... --config {path} --check\n{result['out']}{result['err']}")
     shutil.rmtree(work / "hub", ignore_errors=True)
@@ -89,6 +94,7 @@ def test_table_1_starts_with_vllm_rollouts_and_renders_as_eval(checks):
     text = checks["experiments/grpo/timerlm_qwen3.5-4b.toml"]["out"]
     assert "qwen3_5, vision-language" in text and "engine     vllm-colocate" in text and "token ids only" in text
     assert "as-rendered: 15 training row(s)" in text  # Qwen3.5's template drops earlier reasoning
+    assert "declares kernel (in the jail), memory, turn_rows; [rlm] depth=0, max_blocks_per_reply=16" in text
 
 
 def test_timemasters_preset_fits_four_80_gb_gpus_with_vllm_and_a_bf16_reference(checks):

@@ -233,6 +233,7 @@ def check_grpo(cfg: Any, where: str | None = None) -> str:
         f"engine     {engines[engine]}",
         f"harness    {cfg.harness}: {hc.max_turns} turn(s) x {hc.max_tokens} tokens, max_seq_len {cfg.max_seq_len:,}; "
         f"first prompt {prompt:,} tokens" + (" (the question alone: the series stays in the kernel)" if kernel else ""),
+        f"           {harness_declares(harness, cfg.harness_settings())}",
         f"history    {history}: {rows} training row(s) per episode (reasoning_history {cfg.rollout.reasoning_history})",
         f"reward     {cfg.rewards.reward}, weights {', '.join(f'{w:g}' for w in weights)}; loss {cfg.loss_type}, "
         f"scale_rewards {cfg.reward_scaling}, beta {cfg.beta:g}",
@@ -252,6 +253,22 @@ def check_grpo(cfg: Any, where: str | None = None) -> str:
             "refused   the plan does not fit: shard more (ZeRO-3 / FSDP), lower micro_batch_size or max_seq_len"
         )
     return "\n".join(lines)
+
+
+def harness_declares(harness: Any, settings: Any) -> str:
+    """What the harness declares (its capabilities; where its kernels run) and its own section's settings
+    as its episodes get them: a plugin harness's show here as a built-in's do."""
+    from tsbench.harness.settings import SHARED, section_name
+
+    declared = []
+    for name, value in harness.capabilities().items():
+        if name == "kernel" and value:
+            declared.append("kernel (UNSAFE: no jail)" if settings.unsafe_sandbox else "kernel (in the jail)")
+        elif value:
+            declared.append(name if value is True else f"{name} {value}")
+    own = [f"{f.name}={getattr(settings, f.name)!r}" for f in dataclasses.fields(settings) if f.name not in SHARED]
+    section = f"[{section_name(type(settings), harness.name)}] {', '.join(own)}" if own else "no settings of its own"
+    return f"declares {', '.join(declared) or 'nothing'}; {section}"
 
 
 def check_sft(cfg: Any, where: str | None = None) -> str:
