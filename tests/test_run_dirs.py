@@ -9,7 +9,7 @@ from tsbench.core.config import build
 from tsbench.core.errors import UserError
 from tsbench.core.text import short_model_name
 from tsbench.eval.config import EvalConfig, run_name
-from tsbench.eval.runner import RunProgress, run_eval
+from tsbench.eval.runner import RunProgress, _play, run_eval
 
 
 def test_a_path_named_server_model_gets_a_short_name():
@@ -18,7 +18,9 @@ def test_a_path_named_server_model_gets_a_short_name():
     for spec in ("vllm/Qwen/Qwen3.5-4B", "local/runs/sft/final", "gpt-4.1-mini", "openai/my-model"):
         assert short_model_name(spec) == spec  # hub ids and relative paths stay whole
     cfg = build(EvalConfig, {"model": "openai//root/.cache/tsbench/models/smollm2-135m", "harness": "rlm"})
-    assert run_name(cfg) == "openai_smollm2-135m__rlm"
+    assert run_name(cfg, _play(cfg, "rlm").settings) == "openai_smollm2-135m__rlm"
+    cfg = build(EvalConfig, {"model": "openai//root/m/qwen", "harness": "rlm", "depth": 1})
+    assert run_name(cfg, _play(cfg, "rlm").settings) == "openai_qwen__rlm__d1"  # the harness's own suffix
 
 
 def _eval(small_data, logs, **settings) -> tuple[str, RunProgress]:

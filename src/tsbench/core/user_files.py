@@ -96,7 +96,7 @@ class UserFolder:
         """The resolved path (None when nothing is there), refused when it leads out of the root."""
         try:
             real = Path(path).resolve(strict=True)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # nothing there (`report.json/tool.py`: no such folder)
             return None
         except (OSError, RuntimeError) as exc:  # a symlink loop, a name too long
             raise UserError(f"{self.label(path)}: cannot be resolved ({exc}); {self.reader}") from None
