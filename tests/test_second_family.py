@@ -95,15 +95,19 @@ def test_describe_and_plot_go_through_the_familys_defaults(tmp_path):
 
 
 def test_one_cpu_train_grpo_step_on_its_train_split(tmp_path):
-    """SmolLM2-135M + LoRA (as experiments/grpo/cpu_smoke.toml, shrunk to one step of 2 rollouts):
-    the tasks are the family's train rows, the reward its scorer, both found through the seam."""
+    """A LoRA step as experiments/grpo/cpu_smoke.toml takes it, shrunk to one step of 2 rollouts of a tiny
+    Llama (SmolLM2's steps are covered in test_train_grpo.py): the tasks are the family's train rows, the
+    reward its scorer, both found through the seam."""
+    from tsbench.testing.tiny import make_small_vocab_llama
+
     data = tmp_path / "spikes"
     write_dataset(data, split="train")
     run = tmp_path / "grpo"
+    tiny = make_small_vocab_llama(tmp_path / "tiny")
     res = tsbench(
         "train-grpo",
         "--model",
-        "local/smollm2-135m",
+        f"local/{tiny}",
         "--lora",
         "4",
         "--lora-target",
