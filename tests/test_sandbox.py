@@ -16,14 +16,8 @@ import pytest
 
 from tsbench.harness.runtime.bare import bare_roundtrip_seconds
 from tsbench.harness.runtime.jail import interpreter_paths
-from tsbench.harness.runtime.observation import dropped_characters
-from tsbench.harness.runtime.sandbox import (
-    OBSERVATION_MAX_CHARS,
-    CellResult,
-    Sandbox,
-    _CellOutput,
-    truncate_observation,
-)
+from tsbench.harness.runtime.observation import CellOutput, dropped_characters
+from tsbench.harness.runtime.sandbox import OBSERVATION_MAX_CHARS, CellResult, Sandbox, truncate_observation
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -66,7 +60,7 @@ def test_truncate_observation_says_how_much_was_cut():
 
 
 def test_flooding_output_keeps_head_and_tail_and_counts_the_rest():
-    output = _CellOutput(max_figures=2, keep_chars=100)
+    output = CellOutput(max_figures=2, keep_chars=100)
     for index in range(1000):
         output.add({"msg_type": "stream", "content": {"name": "stdout", "text": f"{index:04d}\n"}})
     stdout = output.result().stdout
@@ -78,7 +72,7 @@ def test_flooding_output_keeps_head_and_tail_and_counts_the_rest():
 
 def test_nested_truncation_counts_every_dropped_character():
     """The buffer's cut, the cell's cut and the turn's cut leave one marker with the real total."""
-    output = _CellOutput(max_figures=2, keep_chars=1000)
+    output = CellOutput(max_figures=2, keep_chars=1000)
     text = "".join(f"<{i:07d}>" for i in range(50_000))  # 450,000 distinct characters
     for start in range(0, len(text), 4096):
         output.add({"msg_type": "stream", "content": {"name": "stdout", "text": text[start : start + 4096]}})

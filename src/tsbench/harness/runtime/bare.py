@@ -16,7 +16,7 @@ from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpec
 
 from tsbench.harness.runtime.kernel_boot import SERIES_FILE
-from tsbench.harness.runtime.sandbox import _BOOT_FILE, _InMemorySpec
+from tsbench.harness.runtime.kernelspec import BOOT_FILE, ipc_manager
 from tsbench.harness.runtime.staging import KERNEL_OPTIONS, QUIET_ENV, series_npz
 
 
@@ -45,13 +45,7 @@ class BareKernel:
             interrupt_mode="message",
         )
         began = time.perf_counter()
-        self._manager = KernelManager(
-            kernel_name="bare",
-            kernel_spec_manager=_InMemorySpec(spec),
-            transport="ipc",
-            ip=str(self._dir / "k"),
-            connection_file=str(self._dir / "kernel.json"),
-        )
+        self._manager = ipc_manager("bare", spec, self._dir / "k", self._dir / "kernel.json")
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(self._dir),
@@ -75,7 +69,7 @@ class BareKernel:
         config = {"workdir": str(self._dir), "capture_figures": False, "max_figures": 2, "sub_rlm": False}
         self.run(
             "import importlib.util, sys\n"
-            f"spec = importlib.util.spec_from_file_location('_tsbench_kernel_boot', {str(_BOOT_FILE)!r})\n"
+            f"spec = importlib.util.spec_from_file_location('_tsbench_kernel_boot', {str(BOOT_FILE)!r})\n"
             "module = importlib.util.module_from_spec(spec)\n"
             "spec.loader.exec_module(module)\n"
             f"module.boot(get_ipython(), {config!r})\n"

@@ -1,25 +1,17 @@
 """The sandbox: a fresh ipykernel per episode, where model-written code runs, in a jail.
 
 Model code never runs in the host process. Each `Sandbox` starts its own kernel under bubblewrap
-(`jail.py`: namespaces, no capabilities, a read-only root of only the interpreter and system
-libraries, private size-capped tmpfs for the working directory and /tmp) and talks to it over
-jupyter_client's `ipc` transport: unix sockets in a directory of the host's private temporary
-directory, the only host directory bound into the jail (TCP loopback does not cross a network
-namespace). Resource bounds are in `limits.py`; `unsafe=True` (eval's --unsafe-sandbox) selects
-the weaker mode of `unsafe.py` instead.
+(`jail.py`: namespaces, no capabilities, a read-only root of the interpreter and system libraries,
+size-capped private tmpfs for the working directory and /tmp), over jupyter_client's `ipc` transport:
+unix sockets in a private host directory, the only one bound into the jail. Bounds: `limits.py`;
+`unsafe=True` (--unsafe-sandbox) is `unsafe.py`'s weaker mode. What enters the jail is copied by
+value (series.npz, `files`, `readonly_paths`; context.json is written by a thread while the kernel
+starts, and `run()` waits for it); a pre-started jail from `pool.py` gets the series as a read-only
+bound host file. Connection files and the kernel log stay where the kernel cannot reach.
 
-What enters the jail is copied by value: the series (series.npz), the caller's `files`, and
-`readonly_paths`; context.json (orjson: ~0.1 s for 16 x 131,072 floats) is written by a background
-thread, while the kernel starts, into a host file bound read-only into the working directory, and
-`run()` waits for it. With a pool of pre-started jails in use (`pool.py`), `start()` takes one over
-instead: the series then enters by value into a host file bound read-only at series.npz. The host keeps the
-launch command in memory and its connection files and kernel log in a directory the kernel cannot
-reach; from the socket directory it only ever connects to sockets.
-
-A cell that runs past `cell_timeout_s` is interrupted; if it does not stop within
-`interrupt_grace_s` the kernel is restarted in the same jail with the series reloaded (files it
-wrote are gone with the old jail's tmpfs), and the episode goes on. A kernel that dies (a crash,
-`os._exit`, the memory bound) is restarted the same way.
+A cell past `cell_timeout_s` is interrupted; one that does not stop within `interrupt_grace_s`, or a
+kernel that dies (a crash, `os._exit`, the memory bound), is restarted in the same jail with the
+series reloaded (files it wrote are gone with the old tmpfs), and the episode goes on.
 """
 
 from __future__ import annotations
@@ -37,7 +29,7 @@ from typing import Any
 
 import numpy as np
 from jupyter_client import KernelManager
-from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+from jupyter_client.kernelspec import KernelSpec
 
 from tsbench.harness.runtime.cleanup import (
     kill_kernel_now,
@@ -49,6 +41,7 @@ from tsbench.harness.runtime.cleanup import (
 from tsbench.harness.runtime.errors import SandboxError
 from tsbench.harness.runtime.jail import BOOT_PATH, CONNECTION_PATH, SANDBOX_UID, WORKDIR, Jail
 from tsbench.harness.runtime.kernel_boot import SERIES_FILE, SUB_RLM_PROMPT_PREFIX
+from tsbench.harness.runtime.kernelspec import BOOT_FILE, ipc_manager
 from tsbench.harness.runtime.limits import (
     EpisodeCgroup,
     SandboxLimits,
@@ -94,38 +87,15 @@ from tsbench.harness.runtime.unsafe import (
     unsafe_kernel_argv,
 )
 
-__all__ = [
-    "OBSERVATION_MAX_CHARS",
-    "CellResult",
-    "Sandbox",
-    "SandboxError",
-    "detect_network_isolation",
-    "truncate_observation",
-]
+__all__ = ["OBSERVATION_MAX_CHARS", "CellResult", "Sandbox", "SandboxError", "truncate_observation"]
 
 log = logging.getLogger(__name__)
 
 SubRlmHandler = Callable[[str, "dict[str, Any] | None"], str]
-_CellOutput = CellOutput  # the name older tests use
 
-_BOOT_FILE = Path(__file__).with_name("kernel_boot.py")
 _POLL_S = 0.05
 _KERNEL_READY_TIMEOUT_S = 60.0
 _LOST_IDLE_GRACE_S = 0.5  # after a refused message: wait this long past the shell reply for `idle`
-
-
-class _InMemorySpec(KernelSpecManager):
-    """Hands jupyter_client the one kernelspec built in host memory; nothing is read from disk."""
-
-    def __init__(self, spec: KernelSpec, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._spec = spec
-
-    def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
-        return self._spec
-
-
-# -------------------------------------------------------------------- the sandbox --
 
 
 class Sandbox:
@@ -468,7 +438,7 @@ class Sandbox:
             cgroup=self.cgroup,
         )
         self._jail = jail
-        jail.put(BOOT_PATH, _BOOT_FILE.read_bytes())
+        jail.put(BOOT_PATH, BOOT_FILE.read_bytes())
         total = sum(len(data) for data in self.files.values())
         if total > self.limits.work_bytes // 2:
             raise SandboxError(
@@ -508,19 +478,15 @@ class Sandbox:
             language="python",
             interrupt_mode="signal" if self.unsafe else "message",
         )
-        manager = KernelManager(
-            kernel_name="tsbench-sandbox",
-            kernel_spec_manager=_InMemorySpec(spec),
-            transport="ipc",
-            ip=str(self._ipc_dir / f"k{serial}"),
-            connection_file=str(self._ctl_dir / f"kernel{serial}.json"),
+        manager = ipc_manager(
+            "tsbench-sandbox", spec, self._ipc_dir / f"k{serial}", self._ctl_dir / f"kernel{serial}.json"
         )
         manager.write_connection_file()  # now, so that the jail gets it by value
         passed: list[int] = []
         if self.unsafe:  # the kernel reads the host-only file with CAP_DAC_READ_SEARCH
             spec.argv = unsafe_command(
                 sys.executable,
-                str(_BOOT_FILE),
+                str(BOOT_FILE),
                 self.limits.rlimit_args(self.task_limit),
                 unsafe_kernel_argv(manager.connection_file),
                 uid=self.sandbox_uid,
@@ -567,7 +533,7 @@ class Sandbox:
             "guards": self.unsafe,
             "network_guard": self.network_mode == "guard",
         }
-        boot_file = str(_BOOT_FILE) if self.unsafe else BOOT_PATH
+        boot_file = str(BOOT_FILE) if self.unsafe else BOOT_PATH
         code = (
             "def _tsbench_boot():\n"
             "    import importlib.util, sys\n"
