@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from tsbench.core.episode import EpisodeResult
+from tsbench.harness.episode import EpisodeError
 from tsbench.models.base import Message, ModelError
 
 CUT_OFF_NOTICE = (
@@ -51,13 +52,15 @@ def spending(result: EpisodeResult) -> Iterator[None]:
 
 def nested(parent: EpisodeResult, play_sub: Callable[[], EpisodeResult]) -> EpisodeResult:
     """Run a nested episode; its cost and calls join `parent`'s (its tokens are the caller's to count
-    as sub-call tokens). A ModelError passes on, after what the sub-episode had spent is added."""
+    as sub-call tokens). A ModelError or EpisodeError (a cap) passes on, after what the sub-episode had
+    spent is added."""
     try:
         sub = play_sub()
-    except ModelError as exc:
+    except (ModelError, EpisodeError) as exc:
         spent = exc.result if isinstance(exc.result, EpisodeResult) else None
         if spent is not None:
-            _absorb(parent, spent, [{"turn": spent.turns + 1, **exc.accounting()}])
+            failed = [{"turn": spent.turns + 1, **exc.accounting()}] if isinstance(exc, ModelError) else []
+            _absorb(parent, spent, failed)
             parent.sub_calls += 1 + spent.sub_calls
             parent.sub_call_tokens += spent.input_tokens + spent.output_tokens + spent.sub_call_tokens
         raise

@@ -6,7 +6,11 @@ environment respond, and stops when a reply ends the episode. Written here once 
 - the forced final turn: on the last allowed reply the loop appends the harness's notice and flags
   the episode `forced_final`; actions are withdrawn (unless the harness acts on its last reply, as
   the file agent's final_answer tool is code);
-- the caps: `episode_token_cap` and `episode_wall_s` end the episode as an error (EpisodeError);
+- the caps: `episode_token_cap` and `episode_wall_s` end the episode as an error (EpisodeError) that
+  names the cap. They hold while work is in flight, not only between turns: the wall clock is a
+  deadline (core/deadline.py) that bounds every model call, cell and sub_rlm episode under it, and
+  one `EpisodeBudget` is shared by an episode and all its sub_rlm episodes, so their tokens, time and
+  sub_rlm calls count against the row's caps;
 - spending: a model call that fails carries the episode so far (harness/accounting.py);
 - the transcript's assistant and notice events;
 - cut replies: a reply the token cap stopped with no action in it is never the final answer; while
@@ -21,13 +25,39 @@ from __future__ import annotations
 
 import contextlib
 import time
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from tsbench.core.deadline import remaining, tightest, within
 from tsbench.core.episode import EpisodeResult, EpisodeTask, TaskInfo
 from tsbench.harness.accounting import CUT_OFF_NOTICE, spending, unfinished
 from tsbench.harness.episode import EpisodeError
 from tsbench.harness.prompts import FINAL_TURN_NOTICE
-from tsbench.models.base import Completion, Message
+from tsbench.models.base import Completion, Message, ModelError
+
+# What an error row says ended it, per deadline (core/deadline.py).
+BUDGET_NAMES = {
+    "wall_clock": "ran past its wall clock",
+    "cell_timeout": "ran past the time left to the cell that called sub_rlm",
+}
+
+
+@dataclass
+class EpisodeBudget:
+    """What one row may spend: shared by its episode and every sub_rlm episode under it."""
+
+    token_cap: int | None = None
+    wall_s: float | None = None
+    started: float = field(default_factory=time.monotonic)
+    tokens: int = 0  # in + out, every call of every episode of the row (our estimate where a server's was no count)
+    sub_rlm_calls: int = 0
+
+    @classmethod
+    def of(cls, cfg: Any) -> EpisodeBudget:
+        return cls(token_cap=cfg.episode_token_cap, wall_s=cfg.episode_wall_s)
+
+    def wall_left(self) -> float | None:
+        return None if self.wall_s is None else self.wall_s - (time.monotonic() - self.started)
 
 
 def add_notice(messages: list[Message], text: str) -> None:
@@ -46,12 +76,21 @@ class TurnLoop:
     last_reply_acts: ClassVar[bool] = False  # the last reply's actions still run (the file agent's final_answer)
     unit: ClassVar[str] = "episode"  # what the caps' errors name
 
-    def __init__(self, agent: Any, task: EpisodeTask, cfg: Any, *, replies: int | None = None):
+    def __init__(
+        self,
+        agent: Any,
+        task: EpisodeTask,
+        cfg: Any,
+        *,
+        replies: int | None = None,
+        budget: EpisodeBudget | None = None,
+    ):
         self.agent, self.task, self.cfg = agent, task, cfg
         self.replies = cfg.max_turns if replies is None else replies
         self.result = EpisodeResult()
         self.messages: list[Message] = []
         self.started = time.monotonic()
+        self.budget = budget or EpisodeBudget.of(cfg)  # a sub_rlm episode is given its parent's
 
     # -- hooks ---------------------------------------------------------------------------------
     def environment(self) -> contextlib.AbstractContextManager:
@@ -105,6 +144,10 @@ class TurnLoop:
 
     # -- the loop ------------------------------------------------------------------------------
     def run(self) -> EpisodeResult:
+        with within(self.budget.wall_left(), "wall_clock"):
+            return self._run()
+
+    def _run(self) -> EpisodeResult:
         result = self.result
         with self.environment():
             self.open()
@@ -117,8 +160,13 @@ class TurnLoop:
                     self.notify(self.final_notice)
                 self.check_caps()
                 with spending(result):
-                    completion = self.ask(turn, last)
+                    try:
+                        completion = self.ask(turn, last)
+                    except ModelError as error:
+                        self.check_caps(cause=error)  # a call a budget's deadline cut ends as that budget
+                        raise
                 result.add_completion(completion)
+                self.budget.tokens += completion.input_tokens + completion.output_tokens
                 actions = self.actions(completion, turn) if self.last_reply_acts or not last else []
                 result.transcript.append(
                     {
@@ -148,19 +196,22 @@ class TurnLoop:
             self.finish()
         return result
 
-    def check_caps(self) -> None:
-        result, cfg = self.result, self.cfg
-        used = result.input_tokens + result.output_tokens
-        if cfg.episode_token_cap is not None and used >= cfg.episode_token_cap:
-            raise EpisodeError("token_cap", f"{self.unit} used {used} tokens (cap {cfg.episode_token_cap})", result)
-        if cfg.episode_wall_s is not None and time.monotonic() - self.started >= cfg.episode_wall_s:
-            raise EpisodeError("wall_clock", f"{self.unit} ran past {cfg.episode_wall_s} s", result)
+    def check_caps(self, cause: BaseException | None = None) -> None:
+        """End the episode (EpisodeError naming the cap) when the row's tokens or a deadline over it are spent."""
+        result, budget = self.result, self.budget
+        if budget.token_cap is not None and budget.tokens >= budget.token_cap:
+            raise EpisodeError(
+                "token_cap", f"{self.unit} used {budget.tokens} tokens (cap {budget.token_cap})", result
+            ) from cause
+        deadline = tightest()
+        if deadline is not None and deadline.left() <= 0.0 and deadline.budget in BUDGET_NAMES:
+            wall = f" of {budget.wall_s:g} s" if deadline.budget == "wall_clock" else ""
+            raise EpisodeError(deadline.budget, f"{self.unit} {BUDGET_NAMES[deadline.budget]}{wall}", result) from cause
 
     def remaining_s(self) -> float | None:
-        """Seconds left of the episode's wall clock (None: no cap); each cell's timeout is at most this."""
-        if self.cfg.episode_wall_s is None:
-            return None
-        return self.cfg.episode_wall_s - (time.monotonic() - self.started)
+        """Seconds left before the tightest deadline over this episode (its wall clock, or the cell that
+        called it as a sub_rlm; None: no bound); each cell's timeout is at most this."""
+        return remaining()
 
 
-__all__ = ["TurnLoop", "add_notice"]
+__all__ = ["EpisodeBudget", "TurnLoop", "add_notice"]

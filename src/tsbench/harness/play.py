@@ -11,6 +11,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from tsbench.core.deadline import within
 from tsbench.core.episode import EpisodeOutcome, EpisodeResult, EpisodeTask
 from tsbench.core.errors import UserError
 from tsbench.harness.accounting import CallLedger
@@ -28,7 +29,12 @@ def play(agent: Any, harness: str | Harness | Callable, task: EpisodeTask, cfg: 
     setting it does not read is a UserError, raised before the episode)."""
     run = _harness(harness)
     settings = run.settings(cfg)
-    return episode_outcome(agent, lambda a: run.run(a, task, settings), settings.final_answer_chars)
+
+    def episode(a: Any) -> EpisodeResult:
+        with within(settings.episode_wall_s, "wall_clock"):  # also over a one-call harness's call
+            return run.run(a, task, settings)
+
+    return episode_outcome(agent, episode, settings.final_answer_chars)
 
 
 def episode_outcome(agent: Any, episode: Callable[[Any], EpisodeResult], final_answer_chars: int) -> EpisodeOutcome:
@@ -46,7 +52,9 @@ def episode_outcome(agent: Any, episode: Callable[[Any], EpisodeResult], final_a
         result = spent(exc.result)
         if result is not None:
             result.calls.append({"turn": result.turns + 1, **exc.accounting()})
-        return EpisodeOutcome(result, exc.kind, str(exc), exc.attempts)
+        # A call cut by the episode's wall clock names the clock, as a turn loop's cap does.
+        kind = "wall_clock" if exc.budget == "wall_clock" else exc.kind
+        return EpisodeOutcome(result, kind, str(exc), exc.attempts)
     except EpisodeError as exc:
         return EpisodeOutcome(spent(exc.result), exc.kind, str(exc))
     except SandboxError as exc:

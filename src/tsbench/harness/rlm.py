@@ -4,6 +4,11 @@ One episode = one fresh sandbox. Each reply's fenced code blocks run in order an
 back as the next message; the first reply without code is the final message. On the last allowed
 reply code is withdrawn and a notice demands the answer (the episode is flagged forced_final).
 With depth N > 0 the kernel gets `sub_rlm(...)`, which runs a nested episode at depth N - 1.
+
+A sub_rlm episode spends the row's budgets, not fresh ones: it shares its parent's EpisodeBudget
+(tokens, the wall clock, `max_sub_rlm_calls`) and runs inside the deadline of the cell that called it,
+whose clock keeps running while it is served. A cap spent inside one ends the row as that cap; the
+cell's own time running out ends only the sub episode (the cell is then interrupted as any other).
 """
 
 from __future__ import annotations
@@ -19,8 +24,8 @@ from tsbench.core.settings import setting
 from tsbench.core.text import strip_reasoning
 from tsbench.harness.accounting import nested
 from tsbench.harness.base import Harness
-from tsbench.harness.episode import EpisodeResult, EpisodeTask
-from tsbench.harness.loop import TurnLoop
+from tsbench.harness.episode import EpisodeError, EpisodeResult, EpisodeTask
+from tsbench.harness.loop import EpisodeBudget, TurnLoop
 from tsbench.harness.prompts import observation_message, rlm_system_prompt
 from tsbench.harness.runtime.sandbox import Sandbox, truncate_observation
 from tsbench.harness.settings import HarnessSettings
@@ -37,6 +42,9 @@ class RLMSettings(HarnessSettings):
     # The spec runs all blocks of a reply; a bound keeps one reply from holding the kernel for hours.
     max_blocks_per_reply: int = setting(
         16, "Code blocks run per model reply; the rest are skipped with a note in the observation.", ge=1
+    )
+    max_sub_rlm_calls: int = setting(
+        64, "sub_rlm calls per episode, nested ones included; past it sub_rlm raises in the cell.", ge=0
     )
 
     @property
@@ -77,8 +85,17 @@ def _sub_task(parent: EpisodeTask, question: str, data: dict | None) -> EpisodeT
 class RLMEpisode(TurnLoop):
     """The rlm turn loop: code blocks are the actions, the kernel's output the environment's response."""
 
-    def __init__(self, agent: Any, task: EpisodeTask, cfg: RLMSettings, *, image: bool, depth: int):
-        super().__init__(agent, task, cfg)
+    def __init__(
+        self,
+        agent: Any,
+        task: EpisodeTask,
+        cfg: RLMSettings,
+        *,
+        image: bool,
+        depth: int,
+        budget: EpisodeBudget | None = None,
+    ):
+        super().__init__(agent, task, cfg, budget=budget)
         self.image, self.depth = image, depth
         self.sandbox = Sandbox(
             task.series,
@@ -90,13 +107,25 @@ class RLMEpisode(TurnLoop):
         )
 
     def sub_rlm(self, question: str, data: dict | None) -> str:
-        """A nested episode at depth - 1 in its own kernel; its cost and calls join this row's."""
-        result = self.result
+        """A nested episode at depth - 1 in its own kernel; its cost, calls and time are this row's."""
+        result, budget = self.result, self.budget
+        if budget.sub_rlm_calls >= self.cfg.max_sub_rlm_calls:
+            result.attributes["sub_rlm_refused"] = str(int(result.attributes.get("sub_rlm_refused", 0)) + 1)
+            raise RuntimeError(f"refused: this episode's {self.cfg.max_sub_rlm_calls} sub_rlm calls are spent")
+        budget.sub_rlm_calls += 1
         sub_task = _sub_task(self.task, question, data)
-        sub = nested(
-            result,
-            lambda: RLMEpisode(self.agent, sub_task, self.cfg, image=self.image, depth=self.depth - 1).run(),
-        )
+        try:
+            self.check_caps()  # a spent cap ends the row here, before another kernel starts
+            sub = nested(
+                result,
+                lambda: RLMEpisode(
+                    self.agent, sub_task, self.cfg, image=self.image, depth=self.depth - 1, budget=budget
+                ).run(),
+            )
+        except EpisodeError as exc:
+            if exc.kind == "cell_timeout":  # only the calling cell's time is spent: the cell is cut as usual
+                raise RuntimeError(f"sub_rlm stopped: {exc}") from None
+            raise EpisodeError(exc.kind, f"{exc} (in a sub_rlm episode)", result) from exc
         result.sub_calls += 1 + sub.sub_calls
         result.sub_call_tokens += sub.input_tokens + sub.output_tokens + sub.sub_call_tokens
         result.transcript.append(

@@ -131,6 +131,7 @@ class ToolsEpisode(TurnLoop):
     def __init__(self, agent: Any, task: EpisodeTask, cfg: ToolsSettings, *, image: bool, toolset: Toolset | None):
         super().__init__(agent, task, cfg)
         self.protocol = choose_protocol(agent, cfg.tool_protocol)
+        self.dropped_calls = 0  # of the last reply, past max_tool_calls
         self.toolset = toolset or Toolset.build(image=image, tools_dir=cfg.tools_dir)
         if "discords" in self.toolset.names:
             warm_stumpy_cache_in_background()
@@ -177,7 +178,13 @@ class ToolsEpisode(TurnLoop):
         )
 
     def actions(self, completion: Completion, turn: int) -> list[ParsedCall]:
-        return self.protocol.calls(completion, self.toolset, turn)
+        """The calls that run: at most `max_tool_calls`. The rest never enter the conversation or the
+        transcript (100,000 calls in one reply would be a 19 MB next request); one note says how many."""
+        calls = self.protocol.calls(completion, self.toolset, turn)
+        limit = self.cfg.max_tool_calls
+        self.dropped_calls = max(0, len(calls) - limit) + int(completion.extra.get("tool_calls_dropped") or 0)
+        completion.tool_calls = completion.tool_calls[:limit]
+        return calls[:limit]
 
     def reply_event(self, completion: Completion, actions: list[ParsedCall]) -> dict:
         return {"tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in actions]}
@@ -188,15 +195,11 @@ class ToolsEpisode(TurnLoop):
     def respond(self, completion: Completion, actions: list[ParsedCall], turn: int) -> bool:
         cfg, result = self.cfg, self.result
         results, images = [], []
-        for index, call in enumerate(actions):
-            if index >= cfg.max_tool_calls:
-                observation = error_observation(f"not run: at most {cfg.max_tool_calls} tool calls per reply")
-                timing: dict = {}
-            else:
-                observation, timing = run_tool_call(
-                    self.sandbox, self.toolset, call, self.install_code, cfg.observation_chars
-                )
-                result.code_cells += bool(timing)  # calls refused before the kernel do not count
+        for call in actions:
+            observation, timing = run_tool_call(
+                self.sandbox, self.toolset, call, self.install_code, cfg.observation_chars
+            )
+            result.code_cells += bool(timing)  # calls refused before the kernel do not count
             results.append((call, observation))
             images.extend(observation.images)
             result.transcript.append(
@@ -213,6 +216,10 @@ class ToolsEpisode(TurnLoop):
                 }
             )
         self.messages.extend(self.protocol.result_messages(results, images[: cfg.max_figures]))
+        if self.dropped_calls:
+            dropped = int(result.attributes.get("tool_calls_dropped", 0)) + self.dropped_calls
+            result.attributes["tool_calls_dropped"] = str(dropped)
+            self.notify(f"[{self.dropped_calls} more tool call(s) not run: at most {cfg.max_tool_calls} per reply]")
         return False
 
 

@@ -46,12 +46,20 @@ class Completion:
     tool_calls: list[ToolCall] = field(default_factory=list)  # native function calls (see ChatModel)
 
     def accounting(self) -> dict[str, Any]:
-        """What this call is accounted by in a results row: why it stopped, its usage (or "missing"
-        when the server sent none), tokens, cost, attempts and time."""
+        """What this call is accounted by in a results row: why it stopped, its usage ("missing" when the
+        server sent none, "invalid" when a count was no finite non-negative integer: the tokens are then
+        our estimate and `usage_rejected` what the server sent), tokens, cost, attempts and time."""
         extra = self.extra
+        usage = "missing" if extra.get("usage_missing") else "invalid" if extra.get("usage_invalid") else "reported"
+        flags: dict[str, Any] = {}
+        if usage == "invalid":
+            flags["usage_rejected"] = dict(extra["usage_invalid"])
+        if extra.get("tool_calls_dropped"):
+            flags["tool_calls_dropped"] = extra["tool_calls_dropped"]
         return {
             "finish_reason": extra.get("finish_reason"),
-            "usage": "missing" if extra.get("usage_missing") else "reported",
+            "usage": usage,
+            **flags,
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cost_usd": self.cost_usd,
@@ -88,6 +96,7 @@ class ModelError(Exception):
         self.status_code = status_code
         self.attempts = 1
         self.elapsed_s: float | None = None
+        self.budget: str | None = None  # the deadline that ended it (core/deadline.py), when one did
         self.result: Any = None  # the episode's EpisodeResult so far, attached by the harness
 
     @property

@@ -12,6 +12,12 @@ completion, embedding or model listing) and refused past it, as a read error, be
 bodies come uncompressed (`Accept-Encoding: identity`; a compressed answer anyway is refused), since
 httpx inflates a gzip body whole: 1 MB on the wire took the host to 3 GiB as a 1 GiB reply.
 
+A server's time is bounded as a whole, not per read: httpx's timeouts hold for each read, so a server
+that trickles a byte of whitespace every two seconds held one request for ever. Every socket operation
+(connect, each write, each read) waits at most what is left of the thread's tightest deadline
+(core/deadline.py: the call's total time, its retries' budget, the episode's wall clock, the cell that
+asked), and one past it fails as a timeout at once.
+
 The HTTP library is the one the installed openai client is built on (httpx2 from openai 3, httpx before),
 so the chat client and the probe share one transport.
 """
@@ -20,10 +26,14 @@ from __future__ import annotations
 
 import functools
 import importlib
+import logging
 from types import ModuleType
 from typing import Any
 
+from tsbench.core.deadline import remaining
 from tsbench.models.endpoint import is_openai_endpoint
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "MAX_RESPONSE_BYTES",
@@ -144,6 +154,84 @@ def _follow(lib: ModuleType, request, status: int, target):
     return lib.Request(method, target, headers=headers, content=content, extensions=request.extensions)
 
 
+def _core_library(lib: ModuleType) -> ModuleType:
+    """httpcore2 under httpx2, httpcore under httpx."""
+    return importlib.import_module("httpcore2" if lib.__name__ == "httpx2" else "httpcore")
+
+
+def _clamped(timeout: float | None, expired: type[Exception]) -> float | None:
+    """`timeout` shortened to what the thread's deadlines leave; `expired` raised when nothing is left."""
+    left = remaining(timeout)
+    if left is not None and left <= 0.0:
+        raise expired("the request's deadline passed while the server was still answering")
+    return left
+
+
+@functools.cache
+def _deadline_backend_class(core: ModuleType) -> type:
+    class DeadlineStream:
+        """A network stream whose every read and write waits no longer than the thread's deadlines allow."""
+
+        def __init__(self, inner) -> None:
+            self.inner = inner
+
+        def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+            return self.inner.read(max_bytes, _clamped(timeout, core.ReadTimeout))
+
+        def write(self, buffer: bytes, timeout: float | None = None) -> None:
+            self.inner.write(buffer, _clamped(timeout, core.WriteTimeout))
+
+        def start_tls(self, ssl_context, server_hostname=None, timeout=None):
+            inner = self.inner.start_tls(ssl_context, server_hostname, _clamped(timeout, core.ConnectTimeout))
+            return DeadlineStream(inner)
+
+        def close(self) -> None:
+            self.inner.close()
+
+        def get_extra_info(self, info: str):
+            return self.inner.get_extra_info(info)
+
+    class DeadlineBackend:
+        """Opens connections within the thread's deadlines; their streams stay within them."""
+
+        def __init__(self, inner) -> None:
+            self.inner = inner
+
+        def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+            stream = self.inner.connect_tcp(
+                host,
+                port,
+                timeout=_clamped(timeout, core.ConnectTimeout),
+                local_address=local_address,
+                socket_options=socket_options,
+            )
+            return DeadlineStream(stream)
+
+        def connect_unix_socket(self, path, timeout=None, socket_options=None):
+            stream = self.inner.connect_unix_socket(
+                path, timeout=_clamped(timeout, core.ConnectTimeout), socket_options=socket_options
+            )
+            return DeadlineStream(stream)
+
+        def sleep(self, seconds: float) -> None:
+            self.inner.sleep(seconds)
+
+    return DeadlineBackend
+
+
+def _within_deadlines(lib: ModuleType, transport):
+    """`transport` with its connection pool's sockets bound by the thread's deadlines (see the module doc)."""
+    pool = getattr(transport, "_pool", None)
+    backend = getattr(pool, "_network_backend", None)
+    if backend is None:  # a library layout this was not written for: per-read timeouts only
+        log.warning(
+            "%s's transport has no connection pool to bound: a call's deadline holds per read only", lib.__name__
+        )
+        return transport
+    pool._network_backend = _deadline_backend_class(_core_library(lib))(backend)
+    return transport
+
+
 def http_errors() -> tuple[type[Exception], ...]:
     """What a request of `http_client()` raises when it fails (connection, timeout, protocol, bad URL)."""
     lib = http_library()
@@ -153,7 +241,8 @@ def http_errors() -> tuple[type[Exception], ...]:
 def http_client(**kwargs: Any):
     """A client of `http_library()` with the redirect policy above (extra arguments go to the client)."""
     lib = http_library()
-    transport = _transport_class(lib)(lib.HTTPTransport(limits=lib.Limits(**_LIMITS)))
+    inner = _within_deadlines(lib, lib.HTTPTransport(limits=lib.Limits(**_LIMITS)))
+    transport = _transport_class(lib)(inner)
     return lib.Client(transport=transport, follow_redirects=False, **kwargs)
 
 

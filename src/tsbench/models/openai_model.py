@@ -12,6 +12,14 @@ not change it, and a truncated or refused reply is the model's own result.
 Which key is sent where, and whose prices apply, is endpoint.py's rule; no redirect to another origin is
 followed (http.py). A server's error body is kept in the error message (JSON `detail` or `error.message`,
 else the first 500 characters).
+
+Each attempt has one total deadline (`timeout_s`: connect, every read, the whole body), and all
+attempts together the retry budget, both inside the caller's own deadlines (core/deadline.py):
+a server that trickles its answer gets an error row in time, never a run that does not end.
+
+What a server says is read, not trusted (server_numbers.py): token counts that are not finite
+non-negative integers are unknown (counted by our own estimate and flagged), a `content` sent as a
+list of parts is read as its text, and at most `MAX_TOOL_CALLS_KEPT` tool calls of one reply are kept.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from typing import Any
 
 import openai
 
+from tsbench.core.deadline import tightest, within
 from tsbench.models.base import Agent, Completion, Message, ModelError, TaskInfo, ToolCall
 from tsbench.models.context import server_context_tokens
 from tsbench.models.endpoint import (  # noqa: F401
@@ -38,6 +47,13 @@ from tsbench.models.endpoint import (  # noqa: F401
 from tsbench.models.http import REDIRECT_CODES, openai_client, redirect_note
 from tsbench.models.pricing import endpoint_cost_usd
 from tsbench.models.retry import DEFAULT_TIMEOUT_S, RetryPolicy, call_with_retries
+from tsbench.models.server_numbers import (
+    MAX_TOOL_CALLS_KEPT,
+    content_text,
+    estimate_tokens,
+    non_negative_cost,
+    read_usage,
+)
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +164,20 @@ def to_model_error(error: openai.OpenAIError) -> ModelError:
     return ModelError("bad_request", str(error))
 
 
+DEADLINE_NAMES = {
+    "client_timeout": "the call's total time",
+    "retry_budget": "the call's retry budget",
+    "wall_clock": "the episode's wall clock",
+    "cell_timeout": "the time left to the cell that called sub_rlm",
+}
+
+
+def _deadline_note(bound: Any, timeout_s: float, endpoint: str) -> str:
+    what = DEADLINE_NAMES.get(bound.budget, bound.budget)
+    limit = f" of {timeout_s:g} s" if bound.budget == "client_timeout" else ""
+    return f"no complete answer from {endpoint} within {what}{limit} (connect, every read and the whole body)"
+
+
 class OpenAIChatModel(Agent):
     """A ChatModel that sends each conversation to a chat-completions endpoint."""
 
@@ -222,9 +252,14 @@ class OpenAIChatModel(Agent):
     def _call_once(self, request: dict[str, Any]) -> Completion:
         started = time.perf_counter()
         try:
-            response = self._client.chat.completions.create(**request)
+            with within(self.timeout_s, "client_timeout"):
+                bound = tightest()  # what ends this attempt: its own total time or a caller's deadline
+                response = self._client.chat.completions.create(**request)
         except openai.OpenAIError as error:
             failure = to_model_error(error)
+            if failure.kind == "timeout" and bound is not None and bound.left() <= 0.0:
+                failure = ModelError("timeout", _deadline_note(bound, self.timeout_s, self.endpoint))
+                failure.budget = bound.budget
             if failure.status_code in (401, 403) and self._sent_no_key:
                 failure = ModelError(
                     failure.kind,
@@ -237,24 +272,30 @@ class OpenAIChatModel(Agent):
             raise ModelError("server", f"malformed JSON body from {self.endpoint}: {error}") from error
         latency = time.perf_counter() - started
         try:
-            return self._completion(response, latency)
+            return self._completion(response, latency, request)
         except (AttributeError, TypeError, IndexError) as error:  # a JSON body of the wrong shape
             raise ModelError("server", f"malformed response from {self.endpoint}: {error}") from error
 
-    def _completion(self, response: Any, latency_s: float) -> Completion:
+    def _completion(self, response: Any, latency_s: float, request: dict[str, Any]) -> Completion:
         extra: dict[str, Any] = {"response_id": getattr(response, "id", None)}
         if not getattr(response, "choices", None):
             raise ModelError("server", f"the response from {self.endpoint} has no choices")
         choice = response.choices[0]
         if getattr(choice, "message", None) is None:
             raise ModelError("server", f"the first choice from {self.endpoint} has no message")
-        text = choice.message.content or ""
+        text = content_text(choice.message.content)
         extra["finish_reason"] = choice.finish_reason
         tool_calls: list[ToolCall] = []
-        for call in getattr(choice.message, "tool_calls", None) or []:
+        sent = getattr(choice.message, "tool_calls", None) or []
+        sent = sent if isinstance(sent, list) else []
+        for call in sent[:MAX_TOOL_CALLS_KEPT]:
             function = getattr(call, "function", None)
             if function is not None:  # custom (non-function) tool calls are not ours
-                tool_calls.append(ToolCall(id=call.id, name=function.name, arguments=function.arguments or ""))
+                tool_calls.append(
+                    ToolCall(id=str(call.id), name=str(function.name), arguments=content_text(function.arguments))
+                )
+        if len(sent) > MAX_TOOL_CALLS_KEPT:
+            extra["tool_calls_dropped"] = len(sent) - MAX_TOOL_CALLS_KEPT
         refusal = getattr(choice.message, "refusal", None)
         if refusal:
             extra["refusal"] = refusal
@@ -263,26 +304,24 @@ class OpenAIChatModel(Agent):
                 "server",
                 f"empty reply from {self.endpoint} (no content, no tool call, finish_reason {choice.finish_reason!r})",
             )
-        usage = response.usage
-        input_tokens = output_tokens = 0
-        if usage is None:
-            extra["usage_missing"] = True
-        else:
-            input_tokens = usage.prompt_tokens or 0
-            output_tokens = usage.completion_tokens or 0
-            details = getattr(usage, "completion_tokens_details", None)
-            reasoning = getattr(details, "reasoning_tokens", None) if details else None
-            if reasoning:
-                extra["reasoning_tokens"] = reasoning
+        usage = read_usage(getattr(response, "usage", None))
+        extra.update(usage.extra)
+        input_tokens, output_tokens = usage.input_tokens, usage.output_tokens
+        if input_tokens is None:  # unknown: the caps count our own estimate
+            input_tokens = estimate_tokens(request.get("messages"))
+        if output_tokens is None:
+            output_tokens = estimate_tokens([text, *(c.arguments for c in tool_calls)])
         return Completion(
             text=text,
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             latency_s=latency_s,
-            # No usage, no count: the cost is unknown rather than the price of zero tokens.
-            cost_usd=None
-            if usage is None
-            else endpoint_cost_usd(self.model_name, self.base_url, input_tokens, output_tokens, self.price),
+            # No usage (or none to trust), no count: the cost is unknown rather than the price of a guess.
+            cost_usd=non_negative_cost(
+                endpoint_cost_usd(self.model_name, self.base_url, input_tokens, output_tokens, self.price)
+            )
+            if usage.trusted
+            else None,
             extra=extra,
             tool_calls=tool_calls,
         )
@@ -304,12 +343,13 @@ class OpenAIChatModel(Agent):
         """
         request = self._request(messages, max_tokens, temperature, tools, tool_choice)
         started = time.perf_counter()
-        completion = call_with_retries(
-            lambda: self._call_once(request),
-            self.retry,
-            label=f"{self.model_name} at {self.endpoint}",
-            call_timeout_s=self.timeout_s,
-        )
+        with within(self.retry.budget_s(self.timeout_s), "retry_budget"):  # all attempts, back-offs included
+            completion = call_with_retries(
+                lambda: self._call_once(request),
+                self.retry,
+                label=f"{self.model_name} at {self.endpoint}",
+                call_timeout_s=self.timeout_s,
+            )
         completion.extra["wall_s"] = time.perf_counter() - started
         return completion
 

@@ -8,6 +8,9 @@ Timeout and budget rule: each attempt may run for the per-call timeout, and the 
 budget is `max_total_s` but never less than two full-length attempts plus the longest backoff
 (`RetryPolicy.budget_s`). So a call that timed out is always retried at least once, and a larger
 per-call timeout widens the budget instead of using it up.
+
+The budget is a total: the caller's deadlines (core/deadline.py: an episode's wall clock, a cell's
+timeout) shorten it, and no back-off is slept that would end past it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from tsbench.core.deadline import remaining
 from tsbench.models.base import Completion, ModelError
 
 log = logging.getLogger(__name__)
@@ -103,7 +107,7 @@ def call_with_retries(
     run that is slow because a server is failing says so.
     """
     start = clock()
-    budget = policy.budget_s(call_timeout_s)
+    budget = remaining(policy.budget_s(call_timeout_s))
     waited = 0.0
     attempt = 0
     failed: list[str] = []

@@ -71,11 +71,14 @@ def apply_outcome(record: dict[str, Any], outcome: EpisodeOutcome) -> dict[str, 
                 _without_final_copy(result.transcript, result.final_message), ensure_ascii=False, default=str
             ),
             calls=json.dumps(result.calls, default=str),
-            # A call whose server sent no usage has unknown tokens: the row's sum would undercount.
-            cost_usd=None if any(c.get("usage") == "missing" for c in result.calls) else result.cost_usd,
+            # A call whose server sent no usage (or none to trust) has unknown tokens: the cost is unknown.
+            cost_usd=None if any(c.get("usage") in ("missing", "invalid") for c in result.calls) else result.cost_usd,
             truncated_replies=sum(1 for call in result.calls if call.get("finish_reason") == "length"),
         )
         record["attributes"] = {**record["attributes"], **{str(k): str(v) for k, v in result.attributes.items()}}
+        distrusted = sum(1 for call in result.calls if call.get("usage") == "invalid")
+        if distrusted:  # the server's counts were no token counts: the row's tokens are our estimate
+            record["attributes"]["usage_invalid_calls"] = str(distrusted)
         record["metrics"] = {**record["metrics"], **{str(k): float(v) for k, v in result.metrics.items()}}
     if outcome.error_type is not None:
         record.update(

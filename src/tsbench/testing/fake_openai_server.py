@@ -25,6 +25,17 @@ real sockets, timeouts and retries are exercised without any outside network. Ea
     "raw:<status>:<text>"
                        that HTTP error status with <text> as a plain-text (non-JSON) body
 
+Hostile shapes (a server that is slow on purpose, or whose numbers are not numbers):
+
+    "trickle:<seconds>"     200 and JSON headers at once, then one byte of JSON whitespace every <seconds>,
+                            never the body (slowloris: every read returns before a per-read timeout)
+    "slowheaders:<seconds>" the status line and headers one byte every <seconds>, for ever
+    "sse:<seconds>"         200 text/event-stream, then a ": keep-alive" comment every <seconds>, for ever
+    "usage:<json>\n<text>"  200 with reply <text> and `usage` written as the raw <json> (NaN, -1, 1e18, "12")
+    "parts:<json>"          200 whose message `content` is the raw <json> (a list of content parts)
+    "manytools:<n>:<name>:<json arguments>"
+                            200 with <n> native function calls of tool <name>, all with those arguments
+
 It counts requests, keeps every request body and its headers (so a test can see which
 Authorization a client sent), and tracks the most requests in flight.
 
@@ -306,9 +317,60 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 },
             )
 
+        def _trickle(self, head: bytes, unit: bytes, seconds: float) -> None:
+            """Send `head`, then `unit` every `seconds` until the client leaves or the server stops."""
+            try:
+                self.wfile.write(head)
+                self.wfile.flush()
+                while not server._stopping.wait(seconds):
+                    self.wfile.write(unit)
+                    self.wfile.flush()
+            except OSError:  # the client gave up: the point of the exercise
+                pass
+            self.close_connection = True
+
+        def _raw_json(self, payload: dict[str, Any], field: str, raw: str) -> None:
+            """`payload` with one field's value replaced by the raw JSON text `raw` (NaN and all)."""
+            marker = "__tsbench_raw__"
+            if field == "usage":
+                payload["usage"] = marker
+            else:
+                payload["choices"][0]["message"][field] = marker
+            self._send_raw(200, json.dumps(payload).replace(json.dumps(marker), raw).encode())
+
+        def _hostile(self, behaviour: str, body: dict[str, Any]) -> bool:
+            """The hostile shapes of the module doc; False when `behaviour` is none of them."""
+            kind, _, rest = behaviour.partition(":")
+            serial = server.request_count
+            if kind == "trickle":
+                head = b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n"
+                self._trickle(head, b" ", float(rest))
+            elif kind == "slowheaders":
+                self._trickle(b"", b"H", float(rest))
+            elif kind == "sse":
+                head = b"HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+                self._trickle(head, b": keep-alive\n\n", float(rest))
+            elif kind == "usage":
+                raw, _, text = rest.partition("\n")
+                self._raw_json(_completion_json(body, text, serial), "usage", raw)
+            elif kind == "parts":
+                self._raw_json(_completion_json(body, "", serial), "content", rest)
+            elif kind == "manytools":
+                count, _, call = rest.partition(":")
+                name, _, arguments = call.partition(":")
+                calls = [{"name": name, "arguments": arguments or "{}"}] * int(count)
+                self._send_json(
+                    200, _completion_json(body, "", serial, _tool_calls("tools:" + json.dumps(calls), serial))
+                )
+            else:
+                return False
+            return True
+
         def _respond(self, behaviour: str, body: dict[str, Any]) -> None:
             if behaviour == "hang":
                 server._stopping.wait()
+                return
+            if self._hostile(behaviour, body):
                 return
             if behaviour.startswith("sleep:"):
                 server._wait(float(behaviour.split(":", 1)[1]))

@@ -9,7 +9,9 @@ value (series.npz, `files`, `readonly_paths`; context.json is written by a threa
 starts, and `run()` waits for it); a pre-started jail from `pool.py` gets the series as a read-only
 bound host file. Connection files and the kernel log stay where the kernel cannot reach.
 
-A cell past `cell_timeout_s` is interrupted; one that does not stop within `interrupt_grace_s`, or a
+A cell past `cell_timeout_s` (or past a tighter deadline of the thread's: the episode's wall clock, the
+cell that called this sub_rlm episode; core/deadline.py) is interrupted; the time spent serving its
+sub_rlm calls is the cell's time too, and each is served inside the cell's deadline; one that does not stop within `interrupt_grace_s`, or a
 kernel that dies (a crash, `os._exit`, the memory bound), is restarted in the same jail with the
 series reloaded (files it wrote are gone with the old tmpfs), and the episode goes on.
 """
@@ -31,6 +33,7 @@ import numpy as np
 from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpec
 
+from tsbench.core.deadline import BudgetSpent, remaining, within
 from tsbench.harness.runtime.cleanup import (
     kill_kernel_now,
     make_private_dir,
@@ -268,6 +271,7 @@ class Sandbox:
             code, store_history=True, allow_stdin=self.sub_rlm_handler is not None, stop_on_error=False
         )
         cell_timeout = self.cell_timeout_s if timeout_s is None else max(0.0, min(self.cell_timeout_s, timeout_s))
+        cell_timeout = remaining(cell_timeout)  # no cell outlives a deadline over the thread's work
         outcome = self._collect(msg_id, output, cell_timeout, answer_stdin=True)
         timed_out = outcome == "timeout"
         lost = "kernel restarted, series reloaded, earlier variables" + (
@@ -303,7 +307,7 @@ class Sandbox:
     def _collect(self, msg_id: str, output: CellOutput, timeout_s: float, *, answer_stdin: bool) -> str:
         """Read the cell's output until the kernel is idle ("done"), `timeout_s` passes
         ("timeout") or the kernel process is gone ("dead"). Time spent in the sub_rlm
-        handler does not count against the cell. Once the host refused or dropped a message of the
+        handler counts against the cell, and the handler runs within the cell's deadline. Once the host refused or dropped a message of the
         cell, its `idle` may be lost with it: then the shell's execute_reply ends the cell, once the
         kernel has sent nothing for a moment."""
         deadline = time.monotonic() + timeout_s
@@ -311,7 +315,7 @@ class Sandbox:
         replied_at = None
         while True:
             if answer_stdin:
-                deadline += self._answer_stdin_requests()
+                self._answer_stdin_requests(deadline)
             if time.monotonic() > deadline:  # checked first: a flood of output never pauses
                 return "timeout"
             message = self._reader.get("iopub", budget, _POLL_S)
@@ -332,9 +336,8 @@ class Sandbox:
             except (KeyError, TypeError, AttributeError, ValueError):  # a message of the wrong shape
                 budget.malformed += 1
 
-    def _answer_stdin_requests(self) -> float:
-        """Serve pending input requests; returns the seconds spent in the sub_rlm handler."""
-        spent = 0.0
+    def _answer_stdin_requests(self, deadline: float) -> None:
+        """Serve pending input requests; a sub_rlm request within what is left of the cell (`deadline`)."""
         budget = self.output_budget
         while self._reader.ready("stdin"):
             lost = budget.dropped + budget.malformed
@@ -347,10 +350,8 @@ class Sandbox:
             if not prompt.startswith(SUB_RLM_PROMPT_PREFIX) or self.sub_rlm_handler is None:
                 self._client.input("")  # plain input(): model code gets an empty line
                 continue
-            began = time.monotonic()
-            self._client.input(self._serve_sub_rlm(prompt[len(SUB_RLM_PROMPT_PREFIX) :]))
-            spent += time.monotonic() - began
-        return spent
+            with within(deadline - time.monotonic(), "cell_timeout"):
+                self._client.input(self._serve_sub_rlm(prompt[len(SUB_RLM_PROMPT_PREFIX) :]))
 
     def _serve_sub_rlm(self, request_json: str) -> str:
         self.sub_rlm_calls += 1
@@ -358,6 +359,8 @@ class Sandbox:
             request = json.loads(request_json, object_hook=_decode_arrays)
             answer = self.sub_rlm_handler(request["question"], request["data"])
             return json.dumps({"answer": str(answer)})
+        except BudgetSpent:  # a cap of the row's ran out in the sub episode: it ends the row, not the call
+            raise
         except Exception as exc:  # the handler's failure is the model's observation
             return json.dumps({"error": f"{type(exc).__name__}: {exc}"})
 
