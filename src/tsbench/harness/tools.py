@@ -196,6 +196,9 @@ class ToolsEpisode(TurnLoop):
         cfg, result = self.cfg, self.result
         results, images = [], []
         for call in actions:
+            left = self.remaining_s()
+            if left is not None and left <= 0:
+                break  # the episode's wall clock is spent: the check after this turn ends it
             observation, timing = run_tool_call(
                 self.sandbox, self.toolset, call, self.install_code, cfg.observation_chars
             )

@@ -13,10 +13,11 @@ bodies come uncompressed (`Accept-Encoding: identity`; a compressed answer anywa
 httpx inflates a gzip body whole: 1 MB on the wire took the host to 3 GiB as a 1 GiB reply.
 
 A server's time is bounded as a whole, not per read: httpx's timeouts hold for each read, so a server
-that trickles a byte of whitespace every two seconds held one request for ever. Every socket operation
+that trickles a byte of whitespace every two seconds held one request for ever. A client's timeout is
+here the total time of one request (connect, headers, the whole body), and every socket operation
 (connect, each write, each read) waits at most what is left of the thread's tightest deadline
-(core/deadline.py: the call's total time, its retries' budget, the episode's wall clock, the cell that
-asked), and one past it fails as a timeout at once.
+(core/deadline.py: that total, a call's retry budget, the episode's wall clock, the cell that asked);
+one past it fails as a timeout at once.
 
 The HTTP library is the one the installed openai client is built on (httpx2 from openai 3, httpx before),
 so the chat client and the probe share one transport.
@@ -27,10 +28,11 @@ from __future__ import annotations
 import functools
 import importlib
 import logging
+import time
 from types import ModuleType
 from typing import Any
 
-from tsbench.core.deadline import remaining
+from tsbench.core.deadline import remaining, within
 from tsbench.models.endpoint import is_openai_endpoint
 
 log = logging.getLogger(__name__)
@@ -71,14 +73,21 @@ def _origin(url) -> tuple[str, str, int | None]:
 @functools.cache
 def _bounded_class(lib: ModuleType) -> type:
     class BoundedBody(lib.SyncByteStream):
-        """A response body that raises (a read error) once more than `limit` bytes have come."""
+        """A response body that raises (a read error) once more than `limit` bytes have come, and whose
+        reads stay within the request's total time (`ends`, on the monotonic clock)."""
 
-        def __init__(self, inner, limit: int) -> None:
-            self.inner, self.limit = inner, limit
+        def __init__(self, inner, limit: int, ends: float | None) -> None:
+            self.inner, self.limit, self.ends = inner, limit, ends
 
         def __iter__(self):
             seen = 0
-            for chunk in self.inner:
+            chunks = iter(self.inner)
+            while True:
+                # The deadline is pushed around each read only, never across a yield to the caller.
+                with within(None if self.ends is None else self.ends - time.monotonic(), "client_timeout"):
+                    chunk = next(chunks, None)
+                if chunk is None:
+                    return
                 seen += len(chunk)
                 if seen > self.limit:
                     raise lib.ReadError(f"the server's answer is over {self.limit:,} bytes; refused")
@@ -90,7 +99,7 @@ def _bounded_class(lib: ModuleType) -> type:
     return BoundedBody
 
 
-def _bounded(lib: ModuleType, response):
+def _bounded(lib: ModuleType, response, ends: float | None = None):
     """`response` with its body bounded; a compressed or declared-oversized one refused before it is read."""
     encoding = response.headers.get("content-encoding", "identity").strip().lower()
     declared = response.headers.get("content-length", "")
@@ -102,7 +111,7 @@ def _bounded(lib: ModuleType, response):
     if problem:
         response.close()
         raise lib.ReadError(problem)
-    response.stream = _bounded_class(lib)(response.stream, MAX_RESPONSE_BYTES)
+    response.stream = _bounded_class(lib)(response.stream, MAX_RESPONSE_BYTES, ends)
     return response
 
 
@@ -117,8 +126,14 @@ def _transport_class(lib: ModuleType) -> type:
 
         def handle_request(self, request):
             request.headers["Accept-Encoding"] = "identity"
+            total = _total_s(request)
+            ends = None if total is None else time.monotonic() + total
+            with within(total, "client_timeout"):
+                return self._send(request, ends)
+
+        def _send(self, request, ends: float | None):
             for _ in range(_MAX_REDIRECTS):
-                response = _bounded(lib, self.inner.handle_request(request))
+                response = _bounded(lib, self.inner.handle_request(request), ends)
                 location = response.headers.get("location")
                 if response.status_code not in REDIRECT_CODES or not location:
                     return response
@@ -131,12 +146,19 @@ def _transport_class(lib: ModuleType) -> type:
                 response.read()
                 response.close()
                 request = _follow(lib, request, response.status_code, target)
-            return _bounded(lib, self.inner.handle_request(request))
+            return _bounded(lib, self.inner.handle_request(request), ends)
 
         def close(self) -> None:
             self.inner.close()
 
     return SameOriginRedirects
+
+
+def _total_s(request) -> float | None:
+    """The client's timeout, held for the whole answer (headers and body), not per read."""
+    timeouts = request.extensions.get("timeout") or {}
+    values = [v for v in timeouts.values() if isinstance(v, (int, float))] if isinstance(timeouts, dict) else []
+    return max(values) if values else None
 
 
 def _follow(lib: ModuleType, request, status: int, target):
