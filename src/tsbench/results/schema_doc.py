@@ -95,7 +95,10 @@ def render() -> str:
         "An error row keeps what its episode spent before the failure (turns, tokens, cost, transcript and "
         "`calls`, whose last entry is the failing call), so cost sums include it. `cost_usd` is null when "
         "no price is known: OpenAI's list prices apply only at api.openai.com, elsewhere only a price the user "
-        'gave (`--price IN,OUT`). A call whose server sent no usage has `usage` "missing" and a null cost.',
+        'gave (`--price IN,OUT`). A call whose server sent no usage has `usage` "missing" and a null cost; '
+        'one whose counts were no finite non-negative integers has `usage` "invalid", `usage_rejected` (what '
+        "the server sent), tokens of our own estimate (what the caps counted) and a null cost, and its row "
+        "the attribute `usage_invalid_calls`.",
         "",
         f"Columns added after the first schema ({', '.join(f'`{c}`' for c in ADDED_COLUMNS)}) are null in rows "
         "written before them; such runs load unchanged.",
