@@ -251,7 +251,9 @@ def test_a_setting_of_another_harness_is_refused(monkeypatch, capsys, small_data
     def own(cls):
         return {f.name for f in dataclasses.fields(cls)} - {f.name for f in dataclasses.fields(HarnessSettings)}
 
-    assert own(RLMSettings) == {"depth", "max_blocks_per_reply"} and "max_tool_calls" in own(ToolsSettings)
+    assert own(RLMSettings) == {"depth", "max_blocks_per_reply", "max_sub_rlm_calls"} and "max_tool_calls" in own(
+        ToolsSettings
+    )
     assert {s.name: s.meta["section"] for s in specs(HarnessConfig)}["max_turns"] is None  # shared by all
     for name, owner in sections().owners.items():  # each section holds its settings class's own fields
         assert {s.name for s in specs(HarnessConfig) if s.meta["section"] == name} == own(owner)
