@@ -27,7 +27,7 @@ class BudgetSpent(Exception):
 
     def __init__(self, budget: str, message: str):
         super().__init__(f"{budget}: {message}")
-        self.budget = budget
+        self.budget, self.detail = budget, message
 
 
 @dataclass(frozen=True)

@@ -125,7 +125,7 @@ class RLMEpisode(TurnLoop):
         except EpisodeError as exc:
             if exc.kind == "cell_timeout":  # only the calling cell's time is spent: the cell is cut as usual
                 raise RuntimeError(f"sub_rlm stopped: {exc}") from None
-            raise EpisodeError(exc.kind, f"{exc} (in a sub_rlm episode)", result) from exc
+            raise EpisodeError(exc.kind, f"{exc.detail} (in a sub_rlm episode)", result) from exc
         result.sub_calls += 1 + sub.sub_calls
         result.sub_call_tokens += sub.input_tokens + sub.output_tokens + sub.sub_call_tokens
         result.transcript.append(
