@@ -31,7 +31,7 @@ SLOW_SHAPES = ["trickle:0.2", "slowheaders:0.2", "sse:0.2", "hang"]
 
 
 def _model(server: FakeOpenAIServer, timeout_s: float, attempts: int) -> OpenAIChatModel:
-    policy = RetryPolicy(max_attempts=attempts, base_delay_s=0.01, max_delay_s=0.01, max_total_s=1.0)
+    policy = RetryPolicy(max_attempts=attempts, base_delay_s=0.01, max_delay_s=0.01, max_total_s=5.0)
     return OpenAIChatModel("fake-model", base_url=server.base_url, api_key="k", timeout_s=timeout_s, retry=policy)
 
 
@@ -62,6 +62,16 @@ def test_the_callers_deadline_bounds_every_attempt_and_the_backoff():
     assert caught.value.budget == "wall_clock" and "episode's wall clock" in str(caught.value)
     assert seconds < 12, seconds
     assert server.request_count == 1  # no retry starts after the caller's time is spent
+
+
+def test_retries_the_callers_deadline_leaves_no_time_for_are_not_started_and_it_is_named():
+    with FakeOpenAIServer(["hang"] * 10) as server:
+        policy = RetryPolicy(max_attempts=6, base_delay_s=5.0, max_delay_s=5.0, jitter=0.0)
+        model = OpenAIChatModel("fake-model", base_url=server.base_url, api_key="k", timeout_s=1.0, retry=policy)
+        with within(4.0, "wall_clock"), pytest.raises(ModelError) as caught:
+            model.generate([Message("user", "hi")])
+        model.close()
+    assert caught.value.budget == "wall_clock" and server.request_count == 1  # a 5 s back-off does not fit
 
 
 def test_a_slowloris_row_ends_as_a_wall_clock_error_and_the_run_goes_on(small_data, tmp_path, monkeypatch):

@@ -37,8 +37,8 @@ from tsbench.models.base import Completion, Message, ModelError
 
 # What an error row says ended it, per deadline (core/deadline.py).
 BUDGET_NAMES = {
-    "wall_clock": "ran past its wall clock",
-    "cell_timeout": "ran past the time left to the cell that called sub_rlm",
+    "wall_clock": "ran out of its wall clock",
+    "cell_timeout": "ran out of the time left to the cell that called sub_rlm",
 }
 
 
@@ -164,6 +164,9 @@ class TurnLoop:
                         completion = self.ask(turn, last)
                     except ModelError as error:
                         self.check_caps(cause=error)  # a call a budget's deadline cut ends as that budget
+                        if error.budget in BUDGET_NAMES:  # ... or whose retries it left no time for
+                            what = BUDGET_NAMES[error.budget]
+                            raise EpisodeError(error.budget, f"{self.unit} {what} ({error})", result) from error
                         raise
                 result.add_completion(completion)
                 self.budget.tokens += completion.input_tokens + completion.output_tokens

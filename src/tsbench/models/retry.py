@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from tsbench.core.deadline import remaining
+from tsbench.core.deadline import remaining, tightest
 from tsbench.models.base import Completion, ModelError
 
 log = logging.getLogger(__name__)
@@ -108,6 +108,9 @@ def call_with_retries(
     """
     start = clock()
     budget = remaining(policy.budget_s(call_timeout_s))
+    outer = tightest()
+    # The caller's deadline is what stops the retries when it leaves less than the policy's own budget.
+    bound_by = outer.budget if outer is not None and budget < policy.budget_s(call_timeout_s) else None
     waited = 0.0
     attempt = 0
     failed: list[str] = []
@@ -123,6 +126,7 @@ def call_with_retries(
                 raise
             delay = policy.delay_for(attempt, error.kind, rng, error.retry_after_s)
             if clock() - start + delay > budget:
+                error.budget = bound_by or error.budget  # what left no time for another try
                 log.warning(
                     "%s: giving up after attempt %d of %d: retry budget of %.0fs spent (%s)",
                     label,
