@@ -35,6 +35,23 @@ def _model(server: FakeOpenAIServer, timeout_s: float, attempts: int) -> OpenAIC
     return OpenAIChatModel("fake-model", base_url=server.base_url, api_key="k", timeout_s=timeout_s, retry=policy)
 
 
+def test_deadlines_only_tighten_and_belong_to_their_thread():
+    import threading
+
+    from tsbench.core.deadline import remaining, tightest
+
+    seen = []
+    with within(10.0, "wall_clock"), within(100.0, "client_timeout"):
+        assert tightest().budget == "wall_clock" and 9.0 < remaining() <= 10.0
+        assert remaining(3.0) == 3.0
+        worker = threading.Thread(target=lambda: seen.append((tightest(), remaining(5.0))))
+        worker.start()
+        worker.join()
+        with within(None, "cell_timeout"):
+            assert tightest().budget == "wall_clock"
+    assert seen == [(None, 5.0)] and tightest() is None and remaining() is None
+
+
 @pytest.mark.parametrize("shape", SLOW_SHAPES)
 def test_a_slow_server_cannot_hold_a_call_past_its_total_time(shape):
     with FakeOpenAIServer([shape] * 4) as server:
