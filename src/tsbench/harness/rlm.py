@@ -55,6 +55,7 @@ class RLMSettings(HarnessSettings):
         return f"__d{self.depth}" if self.depth else ""
 
 
+SUB_NOTE = " (in a sub_rlm episode)"
 CODE_BLOCK = re.compile(r"```[ \t]*(?:python3?|py|ipython)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 
 
@@ -125,7 +126,8 @@ class RLMEpisode(TurnLoop):
         except EpisodeError as exc:
             if exc.kind == "cell_timeout":  # only the calling cell's time is spent: the cell is cut as usual
                 raise RuntimeError(f"sub_rlm stopped: {exc}") from None
-            raise EpisodeError(exc.kind, f"{exc.detail} (in a sub_rlm episode)", result) from exc
+            where = "" if exc.detail.endswith(SUB_NOTE) else SUB_NOTE
+            raise EpisodeError(exc.kind, f"{exc.detail}{where}", result) from exc
         result.sub_calls += 1 + sub.sub_calls
         result.sub_call_tokens += sub.input_tokens + sub.output_tokens + sub.sub_call_tokens
         result.transcript.append(
