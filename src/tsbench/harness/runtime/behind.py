@@ -1,0 +1,57 @@
+"""A sandbox started behind the episode's first model call.
+
+An rlm episode's first reply needs no kernel, yet the jail's start (a pool claim, or a cold start) sat
+in front of it: 42-76 % of an episode at concurrency 1 to 32 (issue 47). `started_behind(box)` starts
+the sandbox on a thread and returns at once; `Sandbox.run` waits for that start, so the first cell runs
+as soon as both the reply and the kernel are there. A start that fails fails the episode as before: at
+its first cell, or when the episode leaves the block without having run one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from tsbench.harness.runtime.cleanup import release_event_loop
+
+if TYPE_CHECKING:
+    from tsbench.harness.runtime.sandbox import Sandbox
+
+__all__ = ["StartBehind", "started_behind"]
+
+
+class StartBehind:
+    """`box.start()` on its own thread; `wait()` joins it and raises what it raised."""
+
+    def __init__(self, box: Sandbox) -> None:
+        self.box = box
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._start, name="tsbench-jail-start", daemon=True)
+        self.thread.start()
+
+    def _start(self) -> None:
+        try:
+            self.box.start()
+        except BaseException as exc:  # noqa: BLE001 - handed to the episode's thread by wait()
+            self.error = exc
+        finally:
+            release_event_loop()  # this thread's loop: the episode's thread drives the kernel from here on
+
+    def wait(self) -> None:
+        if threading.current_thread() is not self.thread:  # start() closes the box itself when it fails
+            self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+
+@contextlib.contextmanager
+def started_behind(box: Sandbox) -> Iterator[Sandbox]:
+    """`with started_behind(box):` as `with box:`, but the block begins while the kernel starts."""
+    box.start_behind()
+    try:
+        yield box
+        box.wait_started()  # an episode that ran no cell still fails when its jail could not start
+    finally:
+        box.close()
