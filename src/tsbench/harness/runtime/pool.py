@@ -11,8 +11,9 @@ A pre-started jail whose kernel died is thrown away and replaced. Sandboxes the 
 (the unsafe mode, `files`) start cold, as without a pool; one with other bounds or read-only paths
 starts cold and the pool pre-starts those from then on.
 
-How many boot at once and how many are kept ahead: boots are CPU-bound (imports), so at most one per
-usable core runs at a time (`boot_workers`; more only make every boot late). Claims are served in
+How many boot at once and how many are kept ahead: boots are CPU-bound (imports), so one per usable
+core runs at a time, more only where boots are seen to wait for the CPU (their wall over their CPU,
+`boot_workers`; on a quiet machine more only make every boot late). Claims are served in
 arrival order, each with the kernel that will be ready first: a ready one, else the boot in flight
 closest to done; a claim does not start a cold kernel beside the pool's boots (that is one more boot
 sharing the same cores) unless the pool cannot serve it. Ready + booting is kept at the claims
@@ -118,14 +119,41 @@ def _settings_of(key: tuple) -> dict[str, Any]:
     }
 
 
-def boot_workers(size: int) -> int:
-    """Boots run side by side: one per core this process may use (a boot is one busy interpreter), at
-    most `size`. On 2 cores, 8 boot threads made 4x more warm claims but only 1.10x the throughput."""
+def usable_cores() -> int:
     try:
-        cores = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(int(size), cores))
+        return os.cpu_count() or 1
+
+
+def boot_workers(size: int, wall_per_cpu: float | None = None) -> int:
+    """Boots to run side by side: enough to keep this process's cores busy booting, at most `size`. A
+    boot is one busy interpreter, so one per core, unless boots are seen to take `wall_per_cpu` times
+    their CPU (the cores shared with other work): then as many more as keep a core's worth busy each.
+    On a quiet 2-core machine 8 boot threads gave only 1.10x the throughput of one (issue 47)."""
+    stretch = 1.0 if wall_per_cpu is None else max(1.0, wall_per_cpu)
+    return max(1, min(int(size), math.ceil(usable_cores() * stretch)))
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds of a process and its descendants alive now (a jailed kernel lives under bwrap)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(fields[1])
+            cpu[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
+    total, stack = 0.0, [pid]
+    while stack:
+        current = stack.pop()
+        total += cpu.get(current, 0.0)
+        stack.extend(child for child, parent in parents.items() if parent == current)
+    return total
 
 
 def target_jails(size: int, waiting: int, claims_per_s: float | None, boot_s: float) -> int:
@@ -206,11 +234,12 @@ class JailPool:
         self._boot_began: dict[int, float] = {}  # boots in flight: serial -> monotonic start
         self._serial = 0
         self.boot_seconds = _FIRST_BOOT_GUESS_S  # a running mean of how long a pre-start takes
+        self.boot_wall_per_cpu: float | None = None  # a running mean of a pre-start's wall over its CPU
         self._failures = 0
         self._closed = False
         self._cond = threading.Condition()
-        self.workers = boot_workers(self.size)
-        self._boots = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="jail")
+        # one thread per possible boot; `_fill` starts only `boot_workers(...)` at a time
+        self._boots = ThreadPoolExecutor(max_workers=self.size, thread_name_prefix="jail")
         remove_abandoned_sandboxes(force=True)  # a pool serves one run: each run sweeps what dead hosts left
         with self._cond:
             self._fill()
@@ -229,9 +258,13 @@ class JailPool:
             and (self.budget is None or self._serial < self.budget)
         )
 
+    @property
+    def workers(self) -> int:
+        return boot_workers(self.size, self.boot_wall_per_cpu)
+
     def _fill(self) -> None:
-        """(Lock held.) Start boots until ready + booting (queued included) reaches `_target()`."""
-        while self._can_boot() and len(self._ready) + self._booting < self._target():
+        """(Lock held.) Start boots until ready + booting reaches `_target()`, at most `workers` at once."""
+        while self._can_boot() and len(self._ready) + self._booting < self._target() and self._booting < self.workers:
             self._booting += 1
             self._serial += 1
             self._boots.submit(self._boot_one, self.key, self._serial)
@@ -239,9 +272,11 @@ class JailPool:
     def _boot_one(self, key: tuple, serial: int) -> None:
         with self._cond:
             self._boot_began[serial] = time.monotonic()
-        box = None
+        box, cpu = None, None
         try:
             box = prestart(key)
+            with contextlib.suppress(OSError, AttributeError, ValueError):  # the stretch is only a sizing hint
+                cpu = tree_cpu_seconds(box._kernel_manager.provisioner.process.pid)
         except Exception as exc:  # a cold start will say the same in the episode
             log.warning("jail pool: pre-start failed: %s", exc)
         finally:
@@ -254,9 +289,13 @@ class JailPool:
                 self._ready.append(box)
                 self._failures = 0
                 self.boot_seconds = 0.7 * self.boot_seconds + 0.3 * took
+                if cpu:
+                    stretch, last = took / cpu, self.boot_wall_per_cpu
+                    self.boot_wall_per_cpu = stretch if last is None else 0.7 * last + 0.3 * stretch
             elif box is None:
                 self._failures += 1
                 self.stats["failed"] += 1
+            self._fill()  # the next boot, now that this one is done
             self._cond.notify_all()
         if box is not None and not keep:
             box.close()
