@@ -221,8 +221,9 @@ def test_pool_sizing_follows_waiting_claims_rate_and_cores():
     assert target_jails(8, 0, None, 2.0) == 8  # before any rate: the run's concurrency
     assert target_jails(8, 0, 1.0, 2.0) == 3  # one claim a second, 2 s boots: two ahead and one spare
     assert target_jails(8, 5, 1.0, 2.0) == 5  # every waiting claim gets a boot
-    assert target_jails(8, 0, 100.0, 2.0) == 8  # never past the concurrency
     cores = len(os.sched_getaffinity(0))
+    assert target_jails(8, 0, 100.0, 2.0) == 8 + cores  # never past the concurrency and a boot per core
+    assert target_jails(1, 0, 0.5, 4.0) == min(3, 1 + cores)  # concurrency 1, boots twice an episode: two ahead
     assert boot_workers(32) == min(32, cores) and boot_workers(1) == 1  # one boot per core on a quiet machine
     assert boot_workers(32, 3.0) == min(32, 3 * cores)  # boots taking 3x their CPU: three per core
     assert boot_workers(32, 0.5) == min(32, cores)

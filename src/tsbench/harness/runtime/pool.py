@@ -157,10 +157,12 @@ def tree_cpu_seconds(pid: int) -> float:
 
 
 def target_jails(size: int, waiting: int, claims_per_s: float | None, boot_s: float) -> int:
-    """Jails to hold ready or booting: every waiting claim gets one, plus those the claim rate will
-    take within one boot time (all `size` before any rate is seen: a run starts its episodes at once)."""
+    """Jails to hold ready or booting: every waiting claim gets one, plus those the claim rate will take
+    within one boot time (Little's law), at most `size` and one per usable core beyond it (at
+    concurrency 1 a boot longer than an episode needs the next one started before this one is taken);
+    all `size` before any rate is seen (a run starts its episodes at once)."""
     ahead = size if claims_per_s is None else math.ceil(claims_per_s * boot_s) + 1
-    return max(waiting, min(size, ahead))
+    return max(waiting, min(size + usable_cores(), ahead))
 
 
 def _default_key() -> tuple:
@@ -238,8 +240,8 @@ class JailPool:
         self._failures = 0
         self._closed = False
         self._cond = threading.Condition()
-        # one thread per possible boot; `_fill` starts only `boot_workers(...)` at a time
-        self._boots = ThreadPoolExecutor(max_workers=self.size, thread_name_prefix="jail")
+        # one thread per possible boot; `_fill` starts only `workers` at a time
+        self._boots = ThreadPoolExecutor(max_workers=self.size + usable_cores(), thread_name_prefix="jail")
         remove_abandoned_sandboxes(force=True)  # a pool serves one run: each run sweeps what dead hosts left
         with self._cond:
             self._fill()
@@ -260,7 +262,7 @@ class JailPool:
 
     @property
     def workers(self) -> int:
-        return boot_workers(self.size, self.boot_wall_per_cpu)
+        return boot_workers(self.size + usable_cores(), self.boot_wall_per_cpu)
 
     def _fill(self) -> None:
         """(Lock held.) Start boots until ready + booting reaches `_target()`, at most `workers` at once."""
