@@ -25,21 +25,24 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from tsbench.baselines.scripted import ANALYSIS_CELL
 from tsbench.bench.common import load_average, verdict
 from tsbench.core.episode import EpisodeTask
 from tsbench.models.base import Completion
 
 SCALING_GOAL, FLOOR_GOAL = 6.5, 1.3
 LATENCY_S = 0.2
+# The reference policy's analysis first (scripted/zscore's cell: robust z-scores, scipy.ndimage), then two light cells.
 CELLS = (
-    "import numpy as np\nfloat(np.std(series[channels[0]]))",
-    "z = (series[channels[0]] - series[channels[0]].mean()) / series[channels[0]].std()\nint(np.argmax(abs(z)))",
+    ANALYSIS_CELL,
+    "import numpy as np\nz = (series[channels[0]] - series[channels[0]].mean()) / series[channels[0]].std()\nint(np.argmax(abs(z)))",
     "float(abs(z).max())",
 )
 
 
 class SleepyCells:
-    """Three code cells, then an answer; each reply after `latency_s` (a model server's wait)."""
+    """Three code cells (scripted/zscore's analysis, then two light ones), then an answer; each reply
+    after `latency_s` (a model server's wait)."""
 
     name = "scripted/three-cells"
 
