@@ -139,8 +139,8 @@ def _page_parts(handle, page: _Page, codec: str, max_rep: int) -> tuple[np.ndarr
     raw = handle.read(page.compressed)
     if len(raw) != page.compressed:
         raise NotPlain("the file ends inside a page")
-    if codec != "UNCOMPRESSED":
-        raw = pa.decompress(raw, decompressed_size=page.uncompressed, codec=_CODECS[codec]).to_pybytes()
+    if codec != "UNCOMPRESSED":  # read in place: no second copy of the page
+        raw = pa.decompress(raw, decompressed_size=page.uncompressed, codec=_CODECS[codec])
     view = memoryview(raw)
     rep_size = int.from_bytes(view[:4], "little")
     levels = rle_levels(view[4 : 4 + rep_size], page.values, max(1, max_rep.bit_length()))
@@ -180,4 +180,4 @@ def read_leaf_run(
         expected[count] = 0  # and the next one begins right after it
     if max_rep != 2 or not np.array_equal(levels, expected):
         raise NotPlain("the row's repetition levels are not its shape")
-    return np.concatenate(values).astype(np.float32, copy=True).reshape(channels, length)
+    return np.concatenate(values).astype(np.float32, copy=False).reshape(channels, length)  # its own buffer
