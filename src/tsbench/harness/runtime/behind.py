@@ -49,7 +49,7 @@ class StartBehind:
 @contextlib.contextmanager
 def started_behind(box: Sandbox) -> Iterator[Sandbox]:
     """`with started_behind(box):` as `with box:`, but the block begins while the kernel starts."""
-    box.start_behind()
+    box._starting = StartBehind(box)  # run() and close() wait for it
     try:
         yield box
         box.wait_started()  # an episode that ran no cell still fails when its jail could not start

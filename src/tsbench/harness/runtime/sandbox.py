@@ -239,12 +239,8 @@ class Sandbox:
         self.start_seconds = time.perf_counter() - began
         return self
 
-    def start_behind(self) -> Sandbox:
-        """`start()` on a thread (behind.py); `run()` and `close()` wait for it."""
-        self._starting = StartBehind(self)
-        return self
-
     def wait_started(self) -> None:
+        """Wait for a `start()` running behind the episode (behind.py); raise what it raised."""
         if self._starting is not None:
             self._starting.wait()
 
