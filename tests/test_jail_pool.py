@@ -205,10 +205,12 @@ def test_claims_are_served_in_arrival_order():
 def test_the_episode_goes_on_while_its_jail_starts_and_a_failed_start_still_fails_it(tmp_path):
     from tsbench.harness.runtime.behind import started_behind
 
-    with started_behind(Sandbox({"a": np.ones(3)})) as box:
+    # `files` start cold whatever pool is in use: the kernel is launched on the starter thread
+    with started_behind(Sandbox({"a": np.ones(3)}, files={"f.txt": b"x"})) as box:
         assert box.start_seconds is None  # the block (the first model call) runs before the kernel is up
         assert box.run("float(series['a'].sum())").result_repr == "3.0"
-        assert box.start_seconds is not None
+        assert box.start_seconds is not None and box.restarts == 0  # the kernel outlived the start's thread
+        assert box.run("open('f.txt').read()").result_repr == "'x'"
     assert box._root is None
     with pytest.raises(SandboxError, match="does not exist"):
         with started_behind(Sandbox({"a": np.ones(3)}, readonly_paths=[tmp_path / "missing"])):

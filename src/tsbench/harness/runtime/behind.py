@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from tsbench.harness.runtime.cleanup import release_event_loop
@@ -22,26 +23,35 @@ if TYPE_CHECKING:
 __all__ = ["StartBehind", "started_behind"]
 
 
+# Starts run on long-lived threads: a jail's kernel is bound to die with the thread that launched it
+# (orphans.py: the parent-death signal follows the launching thread), so a thread that ended after
+# the start would take its kernel with it. Idle workers wait for the next episode's start.
+_STARTERS = ThreadPoolExecutor(max_workers=256, thread_name_prefix="jail-start")
+
+
 class StartBehind:
-    """`box.start()` on its own thread; `wait()` joins it and raises what it raised."""
+    """`box.start()` on a starter thread; `wait()` waits for it and raises what it raised."""
 
     def __init__(self, box: Sandbox) -> None:
         self.box = box
         self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._start, name="tsbench-jail-start", daemon=True)
-        self.thread.start()
+        self._thread: threading.Thread | None = None
+        self._done = threading.Event()
+        _STARTERS.submit(self._start)
 
     def _start(self) -> None:
+        self._thread = threading.current_thread()
         try:
             self.box.start()
         except BaseException as exc:  # noqa: BLE001 - handed to the episode's thread by wait()
             self.error = exc
         finally:
             release_event_loop()  # this thread's loop: the episode's thread drives the kernel from here on
+            self._done.set()
 
     def wait(self) -> None:
-        if threading.current_thread() is not self.thread:  # start() closes the box itself when it fails
-            self.thread.join()
+        if threading.current_thread() is not self._thread:  # start() closes the box itself when it fails
+            self._done.wait()
         if self.error is not None:
             raise self.error
 
