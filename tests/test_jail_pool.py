@@ -154,3 +154,78 @@ def test_a_budget_boots_no_jail_beyond_the_runs_episodes():
                 assert box.run("float(series['a'].sum())").result_repr == repr(4 * value)
         time.sleep(0.5)
         assert jails.stats["warm"] == 2 and jails.ready == 0 and jails._booting == 0 and jails._serial == 2
+
+
+def test_a_claim_takes_the_boot_in_flight_rather_than_starting_cold():
+    """Claimed before its one boot is done, the pool's jail is still the one that will be ready first:
+    the claim waits for it (no second, cold boot on the same cores)."""
+    with JailPool(1, budget=1) as jails, use_pool(jails):
+        with Sandbox({"a": np.full(4, 2.0)}) as box:
+            assert box.run("float(series['a'].sum())").result_repr == "8.0"
+        assert (jails.stats["warm"], jails.stats["waited"], jails.stats["cold"]) == (1, 1, 0)
+
+
+def test_claims_are_served_in_arrival_order():
+    """Two claims waiting on the pool: the first to arrive gets the first jail that becomes ready."""
+    import threading
+
+    from tsbench.harness.runtime.behind import started_behind
+
+    with JailPool(2, budget=2) as jails, use_pool(jails):
+        assert jails.wait_ready(120)
+        with jails._cond:  # take both jails aside, a boot shown in flight: claims now wait for one
+            held, jails._ready = jails._ready, []
+            jails._booting += 1
+        roots: dict[str, str] = {}
+
+        def episode(name: str) -> None:
+            with started_behind(Sandbox({"a": np.ones(2)})) as box:
+                assert box.run("float(series['a'].sum())").result_repr == "2.0"
+                roots[name] = str(box._root)
+
+        threads = {name: threading.Thread(target=episode, args=(name,)) for name in ("first", "second")}
+        with jails._cond:
+            for count, name in enumerate(threads, 1):
+                threads[name].start()
+                while len(jails._waiting) < count:
+                    jails._cond.wait(0.05)
+            expected = {"first": str(held[0]._root), "second": str(held[1]._root)}
+            jails._ready.append(held[0])  # one jail ready: the first claim's, though both wait
+            jails._cond.notify_all()
+        threads["first"].join(120)
+        assert roots == {"first": expected["first"]}
+        with jails._cond:
+            jails._ready.append(held[1])
+            jails._booting -= 1
+            jails._cond.notify_all()
+        threads["second"].join(120)
+    assert roots == expected
+
+
+def test_the_episode_goes_on_while_its_jail_starts_and_a_failed_start_still_fails_it(tmp_path):
+    from tsbench.harness.runtime.behind import started_behind
+
+    # `files` start cold whatever pool is in use: the kernel is launched on the starter thread
+    with started_behind(Sandbox({"a": np.ones(3)}, files={"f.txt": b"x"})) as box:
+        assert box.start_seconds is None  # the block (the first model call) runs before the kernel is up
+        assert box.run("float(series['a'].sum())").result_repr == "3.0"
+        assert box.start_seconds is not None and box.restarts == 0  # the kernel outlived the start's thread
+        assert box.run("open('f.txt').read()").result_repr == "'x'"
+    assert box._root is None
+    with pytest.raises(SandboxError, match="does not exist"):
+        with started_behind(Sandbox({"a": np.ones(3)}, readonly_paths=[tmp_path / "missing"])):
+            pass  # no cell ran: leaving the block still reports the jail that never started
+
+
+def test_pool_sizing_follows_waiting_claims_rate_and_cores():
+    from tsbench.harness.runtime.pool import boot_workers, target_jails
+
+    assert target_jails(8, 0, None, 2.0) == 8  # before any rate: the run's concurrency
+    assert target_jails(8, 0, 1.0, 2.0) == 3  # one claim a second, 2 s boots: two ahead and one spare
+    assert target_jails(8, 5, 1.0, 2.0) == 5  # every waiting claim gets a boot
+    cores = len(os.sched_getaffinity(0))
+    assert target_jails(8, 0, 100.0, 2.0) == 8 + cores  # never past the concurrency and a boot per core
+    assert target_jails(1, 0, 0.5, 4.0) == min(3, 1 + cores)  # concurrency 1, boots twice an episode: two ahead
+    assert boot_workers(32) == min(32, cores) and boot_workers(1) == 1  # one boot per core on a quiet machine
+    assert boot_workers(32, 3.0) == min(32, 3 * cores)  # boots taking 3x their CPU: three per core
+    assert boot_workers(32, 0.5) == min(32, cores)

@@ -127,3 +127,92 @@ def test_written_hash_follows_a_growing_file(tmp_path):
     assert hashed.hexdigest() == hashlib.sha256(data).hexdigest() and hashed.size == len(data)
     with pytest.raises(OSError, match="ended at byte"):
         hashed.update(len(data) + 1)
+
+
+LIGHT = ["id", "n_channels", "length"]
+LIGHT_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("n_channels", pa.int32()),
+        ("length", pa.int32()),
+        ("values", pa.list_(pa.list_(pa.float32()))),
+    ]
+)
+
+
+def _write_light(path, rows, group_rows: int, **options) -> None:
+    """A series file as the families write it, with `options` for the layout (pages, dictionary, v2)."""
+    with pq.ParquetWriter(path, LIGHT_SCHEMA, compression=options.pop("compression", "snappy"), **options) as w:
+        for at in range(0, len(rows), group_rows):
+            part = rows[at : at + group_rows]
+            w.write_table(
+                pa.Table.from_arrays(
+                    [
+                        pa.array([i for i, _ in part]),
+                        pa.array([v.shape[0] for _, v in part], type=pa.int32()),
+                        pa.array([v.shape[1] for _, v in part], type=pa.int32()),
+                        values_array([v for _, v in part]),
+                    ],
+                    schema=LIGHT_SCHEMA,
+                )
+            )
+
+
+@pytest.mark.parametrize(
+    ("layout", "plain"),
+    [
+        ({"data_page_size": 4096, **writer_options(LIGHT_SCHEMA)}, True),  # the generator's, pages splitting rows
+        ({"data_page_size": 4096, "compression": "zstd", **writer_options(LIGHT_SCHEMA)}, True),
+        ({}, False),  # pyarrow's defaults: a dictionary on the floats (files written before issue 26)
+        ({"data_page_version": "2.0", **writer_options(LIGHT_SCHEMA)}, False),
+    ],
+    ids=["plain-pages", "plain-zstd", "old-dictionary", "page-v2"],
+)
+def test_a_row_read_from_its_pages_equals_the_row_read_whole(tmp_path, layout, plain):
+    from tsbench.core import parquet_rows
+    from tsbench.tasks import series_file
+
+    rows = _rows(12)
+    rows[5][1][0, 7] = np.nan  # a NaN is a value, not a null
+    path = tmp_path / "rows.parquet"
+    _write_light(path, rows, group_rows=5, **layout)
+    parquet_rows._pages.cache_clear()
+    for row_id, values in reversed(rows):  # out of file order, as concurrent episodes take them
+        rec, got = series_file.read_record(path, row_id, LIGHT)
+        assert rec == {"id": row_id, "n_channels": values.shape[0], "length": values.shape[1]}
+        assert got.dtype == np.float32 and np.array_equal(got, values, equal_nan=True)
+        group, offset = series_file._locations(str(path), path.stat().st_mtime_ns)[row_id]
+        whole = series_file.read_values_whole(str(path), group, offset, *values.shape)
+        assert np.array_equal(got, whole, equal_nan=True)
+    pages = parquet_rows._pages.cache_info().currsize
+    assert (pages > 0) == plain  # the plain layouts were read page by page, the others whole
+    if plain:
+        chunk_pages = parquet_rows._pages(str(path), path.stat().st_mtime_ns, 0, 3)[0]
+        assert len(chunk_pages) > 3  # several pages per chunk: rows were cut out of them
+
+
+def test_a_row_whose_declared_shape_is_not_its_values_is_never_read_from_pages(tmp_path):
+    """A file whose light columns misstate a row's shape: the levels disagree, the row is read whole (and
+    refused there, as before), never taken as the wrong floats."""
+    from tsbench.core.parquet_rows import NotPlain, read_leaf_run
+
+    rows = _rows(4)
+    path = tmp_path / "rows.parquet"
+    _write_light(path, rows, group_rows=4, data_page_size=4096, **writer_options(LIGHT_SCHEMA))
+    channels, length = rows[1][1].shape
+    start = rows[0][1].size
+    mtime = path.stat().st_mtime_ns
+    assert np.array_equal(read_leaf_run(str(path), mtime, 0, 3, start, channels, length), rows[1][1])
+    with pytest.raises(NotPlain):
+        read_leaf_run(str(path), mtime, 0, 3, start, channels, length - 1)
+    with pytest.raises(NotPlain):
+        read_leaf_run(str(path), mtime, 0, 3, start + 1, channels, length)
+
+
+def test_rle_levels_decode_runs_and_bit_packed_groups():
+    from tsbench.core.parquet_rows import rle_levels
+
+    # a run of five 2s (header 5 << 1), then one bit-packed group of eight 2-bit values 0,1,2,2,1,0,2,2
+    packed = [0 | 1 << 2 | 2 << 4 | 2 << 6, 1 | 0 << 2 | 2 << 4 | 2 << 6]
+    data = memoryview(bytes([5 << 1, 2, (1 << 1) | 1, *packed]))
+    assert rle_levels(data, 13, 2).tolist() == [2] * 5 + [0, 1, 2, 2, 1, 0, 2, 2]

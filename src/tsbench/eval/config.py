@@ -109,7 +109,9 @@ class EvalConfig(JudgeSettings):
         4, "Episodes in parallel (threads) or Ray workers.", ge=1, answers=False, aliases=("--workers",)
     )
     jail_pool: bool = _no_answers(
-        True, "Pre-start one jail per concurrent episode (each serves one episode, then is destroyed)."
+        True,
+        "Pre-start jails ahead of the episodes, as many as the concurrency and the observed boot time call for "
+        "(each serves one episode, then is destroyed).",
     )
     ray_address: str | None = _no_answers(None, "Ray cluster: auto or HOST:PORT [a local cluster].")
     base_url: str | None = setting(None, "OpenAI-compatible server URL [OPENAI_BASE_URL].")

@@ -27,6 +27,7 @@ from tsbench.harness.base import Harness
 from tsbench.harness.episode import EpisodeError, EpisodeResult, EpisodeTask
 from tsbench.harness.loop import EpisodeBudget, TurnLoop
 from tsbench.harness.prompts import observation_message, rlm_system_prompt
+from tsbench.harness.runtime.behind import started_behind
 from tsbench.harness.runtime.sandbox import Sandbox, truncate_observation
 from tsbench.harness.settings import HarnessSettings
 from tsbench.models.base import Completion, Message
@@ -136,7 +137,7 @@ class RLMEpisode(TurnLoop):
         return sub.final_message
 
     def environment(self):
-        return self.sandbox
+        return started_behind(self.sandbox)  # the first reply needs no kernel: it is asked while the jail starts
 
     def open(self) -> None:
         cfg = self.cfg

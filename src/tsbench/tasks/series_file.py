@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tsbench.core.input_budget import Budget, check_parquet
+from tsbench.core.parquet_rows import NotPlain, read_leaf_run
 from tsbench.tasks.written_hash import WrittenHash
 
 
@@ -328,14 +329,37 @@ def _locations(path: str, mtime_ns: int) -> dict[str, tuple[int, int]]:
     return found
 
 
-@functools.lru_cache(maxsize=4)
-def _row_group(path: str, mtime_ns: int, group: int) -> pa.Table:
-    return pq.ParquetFile(path).read_row_group(group)
+@functools.lru_cache(maxsize=16)
+def _group_rows(path: str, mtime_ns: int, group: int, light_columns: tuple[str, ...]) -> tuple[list[dict], list[int]]:
+    """A row group's light columns, one dict per row, and where each row's values begin among the
+    group's leaf values (the rows before it: channels x length each)."""
+    records = pq.ParquetFile(path).read_row_group(group, columns=list(light_columns)).to_pylist()
+    starts, at = [], 0
+    for rec in records:
+        starts.append(at)
+        at += int(rec["n_channels"]) * int(rec["length"])
+    return records, starts
+
+
+@functools.lru_cache(maxsize=32)
+def _values_column(path: str, mtime_ns: int) -> int | None:
+    """The index of the `values` leaf column, None when there is not exactly one."""
+    schema = pq.ParquetFile(path).metadata.schema
+    found = [i for i in range(len(schema)) if schema.column(i).path.split(".")[0] == "values"]
+    return found[0] if len(found) == 1 else None
+
+
+def read_values_whole(path: str, group: int, offset: int, n_channels: int, length: int) -> np.ndarray:
+    """A row's values through pyarrow: its group's whole `values` chunk decoded (any layout)."""
+    cell = pq.ParquetFile(path).read_row_group(group, columns=["values"]).column(0)[offset]
+    return values_from_cell(cell, n_channels, length)
 
 
 def read_record(path: str | Path, row_id: str, light_columns: list[str]) -> tuple[dict, np.ndarray]:
-    """One row's light columns and values, by id. Episodes load rows one at a time (in any process),
-    so the id map and the last few row groups are cached: rows taken in file order cost one read."""
+    """One row's light columns and values, by id. The values come from the pages that hold them
+    (core/parquet_rows.py), so the host holds about one row, not its row group; a layout that reader
+    does not take (a dictionary, data page v2) is read through its whole group, uncached. The id map
+    and a few groups' light columns are cached."""
     path = str(path)
     check_series_file(path, light_columns)
     mtime = os.stat(path).st_mtime_ns
@@ -343,9 +367,19 @@ def read_record(path: str | Path, row_id: str, light_columns: list[str]) -> tupl
         group, offset = _locations(path, mtime)[row_id]
     except KeyError:
         raise KeyError(f"no row {row_id!r} in {path}") from None
-    table = _row_group(path, mtime, group).slice(offset, 1)
-    rec = table.select(light_columns).to_pylist()[0]
-    return rec, values_from_cell(table.column("values")[0], rec["n_channels"], rec["length"])
+    columns = tuple(dict.fromkeys([*light_columns, "n_channels", "length"]))
+    records, starts = _group_rows(path, mtime, group, columns)
+    full = records[offset]
+    rec = {name: full[name] for name in light_columns}
+    channels, length = int(full["n_channels"]), int(full["length"])
+    column = _values_column(path, mtime)
+    try:
+        if column is None:
+            raise NotPlain("no single values column")
+        values = read_leaf_run(path, mtime, group, column, starts[offset], channels, length)
+    except NotPlain:
+        values = read_values_whole(path, group, offset, channels, length)
+    return dict(rec), values
 
 
 def read_index(path: str | Path, light_columns: list[str]):

@@ -11,6 +11,15 @@ A pre-started jail whose kernel died is thrown away and replaced. Sandboxes the 
 (the unsafe mode, `files`) start cold, as without a pool; one with other bounds or read-only paths
 starts cold and the pool pre-starts those from then on.
 
+How many boot at once and how many are kept ahead: boots are CPU-bound (imports), so one per usable
+core runs at a time, more only where boots are seen to wait for the CPU (their wall over their CPU,
+`boot_workers`; on a quiet machine more only make every boot late). Claims are served in
+arrival order, each with the kernel that will be ready first: a ready one, else the boot in flight
+closest to done; a claim does not start a cold kernel beside the pool's boots (that is one more boot
+sharing the same cores) unless the pool cannot serve it. Ready + booting is kept at the claims
+waiting plus what the observed claim rate takes within one observed boot time (`target_jails`),
+never more than `size` (the run's concurrency) nor the run's budget.
+
 The pool in use is process-wide: `use_pool(pool)` (the thread executor does this for a run), or the
 environment variable TSBENCH_JAIL_POOL=N, which makes one of size N on first use (the jail tests run
 unchanged under it).
@@ -21,6 +30,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
+import math
 import os
 import threading
 import time
@@ -39,7 +49,7 @@ from tsbench.harness.runtime.staging import series_npz
 if TYPE_CHECKING:
     from tsbench.harness.runtime.sandbox import Sandbox
 
-__all__ = ["ENV_VAR", "JailPool", "active_pool", "claim_from_pool", "use_pool"]
+__all__ = ["ENV_VAR", "JailPool", "active_pool", "boot_workers", "claim_from_pool", "target_jails", "use_pool"]
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +119,52 @@ def _settings_of(key: tuple) -> dict[str, Any]:
     }
 
 
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def boot_workers(size: int, wall_per_cpu: float | None = None) -> int:
+    """Boots to run side by side: enough to keep this process's cores busy booting, at most `size`. A
+    boot is one busy interpreter, so one per core, unless boots are seen to take `wall_per_cpu` times
+    their CPU (the cores shared with other work): then as many more as keep a core's worth busy each.
+    On a quiet 2-core machine 8 boot threads gave only 1.10x the throughput of one (issue 47)."""
+    stretch = 1.0 if wall_per_cpu is None else max(1.0, wall_per_cpu)
+    return max(1, min(int(size), math.ceil(usable_cores() * stretch)))
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds of a process and its descendants alive now (a jailed kernel lives under bwrap)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(fields[1])
+            cpu[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
+    total, stack = 0.0, [pid]
+    while stack:
+        current = stack.pop()
+        total += cpu.get(current, 0.0)
+        stack.extend(child for child, parent in parents.items() if parent == current)
+    return total
+
+
+def target_jails(size: int, waiting: int, claims_per_s: float | None, boot_s: float) -> int:
+    """Jails to hold ready or booting: every waiting claim gets one, plus those the claim rate will take
+    within one boot time (Little's law), at most `size` and one per usable core beyond it (at
+    concurrency 1 a boot longer than an episode needs the next one started before this one is taken);
+    all `size` before any rate is seen (a run starts its episodes at once)."""
+    ahead = size if claims_per_s is None else math.ceil(claims_per_s * boot_s) + 1
+    return max(waiting, min(size + usable_cores(), ahead))
+
+
 def _default_key() -> tuple:
     from tsbench.harness.runtime.sandbox import Sandbox
 
@@ -170,32 +226,47 @@ class JailPool:
         # At most this many boots in all (a run's episode count): no jail is booted that no episode will take.
         self.budget = budget
         self.key = key or _default_key()
-        self.stats: Counter[str] = Counter()  # warm, cold, dead (replaced), failed boots
+        self.stats: Counter[str] = Counter()  # warm (of them waited), cold, dead (replaced), failed boots
         self._ready: list[Sandbox] = []
+        self._waiting: list[int] = []  # claims in arrival order, each waiting for the next ready jail
+        self._tickets = 0
+        self._last_claim: float | None = None
+        self.claim_interval: float | None = None  # a running mean of the seconds between claims
         self._booting = 0
         self._boot_began: dict[int, float] = {}  # boots in flight: serial -> monotonic start
         self._serial = 0
         self.boot_seconds = _FIRST_BOOT_GUESS_S  # a running mean of how long a pre-start takes
+        self.boot_wall_per_cpu: float | None = None  # a running mean of a pre-start's wall over its CPU
         self._failures = 0
         self._closed = False
         self._cond = threading.Condition()
-        # A boot is CPU-bound (imports): boots side by side on a small machine only make the first one late.
-        workers = max(1, min(self.size, (os.cpu_count() or 2) // 2))
-        self._boots = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jail")
+        # one thread per possible boot; `_fill` starts only `workers` at a time
+        self._boots = ThreadPoolExecutor(max_workers=self.size + usable_cores(), thread_name_prefix="jail")
         remove_abandoned_sandboxes(force=True)  # a pool serves one run: each run sweeps what dead hosts left
         with self._cond:
             self._fill()
 
     # ---- filling
 
-    def _fill(self) -> None:
-        """(Lock held.) Start boots until ready + booting reaches `size`."""
-        while (
+    def _target(self) -> int:
+        rate = None if self.claim_interval is None else 1.0 / max(self.claim_interval, 1e-3)
+        return target_jails(self.size, len(self._waiting), rate, self.boot_seconds)
+
+    def _can_boot(self) -> bool:
+        """(Lock held.) Whether the pool may start another boot."""
+        return (
             not self._closed
             and self._failures < _MAX_BOOT_FAILURES
-            and len(self._ready) + self._booting < self.size
             and (self.budget is None or self._serial < self.budget)
-        ):
+        )
+
+    @property
+    def workers(self) -> int:
+        return boot_workers(self.size + usable_cores(), self.boot_wall_per_cpu)
+
+    def _fill(self) -> None:
+        """(Lock held.) Start boots until ready + booting reaches `_target()`, at most `workers` at once."""
+        while self._can_boot() and len(self._ready) + self._booting < self._target() and self._booting < self.workers:
             self._booting += 1
             self._serial += 1
             self._boots.submit(self._boot_one, self.key, self._serial)
@@ -203,9 +274,11 @@ class JailPool:
     def _boot_one(self, key: tuple, serial: int) -> None:
         with self._cond:
             self._boot_began[serial] = time.monotonic()
-        box = None
+        box, cpu = None, None
         try:
             box = prestart(key)
+            with contextlib.suppress(OSError, AttributeError, ValueError):  # the stretch is only a sizing hint
+                cpu = tree_cpu_seconds(box._kernel_manager.provisioner.process.pid)
         except Exception as exc:  # a cold start will say the same in the episode
             log.warning("jail pool: pre-start failed: %s", exc)
         finally:
@@ -218,9 +291,13 @@ class JailPool:
                 self._ready.append(box)
                 self._failures = 0
                 self.boot_seconds = 0.7 * self.boot_seconds + 0.3 * took
+                if cpu:
+                    stretch, last = took / cpu, self.boot_wall_per_cpu
+                    self.boot_wall_per_cpu = stretch if last is None else 0.7 * last + 0.3 * stretch
             elif box is None:
                 self._failures += 1
                 self.stats["failed"] += 1
+            self._fill()  # the next boot, now that this one is done
             self._cond.notify_all()
         if box is not None and not keep:
             box.close()
@@ -244,33 +321,20 @@ class JailPool:
     # ---- serving
 
     def claim(self, box: Sandbox) -> bool:
-        """Give `box` a pre-started jail (True), or leave it to start cold (False)."""
+        """Give `box` a pre-started jail (True), or leave it to start cold (False). Claims are served in
+        arrival order; each waits for the next jail to be ready while the pool boots one for it."""
         key = launch_key(box)
         if key is None or self._closed:
             return False
         stale: list[Sandbox] = []
         warm = None
         with self._cond:
+            self._note_claim()
             if key != self.key:  # the run asks for other bounds: pre-start those from now on
                 stale, self._ready, self.key = self._ready, [], key
                 self._fill()
             else:
-                deadline = time.monotonic() + _CLAIM_WAIT_S
-                while warm is None:
-                    while self._ready and warm is None:
-                        candidate = self._ready.pop(0)
-                        if _alive(candidate):
-                            warm = candidate
-                        else:
-                            stale.append(candidate)
-                            self.stats["dead"] += 1
-                    if warm is not None or self._closed:
-                        break
-                    self._fill()  # replaces the dead ones
-                    remaining = deadline - time.monotonic()
-                    if not self._boot_nearly_done() or remaining <= 0:
-                        break  # a cold start now is sooner than waiting
-                    self._cond.wait(min(remaining, 0.25))
+                warm = self._wait_for_jail(stale)
                 self._fill()
             self.stats["warm" if warm is not None else "cold"] += 1
         for old in stale:
@@ -280,11 +344,42 @@ class JailPool:
         hand_over(warm, box)
         return True
 
-    def _boot_nearly_done(self) -> bool:
-        """(Lock held.) Whether a boot in flight is past half its expected time, so that waiting for
-        it beats a cold start (which would also share the CPU with it)."""
+    def _note_claim(self) -> None:
+        """(Lock held.) Update the running mean of the seconds between claims."""
         now = time.monotonic()
-        return any(now - began >= 0.5 * self.boot_seconds for began in self._boot_began.values())
+        if self._last_claim is not None:
+            gap = now - self._last_claim
+            self.claim_interval = gap if self.claim_interval is None else 0.7 * self.claim_interval + 0.3 * gap
+        self._last_claim = now
+
+    def _wait_for_jail(self, stale: list[Sandbox]) -> Sandbox | None:
+        """(Lock held.) The next live ready jail once every earlier claim has had its own; None when
+        the pool can no longer serve (closed, failing, its budget spent) or after _CLAIM_WAIT_S."""
+        self._tickets += 1
+        ticket = self._tickets
+        self._waiting.append(ticket)
+        deadline = time.monotonic() + _CLAIM_WAIT_S
+        waited = False
+        try:
+            while True:
+                while self._ready and self._waiting[0] == ticket:
+                    candidate = self._ready.pop(0)
+                    if _alive(candidate):
+                        self.stats["waited"] += waited
+                        return candidate
+                    stale.append(candidate)
+                    self.stats["dead"] += 1
+                self._fill()  # one boot per waiting claim (and replaces the dead)
+                if self._closed or (not self._booting and not self._ready and not self._can_boot()):
+                    return None
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                waited = True
+                self._cond.wait(min(remaining, 1.0))
+        finally:
+            self._waiting.remove(ticket)
+            self._cond.notify_all()
 
     def close(self) -> None:
         """Stop refilling, wait for boots in flight, destroy every pre-started jail."""

@@ -18,6 +18,7 @@ series reloaded (files it wrote are gone with the old tmpfs), and the episode go
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -34,6 +35,7 @@ from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpec
 
 from tsbench.core.deadline import BudgetSpent, remaining, within
+from tsbench.harness.runtime.behind import StartBehind
 from tsbench.harness.runtime.cleanup import (
     kill_kernel_now,
     make_private_dir,
@@ -182,6 +184,7 @@ class Sandbox:
         self._context_error: BaseException | None = None
         self._cleanup: weakref.finalize | None = None
         self.deferred_series = False  # a pool's pre-started jail: series.npz is a bound host file, filled later
+        self._starting: StartBehind | None = None  # start() running behind the episode (behind.py)
 
     # ---- lifecycle
 
@@ -239,8 +242,15 @@ class Sandbox:
         self.start_seconds = time.perf_counter() - began
         return self
 
+    def wait_started(self) -> None:
+        """Wait for a `start()` running behind the episode (behind.py); raise what it raised."""
+        if self._starting is not None:
+            self._starting.wait()
+
     def close(self) -> None:
         """Stop the kernel (the jail and everything in it dies) and remove the private directory."""
+        with contextlib.suppress(BaseException):
+            self.wait_started()  # a start behind still running owns the fields below until it ends
         self._stop_kernel()
         if self._context_writer is not None:
             self._context_writer.join()
@@ -261,6 +271,7 @@ class Sandbox:
     def run(self, code: str, timeout_s: float | None = None) -> CellResult:
         """Run one cell and collect what it printed, returned, raised and drew; `timeout_s` can
         only shorten the sandbox's own cell timeout (an episode's remaining wall clock)."""
+        self.wait_started()
         if self._client is None:
             raise SandboxError("sandbox is not started")
         began = time.perf_counter()
