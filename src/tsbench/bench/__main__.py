@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import sys
 
-from tsbench.bench import baselines, detector, eval_overhead, generation, jail, ray_eval, timesage, train_grpo
+from tsbench.bench import (
+    baselines,
+    classical_row,
+    detector,
+    eval_overhead,
+    generation,
+    jail,
+    ray_eval,
+    timesage,
+    train_grpo,
+)
 
 SECTIONS = {
     "generate": generation.main,
@@ -15,6 +25,7 @@ SECTIONS = {
     "ray": ray_eval.main,
     "eval": eval_overhead.main,
     "train": train_grpo.main,
+    "classical-row": classical_row.main,  # Table 1's Classical row at TSBENCH_CLASSICAL_FRACTION
 }
 
 
