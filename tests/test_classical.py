@@ -124,7 +124,7 @@ def test_a_training_row_limit_spreads_over_categories_and_reuses_the_cache(small
     assert keep[small_all / "val-precise.parquet"] == set(read_index(small_all / "val-precise.parquet")["id"])
     shutil.copytree(out / "features", tmp_path / "m" / "features")
     calls: list = []
-    summary = classical.train_classical(small_all, tmp_path / "m", calls.append, workers=1, train_rows=20)
+    summary = classical.train_classical(small_all, tmp_path / "m", lambda *a: calls.append(a), workers=1, train_rows=20)
     assert [c for c in calls if c[0] == "features"] == [("features", 0, 0)]  # every feature from the cache
     assert summary["train_rows_limit"] == 20 and summary["rows"] < 360
 

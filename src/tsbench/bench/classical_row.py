@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -118,7 +119,12 @@ def main() -> None:
     trained = time.perf_counter()
     lines = cells(answer_test(base / "model", data))
     done = time.perf_counter()
-    print(f"generate {generated - started:.0f} s, train {trained - generated:.0f} s, eval {done - trained:.0f} s")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # GiB (Linux counts KiB)
+    workers_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
+    print(
+        f"generate {generated - started:.0f} s, train {trained - generated:.0f} s, eval {done - trained:.0f} s; "
+        f"peak RSS {peak:.2f} GiB (largest worker {workers_peak:.2f} GiB)"
+    )
     print(f"{'cell':<26}{'n':>5}{'paper':>8}{'ours':>8}  95% CI          verdict")
     for line in lines:
         if line["ours"] is None:
@@ -130,5 +136,6 @@ def main() -> None:
             f"  [{line['lo']:.3f}, {line['hi']:.3f}]  {verdict}"
         )
     report = {"fraction": fraction, "training": summary, "cells": lines, "seconds": round(done - started, 1)}
+    report["peak_rss_gib"] = round(peak, 3)
     (base / "classical_row.json").write_text(json.dumps(report, indent=2, default=str))
     print(f"wrote {base / 'classical_row.json'}")
