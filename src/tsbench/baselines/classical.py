@@ -548,9 +548,12 @@ class ClassicalModel(DirectPolicy):
             self.computed += 1
             if self._writer is None and os.access(self.path, os.W_OK):
                 self._writer = CacheWriter(self.path / "features")
-                atexit.register(self._writer.flush)  # the last part, when the eval's process ends
+                atexit.register(_flush_quietly, self._writer)  # the last part, when the eval's process ends
             if self._writer is not None:
-                self._writer.add(key, task.length, feats, seconds)
+                try:
+                    self._writer.add(key, task.length, feats, seconds)
+                except OSError:  # the cache is a saving, never a reason for an episode to fail
+                    self._writer = None
         return feats
 
     def answer(self, task: EpisodeTask) -> str:
@@ -559,6 +562,13 @@ class ClassicalModel(DirectPolicy):
             task.category, task.length, list(task.channel_names), list(task.options), self.features(task), values
         )
         return decode.answer_text(answer)
+
+
+def _flush_quietly(writer: CacheWriter) -> None:
+    try:
+        writer.flush()
+    except OSError:  # the model folder went away before the process ended: nothing to keep
+        pass
 
 
 def build(path: str) -> ClassicalModel:
