@@ -128,7 +128,7 @@ def main() -> None:
     workers_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
     print(
         f"generate {generated - started:.0f} s, train {trained - generated:.0f} s, eval {done - trained:.0f} s; "
-        f"peak RSS {peak:.2f} GiB (largest worker {workers_peak:.2f} GiB)"
+        f"peak RSS {peak:.2f} GiB (largest child process {workers_peak:.2f} GiB)"
     )
     print(f"{'cell':<26}{'n':>5}{'paper':>8}{'ours':>8}  95% CI          verdict")
     for line in lines:
