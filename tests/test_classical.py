@@ -104,3 +104,89 @@ def test_registry_resolves_classical_paths(trained):
     assert policy.name == f"classical/{out}" and policy.harnesses() == ("direct",) and policy.reference()
     with pytest.raises(ValueError):
         build_policy("classical/does/not/exist")
+
+
+def test_a_training_row_limit_spreads_over_categories_and_reuses_the_cache(small_all, trained, tmp_path):
+    import shutil
+
+    from tsbench.tasks.anomalyxl.rows import read_index
+
+    out, _, _ = trained
+    files = classical.data_files(small_all)
+    keep = classical.limited_rows(files, 20)
+    precise = read_index(small_all / "train-precise.parquet")
+    chosen = precise[precise["id"].isin(keep[small_all / "train-precise.parquet"])]
+    assert len(chosen) == 20 and set(chosen["category"].value_counts()) == {4}  # round-robin over 5 categories
+    signals = {feature_cache.signal_key(json.loads(p)) for p in chosen["plan"]}
+    coarse = read_index(small_all / "train-coarse.parquet")
+    kept = coarse[coarse["id"].isin(keep[small_all / "train-coarse.parquet"])]
+    assert len(kept) and {feature_cache.signal_key(json.loads(p)) for p in kept["plan"]} <= signals
+    assert keep[small_all / "val-precise.parquet"] == set(read_index(small_all / "val-precise.parquet")["id"])
+    shutil.copytree(out / "features", tmp_path / "m" / "features")
+    calls: list = []
+    summary = classical.train_classical(small_all, tmp_path / "m", lambda *a: calls.append(a), workers=1, train_rows=20)
+    assert [c for c in calls if c[0] == "features"] == [("features", 0, 0)]  # every feature from the cache
+    assert summary["train_rows_limit"] == 20 and summary["rows"] < 360
+
+
+def test_eval_reads_features_from_the_model_cache(small_all, trained):
+    """An MCQ row shares its precise source's series: its features are not computed twice, and a
+    second model (a later eval) finds them on disk."""
+    from tsbench.tasks.anomalyxl.rows import read_index
+
+    out, _, _ = trained
+    precise = read_index(small_all / "test-precise.parquet")
+    coarse = read_index(small_all / "test-coarse.parquet")
+    by_signal = {feature_cache.signal_key(json.loads(p)): rid for rid, p in zip(precise["id"], precise["plan"])}
+    pair = next(
+        (by_signal[k], rid)
+        for rid, p in zip(coarse["id"], coarse["plan"])
+        if (k := feature_cache.signal_key(json.loads(p))) in by_signal
+    )
+    rows = {r.id: r for regime in ("precise", "coarse") for r in iter_rows(small_all / f"test-{regime}.parquet")}
+    model = classical.build(str(out))
+    model.answer(_task(rows[pair[0]]))
+    computed = model.computed
+    assert computed <= 1
+    model.answer(_task(rows[pair[1]]))
+    assert model.computed == computed  # the MCQ row's features came from the cache
+    if model._writer is not None:
+        model._writer.flush()
+    again = classical.build(str(out))
+    again.answer(_task(rows[pair[1]]))
+    assert again.computed == 0
+
+
+def test_all_channel_windows_widen_the_core_run_to_its_flanks():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(0, 1, 4000)
+    x[1000:1300] = 3.0  # an event: flanks at 3 sigma
+    x[1120:1160] = 8.0  # its peak: the only part past 4 sigma (the window before: 1120-1160)
+    start, end = classical.widened_run(x)
+    assert 980 <= start <= 1000 and 1300 <= end <= 1320
+    assert classical.widened_run(np.zeros(100)) is None  # nothing past 4 sigma: no run
+    long = np.zeros(50_000)
+    long[20_000:22_000] = 3.0
+    long[20_900:21_100] = 9.0
+    start, end = classical.widened_run(long + rng.normal(0, 0.5, 50_000))  # decimated: mapped back by the stride
+    assert abs(start - 20_000) <= 8 and abs(end - 22_000) <= 8
+
+
+def test_training_progress_in_a_log_weighs_rows_by_cost():
+    from tsbench.cli.train import LogProgress
+
+    lines: list[str] = []
+    now = [0.0]
+    log = LogProgress(lines.append, step=0.25, every=1e9, clock=lambda: now[0])
+    costs = [16 * 131_072] + [131_072] * 4  # one 16-channel row, four single-channel rows
+    total, done = sum(costs), 0
+    log("features", 0, total)
+    for cost in costs:
+        now[0] += cost / 1e5  # time goes with the cost
+        done += cost
+        log("features", done, total)
+    assert lines[0].startswith("features:   0.0% done") and "ETA ?" in lines[0]
+    assert "80.0% done" in lines[1] and "ETA 0m05s" in lines[1]  # the big row is 80 % of the work
+    assert lines[-1].startswith("features: 100.0% done") and len(lines) == 3

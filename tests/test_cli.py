@@ -293,8 +293,13 @@ def test_classical_baseline_and_detector_through_eval(tmp_path):
     update_manifest(cfg, tmp_path / "data", entries)
     data = tmp_path / "data" / "seed42"
     model_dir = tmp_path / "models" / "classical"
-    res = run("sft-baseline", "--model", "classical", "--data", str(data), "--out", str(model_dir))
+    res = run(
+        "sft-baseline", "--model", "classical", "--data", str(data), "--out", str(model_dir), "--train-rows", "80"
+    )
     assert res.returncode == 0, res.stderr[-3000:]
+    # stderr is no terminal here: progress comes as log lines with an ETA, features weighted by cost
+    assert "features: 100.0% done" in res.stderr and "ETA" in res.stderr
+    assert json.loads((model_dir / "meta.json").read_text())["training"]["train_rows_limit"] == 80
     for model in (f"classical/{model_dir}", "detector/default"):
         out = tmp_path / model.replace("/", "_")
         res = run("eval", "--model", model, "--data", str(data), "--limit-per-category", "1", "--out", str(out))

@@ -97,3 +97,47 @@ def test_an_unusable_answer_counts_at_the_cap():
     assert aggregate_rcrps([0.5, None], [1.0, 1.0]) == pytest.approx(2.75)
     assert aggregate_rcrps([7.0, 1.0], [task_weight("1/3"), task_weight("1")]) == pytest.approx((5 / 3 + 1) / (4 / 3))
     assert aggregate_rcrps([], []) is None
+
+
+def _number(value) -> float:
+    return float(value)  # "NaN", "Infinity" and numbers alike
+
+
+def _same(ours: float, official: float) -> bool:
+    return (math.isnan(ours) and math.isnan(official)) or ours == official or close(ours, official)
+
+
+def test_zero_scaling_and_nan_metrics_are_cik_s_and_make_the_aggregate_nan():
+    """metric_scaling 0 (NaN with an absent constraint, 0 with finite ones), inf samples, and aggregates
+    holding a NaN metric (NaN, never capped); one sample is the documented difference."""
+    golden = load("nan_and_zero_scaling.json.xz")
+    cases, metrics, mismatches = golden["cases"], [], []
+    for index, case in enumerate(cases):
+        case = {**case, "samples": [[_number(v) for v in row] for row in case["samples"]]}
+        got = ours(case).rcrps
+        metrics.append(got)
+        official = _number(case["official"]["metric"])
+        if case["kind"] == "one_sample":  # CiK's estimator divides by n (n - 1): NaN; here |x - y|
+            assert math.isnan(official) and math.isfinite(got)
+            metrics[-1] = official  # the aggregates below hold the official value for these
+        elif not _same(got, official):
+            mismatches.append((index, case["kind"], got, official))
+    assert not mismatches, mismatches[:5]
+    kinds = {c["kind"] for c in cases if math.isnan(_number(c["official"]["metric"]))}
+    assert kinds == {"scaling_zero", "inf_sample", "one_sample"}
+    for agg in golden["aggregates"]:
+        values = [metrics[m] for m in agg["instances"]]
+        weights = [task_weight(w) for w in agg["weights"]]
+        for got in (aggregate_rcrps(values, weights), RCRPS_AGGREGATE.value(values, weights)):
+            assert _same(got, _number(agg["official_mean"])), agg
+    assert sum(math.isnan(_number(a["official_mean"])) for a in golden["aggregates"]) == 90
+
+
+def test_a_zero_scaled_forecast_is_scored_and_its_nan_reaches_the_table():
+    from tsbench.tasks.cik.taskset import score_forecast
+
+    gold = {"target": [1.0, 2.0, 3.0], "scaling": 0.0, "constraints": {}, "weight": 1.0, "answer_format": "quantiles"}
+    scored = score_forecast(gold, '```json\n{"forecast": [1, 2, 3]}\n```')
+    assert scored.valid and math.isnan(scored.metrics["rcrps"]) and "NaN" in scored.parsed["note"]
+    assert math.isnan(RCRPS_AGGREGATE.value([scored.metrics["rcrps"], 0.5], [1.0, 1.0]))
+    assert RCRPS_AGGREGATE.value([None, 0.5], [1.0, 1.0]) == pytest.approx(2.75)  # unusable: still 5

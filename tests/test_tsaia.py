@@ -233,3 +233,26 @@ def test_unconverted_or_foreign_folders_are_refused(tmp_path):
     (tmp_path / "conversion.json").write_text('{"converted": "something else"}')
     with pytest.raises(UserError, match="convert again"):
         tsaia_reader.read_tables(tmp_path)
+
+
+def test_score_out_writes_answers_of_every_type_side_by_side(converted, tmp_path, cli):
+    """`{"answer": "A"}` beside `{"answer": 1}` (and floats, booleans, null, lists, objects): the scores
+    file is written, each parsed answer as JSON text (pyarrow refused the mixed column before)."""
+    manifest, _ = converted
+    code, _, err = cli("generate", "--family", "tsaia", "--path", str(manifest.parent), "--out", str(tmp_path / "g"))
+    assert code == 0, err
+    data = next((tmp_path / "g").rglob("test.parquet"))
+    rows = get_taskset("tsaia").index([data], {})
+    values = ["A", 1, 2.5, True, None, [1, "B"], {"x": 1}, "B"]
+    with (tmp_path / "r.jsonl").open("w") as handle:
+        for number, rid in enumerate(rows["id"]):
+            handle.write(
+                json.dumps({"id": rid, "response": json.dumps({"answer": values[number % len(values)]})}) + "\n"
+            )
+    out = tmp_path / "scores.parquet"
+    code, _, err = cli("score", "--data", str(data), "--responses", str(tmp_path / "r.jsonl"), "--out", str(out))
+    assert code == 0 and "Traceback" not in err, err
+    table = pd.read_parquet(out)
+    parsed = [None if pd.isna(cell) else json.loads(cell) for cell in table["parsed_answer"]]
+    assert parsed == [values[n % len(values)] for n in range(len(rows))]
+    assert all(json.loads(g) in {"A", "B", "C", "D"} for g in table["gold_answer"])

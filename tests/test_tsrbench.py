@@ -4,6 +4,7 @@ files written here in the published layouts (both sets of file names)."""
 from __future__ import annotations
 
 import json
+import lzma
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ from tsbench.tasks.base import SampleRef
 from tsbench.tasks.timeclaw_protocol import mc_letter, split_train_test, subsample
 from tsbench.tasks.tsrbench import official
 from tsbench.tasks.tsrbench import reader as tsr
+from tsbench.tasks.tsrbench import taskset as tsr_taskset
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -36,10 +38,30 @@ def test_evaluate_mcq_reproduces_every_official_vector():
     assert mismatches == []
 
 
+def test_literals_combined_by_operators_score_as_the_official_eval():
+    """6,000 replies (hand-written and fuzzed) of constants under every operator: % / // ** | << + * ..."""
+    text = lzma.decompress((GOLDEN / "tsrbench" / "operators.jsonl.xz").read_bytes()).decode()
+    rows = [json.loads(line) for line in text.splitlines()]
+    assert len(rows) == 6000 and sum(r["direct"] == 1.0 for r in rows) > 250
+    assert [r for r in rows if official.evaluate_mcq(r["label"], r["reply"]) != r["direct"]] == []
+    assert official.evaluate_mcq("A", "{'answer': '%s' % 'A'}") == 1.0
+
+
 def test_replies_that_are_code_are_not_run():
     """eval() runs these; the parser calls them unreadable (the documented difference)."""
-    for row in _lines(GOLDEN / "tsrbench" / "runs_code.jsonl"):
+    rows = _lines(GOLDEN / "tsrbench" / "runs_code.jsonl")
+    assert len(rows) >= 15
+    for row in rows:
         assert official.evaluate_mcq(row["label"], row["reply"]) is None
+
+
+def test_values_eval_would_build_without_bound_are_refused_before_they_are_built():
+    """`'a' * 10**9`, `2 ** 10**9`, a width of 10**12: refused (a computed one would stall this test)."""
+    for row in _lines(GOLDEN / "tsrbench" / "too_large.jsonl"):
+        with pytest.raises(official.TooLarge):
+            official.python_literal(row["reply"])
+        assert official.evaluate_mcq(row["label"], row["reply"]) is None
+    assert official.evaluate_mcq("A", "{'answer': 'A', 'pad': 'a' * 10 ** 6}") == 1.0  # under the bound: read
 
 
 def test_timeclaw_letter_parser_and_split_reproduce_timeclaw():
@@ -214,3 +236,26 @@ def test_results_json_gives_the_official_accuracy_beside_the_row_score():
     cell = task_results(samples, "tsrbench", family.columns())["tsrbench/causal_reasoning"]
     assert cell["primary"] == "official_accuracy" and cell["official_accuracy"] == pytest.approx(2 / 3)
     assert cell["official_accuracy_n"] == 3 and cell["n"] == 4 and cell["score"] == 0.5
+
+
+def test_timeclaw_option_count_and_accuracy_reproduce_timeclaw(tmp_path):
+    """`choices` as a list, a JSON string of one (decoded, as TimeClaw does), a dict, broken JSON, a number,
+    missing, nested (abductive): the letters TimeClaw allows and its accuracy on each record."""
+    golden = json.loads(lzma.decompress((GOLDEN / "timeclaw" / "tsrbench_options.json.xz").read_bytes()))
+    for relative, lines in golden["files"].items():
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text("\n".join(lines) + "\n")
+    items, _ = tsr.read_items(tmp_path)
+    by_line = {(item.group, int(item.key.rsplit("-", 1)[1])): item for item in items}
+    checked = 0
+    for vector in golden["records"]:
+        item = by_line.get((vector["subtask"], vector["line"]))
+        if item is None:  # tsbench cannot list this record's options: not an item
+            continue
+        assert item.timeclaw_options == vector["n_opts"], vector
+        gold = tsr_taskset.to_row(item, "test", 0).gold
+        for case in vector["replies"]:
+            scored = tsr_taskset.score_reply(gold, case["reply"])
+            assert scored.metrics["timeclaw_accuracy"] == float(case["correct"]), (vector, case)
+        checked += 1
+    assert checked > 150 and {v["n_opts"] for v in golden["records"]} >= {0, 1, 2, 5, 7}

@@ -17,8 +17,11 @@ coarse row reuses its precise source's features and re-fitting the heads never r
 
 from __future__ import annotations
 
+import atexit
 import json
 import math
+import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -29,7 +32,15 @@ import numpy as np
 from tsbench.baselines import decode
 from tsbench.baselines import features as F
 from tsbench.baselines.direct_policy import DirectPolicy
-from tsbench.baselines.feature_cache import RowFeatures, compute_row, extract_features, signal_key
+from tsbench.baselines.feature_cache import (
+    CacheWriter,
+    RowFeatures,
+    compute_row,
+    extract_features,
+    load_cache,
+    signal_key,
+    values_key,
+)
 from tsbench.core.episode import EpisodeTask
 from tsbench.core.extras import check
 from tsbench.tasks.anomalyxl import labels as lb
@@ -54,6 +65,7 @@ XGB_PARAMS = dict(
 )
 N_ROUNDS = 300
 FALLBACK_WIDTH = 64  # samples: the window given to a flagged channel that has no |z| > 4 run
+CORE_Z, EDGE_Z = 4.0, 2.0  # localize_all_channels: the longest |z| > 4 run, widened while |z| > 2
 
 # ---------------------------------------------------------------------------------------------
 # Training tables: one (X, y) per head, from the light columns of the data files
@@ -72,13 +84,18 @@ class Example:
     feats: RowFeatures
 
 
-def load_examples(paths: Iterable[Path], cache: dict[str, RowFeatures]) -> list[Example]:
+def load_examples(
+    paths: Iterable[Path], cache: dict[str, RowFeatures], ids: dict[Path, set[str]] | None = None
+) -> list[Example]:
     from tsbench.tasks.anomalyxl.rows import read_index
 
     out = []
     for path in paths:
         index = read_index(path)
+        allowed = None if ids is None else ids.get(Path(path), set())
         for rec in index.itertuples(index=False):
+            if allowed is not None and rec.id not in allowed:
+                continue
             key = signal_key(json.loads(rec.plan))
             out.append(
                 Example(
@@ -279,6 +296,27 @@ def _raw_index(frac: float, length: int) -> float:
     return round(min(max(frac, 0.0), 1.0) * n) * stride
 
 
+def widened_run(channel: np.ndarray, core: float = CORE_Z, edge: float = EDGE_Z) -> tuple[int, int] | None:
+    """Raw (start, end) of a channel's longest |z| > core run on the decimated series, widened on both
+    sides while |z| > edge (None when no point passes `core`).
+
+    Appendix B reads localize-all-channels intervals "off the longest positive run" without naming
+    the threshold; the |z| > 4 run alone is the peak of an event (median 17 decimated samples against
+    a gold median of 163), so the run is grown to the event's flanks, as a hysteresis threshold does.
+    """
+    x, stride = F.decimate(np.asarray(channel, dtype=np.float64))
+    if not len(x):
+        return None
+    z = np.abs(F.robust_z(x))
+    starts, ends = F.runs(z > core)
+    if not len(starts):
+        return None
+    longest = int(np.argmax(ends - starts))
+    flank_starts, flank_ends = F.runs(z > edge)  # the |z| > edge run that holds the core
+    i = int(np.searchsorted(flank_starts, starts[longest], side="right")) - 1
+    return int(flank_starts[i]) * stride, min(int(flank_ends[i]) * stride, len(channel))
+
+
 class ClassicalPredictor:
     """Answers any AnomalyXL question from its features with the fitted heads."""
 
@@ -302,9 +340,16 @@ class ClassicalPredictor:
         return s, e
 
     def answer(
-        self, category: str, length: int, channel_names: list[str], options: list[str], feats: RowFeatures
+        self,
+        category: str,
+        length: int,
+        channel_names: list[str],
+        options: list[str],
+        feats: RowFeatures,
+        values: list[np.ndarray] | None = None,
     ) -> dict:
-        """The decoded answer object (precise schema, or {"answer": option})."""
+        """The decoded answer object (precise schema, or {"answer": option}). With the row's `values`,
+        localize-all-channels windows are widened (`widened_run`); without, the |z| > 4 run as stored."""
         ex = Example(category, length, channel_names, options, {}, feats)
         q = feats.question()
         c, L = category, length
@@ -328,7 +373,10 @@ class ClassicalPredictor:
             events = []
             for i in flagged:
                 row = dict(zip(F.CHANNEL_FEATURES, feats.matrix[i]))
-                if row["run_start"] >= 0:  # the longest |z| > 4 run
+                widened = widened_run(values[i]) if values is not None else None
+                if widened is not None:
+                    s, e = widened
+                elif row["run_start"] >= 0:  # the longest |z| > 4 run
                     s, e = _raw_index(row["run_start"], L), _raw_index(row["run_end"], L)
                 else:
                     centre = _raw_index(row["argmax_abs_z"], L)
@@ -367,6 +415,48 @@ def data_files(data_dir: Path, splits: Iterable[str] = SPLITS) -> list[Path]:
     return found
 
 
+def limited_rows(files: list[Path], train_rows: int) -> dict[Path, set[str]]:
+    """The rows a training limit keeps: `train_rows` train-precise rows taken round-robin over the
+    categories (each category's rows in a fixed hashed order), the train-coarse rows projected from
+    those signals, and every validation row."""
+    from tsbench.tasks.anomalyxl.rows import read_index
+
+    keep: dict[Path, set[str]] = {}
+    chosen: set[str] = set()
+    precise = [p for p in files if p.name == "train-precise.parquet"]
+    for path in precise:
+        index = read_index(path)
+        order = sorted(zip(index["category"], index["id"], index["plan"]), key=lambda r: (r[0], _hashed(r[1])))
+        by_category: dict[str, list] = {}
+        for category, rid, plan in order:
+            by_category.setdefault(category, []).append((rid, plan))
+        picked: list = []
+        queues = [list(reversed(rows)) for _, rows in sorted(by_category.items())]
+        while len(picked) < train_rows and any(queues):
+            for queue in queues:
+                if queue and len(picked) < train_rows:
+                    picked.append(queue.pop())
+        keep[path] = {rid for rid, _ in picked}
+        chosen |= {signal_key(json.loads(plan)) for _, plan in picked}
+    for path in files:
+        if path in keep:
+            continue
+        index = read_index(path)
+        if path.name.startswith("train-"):
+            keep[path] = {
+                rid for rid, plan in zip(index["id"], index["plan"]) if signal_key(json.loads(plan)) in chosen
+            }
+        else:
+            keep[path] = set(index["id"])
+    return keep
+
+
+def _hashed(text: str) -> str:
+    import hashlib
+
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
 def train_classical(
     data_dir: Path,
     out: Path,
@@ -375,21 +465,24 @@ def train_classical(
     seed: int = 42,
     workers: int = 2,
     splits: Iterable[str] = SPLITS,
+    train_rows: int | None = None,
 ) -> dict:
     """Fit every head on the train + val splits of `data_dir` (both regimes) and save them to `out`.
 
     Features are cached per row under `out/features/`, so a second call only re-fits the heads.
-    `progress(what, done, total)` is called as rows are featurised ("features") and heads fitted
-    ("heads"). Returns a summary: rows, head count, seconds per stage.
+    `progress(what, done, total)` is called as rows are featurised ("features", in channel-samples)
+    and heads fitted ("heads"). `train_rows`: that many train-precise rows (`limited_rows`), the MCQ
+    rows of their signals, all validation rows. Returns a summary: rows, head count, seconds per stage.
     """
     check(*CLASSICAL_PACKAGES, extra="classical")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     files = data_files(data_dir, splits)
+    ids = limited_rows(files, train_rows) if train_rows is not None else None
     started = time.perf_counter()
-    cache = extract_features(files, out / "features", workers=workers, progress=progress)
+    cache = extract_features(files, out / "features", workers=workers, progress=progress, ids=ids)
     feature_s = time.perf_counter() - started
-    examples = load_examples(files, cache)
+    examples = load_examples(files, cache, ids)
     started = time.perf_counter()
     heads = fit_heads(examples, seed=seed, progress=progress)
     heads_s = time.perf_counter() - started
@@ -401,6 +494,8 @@ def train_classical(
         "files": [p.name for p in files],
         "rows": len(examples),
         "rows_by_category": counts,
+        "train_rows_limit": train_rows,
+        "workers": workers,
         "heads": len(heads),
         "seed": seed,
         "feature_seconds": round(feature_s, 2),
@@ -426,22 +521,54 @@ class ClassicalModel(DirectPolicy):
         heads, self.meta = load_heads(self.path)
         self.predictor = ClassicalPredictor(heads)
         self._warm = False
+        self._cache: dict[str, RowFeatures] | None = None  # the model's feature cache, read on first use
+        self._writer: CacheWriter | None = None
+        self._lock = threading.Lock()
+        self.computed = 0  # rows whose features this model computed (the rest came from the cache)
 
     def features(self, task: EpisodeTask) -> RowFeatures:
+        """The row's features from the model's cache (an MCQ row shares its precise source's series, a
+        second eval finds the first's), computed and added to it otherwise."""
         if task.values is None:
             raise ValueError("the classical baseline needs the task's series")
+        key = values_key(task.values, list(task.channel_names))
+        with self._lock:
+            if self._cache is None:
+                self._cache = load_cache(self.path / "features")
+            found = self._cache.get(key)
+        if found is not None:
+            return found
         if not self._warm:
             F.warm_up()
             self._warm = True
         values = [np.asarray(v, dtype=np.float64) for v in task.values]
-        feats, _ = compute_row(values, list(task.channel_names))
+        feats, seconds = compute_row(values, list(task.channel_names))
+        with self._lock:
+            self._cache[key] = feats
+            self.computed += 1
+            if self._writer is None and os.access(self.path, os.W_OK):
+                self._writer = CacheWriter(self.path / "features")
+                atexit.register(_flush_quietly, self._writer)  # the last part, when the eval's process ends
+            if self._writer is not None:
+                try:
+                    self._writer.add(key, task.length, feats, seconds)
+                except OSError:  # the cache is a saving, never a reason for an episode to fail
+                    self._writer = None
         return feats
 
     def answer(self, task: EpisodeTask) -> str:
+        values = [np.asarray(v, dtype=np.float64) for v in task.values] if task.values is not None else None
         answer = self.predictor.answer(
-            task.category, task.length, list(task.channel_names), list(task.options), self.features(task)
+            task.category, task.length, list(task.channel_names), list(task.options), self.features(task), values
         )
         return decode.answer_text(answer)
+
+
+def _flush_quietly(writer: CacheWriter) -> None:
+    try:
+        writer.flush()
+    except OSError:  # the model folder went away before the process ended: nothing to keep
+        pass
 
 
 def build(path: str) -> ClassicalModel:

@@ -186,7 +186,11 @@ def _predicted_answer(run: Path, row_id: str) -> Any:
 def score(
     data: Path = typer.Option(..., help="A generated parquet file."),
     responses: Path = typer.Option(..., help='JSONL with one {"id": ..., "response": ...} per line.'),
-    out: Optional[Path] = typer.Option(None, help="Write per-row scores and metrics to this parquet file."),
+    out: Optional[Path] = typer.Option(
+        None,
+        help="Write per-row scores and metrics to this parquet file (parsed_answer and gold_answer as JSON "
+        "text, as in samples.parquet: answers of any type side by side).",
+    ),
 ) -> None:
     """Score your own predictions against a generated file and print per-category means."""
     import pandas as pd
@@ -205,11 +209,12 @@ def score(
         raise UserError(
             f"none of the {len(given_responses)} response ids in {responses} is a row of {data}: wrong --data file?"
         )
-    rows = []
+    rows, answers = [], []  # answers: (parsed, gold) as the scorer gave them, before pandas infers a type
     for rec in index.itertuples():
         gold = json.loads(rec.gold)
         response = given_responses.get(rec.id)
         scored = taskset.score(rec.category, gold, response if response is not None else "")
+        answers.append((_answer_of(scored.parsed), gold.get("answer") if isinstance(gold, dict) else None))
         rows.append(
             {
                 "id": rec.id,
@@ -252,15 +257,32 @@ def score(
     )
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        df.to_parquet(out, index=False)
+        score_table(df, answers).to_parquet(out, index=False)
         console.print(f"wrote {out}")
 
 
+def _answer_of(parsed):
+    return parsed if isinstance(parsed, str) else parsed.get("answer") if isinstance(parsed, dict) else None
+
+
 def _answer_cell(parsed):
-    """The parsed answer as one parquet cell: an object or list as JSON text (a column of `{}`
-    answers has no struct type pyarrow can write), a label or number as is."""
-    answer = parsed if isinstance(parsed, str) else parsed.get("answer") if isinstance(parsed, dict) else None
+    """The answer a scorer read, for the table: a label or number as is, an object or list as JSON text."""
+    answer = _answer_of(parsed)
     return json.dumps(answer, ensure_ascii=False, default=str) if isinstance(answer, (dict, list)) else answer
+
+
+def score_table(df, answers: list[tuple]):
+    """The --out table: the answers (parsed, gold per row) as JSON text (null where none), whatever mix
+    of text, numbers, booleans, lists and objects the rows hold (one parquet column has one type: "A"
+    beside 1 stopped the write with a pyarrow error)."""
+    table = df.copy()
+    table["parsed_answer"] = [_json_cell(parsed) for parsed, _ in answers]
+    table["gold_answer"] = [_json_cell(gold) for _, gold in answers]
+    return table
+
+
+def _json_cell(value) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _response_text(value) -> str:

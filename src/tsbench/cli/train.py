@@ -53,10 +53,13 @@ def sft_baseline(
     data = split_list(data) if data else None
     seed = convert(spec_map(SFTConfig)["seed"], flags["seed"]) if "seed" in flags else 42
     if model == "classical":
+        spec = spec_map(SFTConfig)
         _train_classical(
             Path(data[0]) if data else Path("data/anomalyxl") / "seed42",
             Path(out) if out else Path("models/classical"),
             seed,
+            workers=convert(spec["workers"], flags["workers"]) if "workers" in flags else 2,
+            train_rows=convert(spec["train_rows"], flags["train_rows"]) if "train_rows" in flags else None,
         )
         return
     check(*TRAIN_PACKAGES, extra="train", what="sft-baseline of a language model")
@@ -82,30 +85,74 @@ def sft_baseline(
     console.print(f"wrote {path}  (evaluate: tsbench eval --model {hint})")
 
 
-def _train_classical(data_dir: Path, out: Path, seed: int) -> None:
+def _train_classical(data_dir: Path, out: Path, seed: int, *, workers: int = 2, train_rows: int | None = None) -> None:
+    from contextlib import nullcontext
+
     from tsbench.baselines.classical import train_classical
 
     if not data_dir.is_dir():
         raise UserError(f"no dataset at {data_dir} (create it with: tsbench generate --split all)")
-    bars = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=err_console,
-    )
-    tasks: dict[str, int] = {}
+    if err_console.is_terminal:
+        bars = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TextColumn("{task.percentage:>3.0f}%"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=err_console,
+        )
+        tasks: dict[str, int] = {}
 
-    def progress(what: str, done: int, total: int) -> None:
-        if what not in tasks:
-            tasks[what] = bars.add_task(what, total=total)
-        bars.update(tasks[what], completed=done, total=total)
+        def progress(what: str, done: int, total: int) -> None:
+            if what not in tasks:
+                tasks[what] = bars.add_task(what, total=total)
+            bars.update(tasks[what], completed=done, total=total)
 
-    with bars:
-        report = train_classical(data_dir, out, progress, seed=seed)
+        shown = bars
+    else:  # a log file: a line per 5 % or per minute, with the ETA
+        progress, shown = (
+            LogProgress(lambda line: err_console.print(line, markup=False, highlight=False)),
+            nullcontext(),
+        )
+    with shown:
+        report = train_classical(data_dir, out, progress, seed=seed, workers=workers, train_rows=train_rows)
     console.print(report)
     console.print(f"wrote {out}  (evaluate: tsbench eval --model classical/{out})")
+
+
+class LogProgress:
+    """Progress as lines for a log (stderr not a terminal): each stage's share done, elapsed and ETA,
+    a line per `step` of the total or per `every` seconds, and one at the end. The ETA assumes the
+    rest goes at the rate so far, in the units the stage counts (features: channel-samples)."""
+
+    def __init__(self, write, step: float = 0.05, every: float = 60.0, clock=None):
+        import time
+
+        self.write, self.step, self.every = write, step, every
+        self.clock = clock or time.monotonic
+        self.stages: dict[str, tuple[float, float, float]] = {}  # what -> (started, last share, last time)
+
+    def __call__(self, what: str, done: int, total: int) -> None:
+        now = self.clock()
+        if what not in self.stages:
+            self.stages[what] = (now, -1.0, now)
+        started, shown, at = self.stages[what]
+        share = 1.0 if not total else done / total
+        if share < 1.0 and share - shown < self.step and now - at < self.every:
+            return
+        if shown >= 1.0:
+            return
+        elapsed = now - started
+        eta = "?" if share <= 0 else _clock_text(elapsed * (1 - share) / share)
+        self.write(f"{what}: {share:6.1%} done, {_clock_text(elapsed)} elapsed, ETA {eta}")
+        self.stages[what] = (started, share, now)
+
+
+def _clock_text(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return (
+        f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+    )
 
 
 @settings_options(GRPOConfig)

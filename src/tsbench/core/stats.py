@@ -104,12 +104,16 @@ def weighted_capped_mean(
     weights: Sequence[float] | None = None,
     cap: float | None = None,
     missing: float | None = None,
+    nan_propagates: bool = False,
 ) -> float | None:
-    """sum_i w_i * min(v_i, cap) / sum_i w_i (CiK's `compute_all_rcprs`); a None or NaN value counts
-    as `missing`, or is left out when `missing` is None. None when nothing is left."""
+    """sum_i w_i * min(v_i, cap) / sum_i w_i (CiK's `compute_all_rcprs`); a None value counts as
+    `missing`, or is left out when `missing` is None. A NaN value counts as None, or with
+    `nan_propagates` makes the mean NaN (CiK's code: NaN is never capped). None when nothing is left."""
     pairs = []
     for index, value in enumerate(values):
         weight = 1.0 if weights is None else float(weights[index])
+        if nan_propagates and value is not None and math.isnan(value):
+            return math.nan
         if value is None or math.isnan(value):
             if missing is None:
                 continue

@@ -80,6 +80,7 @@ class Aggregate:
     unusable: float | None = None  # what a scored row without the metric (no usable answer) counts as
     lower_is_better: bool = False
     protocol: str = ""  # one line naming the rule, shown beside the numbers
+    nan_propagates: bool = False  # a NaN metric makes the number NaN (CiK's code), not an unusable row
 
     def inputs(self, metrics: Iterable[Any], attributes: Iterable[Any], metric: str) -> tuple[list, list[float]]:
         """(each scored row's metric or None, its weight) from the rows' metrics and attributes
@@ -91,13 +92,15 @@ class Aggregate:
 
     def value(self, values: Sequence[float | None], weights: Sequence[float]) -> float | None:
         """The column's number: the weighted mean of the capped values, unusable rows at `unusable`."""
-        return weighted_capped_mean(values, weights, self.cap, self.unusable)
+        return weighted_capped_mean(values, weights, self.cap, self.unusable, self.nan_propagates)
 
     def filled(self, values: Sequence[float | None]) -> list[float | None]:
         """The values as the mean counts them: capped, an unusable row at `unusable` (None: left out)."""
         out = []
         for value in values:
-            if value is None or (isinstance(value, float) and math.isnan(value)):
+            if self.nan_propagates and isinstance(value, float) and math.isnan(value):
+                out.append(math.nan)
+            elif value is None or (isinstance(value, float) and math.isnan(value)):
                 out.append(self.unusable)
             else:
                 out.append(min(float(value), self.cap) if self.cap is not None else float(value))

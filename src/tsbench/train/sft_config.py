@@ -70,6 +70,7 @@ class SFTConfig:
         None, "Training rows, spread round-robin over categories [all; the paper: ~5,000].", ge=1
     )
     min_score: float = setting(0.5, "rlm-trajectories: keep episodes scoring at least this.")
+    workers: int = setting(2, "--model classical: feature-extraction processes (1: in this process).", ge=1)
     include_test_split: bool = setting(
         False, "rlm-trajectories: allow episodes on test rows (contaminates the benchmark)."
     )

@@ -18,11 +18,13 @@ RCRPS follows Context-is-Key (Williams et al., 2025) as its evaluator defines it
 * scaling is 1 / (mean over the task's instances of max(target) - min(target)); CiK publishes it
   per instance (`metric_scaling`), which the scorer reads.
 * one sample (a point forecast): its CRPS is the absolute error (CiK's estimator divides by
-  n (n - 1) and gives NaN there, which its aggregation counts at the cap).
+  n (n - 1) and gives NaN there, which makes its aggregate NaN); a scaling of 0 gives NaN as in
+  CiK's code (0 times an absent constraint's infinite threshold) unless every constraint is finite.
 
 The aggregate over instances is CiK's `compute_all_rcprs`: each instance's RCRPS capped at 5, the
 mean weighted by the task weights (a weight 1/k shares one task's weight among k variants); an
-instance without a usable forecast counts at the cap, as CiK counts a missing one.
+instance without a usable forecast counts at the cap, as CiK counts a missing one; a NaN RCRPS is
+not capped (NaN >= 5 is false) and makes the aggregate NaN, as in CiK's code.
 
 sMAPE is in percent, as TimeClaw's code computes it (the numbers of its tables): 100 * mean of
 2|y - yhat| / (|y| + |yhat| + 1e-8), NaN when the lengths differ; an unusable answer counts 200 in
@@ -92,23 +94,26 @@ def crps_per_step(target: np.ndarray, samples: np.ndarray) -> np.ndarray:
     ordered = np.sort(samples, axis=0)
     # sum over ordered pairs i != j of |x_i - x_j| = 2 * sum_k (2k - n + 1) x_(k), k = 0..n-1
     weights = (2.0 * np.arange(n) - n + 1.0)[:, None]
-    pair_sum = 2.0 * (weights * ordered).sum(axis=0)
-    spread = pair_sum / (n * (n - 1))
-    return accuracy - 0.5 * spread
+    with np.errstate(invalid="ignore"):  # inf - inf where a sample is infinite: NaN, as CiK's
+        pair_sum = 2.0 * (weights * ordered).sum(axis=0)
+        return accuracy - 0.5 * pair_sum / (n * (n - 1))
 
 
 def violation(samples: np.ndarray, constraints: Constraints, scaling: float) -> np.ndarray:
-    """v(X) per sample (n,), >= 0, in scaled units; the constraint kinds add up."""
+    """v(X) per sample (n,), >= 0, in scaled units; the constraint kinds add up. As CiK's code computes
+    it: an absent minimum or maximum is -inf / +inf (the Hugging Face release stores them so) and the
+    scaled threshold minus the scaled samples is clipped, so a scaling of 0 gives 0 * inf = NaN there."""
     samples = np.asarray(samples, dtype=np.float64)
-    total = np.zeros(samples.shape[0])
-    if constraints.maximum is not None:
-        total += (scaling * (samples - constraints.maximum)).clip(min=0).mean(axis=1)
-    if constraints.minimum is not None:
-        total += (scaling * (constraints.minimum - samples)).clip(min=0).mean(axis=1)
-    if constraints.variable_max_index:
-        index = np.asarray(constraints.variable_max_index, dtype=int)
-        limits = np.asarray(constraints.variable_max_values, dtype=np.float64)
-        total += (scaling * (samples[:, index] - limits[None, :])).clip(min=0).mean(axis=1)
+    lowest = -math.inf if constraints.minimum is None else constraints.minimum
+    highest = math.inf if constraints.maximum is None else constraints.maximum
+    with np.errstate(invalid="ignore", over="ignore"):
+        scaled = scaling * samples
+        total = (scaling * lowest - scaled).clip(min=0).mean(axis=1)
+        total = total + (scaled - scaling * highest).clip(min=0).mean(axis=1)
+        if constraints.variable_max_index:
+            index = np.asarray(constraints.variable_max_index, dtype=int)
+            limits = scaling * np.asarray(constraints.variable_max_values, dtype=np.float64)
+            total = total + (scaled[:, index] - limits[None, :]).clip(min=0).mean(axis=1)
     return total
 
 
@@ -143,13 +148,11 @@ def rcrps(
         roi_part, rest_part = float(steps[mask].mean()), float(steps[~mask].mean())
         weighted = roi_weight * roi_part + (1.0 - roi_weight) * rest_part
         n_roi = int(mask.sum())
-    if constraints is not None and constraints.any:
-        amount = violation(samples, constraints, scaling)
+    amount = violation(samples, constraints or Constraints(), scaling)  # absent ones too: CiK's NaN at scaling 0
+    with np.errstate(invalid="ignore"):
         penalty = float(crps_per_step(np.zeros(1), (violation_factor * amount)[:, None])[0])
-    else:
-        amount, penalty = np.zeros(samples.shape[0]), 0.0
     return RCRPSResult(
-        rcrps=scaling * weighted + penalty,
+        rcrps=scaling * weighted + penalty,  # NaN where CiK's is NaN (scaling 0, a NaN or inf sample)
         crps=scaling * weighted,
         roi_crps=scaling * roi_part,
         non_roi_crps=scaling * rest_part,
@@ -189,8 +192,8 @@ def aggregate_rcrps(
     values: Sequence[float | None], weights: Sequence[float] | None = None, cap: float = RCRPS_CAP
 ) -> float | None:
     """CiK's aggregate RCRPS (`compute_all_rcprs`): sum w * min(RCRPS, cap) / sum w, an instance
-    without a usable forecast (None) at the cap."""
-    return weighted_capped_mean(values, weights, cap=cap, missing=cap)
+    without a usable forecast (None) at the cap, a NaN RCRPS making it NaN."""
+    return weighted_capped_mean(values, weights, cap=cap, missing=cap, nan_propagates=True)
 
 
 def task_weight(text: Any) -> float:

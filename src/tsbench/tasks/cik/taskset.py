@@ -39,7 +39,8 @@ RCRPS_AGGREGATE = Aggregate(
     cap=RCRPS_CAP,
     unusable=RCRPS_CAP,
     lower_is_better=True,
-    protocol="CiK's aggregate: RCRPS capped at 5, weighted by task weight, an unusable answer at 5",
+    protocol="CiK's aggregate: RCRPS capped at 5, weighted by task weight, an unusable answer at 5, NaN if one is NaN",
+    nan_propagates=True,  # as CiK's compute_all_rcprs: NaN >= 5 is false, so a NaN is summed
 )
 
 
@@ -174,6 +175,9 @@ def score_forecast(gold: dict[str, Any], message: str) -> Scored:
         **({"levels": reading.levels} if reading.levels is not None else {}),
         **({"note": reading.note} if reading.note else {}),
     }
+    if np.isnan(result.rcrps):  # CiK's RCRPS is NaN (metric_scaling 0, an inf sample): the aggregate is NaN
+        parsed["note"] = "CiK's RCRPS is NaN here (metric_scaling 0 or a non-finite sample): the RCRPS aggregate is NaN"
+        return Scored(0.0, True, parsed, None, metrics)
     return Scored(1.0 / (1.0 + result.rcrps), True, parsed, None, metrics)
 
 

@@ -95,6 +95,7 @@ class Item:
     listed: bool = True  # the choices were a list (a dict's keys are its letters)
     context: dict[str, list] = field(default_factory=dict)  # abductive: history/future events and times
     history_length: int | None = None  # abductive: samples before the gap
+    timeclaw_options: int = 5  # how many letters TimeClaw's parser allows (timeclaw_option_count)
 
     @property
     def dimension(self) -> str:
@@ -119,6 +120,29 @@ def _choices(raw: Any) -> tuple[list[str], list[str]] | None:
     if isinstance(raw, list) and 0 < len(raw) <= len(LETTERS):
         return [str(c) for c in raw], list(LETTERS[: len(raw)])
     return None
+
+
+def _option_count(raw: Any) -> int:
+    """TimeClaw's count of a `choices` value (evaluation/tsrbench.py): a JSON string decoded first; a
+    list counts its items, anything else (a dict, a number, text that is no JSON, a missing value) 5."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except (ValueError, RecursionError):
+            raw = None
+    return len(raw) if isinstance(raw, list) else 5
+
+
+def timeclaw_option_count(record: dict[str, Any], group: str, column_in_file: bool) -> int:
+    """The option count TimeClaw gives a record: its top-level `choices`; abductive records without one
+    take their `multiple_choice_question`'s (`setdefault`), unless another record of the file has a
+    top-level `choices` (pandas then fills this one's with NaN, which counts 5)."""
+    if "choices" in record:
+        return _option_count(record["choices"])
+    nested = record.get("multiple_choice_question")
+    if group == "abductive_reasoning" and not column_in_file and isinstance(nested, dict):
+        return _option_count(nested.get("choices"))
+    return 5
 
 
 def _numbers(values: Any) -> list[float]:
@@ -163,6 +187,7 @@ def parse_item(record: Any, group: str, number: int) -> tuple[Item | None, str |
     """(item, None), or (None, why the record cannot be an item)."""
     if not isinstance(record, dict):
         return None, "not a JSON object"
+    original = record
     nested = record.get("multiple_choice_question")
     if isinstance(nested, dict):
         record = {**record, **{k: nested[k] for k in ("question", "choices", "answer") if k in nested}}
@@ -210,6 +235,7 @@ def parse_item(record: Any, group: str, number: int) -> tuple[Item | None, str |
         values=values,
         times=times,
         listed=isinstance(record.get("choices"), list),
+        timeclaw_options=timeclaw_option_count(original, group, column_in_file=False),
         context=context,
         history_length=history,
     )
@@ -245,10 +271,16 @@ def read_items(path: Path | UserFolder) -> tuple[list[Item], dict[str, int]]:
     items: list[Item] = []
     skipped: dict[str, int] = {}
     for group, file in sorted(subtask_files(folder).items()):
+        column, untold = False, []  # items whose record has no top-level `choices`
         for number, record in enumerate(folder.json_lines(file)):
+            column = column or (isinstance(record, dict) and "choices" in record)
             item, why = parse_item(record, group, number)
             if item is None:
                 skipped[f"{file.name}: {why}"] = skipped.get(f"{file.name}: {why}", 0) + 1
-            else:
-                items.append(item)
+                continue
+            items.append(item)
+            if "choices" not in record:
+                untold.append(item)
+        for item in untold if column else ():  # TimeClaw's pandas frame has the column: NaN here
+            item.timeclaw_options = 5
     return items, skipped

@@ -87,7 +87,7 @@ def to_row(item: reader.Item, split: str, seed: int) -> Row:
         if seconds is not None:
             meta["time_s"] = seconds
     gold = {"answer": item.answer, "label": item.label, "choices": item.choices, "letters": item.letters}
-    gold["timeclaw_options"] = len(item.choices) if item.listed else 5  # what TimeClaw's parser allows
+    gold["timeclaw_options"] = item.timeclaw_options  # what TimeClaw's parser allows
     return Row(
         id=item.key,
         split=split,
