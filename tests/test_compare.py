@@ -175,9 +175,18 @@ def test_leaderboard_paired_block_has_the_same_tests(two_runs, small_data):
     assert {info.data_hash for info in infos} == {manifest_split_hash(manifest, "test")}
 
 
-def test_compare_bad_input_is_one_line_and_exit_2(two_runs, cli, tmp_path):
+def test_compare_bad_input_is_one_line_and_exit_2(two_runs, small_data, cli, tmp_path):
+    import tsbench
+
     zscore, _ = two_runs
+    only = {
+        category: tsbench.evaluate(
+            "scripted/zscore", small_data, harness="single-pass-text", out=tmp_path / category, categories=[category]
+        )
+        for category in ("presence", "start_time")
+    }
     for args, message in [
+        ((only["presence"].run_dir, only["start_time"].run_dir), "no scored rows in common"),
         ((zscore.run_dir,), "at least two different runs"),
         ((zscore.run_dir, tmp_path / "missing"), "is not a run directory"),
         ((zscore.run_dir, zscore.run_dir), "at least two different runs"),
