@@ -9,7 +9,8 @@ it can be:
   information about which system is better and are left out, as McNemar does;
 - any other scores: a paired permutation test of the mean difference (each row's two scores are
   swapped or not, ``scipy.stats.permutation_test(permutation_type='samples')``), exact when the
-  ``2**n`` sign patterns are no more than the resamples asked for, else Monte Carlo with a seed.
+  ``2**n`` sign patterns are no more than the resamples asked for, else Monte Carlo with a seed
+  (whose two-sided p is never below 2 / (resamples + 1): 0.0002 at the default).
 
 Rows needed at 80 % power (``rows_needed``) is the normal approximation to the paired t-test
 sample size, using the observed mean ``d`` and standard deviation ``s`` of the row differences:
