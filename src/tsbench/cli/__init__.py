@@ -15,7 +15,7 @@ import typer
 from typer.core import TyperGroup
 
 from tsbench import __version__
-from tsbench.cli import convert, data, export, leaderboard, timeclaw, timesage
+from tsbench.cli import convert, data, export, leaderboard, research, timeclaw, timesage
 from tsbench.cli import eval as eval_commands
 from tsbench.cli.common import err_console
 from tsbench.core.errors import UserError
@@ -109,6 +109,8 @@ app.command()(data.score)
 app.command("eval")(eval_commands.eval_cmd)
 app.command()(eval_commands.show)
 app.command()(leaderboard.leaderboard)
+app.command()(research.compare)
+app.command()(research.contamination)
 app.command()(export.export)
 memory_app = typer.Typer(
     help="TimeClaw episodic memory banks.",
@@ -131,6 +133,8 @@ SHORT_HELP = {
     "show": "A run's rows, or one episode replayed (--id).",
     "leaderboard": "Tables, intervals and figures from any runs.",
     "export": "A run for inspect, Hugging Face or CSV.",
+    "compare": "Is run A better than B: paired tests, Holm, power.",
+    "contamination": "Published split vs a fresh one: memorised?",
     "sft-baseline": "Train the classical or an SFT baseline.",
     "train-grpo": "GRPO post-training on TRL.",
     "evolve": "Write tools from runs, verified in the sandbox.",

@@ -17,6 +17,7 @@ from .result import DASH, INCOMPLETE, LEGEND, LeaderboardResult, display_cell, d
 from .sections import (
     COST_INTRO,
     NO_CURVE,
+    PAIRED_INTRO,
     cost_section,
     curve_section,
     failure_section,
@@ -157,7 +158,7 @@ def _dataset(result: LeaderboardResult, dataset: str) -> str:
         return "".join(
             [
                 f'<section class="dataset" data-dataset="{escape(dataset)}">',
-                f"<h2>Dataset {escape(short_hash(dataset))}</h2><p>Runs: {escape(', '.join(names))}</p>",
+                f"<h2>Dataset {escape(short_hash(dataset))}</h2><p>Runs: {escape(', '.join(names))}; {escape(result.data_label(dataset))}</p>",
                 "<h3>Overall by tier</h3>",
                 _main_table(result, dataset),
                 *(
@@ -179,7 +180,7 @@ def _dataset(result: LeaderboardResult, dataset: str) -> str:
     return "".join(
         [
             f'<section class="dataset" data-dataset="{escape(dataset)}">',
-            f"<h2>Dataset {escape(short_hash(dataset))}</h2><p>Runs: {escape(', '.join(names))}</p>",
+            f"<h2>Dataset {escape(short_hash(dataset))}</h2><p>Runs: {escape(', '.join(names))}; {escape(result.data_label(dataset))}</p>",
             "<h3>Table 1 layout</h3>",
             _main_table(result, dataset),
             _section(
@@ -198,7 +199,7 @@ def _dataset(result: LeaderboardResult, dataset: str) -> str:
                 paired_section(result, dataset),
                 "paired",
                 "No two configurations share scored rows on this dataset.",
-                "Difference of means (a − b) over the (id, epoch) rows both scored, paired bootstrap 95 % interval.",
+                PAIRED_INTRO,
             ),
             _section(
                 "Failures",

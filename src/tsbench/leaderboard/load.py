@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from tsbench.core import json_input
+from tsbench.core.data_hash import split_hash
 from tsbench.core.text import short_model_name
 from tsbench.results import COLUMN_NAMES, JOURNAL, RESULTS_JSON, RUN_JSON, SAMPLES, load_run, load_samples, results_json
 from tsbench.results.journal import read_journal_report
@@ -45,6 +46,7 @@ class RunInfo:
     n_rows: int
     summary: dict | None = None  # results.json's "summary" (per category and overall), when the run has one
     settings: dict = field(default_factory=dict)  # run.json "settings": everything that can change an answer
+    data_hash: str = ""  # the split's file hash (core/data_hash.py), printed beside every board on it
 
 
 def discover_runs(paths: list[Path], skip: Path | None = None) -> tuple[list[Path], list[str]]:
@@ -162,6 +164,7 @@ def read_run(run_dir: Path) -> tuple[RunInfo, pd.DataFrame]:
         n_rows=len(frame),
         summary=results_json.summary_of(read_results_json(run_dir)),
         settings=meta.get("settings") if isinstance(meta.get("settings"), dict) else {},
+        data_hash=split_hash(identity["file_sha256"]) if isinstance(identity.get("file_sha256"), dict) else "",
     )
     frame = frame.assign(
         model=info.model,

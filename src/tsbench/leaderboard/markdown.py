@@ -13,6 +13,7 @@ from .result import DASH, INCOMPLETE, LEGEND, LeaderboardResult, display_cell, d
 from .sections import (
     COST_INTRO,
     NO_CURVE,
+    PAIRED_INTRO,
     cost_section,
     curve_section,
     failure_section,
@@ -85,7 +86,12 @@ def _section(title: str, intro: str, table: tuple[list, list[list]], empty: str)
 
 def _dataset(result: LeaderboardResult, dataset: str) -> list[str]:
     names = sorted({r.run_name for r in result.runs if r.dataset == dataset})
-    lines = [f"## Dataset {markdown_text(short_hash(dataset))}", "", f"Runs: {markdown_text(', '.join(names))}", ""]
+    lines = [
+        f"## Dataset {markdown_text(short_hash(dataset))}",
+        "",
+        f"Runs: {markdown_text(', '.join(names))}; {result.data_label(dataset)}",
+        "",
+    ]
     lines += _main_tables(result, dataset)
     if dataset in result.family_sections:  # a family with its own boards (TimeSage)
         for title, intro, table in result.family_sections[dataset]:
@@ -121,7 +127,7 @@ def _dataset(result: LeaderboardResult, dataset: str) -> list[str]:
         lines += [f"![{figure_title(name)}]({name}.png)", "", f"{figure_title(name)}; also as {others}.", ""]
     lines += _section(
         "Paired comparisons",
-        "Difference of means (a − b) over the (id, epoch) rows both scored, with a paired bootstrap 95 % interval.",
+        PAIRED_INTRO,
         paired_section(result, dataset),
         "No two configurations share scored rows on this dataset.",
     )

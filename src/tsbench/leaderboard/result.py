@@ -70,6 +70,11 @@ class LeaderboardResult:
         """Every dataset a run was on, including runs with no rows yet (they get an empty section)."""
         return sorted({run.dataset for run in self.runs} | set(self.cells["dataset"]))
 
+    def data_label(self, dataset: str) -> str:
+        """ "data sha 3f2a9c…": the hash of the split files the dataset's runs read, for its heading."""
+        hashes = sorted({r.data_hash for r in self.runs if r.dataset == dataset and r.data_hash})
+        return f"data sha {', '.join(hashes)}" if hashes else "data sha unrecorded"
+
     def family(self, dataset: str) -> str:
         return next((r.family for r in self.runs if r.dataset == dataset), "anomalyxl")
 

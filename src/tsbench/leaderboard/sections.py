@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .columns import is_choice, order, short_name
+from .compare import fmt_p
 from .result import DASH, SMALL_N_MARK, LeaderboardResult, fmt, fmt_ci, fmt_count, fmt_dollars
 from .tables import SMALL_N
 from .timesage_render import FIGURE_TITLES as TIMESAGE_FIGURE_TITLES
@@ -130,10 +131,22 @@ def paired_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], 
             f"{r.diff:+.3f}",
             fmt_ci(r.lo, r.hi, 3),
             "yes" if r.excludes_zero else "no",
+            r.test,
+            fmt_p(r.p_holm, bare=True),
+            DASH if r.rows_needed is None or r.rows_needed != r.rows_needed else int(r.rows_needed),
         ]
         for r in part.itertuples(index=False)
     ]
-    return ["a", "b", "Category", "Shared rows", "Mean a", "Mean b", "a − b", "95 % CI", "CI excludes 0"], rows
+    header = ["a", "b", "Category", "Shared rows", "Mean a", "Mean b", "a − b", "95 % CI", "CI excludes 0"]
+    return [*header, "Test", "p (Holm)", "Rows for 80 % power"], rows
+
+
+PAIRED_INTRO = (
+    "Difference of means (a − b) over the (id, epoch) rows both scored, with a paired bootstrap 95 % interval; "
+    "p from McNemar's exact test where scores are 0/1, else a paired permutation test, Holm-corrected across the "
+    "pair's categories; rows for 80 % power = ((z₀.₉₇₅ + z₀.₈) · sd(a − b) / |a − b|)², the paired rows a "
+    "replication needs to detect a true difference this large (as `tsbench compare`)."
+)
 
 
 def failure_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], list[list]]:

@@ -35,13 +35,14 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from tsbench.core.stats import bootstrap_ci, bootstrap_weighted_ci, paired_bootstrap_diff
+from tsbench.core.stats import bootstrap_ci, bootstrap_weighted_ci
 from tsbench.results.summary import ANSWER_COUNTS, answer_counts
 from tsbench.tasks.base import Column
 
 from .columns import columns_for, is_choice
 from .load import CONFIG_KEY
 from .paper_rows import OOM_ERROR
+from .significance import holm, paired_comparison
 from .stats import (
     bootstrap_macro_f1_ci,
     bootstrap_mean_of_means,
@@ -437,34 +438,59 @@ def length_curves(
 
 def paired_table(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0, min_shared: int = 2) -> pd.DataFrame:
     """For every two configurations on the same dataset and every category: mean(a) - mean(b)
-    over the (id, epoch) rows both scored, with a paired bootstrap 95 % interval."""
+    over the (id, epoch) rows both scored, with a paired bootstrap 95 % interval, the exact (0/1
+    scores) or permutation p-value Holm-corrected across the pair's categories, and the rows a
+    replication needs at 80 % power (significance.py, as `tsbench compare`)."""
     scored = rows[rows["score"].notna()]
     records = []
     for dataset, on_dataset in scored.groupby("dataset", sort=True):
         by_config = {key: group for key, group in on_dataset.groupby(CONFIG_KEY[1:], sort=True)}
         for a, b in itertools.combinations(sorted(by_config), 2):
             joined = by_config[a].merge(by_config[b], on=["id", "epoch", "category"], suffixes=("_a", "_b"))
+            found = []
             for category, pair in joined.groupby("category", sort=True):
                 if len(pair) < min_shared:
                     continue
-                diff, lo, hi = paired_bootstrap_diff(
+                result = paired_comparison(
                     pair["score_a"], pair["score_b"], n_boot=n_boot, seed=cell_seed(seed, dataset, a, b, category)
                 )
-                records.append(
+                found.append(
                     {
                         "dataset": dataset,
                         "a": config_label(*a),
                         "b": config_label(*b),
                         "category": category,
-                        "n": len(pair),
-                        "mean_a": float(pair["score_a"].mean()),
-                        "mean_b": float(pair["score_b"].mean()),
-                        "diff": diff,
-                        "lo": lo,
-                        "hi": hi,
-                        "excludes_zero": bool(lo > 0 or hi < 0),
+                        "n": result.n,
+                        "mean_a": result.mean_a,
+                        "mean_b": result.mean_b,
+                        "diff": result.diff,
+                        "lo": result.lo,
+                        "hi": result.hi,
+                        "excludes_zero": bool(result.lo > 0 or result.hi < 0),
+                        "test": result.test,
+                        "p": result.p,
+                        "rows_needed": result.rows_needed,
                     }
                 )
-    return pd.DataFrame(
-        records, columns=["dataset", "a", "b", "category", "n", "mean_a", "mean_b", "diff", "lo", "hi", "excludes_zero"]
-    )
+            for record, adjusted in zip(found, holm([r["p"] for r in found])):
+                records.append({**record, "p_holm": adjusted})
+    return pd.DataFrame(records, columns=PAIRED_COLUMNS)
+
+
+PAIRED_COLUMNS = [
+    "dataset",
+    "a",
+    "b",
+    "category",
+    "n",
+    "mean_a",
+    "mean_b",
+    "diff",
+    "lo",
+    "hi",
+    "excludes_zero",
+    "test",
+    "p",
+    "p_holm",
+    "rows_needed",
+]

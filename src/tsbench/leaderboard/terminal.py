@@ -37,7 +37,7 @@ def rich_tables(result: LeaderboardResult, width: int | None = None) -> list[Tab
     tables = []
     for dataset in result.datasets:
         columns = display_columns(result.columns.get(dataset, []))
-        title = f"{result.family(dataset)} leaderboard: {short_hash(dataset)}"
+        title = f"{result.family(dataset)} leaderboard: {short_hash(dataset)}, {result.data_label(dataset)}"
         whole = _table(result, dataset, columns, title, wrap=False)
         parts = [columns] if not width or _min_width(whole) <= width else _parts(result, dataset, columns, title, width)
         for i, part in enumerate(parts):
