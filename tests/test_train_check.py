@@ -6,8 +6,10 @@ TRL's vision-language vLLM path), TimeMaster's preset fits 4 x 80 GB. One child 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -88,6 +90,11 @@ def test_every_training_config_passes_check_offline(checks, path):
     assert result["code"] == 0, result["err"]
     assert "--check" in result["out"] and "fits" in result["out"] and "does NOT fit" not in result["out"]
     assert "devices    ok" in result["out"] or path.startswith("experiments/sft") or "sft_warm" in path
+    if "sft" not in path:  # TRL's own validation ran on the exact config, and the timeouts are in numbers
+        assert "trl        GRPOConfig.__post_init__ accepts" in result["out"]
+        assert "refused" not in result["out"]
+        multi = "num_processes = 1\n" not in Path(ROOT / path).read_text() and "cpu_smoke" not in path
+        assert not multi or re.search(r"rollouts end within [\d,]+ s .*: [\d,]+ s to spare", result["out"]), path
 
 
 def test_table_1_starts_with_vllm_rollouts_and_renders_as_eval(checks):
@@ -95,6 +102,9 @@ def test_table_1_starts_with_vllm_rollouts_and_renders_as_eval(checks):
     assert "qwen3_5, vision-language" in text and "engine     vllm-colocate" in text and "token ids only" in text
     assert "as-rendered: 15 training row(s)" in text  # Qwen3.5's template drops earlier reasoning
     assert "declares kernel (in the jail), memory, turn_rows; [rlm] depth=0, max_blocks_per_reply=16" in text
+    assert "ddp_timeout 3,600 s" in text and "within 2,400 s on each process" in text
+    if importlib.util.find_spec("fla") is None:  # Qwen3.5's Gated DeltaNet kernels: named with the install line
+        assert "warning    flash-linear-attention is not installed" in text and "tsbench[gpu]" in text
 
 
 def test_timemasters_preset_fits_four_80_gb_gpus_with_vllm_and_a_bf16_reference(checks):
