@@ -94,7 +94,7 @@ def test_every_training_config_passes_check_offline(checks, path):
         assert "trl        GRPOConfig.__post_init__ accepts" in result["out"]
         assert "refused" not in result["out"]
         multi = "num_processes = 1\n" not in Path(ROOT / path).read_text() and "cpu_smoke" not in path
-        assert not multi or re.search(r"rollouts end within [\d,]+ s .*: [\d,]+ s to spare", result["out"]), path
+        assert not multi or re.search(r"rollouts end within [\d,]+ s .*: [\d,]+ s\s+to\s+spare", result["out"], re.S), path
 
 
 def test_table_1_starts_with_vllm_rollouts_and_renders_as_eval(checks):
@@ -165,3 +165,14 @@ def test_the_plan_that_ran_out_of_memory_does_not_fit_and_sharding_makes_it_fit(
 def test_a_vllm_share_too_small_for_the_weights_does_not_fit():
     tight = plan(_shape(), Strategy("zero3", 8), _work(engine="vllm-colocate", vllm_share=0.05))
     assert not tight.fits and any("does not hold the bf16 weights" in n for n in tight.notes)
+
+
+def test_check_offline_says_so_in_one_line_without_the_hubs_retries(tmp_path):
+    # the hub at a closed loopback port and an empty cache: one refused connection, no back-off retries
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+    env.update(HF_ENDPOINT="http://127.0.0.1:9", HF_HUB_CACHE=str(tmp_path / "hub"), HF_HOME=str(tmp_path / "hf"))
+    command = [sys.executable, "-m", "tsbench.cli", "train-grpo", "--model", "Qwen/Qwen3.5-4B", "--check"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr[-2000:]
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "is not in the Hugging Face cache and http://127.0.0.1:9 cannot be reached" in lines[0]

@@ -45,7 +45,30 @@ def _pretrained(loader: Any, where: str, local: bool, **kwargs: Any) -> Any:
     except (OSError, ValueError):
         if os.environ.get("HF_HUB_OFFLINE") in ("1", "true", "True"):
             raise
+        require_hub(where)
         return loader.from_pretrained(where, **kwargs)
+
+
+def require_hub(where: str) -> None:
+    """One connection attempt to the hub before transformers tries it: offline, its client retries with
+    back-off for about half a minute, printing each retry, before the error that says nothing new."""
+    import socket
+    from urllib.parse import urlsplit
+
+    from huggingface_hub import constants
+
+    url = urlsplit(constants.ENDPOINT)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((url.hostname, port), timeout=HUB_PROBE_S).close()
+    except OSError:
+        raise UserError(
+            f"{where} is not in the Hugging Face cache and {constants.ENDPOINT} cannot be reached: pass a local "
+            f"folder as --model, or fill the cache first (hf download {where} --include '*.json' 'tokenizer*')"
+        ) from None
+
+
+HUB_PROBE_S = 5.0
 
 
 def resolve_source(spec: str) -> Resolved:
@@ -90,6 +113,7 @@ def _snapshot(where: str, local: bool) -> str:
     except Exception:  # not cached: fetch the config and tokenizer files only (never the weights)
         if os.environ.get("HF_HUB_OFFLINE") in ("1", "true", "True"):
             raise OSError(f"{where} is not in the Hugging Face cache (offline)") from None
+        require_hub(where)
         return snapshot_download(where, allow_patterns=patterns)
 
 
