@@ -94,7 +94,9 @@ def test_every_training_config_passes_check_offline(checks, path):
         assert "trl        GRPOConfig.__post_init__ accepts" in result["out"]
         assert "refused" not in result["out"]
         multi = "num_processes = 1\n" not in Path(ROOT / path).read_text() and "cpu_smoke" not in path
-        assert not multi or re.search(r"rollouts end within [\d,]+ s .*: [\d,]+ s\s+to\s+spare", result["out"], re.S), path
+        assert not multi or re.search(r"rollouts end within [\d,]+ s .*: [\d,]+ s\s+to\s+spare", result["out"], re.S), (
+            path
+        )
 
 
 def test_table_1_starts_with_vllm_rollouts_and_renders_as_eval(checks):
@@ -176,3 +178,19 @@ def test_check_offline_says_so_in_one_line_without_the_hubs_retries(tmp_path):
     assert done.returncode == 2, done.stderr[-2000:]
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "is not in the Hugging Face cache and http://127.0.0.1:9 cannot be reached" in lines[0]
+
+
+def test_zero_model_states_are_deepspeeds_estimators_and_the_context_is_counted():
+    # DeepSpeed's estimate_zero{2,3}_model_states_mem_needs without offload, written out:
+    # ZeRO-3 largest_layer x 4 + 18 P / GPUs; ZeRO-2 4 P + 16 P / GPUs
+    shape = _shape(largest_layer_params=151936 * 2048)
+    P, L, gib = shape.params, shape.largest_layer_params, 2**30
+    states = ("weights", "grads", "optimizer", "zero buffers")
+    zero3 = plan(shape, Strategy("zero3", 8), _work(beta=0.0))
+    live = 2 * 1e9 / gib  # stage3_max_live_parameters in bf16
+    assert sum(zero3.parts[k] for k in states) - live == pytest.approx((4 * L + 18 * P / 8) / gib)
+    zero2 = plan(shape, Strategy("zero2", 4), _work(beta=0.0))
+    assert sum(zero2.parts[k] for k in states) == pytest.approx((4 * P + 16 * P / 4) / gib)
+    assert zero3.parts["context"] > 0 and "context" not in plan(shape, Strategy("zero3", 8), _work(on_gpu=False)).parts
+    offloaded = plan(shape, Strategy("zero3", 8, offload_optimizer=True), _work(beta=0.0))
+    assert "zero buffers" not in offloaded.parts  # the estimator's offload accounting is another formula: not claimed

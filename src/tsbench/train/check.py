@@ -126,6 +126,7 @@ def model_shape(resolved: Resolved, lora: int, lora_target: Any) -> ModelShape:
     with torch.device("meta"):
         model = cls.from_config(resolved.config)
     params = sum(p.numel() for p in model.parameters())
+    largest = max((sum(p.numel() for p in m.parameters(recurse=False)) for m in model.modules()), default=0)
     vision = sum(
         p.numel() for n, p in model.named_parameters() if ".visual." in f".{n}" or "vision" in n.split(".")[1:2]
     )
@@ -158,6 +159,7 @@ def model_shape(resolved: Resolved, lora: int, lora_target: Any) -> ModelShape:
         vocab=int(text.vocab_size),
         state_bytes_per_sequence=state,
         lora_params=adapter,
+        largest_layer_params=largest,
     )
 
 
