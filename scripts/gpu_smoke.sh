@@ -192,6 +192,9 @@ started=$(date +%s)
 # Every config's plan first: --check resolves the model, tokenizer, engine and memory per rank, loading no weights.
 if "$PY" -m tsbench.cli train-grpo --config experiments/grpo/gpu_smoke.toml --check >"$ROOT/check.log" 2>&1; then
   echo "PASS check        $(grep -m1 'total' "$ROOT/check.log" | sed 's/^ *//')"
+  # TRL's own validation of the exact config, the timeouts in numbers, and the fast kernels a model lacks
+  grep -E '^(trl|timeouts|warning) ' "$ROOT/check.log" | sed 's/^/     /'
+  grep -q '^trl .*REFUSED' "$ROOT/check.log" && skip_fail check-trl "$(grep -m1 '^trl ' "$ROOT/check.log")"
 else
   skip_fail check "train-grpo --check failed: $(tail -1 "$ROOT/check.log")"
 fi

@@ -6,8 +6,10 @@ TRL's vision-language vLLM path), TimeMaster's preset fits 4 x 80 GB. One child 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -88,6 +90,13 @@ def test_every_training_config_passes_check_offline(checks, path):
     assert result["code"] == 0, result["err"]
     assert "--check" in result["out"] and "fits" in result["out"] and "does NOT fit" not in result["out"]
     assert "devices    ok" in result["out"] or path.startswith("experiments/sft") or "sft_warm" in path
+    if "sft" not in path:  # TRL's own validation ran on the exact config, and the timeouts are in numbers
+        assert "trl        GRPOConfig.__post_init__ accepts" in result["out"]
+        assert "refused" not in result["out"]
+        multi = "num_processes = 1\n" not in Path(ROOT / path).read_text() and "cpu_smoke" not in path
+        assert not multi or re.search(r"rollouts end within [\d,]+ s .*: [\d,]+ s\s+to\s+spare", result["out"], re.S), (
+            path
+        )
 
 
 def test_table_1_starts_with_vllm_rollouts_and_renders_as_eval(checks):
@@ -95,6 +104,9 @@ def test_table_1_starts_with_vllm_rollouts_and_renders_as_eval(checks):
     assert "qwen3_5, vision-language" in text and "engine     vllm-colocate" in text and "token ids only" in text
     assert "as-rendered: 15 training row(s)" in text  # Qwen3.5's template drops earlier reasoning
     assert "declares kernel (in the jail), memory, turn_rows; [rlm] depth=0, max_blocks_per_reply=16" in text
+    assert "ddp_timeout 3,600 s" in text and "within 2,400 s on each process" in text
+    if importlib.util.find_spec("fla") is None:  # Qwen3.5's Gated DeltaNet kernels: named with the install line
+        assert "warning    flash-linear-attention is not installed" in text and "tsbench[gpu]" in text
 
 
 def test_timemasters_preset_fits_four_80_gb_gpus_with_vllm_and_a_bf16_reference(checks):
@@ -155,3 +167,30 @@ def test_the_plan_that_ran_out_of_memory_does_not_fit_and_sharding_makes_it_fit(
 def test_a_vllm_share_too_small_for_the_weights_does_not_fit():
     tight = plan(_shape(), Strategy("zero3", 8), _work(engine="vllm-colocate", vllm_share=0.05))
     assert not tight.fits and any("does not hold the bf16 weights" in n for n in tight.notes)
+
+
+def test_check_offline_says_so_in_one_line_without_the_hubs_retries(tmp_path):
+    # the hub at a closed loopback port and an empty cache: one refused connection, no back-off retries
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+    env.update(HF_ENDPOINT="http://127.0.0.1:9", HF_HUB_CACHE=str(tmp_path / "hub"), HF_HOME=str(tmp_path / "hf"))
+    command = [sys.executable, "-m", "tsbench.cli", "train-grpo", "--model", "Qwen/Qwen3.5-4B", "--check"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr[-2000:]
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "is not in the Hugging Face cache and http://127.0.0.1:9 cannot be reached" in lines[0]
+
+
+def test_zero_model_states_are_deepspeeds_estimators_and_the_context_is_counted():
+    # DeepSpeed's estimate_zero{2,3}_model_states_mem_needs without offload, written out:
+    # ZeRO-3 largest_layer x 4 + 18 P / GPUs; ZeRO-2 4 P + 16 P / GPUs
+    shape = _shape(largest_layer_params=151936 * 2048)
+    P, L, gib = shape.params, shape.largest_layer_params, 2**30
+    states = ("weights", "grads", "optimizer", "zero buffers")
+    zero3 = plan(shape, Strategy("zero3", 8), _work(beta=0.0))
+    live = 2 * 1e9 / gib  # stage3_max_live_parameters in bf16
+    assert sum(zero3.parts[k] for k in states) - live == pytest.approx((4 * L + 18 * P / 8) / gib)
+    zero2 = plan(shape, Strategy("zero2", 4), _work(beta=0.0))
+    assert sum(zero2.parts[k] for k in states) == pytest.approx((4 * P + 16 * P / 4) / gib)
+    assert zero3.parts["context"] > 0 and "context" not in plan(shape, Strategy("zero3", 8), _work(on_gpu=False)).parts
+    offloaded = plan(shape, Strategy("zero3", 8, offload_optimizer=True), _work(beta=0.0))
+    assert "zero buffers" not in offloaded.parts  # the estimator's offload accounting is another formula: not claimed

@@ -66,6 +66,7 @@ def two_machines(run: Path, model: Path, steps: int, *extra: str) -> list[subpro
         "categories": "localize",
         "rollout-workers": 2,
         "save-steps": 1,
+        "ddp-timeout": 4321,
         "out": str(run),
     }
     base = [sys.executable, "-m", "tsbench.cli", "train-grpo", "--answer-cut-replies", "--no-gradient-checkpointing"]
@@ -94,6 +95,7 @@ def test_two_machines_train_whole_groups_on_a_shared_run_dir_and_resume(tmp_path
     lines = {rank: json.loads((run / "ranks" / f"rank-{rank}.jsonl").read_text()) for rank in (0, 1)}
     for rank, line in lines.items():
         assert line["step"] == 1 and line["rank"] == rank
+        assert line["group_timeout_s"] == 4321  # the live group's watchdog timeout is the config's ddp_timeout
         keys, samples = line["keys"], line["samples"]
         assert len(keys) == BATCH // 2 == len(samples)
         for start in range(0, len(keys), GROUP):  # whole groups: G copies of one key, one task

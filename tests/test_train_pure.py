@@ -588,3 +588,24 @@ def test_server_errors_are_retried_a_bounded_number_of_times_then_raised():
     with batcher.episode(), pytest.raises(BackendError):
         batcher.generate(Request([1], 1, 1.0, 0))
     assert isinstance(batcher.failure, BackendError)
+
+
+def test_a_rank_that_can_outplay_the_group_timeout_is_refused_and_one_that_cannot_is_not():
+    # 16 episodes per process, 8 at a time: two waves of at most 1000 s, then the gather
+    slow = {"model": "local/x", "batch_size": 128, "rollout_workers": 8, "episode_wall_s": 1000}
+    with pytest.raises(UserError, match=r"2,000 s on one process.*ddp_timeout 1,800") as caught:
+        build(GRPOConfig, slow).validate(world_size=8)
+    assert "\n" not in str(caught.value)
+    fits = build(GRPOConfig, {**slow, "ddp_timeout": 2200})
+    assert fits.rollout_bound_s(8) == 2000 and fits.timeout_problems(8) == []
+    refills = build(GRPOConfig, {**slow, "ddp_timeout": 2200, "refill_rounds": 1})
+    assert refills.rollout_bound_s(8) == 4000 and refills.timeout_problems(8)  # each refill round plays again
+    assert build(GRPOConfig, {**slow, "episode_wall_s": None}).rollout_bound_s(8) is None
+    assert build(GRPOConfig, slow).timeout_problems(1) == []  # one process waits for no one
+
+
+def test_a_std_over_turn_rows_is_refused_and_dr_grpo_is_not():
+    grpo = build(GRPOConfig, {"model": "local/x", "loss": "grpo"})
+    assert grpo.reward_scaling == "group" and grpo.scaling_problems(1) == []
+    assert "std over the rows" in grpo.scaling_problems(15)[0]
+    assert build(GRPOConfig, {"model": "local/x"}).scaling_problems(15) == []  # dr_grpo divides by no std

@@ -45,7 +45,30 @@ def _pretrained(loader: Any, where: str, local: bool, **kwargs: Any) -> Any:
     except (OSError, ValueError):
         if os.environ.get("HF_HUB_OFFLINE") in ("1", "true", "True"):
             raise
+        require_hub(where)
         return loader.from_pretrained(where, **kwargs)
+
+
+def require_hub(where: str) -> None:
+    """One connection attempt to the hub before transformers tries it: offline, its client retries with
+    back-off for about half a minute, printing each retry, before the error that says nothing new."""
+    import socket
+    from urllib.parse import urlsplit
+
+    from huggingface_hub import constants
+
+    url = urlsplit(constants.ENDPOINT)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((url.hostname, port), timeout=HUB_PROBE_S).close()
+    except OSError:
+        raise UserError(
+            f"{where} is not in the Hugging Face cache and {constants.ENDPOINT} cannot be reached: pass a local "
+            f"folder as --model, or fill the cache first (hf download {where} --include '*.json' 'tokenizer*')"
+        ) from None
+
+
+HUB_PROBE_S = 5.0
 
 
 def resolve_source(spec: str) -> Resolved:
@@ -90,6 +113,7 @@ def _snapshot(where: str, local: bool) -> str:
     except Exception:  # not cached: fetch the config and tokenizer files only (never the weights)
         if os.environ.get("HF_HUB_OFFLINE") in ("1", "true", "True"):
             raise OSError(f"{where} is not in the Hugging Face cache (offline)") from None
+        require_hub(where)
         return snapshot_download(where, allow_patterns=patterns)
 
 
@@ -102,6 +126,7 @@ def model_shape(resolved: Resolved, lora: int, lora_target: Any) -> ModelShape:
     with torch.device("meta"):
         model = cls.from_config(resolved.config)
     params = sum(p.numel() for p in model.parameters())
+    largest = max((sum(p.numel() for p in m.parameters(recurse=False)) for m in model.modules()), default=0)
     vision = sum(
         p.numel() for n, p in model.named_parameters() if ".visual." in f".{n}" or "vision" in n.split(".")[1:2]
     )
@@ -134,6 +159,7 @@ def model_shape(resolved: Resolved, lora: int, lora_target: Any) -> ModelShape:
         vocab=int(text.vocab_size),
         state_bytes_per_sequence=state,
         lora_params=adapter,
+        largest_layer_params=largest,
     )
 
 
@@ -247,12 +273,69 @@ def check_grpo(cfg: Any, where: str | None = None) -> str:
         f"memory per rank (GiB; {cfg.launch.gpu_memory_gib:g} GiB GPUs):",
         *(f"           {line}" for line in memory.lines()),
         "devices    " + ("; ".join(devices) if devices else "ok"),
+        timeout_line(cfg, world),
+        "trl        " + trl_validation(cfg, world=world, rows=rows, reward_weights=weights),
+        *kernel_lines(resolved.config),
     ]
+    scaling = cfg.scaling_problems(rows) + cfg.timeout_problems(world)
+    lines += [f"refused    {problem}" for problem in scaling]
     if not memory.fits:
         lines.append(
             "refused   the plan does not fit: shard more (ZeRO-3 / FSDP), lower micro_batch_size or max_seq_len"
         )
     return "\n".join(lines)
+
+
+def timeout_line(cfg: Any, world: int) -> str:
+    """The episode wall clock against the process group's timeout, in numbers."""
+    bound = cfg.rollout_bound_s(world)
+    head = f"timeouts   ddp_timeout {cfg.ddp_timeout:,} s (the process group's, set before anything creates it)"
+    if bound is None:
+        return head + (
+            "; no episode wall clock: one process's rollouts are unbounded"
+            + (", and the others would be aborted waiting for them (set episode_wall_s)" if world > 1 else "")
+        )
+    spare = cfg.ddp_timeout - bound
+    return (
+        f"{head}; a step's rollouts end within {bound:,.0f} s on each process (episode_wall_s "
+        f"{cfg.harness_config.episode_wall_s:g} s x waves x {1 + cfg.refill_rounds} round(s)): "
+        + (f"{spare:,.0f} s to spare" if spare >= 0 else f"{-spare:,.0f} s too long")
+    )
+
+
+def trl_validation(cfg: Any, *, world: int, rows: int, reward_weights: list[float]) -> str:
+    """TRL's own checks (GRPOConfig.__post_init__) on the config the trainer would get (bf16 off: TRL refuses
+    it where no GPU is visible, and --check runs anywhere)."""
+    try:
+        cfg.for_launch(world=world, rows=rows, on_gpu=False, reward_weights=reward_weights)
+    except UserError as error:
+        return f"REFUSED: {error}"
+    return "GRPOConfig.__post_init__ accepts the config the trainer gets (batch arithmetic, loss, vLLM, sampling)"
+
+
+# model types whose linear-attention layers fall back to a slow torch loop without these packages
+FAST_KERNELS = {
+    ("qwen3_5", "qwen3_next", "qwen3_5_moe"): (
+        ("fla", "flash-linear-attention", "pip install 'tsbench[gpu]'"),
+        ("causal_conv1d", "causal-conv1d", "pip install 'tsbench[kernels]' (compiles against your CUDA torch)"),
+    ),
+}
+
+
+def kernel_lines(config: Any) -> list[str]:
+    """A warning per fast kernel the model's layers need and this environment lacks (no error: it runs, slowly)."""
+    import importlib.util
+
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    for types, packages in FAST_KERNELS.items():
+        if config.model_type in types or getattr(text, "model_type", None) in types:
+            missing = [(name, how) for module, name, how in packages if importlib.util.find_spec(module) is None]
+            return [
+                f"warning    {name} is not installed: {config.model_type}'s linear-attention layers fall back to "
+                f"transformers' torch loop (much slower at long context): {how}"
+                for name, how in missing
+            ]
+    return []
 
 
 def harness_declares(harness: Any, settings: Any) -> str:

@@ -2,8 +2,8 @@
 
 `GRPOConfig` extends `trl.GRPOConfig`, so every TRL option (and every transformers
 TrainingArguments option under it) is a key of the [grpo] table. The TRL options whose default is
-the paper's rather than TRL's (timerlm-anomalyxl §4.1: Qwen3.5-4B, Dr. GRPO, lr 1e-6, 300 steps)
-are declared again here with `setting(...)`, with their old tsbench spellings as aliases
+the paper's rather than TRL's (timerlm-anomalyxl §4.1: Qwen3.5-4B, Dr. GRPO, 300 steps; the paper
+states no RL learning rate: 1e-6 is TRL's own default and TimeMaster's RL rate, Table 6) are declared again here with `setting(...)`, with their old tsbench spellings as aliases
 (`steps` = max_steps, `lr` = learning_rate). tsbench's own settings (which weights train, the
 reward, the task stream, who generates, the launch, and the harness section handed to the
 harness) are declared once, in one small dataclass per concern. A few TRL fields follow from
@@ -197,6 +197,9 @@ def _training_harness() -> HarnessConfig:
     return HarnessConfig(max_tokens=4096)
 
 
+# seconds between the slowest rank's last episode and the collective it joins (the step's bookkeeping)
+ROLLOUT_MARGIN_S = 120
+
 # TRL fields that follow from tsbench's settings: filled by GRPOConfig.trl_values, never set by a config
 DERIVED = {
     "per_device_train_batch_size": "micro_batch_size",
@@ -240,6 +243,12 @@ class GRPOConfig(trl.GRPOConfig):
     weight_decay: float = setting(0.0, "AdamW weight decay.", ge=0)
     warmup_steps: int = setting(0, "Linear warmup steps (then constant).", ge=0)
     max_grad_norm: float = setting(1.0, "Max gradient norm.", gt=0)
+    ddp_timeout: int = setting(
+        1800,
+        "Seconds a process waits in a collective (the rollouts' gather, an all-reduce) before the process group "
+        "aborts: must outlast a step's slowest rank (--check compares it with the episode wall clock).",
+        ge=1,
+    )
     loss_type: str = setting(
         "dr_grpo",
         "TRL loss_type: dr_grpo (constant normaliser, the paper), grpo (TimeMaster eq. 7), ...",
@@ -489,6 +498,39 @@ class GRPOConfig(trl.GRPOConfig):
             found.append("the rollouts sample at TRL's temperature (temperature under [grpo]), not the harness's")
         return found
 
+    def rollout_bound_s(self, world: int) -> float | None:
+        """The longest one process can spend playing one step's episodes (None: no episode wall clock):
+        its episodes in waves of rollout_workers, each at most episode_wall_s, every refill round again."""
+        wall = self.harness_config.episode_wall_s
+        if wall is None:
+            return None
+        per_rank = max(self.batch_size // max(world, 1), 1)
+        waves = -(-per_rank // min(self.rollout.rollout_workers, per_rank))
+        return waves * wall * (1 + self.refill_rounds)
+
+    def timeout_problems(self, world: int) -> list[str]:
+        """The ranks meet in gather_object after their rollouts: a rank that can play longer than the group
+        waits for a collective is aborted there by the watchdog, hours into a run."""
+        bound = self.rollout_bound_s(world)
+        if world < 2 or bound is None or bound + ROLLOUT_MARGIN_S <= self.ddp_timeout:
+            return []
+        return [
+            f"a step's rollouts can take {bound:,.0f} s on one process (episode_wall_s x waves x refill rounds), "
+            f"longer than ddp_timeout {self.ddp_timeout:,} s less a {ROLLOUT_MARGIN_S} s margin: the other "
+            "processes would be aborted waiting for it (raise ddp_timeout or lower episode_wall_s)"
+        ]
+
+    def scaling_problems(self, rows: int) -> list[str]:
+        """With one training row per turn TRL's group holds G x rows copies of the episodes' rewards: its
+        mean is the episodes' own, its std is not (taken over G x rows values, not G)."""
+        if rows > 1 and self.reward_scaling != "none":
+            return [
+                f"scale_rewards {self.reward_scaling} with {rows} training rows per episode (reasoning_history "
+                "as-rendered) would divide by a std over the rows, not the group's episodes: use scale_rewards none "
+                "(Dr. GRPO) or reasoning_history as-generated"
+            ]
+        return []
+
     def derived_problems(self) -> list[str]:
         """A DERIVED field a config set: refused, naming the setting it follows from."""
         found = []
@@ -517,6 +559,7 @@ class GRPOConfig(trl.GRPOConfig):
         """Every problem with these settings in one line (exit 2), before anything loads."""
         found = self.policy.problems() + self.rewards.problems() + self.tasks.problems()
         found += self.batch_problems(world_size) + self.harness_problems() + self.derived_problems()
+        found += self.timeout_problems(world_size)
         if self.epsilon_high is not None and self.epsilon_high < self.epsilon:
             found.append(f"epsilon_high must lie in [epsilon ({self.epsilon}), 1)")
         if not self.tasks.problems():

@@ -142,16 +142,16 @@ def build_trainer(cfg: GRPOConfig, progress: ProgressFn | None = None, timing: d
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is TRL-experimental; we pin TRL's version
     warnings.filterwarnings("ignore", category=FutureWarning, module="transformers")  # TRL 1.16 on transformers 5.24
     import torch
-    from accelerate import PartialState
 
     from tsbench.train.budget import check_context
-    from tsbench.train.launch import check_devices
+    from tsbench.train.launch import check_devices, distributed_state
     from tsbench.train.periodic_eval import periodic_eval
     from tsbench.train.policy import load_policy, source_is_vision_language, source_tokenizer
     from tsbench.train.rollouts import Environment
     from tsbench.train.trainer import episode_trainer_class
 
-    state = PartialState(cpu=not torch.cuda.is_available())  # several CPU processes: gloo (MULTI_CPU)
+    # the first PartialState creates the process group: its timeout is ddp_timeout, set now or never
+    state = distributed_state(cfg.ddp_timeout, cpu=not torch.cuda.is_available())  # CPU processes: gloo
     cfg.validate(state.num_processes)
     on_gpu = torch.cuda.is_available()
     check_devices(cfg, state, on_gpu)  # paths that cannot work on these devices: one line, before anything starts
@@ -165,6 +165,8 @@ def build_trainer(cfg: GRPOConfig, progress: ProgressFn | None = None, timing: d
     out = cfg.run_dir()
     checkpoint = prepare_run_dir(cfg, out, state.is_main_process)
     rows = cfg.harness_config.max_turns if history == "as-rendered" else 1
+    if problems := cfg.scaling_problems(rows):
+        raise UserError("; ".join(problems))
     from tsbench.tasks import get_taskset
 
     weights = rw.reward_functions(cfg.rewards, get_taskset(cfg.tasks.family))[1]

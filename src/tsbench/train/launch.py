@@ -106,3 +106,31 @@ def check_devices(cfg: Any, state: Any, on_gpu: bool) -> None:
         )
     if found:
         raise UserError("; ".join(found))
+
+
+def distributed_state(timeout_s: float, *, cpu: bool) -> Any:
+    """accelerate's PartialState with the run's process-group timeout.
+
+    The process group is created once, by whoever first builds a PartialState (TRL's TrainingArguments
+    does so lazily with `ddp_timeout`, but train-grpo needs the state before those arguments exist), so
+    the timeout has to go in here: created without one, NCCL's watchdog aborts a collective after 10
+    minutes and DeepSpeed's after 30, whatever `ddp_timeout` says, and a rank that waits in
+    `gather_object` for a slower rank's rollouts dies there."""
+    from datetime import timedelta
+
+    from accelerate import PartialState
+
+    return PartialState(cpu=cpu, timeout=timedelta(seconds=timeout_s))
+
+
+def group_timeout_s() -> float | None:
+    """The live default process group's timeout in seconds (None without a group): what the watchdog uses."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return None
+    import torch
+
+    group = dist.distributed_c10d._get_default_group()
+    backend = group._get_backend(torch.device("cuda" if group.name() == "nccl" else "cpu"))
+    return backend.options._timeout.total_seconds()

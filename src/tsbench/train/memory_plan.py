@@ -15,6 +15,15 @@ Bytes per parameter:
   LoRA: the frozen base in bf16 (2; fp32 on CPU), the adapter at 4 + 4 + 8;
   the KL reference (beta > 0, full training): a second copy in bf16, sharded under ZeRO-3 / FSDP; none for
   a LoRA (TRL disables the adapter instead).
+
+What the engine holds beside those, on a GPU:
+  ZeRO buffers (full training under DeepSpeed): the model states are taken as DeepSpeed's own estimator
+  counts them (`estimate_zero2/3_model_states_mem_needs`, no offload): ZeRO-3 18 bytes a parameter over
+  the processes plus the largest layer gathered in fp32 (4 bytes a parameter of it); ZeRO-2 4 bytes a
+  parameter whole plus 16 over the processes. The part is what that adds to weights + grads + optimizer
+  above (its fp32 gradient partitions, the unsharded bf16 gradients ZeRO-2 reduces from, the gathered layer).
+  ZeRO-3 also keeps up to stage3_max_live_parameters (1e9 by default) gathered in bf16.
+  context: the CUDA context and NCCL's communicator buffers of a process (an allowance).
 """
 
 from __future__ import annotations
@@ -23,6 +32,8 @@ from dataclasses import dataclass, field
 
 GIB = 2**30
 VLLM_OVERHEAD_GIB = 1.5  # vLLM's own buffers and CUDA graphs beside weights and KV cache (an allowance)
+CONTEXT_GIB = 1.5  # a process's CUDA context (~0.5-0.8 GiB) and NCCL buffers (an allowance)
+ZERO3_MAX_LIVE_PARAMETERS = 1e9  # DeepSpeed's default stage3_max_live_parameters (bf16 when gathered)
 
 
 @dataclass(frozen=True)
@@ -38,6 +49,7 @@ class ModelShape:
     vocab: int
     state_bytes_per_sequence: int = 0  # linear-attention layers' recurrent state (Gated DeltaNet), per sequence
     lora_params: int = 0  # the adapter's parameters at the run's rank and targets (0: full training)
+    largest_layer_params: int = 0  # the biggest module's own parameters (the embedding, most often)
 
     @property
     def kv_bytes_per_token(self) -> int:
@@ -115,6 +127,18 @@ def plan(shape: ModelShape, strategy: Strategy, work: Workload) -> Plan:
     out.parts["optimizer"] = optimizer / strategy.shard("optimizer") / GIB * (0 if strategy.offload_optimizer else 1)
     if strategy.offload_params or strategy.offload_optimizer:
         out.notes.append("offloaded parts live in CPU memory (not counted per GPU)")
+    if full and strategy.deepspeed and strategy.name in ("zero2", "zero3") and not strategy.offload_optimizer:
+        states = zero_model_states(shape, strategy)
+        counted = weights / strategy.shard("weights") + grads / strategy.shard("grads")
+        counted += optimizer / strategy.shard("optimizer")
+        live = 2.0 * min(ZERO3_MAX_LIVE_PARAMETERS, shape.params) if strategy.name == "zero3" else 0.0
+        out.parts["zero buffers"] = (max(states - counted, 0.0) + live) / GIB
+        out.notes.append(
+            f"zero buffers: model states as DeepSpeed's estimator counts them ({states / GIB:.1f} GiB)"
+            + (f" + up to {live / GIB:.1f} GiB of live gathered parameters" if live else "")
+        )
+    if work.on_gpu:
+        out.parts["context"] = CONTEXT_GIB
     reference = 2.0 * shape.params if full and work.beta > 0 else 0.0
     ref_shard = strategy.world if strategy.name in ("zero3", "fsdp") else 1
     out.parts["reference"] = reference / ref_shard / GIB
@@ -153,6 +177,13 @@ def plan(shape: ModelShape, strategy: Strategy, work: Workload) -> Plan:
     elif work.engine == "vllm-server":
         out.notes.append("vllm-server: the rollouts' weights and KV cache live on the server's own GPU")
     return out
+
+
+def zero_model_states(shape: ModelShape, strategy: Strategy) -> float:
+    """Bytes per GPU of a full bf16 run's model states, as DeepSpeed's estimators count them (no offload)."""
+    if strategy.name == "zero3":
+        return 18.0 * shape.params / strategy.world + 4.0 * shape.largest_layer_params
+    return 4.0 * shape.params + 16.0 * shape.params / strategy.world
 
 
 def strategy_from_accelerate(config: dict | None, world: int) -> Strategy:

@@ -234,7 +234,10 @@ class Environment:
     def log_rank(self, rank: int, step: int, prompts: list[str], episodes: list[Episode]) -> None:
         """One line per step per process: the keys TRL handed it and the tasks its groups played."""
         self.ranks_dir.mkdir(parents=True, exist_ok=True)
+        from tsbench.train.launch import group_timeout_s
+
         line = {"step": step, "rank": rank, "keys": prompts, "samples": [e.record["id"] for e in episodes]}
+        line["group_timeout_s"] = group_timeout_s()  # the live process group's: what its watchdog waits
         with open(self.ranks_dir / f"rank-{rank}.jsonl", "a") as f:
             f.write(json.dumps(line) + "\n")
 
