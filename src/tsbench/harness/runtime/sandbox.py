@@ -213,7 +213,7 @@ class Sandbox:
             self.sandbox_uid = allocate_uid()
         self._root = make_private_dir()
         self._cleanup = weakref.finalize(
-            self, remove_private_dir, self._root, self.sandbox_uid if self.unsafe else None
+            self, remove_private_dir, self._root, self.sandbox_uid if self.unsafe else None, self.sandbox_uid
         )
         try:
             self.task_limit = task_limit_for(own_uid, self.limits.max_tasks)
