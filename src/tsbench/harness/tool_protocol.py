@@ -16,15 +16,19 @@ Either way a reply with no tool call is the final message.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from tsbench.core.text import json_object_spans, strip_reasoning
+from tsbench.core.text import RECURSION_COST, json_object_spans, strip_reasoning
 from tsbench.harness.toolset import Observation, Toolset
 from tsbench.models.base import ChatModel, Completion, Message, TaskInfo
 
 TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"
 PROTOCOLS = ("auto", "native", "json")
+
+
+_SPACE = re.compile(r"\s*")
 
 
 @dataclass
@@ -159,15 +163,22 @@ def parse_json_calls(text: str, known_names: list[str] | tuple[str, ...] = ()) -
     text = strip_reasoning(text)
     decoder = json.JSONDecoder()
     found: list[tuple[str, Any, str | None]] = []
+    # Parsed in place (copying the rest of the reply per tag was quadratic in the tags); what the
+    # parses read is charged against a budget linear in the reply, past which tags go unread.
+    budget = 4 * len(text) + 65536
     position = text.find(TOOL_CALL_OPEN)
-    while position >= 0:
-        rest = text[position + len(TOOL_CALL_OPEN) :]
-        body = rest.lstrip()
+    while position >= 0 and budget > 0:
+        start = _SPACE.match(text, position + len(TOOL_CALL_OPEN)).end()
         try:
-            obj, _ = decoder.raw_decode(body)
+            obj, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError as exc:
+            budget -= exc.pos - start + 1
+            found.append(("", None, f"the tool call is not valid JSON ({exc.msg} at char {exc.pos - start})"))
         except (ValueError, RecursionError) as exc:
-            found.append(("", None, f"the tool call is not valid JSON ({exc})"))
+            budget -= RECURSION_COST
+            found.append(("", None, f"the tool call is not valid JSON ({type(exc).__name__})"))
         else:
+            budget -= end - start
             found.append(_call_from_object(obj))
         position = text.find(TOOL_CALL_OPEN, position + len(TOOL_CALL_OPEN))
     if found:
