@@ -25,6 +25,7 @@ from typing import Any
 
 import openai
 
+from tsbench.core.unicode_text import ALTERED_ATTRIBUTE, valid_text
 from tsbench.models.base import Agent, Completion, Message, ModelError, TaskInfo, ToolCall
 from tsbench.models.context import server_context_tokens
 from tsbench.models.endpoint import (  # noqa: F401
@@ -248,13 +249,19 @@ class OpenAIChatModel(Agent):
         choice = response.choices[0]
         if getattr(choice, "message", None) is None:
             raise ModelError("server", f"the first choice from {self.endpoint} has no message")
-        text = choice.message.content or ""
+        # A lone surrogate ("\ud800" is valid JSON) has no UTF-8 form: it could not go back to the
+        # server in the next request, nor to a kernel or a file, so it is made valid here, and counted.
+        text, altered = valid_text(choice.message.content or "")
         extra["finish_reason"] = choice.finish_reason
         tool_calls: list[ToolCall] = []
         for call in getattr(choice.message, "tool_calls", None) or []:
             function = getattr(call, "function", None)
             if function is not None:  # custom (non-function) tool calls are not ours
-                tool_calls.append(ToolCall(id=call.id, name=function.name, arguments=function.arguments or ""))
+                (name, arguments), changed = valid_text([function.name, function.arguments or ""])
+                altered += changed
+                tool_calls.append(ToolCall(id=call.id, name=name, arguments=arguments))
+        if altered:
+            extra[ALTERED_ATTRIBUTE] = altered
         refusal = getattr(choice.message, "refusal", None)
         if refusal:
             extra["refusal"] = refusal

@@ -31,6 +31,7 @@ import numpy as np
 from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpec
 
+from tsbench.core.unicode_text import valid_text
 from tsbench.harness.runtime.cleanup import (
     kill_kernel_now,
     make_private_dir,
@@ -264,6 +265,7 @@ class Sandbox:
         self._wait_for_context_file()
         self.output_budget.start_cell()
         output = CellOutput(self.max_figures)
+        code = valid_text(code)[0]  # a lone surrogate the model wrote cannot cross the wire (U+FFFD instead)
         msg_id = self._client.execute(
             code, store_history=True, allow_stdin=self.sub_rlm_handler is not None, stop_on_error=False
         )
