@@ -66,7 +66,7 @@ def test_the_journal_itself_stores_any_row(tmp_path):
     record |= {"final_message": "x\ud800", "attributes": {"k": "v"}, "transcript": json.dumps(["\udfff"])}
     journal = Journal(tmp_path)
     journal.append(record)
-    journal.append(record | {"id": "b", "final_message": "fine"})
+    journal.append(record | {"id": "b", "final_message": "fine", "attributes": {}, "transcript": "[]"})
     journal.close()
     rows = read_journal(tmp_path)
     assert [r["id"] for r in rows] == ["a", "b"]
