@@ -204,31 +204,79 @@ def fenced_code_blocks(text: str) -> list[str]:
     return blocks
 
 
-_DECODER = json.JSONDecoder()
 _OPENERS = re.compile(r"[\[{]")
+_PAIRS = {"}": "{", "]": "["}
 RECURSION_COST = 4096  # what a parse that ran out of stack is charged (its work is bounded by the depth)
 
 
+def _scan_value(text: str, start: int, closes: dict[int, int | None]) -> None:
+    """Match the ``{`` or ``[`` at ``start`` as JSON would, recording in ``closes`` where each
+    bracket it opens ends (None: unclosed, or closed by the other kind). Results already in
+    ``closes`` are reused, as `_scan_object` does, so all scans together stay linear."""
+    stack = [start]
+    closes[start] = None
+    in_string = escaped = False
+    i, n = start + 1, len(text)
+    while i < n:
+        ch = text[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch == "{" or ch == "[":
+            if i in closes:
+                known_end = closes[i]
+                if known_end is None:
+                    return  # everything still open encloses a bracket that never closes
+                i = known_end + 1
+                continue
+            closes[i] = None
+            stack.append(i)
+        elif ch == "}" or ch == "]":
+            if text[stack[-1]] != _PAIRS[ch]:
+                return  # "[ }": no value ends here, nor does any bracket still open
+            closes[stack.pop()] = i
+            if not stack:
+                return
+        i += 1
+
+
+def balanced_end(text: str, start: int, closes: dict[int, int | None]) -> int | None:
+    """Where the ``{`` or ``[`` at `start` closes (None: it does not); `closes` is shared by the calls
+    over one text, which keeps them linear together."""
+    if start not in closes:
+        _scan_value(text, start, closes)
+    return closes[start]
+
+
 def json_values(text: str, budget: int | None = None) -> list[tuple[int, int, object]]:
-    """(start, end, value) of every top-level JSON object or list of the text, in order: a value
-    parsed from the first ``{`` or ``[`` that starts one, the scan going on after it; a value nested
-    in another is not one. Never raises. Failed parses (an opening that starts no value) are charged
-    the characters they read against `budget` (default: four times the text and 64 KiB); once it is
-    spent, the scan stops, so the cost stays linear in the text whatever it holds."""
+    """(start, end, value) of every top-level JSON object or list of the text, in order: the value
+    that starts at the first ``{`` or ``[`` where one starts, the scan going on after it; a value
+    nested in another is not one (what ``raw_decode`` tried at every bracket finds, without its cost:
+    a failed parse's error counts the lines before it, quadratic over a text of openings). The only
+    value a bracket can start is its balanced span, which is parsed alone; spans that are not JSON
+    are charged their length against `budget` (default: four times the text and 64 KiB), and once it
+    is spent the scan stops, so the cost stays linear whatever the text holds. Never raises."""
     budget = 4 * len(text) + 65536 if budget is None else budget
+    closes: dict[int, int | None] = {}
     found: list[tuple[int, int, object]] = []
     opening = _OPENERS.search(text)
     while opening is not None and budget > 0:
         i = opening.start()
-        try:
-            value, end = _DECODER.raw_decode(text, i)
-        except json.JSONDecodeError as exc:
-            budget -= exc.pos - i + 1
-        except (ValueError, RecursionError):  # an integer past the digit limit; nesting past the stack
-            budget -= RECURSION_COST
-        else:
-            found.append((i, end, value))
-            opening = _OPENERS.search(text, end)
-            continue
+        end = balanced_end(text, i, closes)
+        if end is not None:
+            try:
+                found.append((i, end + 1, json.loads(text[i : end + 1])))
+                opening = _OPENERS.search(text, end + 1)
+                continue
+            except RecursionError:
+                budget -= RECURSION_COST + end + 1 - i
+            except ValueError:  # not JSON inside (a nested value may still be); past the digit limit
+                budget -= end + 1 - i
         opening = _OPENERS.search(text, i + 1)
     return found

@@ -19,7 +19,7 @@ import pandas as pd
 
 from tsbench.core.config import flat
 from tsbench.core.errors import UserError
-from tsbench.core.own_folder import check_replaceable
+from tsbench.core.own_folder import check_replaceable, record_owned
 from tsbench.core.provenance import checked_identity, git_commit, versions, write_json
 from tsbench.core.settings import check as check_settings
 from tsbench.core.tracking import check_targets
@@ -36,6 +36,7 @@ from tsbench.harness.tool_specs import load_tools_dir
 from tsbench.results import RESULTS_JSON, RUN_JSON, Journal, consolidate, load_run, load_samples, now_utc, results_json
 from tsbench.results.journal import read_journal_report
 from tsbench.results.lock import LOCK_FILE, RunDirLock
+from tsbench.results.store import RUN_GROWING, RUN_KIND, legacy_run_reason
 from tsbench.results.summary import summarize
 from tsbench.tasks import get_taskset
 from tsbench.tasks.base import SampleRef
@@ -117,7 +118,9 @@ def _open_run_dir(
         created = load_run(out).get("created_at", now_utc())
     else:
         if cfg.overwrite and out.exists():
-            check_replaceable(out, RUN_JSON, "a run dir", ignore=(LOCK_FILE,))
+            check_replaceable(
+                out, RUN_KIND, "a run dir", marker=RUN_JSON, ignore=(LOCK_FILE,), legacy=legacy_run_reason
+            )
             _empty_run_dir(out)
         created = now_utc()
     out.mkdir(parents=True, exist_ok=True)
@@ -142,6 +145,7 @@ def _open_run_dir(
     if variant:  # what else tells this configuration apart (the family says; see leaderboard/load.py)
         info["variant"] = variant
     write_json(out / RUN_JSON, info)
+    record_owned(out, RUN_KIND, growing=RUN_GROWING, ignore=(LOCK_FILE,))  # replaceable even if it dies
     return info
 
 
@@ -352,4 +356,5 @@ def _finalize(out: Path, info: dict, wanted: set, taskset) -> dict:
     counts = ("expected_samples", "finished_samples", "error_samples", "updated_at")
     results = results_json.build(info, summary, tasks, **{k: info[k] for k in counts})
     write_json(out / RESULTS_JSON, results)
+    record_owned(out, RUN_KIND, growing=RUN_GROWING, ignore=(LOCK_FILE,))
     return results

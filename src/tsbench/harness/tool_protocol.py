@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from tsbench.core.text import RECURSION_COST, json_object_spans, strip_reasoning
+from tsbench.core.text import balanced_end, json_object_spans, strip_reasoning
 from tsbench.harness.toolset import Observation, Toolset
 from tsbench.models.base import ChatModel, Completion, Message, TaskInfo
 
@@ -161,25 +161,25 @@ class JsonTextProtocol(ToolProtocol):
 def parse_json_calls(text: str, known_names: list[str] | tuple[str, ...] = ()) -> list[tuple[str, Any, str | None]]:
     """(name, arguments, error) of each tool call in a text reply, in order."""
     text = strip_reasoning(text)
-    decoder = json.JSONDecoder()
     found: list[tuple[str, Any, str | None]] = []
-    # Parsed in place (copying the rest of the reply per tag was quadratic in the tags); what the
-    # parses read is charged against a budget linear in the reply, past which tags go unread.
+    # Each call is parsed alone from its balanced span (copying the rest of the reply per tag, or a
+    # parse error that counts the lines before it, was quadratic in the tags); what the parses read is
+    # charged against a budget linear in the reply, past which tags go unread.
     budget = 4 * len(text) + 65536
+    closes: dict[int, int | None] = {}
     position = text.find(TOOL_CALL_OPEN)
     while position >= 0 and budget > 0:
         start = _SPACE.match(text, position + len(TOOL_CALL_OPEN)).end()
-        try:
-            obj, end = decoder.raw_decode(text, start)
-        except json.JSONDecodeError as exc:
-            budget -= exc.pos - start + 1
-            found.append(("", None, f"the tool call is not valid JSON ({exc.msg} at char {exc.pos - start})"))
-        except (ValueError, RecursionError) as exc:
-            budget -= RECURSION_COST
-            found.append(("", None, f"the tool call is not valid JSON ({type(exc).__name__})"))
+        end = balanced_end(text, start, closes) if text.startswith(("{", "["), start) else None
+        if end is None:
+            budget -= 1
+            found.append(("", None, "the tool call is not valid JSON (no balanced object after the tag)"))
         else:
-            budget -= end - start
-            found.append(_call_from_object(obj))
+            budget -= end + 1 - start
+            try:
+                found.append(_call_from_object(json.loads(text[start : end + 1])))
+            except (ValueError, RecursionError) as exc:
+                found.append(("", None, f"the tool call is not valid JSON ({type(exc).__name__}: {str(exc)[:80]})"))
         position = text.find(TOOL_CALL_OPEN, position + len(TOOL_CALL_OPEN))
     if found:
         return found
