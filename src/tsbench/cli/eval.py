@@ -21,6 +21,7 @@ from tsbench.cli.summary_table import WIDE, summary_table, usage_line
 from tsbench.core import json_input
 from tsbench.core.config import build, read_toml_table
 from tsbench.core.errors import UserError
+from tsbench.core.own_folder import config_overwrite_refusal
 from tsbench.core.sanitize import terminal_text
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.config_keys import config_key_refusals
@@ -73,6 +74,9 @@ def eval_cmd(
     cfg = build(EvalConfig, settings, where=f"setting in {config}" if config else "setting")
     if not trust_config_keys and (refused := config_key_refusals(cfg, from_file, {**task_settings(task_arg), **flags})):
         raise UserError(f"{config}: {refused[0]}")
+    command_line = {**task_settings(task_arg), **flags}
+    if refused := config_overwrite_refusal(config, from_file, command_line, cfg.out or cfg.log_dir or "results"):
+        raise UserError(refused)
 
     state = RunProgress()
     display = EvalDisplay(_title(cfg))

@@ -30,7 +30,7 @@ from pathlib import Path
 from tsbench.core import json_input
 from tsbench.core.errors import UserError
 
-__all__ = ["OWNED_FILE", "check_replaceable", "record_owned"]
+__all__ = ["OWNED_FILE", "check_replaceable", "config_overwrite_refusal", "record_owned"]
 
 OWNED_FILE = ".tsbench-owned.json"
 _TOOL = "tsbench"
@@ -163,3 +163,22 @@ def check_replaceable(
     why = legacy(out) if legacy is not None else f"tsbench keeps no record of what it wrote there ({OWNED_FILE})"
     if why is not None:
         raise _refuse(out, f"holds {marker} but cannot be proven {what}: {why}")
+
+
+def config_overwrite_refusal(
+    config: str | Path | None, file: dict, command_line: dict, target: str | Path, results: str | Path = "results"
+) -> str | None:
+    """The one line that refuses a --config file's `overwrite = true` on a folder outside this project's
+    results/ (`results`, under the working directory: models/ for training), unless the command line
+    sets overwrite too:
+    a shared TOML must not choose which of the user's folders are replaced. None when allowed."""
+    if not file.get("overwrite") or "overwrite" in command_line:
+        return None
+    where = Path(target).expanduser().resolve()
+    root = Path(results).resolve()
+    if where == root or root in where.parents:
+        return None
+    return (
+        f"{config}: overwrite = true would replace {target}, outside this project's {results}/: "
+        "give --overwrite on the command line to allow it"
+    )

@@ -144,9 +144,20 @@ def _open_run_dir(
     }
     if variant:  # what else tells this configuration apart (the family says; see leaderboard/load.py)
         info["variant"] = variant
+    ours = _ours(out)
     write_json(out / RUN_JSON, info)
-    record_owned(out, RUN_KIND, growing=RUN_GROWING, ignore=(LOCK_FILE,))  # replaceable even if it dies
+    if ours:  # replaceable even if the run dies; a folder that held other files is never listed as ours
+        record_owned(out, RUN_KIND, growing=RUN_GROWING, ignore=(LOCK_FILE,))
     return info
+
+
+def _ours(out: Path) -> bool:
+    """Whether everything in the run dir is tsbench's (it may be listed as what tsbench wrote)."""
+    try:
+        check_replaceable(out, RUN_KIND, "a run dir", marker=RUN_JSON, ignore=(LOCK_FILE,), legacy=legacy_run_reason)
+    except UserError:
+        return False
+    return True
 
 
 def _jobs(
@@ -338,6 +349,7 @@ def _empty_run_dir(out: Path) -> None:
 
 def _finalize(out: Path, info: dict, wanted: set, taskset) -> dict:
     """samples.parquet from the journal; run.json says how complete the run is; results.json."""
+    ours = _ours(out)  # before this rewrites the files the list holds
     consolidate(out)
     samples = load_samples(out)
     mask = [(i, e) in wanted for i, e in zip(samples["id"], samples["epoch"])]
@@ -356,5 +368,6 @@ def _finalize(out: Path, info: dict, wanted: set, taskset) -> dict:
     counts = ("expected_samples", "finished_samples", "error_samples", "updated_at")
     results = results_json.build(info, summary, tasks, **{k: info[k] for k in counts})
     write_json(out / RESULTS_JSON, results)
-    record_owned(out, RUN_KIND, growing=RUN_GROWING, ignore=(LOCK_FILE,))
+    if ours:
+        record_owned(out, RUN_KIND, growing=RUN_GROWING, ignore=(LOCK_FILE,))
     return results
