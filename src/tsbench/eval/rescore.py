@@ -30,6 +30,7 @@ from tsbench.results import (
     read_journal,
     results_json,
 )
+from tsbench.results.lock import LOCK_FILE
 from tsbench.results.store import RUN_GROWING, RUN_KIND, legacy_run_reason
 from tsbench.results.summary import summarize
 from tsbench.tasks import get_taskset
@@ -110,7 +111,7 @@ def rescore_run(
     finally:
         agents.close()
     if out.exists():
-        check_replaceable(out, RUN_KIND, "a run dir", marker=RUN_JSON, legacy=legacy_run_reason)
+        check_replaceable(out, RUN_KIND, "a run dir", marker=RUN_JSON, ignore=(LOCK_FILE,), legacy=legacy_run_reason)
         shutil.rmtree(out)
     out.mkdir(parents=True)
     journal = Journal(out)

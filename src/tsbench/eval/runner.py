@@ -19,7 +19,7 @@ import pandas as pd
 
 from tsbench.core.config import flat
 from tsbench.core.errors import UserError
-from tsbench.core.own_folder import check_replaceable, record_owned
+from tsbench.core.own_folder import OWNED_FILE, check_replaceable, record_owned
 from tsbench.core.provenance import checked_identity, git_commit, versions, write_json
 from tsbench.core.settings import check as check_settings
 from tsbench.core.tracking import check_targets
@@ -148,6 +148,8 @@ def _open_run_dir(
     write_json(out / RUN_JSON, info)
     if ours:  # replaceable even if the run dies; a folder that held other files is never listed as ours
         record_owned(out, RUN_KIND, growing=RUN_GROWING, ignore=(LOCK_FILE,))
+    else:
+        (out / OWNED_FILE).unlink(missing_ok=True)  # an earlier list no longer says all it holds
     return info
 
 
@@ -282,6 +284,8 @@ def run_eval(
     progress.notes.extend([moved] if moved else [])
     info["expected_samples"] = len(keys)  # a killed run still says how many rows it was to have
     write_json(out / RUN_JSON, info)
+    if (out / OWNED_FILE).is_file():  # listed as ours when it opened: run.json is still ours
+        record_owned(out, RUN_KIND, growing=RUN_GROWING, ignore=(LOCK_FILE,))
     if note := journal_read.note():
         progress.notes.append(note)
     wanted = set(keys)
