@@ -73,6 +73,7 @@ def readers() -> dict:
     from tsbench.tasks.tsaia.taskset import score_mc
     from tsbench.tasks.tsrbench.taskset import score_reply
     from tsbench.train import timemaster_reward as tm
+    from tsbench.train.sft_timemaster import is_trace
 
     axl = AnomalyXL()
     arf_gold = {"options": ["A", "B"], "option": "A", "answer": "spike"}
@@ -103,6 +104,7 @@ def readers() -> dict:
         "tool_protocol.parse_json_calls": lambda t: parse_json_calls(t, ["lookup"]),
         "timeclaw.rationale_block": _rationale_block,
         "timesage.score": _timesage_score,
+        "sft_timemaster.is_trace": is_trace,
     }
     for category, gold in _AXL.items():
         found[f"anomalyxl.{category}"] = lambda t, c=category, g=gold: axl.score(c, g, t)
@@ -144,6 +146,8 @@ ATTACKS = {
     "open_think": lambda n: "<think>" * (n // 7),
     "close_think": lambda n: "</think>x" * (n // 9),
     "open_class": lambda n: "<class>" * (n // 7) + "</class>",
+    "unclosed_class": lambda n: "<class>" * (n // 7),
+    "think_class_pairs": lambda n: "<think>x" + "</think><class>y" * (n // 16) + "z",
     "open_tool_calls": lambda n: "<tool_call>" * (n // 11),
     "tool_calls_open_list": lambda n: "<tool_call>[1," * (n // 14),
     "open_rationale": lambda n: "<context_to_action>" * (n // 19),

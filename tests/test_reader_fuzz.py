@@ -105,3 +105,15 @@ def _raw_decode_scan(text: str) -> list:
 def test_json_values_match_raw_decode_at_every_bracket(pieces):
     text = "".join(pieces)
     assert json_values(text) == _raw_decode_scan(text)
+
+
+_TAGS = ["<think>", "</think>", "<class>", "</class>", "<extension>", "</extension>", " ", "\n", "a", "</Class>"]
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(_TAGS), max_size=12))
+def test_is_trace_matches_the_trace_regex(pieces):
+    from tsbench.train.sft_timemaster import TRACE, is_trace
+
+    text = "".join(pieces)
+    assert is_trace(text) == bool(TRACE.match(text))
