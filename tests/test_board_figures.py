@@ -90,7 +90,9 @@ def test_a_rebuild_removes_its_stale_figures_and_nothing_else(tmp_path):
     names = {p.name for p in out.iterdir() if p.suffix in (".png", ".svg", ".pdf")}
     assert "by_length-anomalyxl_seed42_test_3f2a9c.png" in names
     assert not any(" " in n or "(" in n or ")" in n for n in names)
-    assert "by_length-from_before_the_list.png" not in names and "mine.png" in names
+    # nothing proves an unlisted file ours, whatever its name: both stay (issue 44)
+    assert "by_length-from_before_the_list.png" in names and "mine.png" in names
+    names -= {"by_length-from_before_the_list.png"}
     md = (out / "leaderboard.md").read_text()
     assert "(by_length-anomalyxl_seed42_test_3f2a9c.png)" in md  # the page points at the files as written
     assert set((out / STALE_LIST).read_text().split()) == {n for n in names if n != "mine.png"}
@@ -99,6 +101,12 @@ def test_a_rebuild_removes_its_stale_figures_and_nothing_else(tmp_path):
     removed = sweep_stale(out, {"by_length.png"}, ("by_length",))
     assert {p.name for p in removed} == {n for n in names if n not in ("mine.png", "by_length.png")}
     assert (out / "mine.png").exists()
+    # a listed figure the user replaced with their own bytes is theirs now: kept
+    sweep_stale(out, {"by_length.png", "curves.png"}, ())
+    (out / "curves.png").write_bytes(b"the user's own figure")
+    assert (
+        sweep_stale(out, {"by_length.png"}, ()) == [] and (out / "curves.png").read_bytes() == b"the user's own figure"
+    )
 
 
 def test_a_row_plot_without_an_anomaly_has_no_gold_window_entry(small_data, tmp_path, monkeypatch):

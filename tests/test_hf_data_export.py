@@ -126,6 +126,9 @@ def test_a_second_export_replaces_the_first_and_bad_targets_are_one_line(exporte
     stale = folder / "data" / "stale" / "test-00000-of-00001.parquet"
     stale.parent.mkdir(parents=True)
     stale.write_bytes(b"old")
+    from tsbench.core.own_folder import record_owned
+
+    record_owned(folder, "data-export")  # a split an earlier export wrote (what it wrote is listed)
     res = cli("export", str(data), "--format", "hf", "--out", str(folder))
     assert res.exit_code == 0, res.output
     assert not stale.exists()

@@ -21,7 +21,8 @@ from tsbench.cli.summary_table import WIDE, summary_table, usage_line
 from tsbench.core import json_input
 from tsbench.core.config import build, read_toml_table
 from tsbench.core.errors import UserError
-from tsbench.core.sanitize import terminal_text
+from tsbench.core.own_folder import config_overwrite_refusal
+from tsbench.core.sanitize import display_name, terminal_text
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.config_keys import config_key_refusals
 from tsbench.eval.model_args import task_settings
@@ -73,6 +74,9 @@ def eval_cmd(
     cfg = build(EvalConfig, settings, where=f"setting in {config}" if config else "setting")
     if not trust_config_keys and (refused := config_key_refusals(cfg, from_file, {**task_settings(task_arg), **flags})):
         raise UserError(f"{config}: {refused[0]}")
+    command_line = {**task_settings(task_arg), **flags}
+    if refused := config_overwrite_refusal(config, from_file, command_line, cfg.out or cfg.log_dir or "results"):
+        raise UserError(refused)
 
     state = RunProgress()
     display = EvalDisplay(_title(cfg))
@@ -107,7 +111,7 @@ def eval_cmd(
 def _title(cfg: EvalConfig) -> str:
     """The configuration, whole, on its own line above the progress line."""
     harness = cfg.harness or "its default harness"
-    return f"eval {cfg.model} / {harness} on {cfg.family}"
+    return f"eval {display_name(cfg.model)} / {display_name(harness)} on {cfg.family}"
 
 
 def _print_summary(run_dir: Path, cfg: EvalConfig) -> None:
@@ -116,7 +120,7 @@ def _print_summary(run_dir: Path, cfg: EvalConfig) -> None:
 
     results = json.loads((run_dir / RESULTS_JSON).read_text())
     blocks = results_json.summary_of(results)
-    title = f"{cfg.model} / {cfg.harness}: {run_dir}"
+    title = f"{display_name(cfg.model)} / {display_name(cfg.harness)}: {display_name(run_dir)}"
     if results.get("reference"):
         title += f"  (reference policy: {results['reference']})"
     console.print(summary_table(blocks, title, console.width))

@@ -21,6 +21,7 @@ from tsbench.cli.options import given_settings, settings_options
 from tsbench.core.config import build, read_toml_table
 from tsbench.core.errors import UserError
 from tsbench.core.extras import check
+from tsbench.core.own_folder import config_overwrite_refusal
 from tsbench.core.settings import convert, spec_map
 from tsbench.train.config import GRPOConfig, LaunchConfig
 from tsbench.train.launch import launch_command, needs_launcher
@@ -66,6 +67,9 @@ def sft_baseline(
     from tsbench.train.sft import RichSFTProgress, run_sft
 
     settings = read_toml_table(config, "sft") if config else {}
+    out = flags.get("out") or settings.get("out") or "models"  # trained models live under models/
+    if refused := config_overwrite_refusal(config, settings, flags, out, results="models"):
+        raise UserError(refused)
     if full:
         flags["lora"] = 0
     settings.update(flags)

@@ -28,12 +28,23 @@ _OPEN = {tag: re.compile(f"<{tag}>", re.IGNORECASE) for tag in ("think", "class"
 _CLOSE = {tag: re.compile(f"</{tag}>", re.IGNORECASE) for tag in ("think", "class", "extension")}
 
 
-def tag_spans(text: str | None, tag: str = "class") -> Iterator[str]:
-    """The raw text of every `<tag>` span (opening to the next closing), in order of the openings."""
+def tag_spans(text: str | None, tag: str = "class", budget: int | None = None) -> Iterator[str]:
+    """The raw text of every `<tag>` span (opening to the next closing), in order of the openings.
+
+    Openings before one closing share it, so their spans overlap: n openings then one closing hold
+    about n * n / 2 characters. Spans are yielded while their total length stays within `budget`
+    (default: four times the text and 64 KiB), so reading them all stays linear; a reply never holds
+    that many spans but to be read that way."""
     text = text or ""
+    budget = 4 * len(text) + 65536 if budget is None else budget
+    closing = None
     for opening in _OPEN[tag].finditer(text):
-        closing = _CLOSE[tag].search(text, opening.end())
+        if closing is None or closing.start() < opening.end():  # the closing is found once per closing
+            closing = _CLOSE[tag].search(text, opening.end())
         if closing is None:  # no later opening has a closing either
+            return
+        budget -= closing.start() - opening.end()
+        if budget < 0:
             return
         yield text[opening.end() : closing.start()]
 

@@ -123,6 +123,10 @@ def write_json(path: str | Path, data: dict) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # text with no UTF-8 form (a lone surrogate): kept, as JSON escapes
+        text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+    try:
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()

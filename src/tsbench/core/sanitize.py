@@ -11,6 +11,7 @@ print must not let it drive the reader's tools:
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 # C0 (except \t and \n), DEL and C1: everything a terminal may act on. An ESC sequence's own
@@ -71,3 +72,39 @@ def markdown_text(text) -> str:
     text = terminal_text(text)
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+NAME_CHARS = 120  # a model or run name longer than this is shown by its start and a hash of the whole
+_NOT_XML = re.compile("[\ufffe\uffff]")  # not characters in XML (an SVG figure, an HTML page)
+
+
+def _shortened(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{text[: max(1, limit - 10)]}…{digest}"
+
+
+def display_name(text) -> str:
+    """A model, run or harness name as every reader shows it (terminal, SVG figure, HTML, Markdown,
+    CSV): one line, no control character or escape sequence, only characters XML allows, and at most
+    NAME_CHARS characters (a longer one keeps its start and a hash of the whole, so two stay apart).
+    Applied once, where a name comes in (a run dir read by the boards, the eval's title)."""
+    from tsbench.core.unicode_text import valid_text
+
+    text = valid_text(terminal_text(text))[0]
+    text = " ".join(_NOT_XML.sub("", text).split())
+    return _shortened(text, NAME_CHARS) or "?"
+
+
+_FILE_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f/\\:*?\"<>|\s]+")
+
+
+def file_name_part(text, limit: int = 80) -> str:
+    """Text as part of a file or folder name on any system: path separators, controls, white space and
+    the characters Windows refuses become "_", and the part is at most `limit` characters (longer: its
+    start and a hash of the whole), so a 4,000-character model name still makes a valid run dir."""
+    from tsbench.core.unicode_text import valid_text
+
+    text = _FILE_UNSAFE.sub("_", valid_text(str(text))[0]).strip(".")
+    return _shortened(text, limit) or "_"

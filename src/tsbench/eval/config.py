@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from tsbench.core.sanitize import file_name_part
 from tsbench.core.settings import answer_settings, setting
 from tsbench.core.text import short_model_name
 from tsbench.harness.settings import HarnessConfig, HarnessSettings
@@ -211,7 +212,7 @@ def settings_diff(old: dict, new: dict) -> list[str]:
 def run_name(cfg: EvalConfig, settings: HarnessSettings) -> str:
     """The default run directory's name: the model by its short name (a path-named server model by its
     folder); `settings` are the harness's own (they add e.g. __d1, __sequential)."""
-    slug = short_model_name(cfg.model).replace("/", "_").replace(":", "_")
+    slug = file_name_part(short_model_name(cfg.model))  # any model name makes a valid folder name
     family = "" if cfg.family == DEFAULT_FAMILY else f"{cfg.family.replace(':', '_').replace('.', '_')}__"
     judge = f"__judge-{cfg.judge.replace('/', '_').replace(':', '_')}" if cfg.judge else ""
     return f"{family}{slug}__{cfg.harness}{settings.name_suffix()}{judge}"

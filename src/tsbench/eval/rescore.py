@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tsbench.core.errors import UserError
-from tsbench.core.own_folder import check_replaceable
+from tsbench.core.own_folder import check_replaceable, record_owned
 from tsbench.core.provenance import write_json
 from tsbench.eval.agents import AgentCache
 from tsbench.eval.episode import judge_completer
@@ -30,6 +30,8 @@ from tsbench.results import (
     read_journal,
     results_json,
 )
+from tsbench.results.lock import LOCK_FILE
+from tsbench.results.store import RUN_GROWING, RUN_KIND, legacy_run_reason
 from tsbench.results.summary import summarize
 from tsbench.tasks import get_taskset
 
@@ -109,7 +111,7 @@ def rescore_run(
     finally:
         agents.close()
     if out.exists():
-        check_replaceable(out, RUN_JSON, "a run dir")
+        check_replaceable(out, RUN_KIND, "a run dir", marker=RUN_JSON, ignore=(LOCK_FILE,), legacy=legacy_run_reason)
         shutil.rmtree(out)
     out.mkdir(parents=True)
     journal = Journal(out)
@@ -133,4 +135,5 @@ def rescore_run(
     summary = summarize(samples, [c.category for c in taskset.columns()])
     tasks = task_results(samples, info.get("family") or taskset.name, list(taskset.columns()))
     write_json(out / RESULTS_JSON, results_json.build(info, summary, tasks, rescored_from=str(run_dir)))
+    record_owned(out, RUN_KIND, growing=RUN_GROWING)
     return out, stats

@@ -19,7 +19,7 @@ import pandas as pd
 
 from tsbench.core.config import flat
 from tsbench.core.errors import UserError
-from tsbench.core.own_folder import check_replaceable
+from tsbench.core.own_folder import OWNED_FILE, check_replaceable, record_owned
 from tsbench.core.provenance import checked_identity, git_commit, versions, write_json
 from tsbench.core.settings import check as check_settings
 from tsbench.core.tracking import check_targets
@@ -36,6 +36,7 @@ from tsbench.harness.tool_specs import load_tools_dir
 from tsbench.results import RESULTS_JSON, RUN_JSON, Journal, consolidate, load_run, load_samples, now_utc, results_json
 from tsbench.results.journal import read_journal_report
 from tsbench.results.lock import LOCK_FILE, RunDirLock
+from tsbench.results.store import RUN_GROWING, RUN_KIND, legacy_run_reason
 from tsbench.results.summary import summarize
 from tsbench.tasks import get_taskset
 from tsbench.tasks.base import SampleRef
@@ -117,7 +118,9 @@ def _open_run_dir(
         created = load_run(out).get("created_at", now_utc())
     else:
         if cfg.overwrite and out.exists():
-            check_replaceable(out, RUN_JSON, "a run dir", ignore=(LOCK_FILE,))
+            check_replaceable(
+                out, RUN_KIND, "a run dir", marker=RUN_JSON, ignore=(LOCK_FILE,), legacy=legacy_run_reason
+            )
             _empty_run_dir(out)
         created = now_utc()
     out.mkdir(parents=True, exist_ok=True)
@@ -141,8 +144,22 @@ def _open_run_dir(
     }
     if variant:  # what else tells this configuration apart (the family says; see leaderboard/load.py)
         info["variant"] = variant
+    ours = _ours(out)
     write_json(out / RUN_JSON, info)
+    if ours:  # replaceable even if the run dies; a folder that held other files is never listed as ours
+        record_owned(out, RUN_KIND, growing=RUN_GROWING, ignore=(LOCK_FILE,))
+    else:
+        (out / OWNED_FILE).unlink(missing_ok=True)  # an earlier list no longer says all it holds
     return info
+
+
+def _ours(out: Path) -> bool:
+    """Whether everything in the run dir is tsbench's (it may be listed as what tsbench wrote)."""
+    try:
+        check_replaceable(out, RUN_KIND, "a run dir", marker=RUN_JSON, ignore=(LOCK_FILE,), legacy=legacy_run_reason)
+    except UserError:
+        return False
+    return True
 
 
 def _jobs(
@@ -267,6 +284,8 @@ def run_eval(
     progress.notes.extend([moved] if moved else [])
     info["expected_samples"] = len(keys)  # a killed run still says how many rows it was to have
     write_json(out / RUN_JSON, info)
+    if (out / OWNED_FILE).is_file():  # listed as ours when it opened: run.json is still ours
+        record_owned(out, RUN_KIND, growing=RUN_GROWING, ignore=(LOCK_FILE,))
     if note := journal_read.note():
         progress.notes.append(note)
     wanted = set(keys)
@@ -334,6 +353,7 @@ def _empty_run_dir(out: Path) -> None:
 
 def _finalize(out: Path, info: dict, wanted: set, taskset) -> dict:
     """samples.parquet from the journal; run.json says how complete the run is; results.json."""
+    ours = _ours(out)  # before this rewrites the files the list holds
     consolidate(out)
     samples = load_samples(out)
     mask = [(i, e) in wanted for i, e in zip(samples["id"], samples["epoch"])]
@@ -352,4 +372,6 @@ def _finalize(out: Path, info: dict, wanted: set, taskset) -> dict:
     counts = ("expected_samples", "finished_samples", "error_samples", "updated_at")
     results = results_json.build(info, summary, tasks, **{k: info[k] for k in counts})
     write_json(out / RESULTS_JSON, results)
+    if ours:
+        record_owned(out, RUN_KIND, growing=RUN_GROWING, ignore=(LOCK_FILE,))
     return results

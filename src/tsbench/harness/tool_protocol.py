@@ -16,15 +16,19 @@ Either way a reply with no tool call is the final message.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from tsbench.core.text import json_object_spans, strip_reasoning
+from tsbench.core.text import balanced_end, json_object_spans, strip_reasoning
 from tsbench.harness.toolset import Observation, Toolset
 from tsbench.models.base import ChatModel, Completion, Message, TaskInfo
 
 TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"
 PROTOCOLS = ("auto", "native", "json")
+
+
+_SPACE = re.compile(r"\s*")
 
 
 @dataclass
@@ -157,18 +161,25 @@ class JsonTextProtocol(ToolProtocol):
 def parse_json_calls(text: str, known_names: list[str] | tuple[str, ...] = ()) -> list[tuple[str, Any, str | None]]:
     """(name, arguments, error) of each tool call in a text reply, in order."""
     text = strip_reasoning(text)
-    decoder = json.JSONDecoder()
     found: list[tuple[str, Any, str | None]] = []
+    # Each call is parsed alone from its balanced span (copying the rest of the reply per tag, or a
+    # parse error that counts the lines before it, was quadratic in the tags); what the parses read is
+    # charged against a budget linear in the reply, past which tags go unread.
+    budget = 4 * len(text) + 65536
+    closes: dict[int, int | None] = {}
     position = text.find(TOOL_CALL_OPEN)
-    while position >= 0:
-        rest = text[position + len(TOOL_CALL_OPEN) :]
-        body = rest.lstrip()
-        try:
-            obj, _ = decoder.raw_decode(body)
-        except (ValueError, RecursionError) as exc:
-            found.append(("", None, f"the tool call is not valid JSON ({exc})"))
+    while position >= 0 and budget > 0:
+        start = _SPACE.match(text, position + len(TOOL_CALL_OPEN)).end()
+        end = balanced_end(text, start, closes) if text.startswith(("{", "["), start) else None
+        if end is None:
+            budget -= 1
+            found.append(("", None, "the tool call is not valid JSON (no balanced object after the tag)"))
         else:
-            found.append(_call_from_object(obj))
+            budget -= end + 1 - start
+            try:
+                found.append(_call_from_object(json.loads(text[start : end + 1])))
+            except (ValueError, RecursionError) as exc:
+                found.append(("", None, f"the tool call is not valid JSON ({type(exc).__name__}: {str(exc)[:80]})"))
         position = text.find(TOOL_CALL_OPEN, position + len(TOOL_CALL_OPEN))
     if found:
         return found

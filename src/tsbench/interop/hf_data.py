@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from tsbench.core import json_input
 from tsbench.core.errors import UserError
-from tsbench.core.own_folder import check_replaceable
+from tsbench.core.own_folder import check_replaceable, record_owned
 from tsbench.interop.hf_card import data_card
 from tsbench.interop.hf_dataset import hf_table
 from tsbench.interop.public_gold import has_private_keys
@@ -161,7 +161,7 @@ def write_hf_data(data_dir: Path, out: Path, progress: Progress | None = None) -
     if out.resolve() == folder.resolve() or folder.resolve() in out.resolve().parents:
         raise UserError(f"--out {out} is inside the data dir {folder}: choose a folder outside it")
     if (out / CARD).exists():
-        check_replaceable(out, f"tsbench/{MANIFEST}", "a dataset export")
+        check_replaceable(out, "data-export", "a dataset export", marker=f"tsbench/{MANIFEST}")
         shutil.rmtree(out)
     for item in placed:
         target = out / item.target
@@ -175,6 +175,7 @@ def write_hf_data(data_dir: Path, out: Path, progress: Progress | None = None) -
     (out / "tsbench").mkdir(parents=True, exist_ok=True)
     shutil.copyfile(folder / MANIFEST, out / "tsbench" / MANIFEST)
     (out / CARD).write_text(data_card(manifest, folder, placed, schemas), encoding="utf-8")
+    record_owned(out, "data-export")
     return out
 
 

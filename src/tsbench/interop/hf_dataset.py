@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tsbench.core.own_folder import check_replaceable
+from tsbench.core.own_folder import check_replaceable, record_owned
 from tsbench.interop.hf_features import features
 from tsbench.interop.public_gold import public_gold
 from tsbench.interop.source import RunSource
@@ -153,7 +153,7 @@ def write_hf_dataset(source: RunSource, out: Path) -> Path:
     """Write the dataset folder `out` (replacing an earlier export there); returns it."""
     out = Path(out)
     if (out / CARD).exists():
-        check_replaceable(out, f"tsbench/{RUN_JSON}", "a run export")
+        check_replaceable(out, "run-export", "a run export", marker=f"tsbench/{RUN_JSON}", legacy=_legacy_export)
         shutil.rmtree(out)
     (out / "data").mkdir(parents=True, exist_ok=True)
     table = hf_table(to_table(source.rows()))
@@ -172,4 +172,28 @@ def write_hf_dataset(source: RunSource, out: Path) -> Path:
         if (source.path / name).is_file():
             shutil.copyfile(source.path / name, out / "tsbench" / name)
     (out / CARD).write_text(card_text(source, table.schema, splits), encoding="utf-8")
+    record_owned(out, "run-export")
     return out
+
+
+def _legacy_export(out: Path) -> str | None:
+    """An export written before tsbench listed what it writes is ours when it holds nothing but its
+    layout: README.md, data/*.parquet and tsbench/{run,results}.json, plain files all."""
+    allowed = {CARD, "data", "tsbench"}
+    for path in sorted(out.rglob("*")):
+        rel = path.relative_to(out)
+        if path.is_symlink():
+            return f"{rel} is a symlink"
+        top = rel.parts[0]
+        if top not in allowed or len(rel.parts) > 2:
+            return f"it holds {rel}, which no export writes"
+        if len(rel.parts) == 1:
+            if (top == CARD) != path.is_file():
+                return f"{rel} is not what an export writes"
+        elif (
+            top == CARD
+            or not path.is_file()
+            or (path.suffix != ".parquet" if top == "data" else rel.name not in (RUN_JSON, RESULTS_JSON))
+        ):
+            return f"it holds {rel}, which no export writes"
+    return None

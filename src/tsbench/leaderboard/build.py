@@ -192,7 +192,10 @@ def build_leaderboard(
     result.figures = {d: {safe_name(n): f for n, f in figs.items()} for d, figs in result.figures.items()}
     out.mkdir(parents=True, exist_ok=True)
     written = {f"{n}.{fmt}" for figs in result.figures.values() for n, formats in figs.items() for fmt in formats}
-    sweep_stale(out, written, tuple(FIGURE_TITLES))  # one build's figures per folder
+    contents = {
+        f"{n}.{fmt}": data for figs in result.figures.values() for n, fs in figs.items() for fmt, data in fs.items()
+    }
+    sweep_stale(out, written, tuple(FIGURE_TITLES), contents)  # one build's figures per folder
     for figures in result.figures.values():
         for name, formats in figures.items():
             for fmt, data in formats.items():

@@ -8,7 +8,9 @@ rows behind each number (n), and writes "n/a" where a category was not run at a 
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -59,24 +61,46 @@ def safe_name(name: str) -> str:
 
 
 STALE_LIST = ".tsbench-figures"  # in a leaderboard folder: the figure files the last build wrote
+STALE_SUMS = ".tsbench-figures.sha256"  # and the SHA-256 of each, as written
 
 
-def sweep_stale(out: Path, written: set[str], prefixes: tuple[str, ...] = ()) -> list[Path]:
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def sweep_stale(
+    out: Path, written: set[str], prefixes: tuple[str, ...] = (), contents: dict[str, bytes] | None = None
+) -> list[Path]:
     """Remove the figures an earlier build left in `out` that this one does not write (so a folder
-    never shows figures of runs it was not built from), then record `written`. Only files this tool
-    wrote are touched: those on the last build's list, or (a folder from before the list) figure
-    files named like ours."""
+    never shows figures of runs it was not built from), then record `written`. Only files provably
+    this tool's go: on the last build's list with the bytes it wrote (a figure the user replaced, or
+    added under one of our names, stays). Folders from before the list had hashes are not swept.
+    `contents`: the bytes about to be written under those names (else the files as they are now) are
+    what the list records. `prefixes` is kept for callers; names alone prove nothing."""
+    del prefixes
     out = Path(out)
-    listed = out / STALE_LIST
-    earlier = set(listed.read_text(encoding="utf-8").split()) if listed.is_file() else set()
+    sums = out / STALE_SUMS
+    try:
+        earlier = json.loads(sums.read_text(encoding="utf-8")) if sums.is_file() and not sums.is_symlink() else {}
+    except ValueError:
+        earlier = {}
+    earlier = earlier if isinstance(earlier, dict) else {}
     removed = []
     for path in sorted(out.iterdir()) if out.is_dir() else []:
-        ours = path.name in earlier or (not earlier and path.name.startswith(prefixes))
-        if path.is_file() and path.suffix[1:] in FORMATS and ours and path.name not in written:
+        if path.name in written or path.suffix[1:] not in FORMATS or path.name not in earlier:
+            continue
+        if path.is_file() and not path.is_symlink() and _sha256(path) == earlier[path.name]:
             path.unlink()
             removed.append(path)
     out.mkdir(parents=True, exist_ok=True)
-    listed.write_text("".join(f"{name}\n" for name in sorted(written)), encoding="utf-8")
+    (out / STALE_LIST).write_text("".join(f"{name}\n" for name in sorted(written)), encoding="utf-8")
+    contents = contents or {}
+    present = {
+        name: hashlib.sha256(contents[name]).hexdigest() if name in contents else _sha256(out / name)
+        for name in sorted(written)
+        if name in contents or (out / name).is_file()
+    }
+    sums.write_text(json.dumps(present, indent=1), encoding="utf-8")
     return removed
 
 

@@ -17,6 +17,7 @@ import pandas as pd
 
 from tsbench.core import json_input
 from tsbench.core.data_hash import split_hash
+from tsbench.core.sanitize import display_name
 from tsbench.core.text import short_model_name
 from tsbench.results import COLUMN_NAMES, JOURNAL, RESULTS_JSON, RUN_JSON, SAMPLES, load_run, load_samples, results_json
 from tsbench.results.journal import read_journal_report
@@ -149,10 +150,11 @@ def read_run(run_dir: Path) -> tuple[RunInfo, pd.DataFrame]:
     dataset = identity.get("key") or identity.get("manifest_sha256") or UNKNOWN_DATASET
     info = RunInfo(
         path=run_dir,
-        run_name=run_dir.name or str(meta.get("run_name")),  # the folder the user sees, not the stored name
-        model=str(meta.get("model") or _first(frame, "model", "?")),
-        harness=str(meta.get("harness") or _first(frame, "harness", "?"))
-        + (f" [{meta['variant']}]" if meta.get("variant") else "")  # e.g. TimeSage's mode, skills, judge
+        # Names a run dir from anywhere holds are made safe here, once, for every board and figure.
+        run_name=display_name(run_dir.name or str(meta.get("run_name"))),  # the folder the user sees
+        model=display_name(meta.get("model") or _first(frame, "model", "?")),
+        harness=display_name(meta.get("harness") or _first(frame, "harness", "?"))
+        + (f" [{display_name(meta['variant'])}]" if meta.get("variant") else "")  # e.g. TimeSage's mode
         + (f" {UNJAILED}" if meta.get("unsafe_sandbox") else ""),  # never merged with, or mistaken for, a jailed run
         depth=int(meta.get("depth") if meta.get("depth") is not None else _first(frame, "depth", 0)),
         dataset=str(dataset),

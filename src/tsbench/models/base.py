@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tsbench.core.episode import TaskInfo
+from tsbench.core.unicode_text import ALTERED_ATTRIBUTE
 
 
 @dataclass
@@ -67,6 +68,7 @@ class Completion:
             "failed_attempts": list(extra.get("failed_attempts") or []),
             "latency_s": round(float(self.latency_s), 3),
             "wall_s": round(float(extra.get("wall_s", self.latency_s)), 3),
+            **({ALTERED_ATTRIBUTE: extra[ALTERED_ATTRIBUTE]} if extra.get(ALTERED_ATTRIBUTE) else {}),
         }
 
 

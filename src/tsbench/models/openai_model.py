@@ -34,6 +34,7 @@ from typing import Any
 import openai
 
 from tsbench.core.deadline import tightest, within
+from tsbench.core.unicode_text import ALTERED_ATTRIBUTE, valid_text
 from tsbench.models.base import Agent, Completion, Message, ModelError, TaskInfo, ToolCall
 from tsbench.models.context import server_context_tokens
 from tsbench.models.endpoint import (  # noqa: F401
@@ -283,7 +284,9 @@ class OpenAIChatModel(Agent):
         choice = response.choices[0]
         if getattr(choice, "message", None) is None:
             raise ModelError("server", f"the first choice from {self.endpoint} has no message")
-        text = content_text(choice.message.content)
+        # A lone surrogate ("\ud800" is valid JSON) has no UTF-8 form: it could not go back to the
+        # server in the next request, nor to a kernel or a file, so it is made valid here, and counted.
+        text, altered = valid_text(content_text(choice.message.content))
         extra["finish_reason"] = choice.finish_reason
         tool_calls: list[ToolCall] = []
         sent = getattr(choice.message, "tool_calls", None) or []
@@ -291,11 +294,13 @@ class OpenAIChatModel(Agent):
         for call in sent[:MAX_TOOL_CALLS_KEPT]:
             function = getattr(call, "function", None)
             if function is not None:  # custom (non-function) tool calls are not ours
-                tool_calls.append(
-                    ToolCall(id=str(call.id), name=str(function.name), arguments=content_text(function.arguments))
-                )
+                (name, arguments), changed = valid_text([str(function.name), content_text(function.arguments)])
+                altered += changed
+                tool_calls.append(ToolCall(id=str(call.id), name=name, arguments=arguments))
         if len(sent) > MAX_TOOL_CALLS_KEPT:
             extra["tool_calls_dropped"] = len(sent) - MAX_TOOL_CALLS_KEPT
+        if altered:
+            extra[ALTERED_ATTRIBUTE] = altered
         refusal = getattr(choice.message, "refusal", None)
         if refusal:
             extra["refusal"] = refusal

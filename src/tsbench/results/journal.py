@@ -19,10 +19,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tsbench.core import json_input
+from tsbench.core.unicode_text import ALTERED_ATTRIBUTE, valid_text
 from tsbench.results.schema import COLUMN_NAMES, JOURNAL, is_record, key_of
 
 FSYNC_EVERY_S = 1.0
 FSYNC_EVERY_ROWS = 64
+
+
+def _line(record: dict) -> bytes:
+    """The record's journal line, UTF-8. Text that has no UTF-8 form (a lone surrogate a model sent)
+    is made valid in `record` itself, so what runs on from it (progress, scoring summaries) matches
+    the stored row, and the row's attributes say how many code points changed (`ALTERED_ATTRIBUTE`)."""
+    row = {k: record[k] for k in COLUMN_NAMES}
+    try:
+        return (json.dumps(row, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        pass
+    fixed, changed = valid_text(row)
+    attributes = fixed.get("attributes")
+    if isinstance(attributes, str):  # a journal row written before attributes became a map
+        attributes = json_input.loads(attributes) if attributes else {}
+    fixed["attributes"] = {**(attributes if isinstance(attributes, dict) else {}), ALTERED_ATTRIBUTE: str(changed)}
+    record.update(fixed)
+    return (json.dumps(fixed, ensure_ascii=False, default=str) + "\n").encode("utf-8", "replace")
 
 
 class Journal:
@@ -41,9 +60,7 @@ class Journal:
             raise ValueError(f"result record lacks columns {sorted(missing)}")
         if self._fh is None:
             self._open()
-        data = memoryview(
-            (json.dumps({k: record[k] for k in COLUMN_NAMES}, ensure_ascii=False, default=str) + "\n").encode("utf-8")
-        )
+        data = memoryview(_line(record))
         start = os.lseek(self._fh.fileno(), 0, os.SEEK_END)
         try:
             while data:

@@ -8,6 +8,7 @@ from typing import Any
 
 from tsbench.core import json_input
 from tsbench.core.episode import EpisodeOutcome
+from tsbench.core.unicode_text import ALTERED_ATTRIBUTE
 from tsbench.results.schema import COLUMN_NAMES
 
 MAX_ERROR_CHARS = 2000
@@ -79,6 +80,8 @@ def apply_outcome(record: dict[str, Any], outcome: EpisodeOutcome) -> dict[str, 
         distrusted = sum(1 for call in result.calls if call.get("usage") == "invalid")
         if distrusted:  # the server's counts were no token counts: the row's tokens are our estimate
             record["attributes"]["usage_invalid_calls"] = str(distrusted)
+        if altered := sum(int(c.get(ALTERED_ATTRIBUTE) or 0) for c in result.calls if isinstance(c, dict)):
+            record["attributes"][ALTERED_ATTRIBUTE] = str(altered)  # replies made valid at the client
         record["metrics"] = {**record["metrics"], **{str(k): float(v) for k, v in result.metrics.items()}}
     if outcome.error_type is not None:
         record.update(

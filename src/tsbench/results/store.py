@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 from datetime import datetime
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pyarrow.parquet as pq
 from tsbench.core import json_input
 from tsbench.core.input_budget import Budget, check_parquet
 from tsbench.core.provenance import write_json
-from tsbench.results.journal import read_journal
+from tsbench.results.journal import read_journal, read_journal_report
 from tsbench.results.schema import COLUMN_NAMES, COLUMNS, JOURNAL, RUN_JSON, SAMPLES
 
 
@@ -88,3 +89,42 @@ def update_run(run_dir: str | Path, **changes) -> dict:
 
 def is_run_dir(path: str | Path) -> bool:
     return (Path(path) / RUN_JSON).is_file()
+
+
+RUN_KIND = "run"  # what core.own_folder records a run dir as
+RUN_GROWING = (JOURNAL, "judge_cache*.jsonl")  # appended to while a run runs
+_LEGACY_RUN_FILES = (
+    RUN_JSON,
+    "results.json",
+    JOURNAL,
+    SAMPLES,
+    SAMPLES + ".tmp",
+    "judge_cache*.jsonl",
+    ".tsbench.lock",
+)
+_RUN_KEYS = ("run_name", "family", "created_at")
+
+
+def legacy_run_reason(run_dir: str | Path) -> str | None:
+    """None when a run dir written before tsbench listed what it writes is provably a run: it holds
+    nothing but a run's own files (regular files, no folders), its run.json is a run's (an object with
+    run_name, family, created_at) and every line of its journal is a results row (a torn last line
+    aside); else why not, for the refusal."""
+    run_dir = Path(run_dir)
+    for child in sorted(run_dir.iterdir()):
+        if not any(fnmatch.fnmatchcase(child.name, p) for p in _LEGACY_RUN_FILES):
+            return f"it holds {child.name}, which no run writes"
+        if child.is_symlink() or not child.is_file():
+            return f"{child.name} is not a plain file"
+    try:
+        info = load_run(run_dir)
+    except (OSError, ValueError):
+        return "its run.json is not a run's"
+    if not all(isinstance(info.get(k), str) for k in _RUN_KEYS):
+        return "its run.json is not a run's"
+    report = read_journal_report(run_dir)
+    lines = (run_dir / JOURNAL).read_bytes().count(b"\n") if (run_dir / JOURNAL).exists() else 0
+    torn = [n for n in report.bad_lines if n <= lines]  # a line before the last newline that is no row
+    if torn:
+        return f"line {torn[0]} of its journal is not a results row"
+    return None

@@ -57,8 +57,11 @@ def split_train_test(
     return [r for i, r in enumerate(records) if i in train], [r for i, r in enumerate(records) if i not in train]
 
 
-_TAGGED = re.compile(r"<\s*answer\s*>\s*([A-Z])\s*<\s*/\s*answer\s*>", re.IGNORECASE)
-_STATED = re.compile(r"(?:final\s+answer|answer)\s*(?:is|:)?\s*\(?\s*([A-Z])\b", re.IGNORECASE)
+# TimeClaw's patterns with possessive white space (`\s*+`): each run of it is followed by a token that
+# is not white space, so giving some back never makes a match, and "answer" + a megabyte of spaces
+# no longer splits them among three \s* in every way (cubic: over 5 s for 40 KB).
+_TAGGED = re.compile(r"<\s*+answer\s*+>\s*+([A-Z])\s*+<\s*+/\s*+answer\s*+>", re.IGNORECASE)
+_STATED = re.compile(r"(?:final\s++answer|answer)\s*+(?:is|:)?\s*+\(?\s*+([A-Z])\b", re.IGNORECASE)
 _STANDALONE = re.compile(r"\b([A-Z])\b")
 
 

@@ -34,11 +34,19 @@ from typing import Any
 import numpy as np
 from transformers import TrainerCallback
 
+from tsbench.core.own_folder import record_owned
 from tsbench.core.provenance import TRACKED_PACKAGES, git_commit, versions, write_json
 from tsbench.core.tracking import check_targets
 from tsbench.tasks import get_taskset
 from tsbench.train.cpu_memory import limit_malloc_arenas
-from tsbench.train.sft_config import TIMEMASTER_TRACES, SFTConfig, is_series_model, prepare_out, warmup_steps
+from tsbench.train.sft_config import (
+    TIMEMASTER_TRACES,
+    TRAINED_KIND,
+    SFTConfig,
+    is_series_model,
+    prepare_out,
+    warmup_steps,
+)
 from tsbench.train.sft_format import Format, Prepared
 from tsbench.train.tracking import tracking
 
@@ -287,6 +295,7 @@ def run_sft(cfg: SFTConfig, progress: ProgressFn | None = None) -> Path:
         stopped_early=len(validation.epochs) < cfg.epochs and bool(validation.epochs),
     )
     write_json(out / RUN_JSON, manifest)
+    record_owned(out, TRAINED_KIND)  # what --overwrite may later replace: this folder, as written
     emit("done", out=str(out), best_epoch=manifest["best_epoch"])
     return out
 

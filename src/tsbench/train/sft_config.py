@@ -21,6 +21,7 @@ from tsbench.models.tslm.settings import TSLMSettings
 from tsbench.tasks import get_taskset
 from tsbench.train.config import PolicyConfig
 
+TRAINED_KIND = "trained-model"  # what core.own_folder records a training output folder as
 SINGLE_PASS = "single-pass-text"
 RLM_TRAJECTORIES = "rlm-trajectories"
 TIMEMASTER_TRACES = "timemaster-traces"  # <think>/<class> traces: TimeMaster's warm start (train/sft_timemaster.py)
@@ -147,7 +148,7 @@ def prepare_out(cfg: SFTConfig) -> Path:
     if out.exists() and any(out.iterdir()):
         if not cfg.overwrite:
             raise UserError(f"{out} already holds files; use another --out, or --overwrite to replace it")
-        check_replaceable(out, "run.json", "a trained model's folder")
+        check_replaceable(out, TRAINED_KIND, "a trained model's folder", marker="run.json")
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     return out

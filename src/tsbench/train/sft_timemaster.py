@@ -25,7 +25,15 @@ from typing import Any
 from tsbench.core import json_input
 from tsbench.core.errors import UserError
 
+# A trace is r"^\s*<think>.+?</think>\s*<class>.+?</class>(\s*<extension>.*?</extension>)?\s*$" (re.S | re.I);
+# that regex backtracks over every (</think>, </class>) pair, quadratic on a teacher's reply of many tags,
+# so `is_trace` decides the same in one pass: the first </think><class> leaves the most room after it.
 TRACE = re.compile(r"^\s*<think>.+?</think>\s*<class>.+?</class>(\s*<extension>.*?</extension>)?\s*$", re.S | re.I)
+_OPEN_THINK = re.compile(r"\s*+<think>", re.I)
+_THINK_CLASS = re.compile(r"</think>\s*+<class>", re.I)
+_CLASS_EXTENSION = re.compile(r"</class>\s*+<extension>", re.I)
+_CLOSE_CLASS = re.compile(r"</class>", re.I)
+_CLOSE_EXTENSION = re.compile(r"</extension>", re.I)
 
 
 @dataclass
@@ -39,7 +47,19 @@ class Trace:
 
 
 def is_trace(text: str) -> bool:
-    return bool(TRACE.match(text or ""))
+    """`TRACE.match(text)`, in linear time."""
+    text = text or ""
+    opened = _OPEN_THINK.match(text)
+    pair = _THINK_CLASS.search(text, opened.end() + 1) if opened else None  # the think text is not empty
+    if pair is None:
+        return False
+    end = len(text.rstrip())
+    if _CLOSE_CLASS.fullmatch(text, max(0, end - 8), end) and end - 8 > pair.end():
+        return True
+    if not _CLOSE_EXTENSION.fullmatch(text, max(0, end - 12), end):
+        return False
+    extension = _CLASS_EXTENSION.search(text, pair.end() + 1)  # the class text is not empty
+    return extension is not None and extension.end() <= end - 12
 
 
 def traces_from_jsonl(path: Path, skipped: Counter) -> list[Trace]:

@@ -26,7 +26,7 @@ import warnings
 from pathlib import Path
 
 from tsbench.harness.runtime import orphans
-from tsbench.harness.runtime.limits import FIRST_SANDBOX_UID, kill_all_of_uid, sweep_cgroups
+from tsbench.harness.runtime.limits import FIRST_SANDBOX_UID, kill_all_of_uid, release_uid, sweep_cgroups
 
 __all__ = [
     "HOST_PID_FILE",
@@ -121,10 +121,13 @@ def make_private_dir() -> Path:
     return root
 
 
-def remove_private_dir(root: Path, uid: int | None) -> None:
-    """Final cleanup, also run at interpreter exit if `close()` was never called: the lock goes last."""
+def remove_private_dir(root: Path, uid: int | None, held_uid: int | None = None) -> None:
+    """Final cleanup, also run at interpreter exit if `close()` was never called: the lock goes last.
+    `uid`'s processes are killed first; `held_uid` (this sandbox's, from `allocate_uid`) is given back
+    once they are gone, so no later sandbox gets it while this one's processes may still run."""
     if uid is not None:
         kill_all_of_uid(uid)
+    release_uid(held_uid)
     shutil.rmtree(root, ignore_errors=True)
     orphans.forget_dir(root)
     with _lock:

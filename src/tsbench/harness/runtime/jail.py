@@ -378,7 +378,7 @@ def _bwrap_reason(log: str) -> str:
 @functools.lru_cache(maxsize=1)
 def _preflight() -> str | None:
     """None when a jail starts here, else the one-line reason."""
-    from tsbench.harness.runtime.limits import allocate_uid
+    from tsbench.harness.runtime.limits import allocate_uid, release_uid
 
     jail = Jail(
         command=[sys.executable, "-I", "-c", "pass"],
@@ -430,6 +430,7 @@ def _preflight() -> str | None:
         finally:
             jail.close()
             orphans.forget_dir(ipc_dir)
+            release_uid(jail.host_uid)  # the check's jail is gone with its pid namespace
     return None
 
 

@@ -33,10 +33,12 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-# Per-process counter for throw-away uids: 2**30 + (pid << 8) + n stays below 2**31.
+# Throw-away uids: 2**30 + (pid << 8) + n stays below 2**31; n is one of 256 slots of this process.
 FIRST_SANDBOX_UID = 2**30
+UID_SLOTS = 256
 _uid_counter = itertools.count()
 _uid_lock = threading.Lock()
+_live_uids: set[int] = set()  # handed out and not yet released: never handed out again meanwhile
 _CGROUP_PREFIX = "tsbench-"
 
 
@@ -66,10 +68,32 @@ class SandboxLimits:
 
 
 def allocate_uid() -> int:
-    """A host uid no account uses, unique to this process and sandbox (root hosts only)."""
+    """A host uid no account uses, unique to this process and to a live sandbox (root hosts only).
+
+    The slots are taken round robin, skipping those still held: a counter alone repeated every 256
+    sandboxes, and closing the older one (`kill_all_of_uid`) killed the newer one's kernel. Every uid
+    handed out must be given back with `release_uid` once nothing runs as it."""
+    base = FIRST_SANDBOX_UID + ((os.getpid() & 0x3FFFFF) << 8)
     with _uid_lock:
-        serial = next(_uid_counter) % 256
-    return FIRST_SANDBOX_UID + ((os.getpid() & 0x3FFFFF) << 8) + serial
+        for _ in range(UID_SLOTS):
+            uid = base + next(_uid_counter) % UID_SLOTS
+            if uid not in _live_uids:
+                _live_uids.add(uid)
+                return uid
+    raise RuntimeError(f"all {UID_SLOTS} sandbox uids of this process are in use: fewer sandboxes at once")
+
+
+def release_uid(uid: int | None) -> None:
+    """Give back a uid from `allocate_uid` (its processes are gone); unknown uids are ignored."""
+    if uid is not None:
+        with _uid_lock:
+            _live_uids.discard(uid)
+
+
+def live_uids() -> frozenset[int]:
+    """The uids handed out and not yet given back (for tests and diagnostics)."""
+    with _uid_lock:
+        return frozenset(_live_uids)
 
 
 def tasks_of_uid(uid: int) -> list[tuple[int, int]]:

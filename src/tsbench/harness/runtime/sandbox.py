@@ -35,6 +35,7 @@ from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpec
 
 from tsbench.core.deadline import BudgetSpent, remaining, within
+from tsbench.core.unicode_text import valid_text
 from tsbench.harness.runtime.behind import StartBehind
 from tsbench.harness.runtime.cleanup import (
     kill_kernel_now,
@@ -219,7 +220,7 @@ class Sandbox:
             self.sandbox_uid = allocate_uid()
         self._root = make_private_dir()
         self._cleanup = weakref.finalize(
-            self, remove_private_dir, self._root, self.sandbox_uid if self.unsafe else None
+            self, remove_private_dir, self._root, self.sandbox_uid if self.unsafe else None, self.sandbox_uid
         )
         try:
             self.task_limit = task_limit_for(own_uid, self.limits.max_tasks)
@@ -278,6 +279,7 @@ class Sandbox:
         self._wait_for_context_file()
         self.output_budget.start_cell()
         output = CellOutput(self.max_figures)
+        code = valid_text(code)[0]  # a lone surrogate the model wrote cannot cross the wire (U+FFFD instead)
         msg_id = self._client.execute(
             code, store_history=True, allow_stdin=self.sub_rlm_handler is not None, stop_on_error=False
         )

@@ -25,7 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tsbench.harness.runtime.limits import allocate_uid
+from tsbench.harness.runtime.limits import allocate_uid, kill_all_of_uid, release_uid
 from tsbench.harness.runtime.staging import KERNEL_OPTIONS, QUIET_ENV
 
 # Passed through to the unsafe mode's kernel; everything else in the host environment stays behind.
@@ -53,7 +53,12 @@ def can_drop_to_own_uid() -> bool:
     """Whether kernels can run as a throw-away uid (root, and setpriv with ambient caps)."""
     if os.geteuid() != 0 or not shutil.which("setpriv"):
         return False
-    return _command_works(_setpriv_prefix(allocate_uid()) + ["true"])
+    uid = allocate_uid()
+    try:
+        return _command_works(_setpriv_prefix(uid) + ["true"])
+    finally:
+        kill_all_of_uid(uid)
+        release_uid(uid)
 
 
 def unsafe_command(

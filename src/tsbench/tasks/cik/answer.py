@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from tsbench.core.text import strip_reasoning
+from tsbench.core.text import fenced_json_blocks, json_values, strip_reasoning
 
 SAMPLES_ASKED = 25
 MAX_SAMPLES = 1000
@@ -49,9 +49,9 @@ ANSWER_FORMATS = ("quantiles", "samples")
 PARSERS = ("timeclaw", "timeclaw-repo", "strict")
 LEGACY_FORMAT = "samples"  # gold without an answer_format: generated when trajectories were asked for
 
-# TimeClaw's two searches: a ```json (or bare ```) fence holding one object or list, and a bare list
-# of three or more number-like tokens.
-_FENCED = re.compile(r"```(?:json)?\s*(\{.*?\}|\[.*?\])\s*```", re.DOTALL)
+# TimeClaw's two searches: a ```json (or bare ```) fence holding one object or list (its regex,
+# r"```(?:json)?\s*(\{.*?\}|\[.*?\])\s*```", is quadratic on unclosed fences: `fenced_json_blocks`
+# finds the same blocks in one pass), and a bare list of three or more number-like tokens.
 _NUMBER_LIKE = r"[-+]?\d[\d\.\-+eE]*"
 _BARE_LIST = re.compile(rf"\[\s*(?:{_NUMBER_LIKE}\s*,\s*){{2,}}{_NUMBER_LIKE}\s*\]")
 
@@ -138,25 +138,13 @@ def _read(value: Any, horizon: int, answer_format: str, exact: bool) -> tuple[Re
 
 def _json_values(text: str) -> list[Any]:
     """Every top-level JSON object or list of the text, in order (a value nested in another is not one)."""
-    decoder, found, i = json.JSONDecoder(), [], 0
-    while i < len(text):
-        if text[i] in "{[":
-            try:
-                value, end = decoder.raw_decode(text, i)
-            except ValueError:
-                i += 1
-                continue
-            found.append(value)
-            i = end
-        else:
-            i += 1
-    return found
+    return [value for _start, _end, value in json_values(text)]
 
 
 def _loads(blob: str) -> tuple[bool, Any]:
     try:
         return True, json.loads(blob)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past the stack ("[" * 5000)
         return False, None
 
 
@@ -169,7 +157,7 @@ def read_reply(
     text = message or ""
     if parser != "timeclaw-repo":
         text = strip_reasoning(text)
-    fenced = [value for ok, value in map(_loads, _FENCED.findall(text)) if ok]
+    fenced = [value for ok, value in map(_loads, fenced_json_blocks(text)) if ok]
     if parser == "timeclaw-repo":
         bare = _BARE_LIST.search(text)
         candidates = fenced + ([value for ok, value in [_loads(bare.group(0))] if ok] if bare else [])

@@ -42,7 +42,7 @@ class JudgeCache:
         basis = f"{getattr(judge, 'name', 'judge')}\n{call.kind}\n{call.prompt}"
         if getattr(judge, "reads_context", False):
             basis += "\n" + json.dumps(_digested(call.context), sort_keys=True, default=str)
-        return hashlib.sha256(basis.encode()).hexdigest()
+        return hashlib.sha256(basis.encode("utf-8", "surrogatepass")).hexdigest()  # any text a model sent
 
     def get(self, key: str) -> str | None:
         with self._lock:

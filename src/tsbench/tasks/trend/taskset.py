@@ -12,13 +12,13 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from tsbench.core.class_tags import tag_spans
 from tsbench.core.episode import EpisodeTask
 from tsbench.core.errors import UserError
 from tsbench.tasks.base import Column, Sample, SampleRef, Scored, TaskFamily, TrainingRequest, TrainingStream
@@ -66,8 +66,8 @@ def draw(values: np.ndarray) -> bytes:
 
 def named_class(message: str) -> str | None:
     """The class an answer names: its <class> span (case-insensitive), else the first class word in it."""
-    span = re.search(r"<class>(.*?)</class>", message or "", flags=re.S | re.I)
-    text = (span.group(1) if span else message or "").lower()
+    span = next(tag_spans(message or ""), None)  # the first <class>...</class>, found in one pass
+    text = (span if span is not None else message or "").lower()
     hits = [(text.find(c), c) for c in CLASSES if c in text]
     return min(hits)[1] if hits else None
 
