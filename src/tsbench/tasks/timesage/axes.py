@@ -15,7 +15,9 @@
 - quality: the judge places each required signal as hit (1) / partial (0.5) / miss and flags
   forbidden ones; (hits + partials/2 - violations) / required, clipped to [0, 100], times the
   reply's `substance` where the judge gives one (judge/rules: writing counts only with substance).
-overall = the mean of the axes that were scored (an axis whose judge failed is left out).
+A judge call whose reply stays unreadable after its retries (judge_cache.Asker.read) is a judge
+error: its axis scores 0 for the row and is named in `judge_errors`; overall = the mean of the four
+axes, always, so no report can change which axes count (spec "The model judge").
 
 Pure functions of the gold, the answer, the report and an `Asker` (the injected judge).
 """
@@ -40,6 +42,7 @@ from tsbench.tasks.timesage.judge import (
     parse_coverage,
     parse_quality,
     parse_verdict,
+    quoted,
 )
 from tsbench.tasks.timesage.judge_cache import Asker
 from tsbench.tasks.timesage.reading import read
@@ -64,11 +67,19 @@ class PeriodScore:
     quality_lists: dict[str, list[str]] = field(default_factory=dict)
     schema_problems: dict[str, str] = field(default_factory=dict)  # field -> "missing" / "mistyped: ..."
     unexpected_keys: list[str] = field(default_factory=list)
+    judge_errors: list[str] = field(default_factory=list)  # axes scored 0 because the judge could not be read
 
     @property
-    def overall(self) -> float | None:
-        scored = [v for v in (self.accuracy, self.coverage, self.faithfulness, self.quality) if v is not None]
-        return sum(scored) / len(scored) if scored else None
+    def overall(self) -> float:
+        """The mean of the four axes, always (an axis not scored counts 0: a judge error is flagged, never dropped)."""
+        return sum(getattr(self, axis) or 0.0 for axis in AXES) / len(AXES)
+
+    def judged(self, axis: str, value: float | None) -> float:
+        """An axis' score, a judge error (None) recorded as 0 and flagged."""
+        if value is None:
+            self.judge_errors.append(axis)
+            return 0.0
+        return value
 
 
 def _mean(values: list[float]) -> float | None:
@@ -99,7 +110,8 @@ def keypoint_accuracy(
         for spec in fields
         if spec.in_accuracy
     }
-    if failed:  # a failed judge call: the axis is not scored (never a 0 the agent did not earn)
+    if failed:  # a judge error: its fields score 0 and the caller flags the axis
+        per_field.update({name: 0.0 for name in failed})
         return None, per_field
     return _mean([v for v in per_field.values() if v is not None]), per_field
 
@@ -127,10 +139,9 @@ def _judge_coverage(
     the text judged is the answer itself."""
     if asker is None:
         return None
-    prompt = COVERAGE_PROMPT.format(description=description, verify=verify, report=report)
+    prompt = COVERAGE_PROMPT.format(description=description, verify=verify, report=report, **quoted(report))
     context = {"report": report, "truth": truth, "truth_text": truth_text, "keypoint": None, **(binding or {})}
-    reply = asker.ask(JudgeCall("coverage", prompt, context))
-    return None if reply is None else asker.parsed(parse_coverage(reply))
+    return asker.read(JudgeCall("coverage", prompt, context), parse_coverage)
 
 
 def all_enums(fields: list[FieldSpec]) -> list[list[str]]:
@@ -157,7 +168,7 @@ def keypoint_coverage(
         binding = {"keypoint": kp["id"], "lexicon": lex}
         per_kp[kp["id"]] = _judge_coverage(asker, description, kp["verify"], report, truth, text, binding)
     scored = [v for v in per_kp.values() if v is not None]
-    if len(scored) < len(per_kp):  # a failed judge call: the axis is not scored
+    if len(scored) < len(per_kp):  # a judge error: the caller scores the axis 0 and flags it
         return None, per_kp
     if getattr(asker.judge, "guess_corrected", False) and per_kp:  # judge/rules: a guess covers nothing on average
         return 100.0 * corrected_coverage(reading, lex, per_kp), per_kp
@@ -195,8 +206,10 @@ def report_faithfulness(
 ) -> tuple[float | None, list[tuple[str, str | None]]]:
     if not report.strip():
         return 0.0, []
-    reply = asker.ask(JudgeCall("claims", CLAIMS_PROMPT.format(report=report), {"report": report, "lexicon": lex}))
-    claims = None if reply is None else asker.parsed(parse_claims(reply))
+    call = JudgeCall(
+        "claims", CLAIMS_PROMPT.format(report=report, **quoted(report)), {"report": report, "lexicon": lex}
+    )
+    claims = asker.read(call, parse_claims)
     if claims is None:
         return None, []
     if not claims:
@@ -204,9 +217,9 @@ def report_faithfulness(
     tier1, tier2 = references(keypoints, context)
     verdicts = []
     for claim in claims:
-        prompt = VERIFY_PROMPT.format(claim=claim, references="\n".join(tier1 + tier2))
-        answer = asker.ask(JudgeCall("verify", prompt, {"claim": claim, "report": report, "lexicon": lex}))
-        verdicts.append((claim, None if answer is None else asker.parsed(parse_verdict(answer))))
+        prompt = VERIFY_PROMPT.format(claim=claim, references="\n".join(tier1 + tier2), **quoted(claim))
+        call = JudgeCall("verify", prompt, {"claim": claim, "report": report, "lexicon": lex})
+        verdicts.append((claim, asker.read(call, parse_verdict)))
     if any(v is None for _, v in verdicts):
         return None, verdicts
     # judge/rules reads a short report as making as many claims as the period has keypoints
@@ -235,6 +248,7 @@ def report_quality(
         forbidden="\n".join(f"- {s}" for s in forbidden),
         exemplar=rubric["exemplar"],
         report=report,
+        **quoted(report),
     )
     ctx = {
         "report": report,
@@ -243,8 +257,7 @@ def report_quality(
         "forbidden": rubric["forbidden"],
         **extra,
     }
-    reply = asker.ask(JudgeCall("quality", prompt, ctx))
-    placed = None if reply is None else asker.parsed(parse_quality(reply, required, forbidden))
+    placed = asker.read(JudgeCall("quality", prompt, ctx), lambda reply: parse_quality(reply, required, forbidden))
     if placed is None:
         return None, {}
     if not required:
@@ -266,15 +279,20 @@ def score_period(gold: dict, answer: dict | None, report: str, asker: Asker, lex
     else:
         result.schema_problems = check_answer(fields, answer, gold["truth"])
         result.unexpected_keys = unexpected_keys(fields, answer)
-        result.accuracy, result.fields = keypoint_accuracy(fields, answer, gold["truth"], asker)
+        accuracy, result.fields = keypoint_accuracy(fields, answer, gold["truth"], asker)
+        judge_failed = accuracy is None and any(v is not None for v in result.fields.values())
+        result.accuracy = result.judged("accuracy", accuracy) if judge_failed else accuracy
     result.families = family_scores(fields, result.fields)
     report = cut(report)
     if not report.strip():
         result.coverage = result.faithfulness = result.quality = 0.0
         return result
     lex = lex or lexicon(gold)
-    result.coverage, result.keypoints = keypoint_coverage(gold["keypoints"], report, gold["tier"], asker, lex)
-    result.faithfulness, result.verdicts = report_faithfulness(report, gold["keypoints"], gold["context"], asker, lex)
+    coverage, result.keypoints = keypoint_coverage(gold["keypoints"], report, gold["tier"], asker, lex)
+    result.coverage = result.judged("coverage", coverage)
+    faithfulness, result.verdicts = report_faithfulness(report, gold["keypoints"], gold["context"], asker, lex)
+    result.faithfulness = result.judged("faithfulness", faithfulness)
     extra = {"target_name": gold.get("target_name", ""), "prior_docs": gold.get("prior_docs", []), "lexicon": lex}
-    result.quality, result.quality_lists = report_quality(report, gold["quality"], gold["period_label"], extra, asker)
+    quality, result.quality_lists = report_quality(report, gold["quality"], gold["period_label"], extra, asker)
+    result.quality = result.judged("quality", quality) if gold["quality"]["required"] else quality
     return result

@@ -60,10 +60,10 @@ class RulesJudge:
             covered = 0.0 if sprayed else word_coverage(str(c.get("truth_text") or c.get("truth")), c["report"])
         else:
             covered, _ = keypoint_coverage(self.reading(c), c["lexicon"], c["keypoint"])
-        return {1.0: "YES", 0.5: "PARTIAL"}.get(covered or 0.0, "NO")
+        return json.dumps({"verdict": {1.0: "YES", 0.5: "PARTIAL"}.get(covered or 0.0, "NO")})
 
     def _claims(self, c: dict) -> str:
-        return json.dumps([text for text, _ in claim_list(self.reading(c), c["lexicon"])])
+        return json.dumps({"claims": [text for text, _ in claim_list(self.reading(c), c["lexicon"])]})
 
     def _verify(self, c: dict) -> str:
         reading = self.reading(c)
