@@ -58,7 +58,7 @@ BLIND = ("schema_guess", "random_guess", "base_rate", "prior")
 PRIORS = ("base_rate", "prior")  # most-common-answer priors: they earn their guessing accuracy
 COPYING = ("copy_last", "copy_jitter", "copy_trend")
 READS_TABLE = ("cells", "dump")  # writers that restate the current table
-NOTHING_RIGHT = ("spray", "hedge", "dump", "previous", "wrong", "every", "empty")
+NOTHING_RIGHT = ("spray", "hedge", "dump", "previous", "wrong", "every", "contradict", "empty")
 WHERE = ("overall", "easy", "medium", "hard")
 AXES = ("accuracy", "coverage", "faithfulness", "quality", "overall")
 

@@ -427,9 +427,10 @@ def _polarity(segment: str) -> bool:
 _READINGS: dict[tuple[str, str], Reading] = {}
 
 
-def sentences(report: str) -> list[str]:
-    """The clauses a report is read in (Claim.clause indexes them): its sentences and lines, after the cut."""
-    return [part.strip() for part in _SENTENCE.split(normalise(cut(report))) if part.strip()]
+def sentences(report: str, unit: str = "") -> list[str]:
+    """The clauses a report is read in (Claim.clause indexes them): its sentences and lines, after the cut
+    (`unit`: the headline series' unit, lexicon["unit"], numbers are read in)."""
+    return [part.strip() for part in _SENTENCE.split(normalise(cut(report), unit)) if part.strip()]
 
 
 def read(report: str, lex: dict) -> Reading:
@@ -449,7 +450,7 @@ def _read(report: str, lex: dict) -> Reading:
     reading = Reading()
     frame_earlier = False
     previous = asked = None
-    for index, text in enumerate(sentences(report)):
+    for index, text in enumerate(sentences(report, lex.get("unit", ""))):
         clause = _Clause(voc, text)
         declared = _dateline(clause.low, period)
         if declared is not None:
@@ -571,9 +572,20 @@ def _hedges(voc: Vocabulary, reading: Reading, lex: dict) -> None:
     for key, s in voc.subjects.items():
         if s["keypoint"] is None:
             continue
-        said = [c.value for c in reading.claims if c.subject == key and not c.earlier and not c.later]
+        now = [c for c in reading.claims if c.subject == key and not c.earlier and not c.later]
+        said = [c.value for c in now]
+        if s["kind"] == "text":
+            if _texts_disagree(voc, reading.texts.get(key, [])):
+                reading.hedged.add(key)
+            continue
         if s["kind"] in ("set", "items", "dates"):
             if len({str(v) for v in said}) > max(2, len(truths.get(key) or []) + ITEM_SLACK):
+                reading.hedged.add(key)
+            # the set stated whole twice, differently (neither statement holds the other), or both empty
+            # and not: the report gives two answers, which is none (a list split one item a line adds up)
+            stated = [frozenset(str(c.value) for c in now if c.clause == i) for i in sorted({c.clause for c in now})]
+            whole = [items for items in stated if len(items) > 1 or len(stated) == 1]
+            if any(not (a <= b or b <= a) for a in whole for b in whole) or (said and key in reading.empty):
                 reading.hedged.add(key)
             continue
         distinct: list[Any] = []
@@ -582,6 +594,19 @@ def _hedges(voc: Vocabulary, reading: Reading, lex: dict) -> None:
                 distinct.append(value)
         if len(distinct) > 1:
             reading.hedged.add(key)
+
+
+def _texts_disagree(voc: Vocabulary, texts: list[str]) -> bool:
+    """Clauses about one judged text (a stated cause) that name different series or opposite moves."""
+    columns = [norm(s["column"]) for s in voc.lex["subjects"] if s.get("column")]
+    named, moves = set(), set()
+    for text in texts:
+        low = norm(text)
+        found = frozenset(c for c in columns if re.search(rf"(?<![a-z0-9]){re.escape(c)}(?![a-z0-9])", low))
+        moved = frozenset(SYNONYM_OF[w] for w in re.findall(r"[a-z]+", low) if w in SYNONYM_OF)
+        named |= {found} if found else set()
+        moves |= {moved} if moved else set()
+    return len(named) > 1 or len(moves) > 1
 
 
 def _same(a: Any, b: Any) -> bool:

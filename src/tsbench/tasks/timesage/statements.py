@@ -138,7 +138,7 @@ def _stated(reading: Reading, lex: dict, subject: dict, truth: Any) -> tuple[flo
     if kind in ("set", "items", "dates"):
         return _list_coverage(reading, subject, truth if isinstance(truth, list) else [truth], lex)
     if kind == "text":
-        return _text_coverage(reading, lex, key, str(truth))
+        return (0.0, False) if key in reading.hedged else _text_coverage(reading, lex, key, str(truth))
     said = reading.current(key)
     if not said:
         return 0.0, False
