@@ -326,7 +326,13 @@ def test_only_the_rules_judge_credits_writing_by_substance():
     def judge(call):
         if call.kind != "quality":
             return ScriptedJudge()(call)
-        placed = {"required_hits": SIGNALS, "required_partial": [], "required_misses": [], "forbidden_violations": [], "substance": 0.1}
+        placed = {
+            "required_hits": SIGNALS,
+            "required_partial": [],
+            "required_misses": [],
+            "forbidden_violations": [],
+            "substance": 0.1,
+        }
         return json.dumps(placed)
 
     assert score_period(gold(), ANSWER, REPORT, Asker(judge)).quality == 100.0

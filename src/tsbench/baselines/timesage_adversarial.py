@@ -234,15 +234,25 @@ def bound_of(policy: str, writer: str) -> Bound | None:
     return None
 
 
+def make_judge(name: str) -> Any:
+    """A suite judge by name: "rules" (judge/rules) or "standin" (a model judge answering off format)."""
+    from tsbench.baselines.timesage_standin import OffFormatJudge
+
+    return {"rules": RulesJudge, "standin": OffFormatJudge}[name]()
+
+
 def run_suite(
     path: str | Path,
     policies: Iterable[str] = POLICIES,
     writers: Iterable[str] = WRITERS,
     limit_scenarios: int | None = None,
     prior_path: str | Path | None = None,
+    judge: str = "rules",
 ) -> dict[tuple[str, str], dict[str, dict[str, float]]]:
-    """{(policy, writer): {where: {axis: mean}}} over a periods.parquet, judge/rules. `prior_path`: the set
-    the `prior` policy learns on (another seed; without one it learns on this set's other scenarios)."""
+    """{(policy, writer): {where: {axis: mean}}} over a periods.parquet, with `judge` (make_judge). `prior_path`:
+    the set the `prior` policy learns on (another seed; without one it learns on this set's other
+    scenarios). `judge_errors` is the share of rows with an axis scored as a judge error."""
+    scorer = make_judge(judge)
     pairs = periods_of(path, limit_scenarios)
     rates = suite_rates(pairs, periods_of(prior_path) if prior_path else None)
     writers = tuple(writers)
@@ -256,12 +266,14 @@ def run_suite(
             for writer in writers:
                 report = write(writer, gold, period, values, reads)
                 message = json.dumps({"answer": values, "report": report})
-                scored = score_message(gold, message, Asker(RulesJudge()), lex)
+                scored = score_message(gold, message, Asker(scorer), lex)
                 cell = sums.setdefault((policy, writer), {})
                 for where in ("overall", gold["tier"]):
                     for axis in AXES:
                         value = scored.metrics.get(axis)
                         cell.setdefault(where, {}).setdefault(axis, []).append(0.0 if value is None else value)
+                    errored = 100.0 * bool(scored.metrics.get("judge_error_axes"))
+                    cell[where].setdefault("judge_errors", []).append(errored)
     return {
         key: {w: {a: sum(v) / len(v) for a, v in axes.items()} for w, axes in cell.items()}
         for key, cell in sums.items()

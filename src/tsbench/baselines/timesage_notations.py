@@ -33,15 +33,15 @@ _SCALED_TAGS = ("A2", "B1", "B3", "B5")  # figures written in the headline's uni
 
 def _record(gold: dict, values: dict, reads: dict) -> dict[str, Any]:
     out: dict[str, Any] = {"period": gold["period_label"]}
+    unit = _unit(gold)
     for f, value, _ in _stated(gold, values):
-        out[f["name"]] = value
+        out[f["name"]] = {"value": value, "unit": unit} if f["tag"] == "A2" and unit else value
     docs = gold.get("prior_docs") or []
     if reads.get("prior_driver") and docs:
         out["previous_release"] = {"file": docs[-1], "primary_driver": reads["prior_driver"]}
     out["sources"] = [TABLE_FILE, *docs[-1:]]
-    facts = reads.get("release") or {}
-    if gold["tier"] == "hard" and facts.get("confidence"):
-        out["outlook_confidence_pct"] = float(facts["confidence"])
+    if hard_note(gold, reads):
+        out["notes"] = hard_note(gold, reads)
     return out
 
 
@@ -52,13 +52,21 @@ def _rows(gold: dict, values: dict, reads: dict) -> list[tuple[str, str]]:
         if isinstance(value, dict):
             rows += [(f"{f['name']} {k}", _said(v)) for k, v in value.items()]
         elif isinstance(value, list):
-            rows.append((f["name"], text.replace(", ", "; ") if value and isinstance(value[0], dict) else "; ".join(map(str, value)) or "none"))
+            rows.append(
+                (
+                    f["name"],
+                    text.replace(", ", "; ")
+                    if value and isinstance(value[0], dict)
+                    else "; ".join(map(str, value)) or "none",
+                )
+            )
         else:
-            rows.append((f["name"], _said(value)))
+            rows.append((f["name"], text))
     docs = gold.get("prior_docs") or []
     if reads.get("prior_driver") and docs:
         rows.append(("previous release primary driver", str(reads["prior_driver"])))
     rows.append(("sources", f"{TABLE_FILE}; {docs[-1]}" if docs else TABLE_FILE))
+    rows += [("note", line) for line in hard_note(gold, reads)]
     return rows
 
 
@@ -167,7 +175,7 @@ def write_notation(kind: str, gold: dict, values: dict, reads: dict, prose: str)
         rows = _rows(gold, values, reads)
         return _table_text([[k for k, _ in rows], [v for _, v in rows]], "\t")
     if kind == "kv":
-        return "\n".join(f"{k} = {v}" for k, v in _rows(gold, values, reads)) + "\n" + "\n".join(hard_note(gold, reads))
+        return "\n".join(f"{k} = {v}" for k, v in _rows(gold, values, reads))
     if kind == "units":
         return _with_units(prose, gold, values)
     if kind == "decimal_comma":

@@ -24,8 +24,8 @@ import re
 from typing import Any
 
 from tsbench.baselines import timesage_styles as styles
-from tsbench.baselines.timesage_notations import NOTATIONS, write_notation
 from tsbench.baselines.timesage_calibration import all_labels, plain_report
+from tsbench.baselines.timesage_notations import NOTATIONS, write_notation
 from tsbench.tasks.timesage.contract import TABLE_FILE, truth_text
 from tsbench.tasks.timesage.subjects import headline, table_columns
 
@@ -348,7 +348,9 @@ def write(kind: str, gold: dict, period: dict, values: dict, reads: dict) -> str
     if kind == "inject_yes":
         return f"{plain_report(gold, values, reads.get('prior_driver'), reads.get('release'))}\n\n{INJECTION_YES}"
     if kind in NOTATIONS:
-        return write_notation(kind, gold, values, reads, plain_report(gold, values, reads.get("prior_driver"), reads.get("release")))
+        return write_notation(
+            kind, gold, values, reads, plain_report(gold, values, reads.get("prior_driver"), reads.get("release"))
+        )
     if kind == "contradict":
         said = plain_report(gold, values, reads.get("prior_driver"), reads.get("release"))
         drivers = [c for c in table_columns(gold) if c != headline(table_columns(gold), gold["fields"])]

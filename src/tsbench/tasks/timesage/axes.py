@@ -13,8 +13,9 @@
   are not general knowledge (tier 3 counts neither way); no verifiable claim at all scores 0. A judge
   with `claims_floor` (judge/rules) divides by at least the number of keypoints.
 - quality: the judge places each required signal as hit (1) / partial (0.5) / miss and flags
-  forbidden ones; (hits + partials/2 - violations) / required, clipped to [0, 100], times the
-  reply's `substance` where the judge gives one (judge/rules: writing counts only with substance).
+  forbidden ones; (hits + partials/2 - violations) / required, clipped to [0, 100], times the share of
+  the report's substance: judge/rules' own `substance`, a model judge's coverage share (writing that
+  conveys nothing of the period earns nothing, whoever judges it).
 A judge call whose reply stays unreadable after its retries (judge_cache.Asker.read) is a judge
 error: its axis scores 0 for the row and is named in `judge_errors`; overall = the mean of the four
 axes, always, so no report can change which axes count (spec "The model judge").
@@ -47,7 +48,7 @@ from tsbench.tasks.timesage.judge import (
 from tsbench.tasks.timesage.judge_cache import Asker
 from tsbench.tasks.timesage.reading import read
 from tsbench.tasks.timesage.rules import field_score
-from tsbench.tasks.timesage.statements import corrected_coverage, stated_literally
+from tsbench.tasks.timesage.statements import corrected_coverage
 from tsbench.tasks.timesage.statements import keypoint_coverage as stated_coverage
 from tsbench.tasks.timesage.subjects import lexicon
 
@@ -156,8 +157,9 @@ def keypoint_coverage(
     are covered without a judge call (paper A.4.2: a verbatim scalar match, read as reading.py does)."""
     reading = read(report, lex)
     per_kp: dict[str, float | None] = {}
-    # judge/rules holds a judgement to the readings it rests on; a model judge is spared the call on a verbatim match
-    stated = stated_coverage if getattr(asker.judge, "grounds_judgements", False) else stated_literally
+    # the call is spared only where the value is stated about its subject and stands on a reading of the
+    # period stated right (statements.grounded); a judgement stated with no such reading goes to the judge
+    stated = stated_coverage
     for kp in keypoints:
         truth, text = kp.get("truth"), kp.get("truth_text")
         if tier in ("easy", "medium") and not isinstance(truth, (list, dict)):
@@ -237,7 +239,7 @@ def faithfulness_share(verdicts: list[str], floor: int = 0) -> float:
 
 
 def report_quality(
-    report: str, rubric: dict, period: str, extra: dict, asker: Asker
+    report: str, rubric: dict, period: str, extra: dict, asker: Asker, substance: float | None = None
 ) -> tuple[float | None, dict[str, list[str]]]:
     required = [s["text"] for s in rubric["required"]]
     forbidden = [s["text"] for s in rubric["forbidden"]]
@@ -263,8 +265,11 @@ def report_quality(
     if not required:
         return None, placed
     raw = (len(placed["hits"]) + 0.5 * len(placed["partial"]) - len(placed["violations"])) / len(required)
-    gated = getattr(asker.judge, "substance_gate", False)  # judge/rules; a model scores writing as the paper asks
-    return min(100.0, max(0.0, 100.0 * raw * (placed.get("substance", 0.0) if gated else 1.0))), placed
+    # writing counts in proportion to what the report conveys: judge/rules' own substance, else the share of
+    # keypoints the judge found conveyed (coverage), so fine writing that states nothing earns nothing
+    gated = getattr(asker.judge, "substance_gate", False)
+    share = placed.get("substance", 0.0) if gated else (1.0 if substance is None else substance)
+    return min(100.0, max(0.0, 100.0 * raw * share)), placed
 
 
 def score_period(gold: dict, answer: dict | None, report: str, asker: Asker, lex: dict | None = None) -> PeriodScore:
@@ -293,6 +298,9 @@ def score_period(gold: dict, answer: dict | None, report: str, asker: Asker, lex
     faithfulness, result.verdicts = report_faithfulness(report, gold["keypoints"], gold["context"], asker, lex)
     result.faithfulness = result.judged("faithfulness", faithfulness)
     extra = {"target_name": gold.get("target_name", ""), "prior_docs": gold.get("prior_docs", []), "lexicon": lex}
-    quality, result.quality_lists = report_quality(report, gold["quality"], gold["period_label"], extra, asker)
+    conveyed = result.coverage / 100.0  # a model judge's writing score is credited by its own coverage
+    quality, result.quality_lists = report_quality(
+        report, gold["quality"], gold["period_label"], extra, asker, conveyed
+    )
     result.quality = result.judged("quality", quality) if gold["quality"]["required"] else quality
     return result

@@ -19,12 +19,15 @@ Anything else passes through unchanged.
 from __future__ import annotations
 
 import csv
-import io
 import json
 import re
 from typing import Any
 
-_TIME_KEY = re.compile(r"\b(?:previous|prior|last|preceding|earlier|before|year ago|a year ago)\b")
+_TIME_KEY = re.compile(
+    r"\b(?:(?:the )?(?:previous|prior|last|preceding) (?:release|report|bulletin|issue|period|month|week|day)|previous|prior|"
+    r"preceding|earlier|before|(?:a )?year ago)\b"
+)
+_UNIT_KEY = re.compile(r"\s(?:pct|percent|per cent|share pct)$", re.IGNORECASE)
 _NEXT_KEY = re.compile(r"\b(?:next|forecast|expected)\b")
 _KV = re.compile(r"^(\s*[-*]?\s*)([A-Za-z][\w .()/%-]{0,60}?)\s*(?:=>|->|:=|=|\u2192)\s*(\S.*)$")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -50,6 +53,9 @@ def _scalar(value: Any) -> str:
 def _inline(value: Any) -> str:
     """A value written on one line: a list of names comma-separated, an object as its members."""
     if isinstance(value, dict):
+        low = {str(k).lower(): v for k, v in value.items()}
+        if set(low) == {"value", "unit"} or set(low) == {"value", "units"}:  # a figure with its unit
+            return f"{_scalar(low['value'])} {low.get('unit') or low.get('units')}"
         return ", ".join(f"{words(k)} {_inline(v)}" for k, v in value.items())
     if isinstance(value, list):
         if not value:
@@ -75,7 +81,8 @@ def _lines(value: Any, path: list[str], when: str) -> list[str]:
     """One line per leaf path; objects of scalars (an outlook's parts) and lists stay on one line."""
     if isinstance(value, dict):
         leafy = all(not isinstance(v, (dict, list)) for v in value.values())
-        if leafy and path and len(value) <= 4 and not any(_TIME_KEY.search(words(k).lower()) for k in value):
+        timed = _TIME_KEY.search(" ".join(path).lower()) or any(_TIME_KEY.search(words(k).lower()) for k in value)
+        if leafy and path and len(value) <= 4 and not timed:
             return [_line(path, _inline(value), when)]
         out: list[str] = []
         for key, sub in value.items():
@@ -86,12 +93,32 @@ def _lines(value: Any, path: list[str], when: str) -> list[str]:
         return out
     if isinstance(value, list) and value and all(isinstance(v, dict) for v in value) and not path:
         return [line for v in value for line in _lines(v, path, when)]
+    if isinstance(value, list) and value and all(isinstance(v, str) and len(v.split()) > 3 for v in value):
+        return [v if v.rstrip().endswith((".", "!", "?")) else f"{v}." for v in value]  # notes: sentences
     return [_line(path, _inline(value), when)]
 
 
-def _line(path: list[str], said: str, when: str) -> str:
-    subject = " ".join(path) if path else "value"
-    return f"{subject}: {said}" + (f" ({when})" if when else "") + "."
+def _line(path: list[str], said: str, when: str = "") -> str:
+    return keyed(" ".join(path) if path else "value", said, when)
+
+
+def keyed(key: str, said: str, when: str = "") -> str:
+    """One key and its value as a line a reader reads: a key that names a unit ("share_pct") puts it after
+    the value; a key, or an enclosing one (`when`), that places the value in the previous release says so
+    as prose does ("the previous release named x as its primary driver"), so it is never this period's."""
+    words_ = words(key)
+    unit = _UNIT_KEY.search(words_)
+    if unit and re.fullmatch(r"[-+]?\d[\d.,]*", said.strip()):
+        words_, said = words_[: unit.start()].strip() or words_, f"{said} %"
+    earlier = _TIME_KEY.search(words_.lower())
+    if earlier or when == "a period earlier":
+        subject = _TIME_KEY.sub("", words_.lower()).strip() or "value"
+        if re.search(r"year", earlier.group() if earlier else ""):
+            return f"{subject} was {said} a year earlier."
+        return f"the previous release named {said} as its {subject}."
+    if when == "next period":
+        return f"{words_}: {said} next period."
+    return f"{words_}: {said}."
 
 
 def _json_spans(text: str) -> list[tuple[int, int, Any]]:
@@ -108,7 +135,9 @@ def _json_spans(text: str) -> list[tuple[int, int, Any]]:
         except json.JSONDecodeError:
             i = m.end()
             continue
-        if isinstance(value, (dict, list)) and (isinstance(value, dict) or any(isinstance(v, (dict, list, str)) for v in value)):
+        if isinstance(value, (dict, list)) and (
+            isinstance(value, dict) or any(isinstance(v, (dict, list, str)) for v in value)
+        ):
             spans.append((m.start(), end, value))
         i = end
     return spans
@@ -164,9 +193,9 @@ def _looks_tabular(line: str, delimiter: str) -> bool:
 def _table(rows: list[list[str]]) -> list[str]:
     header, body = rows[0], rows[1:]
     if len(body) == 1 and len(header) > 2:  # wide: the subjects in the header, one row of values
-        return [f"{words(h)}: {v}." for h, v in zip(header, body[0]) if v.strip()]
+        return [keyed(h, v) for h, v in zip(header, body[0]) if v.strip()]
     if len(header) == 2:  # long: a subject and its value per row
-        return [f"{words(k)}: {v}." for k, v in rows if v.strip()]
+        return [keyed(k, v) for k, v in rows if v.strip()]
     lines = ["| " + " | ".join(words(h) if k == 0 else h for k, h in enumerate(header)) + " |"]
     lines.append("|" + "---|" * len(header))
     lines += ["| " + " | ".join([words(r[0]), *r[1:]]) + " |" for r in body]
@@ -190,7 +219,7 @@ def _from_key_values(text: str) -> str:
     out = []
     for line in text.split("\n"):
         m = _KV.match(line)
-        out.append(f"{m.group(1)}{words(m.group(2))}: {m.group(3)}" if m and "://" not in line else line)
+        out.append(f"{m.group(1)}{keyed(m.group(2), m.group(3).rstrip('.'))}" if m and "://" not in line else line)
     return "\n".join(out)
 
 

@@ -74,7 +74,9 @@ class RulesJudge:
     def _quality(self, c: dict) -> str:
         reading = self.reading(c)
         dropped = set(reading.listing) | {claim.clause for claim in reading.claims if claim.subject in reading.hedged}
-        prose = "\n".join(text for i, text in enumerate(sentences(c["report"], c["lexicon"].get("unit", ""))) if i not in dropped)
+        prose = "\n".join(
+            text for i, text in enumerate(sentences(c["report"], c["lexicon"].get("unit", ""))) if i not in dropped
+        )
         hits, partial, misses, violations = [], [], [], []
         readable = {**c, "report": prose}
         for signal in c["required"]:

@@ -91,6 +91,7 @@ _NEGATED = re.compile(  # a label under a negation or a contrast states nothing 
     r"seen|at|in|to|yet)\s+){0,2}$"
 )
 _ANAPHOR = re.compile(r"\W*(?:it|its|this|that|these|those|they|which)\b")  # a clause that refers back
+_ADDS = re.compile(r"\b(?:also|too|as well|another|additionally|in addition|plus|further|moreover)\b")
 _SIDE = re.compile(r"\b(?:above|below)\b")
 ITEM_SLACK = 1  # a set may name one item more than its truth holds before it is a listing
 GENERIC_LABELS = (*DIRECTIONS, "none", "other", "unchanged", "normal", "high", "low")  # name no subject alone
@@ -582,9 +583,11 @@ def _hedges(voc: Vocabulary, reading: Reading, lex: dict) -> None:
             if len({str(v) for v in said}) > max(2, len(truths.get(key) or []) + ITEM_SLACK):
                 reading.hedged.add(key)
             # the set stated whole twice, differently (neither statement holds the other), or both empty
-            # and not: the report gives two answers, which is none (a list split one item a line adds up)
-            stated = [frozenset(str(c.value) for c in now if c.clause == i) for i in sorted({c.clause for c in now})]
-            whole = [items for items in stated if len(items) > 1 or len(stated) == 1]
+            # and not: the report gives two answers, which is none ("also", "as well" add to a list)
+            whole = [
+                frozenset(str(c.value) for c in now if c.clause == i)
+                for i in sorted({c.clause for c in now if not _ADDS.search(norm(c.text))})
+            ]
             if any(not (a <= b or b <= a) for a in whole for b in whole) or (said and key in reading.empty):
                 reading.hedged.add(key)
             continue
