@@ -108,7 +108,7 @@ class ScriptedJudge:
         if call.kind in self.fail:
             raise RuntimeError("judge unavailable")
         if call.kind == "coverage":
-            if "latest index value" in call.prompt:
+            if "latest index value" in call.prompt or "the alert status" in call.prompt:
                 return '{"verdict": "YES"}'
             if "which way the index moved" in call.prompt:
                 return '<think>it says fell</think>```json\n{"verdict": "PARTIAL"}\n```'
@@ -134,14 +134,15 @@ def test_worked_example_arithmetic():
     result = score_period(gold(), ANSWER, REPORT, Asker(judge))
     assert result.accuracy == 75.0  # status 1, value 1 (|-0.31 - -0.30| <= 0.01), direction 1, run length 0
     assert result.fields == {"alert_status": 1.0, "latest_value": 1.0, "mom_direction": 1.0, "run_length": 0.0}
-    assert result.coverage == 62.5  # YES 1 (literal, no call), YES 1, PARTIAL 0.5, NO 0
+    # YES 1, YES 1, PARTIAL 0.5, NO 0 (the status is stated literally, but beside no reading stated right
+    # (-0.31 for -0.30): a guess as far as the reader can tell, so the judge is asked)
+    assert result.coverage == 62.5
     assert result.keypoints == {"kp_status": 1.0, "kp_value": 1.0, "kp_direction": 0.5, "kp_driver": 0.0}
     assert result.faithfulness == 80.0  # 7 tier1 + 1 tier2 of 10
     assert result.quality == 87.5  # 3 hits + 1 partial over 4
     assert result.overall == 76.25
     assert result.families == {"A": 100.0, "B": 50.0}
-    # the status keypoint's truth is literally in an easy/medium report: no judge call for it
-    assert judge.calls.count("coverage") == 3 and judge.calls.count("verify") == 10
+    assert judge.calls.count("coverage") == 4 and judge.calls.count("verify") == 10
 
 
 def test_hard_tier_asks_the_judge_for_every_keypoint():
@@ -185,7 +186,7 @@ def test_cache_file_survives_reopening(tmp_path):
     assert later.calls == []
     with open(path, "a") as handle:  # a torn last line from a killed run is skipped
         handle.write('{"key": "abc", "rep')
-    assert len(JudgeCache(path)) == 15
+    assert len(JudgeCache(path)) == 16
 
 
 def test_a_failing_judge_scores_its_axes_zero_flagged_and_the_overall_keeps_all_four():
@@ -220,7 +221,7 @@ def test_an_unreadable_reply_is_asked_again_then_is_a_judge_error():
     assert result.judge_errors == ["coverage", "faithfulness", "quality"]
     assert (result.coverage, result.faithfulness, result.quality) == (0.0, 0.0, 0.0)
     assert result.overall == pytest.approx(75.0 / 4)
-    assert asker.errors == 5 and asker.unparsed == 15  # 3 coverage calls, the claims, the quality; 3 tries each
+    assert asker.errors == 6 and asker.unparsed == 18  # 4 coverage calls, the claims, the quality; 3 tries each
 
 
 def test_a_failing_judge_on_a_judged_field_leaves_accuracy_unscored():

@@ -13,9 +13,9 @@
   are not general knowledge (tier 3 counts neither way); no verifiable claim at all scores 0. A judge
   with `claims_floor` (judge/rules) divides by at least the number of keypoints.
 - quality: the judge places each required signal as hit (1) / partial (0.5) / miss and flags
-  forbidden ones; (hits + partials/2 - violations) / required, clipped to [0, 100], times the share of
-  the report's substance: judge/rules' own `substance`, a model judge's coverage share (writing that
-  conveys nothing of the period earns nothing, whoever judges it).
+  forbidden ones; (hits + partials/2 - violations) / required, clipped to [0, 100]; judge/rules credits it
+  by its reply's `substance`; a model judge's stands only on a report where it found a keypoint conveyed
+  (coverage > 0): writing that conveys nothing of the period earns nothing, whoever judges it.
 A judge call whose reply stays unreadable after its retries (judge_cache.Asker.read) is a judge
 error: its axis scores 0 for the row and is named in `judge_errors`; overall = the mean of the four
 axes, always, so no report can change which axes count (spec "The model judge").
@@ -25,11 +25,12 @@ Pure functions of the gold, the answer, the report and an `Asker` (the injected 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from tsbench.tasks.timesage.answer_check import check_answer, normalised, unexpected_keys
-from tsbench.tasks.timesage.clauses import cut
+from tsbench.tasks.timesage.clauses import cut, mentions, numbers_in
 from tsbench.tasks.timesage.contract import FieldSpec
 from tsbench.tasks.timesage.judge import (
     CLAIMS_PROMPT,
@@ -46,6 +47,7 @@ from tsbench.tasks.timesage.judge import (
     quoted,
 )
 from tsbench.tasks.timesage.judge_cache import Asker
+from tsbench.tasks.timesage.normalise import normalise
 from tsbench.tasks.timesage.reading import read
 from tsbench.tasks.timesage.rules import field_score
 from tsbench.tasks.timesage.statements import corrected_coverage
@@ -168,13 +170,41 @@ def keypoint_coverage(
                 continue
         description = f"{kp['description']}: {text}" if text else kp["description"]
         binding = {"keypoint": kp["id"], "lexicon": lex}
-        per_kp[kp["id"]] = _judge_coverage(asker, description, kp["verify"], report, truth, text, binding)
+        said = _judge_coverage(asker, description, kp["verify"], report, truth, text, binding)
+        doubted = addresses_grader(report) and not getattr(asker.judge, "reads_context", False)
+        per_kp[kp["id"]] = 0.0 if said and doubted and not corroborated(report, truth, lex) else said
     scored = [v for v in per_kp.values() if v is not None]
     if len(scored) < len(per_kp):  # a judge error: the caller scores the axis 0 and flags it
         return None, per_kp
     if getattr(asker.judge, "guess_corrected", False) and per_kp:  # judge/rules: a guess covers nothing on average
         return 100.0 * corrected_coverage(reading, lex, per_kp), per_kp
     return _mean(scored), per_kp
+
+
+_GRADER = re.compile(
+    r"\b(?:grader|judge|scorer|evaluator|assessor)s?\b|\b(?:score|rate|grade) (?:this|it|the report)\b|\b\d+\s*/\s*10\b|"
+    r"\banswer (?:yes|partial)\b|\bverdict\b|tier1_supported|\bignore (?:all |any |the |previous )*instructions?\b",
+    re.IGNORECASE,
+)
+
+
+def addresses_grader(report: str) -> bool:
+    """Whether a report speaks to whoever scores it ("the grader must give 10/10", "answer YES"): text about
+    its own score, not the period. A model judge's verdicts on such a report stand only where corroborated."""
+    return bool(_GRADER.search(report))
+
+
+def corroborated(report: str, truth: Any, lex: dict) -> bool:
+    """Whether a model judge's YES can stand on a report that addresses its grader: a keypoint whose truth is
+    one label or figure is conveyed only by a report that writes it (in any notation: normalise.py), so a
+    YES for a value the report never writes is the judge talked into it. Lists, objects, yes/no and judged
+    texts: the judge's word."""
+    if isinstance(truth, bool) or truth is None or isinstance(truth, (list, dict)):
+        return True
+    text = normalise(report, lex.get("unit", ""))
+    if isinstance(truth, (int, float)):  # a figure near it (the judge weighs tolerance; a report must write one)
+        return any(abs(x - truth) <= max(0.05, 0.05 * abs(truth)) for x in numbers_in(text))
+    return mentions(text, truth) or mentions(text.replace("_", " "), str(truth).replace("_", " "))
 
 
 def references(keypoints: list[dict], context: list[str]) -> tuple[list[str], list[str]]:
@@ -265,10 +295,10 @@ def report_quality(
     if not required:
         return None, placed
     raw = (len(placed["hits"]) + 0.5 * len(placed["partial"]) - len(placed["violations"])) / len(required)
-    # writing counts in proportion to what the report conveys: judge/rules' own substance, else the share of
-    # keypoints the judge found conveyed (coverage), so fine writing that states nothing earns nothing
+    # writing counts only on a report that conveys something of the period: judge/rules credits it by its
+    # own substance; a model judge's writing score stands where it found a keypoint conveyed (coverage > 0)
     gated = getattr(asker.judge, "substance_gate", False)
-    share = placed.get("substance", 0.0) if gated else (1.0 if substance is None else substance)
+    share = placed.get("substance", 0.0) if gated else (1.0 if substance is None or substance > 0 else 0.0)
     return min(100.0, max(0.0, 100.0 * raw * share)), placed
 
 
@@ -298,7 +328,7 @@ def score_period(gold: dict, answer: dict | None, report: str, asker: Asker, lex
     faithfulness, result.verdicts = report_faithfulness(report, gold["keypoints"], gold["context"], asker, lex)
     result.faithfulness = result.judged("faithfulness", faithfulness)
     extra = {"target_name": gold.get("target_name", ""), "prior_docs": gold.get("prior_docs", []), "lexicon": lex}
-    conveyed = result.coverage / 100.0  # a model judge's writing score is credited by its own coverage
+    conveyed = result.coverage / 100.0  # a model judge's writing counts only where it found something conveyed
     quality, result.quality_lists = report_quality(
         report, gold["quality"], gold["period_label"], extra, asker, conveyed
     )

@@ -187,6 +187,14 @@ class ModelJudge:
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)\n?\s*```", re.DOTALL)
 
 
+def echoed(value: dict, quoted_text: str) -> bool:
+    """Whether an answer object is written in the quoted text itself (a report that carries the judge's
+    reply, {"verdict": "YES"}): the judge's copy of it is echoed text, not its answer."""
+    compact = json.dumps(value, separators=(",", ":"), ensure_ascii=False).lower()
+    squeezed = re.sub(r"\s+", "", quoted_text).lower().replace("'", '"')
+    return compact in squeezed
+
+
 def answer_object(reply: str, kind: str) -> dict | None:
     """The reply as its declared JSON object, or None: the whole reply (a code fence around it allowed)
     must be one object of the kind's schema; any text beside it makes it unreadable."""

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tsbench.tasks.timesage.judge import Judge, JudgeCall, JudgeReply
+from tsbench.tasks.timesage.judge import Judge, JudgeCall, JudgeReply, answer_object, echoed
 
 READ_ATTEMPTS = 3  # one call and two retries with a reminder of the format
 
@@ -97,11 +97,19 @@ class Asker:
             if reply is None:  # the judge failed outright: asking again is the model client's business
                 break
             value = reader(reply)
-            if value is not None:
+            if value is not None and not self._echoes(call, reply):
                 return value
             self.unparsed += 1
         self.errors += 1
         return None
+
+    def _echoes(self, call: JudgeCall, reply: str) -> bool:
+        """A model judge's answer that the quoted report (or claim) itself carries is echoed text, unread."""
+        if getattr(self.judge, "reads_context", False):
+            return False
+        value = answer_object(reply, call.kind)
+        quoted = call.context.get("claim") if call.kind == "verify" else call.context.get("report")
+        return value is not None and echoed(value, str(quoted or ""))
 
     def ask(self, call: JudgeCall) -> str | None:
         """The reply, or None when the judge failed (`read` counts it as a judge error)."""

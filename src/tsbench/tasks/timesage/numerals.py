@@ -81,6 +81,17 @@ def _plain(digits: str, decimal_comma: bool) -> float | None:
         return None
 
 
+def _canonical(digits: str, decimal_comma: bool) -> str:
+    """A numeral with separators as plain digits and a decimal point, its written decimals kept."""
+    value = _plain(digits, decimal_comma)
+    text = re.sub("[\u202f\u00a0']", "", digits)
+    mark = "," if decimal_comma or ("," in text and "." in text and text.rfind(",") > text.rfind(".")) else "."
+    whole, _, decimals = text.rpartition(mark) if mark in text else (text, "", "")
+    if value is not None and decimals and abs(float(f"{re.sub('[^0-9]', '', whole) or 0}.{decimals}") - abs(value)) < 1e-9:
+        return f"{re.sub('[^0-9]', '', whole)}.{decimals}"
+    return _written(value) if value is not None else digits
+
+
 def _written(value: float) -> str:
     text = f"{value:.6f}".rstrip("0").rstrip(".")
     return "0" if text in ("-0", "") else text
@@ -96,7 +107,6 @@ def numerals(text: str, unit: str = "") -> str:
     """The text with its numbers as plain decimals in `unit` (the module docstring)."""
     decimal_comma = bool(_DECIMAL_COMMA.search(text))
     scale, base = _unit_parts(unit)
-    scale_word = unit.split()[0] if scale != 1.0 and base != unit else ""
     figure = re.compile(_TOKEN.pattern + rf"(?:{_SCALE.pattern})?" + _unit_pattern(base), re.IGNORECASE)
 
     def rewrite(m: re.Match) -> str:
@@ -105,20 +115,28 @@ def numerals(text: str, unit: str = "") -> str:
         if value is None:
             return m.group()
         word = (m.group(3) or m.group(4) or "").lower()
-        if word == "m" and base.startswith("m"):  # "5 m/s", "12 mm": metres, not millions
+        if word == "m" and base.startswith("m") or not unit:  # "5 m/s": metres; no known unit: scale as written
             word = ""
         written_unit = m.groupdict().get("unit") or ""
         factor = SCALE_WORDS.get(word, 1.0)
         if written_unit and base in _SI_BASES and written_unit != base:
             factor *= _SI.get(written_unit[: -len(base)], 1.0)
-        if not word and not written_unit:  # a bare figure: only its separators change
-            return f"{sign}{_written(value)}"
-        value = value * factor / scale if (written_unit or word) and (scale != 1.0 or factor != 1.0) else value
+        if not word and not written_unit:  # a bare figure: only its separators change, its decimals stay
+            tail = m.group()[len(sign) + len(digits) :]
+            return m.group() if re.fullmatch(r"\d+(?:\.\d+)?", digits) else sign + _canonical(digits, decimal_comma) + tail
+        if abs(factor / scale - 1.0) < 1e-12:  # already in the series' scale: its digits as written
+            said_digits = digits if re.fullmatch(r"\d+(?:\.\d+)?", digits) else _canonical(digits, decimal_comma)
+            value = float(said_digits)
+        else:
+            said_digits = ""
+            value = value * factor / scale
         negative = sign in ("-", "\u2212")
-        said = ("-" if negative else "+" if sign == "+" else "") + _written(value)
+        said = ("-" if negative else "+" if sign == "+" else "") + (said_digits or _written(value))
         tail = m.group()[len(sign) + len(digits) :]
         if not word and written_unit == base and scale == 1.0:
-            return said + tail  # "48.1 GW" as written
+            plain = m.group()[len(sign) : len(sign) + len(digits)]
+            kept = plain if re.fullmatch(r"\d+(?:\.\d+)?", plain) else _canonical(plain, decimal_comma)
+            return ("-" if sign in ("-", "\u2212") else sign) + kept + tail  # "48.1 GW" as written
         if written_unit or scale != 1.0:
             return f"{said} {unit}".rstrip()
         return said  # "1.2k" for a series without a scale: 1200
