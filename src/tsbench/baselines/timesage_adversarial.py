@@ -340,3 +340,42 @@ def suite_table(result: dict) -> str:
         + ("every bound holds" if not broken else "OUT OF BOUNDS: " + "; ".join(broken))
     )
     return "\n".join(lines)
+
+
+def suite_matrix(results: dict[tuple[int, str], dict]) -> str:
+    """A markdown table, writer x seed x judge: the truth's overall and four axes with that writer (the share
+    of rows with a judge error beside it), and the best blind and copying policy's overall with it, each
+    against its bound. `results`: (seed, judge) -> run_suite's result."""
+    head = (
+        "| writer | seed | judge | truth overall | accuracy | coverage | faithfulness | quality | judge errors "
+        "| bound | best blind (bound) | best copy (<= 50) |"
+    )
+    lines = [head, "|" + "---|" * 12]
+    writers = sorted({w for result in results.values() for _, w in result}, key=list(WRITERS).index)
+    for writer in writers:
+        for (seed, judge), result in sorted(results.items()):
+            truth = result.get(("truth", writer), {}).get("overall")
+            if truth is None:
+                continue
+            bound = bound_of("truth", writer)
+            blind = [(c["overall"]["overall"], p) for (p, w), c in result.items() if p in BLIND and w == writer]
+            copy = [c["overall"]["overall"] for (p, w), c in result.items() if p in COPYING and w == writer]
+            best_blind = max(blind, default=None)
+            limit = bound_of(best_blind[1], writer) if best_blind else None
+            blind_text = (
+                "-"
+                if best_blind is None
+                else f"{best_blind[0]:.1f} ({limit.op} {limit.value:.0f})"
+                if limit
+                else f"{best_blind[0]:.1f} (-)"
+            )
+            lines.append(
+                f"| {writer} | {seed} | {judge} | {truth['overall']:.1f} | "
+                + " | ".join(f"{truth[a]:.1f}" for a in ("accuracy", "coverage", "faithfulness", "quality"))
+                + f" | {truth.get('judge_errors', 0.0):.1f} % | "
+                + (f"{bound.op} {bound.value:.0f}" if bound and bound.value is not None else "-")
+                + f" | {blind_text} | "
+                + (f"{max(copy):.1f}" if copy else "-")
+                + " |"
+            )
+    return "\n".join(lines)

@@ -199,9 +199,17 @@ def corroborated(report: str, truth: Any, lex: dict) -> bool:
     one label or figure is conveyed only by a report that writes it (in any notation: normalise.py), so a
     YES for a value the report never writes is the judge talked into it. Lists, objects, yes/no and judged
     texts: the judge's word."""
-    if isinstance(truth, bool) or truth is None or isinstance(truth, (list, dict)):
+    if isinstance(truth, bool) or truth is None:
         return True
     text = normalise(report, lex.get("unit", ""))
+    if isinstance(truth, list):  # a list: one of its items written (an empty one: a "none" written)
+        if not truth:
+            return bool(re.search(r"\b(?:no|none|nothing|empty)\b", text, re.IGNORECASE))
+        names = [next((v for k, v in t.items() if isinstance(v, str) and k != "evidence"), "") if isinstance(t, dict) else t
+                 for t in truth]  # fmt: skip
+        return any(corroborated(report, name, lex) for name in names if name != "")
+    if isinstance(truth, dict):  # an object: one of its parts written
+        return any(corroborated(report, v, lex) for v in truth.values() if not isinstance(v, bool))
     if isinstance(truth, (int, float)):  # a figure near it (the judge weighs tolerance; a report must write one)
         return any(abs(x - truth) <= max(0.05, 0.05 * abs(truth)) for x in numbers_in(text))
     return mentions(text, truth) or mentions(text.replace("_", " "), str(truth).replace("_", " "))
@@ -326,6 +334,15 @@ def score_period(gold: dict, answer: dict | None, report: str, asker: Asker, lex
     coverage, result.keypoints = keypoint_coverage(gold["keypoints"], report, gold["tier"], asker, lex)
     result.coverage = result.judged("coverage", coverage)
     faithfulness, result.verdicts = report_faithfulness(report, gold["keypoints"], gold["context"], asker, lex)
+    if (
+        faithfulness
+        and not result.coverage
+        and addresses_grader(report)
+        and not getattr(asker.judge, "reads_context", False)
+    ):
+        faithfulness = (
+            0.0  # a report that orders its grader and conveys no keypoint: its "supported" claims are obeyed, not read
+        )
     result.faithfulness = result.judged("faithfulness", faithfulness)
     extra = {"target_name": gold.get("target_name", ""), "prior_docs": gold.get("prior_docs", []), "lexicon": lex}
     conveyed = result.coverage / 100.0  # a model judge's writing counts only where it found something conveyed

@@ -108,8 +108,8 @@ class Asker:
         if getattr(self.judge, "reads_context", False):
             return False
         value = answer_object(reply, call.kind)
-        quoted = call.context.get("claim") if call.kind == "verify" else call.context.get("report")
-        return value is not None and echoed(value, str(quoted or ""))
+        quoted = f"{call.context.get('claim') or ''}\n{call.context.get('report') or ''}"
+        return value is not None and echoed(value, quoted)
 
     def ask(self, call: JudgeCall) -> str | None:
         """The reply, or None when the judge failed (`read` counts it as a judge error)."""
