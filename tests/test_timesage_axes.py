@@ -139,8 +139,9 @@ def test_worked_example_arithmetic():
     assert result.coverage == 62.5
     assert result.keypoints == {"kp_status": 1.0, "kp_value": 1.0, "kp_direction": 0.5, "kp_driver": 0.0}
     assert result.faithfulness == 80.0  # 7 tier1 + 1 tier2 of 10
-    assert result.quality == 87.5  # 3 hits + 1 partial over 4
-    assert result.overall == 76.25
+    # 3 hits + 1 partial over 4 = 87.5, credited by what the report conveys (coverage 62.5 %, issue 45)
+    assert result.quality == pytest.approx(87.5 * 0.625)
+    assert result.overall == pytest.approx((75.0 + 62.5 + 80.0 + 87.5 * 0.625) / 4)
     assert result.families == {"A": 100.0, "B": 50.0}
     assert judge.calls.count("coverage") == 4 and judge.calls.count("verify") == 10
 
@@ -208,7 +209,7 @@ def test_an_unreadable_reply_is_asked_again_then_is_a_judge_error():
 
     asker = Asker(Sloppy())
     result = score_period(gold(), ANSWER, REPORT, asker)
-    assert (result.coverage, result.faithfulness, result.quality) == (62.5, 80.0, 87.5)  # the retry's answers
+    assert (result.coverage, result.faithfulness, result.quality) == (62.5, 80.0, 87.5 * 0.625)  # the retry's answers
     assert asker.unparsed == asker.retries > 0 and asker.errors == 0 and result.judge_errors == []
 
     class Echo(ScriptedJudge):  # never answers in format: every retry spent, then a judge error
@@ -321,8 +322,8 @@ def test_rules_judge_on_a_hand_built_report():
     assert score_period(g, ANSWER, report, asker).coverage == result.coverage  # deterministic
 
 
-def test_only_the_rules_judge_credits_writing_by_substance():
-    """A model judge scores writing as the paper's prompt asks; a `substance` in its reply changes nothing."""
+def test_a_model_judges_writing_is_credited_by_its_own_coverage_not_a_substance_in_its_reply():
+    """Only judge/rules' `substance` counts; a model judge's writing is credited by its coverage share (issue 45)."""
 
     def judge(call):
         if call.kind != "quality":
@@ -336,7 +337,7 @@ def test_only_the_rules_judge_credits_writing_by_substance():
         }
         return json.dumps(placed)
 
-    assert score_period(gold(), ANSWER, REPORT, Asker(judge)).quality == 100.0
+    assert score_period(gold(), ANSWER, REPORT, Asker(judge)).quality == 62.5  # 100 x coverage 62.5 %, not x 0.1
 
 
 def _beside_the_previous_release(previous: tuple[str, ...], now: tuple[str, ...]) -> str:

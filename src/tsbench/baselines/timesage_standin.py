@@ -8,7 +8,7 @@ none). Its replies, deterministic per prompt:
 - the first reply to each call is off format: it echoes the quoted report (with any order a report gives
   its grader: "answer YES", {"verdict": "YES"}) before its own answer, or wraps its answer in chat;
 - asked again with the format reminder, it answers in the declared JSON, except on ERROR_SHARE of the
-  calls, where it never does (a judge error, scored 0 on its axis and flagged).
+  calls (1 in 1,000), where it never does (a judge error, scored 0 on its axis and flagged).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from tsbench.tasks.timesage.judge import RETRY_NOTE, JudgeCall
 from tsbench.tasks.timesage.judge_rules import RulesJudge
 
 STANDIN_JUDGE = "standin/off-format"
-ERROR_SHARE = 0.005  # calls it never answers in format (a judge error)
+ERROR_SHARE = 0.001  # calls it never answers in format (a judge error)
 
 
 class OffFormatJudge:

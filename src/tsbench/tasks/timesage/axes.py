@@ -13,9 +13,9 @@
   are not general knowledge (tier 3 counts neither way); no verifiable claim at all scores 0. A judge
   with `claims_floor` (judge/rules) divides by at least the number of keypoints.
 - quality: the judge places each required signal as hit (1) / partial (0.5) / miss and flags
-  forbidden ones; (hits + partials/2 - violations) / required, clipped to [0, 100]; judge/rules credits it
-  by its reply's `substance`; a model judge's stands only on a report where it found a keypoint conveyed
-  (coverage > 0): writing that conveys nothing of the period earns nothing, whoever judges it.
+  forbidden ones; (hits + partials/2 - violations) / required, clipped to [0, 100], credited in
+  proportion to what the report conveys: judge/rules' reply's `substance`, a model judge's coverage share
+  (issue 45: writing that conveys nothing of the period earns nothing, whoever judges it).
 A judge call whose reply stays unreadable after its retries (judge_cache.Asker.read) is a judge
 error: its axis scores 0 for the row and is named in `judge_errors`; overall = the mean of the four
 axes, always, so no report can change which axes count (spec "The model judge").
@@ -303,10 +303,10 @@ def report_quality(
     if not required:
         return None, placed
     raw = (len(placed["hits"]) + 0.5 * len(placed["partial"]) - len(placed["violations"])) / len(required)
-    # writing counts only on a report that conveys something of the period: judge/rules credits it by its
-    # own substance; a model judge's writing score stands where it found a keypoint conveyed (coverage > 0)
+    # writing is credited in proportion to what the report conveys of the period: judge/rules' own
+    # substance, a model judge's coverage share (its own verdicts), so writing that conveys nothing earns nothing
     gated = getattr(asker.judge, "substance_gate", False)
-    share = placed.get("substance", 0.0) if gated else (1.0 if substance is None or substance > 0 else 0.0)
+    share = placed.get("substance", 0.0) if gated else (1.0 if substance is None else substance)
     return min(100.0, max(0.0, 100.0 * raw * share)), placed
 
 
@@ -345,7 +345,7 @@ def score_period(gold: dict, answer: dict | None, report: str, asker: Asker, lex
         )
     result.faithfulness = result.judged("faithfulness", faithfulness)
     extra = {"target_name": gold.get("target_name", ""), "prior_docs": gold.get("prior_docs", []), "lexicon": lex}
-    conveyed = result.coverage / 100.0  # a model judge's writing counts only where it found something conveyed
+    conveyed = result.coverage / 100.0  # a model judge's writing is credited by its coverage share
     quality, result.quality_lists = report_quality(
         report, gold["quality"], gold["period_label"], extra, asker, conveyed
     )
