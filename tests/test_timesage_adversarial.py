@@ -102,9 +102,10 @@ def test_the_stand_in_judge_answers_off_format_and_still_scores_through_retries(
     assert scored.metrics["overall"] <= 20.0
     always_off = Asker(OffFormatJudge(error_share=1.0))
     errored = score_message(gold, message, always_off)
-    assert set(errored.parsed["judge_errors"]) == {"coverage", "faithfulness", "quality"}
-    assert errored.metrics["judge_error_axes"] == 3.0
-    assert errored.metrics["overall"] == pytest.approx(errored.metrics["accuracy"] / 4)
+    assert {"coverage", "faithfulness", "quality"} <= set(errored.parsed["judge_errors"])
+    assert errored.metrics["judge_error_axes"] == len(errored.parsed["judge_errors"])
+    axes = [errored.metrics[a] for a in ("accuracy", "coverage", "faithfulness", "quality")]
+    assert errored.metrics["overall"] == pytest.approx(sum(axes) / 4) and errored.metrics["overall"] <= 5.0
 
 
 def test_the_table_shows_each_bound_and_its_margin(suite):
