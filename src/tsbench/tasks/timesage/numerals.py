@@ -87,7 +87,11 @@ def _canonical(digits: str, decimal_comma: bool) -> str:
     text = re.sub("[\u202f\u00a0']", "", digits)
     mark = "," if decimal_comma or ("," in text and "." in text and text.rfind(",") > text.rfind(".")) else "."
     whole, _, decimals = text.rpartition(mark) if mark in text else (text, "", "")
-    if value is not None and decimals and abs(float(f"{re.sub('[^0-9]', '', whole) or 0}.{decimals}") - abs(value)) < 1e-9:
+    if (
+        value is not None
+        and decimals
+        and abs(float(f"{re.sub('[^0-9]', '', whole) or 0}.{decimals}") - abs(value)) < 1e-9
+    ):
         return f"{re.sub('[^0-9]', '', whole)}.{decimals}"
     return _written(value) if value is not None else digits
 
@@ -123,7 +127,9 @@ def numerals(text: str, unit: str = "") -> str:
             factor *= _SI.get(written_unit[: -len(base)], 1.0)
         if not word and not written_unit:  # a bare figure: only its separators change, its decimals stay
             tail = m.group()[len(sign) + len(digits) :]
-            return m.group() if re.fullmatch(r"\d+(?:\.\d+)?", digits) else sign + _canonical(digits, decimal_comma) + tail
+            return (
+                m.group() if re.fullmatch(r"\d+(?:\.\d+)?", digits) else sign + _canonical(digits, decimal_comma) + tail
+            )
         if abs(factor / scale - 1.0) < 1e-12:  # already in the series' scale: its digits as written
             said_digits = digits if re.fullmatch(r"\d+(?:\.\d+)?", digits) else _canonical(digits, decimal_comma)
             value = float(said_digits)

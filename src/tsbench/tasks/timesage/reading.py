@@ -30,7 +30,8 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
-from tsbench.tasks.timesage.clauses import LISTING_NUMBERS, cut, number_matches
+from tsbench.tasks.timesage.clauses import LISTING_NUMBERS, cut
+from tsbench.tasks.timesage.hedges import mark_hedges
 from tsbench.tasks.timesage.normalise import counts_in_words, normalise
 from tsbench.tasks.timesage.subjects import DIRECTIONS, norm
 
@@ -91,9 +92,7 @@ _NEGATED = re.compile(  # a label under a negation or a contrast states nothing 
     r"seen|at|in|to|yet)\s+){0,2}$"
 )
 _ANAPHOR = re.compile(r"\W*(?:it|its|this|that|these|those|they|which)\b")  # a clause that refers back
-_ADDS = re.compile(r"\b(?:also|too|as well|another|additionally|in addition|plus|further|moreover)\b")
 _SIDE = re.compile(r"\b(?:above|below)\b")
-ITEM_SLACK = 1  # a set may name one item more than its truth holds before it is a listing
 GENERIC_LABELS = (*DIRECTIONS, "none", "other", "unchanged", "normal", "high", "low")  # name no subject alone
 CELL_REACH = 4  # words between a series' name and a figure of it written in the next segment ("x at 1.7 (+0.9)")
 AFTER = 3  # a subject named after its value is this many words farther ("X at 5 (+1)": the +1 is X's)
@@ -500,7 +499,7 @@ def _read(report: str, lex: dict) -> Reading:
             reading.claims.append(Claim(key, said, earlier, index, text.strip(), value.start, when == "later"))
         _booleans(voc, clause, reading, index, text, frame_earlier, period)
         _sets_and_texts(voc, clause, reading, index, text, frame_earlier, period)
-    _hedges(voc, reading, lex)
+    mark_hedges(voc, reading, lex, SYNONYM_OF)
     return reading
 
 
@@ -564,55 +563,3 @@ def _negated_now(clause: _Clause, period: str) -> bool:
         _NEGATION.search(clause.low[a:b]) and _when(clause, Value("bool", None, a), period) != "earlier"
         for a, b in clause.segments
     )
-
-
-def _hedges(voc: Vocabulary, reading: Reading, lex: dict) -> None:
-    """Several values for now about one subject state none of them; a set listing more items than
-    its question could take is a listing."""
-    truths = lex.get("truths", {})
-    for key, s in voc.subjects.items():
-        if s["keypoint"] is None:
-            continue
-        now = [c for c in reading.claims if c.subject == key and not c.earlier and not c.later]
-        said = [c.value for c in now]
-        if s["kind"] == "text":
-            if _texts_disagree(voc, reading.texts.get(key, [])):
-                reading.hedged.add(key)
-            continue
-        if s["kind"] in ("set", "items", "dates"):
-            if len({str(v) for v in said}) > max(2, len(truths.get(key) or []) + ITEM_SLACK):
-                reading.hedged.add(key)
-            # the set stated whole twice, differently (neither statement holds the other), or both empty
-            # and not: the report gives two answers, which is none ("also", "as well" add to a list)
-            whole = [
-                frozenset(str(c.value) for c in now if c.clause == i)
-                for i in sorted({c.clause for c in now if not _ADDS.search(norm(c.text))})
-            ]
-            if any(not (a <= b or b <= a) for a in whole for b in whole) or (said and key in reading.empty):
-                reading.hedged.add(key)
-            continue
-        distinct: list[Any] = []
-        for value in said:
-            if not any(_same(value, other) for other in distinct):
-                distinct.append(value)
-        if len(distinct) > 1:
-            reading.hedged.add(key)
-
-
-def _texts_disagree(voc: Vocabulary, texts: list[str]) -> bool:
-    """Clauses about one judged text (a stated cause) that name different series or opposite moves."""
-    columns = [norm(s["column"]) for s in voc.lex["subjects"] if s.get("column")]
-    named, moves = set(), set()
-    for text in texts:
-        low = norm(text)
-        found = frozenset(c for c in columns if re.search(rf"(?<![a-z0-9]){re.escape(c)}(?![a-z0-9])", low))
-        moved = frozenset(SYNONYM_OF[w] for w in re.findall(r"[a-z]+", low) if w in SYNONYM_OF)
-        named |= {found} if found else set()
-        moves |= {moved} if moved else set()
-    return len(named) > 1 or len(moves) > 1
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
-        return number_matches(a, b) or number_matches(b, a)
-    return a == b
