@@ -10,8 +10,9 @@
   corrects the mean for guessing, as substance is: a keypoint stated wrong costs 1 / (options - 1).
 - faithfulness: the judge splits the report into <= 10 atomic claims and labels each against
   keypoints (tier 1) and cutoff-valid context (tier 2); score = (tier 1 + tier 2) / the claims that
-  are not general knowledge (tier 3 counts neither way); no verifiable claim at all scores 0. A judge
-  with `claims_floor` (judge/rules) divides by at least the number of keypoints.
+  are not general knowledge (tier 3 counts neither way), and over at least the number of keypoints
+  (a report that makes fewer claims than the period has keypoints is read as leaving the rest
+  unverified; no verifiable claim at all scores 0), whoever judges it.
 - quality: the judge places each required signal as hit (1) / partial (0.5) / miss and flags
   forbidden ones; (hits + partials/2 - violations) / required, clipped to [0, 100], credited in
   proportion to what the report conveys: judge/rules' reply's `substance`, a model judge's coverage share
@@ -262,8 +263,9 @@ def report_faithfulness(
         verdicts.append((claim, asker.read(call, parse_verdict)))
     if any(v is None for _, v in verdicts):
         return None, verdicts
-    # judge/rules reads a short report as making as many claims as the period has keypoints
-    floor = sum(kp.get("truth") is not None for kp in keypoints) if getattr(asker.judge, "claims_floor", False) else 0
+    # a short report is read as making as many claims as the period has keypoints, whoever judges it (issue
+    # 45: a report that states each subject twice, right and wrong, leaves one safe claim, not a faithful report)
+    floor = sum(kp.get("truth") is not None for kp in keypoints)
     return faithfulness_share([v for _, v in verdicts], floor), verdicts
 
 
