@@ -6,8 +6,8 @@
 - the report is cut at clauses.REPORT_CHAR_LIMIT characters before any judging.
 - coverage: per keypoint, the truth scalar stated about the keypoint's subject (reading.py; easy
   and medium tiers: covered without a judge call) else the judge's YES / PARTIAL / NO = 1 / 0.5 / 0;
-  mean. A bare list of labels or numbers binds nothing. A judge with `guess_corrected` (judge/rules)
-  corrects the mean for guessing, as substance is: a keypoint stated wrong costs 1 / (options - 1).
+  mean. A bare list of labels or numbers binds nothing. The mean is corrected for guessing under any
+  judge (issue 45), as substance is: a keypoint the reader finds stated wrong costs 1 / (options - 1).
 - faithfulness: the judge splits the report into <= 10 atomic claims and labels each against
   keypoints (tier 1) and cutoff-valid context (tier 2); score = (tier 1 + tier 2) / the claims that
   are not general knowledge (tier 3 counts neither way), and over at least the number of keypoints
@@ -177,7 +177,7 @@ def keypoint_coverage(
     scored = [v for v in per_kp.values() if v is not None]
     if len(scored) < len(per_kp):  # a judge error: the caller scores the axis 0 and flags it
         return None, per_kp
-    if getattr(asker.judge, "guess_corrected", False) and per_kp:  # judge/rules: a guess covers nothing on average
+    if per_kp:  # any judge: a keypoint the report states wrong costs 1 / (options - 1), so a guess covers nothing on average
         return 100.0 * corrected_coverage(reading, lex, per_kp), per_kp
     return _mean(scored), per_kp
 
