@@ -136,8 +136,8 @@ def test_an_empty_answer_is_no_answer():
 
 
 def test_the_model_judge_prompts_ask_what_the_paper_asks():
-    assert "YES, PARTIAL or NO" in COVERAGE_PROMPT and "{verify}" in COVERAGE_PROMPT
-    assert "10" in CLAIMS_PROMPT and "JSON list" in CLAIMS_PROMPT
+    assert "YES" in COVERAGE_PROMPT and "PARTIAL" in COVERAGE_PROMPT and "{verify}" in COVERAGE_PROMPT
+    assert "10" in CLAIMS_PROMPT and '"claims"' in CLAIMS_PROMPT
     assert all(v in VERIFY_PROMPT for v in VERDICTS)
     assert all(k in QUALITY_PROMPT for k in ("required_hits", "required_partial", "forbidden_violations", "{exemplar}"))
 

@@ -114,23 +114,28 @@ def test_rescore_with_the_same_judge_is_answered_from_the_cache(independent_run,
 
 
 def test_rescore_with_a_model_judge_on_a_loopback_server(independent_run, tmp_path, monkeypatch):
-    with FakeOpenAIServer(default="ok:YES") as server:
+    with FakeOpenAIServer(default='ok:{"verdict": "YES"}') as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test")
         out, stats = rescore_run(independent_run, "openai/fake-model", tmp_path / "model-judge")
         requests = server.request_count
     assert requests > 0 and stats.cache_hits == 0
     samples = load_samples(out)
-    # "YES" answers coverage; it is no claim list and no quality verdict: those axes stay unscored
+    # {"verdict": "YES"} answers coverage; it is no claim list and no quality verdict: each is asked three
+    # times, then a judge error that scores its axis 0, flagged; the overall still averages all four axes
     assert (_metric(samples, "coverage") == 100.0).all()
-    assert _metric(samples, "faithfulness").isna().all() and _metric(samples, "quality").isna().all()
-    assert (_metric(samples, "judge_unparsed") == 2.0).all()  # the claim list and the quality verdict
+    assert (_metric(samples, "faithfulness") == 0.0).all() and (_metric(samples, "quality") == 0.0).all()
+    assert (_metric(samples, "judge_unparsed") == 6.0).all() and (_metric(samples, "judge_error_axes") == 2.0).all()
+    assert all(set(json.loads(p)["judge_errors"]) == {"faithfulness", "quality"} for p in samples["parsed_answer"])
+    overall = (_metric(samples, "accuracy") + 100.0) / 4
+    assert ((_metric(samples, "overall") - overall).abs() < 1e-9).all()
     # The judge's own spend: the loopback server counts usage in words; fake-model has no price.
     assert (_metric(samples, "judge_tokens") > 0).all() and stats.judge_tokens == _metric(samples, "judge_tokens").sum()
     assert _metric(samples, "judge_cost_usd").isna().all()
     build_leaderboard([out], tmp_path / "board", n_boot=50)
     board = (tmp_path / "board" / "leaderboard.md").read_text()
     assert "Judge tokens" in board and f"{stats.judge_tokens:,}" in board
+    assert "Judge errors" in board and "100.0 %" in board  # every row has a judge error
     assert json.loads((out / RUN_JSON).read_text())["variant"].endswith("openai/fake-model")
     again, second = rescore_run(independent_run, "openai/fake-model", tmp_path / "again")  # no server now
     assert second.hit_rate == 1.0

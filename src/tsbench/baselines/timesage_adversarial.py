@@ -58,7 +58,7 @@ BLIND = ("schema_guess", "random_guess", "base_rate", "prior")
 PRIORS = ("base_rate", "prior")  # most-common-answer priors: they earn their guessing accuracy
 COPYING = ("copy_last", "copy_jitter", "copy_trend")
 READS_TABLE = ("cells", "dump")  # writers that restate the current table
-NOTHING_RIGHT = ("spray", "hedge", "dump", "previous", "wrong", "every", "empty")
+NOTHING_RIGHT = ("spray", "hedge", "dump", "previous", "wrong", "every", "contradict", "empty")
 WHERE = ("overall", "easy", "medium", "hard")
 AXES = ("accuracy", "coverage", "faithfulness", "quality", "overall")
 
@@ -234,15 +234,25 @@ def bound_of(policy: str, writer: str) -> Bound | None:
     return None
 
 
+def make_judge(name: str) -> Any:
+    """A suite judge by name: "rules" (judge/rules) or "standin" (a model judge answering off format)."""
+    from tsbench.baselines.timesage_standin import OffFormatJudge
+
+    return {"rules": RulesJudge, "standin": OffFormatJudge}[name]()
+
+
 def run_suite(
     path: str | Path,
     policies: Iterable[str] = POLICIES,
     writers: Iterable[str] = WRITERS,
     limit_scenarios: int | None = None,
     prior_path: str | Path | None = None,
+    judge: str = "rules",
 ) -> dict[tuple[str, str], dict[str, dict[str, float]]]:
-    """{(policy, writer): {where: {axis: mean}}} over a periods.parquet, judge/rules. `prior_path`: the set
-    the `prior` policy learns on (another seed; without one it learns on this set's other scenarios)."""
+    """{(policy, writer): {where: {axis: mean}}} over a periods.parquet, with `judge` (make_judge). `prior_path`:
+    the set the `prior` policy learns on (another seed; without one it learns on this set's other
+    scenarios). `judge_errors` is the share of rows with an axis scored as a judge error."""
+    scorer = make_judge(judge)
     pairs = periods_of(path, limit_scenarios)
     rates = suite_rates(pairs, periods_of(prior_path) if prior_path else None)
     writers = tuple(writers)
@@ -256,12 +266,14 @@ def run_suite(
             for writer in writers:
                 report = write(writer, gold, period, values, reads)
                 message = json.dumps({"answer": values, "report": report})
-                scored = score_message(gold, message, Asker(RulesJudge()), lex)
+                scored = score_message(gold, message, Asker(scorer), lex)
                 cell = sums.setdefault((policy, writer), {})
                 for where in ("overall", gold["tier"]):
                     for axis in AXES:
                         value = scored.metrics.get(axis)
                         cell.setdefault(where, {}).setdefault(axis, []).append(0.0 if value is None else value)
+                    errored = 100.0 * bool(scored.metrics.get("judge_error_axes"))
+                    cell[where].setdefault("judge_errors", []).append(errored)
     return {
         key: {w: {a: sum(v) / len(v) for a, v in axes.items()} for w, axes in cell.items()}
         for key, cell in sums.items()
@@ -327,4 +339,43 @@ def suite_table(result: dict) -> str:
         f"  {len(result)} combinations; "
         + ("every bound holds" if not broken else "OUT OF BOUNDS: " + "; ".join(broken))
     )
+    return "\n".join(lines)
+
+
+def suite_matrix(results: dict[tuple[int, str], dict]) -> str:
+    """A markdown table, writer x seed x judge: the truth's overall and four axes with that writer (the share
+    of rows with a judge error beside it), and the best blind and copying policy's overall with it, each
+    against its bound. `results`: (seed, judge) -> run_suite's result."""
+    head = (
+        "| writer | seed | judge | truth overall | accuracy | coverage | faithfulness | quality | judge errors "
+        "| bound | best blind (bound) | best copy (<= 50) |"
+    )
+    lines = [head, "|" + "---|" * 12]
+    writers = sorted({w for result in results.values() for _, w in result}, key=list(WRITERS).index)
+    for writer in writers:
+        for (seed, judge), result in sorted(results.items()):
+            truth = result.get(("truth", writer), {}).get("overall")
+            if truth is None:
+                continue
+            bound = bound_of("truth", writer)
+            blind = [(c["overall"]["overall"], p) for (p, w), c in result.items() if p in BLIND and w == writer]
+            copy = [c["overall"]["overall"] for (p, w), c in result.items() if p in COPYING and w == writer]
+            best_blind = max(blind, default=None)
+            limit = bound_of(best_blind[1], writer) if best_blind else None
+            blind_text = (
+                "-"
+                if best_blind is None
+                else f"{best_blind[0]:.1f} ({limit.op} {limit.value:.0f})"
+                if limit
+                else f"{best_blind[0]:.1f} (-)"
+            )
+            lines.append(
+                f"| {writer} | {seed} | {judge} | {truth['overall']:.1f} | "
+                + " | ".join(f"{truth[a]:.1f}" for a in ("accuracy", "coverage", "faithfulness", "quality"))
+                + f" | {truth.get('judge_errors', 0.0):.1f} % | "
+                + (f"{bound.op} {bound.value:.0f}" if bound and bound.value is not None else "-")
+                + f" | {blind_text} | "
+                + (f"{max(copy):.1f}" if copy else "-")
+                + " |"
+            )
     return "\n".join(lines)

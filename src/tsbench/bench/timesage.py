@@ -2,7 +2,8 @@
 disk, peak RSS), the scripted agent's seconds per period, the judge-cache hit rate of a rescore, the
 calibration (data-blind, copy-last, truth, scripted floor side by side, per tier, judge/rules) and the
 adversarial suite (every answer policy x report writer, per tier and axis, each bound and its margin)
-on a seed the tests do not use."""
+on three seeds the tests do not use, under judge/rules and under the model-judge path with a stand-in
+judge that answers off format (baselines/timesage_standin.py)."""
 
 from __future__ import annotations
 
@@ -57,20 +58,30 @@ def run_calibration(out: str, scenarios: int = 12, periods: int = 6) -> dict:
     return calibrate(manifest.parent / "periods.parquet", (*POLICIES, "data_blind_guessing", "copy_last_text"))
 
 
-def run_adversarial(out: str, scenarios: int = 12, periods: int = 6) -> tuple[dict, float]:
-    """The adversarial suite (baselines/timesage_adversarial.py) on the calibration seed: (result, CPU s)."""
+SUITE_SEEDS = (CALIBRATION_SEED, 27182, 16180)  # seeds no test uses
+SUITE_JUDGES = ("rules", "standin")  # judge/rules; the model-judge path with a stand-in answering off format
+
+
+def run_adversarial(
+    out: str, scenarios: int = 12, periods: int = 6, seed: int = CALIBRATION_SEED, judge: str = "rules"
+) -> tuple[dict, float]:
+    """The adversarial suite (baselines/timesage_adversarial.py) on one seed with one judge: (result, CPU s)."""
     from tsbench.baselines.timesage_adversarial import run_suite
     from tsbench.tasks.timesage.generate import generate_from_options
 
     manifest, _ = generate_from_options(
-        {"seed": CALIBRATION_SEED, "scenarios": scenarios, "periods": periods}, Path(out) / "adversarial"
+        {"seed": seed, "scenarios": scenarios, "periods": periods}, Path(out) / "adversarial"
     )
     learned, _ = generate_from_options(  # the set the `prior` policy learns on
-        {"seed": CALIBRATION_SEED + 1, "scenarios": scenarios, "periods": periods}, Path(out) / "adversarial"
+        {"seed": seed + 1, "scenarios": scenarios, "periods": periods}, Path(out) / "adversarial"
     )
     started = time.process_time()
-    result = run_suite(manifest.parent / "periods.parquet", prior_path=learned.parent / "periods.parquet")
+    result = run_suite(manifest.parent / "periods.parquet", prior_path=learned.parent / "periods.parquet", judge=judge)
     return result, time.process_time() - started
+
+
+def adversarial_cpu_of(seconds: float) -> str:
+    return f"{seconds:.0f} CPU s"
 
 
 def calibration_table(result: dict) -> str:
@@ -83,7 +94,7 @@ def calibration_table(result: dict) -> str:
 
 
 def main(scenarios: int = 3, periods: int = 3) -> dict:
-    from tsbench.baselines.timesage_adversarial import suite_table
+    from tsbench.baselines.timesage_adversarial import suite_matrix, suite_table, violations
     from tsbench.eval.rescore import rescore_run
     from tsbench.tasks.timesage.generate import generate_from_options
 
@@ -96,7 +107,12 @@ def main(scenarios: int = 3, periods: int = 3) -> dict:
         sequential = run_scripted(data, str(Path(tmp) / "seq"), "sequential", True)
         _, stats = rescore_run(Path(tmp) / "seq", "judge/rules", Path(tmp) / "rescored")
         calibration = run_calibration(tmp)
-        adversarial, adversarial_cpu = run_adversarial(tmp)
+        suites = {
+            (seed, judge): run_adversarial(tmp, seed=seed, judge=judge)
+            for seed in SUITE_SEEDS
+            for judge in SUITE_JUDGES
+        }
+        adversarial, adversarial_cpu = suites[(CALIBRATION_SEED, "rules")]
     result = {
         "generate_s": gen_s,
         "generate_MB": gen_bytes / 2**20,
@@ -107,6 +123,13 @@ def main(scenarios: int = 3, periods: int = 3) -> dict:
         "rescore_cache_hit_rate": stats.hit_rate,
         "calibration": calibration,
         "adversarial": {f"{policy} x {writer}": cell for (policy, writer), cell in adversarial.items()},
+        "adversarial_suites": {
+            f"{seed} {judge}": {f"{p} x {w}": cell for (p, w), cell in found.items()}
+            for (seed, judge), (found, _) in suites.items()
+        },
+        "adversarial_violations": {
+            f"{seed} {judge}": violations(found) for (seed, judge), (found, _) in suites.items()
+        },
     }
 
     print(
@@ -124,6 +147,13 @@ def main(scenarios: int = 3, periods: int = 3) -> dict:
         f"withheld truth):\n{calibration_table(calibration)}\n"
         f"  adversarial suite, judge/rules, seed {CALIBRATION_SEED}, 12 scenarios x 6 periods ({len(adversarial)} "
         f"policy x writer combinations, {adversarial_cpu:.0f} CPU s; axes 0-100; margin > 0 inside the bound):\n"
-        f"{suite_table(adversarial)}"
+        f"{suite_table(adversarial)}\n"
+        f"  adversarial suite, writer x seed x judge (12 scenarios x 6 periods each; truth's axes; the best blind "
+        f"and copying policy per writer):\n{suite_matrix({k: v for k, (v, _) in suites.items()})}\n"
+        + "\n".join(
+            f"  seed {seed}, {judge}: {len(found)} combinations, {adversarial_cpu_of(cpu)}; "
+            + ("every bound holds" if not violations(found) else "OUT OF BOUNDS: " + "; ".join(violations(found)))
+            for (seed, judge), (found, cpu) in suites.items()
+        )
     )
     return result

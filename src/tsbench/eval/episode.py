@@ -14,6 +14,7 @@ family that scores with a judge gets its options in `scoring`.
 
 from __future__ import annotations
 
+import inspect
 import threading
 import time
 import traceback
@@ -59,13 +60,18 @@ _scorers: dict[tuple, Callable] = {}
 _scorers_lock = threading.Lock()
 
 
-def judge_completer(model: Any, max_tokens: int | None = None) -> Callable[[str], JudgeReply]:
-    """A judge model as the `prompt -> reply` callable a family's scorer takes, with its tokens and cost."""
+def judge_completer(model: Any, max_tokens: int | None = None) -> Callable[..., JudgeReply]:
+    """A judge model as the `prompt -> reply` callable a family's scorer takes, with its tokens and cost.
+    Where the model's client takes `response_format`, the callable does too (`structured`): a judge
+    asks for its declared JSON reply as structured output."""
+    structured = "response_format" in inspect.signature(model.generate).parameters
 
-    def complete(prompt: str) -> JudgeReply:
-        completion = model.generate([Message("user", prompt)], max_tokens=max_tokens, temperature=0.0)
+    def complete(prompt: str, response_format: dict | None = None) -> JudgeReply:
+        extra = {"response_format": response_format} if structured and response_format else {}
+        completion = model.generate([Message("user", prompt)], max_tokens=max_tokens, temperature=0.0, **extra)
         return JudgeReply(completion.text, completion.input_tokens, completion.output_tokens, completion.cost_usd)
 
+    complete.structured = structured  # type: ignore[attr-defined]
     return complete
 
 

@@ -69,7 +69,15 @@ def prepare(rows: pd.DataFrame, taxonomy: Taxonomy) -> pd.DataFrame:
         out[axis] = _metric(out, axis)
     for letter in taxonomy.groups:
         out[f"family_{letter}"] = _metric(out, f"family_{letter}")
-    for name in ("skills_induced", "skill_calls", "judge_calls", "judge_cache_hits", "judge_tokens", "compactions"):
+    for name in (
+        "skills_induced",
+        "skill_calls",
+        "judge_calls",
+        "judge_cache_hits",
+        "judge_tokens",
+        "judge_error_axes",
+        "compactions",
+    ):
         out[name] = _metric(out, name).fillna(0.0)
     out["judge_cost_usd"] = _metric(out, "judge_cost_usd")  # NaN: the judge's price is unknown (or no judge ran)
     out["tokens"] = out["input_tokens"].fillna(0) + out["output_tokens"].fillna(0)
@@ -219,6 +227,8 @@ def tokens_table(rows: pd.DataFrame) -> pd.DataFrame:
                 "judge_calls": int(calls),
                 "judge_cache_hit_rate": hits / calls if calls else np.nan,
                 "judge_tokens": int(part["judge_tokens"].sum()),
+                # rows with an axis scored 0 because the judge's reply could not be read (flagged, never dropped)
+                "judge_error_share": float((part["judge_error_axes"] > 0).mean()) if len(part) else np.nan,
                 "judge_cost_usd": float(judge_known.sum()) if len(judge_known) else np.nan,
                 "judge_cost_known": len(judge_known),
             }
@@ -238,6 +248,7 @@ def tokens_table(rows: pd.DataFrame) -> pd.DataFrame:
             "judge_calls",
             "judge_cache_hit_rate",
             "judge_tokens",
+            "judge_error_share",
             "judge_cost_usd",
             "judge_cost_known",
         ],

@@ -133,6 +133,7 @@ def sections(b: Boards) -> list[Section]:
             r.judge_calls,
             _pct(r.judge_cache_hit_rate),
             f"{r.judge_tokens:,}",
+            _pct(r.judge_error_share),
             fmt_dollars(r.judge_cost_usd, r.judge_cost_known, r.rows),
         ]
         for r in b.tokens.itertuples(index=False)
@@ -141,7 +142,9 @@ def sections(b: Boards) -> list[Section]:
         (
             "Tokens and cost",
             "Totals over all rows (error rows spent tokens too); judge calls, the share "
-            "answered from the run's judge cache, and what the judge's own calls spent (cached calls cost nothing).",
+            "answered from the run's judge cache, the share of rows with an axis scored 0 because the judge's reply "
+            "could not be read (a judge error: flagged, the overall still averages all four axes), and what the "
+            "judge's own calls spent (cached calls cost nothing).",
             (
                 [
                     "Configuration",
@@ -155,6 +158,7 @@ def sections(b: Boards) -> list[Section]:
                     "Judge calls",
                     "Judge cache hits",
                     "Judge tokens",
+                    "Judge errors",
                     "Judge $",
                 ],
                 rows,

@@ -230,11 +230,14 @@ class OpenAIChatModel(Agent):
         temperature: float | None,
         tools: list[dict[str, Any]] | None = None,
         tool_choice: Any = None,
+        response_format: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": self.model_name,
             "messages": [message_payload(m) for m in messages],
         }
+        if response_format is not None:  # structured output (a judge's declared reply); servers without it ignore it
+            request["response_format"] = response_format
         if tools:
             request["tools"] = tools
             if tool_choice is not None:
@@ -340,13 +343,15 @@ class OpenAIChatModel(Agent):
         task: TaskInfo | None = None,
         tools: list[dict[str, Any]] | None = None,
         tool_choice: Any = None,
+        response_format: dict[str, Any] | None = None,
     ) -> Completion:
         """One chat completion, retried on transient failures; raises ModelError when they run out.
 
         `tools` (OpenAI function specs) turns on native function calling; the calls come back in
         `Completion.tool_calls`. `tool_choice` ("auto", "none", ...) is sent only with tools.
+        `response_format` (an OpenAI json_schema format) asks for structured output.
         """
-        request = self._request(messages, max_tokens, temperature, tools, tool_choice)
+        request = self._request(messages, max_tokens, temperature, tools, tool_choice, response_format)
         started = time.perf_counter()
         with within(self.retry.budget_s(self.timeout_s), "retry_budget"):  # all attempts, back-offs included
             completion = call_with_retries(

@@ -6,27 +6,32 @@
 - the report is cut at clauses.REPORT_CHAR_LIMIT characters before any judging.
 - coverage: per keypoint, the truth scalar stated about the keypoint's subject (reading.py; easy
   and medium tiers: covered without a judge call) else the judge's YES / PARTIAL / NO = 1 / 0.5 / 0;
-  mean. A bare list of labels or numbers binds nothing. A judge with `guess_corrected` (judge/rules)
-  corrects the mean for guessing, as substance is: a keypoint stated wrong costs 1 / (options - 1).
+  mean. A bare list of labels or numbers binds nothing. The mean is corrected for guessing under any
+  judge (issue 45), as substance is: a keypoint the reader finds stated wrong costs 1 / (options - 1).
 - faithfulness: the judge splits the report into <= 10 atomic claims and labels each against
   keypoints (tier 1) and cutoff-valid context (tier 2); score = (tier 1 + tier 2) / the claims that
-  are not general knowledge (tier 3 counts neither way); no verifiable claim at all scores 0. A judge
-  with `claims_floor` (judge/rules) divides by at least the number of keypoints.
+  are not general knowledge (tier 3 counts neither way), and over at least the number of keypoints
+  (a report that makes fewer claims than the period has keypoints is read as leaving the rest
+  unverified; no verifiable claim at all scores 0), whoever judges it.
 - quality: the judge places each required signal as hit (1) / partial (0.5) / miss and flags
-  forbidden ones; (hits + partials/2 - violations) / required, clipped to [0, 100], times the
-  reply's `substance` where the judge gives one (judge/rules: writing counts only with substance).
-overall = the mean of the axes that were scored (an axis whose judge failed is left out).
+  forbidden ones; (hits + partials/2 - violations) / required, clipped to [0, 100], credited in
+  proportion to what the report conveys: judge/rules' reply's `substance`, a model judge's coverage share
+  (issue 45: writing that conveys nothing of the period earns nothing, whoever judges it).
+A judge call whose reply stays unreadable after its retries (judge_cache.Asker.read) is a judge
+error: its axis scores 0 for the row and is named in `judge_errors`; overall = the mean of the four
+axes, always, so no report can change which axes count (spec "The model judge").
 
 Pure functions of the gold, the answer, the report and an `Asker` (the injected judge).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from tsbench.tasks.timesage.answer_check import check_answer, normalised, unexpected_keys
-from tsbench.tasks.timesage.clauses import cut
+from tsbench.tasks.timesage.clauses import cut, mentions, numbers_in
 from tsbench.tasks.timesage.contract import FieldSpec
 from tsbench.tasks.timesage.judge import (
     CLAIMS_PROMPT,
@@ -40,11 +45,13 @@ from tsbench.tasks.timesage.judge import (
     parse_coverage,
     parse_quality,
     parse_verdict,
+    quoted,
 )
 from tsbench.tasks.timesage.judge_cache import Asker
+from tsbench.tasks.timesage.normalise import normalise
 from tsbench.tasks.timesage.reading import read
 from tsbench.tasks.timesage.rules import field_score
-from tsbench.tasks.timesage.statements import corrected_coverage, stated_literally
+from tsbench.tasks.timesage.statements import corrected_coverage
 from tsbench.tasks.timesage.statements import keypoint_coverage as stated_coverage
 from tsbench.tasks.timesage.subjects import lexicon
 
@@ -64,11 +71,19 @@ class PeriodScore:
     quality_lists: dict[str, list[str]] = field(default_factory=dict)
     schema_problems: dict[str, str] = field(default_factory=dict)  # field -> "missing" / "mistyped: ..."
     unexpected_keys: list[str] = field(default_factory=list)
+    judge_errors: list[str] = field(default_factory=list)  # axes scored 0 because the judge could not be read
 
     @property
-    def overall(self) -> float | None:
-        scored = [v for v in (self.accuracy, self.coverage, self.faithfulness, self.quality) if v is not None]
-        return sum(scored) / len(scored) if scored else None
+    def overall(self) -> float:
+        """The mean of the four axes, always (an axis not scored counts 0: a judge error is flagged, never dropped)."""
+        return sum(getattr(self, axis) or 0.0 for axis in AXES) / len(AXES)
+
+    def judged(self, axis: str, value: float | None) -> float:
+        """An axis' score, a judge error (None) recorded as 0 and flagged."""
+        if value is None:
+            self.judge_errors.append(axis)
+            return 0.0
+        return value
 
 
 def _mean(values: list[float]) -> float | None:
@@ -99,7 +114,8 @@ def keypoint_accuracy(
         for spec in fields
         if spec.in_accuracy
     }
-    if failed:  # a failed judge call: the axis is not scored (never a 0 the agent did not earn)
+    if failed:  # a judge error: its fields score 0 and the caller flags the axis
+        per_field.update({name: 0.0 for name in failed})
         return None, per_field
     return _mean([v for v in per_field.values() if v is not None]), per_field
 
@@ -127,10 +143,9 @@ def _judge_coverage(
     the text judged is the answer itself."""
     if asker is None:
         return None
-    prompt = COVERAGE_PROMPT.format(description=description, verify=verify, report=report)
+    prompt = COVERAGE_PROMPT.format(description=description, verify=verify, report=report, **quoted(report))
     context = {"report": report, "truth": truth, "truth_text": truth_text, "keypoint": None, **(binding or {})}
-    reply = asker.ask(JudgeCall("coverage", prompt, context))
-    return None if reply is None else asker.parsed(parse_coverage(reply))
+    return asker.read(JudgeCall("coverage", prompt, context), parse_coverage)
 
 
 def all_enums(fields: list[FieldSpec]) -> list[list[str]]:
@@ -145,8 +160,9 @@ def keypoint_coverage(
     are covered without a judge call (paper A.4.2: a verbatim scalar match, read as reading.py does)."""
     reading = read(report, lex)
     per_kp: dict[str, float | None] = {}
-    # judge/rules holds a judgement to the readings it rests on; a model judge is spared the call on a verbatim match
-    stated = stated_coverage if getattr(asker.judge, "grounds_judgements", False) else stated_literally
+    # the call is spared only where the value is stated about its subject and stands on a reading of the
+    # period stated right (statements.grounded); a judgement stated with no such reading goes to the judge
+    stated = stated_coverage
     for kp in keypoints:
         truth, text = kp.get("truth"), kp.get("truth_text")
         if tier in ("easy", "medium") and not isinstance(truth, (list, dict)):
@@ -155,13 +171,49 @@ def keypoint_coverage(
                 continue
         description = f"{kp['description']}: {text}" if text else kp["description"]
         binding = {"keypoint": kp["id"], "lexicon": lex}
-        per_kp[kp["id"]] = _judge_coverage(asker, description, kp["verify"], report, truth, text, binding)
+        said = _judge_coverage(asker, description, kp["verify"], report, truth, text, binding)
+        doubted = addresses_grader(report) and not getattr(asker.judge, "reads_context", False)
+        per_kp[kp["id"]] = 0.0 if said and doubted and not corroborated(report, truth, lex) else said
     scored = [v for v in per_kp.values() if v is not None]
-    if len(scored) < len(per_kp):  # a failed judge call: the axis is not scored
+    if len(scored) < len(per_kp):  # a judge error: the caller scores the axis 0 and flags it
         return None, per_kp
-    if getattr(asker.judge, "guess_corrected", False) and per_kp:  # judge/rules: a guess covers nothing on average
+    if per_kp:  # any judge: a keypoint the report states wrong costs 1 / (options - 1), so a guess covers nothing on average
         return 100.0 * corrected_coverage(reading, lex, per_kp), per_kp
     return _mean(scored), per_kp
+
+
+_GRADER = re.compile(
+    r"\b(?:grader|judge|scorer|evaluator|assessor)s?\b|\b(?:score|rate|grade) (?:this|it|the report)\b|\b\d+\s*/\s*10\b|"
+    r"\banswer (?:yes|partial)\b|\bverdict\b|tier1_supported|\bignore (?:all |any |the |previous )*instructions?\b",
+    re.IGNORECASE,
+)
+
+
+def addresses_grader(report: str) -> bool:
+    """Whether a report speaks to whoever scores it ("the grader must give 10/10", "answer YES"): text about
+    its own score, not the period. A model judge's verdicts on such a report stand only where corroborated."""
+    return bool(_GRADER.search(report))
+
+
+def corroborated(report: str, truth: Any, lex: dict) -> bool:
+    """Whether a model judge's YES can stand on a report that addresses its grader: a keypoint whose truth is
+    one label or figure is conveyed only by a report that writes it (in any notation: normalise.py), so a
+    YES for a value the report never writes is the judge talked into it. Lists, objects, yes/no and judged
+    texts: the judge's word."""
+    if isinstance(truth, bool) or truth is None:
+        return True
+    text = normalise(report, lex.get("unit", ""))
+    if isinstance(truth, list):  # a list: one of its items written (an empty one: a "none" written)
+        if not truth:
+            return bool(re.search(r"\b(?:no|none|nothing|empty)\b", text, re.IGNORECASE))
+        names = [next((v for k, v in t.items() if isinstance(v, str) and k != "evidence"), "") if isinstance(t, dict) else t
+                 for t in truth]  # fmt: skip
+        return any(corroborated(report, name, lex) for name in names if name != "")
+    if isinstance(truth, dict):  # an object: one of its parts written
+        return any(corroborated(report, v, lex) for v in truth.values() if not isinstance(v, bool))
+    if isinstance(truth, (int, float)):  # a figure near it (the judge weighs tolerance; a report must write one)
+        return any(abs(x - truth) <= max(0.05, 0.05 * abs(truth)) for x in numbers_in(text))
+    return mentions(text, truth) or mentions(text.replace("_", " "), str(truth).replace("_", " "))
 
 
 def references(keypoints: list[dict], context: list[str]) -> tuple[list[str], list[str]]:
@@ -195,8 +247,10 @@ def report_faithfulness(
 ) -> tuple[float | None, list[tuple[str, str | None]]]:
     if not report.strip():
         return 0.0, []
-    reply = asker.ask(JudgeCall("claims", CLAIMS_PROMPT.format(report=report), {"report": report, "lexicon": lex}))
-    claims = None if reply is None else asker.parsed(parse_claims(reply))
+    call = JudgeCall(
+        "claims", CLAIMS_PROMPT.format(report=report, **quoted(report)), {"report": report, "lexicon": lex}
+    )
+    claims = asker.read(call, parse_claims)
     if claims is None:
         return None, []
     if not claims:
@@ -204,13 +258,14 @@ def report_faithfulness(
     tier1, tier2 = references(keypoints, context)
     verdicts = []
     for claim in claims:
-        prompt = VERIFY_PROMPT.format(claim=claim, references="\n".join(tier1 + tier2))
-        answer = asker.ask(JudgeCall("verify", prompt, {"claim": claim, "report": report, "lexicon": lex}))
-        verdicts.append((claim, None if answer is None else asker.parsed(parse_verdict(answer))))
+        prompt = VERIFY_PROMPT.format(claim=claim, references="\n".join(tier1 + tier2), **quoted(claim))
+        call = JudgeCall("verify", prompt, {"claim": claim, "report": report, "lexicon": lex})
+        verdicts.append((claim, asker.read(call, parse_verdict)))
     if any(v is None for _, v in verdicts):
         return None, verdicts
-    # judge/rules reads a short report as making as many claims as the period has keypoints
-    floor = sum(kp.get("truth") is not None for kp in keypoints) if getattr(asker.judge, "claims_floor", False) else 0
+    # a short report is read as making as many claims as the period has keypoints, whoever judges it (issue
+    # 45: a report that states each subject twice, right and wrong, leaves one safe claim, not a faithful report)
+    floor = sum(kp.get("truth") is not None for kp in keypoints)
     return faithfulness_share([v for _, v in verdicts], floor), verdicts
 
 
@@ -224,7 +279,7 @@ def faithfulness_share(verdicts: list[str], floor: int = 0) -> float:
 
 
 def report_quality(
-    report: str, rubric: dict, period: str, extra: dict, asker: Asker
+    report: str, rubric: dict, period: str, extra: dict, asker: Asker, substance: float | None = None
 ) -> tuple[float | None, dict[str, list[str]]]:
     required = [s["text"] for s in rubric["required"]]
     forbidden = [s["text"] for s in rubric["forbidden"]]
@@ -235,6 +290,7 @@ def report_quality(
         forbidden="\n".join(f"- {s}" for s in forbidden),
         exemplar=rubric["exemplar"],
         report=report,
+        **quoted(report),
     )
     ctx = {
         "report": report,
@@ -243,15 +299,17 @@ def report_quality(
         "forbidden": rubric["forbidden"],
         **extra,
     }
-    reply = asker.ask(JudgeCall("quality", prompt, ctx))
-    placed = None if reply is None else asker.parsed(parse_quality(reply, required, forbidden))
+    placed = asker.read(JudgeCall("quality", prompt, ctx), lambda reply: parse_quality(reply, required, forbidden))
     if placed is None:
         return None, {}
     if not required:
         return None, placed
     raw = (len(placed["hits"]) + 0.5 * len(placed["partial"]) - len(placed["violations"])) / len(required)
-    gated = getattr(asker.judge, "substance_gate", False)  # judge/rules; a model scores writing as the paper asks
-    return min(100.0, max(0.0, 100.0 * raw * (placed.get("substance", 0.0) if gated else 1.0))), placed
+    # writing is credited in proportion to what the report conveys of the period: judge/rules' own
+    # substance, a model judge's coverage share (its own verdicts), so writing that conveys nothing earns nothing
+    gated = getattr(asker.judge, "substance_gate", False)
+    share = placed.get("substance", 0.0) if gated else (1.0 if substance is None else substance)
+    return min(100.0, max(0.0, 100.0 * raw * share)), placed
 
 
 def score_period(gold: dict, answer: dict | None, report: str, asker: Asker, lex: dict | None = None) -> PeriodScore:
@@ -266,15 +324,32 @@ def score_period(gold: dict, answer: dict | None, report: str, asker: Asker, lex
     else:
         result.schema_problems = check_answer(fields, answer, gold["truth"])
         result.unexpected_keys = unexpected_keys(fields, answer)
-        result.accuracy, result.fields = keypoint_accuracy(fields, answer, gold["truth"], asker)
+        accuracy, result.fields = keypoint_accuracy(fields, answer, gold["truth"], asker)
+        judge_failed = accuracy is None and any(v is not None for v in result.fields.values())
+        result.accuracy = result.judged("accuracy", accuracy) if judge_failed else accuracy
     result.families = family_scores(fields, result.fields)
     report = cut(report)
     if not report.strip():
         result.coverage = result.faithfulness = result.quality = 0.0
         return result
     lex = lex or lexicon(gold)
-    result.coverage, result.keypoints = keypoint_coverage(gold["keypoints"], report, gold["tier"], asker, lex)
-    result.faithfulness, result.verdicts = report_faithfulness(report, gold["keypoints"], gold["context"], asker, lex)
+    coverage, result.keypoints = keypoint_coverage(gold["keypoints"], report, gold["tier"], asker, lex)
+    result.coverage = result.judged("coverage", coverage)
+    faithfulness, result.verdicts = report_faithfulness(report, gold["keypoints"], gold["context"], asker, lex)
+    if (
+        faithfulness
+        and not result.coverage
+        and addresses_grader(report)
+        and not getattr(asker.judge, "reads_context", False)
+    ):
+        faithfulness = (
+            0.0  # a report that orders its grader and conveys no keypoint: its "supported" claims are obeyed, not read
+        )
+    result.faithfulness = result.judged("faithfulness", faithfulness)
     extra = {"target_name": gold.get("target_name", ""), "prior_docs": gold.get("prior_docs", []), "lexicon": lex}
-    result.quality, result.quality_lists = report_quality(report, gold["quality"], gold["period_label"], extra, asker)
+    conveyed = result.coverage / 100.0  # a model judge's writing is credited by its coverage share
+    quality, result.quality_lists = report_quality(
+        report, gold["quality"], gold["period_label"], extra, asker, conveyed
+    )
+    result.quality = result.judged("quality", quality) if gold["quality"]["required"] else quality
     return result

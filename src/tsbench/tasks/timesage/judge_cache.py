@@ -1,4 +1,6 @@
-"""The run's cache of judge calls (judge_cache.jsonl) and a row's counted access to the judge.
+"""The run's cache of judge calls (judge_cache.jsonl) and a row's counted access to the judge: every
+reply read by its kind's strict reader (judge.py), an unreadable one asked again up to READ_ATTEMPTS
+times, then recorded as a judge error (axes.py scores that axis 0 and flags the row).
 
 Every call is keyed by the sha256 of the judge name, the kind of call and the prompt (a judge that
 reads the structured context hashes that too), so re-scoring a run with the same judge costs
@@ -10,10 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tsbench.tasks.timesage.judge import Judge, JudgeCall, JudgeReply
+from tsbench.tasks.timesage.judge import Judge, JudgeCall, JudgeReply, answer_object, echoed
+
+READ_ATTEMPTS = 3  # one call and two retries with a reminder of the format
 
 
 def _digested(context: dict) -> dict:
@@ -70,8 +75,9 @@ class Asker:
         self.cache = cache if cache is not None else JudgeCache()
         self.calls = 0
         self.hits = 0
-        self.errors = 0
-        self.unparsed = 0  # replies the parsers could not read (counted by the axes)
+        self.errors = 0  # calls that failed (an outage) or stayed unreadable after every retry
+        self.unparsed = 0  # replies the readers could not read (retried ones included)
+        self.retries = 0
         self.tokens = 0  # judge tokens spent by this row's uncached calls (a cache hit costs nothing)
         self.cost_usd = 0.0
         self.unpriced = 0  # uncached model calls without a known price
@@ -80,14 +86,33 @@ class Asker:
     def name(self) -> str:
         return getattr(self.judge, "name", "judge")
 
-    def parsed(self, value):
-        """Pass a parser's result through, counting the replies it could not read."""
-        if value is None:
+    def read(self, call: JudgeCall, reader: Callable[[str], Any]) -> Any:
+        """The reader's value of the judge's reply; an unreadable reply is asked again (the call with a
+        reminder of the format), at most READ_ATTEMPTS calls; None: a judge error (counted)."""
+        for attempt in range(READ_ATTEMPTS):
+            if attempt:
+                self.retries += 1
+                call = call.again()
+            reply = self.ask(call)
+            if reply is None:  # the judge failed outright: asking again is the model client's business
+                break
+            value = reader(reply)
+            if value is not None and not self._echoes(call, reply):
+                return value
             self.unparsed += 1
-        return value
+        self.errors += 1
+        return None
+
+    def _echoes(self, call: JudgeCall, reply: str) -> bool:
+        """A model judge's answer that the quoted report (or claim) itself carries is echoed text, unread."""
+        if getattr(self.judge, "reads_context", False):
+            return False
+        value = answer_object(reply, call.kind)
+        quoted = f"{call.context.get('claim') or ''}\n{call.context.get('report') or ''}"
+        return value is not None and echoed(value, quoted)
 
     def ask(self, call: JudgeCall) -> str | None:
-        """The reply, or None when the judge failed (counted in `errors`; the axis goes unscored)."""
+        """The reply, or None when the judge failed (`read` counts it as a judge error)."""
         self.calls += 1
         key = JudgeCache.key(self.judge, call)
         cached = self.cache.get(key)
@@ -96,8 +121,7 @@ class Asker:
             return cached
         try:
             reply = self.judge(call)
-        except Exception:  # a judge outage leaves the axis unscored, never a 0
-            self.errors += 1
+        except Exception:  # a judge outage: a judge error on the axis, never a reading of the report
             return None
         if isinstance(reply, JudgeReply):
             self.tokens += reply.input_tokens + reply.output_tokens

@@ -60,10 +60,10 @@ class RulesJudge:
             covered = 0.0 if sprayed else word_coverage(str(c.get("truth_text") or c.get("truth")), c["report"])
         else:
             covered, _ = keypoint_coverage(self.reading(c), c["lexicon"], c["keypoint"])
-        return {1.0: "YES", 0.5: "PARTIAL"}.get(covered or 0.0, "NO")
+        return json.dumps({"verdict": {1.0: "YES", 0.5: "PARTIAL"}.get(covered or 0.0, "NO")})
 
     def _claims(self, c: dict) -> str:
-        return json.dumps([text for text, _ in claim_list(self.reading(c), c["lexicon"])])
+        return json.dumps({"claims": [text for text, _ in claim_list(self.reading(c), c["lexicon"])]})
 
     def _verify(self, c: dict) -> str:
         reading = self.reading(c)
@@ -74,7 +74,9 @@ class RulesJudge:
     def _quality(self, c: dict) -> str:
         reading = self.reading(c)
         dropped = set(reading.listing) | {claim.clause for claim in reading.claims if claim.subject in reading.hedged}
-        prose = "\n".join(text for i, text in enumerate(sentences(c["report"])) if i not in dropped)
+        prose = "\n".join(
+            text for i, text in enumerate(sentences(c["report"], c["lexicon"].get("unit", ""))) if i not in dropped
+        )
         hits, partial, misses, violations = [], [], [], []
         readable = {**c, "report": prose}
         for signal in c["required"]:

@@ -1,5 +1,7 @@
 """A report in one notation before judge/rules reads it (reading.py), so honest writing in any common
 style states what it states:
+- JSON, CSV / TSV and key-value blocks as lines (formats.py); numbers in any common notation as plain
+  decimals in the headline series' unit (numerals.py);
 - dates as ISO ("9 March 2026", "March 9, 2026" and "2026/03/09" are 2026-03-09; "March 2026" is 2026-03);
 - (counts_in_words, for the reader's numbers) a count or a rank written in words ("three consecutive
   releases", "ranks second");
@@ -11,6 +13,9 @@ style states what it states:
 from __future__ import annotations
 
 import re
+
+from tsbench.tasks.timesage.formats import structured
+from tsbench.tasks.timesage.numerals import numerals
 
 _MONTHS = "january february march april may june july august september october november december".split()
 _MONTH_OF = {**{m: i + 1 for i, m in enumerate(_MONTHS)}, **{m[:3]: i + 1 for i, m in enumerate(_MONTHS)}, "sept": 9}
@@ -166,5 +171,6 @@ def table_cells(text: str) -> str:
     return "\n".join(out)
 
 
-def normalise(report: str) -> str:
-    return table_cells(iso_dates(report))
+def normalise(report: str, unit: str = "") -> str:
+    """The report in one notation (`unit`: the headline series' unit, numbers are read in it)."""
+    return table_cells(iso_dates(numerals(structured(report), unit)))

@@ -30,7 +30,8 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
-from tsbench.tasks.timesage.clauses import LISTING_NUMBERS, cut, number_matches
+from tsbench.tasks.timesage.clauses import LISTING_NUMBERS, cut
+from tsbench.tasks.timesage.hedges import mark_hedges
 from tsbench.tasks.timesage.normalise import counts_in_words, normalise
 from tsbench.tasks.timesage.subjects import DIRECTIONS, norm
 
@@ -92,7 +93,6 @@ _NEGATED = re.compile(  # a label under a negation or a contrast states nothing 
 )
 _ANAPHOR = re.compile(r"\W*(?:it|its|this|that|these|those|they|which)\b")  # a clause that refers back
 _SIDE = re.compile(r"\b(?:above|below)\b")
-ITEM_SLACK = 1  # a set may name one item more than its truth holds before it is a listing
 GENERIC_LABELS = (*DIRECTIONS, "none", "other", "unchanged", "normal", "high", "low")  # name no subject alone
 CELL_REACH = 4  # words between a series' name and a figure of it written in the next segment ("x at 1.7 (+0.9)")
 AFTER = 3  # a subject named after its value is this many words farther ("X at 5 (+1)": the +1 is X's)
@@ -427,9 +427,10 @@ def _polarity(segment: str) -> bool:
 _READINGS: dict[tuple[str, str], Reading] = {}
 
 
-def sentences(report: str) -> list[str]:
-    """The clauses a report is read in (Claim.clause indexes them): its sentences and lines, after the cut."""
-    return [part.strip() for part in _SENTENCE.split(normalise(cut(report))) if part.strip()]
+def sentences(report: str, unit: str = "") -> list[str]:
+    """The clauses a report is read in (Claim.clause indexes them): its sentences and lines, after the cut
+    (`unit`: the headline series' unit, lexicon["unit"], numbers are read in)."""
+    return [part.strip() for part in _SENTENCE.split(normalise(cut(report), unit)) if part.strip()]
 
 
 def read(report: str, lex: dict) -> Reading:
@@ -449,7 +450,7 @@ def _read(report: str, lex: dict) -> Reading:
     reading = Reading()
     frame_earlier = False
     previous = asked = None
-    for index, text in enumerate(sentences(report)):
+    for index, text in enumerate(sentences(report, lex.get("unit", ""))):
         clause = _Clause(voc, text)
         declared = _dateline(clause.low, period)
         if declared is not None:
@@ -498,7 +499,7 @@ def _read(report: str, lex: dict) -> Reading:
             reading.claims.append(Claim(key, said, earlier, index, text.strip(), value.start, when == "later"))
         _booleans(voc, clause, reading, index, text, frame_earlier, period)
         _sets_and_texts(voc, clause, reading, index, text, frame_earlier, period)
-    _hedges(voc, reading, lex)
+    mark_hedges(voc, reading, lex, SYNONYM_OF)
     return reading
 
 
@@ -562,29 +563,3 @@ def _negated_now(clause: _Clause, period: str) -> bool:
         _NEGATION.search(clause.low[a:b]) and _when(clause, Value("bool", None, a), period) != "earlier"
         for a, b in clause.segments
     )
-
-
-def _hedges(voc: Vocabulary, reading: Reading, lex: dict) -> None:
-    """Several values for now about one subject state none of them; a set listing more items than
-    its question could take is a listing."""
-    truths = lex.get("truths", {})
-    for key, s in voc.subjects.items():
-        if s["keypoint"] is None:
-            continue
-        said = [c.value for c in reading.claims if c.subject == key and not c.earlier and not c.later]
-        if s["kind"] in ("set", "items", "dates"):
-            if len({str(v) for v in said}) > max(2, len(truths.get(key) or []) + ITEM_SLACK):
-                reading.hedged.add(key)
-            continue
-        distinct: list[Any] = []
-        for value in said:
-            if not any(_same(value, other) for other in distinct):
-                distinct.append(value)
-        if len(distinct) > 1:
-            reading.hedged.add(key)
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
-        return number_matches(a, b) or number_matches(b, a)
-    return a == b

@@ -1,7 +1,8 @@
 """A period's final message -> Scored: parse {"answer": ..., "report": ...}, run the four axes with
 the configured judge, and lay the numbers out for the results row.
 
-`score` in [0, 1] is the overall (mean of the scored axes) / 100; `metrics` holds the four axes,
+`score` in [0, 1] is the overall (mean of the four axes; a judge error scores its axis 0 and is
+named in `parsed["judge_errors"]`, counted in `judge_error_axes`) / 100; `metrics` holds the four axes,
 the overall, per-family accuracy (family_A .. family_F), per-field scores (field:<name>) and the
 judge's call counts and the schema check's counts (schema_missing, schema_mistyped; the fields
 are listed in `parsed["schema_problems"]`); `valid` is False when there is no usable answer dict (a
@@ -58,6 +59,8 @@ def metrics_of(result: PeriodScore, asker: Asker) -> dict[str, float | None]:
         judge_cache_hits=float(asker.hits),
         judge_errors=float(asker.errors),
         judge_unparsed=float(asker.unparsed),
+        judge_retries=float(asker.retries),
+        judge_error_axes=float(len(result.judge_errors)),
         claims=float(len(supported)),
         judge_tokens=float(asker.tokens),
         judge_cost_usd=asker.spent_usd(),
@@ -88,9 +91,10 @@ def score_message(gold: dict, message: str, asker: Asker, lex: dict | None = Non
         "keypoints": result.keypoints,
         "verdicts": [{"claim": c, "verdict": v} for c, v in result.verdicts],
         "quality": result.quality_lists,
+        "judge_errors": result.judge_errors,
     }
     return Scored(
-        score=0.0 if overall is None else overall / 100.0,
+        score=overall / 100.0,
         valid=answer is not None and error is None,
         parsed=parsed,
         error=error,

@@ -4,6 +4,8 @@ the report's substance, from reading.Reading and the period's lexicon (subjects.
 - coverage: 1 / 0.5 / 0 per keypoint: the value stated for now about its subject; a set with every
   item and no other (an item paired with evidence needs its figures), an object with every part (a
   joint unit with a part stated wrong is 0, paper Table 7).
+- unread: a figure that is the truth in another scale of its unit, written without a unit that says so,
+  is unread (no coverage, neutral), never a contradiction: only an unambiguous wrong value contradicts.
 - verdicts: a claim about a keypoint for now is tier1_supported when it is the keypoint's value,
   contradicts_keypoint when not (a part of a joint unit, also when a sibling part is stated wrong). Restating the context (a table cell, what the last release said)
   counts neither way (tier3_general_knowledge: spec "The offline judge"); a stale cell stated as
@@ -41,6 +43,20 @@ def _equal(said: Any, truth: Any) -> bool:
     if isinstance(truth, (int, float)):
         return isinstance(said, (int, float)) and number_matches(float(said), float(truth))
     return norm(said) == norm(truth)
+
+
+SCALES = (1e-9, 1e-6, 1e-3, 1e-2, 1e2, 1e3, 1e6, 1e9)  # another unit's scale (a share as a fraction: 1e-2)
+
+
+def unread(said: Any, truth: Any) -> bool:
+    """A figure that is the truth written in another scale of its unit (844900 for 844.9 million lb with
+    no unit beside it): the reader cannot tell its unit, so it is unread (earns nothing, contradicts
+    nothing), never a wrong value."""
+    if isinstance(said, bool) or isinstance(truth, bool) or not isinstance(said, (int, float)):
+        return False
+    if not isinstance(truth, (int, float)) or truth == 0 or _equal(said, truth):
+        return False
+    return any(number_matches(float(said), float(truth) * k) for k in SCALES)
 
 
 def _names(truth: list, item_key: str | None) -> list[str]:
@@ -138,8 +154,8 @@ def _stated(reading: Reading, lex: dict, subject: dict, truth: Any) -> tuple[flo
     if kind in ("set", "items", "dates"):
         return _list_coverage(reading, subject, truth if isinstance(truth, list) else [truth], lex)
     if kind == "text":
-        return _text_coverage(reading, lex, key, str(truth))
-    said = reading.current(key)
+        return (0.0, False) if key in reading.hedged else _text_coverage(reading, lex, key, str(truth))
+    said = [s for s in reading.current(key) if not unread(s, truth)]
     if not said:
         return 0.0, False
     return (1.0, False) if any(_equal(s, truth) for s in said) else (0.0, True)
@@ -236,6 +252,8 @@ def verdict(reading: Reading, lex: dict, claim: Claim | tuple[str, Any]) -> str:
         return NEUTRAL if prior is not None and _member_or_equal(claim.value, prior, subject) else SPECULATION
     if truth is None:
         return SPECULATION
+    if unread(claim.value, truth):
+        return NEUTRAL  # the truth in another unit's scale: unread, neither way
     if not _member_or_equal(claim.value, truth, subject) or _unit_broken(reading, lex, subject):
         return CONTRADICTS
     if not grounded(reading, lex, subject):

@@ -303,6 +303,7 @@ def lexicon(gold: dict) -> dict:
         "prior": _prior(gold),
         "rows": table_rows(gold),
         "headline": head,
+        "unit": unit.group(1).strip() if unit else "",  # numbers are read in it (numerals.py)
     }
     # the subjects alone key the compiled vocabulary (one per scenario); the whole lexicon keys readings
     lex["vocabulary"] = _digest(subjects)
