@@ -31,6 +31,7 @@ from tsbench.baselines import features as F
 from tsbench.baselines.direct_policy import DirectPolicy
 from tsbench.baselines.feature_cache import RowFeatures, compute_row, extract_features, signal_key
 from tsbench.core.episode import EpisodeTask
+from tsbench.core.errors import UserError
 from tsbench.core.extras import check
 from tsbench.tasks.anomalyxl import labels as lb
 
@@ -446,7 +447,11 @@ class ClassicalModel(DirectPolicy):
 
 def build(path: str) -> ClassicalModel:
     """`classical/<path>`: the heads saved under <path> by `train_classical`."""
-    if not (Path(path) / "meta.json").exists():
-        raise LookupError(path)
+    if not (Path(path) / "meta.json").exists():  # the README's order: sft-baseline writes it first
+        where = "" if Path(path) == Path("models/classical") else f" --out {path}"
+        raise UserError(
+            f"no trained classical model in {path} (no meta.json): train it first with "
+            f"`tsbench sft-baseline --model classical{where}` (features + XGBoost heads on the train split)"
+        )
     check(*CLASSICAL_PACKAGES, extra="classical")
     return ClassicalModel(path)
