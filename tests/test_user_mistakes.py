@@ -96,3 +96,22 @@ def test_a_limit_beyond_the_selection_says_what_runs(cli, small_data, tmp_path):
     )  # fmt: skip
     assert code == 0, err
     assert "--limit 20: the selection holds 8 rows; running those 8" in err
+
+
+def _tiny_disk() -> None:
+    import resource
+    import signal
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG, as ENOSPC on a full device (tests/test_disk_full.py)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (30_000, 30_000))
+
+
+def test_no_space_left_while_generating_or_exporting_is_one_line(small_data, tmp_path):
+    for args in (
+        ["generate", "--preset", "small", "--split", "test", "--out", str(tmp_path / "gen")],
+        ["export", str(small_data), "--format", "hf", "--out", str(tmp_path / "hf")],
+    ):
+        result = subprocess.run([*TSBENCH, *args], capture_output=True, text=True, timeout=300, preexec_fn=_tiny_disk)
+        errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+        assert result.returncode == 2 and len(errors) == 1 and "no space left" in errors[0], result.stderr[-2000:]
+        assert "Traceback" not in result.stderr
