@@ -97,7 +97,9 @@ def test_every_tour_line_runs_as_written_and_means_something(tour):
     for line in lines:
         result, _ = done[line]
         assert result.returncode == 0, f"{line}\n{result.stderr[-3000:]}"
-        assert "Traceback" not in result.stderr and "warning:" not in result.stderr, (line, result.stderr[-2000:])
+        assert "Traceback" not in result.stderr, (line, result.stderr[-2000:])
+        warnings = [w for w in result.stderr.splitlines() if w.startswith("warning:") and "are rough" not in w]
+        assert not warnings, (line, warnings)  # rough intervals of 5-row runs are said; nothing else is
     by = {" ".join(command(line)[0][:4]): done[line][0] for line in lines}
     manifest = json.loads((folder / "data/small/seed42/manifest.json").read_text())
     assert {"test", "val", "train"} <= set(json.dumps(manifest).replace('"', " ").split())
