@@ -4,6 +4,7 @@ figures per folder."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -12,7 +13,19 @@ from matplotlib.transforms import Bbox
 
 from test_leaderboard import make_run, record
 from tsbench.leaderboard import build_leaderboard
-from tsbench.leaderboard.figures import STALE_LIST, curves_figure, marks_note, safe_name, sweep_stale
+from tsbench.leaderboard.figures import (
+    DPI,
+    LEAST_TEXT_PX,
+    SAME_AS,
+    SHOWN_PX,
+    STALE_LIST,
+    curves_figure,
+    heatmap_figure,
+    marks_note,
+    render,
+    safe_name,
+    sweep_stale,
+)
 
 LONG = "local/a-model-with-a-really-quite-long-name-for-a-legend"
 
@@ -135,12 +148,12 @@ def test_a_row_plot_without_an_anomaly_has_no_gold_window_entry(small_data, tmp_
 def test_timesage_by_period_ticks_are_periods_and_it_has_a_title():
     from types import SimpleNamespace
 
-    from tsbench.leaderboard.timesage_render import _period_figure
+    from tsbench.leaderboard.timesage_render import period_figure
 
     one_period = pd.DataFrame(
         {"config": ["a · file-agent", "b · file-agent"], "period_index": [2, 2], "overall": [61.0, 80.0]}
     )
-    svg = _period_figure(SimpleNamespace(by_period=one_period))["svg"].decode()
+    svg = render(period_figure(SimpleNamespace(by_period=one_period)))["svg"].decode()
     assert "1.900" not in svg and "2.100" not in svg and ">2<" in svg  # the period itself, no fractional ticks
     assert "overall score by period" in svg and "0-100" in svg
 
@@ -191,3 +204,121 @@ def test_fig3_uses_a_colour_blind_safe_scale_and_marks_changes_from_few_rows():
     assert "not a measured change" in fig.get_supxlabel()
     maps = {im.get_cmap().name for ax in fig.axes for im in ax.get_images()}
     assert not {m for m in maps if "RdYlGn" in m or "RdGn" in m} and any("RdBu" in m for m in maps)
+
+
+# -- every figure the boards write, checked as a reviewer reads it (issue 50) --------------------------
+
+
+def _timesage_boards(tokens: float):
+    """TimeSage board frames: two configurations whose skill curves coincide (one would hide the other),
+    tokens per tier as given (0: a scripted policy, which spends none)."""
+    from types import SimpleNamespace
+
+    from tsbench.tasks.base import Taxonomy
+
+    periods = [1, 2, 3, 4]
+    configs = ["scripted/timesage · file-agent", "scripted/timesage · file-agent [skills]"]
+    by_period = pd.DataFrame(
+        [{"config": c, "period_index": p, "overall": 40.0 + 5 * p} for c in configs for p in periods]
+    )  # equal lines: the second must say so
+    seq = pd.DataFrame(
+        [
+            {"pair": configs[0], "period_index": p, "overall_independent": 40.0 + p, "overall_sequential": 42.0 + p}
+            for p in periods
+        ]
+    )
+    skills = pd.DataFrame(
+        [
+            {"config": c, "period_index": p, "induction_rate": 0.25 * (p > 1), "reuse_rate": 0.25 * (p > 2)}
+            for c in configs
+            for p in periods
+        ]
+    )
+    tiers = ("easy", "medium", "hard")
+    by_tier = pd.DataFrame([{"config": c, "tier": t, "tokens": tokens} for c in configs for t in tiers])
+    taxonomy = Taxonomy(tiers=tiers)
+    return SimpleNamespace(
+        by_period=by_period, seq_vs_ind=seq, skills=skills, skills_by_tier=by_tier, taxonomy=taxonomy
+    )
+
+
+def _every_board_figure(tokens: float = 0.0) -> dict:
+    from tsbench.leaderboard.timesage_render import period_figure, seq_figure, skills_figure
+    from tsbench.tasks import get_taskset
+
+    b = _timesage_boards(tokens)
+    by_length = pd.DataFrame(
+        [
+            {"model": m, "harness": "rlm", "depth": 0, "category": "localize", "length": L, "n": 12, "mean": v}
+            for m, v in (("a", 0.4), ("b", 0.6))
+            for L in (1024, 4096)
+        ]
+    ).assign(delta_pp=lambda f: (f["mean"] - 0.5) * 10)
+    return {
+        "by_length": heatmap_figure(by_length, get_taskset("anomalyxl").columns()),
+        "accuracy_vs_length": curves_figure(_curves([1024, 4096, 16384]), _name),
+        "timesage_by_period": period_figure(b),
+        "timesage_seq_vs_ind": seq_figure(b),
+        "timesage_skills": skills_figure(b),
+    }
+
+
+def _drawn(ax) -> bool:
+    """Whether an axes shows data: a line with finite values, a bar of some height, an image, a band."""
+    lines = any(np.isfinite(np.asarray(line.get_ydata(), dtype=float)).any() for line in ax.get_lines())
+    bars = any(abs(p.get_height()) > 0 for p in ax.patches if hasattr(p, "get_height"))
+    return lines or bars or bool(ax.get_images()) or bool(ax.collections)
+
+
+def test_every_board_figure_has_titles_labels_data_marked_overlaps_and_legible_text():
+    from matplotlib.image import imread
+
+    from tsbench.leaderboard.sections import FIGURE_TITLES
+
+    figures = _every_board_figure()
+    assert set(figures) == set(FIGURE_TITLES)  # every figure a board writes, none left out
+    for name, fig in figures.items():
+        png = render(fig)["png"]  # as written: text raised to the legible floor first
+        width_px = imread(__import__("io").BytesIO(png)).shape[1]
+        scale = min(1.0, SHOWN_PX / width_px)
+        assert fig.get_suptitle() or all(ax.get_title() for ax in fig.axes if ax.get_label() != "<colorbar>"), name
+        for ax in fig.axes:
+            if ax.get_label() == "<colorbar>":
+                continue
+            assert ax.get_xlabel() and ax.get_ylabel(), (name, ax.get_title(), "axis labels")
+            assert _drawn(ax), (name, "an empty panel")
+            lines = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+            for i, line in enumerate(lines):
+                for earlier in lines[:i]:
+                    same = np.array_equal(line.get_xydata(), earlier.get_xydata())
+                    assert not same or SAME_AS in line.get_label(), (name, line.get_label(), "hidden silently")
+        small = [
+            (t.get_text(), t.get_fontsize())
+            for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"))
+            if t.get_text() and t.get_visible() and t.get_fontsize() * DPI / 72 * scale < LEAST_TEXT_PX - 0.05
+        ]
+        assert not small, (name, width_px, small[:5])
+
+
+def test_coincident_series_say_so_and_the_skills_figure_draws_tokens_only_when_spent():
+    figures = _every_board_figure(tokens=0.0)
+    labels = [line.get_label() for line in figures["timesage_by_period"].axes[0].get_lines()]
+    assert sum(SAME_AS in label for label in labels) == 1, labels
+    skills = figures["timesage_skills"]
+    assert len(skills.axes) == 1 and "no tokens panel" in skills.get_suptitle()
+    spent = _every_board_figure(tokens=1500.0)["timesage_skills"]
+    assert len(spent.axes) == 2 and "tokens" in spent.axes[1].get_ylabel()
+    assert spent.legends and not spent.axes[0].get_legend()  # the legend sits below the panels, not over lines
+
+
+def test_alt_text_promises_nothing_the_figure_does_not_draw():
+    from tsbench.leaderboard.sections import figure_title
+
+    no_band = curves_figure(_curves([1024, 4096]).assign(n=1), _name)
+    drawn = any(
+        type(c).__name__ in ("PolyCollection", "FillBetweenPolyCollection") for c in no_band.axes[0].collections
+    )
+    alt = figure_title("accuracy_vs_length")
+    assert not drawn and "no 95 % bands" in no_band.axes[0].get_title()
+    assert "only where" in alt and "bands," not in alt  # bands are conditional, as drawn
+    assert "where the runs spent tokens" in figure_title("timesage_skills")

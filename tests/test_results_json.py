@@ -145,3 +145,40 @@ def test_results_json_reads_as_lm_eval_writes_it(tracked_run):
         assert f"|{value}" in table.replace(" ", "") and name.split("/")[-1] in table
     assert f"{overall['score,none']:.4f}" in table and f"{overall['score_stderr,none']:.4f}" in table
     assert "anomalyxl" in lm_eval_utils.make_table(results, "groups")
+
+
+@pytest.fixture(scope="module")
+def mixed_run(small_data, tmp_path_factory) -> Path:
+    """Both regimes: multiple-choice columns (accuracy, macro-F1) beside precise ones (IoU, ...)."""
+    out = tmp_path_factory.mktemp("runs") / "mixed"
+    cfg = build(
+        EvalConfig,
+        dict(model="scripted/zscore", harness="single-pass-text", data=[str(small_data)], limit=24, out=str(out)),
+    )
+    return run_eval(cfg)
+
+
+def test_lm_eval_recomputes_our_group_number_from_our_subtasks(mixed_run):
+    """lm-eval's own group aggregation (aggregate_subtask_metrics, weighted by sample_len, as a group YAML's
+    `aggregate_metric_list` asks) over results.json gives the group number we state: every subtask
+    carries the group's metric and its stderr (before: the multiple-choice ones carried only accuracy and
+    macro-F1, and lm-eval's group was the mean of the others)."""
+    metrics = pytest.importorskip("lm_eval.api.metrics", reason="lm-eval is in [dev]: pip install lm-eval")
+    results = json.loads((mixed_run / schema.RESULTS_JSON).read_text())
+    [(group, subtasks)] = [(g, s) for g, s in results["group_subtasks"].items() if s]
+    tasks = results["tasks"]
+    assert any(tasks[name].get("macro_f1") is not None for name in subtasks), "no multiple-choice subtask"
+    assert any(tasks[name].get("macro_f1") is None for name in subtasks), "no precise subtask"
+    [declared] = results["configs"][group]["aggregate_metric_list"]
+    key, stderr_key = f"{declared['metric']},none", f"{declared['metric']}_stderr,none"
+    entries = [results["results"][name] for name in subtasks]
+    assert all(key in e and stderr_key in e for e in entries), "a subtask lacks the group's metric or its stderr"
+    values, sizes = [e[key] for e in entries], [e["sample_len"] for e in entries]
+    ours = results["groups"][group][key]
+    assert metrics.aggregate_subtask_metrics(values, sizes, declared["weight_by_size"]) == pytest.approx(ours)
+    assert ours == pytest.approx(schema.load_samples(mixed_run)["score"].mean())
+    assert len(set(values)) > 1  # subtasks that differ, so leaving one out would move the group
+    stderrs = [e[stderr_key] for e in entries]
+    if "N/A" not in stderrs:  # lm-eval's pooled stderr is within-subtask only: close to ours, not equal
+        pooled = metrics.pooled_sample_stderr(stderrs, sizes)
+        assert 0 < pooled <= results["groups"][group][stderr_key] * 1.5

@@ -42,6 +42,7 @@ from tsbench.baselines.feature_cache import (
     values_key,
 )
 from tsbench.core.episode import EpisodeTask
+from tsbench.core.errors import UserError
 from tsbench.core.extras import check
 from tsbench.tasks.anomalyxl import labels as lb
 
@@ -573,7 +574,11 @@ def _flush_quietly(writer: CacheWriter) -> None:
 
 def build(path: str) -> ClassicalModel:
     """`classical/<path>`: the heads saved under <path> by `train_classical`."""
-    if not (Path(path) / "meta.json").exists():
-        raise LookupError(path)
+    if not (Path(path) / "meta.json").exists():  # the README's order: sft-baseline writes it first
+        where = "" if Path(path) == Path("models/classical") else f" --out {path}"
+        raise UserError(
+            f"no trained classical model in {path} (no meta.json): train it first with "
+            f"`tsbench sft-baseline --model classical{where}` (features + XGBoost heads on the train split)"
+        )
     check(*CLASSICAL_PACKAGES, extra="classical")
     return ClassicalModel(path)

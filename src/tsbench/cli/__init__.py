@@ -20,6 +20,7 @@ from tsbench.cli import eval as eval_commands
 from tsbench.cli.common import err_console
 from tsbench.core.errors import UserError
 from tsbench.core.extras import check
+from tsbench.core.out_paths import path_error
 from tsbench.core.sanitize import terminal_text
 
 # Commands whose settings are TRL's (train/config.py: GRPOConfig is trl.GRPOConfig) import TRL, torch and
@@ -183,6 +184,9 @@ def main() -> None:
     except Exception as exc:
         full = _disk_full(exc)
         if full is None:
+            if line := path_error(exc):  # a folder made read-only or replaced by a file after the checks
+                print(f"error: {terminal_text(line)}", file=sys.stderr)
+                sys.exit(2)
             raise
         where = f" writing {full.filename}" if full.filename else ""
         reason = os.strerror(full.errno) if full.errno in DISK_FULL else "disk full"

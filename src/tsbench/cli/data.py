@@ -14,6 +14,7 @@ from rich.text import Text
 from tsbench.cli.common import console, err_console, floats, given, ints, progress_bar, require_file, split_list
 from tsbench.core import json_input
 from tsbench.core.errors import UserError
+from tsbench.core.out_paths import writable_folder
 
 LIST_OPTIONS = {"lengths": ints, "noise_weights": floats}
 
@@ -104,7 +105,7 @@ def generate(
         options["categories"] = split_list(options["categories"])
     if "path" in options:
         options["path"] = str(options["path"])
-    root = out or taskset.default_root()
+    root = writable_folder(out or taskset.default_root(), "--out")
     with progress_bar(TextRate()) as bars:
 
         def progress(description: str, total: int):

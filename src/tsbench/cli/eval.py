@@ -59,6 +59,7 @@ def eval_cmd(
 
     Every setting is a flag of its field's name and a key of the [eval] table (src/tsbench/eval/config.py;
     each harness's own in its section, src/tsbench/harness/settings.py)."""
+    from tsbench.eval.preflight import with_limit_note
     from tsbench.eval.runner import RunProgress, run_eval
 
     settings = read_toml_table(config, "eval") if config else {}
@@ -88,7 +89,9 @@ def eval_cmd(
         )
 
     try:
-        run_dir = run_eval(cfg, progress=state, on_update=display.update, on_interrupt=on_interrupt)
+        run_dir = run_eval(
+            cfg, progress=state, on_update=with_limit_note(cfg, display.update), on_interrupt=on_interrupt
+        )
     except KeyboardInterrupt as exc:
         display.stop()
         from tsbench.eval.executors import Abandoned

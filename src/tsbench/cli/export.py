@@ -11,6 +11,7 @@ from typing import Optional
 import typer
 
 from tsbench.cli.common import console, is_terminal, progress_bar, require_run_dir
+from tsbench.core.out_paths import writable_file, writable_folder
 
 
 def export(
@@ -34,6 +35,9 @@ def export(
     from tsbench.interop.hf_data import data_dir_of, is_data_dir
 
     is_run = (Path(run) / "run.json").is_file()
+    if out is not None:  # a folder for hf or a suffix-less name, else the file it names
+        folder = format == "hf" or out.is_dir() or not out.suffix
+        (writable_folder if folder else writable_file)(out, "--out")
     if not is_run and (format == "hf" or is_data_dir(run)):
         folder = data_dir_of(run)
         with _bar(f"export {folder.name}", len(list(folder.glob("*.parquet")))) as advance:

@@ -11,6 +11,7 @@ import typer
 
 from tsbench.cli.common import console, err_console, is_terminal, progress_bar
 from tsbench.core.errors import UserError
+from tsbench.core.out_paths import writable_folder
 from tsbench.core.sanitize import terminal_text
 
 
@@ -27,6 +28,7 @@ def leaderboard(
 
     if n_boot < 1:
         raise UserError(f"--n-boot must be at least 1 (got {n_boot})")
+    writable_folder(out, "--out")
     with _stages(len(STAGES)) as stage:
         try:
             result = build_leaderboard(

@@ -13,6 +13,7 @@ import typer
 
 from tsbench.cli.common import console, split_list
 from tsbench.core.errors import UserError
+from tsbench.core.out_paths import writable_file, writable_folder
 
 
 def _runs(positional: Optional[list[Path]], legacy: Optional[list[Path]]) -> list[Path]:
@@ -48,6 +49,7 @@ def memory_build(
     from tsbench.timeclaw import build_memory
 
     from_runs = _runs(runs, from_runs)
+    writable_file(out, "--out")
     writer = None
     if rationale_model:
         from tsbench.models.registry import get_model
@@ -103,6 +105,7 @@ def evolve(
     from tsbench.timeclaw.evolve import evolve_tools
 
     from_runs = _runs(runs, from_runs)
+    writable_folder(out, "--out")
     try:
         writer = get_model(model)
     except ValueError as exc:

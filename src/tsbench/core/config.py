@@ -49,7 +49,8 @@ def _unknown(cls: type, values: dict[str, Any], where: str) -> None:
         )
     if unknown:
         first = unknown[0]
-        raise UserError(f"unknown setting(s) {', '.join(unknown)}{suggest(first, known)} ({where})")
+        own = [f.name for f in dataclasses.fields(cls)]  # a key of this table is the likelier meaning
+        raise UserError(f"unknown setting(s) {', '.join(unknown)}{suggest(first, known, prefer=own)} ({where})")
 
 
 def _fold_aliases(cls: type, values: dict[str, Any]) -> None:

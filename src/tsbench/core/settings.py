@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import difflib
 import enum
 import functools
 import inspect
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tsbench.core.errors import UserError
+from tsbench.core.nearest import nearest
 
 _MISSING = dataclasses.MISSING
 
@@ -322,9 +322,8 @@ def answer_settings(obj: Any) -> dict[str, Any]:
     return {s.name: get(obj, s) for s in specs(type(obj)) if s.answers}
 
 
-def suggest(word: str, known: typing.Iterable[str], cutoff: float = 0.6) -> str:
-    """' (did you mean x?)' for a near miss among `known`, else ''."""
-    known = list(known)
-    close = difflib.get_close_matches(word, known, n=1, cutoff=cutoff)
-    close = close or [k for k in known if word.startswith(k) or k.startswith(word)][:1]
-    return f" (did you mean {close[0]}?)" if close else ""
+def suggest(word: str, known: typing.Iterable[str], cutoff: float = 0.6, prefer: typing.Iterable[str] = ()) -> str:
+    """' (did you mean x?)' for the nearest of `known` (core/nearest.py; `prefer`: the same section's
+    names win a tie), else ''. `cutoff` is the share of the name's letters that must match."""
+    close = nearest(word, list(known), prefer, max_share=1 - cutoff)
+    return f" (did you mean {close}?)" if close else ""

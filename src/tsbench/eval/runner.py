@@ -27,6 +27,7 @@ from tsbench.eval.agents import AgentCache, check_before_building, check_pairing
 from tsbench.eval.config import EvalConfig, result_settings, run_name
 from tsbench.eval.episode import EpisodeJob
 from tsbench.eval.executors import ExecutorOptions, OnInterrupt, executor_class
+from tsbench.eval.preflight import preflight
 from tsbench.eval.run_dir import choose_run_dir, settings_conflict
 from tsbench.eval.selection import select_rows
 from tsbench.eval.task_results import task_results
@@ -213,6 +214,7 @@ def run_eval(
     if not cfg.model:
         raise UserError("--model is required (or a --config that sets model)")
     check_targets(cfg.report_to)
+    preflight(cfg)  # eval/preflight.py: outputs writable, servers answer, before any model loads
     taskset = get_taskset(cfg.family)
     agents = AgentCache()
     harness = cfg.harness or taskset.default_harness

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
+import matplotlib.text
 import numpy as np
 import pandas as pd
 from matplotlib import colormaps
@@ -41,17 +42,69 @@ def length_tick(length: int) -> str:
     return f"{round(length / 1000)}k" if length >= 1000 else str(length)
 
 
+DPI = 110
+SHOWN_PX, LEAST_TEXT_PX = 800, 10  # a figure shown 800 px wide (a page, the HTML board) reads at 10 px or more
+
+
+PAD_IN = 0.1  # savefig's pad_inches around the tight box
+
+
+def least_font_pt(fig: Figure) -> float:
+    """The smallest font size (points) that is LEAST_TEXT_PX tall once the figure, saved at DPI, is
+    scaled to SHOWN_PX wide (a figure narrower than that is shown as it is)."""
+    width_px = (fig.get_size_inches()[0] + 2 * PAD_IN) * DPI
+    return LEAST_TEXT_PX * 72 / DPI * max(1.0, width_px / SHOWN_PX)
+
+
+def legible(fig: Figure) -> Figure:
+    """Every text of `fig` raised to `least_font_pt` (ticks, legends, annotations, titles), and titles
+    wrapped at the figure's edge, so larger text never widens the saved image past its nominal width."""
+    floor = least_font_pt(fig)
+    for text in fig.findobj(matplotlib.text.Text):
+        if text.get_text() and text.get_fontsize() < floor:
+            text.set_fontsize(floor)
+    titles = [fig._suptitle, fig._supxlabel, *(ax.title for ax in fig.axes)]
+    for sub in fig.subfigs:
+        titles += [sub._suptitle]
+    for title in titles:
+        if title is not None:
+            title.set_wrap(True)
+    return fig
+
+
 def render(fig: Figure) -> dict[str, bytes]:
-    """The figure in every format the leaderboard writes."""
-    FigureCanvasAgg(fig)
+    """The figure in every format the leaderboard writes, its text legible at SHOWN_PX wide."""
+    FigureCanvasAgg(legible(fig))
     out = {}
     # SVG keeps its text as text (searchable, editable for a paper); PDF embeds TrueType fonts.
     with matplotlib.rc_context({"svg.fonttype": "none", "pdf.fonttype": 42, "svg.hashsalt": "tsbench"}):
         for fmt in FORMATS:
             buffer = io.BytesIO()
-            fig.savefig(buffer, format=fmt, dpi=110, bbox_inches="tight", metadata=_METADATA[fmt])
+            fig.savefig(buffer, format=fmt, dpi=DPI, bbox_inches="tight", pad_inches=PAD_IN, metadata=_METADATA[fmt])
             out[fmt] = buffer.getvalue()
     return out
+
+
+SAME_AS = "same values as"
+
+
+def plot_series(ax, x, y, label: str, drawn: list, **style) -> None:
+    """`ax.plot` that never hides a line silently: a series equal to one already drawn on `ax` says so in
+    its label ("same values as ...") and is drawn dashed with hollow markers over it, so both show."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    same = next(
+        (
+            other
+            for other, ox, oy in drawn
+            if len(ox) == len(x) and np.allclose(ox, x) and np.allclose(oy, y, equal_nan=True)
+        ),
+        None,
+    )
+    if same is not None:
+        label = f"{label} ({SAME_AS} {same})"
+        style = {**style, "ls": (0, (4, 3)), "mfc": "none", "zorder": 3, "lw": 1.8}
+    drawn.append((label, x, y))
+    ax.plot(x, y, label=label, **style)
 
 
 def safe_name(name: str) -> str:
@@ -222,6 +275,8 @@ def heatmap_figure(by_length: pd.DataFrame, columns: list[Column], name: Namer =
             ax.set_xlabel("context length L (samples)", fontsize=8)
             ax.set_title(what, fontsize=8.5)
         right.tick_params(labelleft=False)
+        left.set_ylabel("category (metric)", fontsize=8)
+        right.set_ylabel("category, as on the left", fontsize=8)
         sub.colorbar(mean_image, ax=left, shrink=0.9, aspect=15).set_label("mean score (0 to 1)", fontsize=7.5)
         sub.colorbar(delta_image, ax=right, shrink=0.9, aspect=15).set_label("percentage points", fontsize=7.5)
         sub.suptitle(name(config), fontsize=9, fontweight="bold")

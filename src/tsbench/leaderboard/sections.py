@@ -169,7 +169,8 @@ def paper_section(result: LeaderboardResult) -> tuple[list[str], list[list]]:
 FIGURE_TITLES = {
     "by_length": "Per-length breakdown (like the paper's Fig. 3): mean score and n per cell; change in "
     "percentage points from the category's shortest L",
-    "accuracy_vs_length": "Score versus context length (like the paper's Fig. 4), 95 % bootstrap bands, n per point",
+    "accuracy_vs_length": "Score versus context length (like the paper's Fig. 4), n per point; a 95 % bootstrap "
+    "band only where a point rests on enough rows (the figure's title says whether any does)",
     **TIMESAGE_FIGURE_TITLES,
 }
 

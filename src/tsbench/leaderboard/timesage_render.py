@@ -12,7 +12,7 @@ from matplotlib.ticker import MaxNLocator
 
 from tsbench.tasks import get_taskset
 
-from .figures import render
+from .figures import plot_series, render
 from .result import DASH, LeaderboardResult, fmt_dollars
 from .timesage import RULES_JUDGE, Boards, boards
 
@@ -178,69 +178,85 @@ def _period_ticks(ax, indices: pd.Series) -> None:
     ax.set_xlim(periods[0] - 0.5, periods[-1] + 0.5)
 
 
-def _period_figure(b: Boards) -> dict[str, bytes] | None:
+def period_figure(b: Boards) -> Figure | None:
     if b.by_period.empty:
         return None
-    fig = Figure(figsize=(7.5, 3.6), layout="constrained")
+    fig = Figure(figsize=(7.5, 3.8), layout="constrained")
     ax = fig.add_subplot(1, 1, 1)
+    drawn: list = []
     for config, part in b.by_period.groupby("config", sort=True):
-        ax.plot(part["period_index"], part["overall"], marker="o", label=config, clip_on=False)
+        plot_series(ax, part["period_index"], part["overall"], config, drawn, marker="o", clip_on=False)
     _period_ticks(ax, b.by_period["period_index"])
     ax.set_xlabel("period index (1 = oldest)")
-    ax.set_ylabel("overall score (0-100, the paper's scale)")
+    ax.set_ylabel("overall score (0-100)")
     ax.set_ylim(0, 100)
-    ax.set_title("TimeSage overall score by period (like the paper's Fig. 7)", fontsize=10)
-    fig.legend(fontsize=7, loc="outside lower center", frameon=False)
-    return render(fig)
+    ax.set_title("TimeSage overall score by period (like the paper's Fig. 7)")
+    fig.legend(loc="outside lower center", frameon=False)
+    return fig
 
 
-def _seq_figure(b: Boards) -> dict[str, bytes] | None:
+def seq_figure(b: Boards) -> Figure | None:
     if b.seq_vs_ind.empty:
         return None
     pairs = sorted(b.seq_vs_ind["pair"].unique())  # one panel per pair: a model may run with and without skills
-    fig = Figure(figsize=(7.5, 2.8 * len(pairs)), layout="constrained")
+    fig = Figure(figsize=(7.5, 1.0 + 2.8 * len(pairs)), layout="constrained")
     for i, pair in enumerate(pairs):
         ax = fig.add_subplot(len(pairs), 1, i + 1)
         part = b.seq_vs_ind[b.seq_vs_ind["pair"] == pair]
-        ax.plot(part["period_index"], part["overall_independent"], marker="o", label="independent")
-        ax.plot(part["period_index"], part["overall_sequential"], marker="s", label="sequential")
-        ax.set_title(pair, fontsize=9)
+        drawn: list = []
+        plot_series(ax, part["period_index"], part["overall_independent"], "independent", drawn, marker="o")
+        plot_series(ax, part["period_index"], part["overall_sequential"], "sequential", drawn, marker="s")
+        ax.set_title(pair)
         _period_ticks(ax, part["period_index"])
         ax.set_ylim(0, 100)
-        ax.legend(fontsize=7)
-    return render(fig)
+        ax.set_xlabel("period index (1 = oldest)")
+        ax.set_ylabel("overall score (0-100)")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # beside the lines, never over them
+    fig.suptitle("Sequential vs independent evaluation by period (like the paper's Fig. 9)")
+    return fig
 
 
-def _skills_figure(b: Boards) -> dict[str, bytes] | None:
+def skills_figure(b: Boards) -> Figure | None:
     if b.skills.empty:
         return None
-    fig = Figure(figsize=(10, 3.4), layout="constrained")
-    rates, tokens = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+    spent = not b.skills_by_tier.empty and float(b.skills_by_tier["tokens"].fillna(0).abs().sum()) > 0
+    fig = Figure(figsize=(9.0 if spent else 7.5, 4.2), layout="constrained")
+    rates = fig.add_subplot(1, 2 if spent else 1, 1)
+    drawn: list = []
     for config, part in b.skills.groupby("config", sort=True):
-        rates.plot(part["period_index"], 100 * part["induction_rate"], marker="o", label=f"induction: {config}")
-        rates.plot(part["period_index"], 100 * part["reuse_rate"], marker="s", ls="--", label=f"reuse: {config}")
+        x = part["period_index"]
+        plot_series(rates, x, 100 * part["induction_rate"], f"induction: {config}", drawn, marker="o")
+        plot_series(rates, x, 100 * part["reuse_rate"], f"reuse: {config}", drawn, marker="s", ls="--")
     _period_ticks(rates, b.skills["period_index"])
-    rates.set_xlabel("period index")
+    rates.set_xlabel("period index (1 = oldest)")
     rates.set_ylabel("% of periods")
-    rates.legend(fontsize=6)
-    tiers = [t for t in b.taxonomy.tiers if t in set(b.skills_by_tier["tier"])]
-    configs = sorted(b.skills_by_tier["config"].unique())
-    width = 0.8 / max(1, len(configs))
-    for j, config in enumerate(configs):
-        part = b.skills_by_tier[b.skills_by_tier["config"] == config].set_index("tier")
-        tokens.bar(
-            np.arange(len(tiers)) + j * width, [part["tokens"].get(t, 0) / 1000 for t in tiers], width, label=config
-        )
-    tokens.set_xticks(np.arange(len(tiers)) + width * (len(configs) - 1) / 2, tiers)
-    tokens.set_ylabel("tokens / period (K)")
-    tokens.legend(fontsize=6)
-    return render(fig)
+    rates.set_title("skill induction and reuse")
+    title = "Skills by period (like the paper's Fig. 10)"
+    if spent:
+        tokens = fig.add_subplot(1, 2, 2)
+        tiers = [t for t in b.taxonomy.tiers if t in set(b.skills_by_tier["tier"])]
+        configs = sorted(b.skills_by_tier["config"].unique())
+        width = 0.8 / max(1, len(configs))
+        for j, config in enumerate(configs):
+            part = b.skills_by_tier[b.skills_by_tier["config"] == config].set_index("tier")
+            heights = [part["tokens"].get(t, 0) / 1000 for t in tiers]
+            tokens.bar(np.arange(len(tiers)) + j * width, heights, width, label=f"tokens: {config}")
+        tokens.set_xticks(np.arange(len(tiers)) + width * (len(configs) - 1) / 2, tiers)
+        tokens.set_xlabel("scenario tier")
+        tokens.set_ylabel("tokens / period (K)")
+        tokens.set_title("tokens per period by tier")
+    else:  # an empty panel says nothing: the title says why it is not drawn
+        title += "; no tokens panel (the runs recorded no tokens)"
+    fig.suptitle(title)
+    fig.legend(loc="outside lower center", frameon=False)
+    return fig
 
 
 FIGURE_TITLES = {
     "timesage_by_period": "Overall score by period (like the paper's Fig. 7)",
     "timesage_seq_vs_ind": "Sequential vs independent evaluation (like the paper's Fig. 9)",
-    "timesage_skills": "Skill induction and reuse by period, tokens per period by tier (like the paper's Fig. 10)",
+    "timesage_skills": "Skill induction and reuse by period (like the paper's Fig. 10), with tokens per period by "
+    "tier where the runs spent tokens",
 }
 
 
@@ -256,10 +272,11 @@ def attach(
         result.family_sections[dataset] = sections(b)
         suffix = f"-{dataset.split('/')[-1][:6]}" if len(result.datasets) > 1 else ""
         drawn = {
-            "timesage_by_period": _period_figure(b),
-            "timesage_seq_vs_ind": _seq_figure(b),
-            "timesage_skills": _skills_figure(b),
+            "timesage_by_period": period_figure(b),
+            "timesage_seq_vs_ind": seq_figure(b),
+            "timesage_skills": skills_figure(b),
         }
+        drawn = {name: render(fig) for name, fig in drawn.items() if fig is not None}
         result.figures.setdefault(dataset, {}).update(
             {f"{name}{suffix}": formats for name, formats in drawn.items() if formats is not None}
         )

@@ -17,19 +17,23 @@ from typing import Any
 
 FILTER = "none"  # lm-eval's name for "no filter": tsbench scores the reply as it came
 LEGACY_SUMMARY = "results"  # files written before this layout held the summary there
+# The group's number lm-eval can recompute from its subtasks (lm_eval.api.metrics.aggregate_subtask_metrics):
+# every subtask carries `score` and its stderr, and the group's score is their mean weighted by sample_len
+# (the scored rows). A benchmark's own aggregate (CiK's capped, task-weighted RCRPS) is not a mean of means
+# and is reported beside it, never declared as lm-eval's aggregate.
+GROUP_AGGREGATE = {"metric": "score", "aggregation": "mean", "weight_by_size": True, "filter_list": [FILTER]}
 _NOT_METRICS = {"n", "errors", "primary", "metric", "protocol", "lower_is_better"}
 
 
 def metric_names(task: dict[str, Any]) -> list[str]:
-    """The metrics of one `tasks` entry, primary first: its mean score (left out beside an
-    accuracy, which is the same number), accuracy, macro-F1, a column's own mean (IoU, RCRPS, ...)."""
+    """The metrics of one `tasks` entry, primary first: its mean score, accuracy, macro-F1, a column's
+    own mean (IoU, RCRPS, ...). A multiple-choice task keeps `score` beside `accuracy` (the same number):
+    its group's metric is `score`, and lm-eval aggregates a group from the subtasks that carry it."""
     names = [
         k
         for k, v in task.items()
         if k not in _NOT_METRICS and not k.endswith(("_stderr", "_n")) and (v is None or isinstance(v, (int, float)))
     ]
-    if "accuracy" in names and "score" in names:
-        names.remove("score")
     primary = task.get("primary")
     return sorted(names, key=lambda k: (k != primary, names.index(k)))
 
@@ -55,19 +59,22 @@ def lm_eval_layout(family: str, tasks: dict[str, dict], summary: dict, config: d
         for name, task in tasks.items()
     }
     subtasks = [name for name in tasks if name != family]
+    configs = {
+        name: {
+            "task": name,
+            "tag": family,
+            "output_type": "generate_until",
+            "metric_list": [{"metric": m, "higher_is_better": hib} for m, hib in higher[name].items()],
+        }
+        for name in tasks
+    }
+    if family in configs:  # as a group YAML declares it: the mean score, weighted by each subtask's rows
+        configs[family]["aggregate_metric_list"] = [GROUP_AGGREGATE]
     return {
         "results": results,
         "groups": {family: results[family]} if family in results else {},
         "group_subtasks": {family: subtasks, **{name: [] for name in subtasks}},
-        "configs": {
-            name: {
-                "task": name,
-                "tag": family,
-                "output_type": "generate_until",
-                "metric_list": [{"metric": m, "higher_is_better": hib} for m, hib in higher[name].items()],
-            }
-            for name in tasks
-        },
+        "configs": configs,
         "versions": dict.fromkeys(tasks, version),
         "n-shot": dict.fromkeys(tasks, 0),
         "higher_is_better": higher,

@@ -1,0 +1,117 @@
+"""Every user mistake about where output goes, which key was meant, or which server answers is one line
+and exit 2, found before the first row (issue 50): a file where a folder is expected, a missing parent
+that is a file, a read-only folder (a read-only bind mount made by bubblewrap, so root is refused too),
+a misspelt TOML key, an unreachable --base-url, a classical model not trained yet, and a --limit larger
+than the selection said aloud."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from tsbench.core.config import build
+from tsbench.core.errors import UserError
+from tsbench.core.nearest import edit_distance, nearest
+from tsbench.eval.config import EvalConfig
+
+TSBENCH = [sys.executable, "-m", "tsbench.cli"]
+
+
+def _one_line(code: int, err: str, *needles: str) -> None:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2, err
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def test_did_you_mean_picks_the_nearest_key():
+    assert edit_distance("modle", "model") == 1 and edit_distance("modle", "mode") == 1
+    assert nearest("modle", ["mode", "model"]) == "model"  # a swap keeps every letter: the nearer typo
+    assert nearest("limt", ["limit", "seed", "split"]) == "limit"
+    assert nearest("harnes", ["harness", "max_turns"]) == "harness"
+    assert nearest("zzzz", ["limit", "model"]) is None
+    assert nearest("rate", ["rate_x", "rate_y"], prefer=["rate_y"]) == "rate_y"  # the same section wins a tie
+    with pytest.raises(UserError, match=r"did you mean model\?"):
+        build(EvalConfig, {"modle": "scripted/zscore"})
+    with pytest.raises(UserError, match=r"did you mean mode\?"):  # [eval.file-agent] holds mode
+        build(EvalConfig, {"file_agent": {"mdoe": "sequential"}})
+
+
+def test_output_folders_that_cannot_be_written_are_one_line(cli, small_data, tmp_path):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("not a folder")
+    common = ["eval", "--model", "scripted/zscore", "--data", small_data, "--limit", "1"]
+    _one_line(*cli(*common, "--out", a_file)[::2], "--out", "is a file")
+    _one_line(*cli(*common, "--log-dir", a_file)[::2], "--log-dir", "is a file")
+    _one_line(*cli(*common, "--out", a_file / "run")[::2], "a_file is a file, not a folder")
+    _one_line(*cli("generate", "--preset", "small", "--split", "test", "--out", a_file)[::2], "--out", "is a file")
+    _one_line(*cli("export", small_data, "--format", "hf", "--out", a_file)[::2], "--out", "is a file")
+    _one_line(*cli("leaderboard", small_data, "--out", a_file)[::2], "--out", "is a file")
+    assert a_file.read_text() == "not a folder"
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is installed by make setup")
+def test_a_read_only_folder_is_one_line_before_anything_runs(small_data, tmp_path):
+    frozen = tmp_path / "frozen"
+    frozen.mkdir()
+    for args in (
+        ["eval", "--model", "scripted/zscore", "--data", str(small_data), "--limit", "1", "--out", str(frozen / "run")],
+        ["generate", "--preset", "small", "--split", "test", "--out", str(frozen / "data")],
+    ):
+        jailed = ["bwrap", "--dev-bind", "/", "/", "--ro-bind", str(frozen), str(frozen), *TSBENCH, *args]
+        result = subprocess.run(jailed, capture_output=True, text=True, timeout=120)
+        _one_line(result.returncode, result.stderr, "read-only", str(frozen))
+    assert list(frozen.iterdir()) == []
+
+
+def test_an_unreachable_server_is_found_by_one_probe_with_its_url(cli, small_data, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "unused")
+    with socket.socket() as sock:  # a port nothing listens on: bound, never listening
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+        code, _, err = cli(
+            "eval", "--model", "my-model", "--base-url", url, "--data", small_data, "--limit", "2",
+            "--out", tmp_path / "run",
+        )  # fmt: skip
+    _one_line(code, err, url, "--base-url")
+    assert not (tmp_path / "run").exists()  # no run dir, no error rows
+
+
+def test_classical_before_training_says_train_it_first(cli, small_data, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli("eval", "--model", "classical/models/classical", "--data", small_data, "--limit", "1")
+    _one_line(code, err, "train it first", "tsbench sft-baseline --model classical")
+
+
+def test_a_limit_beyond_the_selection_says_what_runs(cli, small_data, tmp_path):
+    code, _, err = cli(
+        "eval", "--model", "scripted/zscore", "--harness", "single-pass-text", "-T", "regime=precise",
+        "-T", "categories=localize", "--limit", "20", "--data", small_data, "--log-dir", tmp_path,
+    )  # fmt: skip
+    assert code == 0, err
+    assert "--limit 20: the selection holds 8 rows; running those 8" in err
+
+
+def _tiny_disk() -> None:
+    import resource
+    import signal
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG, as ENOSPC on a full device (tests/test_disk_full.py)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (30_000, 30_000))
+
+
+def test_no_space_left_while_generating_or_exporting_is_one_line(small_data, tmp_path):
+    for args in (
+        ["generate", "--preset", "small", "--split", "test", "--out", str(tmp_path / "gen")],
+        ["export", str(small_data), "--format", "hf", "--out", str(tmp_path / "hf")],
+    ):
+        result = subprocess.run([*TSBENCH, *args], capture_output=True, text=True, timeout=300, preexec_fn=_tiny_disk)
+        errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+        assert result.returncode == 2 and len(errors) == 1 and "no space left" in errors[0], result.stderr[-2000:]
+        assert "Traceback" not in result.stderr
