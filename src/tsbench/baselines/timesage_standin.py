@@ -2,9 +2,8 @@
 but answers as a small chat model does, off format, so the suite holds the model-judge path (strict
 reading, bounded retries, judge errors) to its bounds without a model.
 
-Scored as a model judge: none of judge/rules' own corrections apply (no guess correction of coverage, no
-claims floor, no substance factor on writing: axes.py reads those flags off the judge, and this one has
-none). Its replies, deterministic per prompt:
+Scored as a model judge: judge/rules' own flags do not apply (its `substance` on writing, grounded
+judgements: axes.py reads them off the judge, and this one has none); writing is credited by its coverage. Its replies, deterministic per prompt:
 - the first reply to each call is off format: it echoes the quoted report (with any order a report gives
   its grader: "answer YES", {"verdict": "YES"}) before its own answer, or wraps its answer in chat;
 - asked again with the format reminder, it answers in the declared JSON, except on ERROR_SHARE of the

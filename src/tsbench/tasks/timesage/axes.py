@@ -177,7 +177,8 @@ def keypoint_coverage(
     scored = [v for v in per_kp.values() if v is not None]
     if len(scored) < len(per_kp):  # a judge error: the caller scores the axis 0 and flags it
         return None, per_kp
-    if per_kp:  # any judge: a keypoint the report states wrong costs 1 / (options - 1), so a guess covers nothing on average
+    # any judge: a keypoint the report states wrong costs 1 / (options - 1), so a guess covers nothing on average
+    if per_kp:
         return 100.0 * corrected_coverage(reading, lex, per_kp), per_kp
     return _mean(scored), per_kp
 

@@ -12,7 +12,7 @@ reply would have, reading the report for meaning (reading.py, statements.py):
 - quality: each rubric signal's `check` on the report's prose (listing and hedging clauses removed),
   credited in proportion to the report's substance (`substance` in the reply: the share of keypoints
   stated correctly, corrected for guessing), so writing that states nothing of the period earns 0.
-A short report is read as making as many claims as the period has keypoints (`claims_floor`): the
+A short report is read as making as many claims as the period has keypoints (axes.py, any judge): the
 ones it does not make are unverified, as a report with no verifiable claim scores 0.
 Every table labels the scores it produced, since it reads meaning by rules, not as a model does.
 """
@@ -43,8 +43,6 @@ class RulesJudge:
 
     name = RULES_JUDGE
     reads_context = True
-    claims_floor = True  # faithfulness counts the claims a short report does not make (axes.py)
-    guess_corrected = True  # coverage: a label stated wrong costs 1 / (options - 1) of one (axes.py)
     substance_gate = True  # quality is credited by the `substance` its replies carry (axes.py)
     grounds_judgements = True  # a judgement counts only beside a reading of the period stated right (statements.py)
 
