@@ -16,15 +16,16 @@ from rich.text import Text
 
 from tsbench.cli.common import console, err_console, require_run_dir
 from tsbench.cli.eval_progress import EvalDisplay
-from tsbench.cli.options import given_settings, settings_options
+from tsbench.cli.options import given_settings, harness_flags, settings_options
 from tsbench.cli.summary_table import WIDE, summary_table, usage_line
 from tsbench.core import json_input
-from tsbench.core.config import build, read_toml_table
+from tsbench.core.config import read_toml_table
 from tsbench.core.errors import UserError
 from tsbench.core.sanitize import terminal_text
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.config_keys import config_key_refusals
-from tsbench.eval.model_args import task_settings
+from tsbench.eval.model_args import harness_args, task_settings
+from tsbench.harness.settings import build_run
 from tsbench.results.records import transcript_events
 
 
@@ -33,9 +34,17 @@ def eval_cmd(
     ctx: typer.Context,
     config: Optional[Path] = typer.Option(
         None,
-        help="A TOML file from experiments/ ([eval] table; harness "
-        "sections [eval.rlm], [eval.tools], [eval.memory], [eval.file-agent], and a plugin harness's own); "
-        "flags override it.",
+        help="A TOML file from experiments/ ([eval] table; the harness's own settings in [eval.<harness>], "
+        "the memory wrapper's in [eval.memory]); flags override it.",
+    ),
+    harness_arg: Optional[list[str]] = typer.Option(  # noqa: UP045 - typer needs a runtime type
+        None,
+        "-H",
+        "--harness-arg",
+        help="KEY=VALUE, repeatable: a setting of the chosen harness (as inspect's -T/-M), e.g. -H depth=1; "
+        "`--harness X --help` lists X's.",
+        metavar="KEY=VALUE",
+        show_default=False,
     ),
     task_arg: Optional[list[str]] = typer.Option(  # noqa: UP045 - typer needs a runtime type
         None,
@@ -56,22 +65,24 @@ def eval_cmd(
 ) -> None:
     """Evaluate a model under a harness; re-running the same command resumes.
 
-    Every setting is a flag of its field's name and a key of the [eval] table (src/tsbench/eval/config.py;
-    each harness's own in its section, src/tsbench/harness/settings.py)."""
+    Every setting is a flag of its field's name and a key of the [eval] table (src/tsbench/eval/config.py);
+    the chosen harness's own are flags too, keys of [eval.<harness>] and -H pairs (`--harness X --help`)."""
     from tsbench.eval.runner import RunProgress, run_eval
 
     settings = read_toml_table(config, "eval") if config else {}
     from_file = dict(settings)
     settings.update(task_settings(task_arg))
-    flags = given_settings(ctx, EvalConfig)
+    settings.update(harness_pairs := harness_args(harness_arg))
+    flags = {**given_settings(ctx, EvalConfig), **harness_flags(ctx)}
     for name in ("tools_dir", "memory_bank"):
         if flags.get(name) is not None and not Path(flags[name]).exists():
             raise UserError(f"no such file or directory: {flags[name]}")
     settings.update(flags)
     if "text_budget_chars" not in settings and (trained := _trained_text_budget(str(settings.get("model", "")))):
         settings["text_budget_chars"] = trained
-    cfg = build(EvalConfig, settings, where=f"setting in {config}" if config else "setting")
-    if not trust_config_keys and (refused := config_key_refusals(cfg, from_file, {**task_settings(task_arg), **flags})):
+    cfg = build_run(EvalConfig, settings, where=f"setting in {config}" if config else "setting")
+    command_line = {**task_settings(task_arg), **harness_pairs, **flags}
+    if not trust_config_keys and (refused := config_key_refusals(cfg, from_file, command_line)):
         raise UserError(f"{config}: {refused[0]}")
 
     state = RunProgress()

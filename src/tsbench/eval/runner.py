@@ -31,7 +31,7 @@ from tsbench.eval.run_dir import choose_run_dir, settings_conflict
 from tsbench.eval.selection import select_rows
 from tsbench.eval.task_results import task_results
 from tsbench.eval.tracking import open_reporters
-from tsbench.harness import Harness, HarnessSettings, MemorySettings, get_harness, memory_for
+from tsbench.harness import Harness, HarnessSettings, MemorySettings, memory_for
 from tsbench.harness.tool_specs import load_tools_dir
 from tsbench.results import RESULTS_JSON, RUN_JSON, Journal, consolidate, load_run, load_samples, now_utc, results_json
 from tsbench.results.journal import read_journal_report
@@ -89,10 +89,10 @@ class Play:
 
 
 def _play(cfg: EvalConfig, name: str) -> Play:
-    """The harness `name` and its settings from the run's, every setting that does not apply refused."""
-    harness = get_harness(name)
-    memory = memory_for(harness, cfg.harness_config)
-    return Play(harness, harness.settings(cfg.harness_config, memory=True), memory)
+    """The harness `name` and its own settings, built once from the run's; every setting that does not apply
+    is refused."""
+    harness = cfg.choose_harness(name)
+    return Play(harness, cfg.harness_config, memory_for(harness, cfg.memory))
 
 
 def jails_to_pool(cfg: EvalConfig, play: Play, episodes: int) -> int:

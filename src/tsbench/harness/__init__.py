@@ -8,22 +8,11 @@ tsbench, a `harness.<name>` entry point in the `tsbench.plugins` group (see tsbe
 
 from __future__ import annotations
 
-from typing import Any
-
 from tsbench.harness.base import FunctionHarness, Harness
 from tsbench.harness.episode import EpisodeError, EpisodeOutcome, EpisodeResult, EpisodeTask
 from tsbench.harness.play import episode_outcome, play, require_jail
 from tsbench.harness.registry import HARNESSES, get_harness, settings_class
-from tsbench.harness.settings import HarnessSettings, MemorySettings, memory_for, settings_for
-
-
-def __getattr__(name: str) -> Any:
-    if name == "HarnessConfig":  # assembled from the registry on first use (harness/settings.py)
-        from tsbench.harness import settings
-
-        return settings.HarnessConfig
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+from tsbench.harness.settings import HarnessSettings, MemorySettings, as_settings, harness_settings, memory_for
 
 __all__ = [
     "HARNESSES",
@@ -33,14 +22,14 @@ __all__ = [
     "EpisodeTask",
     "FunctionHarness",
     "Harness",
-    "HarnessConfig",
     "HarnessSettings",
     "MemorySettings",
+    "as_settings",
     "episode_outcome",
     "get_harness",
+    "harness_settings",
     "memory_for",
     "play",
     "require_jail",
     "settings_class",
-    "settings_for",
 ]
