@@ -266,15 +266,21 @@ class TaskFamily:
 
     # -- data --------------------------------------------------------------------------------------
     def generate(self, options: dict[str, Any], out: Path, progress=None) -> tuple[Path, list[dict]]:
-        """Write the dataset under `out`: (manifest path, one summary dict per file written)."""
+        """Write the dataset under `out` (`tsbench generate`); returns (the manifest's path, one dict per file
+        written). The CLI prints each dict as a table row, so every one holds `file` (its name), `rows`
+        (int), `bytes` (int) and `sha256` (hex str), and may hold `note` (a line printed below the table);
+        `file_summary` makes one. `options` are the command's flags by name (seed, split, preset, ...: a
+        family ignores those it has no use for); `progress(description, total)`, when given, returns an
+        `advance(rows)` callable. The same options give the same bytes."""
         raise UserError(f"family {self.name} has no generator")
 
     def default_root(self) -> Path:
-        """Where `generate` writes and `resolve` looks by default."""
+        """Where `generate` writes and `resolve` looks by default (`generate --out`'s default)."""
         return Path("data") / self.name
 
     def describe(self, files: list[Path]) -> list[tuple[str, pd.DataFrame]]:
-        """The tables `tsbench describe` prints (default: rows per category and stratum, per file)."""
+        """The tables `tsbench describe` prints, each (a title, a frame printed whole): the CLI reads
+        nothing else from them (default: rows per category and stratum, per file)."""
         tables = []
         for path in files:
             rows = self.index([path], {})
@@ -369,3 +375,12 @@ class TaskFamily:
                 raise UserError(f"no training rows of categories {missing} in family {self.name}'s data")
             rows = rows[rows["category"].isin(request.categories)]
         return EpochStream(self, rows.reset_index(drop=True), request)
+
+
+def file_summary(path: Path, rows: int, note: str | None = None) -> dict[str, Any]:
+    """One file's line of `TaskFamily.generate`'s summary, as the CLI prints it."""
+    from tsbench.core.provenance import sha256_file
+
+    line: dict[str, Any] = {"file": Path(path).name, "rows": rows, "bytes": Path(path).stat().st_size}
+    line["sha256"] = sha256_file(path)
+    return line | ({"note": note} if note else {})
