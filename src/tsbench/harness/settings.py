@@ -163,7 +163,7 @@ def _others(exclude: str) -> list[Any]:
 def whose(key: str, exclude: str = "") -> tuple[str, list[str]] | None:
     """(the table, the harnesses that read it) of a setting another harness has, or None."""
     if key in {f.name for f in dataclasses.fields(MemorySettings)}:
-        return MEMORY, []
+        return MEMORY, [h.name for h in _others(exclude) if h.memory]
     players = [h for h in _others(exclude) if key in own_settings(h.settings_class)]
     if not players:
         return None
@@ -266,8 +266,14 @@ def split_values(cls: type, values: dict[str, Any]) -> tuple[dict[str, Any], dic
     """(what a run config `cls` holds itself, what is its harness's: own settings by name and harness tables).
     The old nested spelling [eval.harness_config.rlm] is read as [eval.rlm]."""
     from tsbench.core.config import field_names
+    from tsbench.core.settings import specs
 
-    known = field_names(cls)
+    known = field_names(cls) | {  # old spellings (`steps` for max_steps): `build_fields` folds them
+        alias.lstrip("-").replace("-", "_")
+        for spec in specs(cls)
+        for alias in spec.meta.get("aliases") or ()
+        if len(alias) > 2
+    }
     mine: dict[str, Any] = {}
     theirs: dict[str, Any] = {}
     values = {_key(k): v for k, v in values.items()}
@@ -306,8 +312,7 @@ def build_run(cls: type, values: dict[str, Any], *, where: str = "setting") -> A
     if cfg.harness:
         harness = get_harness(cfg.harness)
         cfg.harness_config = harness_settings(harness, theirs, where=where, base=cfg.harness_config)
-        memory_for(harness, cfg.memory)
-        return cfg
+        return cfg  # [memory] is checked where the run plays its harness (memory_for)
     from tsbench.core.settings import suggest
 
     for key, value in theirs.items():
