@@ -26,7 +26,6 @@ from tsbench.eval.config import EvalConfig
 from tsbench.eval.config_keys import config_key_refusals
 from tsbench.eval.model_args import harness_args, task_settings
 from tsbench.harness.settings import build_run
-from tsbench.results.records import transcript_events
 
 
 @settings_options(EvalConfig)
@@ -200,6 +199,7 @@ def show(
     from rich.syntax import Syntax
 
     from tsbench.results import load_samples
+    from tsbench.results.records import transcript_events
 
     require_run_dir(run)
     samples = load_samples(run)

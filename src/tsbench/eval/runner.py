@@ -31,9 +31,7 @@ from tsbench.eval.executors import ExecutorOptions, OnInterrupt, executor_class
 from tsbench.eval.run_dir import choose_run_dir, settings_conflict
 from tsbench.eval.selection import select_rows
 from tsbench.eval.task_results import task_results
-from tsbench.eval.tracking import open_reporters
 from tsbench.harness import Harness, HarnessSettings, MemorySettings, memory_for
-from tsbench.harness.tool_specs import load_tools_dir
 from tsbench.results import RESULTS_JSON, RUN_JSON, Journal, consolidate, load_run, load_samples, now_utc, results_json
 from tsbench.results.journal import read_journal_report
 from tsbench.results.lock import LOCK_FILE, RunDirLock
@@ -280,6 +278,8 @@ def resolve(cfg: EvalConfig) -> Resolved:
     executor_cls = executor_class(cfg.executor)
     executor_cls.preflight(play.harness, play.settings.unsafe_sandbox)  # e.g. the jail, where it runs kernels
     if tools_dir := getattr(play.settings, "tools_dir", None):
+        from tsbench.harness.tool_specs import load_tools_dir
+
         load_tools_dir(tools_dir)  # a tool refused (a link out of --tools-dir) is one line, not an error row each
     return Resolved(taskset, agents, agent, play, executor_cls)
 
@@ -324,6 +324,8 @@ def open_run(cfg: EvalConfig, run: Resolved, chosen: Selection) -> OpenRun:
             if run.taskset.judged
             else ()
         )
+        from tsbench.eval.tracking import open_reporters
+
         reporters = open_reporters(cfg.report_to, out, info)
     except BaseException:
         lock.release()

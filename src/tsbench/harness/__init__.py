@@ -8,11 +8,39 @@ tsbench, a `harness.<name>` entry point in the `tsbench.plugins` group (see tsbe
 
 from __future__ import annotations
 
-from tsbench.harness.base import FunctionHarness, Harness
-from tsbench.harness.episode import EpisodeError, EpisodeOutcome, EpisodeResult, EpisodeTask
-from tsbench.harness.play import episode_outcome, play, require_jail
-from tsbench.harness.registry import HARNESSES, get_harness, settings_class
-from tsbench.harness.settings import HarnessSettings, MemorySettings, as_settings, harness_settings, memory_for
+import importlib
+from typing import Any
+
+# Loaded on first use (PEP 562), so reading settings (harness/settings.py) does not start the jail's
+# and the models' imports: name -> the module that defines it.
+_WHERE = {
+    "FunctionHarness": "base",
+    "Harness": "base",
+    "EpisodeError": "episode",
+    "EpisodeOutcome": "episode",
+    "EpisodeResult": "episode",
+    "EpisodeTask": "episode",
+    "episode_outcome": "play",
+    "play": "play",
+    "require_jail": "play",
+    "HARNESSES": "registry",
+    "get_harness": "registry",
+    "settings_class": "registry",
+    "HarnessSettings": "settings",
+    "MemorySettings": "settings",
+    "as_settings": "settings",
+    "harness_settings": "settings",
+    "memory_for": "settings",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "HARNESSES",
