@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import sys
 
-from tsbench.bench import baselines, detector, eval_overhead, generation, jail, ray_eval, timesage, train_grpo
+from tsbench.bench import baselines, detector, eval_overhead, generation, jail, ray_eval, startup, timesage, train_grpo
 
 SECTIONS = {
+    "startup": startup.main,
     "generate": generation.main,
     "baselines": baselines.main,
     "detector": detector.main,

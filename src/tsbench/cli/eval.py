@@ -27,14 +27,33 @@ from tsbench.eval.config_keys import config_key_refusals
 from tsbench.eval.model_args import harness_args, task_settings
 from tsbench.harness.settings import build_run
 
+# --help in the order a user reaches for settings: what runs, on what, how, how much, where it goes.
+PANELS = {
+    "Model": (
+        "model",
+        "base_url",
+        "model_args",
+        "api_key_env",
+        "price",
+        "client_timeout_s",
+        "max_attempts",
+        "retry_delay_s",
+    ),
+    "Data": ("family", "data", "data_root", "seed", "split", "regime", "categories", "lengths", "sample_ids"),
+    "Harness": ("harness", "max_turns", "max_tokens", "temperature", "unsafe_sandbox", "cell_timeout_s", "memory_gib"),
+    "Limits": ("limit", "limit_per_category", "epochs", "episode_token_cap", "episode_wall_s", "concurrency"),
+    "Output": ("out", "log_dir", "new_run", "overwrite", "fail_on_error", "report_to"),
+}
 
-@settings_options(EvalConfig)
+
+@settings_options(EvalConfig, panels=PANELS)
 def eval_cmd(
     ctx: typer.Context,
     config: Optional[Path] = typer.Option(
         None,
         help="A TOML file from experiments/ ([eval] table; the harness's own settings in [eval.<harness>], "
         "the memory wrapper's in [eval.memory]); flags override it.",
+        rich_help_panel="Model",
     ),
     harness_arg: Optional[list[str]] = typer.Option(  # noqa: UP045 - typer needs a runtime type
         None,
@@ -44,6 +63,7 @@ def eval_cmd(
         "`--harness X --help` lists X's.",
         metavar="KEY=VALUE",
         show_default=False,
+        rich_help_panel="Harness",
     ),
     task_arg: Optional[list[str]] = typer.Option(  # noqa: UP045 - typer needs a runtime type
         None,
@@ -53,6 +73,7 @@ def eval_cmd(
         "-T categories=localize; flags named in full win.",
         metavar="KEY=VALUE",
         show_default=False,
+        rich_help_panel="Other settings",
     ),
     trust_config_keys: bool = typer.Option(
         False,
@@ -60,6 +81,7 @@ def eval_cmd(
         help="Send the API keys a --config file names (api_key_env, judge_api_key_env) to the servers it "
         "names, and the keys Ray workers get to the cluster it names (ray_address); without it, a key only "
         "the file names goes to its provider's own endpoint only, and no key to a cluster only the file names.",
+        rich_help_panel="Model",
     ),
 ) -> None:
     """Evaluate a model under a harness; re-running the same command resumes.

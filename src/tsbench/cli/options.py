@@ -79,9 +79,12 @@ def _parameters(spec: Spec, hidden: bool = False, panel: str | None = None) -> l
     return made
 
 
-def settings_options(*classes: type, skip: tuple[str, ...] = ()) -> Callable[[Callable], Callable]:
+def settings_options(
+    *classes: type, skip: tuple[str, ...] = (), panels: dict[str, tuple[str, ...]] | None = None
+) -> Callable[[Callable], Callable]:
     """Give the decorated typer command one option per setting of `classes` (beyond its own
-    parameters and `skip`); the command reads them back with `given_settings`."""
+    parameters and `skip`); the command reads them back with `given_settings`. `panels` (title ->
+    setting names, in the order a user reaches for them) groups --help; the rest follow under "Other"."""
 
     def decorate(func: Callable) -> Callable:
         own = list(inspect.signature(func).parameters.values())
@@ -89,11 +92,22 @@ def settings_options(*classes: type, skip: tuple[str, ...] = ()) -> Callable[[Ca
         own = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in own]
         names = {p.name for p in own} | set(skip)
         added: list[inspect.Parameter] = []
+        where = {name: title for title, members in (panels or {}).items() for name in members}
+        order = list(panels or {})
+        found = []
         for cls in classes:
             for spec in specs(cls):
                 if spec.name not in names and spec.flag_wanted:
                     names.add(spec.name)
-                    added.extend(_parameters(spec))
+                    found.append(spec)
+        if panels:  # grouped: each panel's settings in the panel's own order, then the rest as declared
+            rank = {name: i for members in panels.values() for i, name in enumerate(members)}
+            found.sort(
+                key=lambda s: (order.index(where[s.name]) if s.name in where else len(order), rank.get(s.name, 0))
+            )
+        for spec in found:
+            panel = where.get(spec.name, "Other settings" if panels and not _panel(spec) else None)
+            added.extend(_parameters(spec, panel=panel))
         own_names = {p.name for p in own}
 
         @functools.wraps(func)
@@ -182,6 +196,26 @@ class HarnessCommand(TyperCommand):
         for name in ctx.meta.get(_ADDED, set()):
             ctx.params.pop(name, None)
         return super().invoke(ctx)
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        """One section per help panel (typer draws them only in its rich mode), in the order they come."""
+        sections: dict[str, list[tuple[str, str]]] = {}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is not None:
+                sections.setdefault(getattr(param, "rich_help_panel", None) or "Options", []).append(record)
+        first = ("Model", "Data", "Harness")
+
+        def rank(title: str) -> float:  # the panels a user sets first, the chosen harness's own, the rest, Options
+            if title in first:
+                return first.index(title)
+            if title.startswith("Harness "):
+                return 3 if ": its own" in title else 3.5
+            return {"Limits": 4, "Output": 5, "Options": 9}.get(title, 6)
+
+        for title, rows in sorted(sections.items(), key=lambda item: rank(item[0])):
+            with formatter.section(title):
+                formatter.write_dl(rows)
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         from tsbench.harness.registry import HARNESSES
