@@ -23,15 +23,14 @@ from pathlib import Path
 from tsbench.bench.common import load_average
 
 HELP_GOAL_S, START_GOAL_CPU_S, MODULES_GOAL = 0.3, 1.0, 70
-ROUNDS = 5
+ROUNDS = 3
 RLM_EPISODE = """
 import sys
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
-from tsbench.harness.settings import HarnessSettings
-settings = HarnessSettings(unsafe_sandbox=True, max_turns=1)
-run_eval(EvalConfig(model="scripted/trivial-code", harness="rlm", data=[sys.argv[1]], limit=1, out=sys.argv[2],
-                    harness_config=settings))
+cfg = EvalConfig(model="scripted/trivial-code", harness="rlm", data=[sys.argv[1]], limit=1, out=sys.argv[2])
+cfg.harness_config.unsafe_sandbox, cfg.harness_config.max_turns = True, 1  # as any checkout's config takes them
+run_eval(cfg)
 print(sum(1 for name in sys.modules if name.startswith("tsbench")))
 """
 
