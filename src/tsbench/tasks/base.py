@@ -245,7 +245,10 @@ class TaskFamily:
         raise NotImplementedError
 
     def index(self, files: list[Path], filters: dict[str, Any]) -> pd.DataFrame:
-        """One light line per row (id, category, path, gold + strata), no series values; filters applied."""
+        """One light line per row, no series values; filters applied. The CLI and eval read the columns `id`
+        (str, unique per file), `category` (str, one of `columns()`' categories), `path` (the file the row
+        is in) and `gold` (JSON text: `tsbench score` reads it with json.loads and hands it to `score`), and
+        any of `strata` the family names."""
         raise NotImplementedError
 
     def load(self, ref: SampleRef) -> Sample:
@@ -253,11 +256,14 @@ class TaskFamily:
         raise NotImplementedError
 
     def score(self, category: str, gold: Any, message: str) -> Scored:
-        """Judge one final message. Pure; never raises on the message."""
+        """Judge one final message (`gold` as `index`'s JSON decodes). Pure; never raises on the message:
+        an unreadable answer is a Scored with valid=False, score 0 and its `error` saying why. `tsbench
+        score` reads score, valid, parsed, error and metrics (a JSON-serialisable dict)."""
         raise NotImplementedError
 
     def columns(self) -> list[Column]:
-        """The results table's columns, in order."""
+        """The results table's columns, in order: one per category `index` gives. `tsbench score` and the
+        summaries read `category` and `options` (the class names: a macro-F1 is shown where they are set)."""
         raise NotImplementedError
 
     def dataset_identity(self, files: list[Path]) -> dict[str, Any]:
