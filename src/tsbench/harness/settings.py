@@ -197,6 +197,21 @@ def _changed(table: dict[str, Any], cls: type) -> list[str]:
     return [key for key, value in table.items() if key not in defaults or defaults[key] != value]
 
 
+def _left_at_default(key: str, value: Any, exclude: str) -> bool:
+    """Whether `value` is the default of the setting `key` of another harness (or of [memory]): a setting
+    that changes nothing is no reason to refuse a run (inspect's -T depth=0 on single-pass-text)."""
+    from tsbench.core.settings import convert, spec_map
+
+    owners = [MemorySettings, *(h.settings_class for h in _others(exclude))]
+    for cls in owners:
+        if (spec := spec_map(cls).get(key)) is not None and key not in SHARED:
+            try:
+                return convert(spec, value) == spec.default
+            except UserError:
+                return False
+    return False
+
+
 def harness_settings(harness: Any, values: dict[str, Any], *, where: str = "setting", base: Any = None) -> Any:
     """`harness`'s own settings (an instance of its settings class), built once from `values`: shared and own
     settings by name, and tables ({"rlm": {...}}) of which those `harness` reads are its own. `base` (shared
@@ -226,7 +241,7 @@ def harness_settings(harness: Any, values: dict[str, Any], *, where: str = "sett
             foreign += _changed({_key(k): v for k, v in value.items()}, other.settings_class)
         elif key in own:
             flat[key] = value
-        else:
+        elif not _left_at_default(key, value, harness.name):
             foreign.append(key)
     if foreign:
         raise _refusal(foreign, harness, where)
