@@ -22,6 +22,7 @@ from tsbench.core.config import build, read_toml_table
 from tsbench.core.errors import UserError
 from tsbench.core.extras import check
 from tsbench.core.settings import convert, spec_map
+from tsbench.eval.model_args import harness_args
 from tsbench.harness.settings import build_run
 from tsbench.train.config import GRPOConfig, LaunchConfig
 from tsbench.train.launch import launch_command, needs_launcher
@@ -115,6 +116,15 @@ def train_grpo_cmd(
     config: Optional[Path] = typer.Option(
         None, help="A TOML file from experiments/grpo/ ([grpo] table); flags override it."
     ),
+    harness_arg: Optional[list[str]] = typer.Option(  # noqa: UP045 - typer needs a runtime type
+        None,
+        "-H",
+        "--harness-arg",
+        help="KEY=VALUE, repeatable: a setting of the chosen harness, e.g. -H max_turns=3; `--harness X --help` "
+        "lists X's.",
+        metavar="KEY=VALUE",
+        show_default=False,
+    ),
     full: bool = typer.Option(False, help="Train every parameter (the same as --lora 0)."),
     check_only: bool = typer.Option(
         False,
@@ -127,6 +137,7 @@ def train_grpo_cmd(
 
     Every setting is a flag of its field's name and a key of the [grpo] table (src/tsbench/train/config.py)."""
     settings = read_toml_table(config, "grpo") if config else {}
+    settings.update(harness_args(harness_arg))
     flags = {**given_settings(ctx, GRPOConfig), **harness_flags(ctx)}
     if full:
         flags["lora"] = 0
