@@ -9,6 +9,8 @@ tsbench, a `harness.<name>` entry point in the `tsbench.plugins` group (see tsbe
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import Any
 
 # Loaded on first use (PEP 562), so reading settings (harness/settings.py) does not start the jail's
@@ -41,6 +43,18 @@ def __getattr__(name: str) -> Any:
     globals()[name] = value
     return value
 
+
+class _Package(types.ModuleType):
+    """Importing the submodule harness/play.py binds it on the package; the name stays the function `play`,
+    as an eager `from tsbench.harness.play import play` left it."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "play" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "HARNESSES",
