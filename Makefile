@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup test test-servers lint format demo bench clean gpu
+.PHONY: setup test test-servers lint format demo bench bench-startup clean gpu
 
 # Every phony target that runs kernels depends on setup, so bubblewrap (the kernels' jail) is checked on each.
 setup: $(STAMP)
@@ -72,6 +72,9 @@ demo: setup
 
 bench: setup
 	$(BIN)/python -m tsbench.bench
+
+bench-startup:  # eval --help time, eval start CPU, modules per rlm episode; TSBENCH_BENCH_REFERENCE=<src> beside
+	$(BIN)/python -m tsbench.bench startup
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache

@@ -13,7 +13,7 @@ from tsbench.core.errors import UserError
 from tsbench.eval.agents import Unbuilt, check_before_building, check_pairing
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
-from tsbench.harness import HARNESSES, HarnessConfig, HarnessSettings, get_harness
+from tsbench.harness import HARNESSES, HarnessSettings, get_harness, harness_settings
 from tsbench.harness.tools import ToolsSettings
 from tsbench.models.base import Agent, Completion, as_agent
 from tsbench.models.local_hf import LocalHFModel
@@ -24,7 +24,7 @@ from tsbench.models.vllm_server import VLLMChatModel
 
 def problem(agent, harness: str, **settings) -> str | None:
     run = get_harness(harness)
-    return run.pairing_problem(as_agent(agent), run.settings(build(HarnessConfig, settings)))
+    return run.pairing_problem(as_agent(agent), harness_settings(run, settings))
 
 
 def test_every_harness_declares_its_capabilities_and_its_settings_class():
@@ -82,7 +82,7 @@ def test_a_built_in_providers_model_class_answers_before_it_is_built():
     assert OpenAIChatModel.native_tools() and not VLLMChatModel.native_tools()
     assert not LocalHFModel.sees_images() and LocalVLMModel.sees_images()
     tools = get_harness("tools")
-    native = tools.settings(build(HarnessConfig, {"tool_protocol": "native"}))
+    native = harness_settings(tools, {"tool_protocol": "native"})
     assert "no native function calling" in tools.pairing_problem(Unbuilt(VLLMChatModel, "vllm/x"), native)
     assert tools.pairing_problem(Unbuilt(OpenAIChatModel, "gpt-x"), native) is None
     with pytest.raises(UserError, match="vllm/Qwen/Qwen2.5-0.5B-Instruct has no native function calling"):
@@ -140,4 +140,4 @@ def test_a_setting_that_does_not_apply_is_refused_before_any_episode(small_data,
     with pytest.raises(UserError, match=r"\[memory\], which harness file-agent does not have"):
         run_eval(cfg)  # the chain path (TimeSage's file agent) has no memory: refused, never ignored
     with pytest.raises(UserError, match=r"and the memory wrapper is not played around harness rlm here"):
-        get_harness("rlm").settings(build(HarnessConfig, {"memory_bank": str(bank)}))  # play() alone has none
+        harness_settings(get_harness("rlm"), {"memory_bank": str(bank)})  # play() alone has none

@@ -50,24 +50,23 @@ def test_no_source_file_is_over_about_600_lines():
 
 
 def test_every_harness_setting_is_a_config_key():
-    """HarnessConfig (every harness's sections) nests in EvalConfig: each setting is accepted as a flat
-    [eval] key and lands in its section."""
+    """Each harness's own settings (and the shared ones) are accepted as flat [eval] keys once it is chosen,
+    and land in its settings object."""
     from tsbench.core.config import build
     from tsbench.core.errors import UserError
-    from tsbench.core.settings import get, specs
+    from tsbench.core.settings import specs
     from tsbench.eval.config import EvalConfig
-    from tsbench.harness import HarnessConfig
+    from tsbench.harness import HARNESSES, get_harness
 
-    harness_specs = specs(HarnessConfig)
-    assert {s.meta["section"] for s in harness_specs} >= {None, "rlm", "tools", "memory", "file-agent"}
-    for spec in harness_specs:  # a value of the field's declared type, inside its declared bounds
-        value = spec.default if spec.default is not None else {int: 0, float: 0.5, str: ""}.get(spec.base, False)
-        changed = {bool: lambda v: not v, int: lambda v: v + 1, float: lambda v: v + 0.5, str: lambda v: v + "x"}
-        new = changed[spec.base](value)
-        if spec.meta.get("choices"):
-            new = next(c for c in spec.meta["choices"] if c != spec.default)
-        cfg = build(EvalConfig, {"model": "m", spec.name: new})
-        assert get(cfg.harness_config, spec) == new, spec.name
+    for name in HARNESSES:
+        for spec in specs(get_harness(name).settings_class):  # a value of the declared type, inside its bounds
+            value = spec.default if spec.default is not None else {int: 0, float: 0.5, str: ""}.get(spec.base, False)
+            changed = {bool: lambda v: not v, int: lambda v: v + 1, float: lambda v: v + 0.5, str: lambda v: v + "x"}
+            new = changed[spec.base](value)
+            if spec.meta.get("choices"):
+                new = next(c for c in spec.meta["choices"] if c != spec.default)
+            cfg = build(EvalConfig, {"model": "m", "harness": name, spec.name: new})
+            assert getattr(cfg.harness_config, spec.name) == new, (name, spec.name)
     with pytest.raises(UserError, match="no_such_key"):
         build(EvalConfig, {"model": "m", "no_such_key": 1})
 

@@ -20,6 +20,7 @@ from tsbench.eval.runner import run_eval
 from tsbench.harness.prompts import FINAL_TURN_NOTICE
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
+from tsbench.testing.readiness import wait_ready
 
 ATTEMPTS = 3
 
@@ -99,11 +100,7 @@ def test_resume_after_kill_runs_every_id_exactly_once(small_data, tmp_path):
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     journal = out / schema.JOURNAL
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if journal.exists() and len(journal.read_text().splitlines()) >= 3:
-            break
-        time.sleep(0.2)
+    wait_ready(proc, lambda: journal.exists() and len(journal.read_text().splitlines()) >= 3, poll_s=0.2)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     partial = len(schema.read_journal(out))
@@ -276,9 +273,7 @@ def test_ctrl_c_keeps_finished_rows_and_exits_130(small_data, tmp_path):
     )
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     journal = out / schema.JOURNAL
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not (journal.exists() and journal.read_text().count("\n") >= 2):
-        time.sleep(0.1)
+    wait_ready(proc, lambda: journal.exists() and journal.read_text().count("\n") >= 2, poll_s=0.1)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "resume" in err
@@ -390,9 +385,7 @@ def test_second_ctrl_c_abandons_hung_episodes(small_data, tmp_path):
         lines: list[str] = []
         reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
         reader.start()
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and server.request_count < 2:
-            time.sleep(0.1)
+        wait_ready(proc, lambda: server.request_count >= 2, poll_s=0.1)
         proc.send_signal(signal.SIGINT)
         # The second Ctrl-C only once the first is acknowledged: two signals the process has not yet
         # run Python for arrive as one (a busy box can hold it off the CPU for over a second).

@@ -16,7 +16,7 @@ import pytest
 
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
-from tsbench.harness import HarnessConfig
+from tsbench.harness import HarnessSettings
 from tsbench.harness.runtime.jail import interpreter_paths
 from tsbench.results import schema
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
@@ -86,7 +86,7 @@ def _run(small_data: Path, out: Path, script: list[str], monkeypatch) -> pd.Data
             limit_per_category=2,
             concurrency=1,
             out=str(out),
-            harness_config=HarnessConfig(max_turns=4, cell_timeout_s=120),
+            harness_config=HarnessSettings(max_turns=4, cell_timeout_s=120),
         )
         run_eval(cfg)
     info = json.loads((out / schema.RUN_JSON).read_text())

@@ -14,7 +14,7 @@ import pytest
 
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
-from tsbench.harness import HarnessConfig
+from tsbench.harness import HarnessSettings
 from tsbench.harness.runtime import SandboxError, check_jail
 from tsbench.harness.runtime.jail import _preflight
 
@@ -110,7 +110,7 @@ def test_eval_refuses_kernel_harnesses_without_the_jail_unless_unsafe(
         limit_per_category=1,
         concurrency=1,
         out=str(tmp_path / "unsafe"),
-        harness_config=HarnessConfig(unsafe_sandbox=True),
+        harness_config=HarnessSettings(unsafe_sandbox=True),
     )
     run_dir = run_eval(cfg)
     info = json.loads((run_dir / "run.json").read_text())

@@ -90,10 +90,10 @@ def _eval(site: Path, out: Path, *extra: str, path: str | None = None) -> subpro
 
 
 def test_a_plugin_harness_with_its_own_section_runs_jailed_and_pooled_through_eval(site, tmp_path):
-    helped = _run(site, "-m", "tsbench.cli", "eval", "--help")
+    helped = _run(site, "-m", "tsbench.cli", "eval", "--harness", "peek", "--help")
     assert helped.returncode == 0, helped.stderr[-2000:]
     text = " ".join(helped.stdout.split())
-    assert "--greeting" in text and "[peek] What the kernel prints before the series' sum. [default: hello]" in text
+    assert "--greeting" in text and "What the kernel prints before the series' sum. [default: hello]" in text
 
     config = tmp_path / "peek.toml"
     config.write_text('[eval]\nharness = "peek"\nconcurrency = 2\n\n[eval.peek]\ngreeting = "from-toml"\n')
@@ -198,7 +198,7 @@ def test_train_grpo_plays_a_plugin_kernel_harness_with_its_own_section_for_one_c
         said = attributes["kernel_said"].split()  # printed by the cell the plugin ran in the kernel
         assert said[0] == "from-toml" and float(said[1]) > 0 and code_cells == 1
     harness_config = json.loads((run / "train.json").read_text())["config"]["harness_config"]
-    assert harness_config["peek"] == {"greeting": "from-toml"} and harness_config["unsafe_sandbox"] is False
+    assert harness_config["greeting"] == "from-toml" and harness_config["unsafe_sandbox"] is False
 
     refused = tmp_path / "refused.toml"
     refused.write_text(config.read_text().replace("[grpo.peek]", "[grpo.rlm]\ndepth = 1\n\n[grpo.peek]"))

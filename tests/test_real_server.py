@@ -18,7 +18,6 @@ import secrets
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from tsbench.core.config import build
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
 from tsbench.tasks.anomalyxl import labels as lb
+from tsbench.testing.readiness import wait_ready
 
 CONTEXT = 640  # declared with -M context_tokens=...: transformers serve does not report a context
 
@@ -79,19 +79,18 @@ def server(request, tmp_path_factory):
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"{request.param} server exited: {Path(log.name).read_text()[-2000:]}")
+
+        def answers() -> bool:
             try:
                 with urllib.request.urlopen(f"{base}{ready}", timeout=2) as response:
-                    if response.status == 200:
-                        break
+                    return response.status == 200
             except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"{request.param} server did not answer {ready} in 120 s")
-            time.sleep(0.5)
+                return False
+
+        try:  # waits while the server is alive and progressing: a load of 20 slows it, never fails it
+            wait_ready(process, answers, log=Path(log.name))
+        except RuntimeError as error:
+            pytest.fail(f"{request.param} server did not answer {ready}: {error}")
         yield f"{base}/v1", model
     finally:
         process.terminate()

@@ -18,7 +18,8 @@ from tsbench.core.errors import UserError
 from tsbench.core.settings import specs
 from tsbench.eval.config import EvalConfig, result_settings
 from tsbench.eval.runner import run_eval
-from tsbench.harness import HarnessConfig
+from tsbench.harness import HARNESSES, get_harness
+from tsbench.harness.settings import own_settings
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
 from tsbench.train.config import GRPOConfig
 from tsbench.train.sft_config import SFTConfig
@@ -56,8 +57,11 @@ def test_every_field_is_a_flag_of_its_own_name_with_a_docstring(command, cls):
 
 def test_eval_help_lists_every_harness_section_with_defaults(capsys):
     with pytest.raises(SystemExit):
-        app(["eval", "--help"], prog_name="tsbench")
+        app(["eval", "--harness", "file-agent", "--help"], prog_name="tsbench")
     text = " ".join(capsys.readouterr().out.split())
+    with pytest.raises(SystemExit):
+        app(["eval", "--harness", "tools", "--help"], prog_name="tsbench")
+    text += " ".join(capsys.readouterr().out.split())
     for flag in (
         "--period-steps",
         "--period-wall-s",
@@ -119,19 +123,17 @@ def test_toml_values_are_typed_and_unknown_tables_and_keys_get_a_did_you_mean(tm
         build(EvalConfig, read_toml_table(toml("[eval]\nlimt = 2\n"), "eval"))
     with pytest.raises(UserError, match=r"cell_timeout_s \(--cell-timeout-s\) must be > 0"):
         build(EvalConfig, {"harness_config": {"cell_timeout_s": 0}})
-    with pytest.raises(UserError, match=r"unknown key top_k in \[tools\]"):
-        build(EvalConfig, read_toml_table(toml("[eval.tools]\ntop_k = 2\n"), "eval"))
+    with pytest.raises(UserError, match=r"top_k \(--top-k\) is a setting of \[memory\]"):
+        build(EvalConfig, read_toml_table(toml('[eval]\nharness = "tools"\n[eval.tools]\ntop_k = 2\n'), "eval"))
     cfg = build(
         EvalConfig,
         read_toml_table(
-            toml('[eval]\nlengths = "1024, 2048"\n[eval.rlm]\ndepth = 1\n[eval.file-agent]\nperiod_steps = 3\n'), "eval"
+            toml('[eval]\nlengths = "1024, 2048"\nharness = "rlm"\n[eval.rlm]\ndepth = 1\n[eval.file-agent]\n'), "eval"
         ),
     )
-    assert (
-        cfg.lengths == [1024, 2048]
-        and cfg.harness_config.rlm.depth == 1
-        and cfg.harness_config.file_agent.period_steps == 3
-    )
+    assert cfg.lengths == [1024, 2048] and cfg.harness_config.depth == 1  # [eval.file-agent] left at its defaults
+    old = build(EvalConfig, {"harness": "file-agent", "harness_config": {"file_agent": {"period_steps": 3}}})
+    assert old.harness_config.period_steps == 3  # the old nested spelling [eval.harness_config.file-agent]
 
 
 def test_every_experiment_config_builds(tmp_path):
@@ -144,7 +146,7 @@ def test_every_experiment_config_builds(tmp_path):
         data = tomllib.loads(path.read_text())
         for table in set(data) & set(tables):
             build(tables[table], read_toml_table(path, table), where=str(path))
-        sectioned = {s.name for s in specs(EvalConfig) if s.meta.get("section")}
+        sectioned = {name for h in HARNESSES for name in own_settings(get_harness(h).settings_class)}
         flat_section_keys = [k for k in data.get("eval", {}) if k in sectioned]
         assert not flat_section_keys, f"{path}: harness settings belong in their section: {flat_section_keys}"
 
@@ -162,9 +164,9 @@ def test_resume_settings_are_derived_from_the_fields():
         "client_timeout_s",
         "judge_base_url",
         "model",
-        "mode",
         "top_k",
     } <= names
+    assert "mode" in set(result_settings(build(EvalConfig, {"harness": "file-agent"})))  # the chosen harness's own
     assert not names & {
         "out",
         "overwrite",
@@ -243,23 +245,20 @@ def test_a_setting_of_another_harness_is_refused(monkeypatch, capsys, small_data
     )
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "max_tool_calls (--max-tool-calls) is a setting of [tools]" in err and "rlm" in err
-    from tsbench.harness import HarnessSettings, get_harness
+    from tsbench.harness import HarnessSettings, get_harness, harness_settings
     from tsbench.harness.rlm import RLMSettings
-    from tsbench.harness.settings import sections
     from tsbench.harness.tools import ToolsSettings
 
     def own(cls):
         return {f.name for f in dataclasses.fields(cls)} - {f.name for f in dataclasses.fields(HarnessSettings)}
 
-    assert own(RLMSettings) == {"depth", "max_blocks_per_reply", "max_sub_rlm_calls"} and "max_tool_calls" in own(
-        ToolsSettings
-    )
-    assert {s.name: s.meta["section"] for s in specs(HarnessConfig)}["max_turns"] is None  # shared by all
-    for name, owner in sections().owners.items():  # each section holds its settings class's own fields
-        assert {s.name for s in specs(HarnessConfig) if s.meta["section"] == name} == own(owner)
-    assert get_harness("rlm").settings(build(HarnessConfig, {"depth": 1})) == RLMSettings(depth=1)
+    assert own(RLMSettings) == {"depth", "max_blocks_per_reply", "max_sub_rlm_calls"} and "max_tool_calls" in own(ToolsSettings)
+    assert harness_settings(get_harness("rlm"), {"depth": "1"}) == RLMSettings(depth=1)
+    assert get_harness("rlm").settings(HarnessSettings(max_turns=3)) == RLMSettings(max_turns=3)
     with pytest.raises(UserError, match=r"period_steps \(--period-steps\) is a setting of \[file-agent\]"):
-        get_harness("tools").settings(build(HarnessConfig, {"period_steps": 3}))
+        harness_settings(get_harness("tools"), {"period_steps": 3})
+    with pytest.raises(UserError, match=r"depth \(--depth\) is a setting of \[rlm\], which harness tools"):
+        get_harness("tools").settings(RLMSettings(depth=1))
 
 
 def test_the_judge_gets_its_own_server_and_key(tmp_path, monkeypatch):

@@ -9,6 +9,8 @@ whatever <think> does (the paper's nested/ordered check is the "paper" option); 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tsbench.models.registry import get_model
@@ -100,13 +102,19 @@ def test_hard_reward_is_a_case_insensitive_class_match():
         tm.reward(first, "Tablet", CLASSES)
 
 
+def _hard(taskset, category: str, gold: dict, message: str) -> bool:
+    """The composite reward's live hard reward (what train-grpo's TRL calls) on one reply."""
+    (_, hard, _), _ = rw.reward_functions(RewardConfig(reward="composite"), taskset)
+    return hard(final_message=[message], category=[category], gold=[json.dumps(gold)], score=[0.0])[0] > 0
+
+
 def test_timerbed_answer_class_hook_is_what_the_composite_hard_reward_reads():
     timerbed = get_taskset("timerbed")
     gold = {"answer": "walking_downstairs", "options": ["walking", "walking_upstairs", "walking_downstairs"]}
     assert timerbed.answer_class("har", gold, " WALKING_DOWNSTAIRS ") == "walking_downstairs"
     assert timerbed.answer_class("har", gold, "walking_downstairs.") is None  # one matcher: as the reward
-    assert rw.class_matches(timerbed, "har", gold, HAR)
-    assert not rw.class_matches(timerbed, "har", gold, "<think>x</think><class>walking</class>")
+    assert _hard(timerbed, "har", gold, HAR)
+    assert not _hard(timerbed, "har", gold, "<think>x</think><class>walking</class>")
     assert timerbed.score("har", gold, HAR).score == 1.0
     inside = timerbed.score("har", gold, "<think>maybe <class>walking</class></think>WALKING_DOWNSTAIRS")
     assert inside.parsed == {"answer": "walking"}  # the public code searches the whole reply, <think> too
@@ -117,7 +125,7 @@ def test_timerbed_answer_class_hook_is_what_the_composite_hard_reward_reads():
     json_reply = timerbed.score("har", gold, '{"answer": "walking_downstairs", "report": "x"}')
     assert (json_reply.score, json_reply.parsed) == (1.0, {"answer": "walking_downstairs", "from": "json"})
     assert timerbed.score("har", gold, '<class>x</class>{"answer": "walking_downstairs"}').score == 0.0
-    assert not rw.class_matches(timerbed, "har", gold, '{"answer": "walking_downstairs"}')  # the reward: tags only
+    assert not _hard(timerbed, "har", gold, '{"answer": "walking_downstairs"}')  # the reward: tags only
 
 
 def test_soft_reward_weights_generic_cap_and_the_papers_examples():

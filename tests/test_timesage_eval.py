@@ -226,7 +226,7 @@ def test_the_shipped_timesage_configs_build_and_the_floor_runs_from_the_command_
     sequential = build(
         EvalConfig, tomllib.loads((root / "openai_gpt-5.5__sequential__skills.toml").read_text())["eval"]
     )
-    assert (sequential.harness_config.file_agent.mode, sequential.harness_config.file_agent.skills) == (
+    assert (sequential.harness_config.mode, sequential.harness_config.skills) == (
         "sequential",
         True,
     )

@@ -107,7 +107,6 @@ def test_hard_reward_compares_the_class_and_soft_is_gated_on_it():
     fmt, hard, soft = (fn(prompts=["k"] * 3, completions=None, **columns) for fn in functions)
     assert fmt == [1.0, 1.0, 0.0] and hard == [1.0, 0.0, 0.0] and soft == [0.5, 0.0, 0.0]
     assert rw.weighted_total(functions, weights, ["k"] * 3, columns) == pytest.approx([0.1 + 0.9 + 0.25, 0.1, 0.0])
-    assert rw.composite_reward(1.0, 0.0, 0.9, (0.1, 0.9, 1.0)) == pytest.approx(0.1)
     assert RewardConfig(reward="composite").soft == 0.0 and RewardConfig(judge="j", soft_weight=0.3).soft == 0.3
 
 

@@ -8,6 +8,7 @@ import sys
 
 # section -> its module under tsbench.bench (imported when run: some import torch or ray)
 SECTIONS = {
+    "startup": "startup",
     "generate": "generation",
     "baselines": "baselines",
     "detector": "detector",

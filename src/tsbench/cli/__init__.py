@@ -18,6 +18,7 @@ from tsbench import __version__
 from tsbench.cli import convert, data, export, leaderboard, research, timeclaw, timesage
 from tsbench.cli import eval as eval_commands
 from tsbench.cli.common import err_console
+from tsbench.cli.options import HARNESS_CONTEXT, HarnessCommand
 from tsbench.core.errors import UserError
 from tsbench.core.extras import check
 from tsbench.core.out_paths import path_error
@@ -58,9 +59,10 @@ class _Deferred(click.Command):
             raise UserError(
                 f"{self.name} needs the train extra (pip install 'tsbench[train]'): {exc.name} is not installed"
             ) from None
-        return get_command_from_info(
-            CommandInfo(name=self.name, callback=callback), pretty_exceptions_short=True, rich_markup_mode=self.markup
-        )
+        info = CommandInfo(name=self.name, callback=callback)
+        if getattr(callback, "plays_harness", False):  # train-grpo: the harness's own settings as eval's
+            info = CommandInfo(name=self.name, callback=callback, cls=HarnessCommand, context_settings=HARNESS_CONTEXT)
+        return get_command_from_info(info, pretty_exceptions_short=True, rich_markup_mode=self.markup)
 
     def make_context(self, info_name, args, parent=None, **extra):  # noqa: ANN001 - click's signature
         return self.real().make_context(info_name, args, parent=parent, **extra)
@@ -107,7 +109,7 @@ app.command()(data.generate)
 app.command("convert-tsaia")(convert.convert_tsaia)
 app.command()(data.describe)
 app.command()(data.score)
-app.command("eval")(eval_commands.eval_cmd)
+app.command("eval", cls=HarnessCommand, context_settings=HARNESS_CONTEXT)(eval_commands.eval_cmd)
 app.command()(eval_commands.show)
 app.command()(leaderboard.leaderboard)
 app.command()(research.compare)

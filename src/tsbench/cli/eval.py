@@ -16,27 +16,55 @@ from rich.text import Text
 
 from tsbench.cli.common import console, err_console, require_run_dir
 from tsbench.cli.eval_progress import EvalDisplay
-from tsbench.cli.options import given_settings, settings_options
+from tsbench.cli.options import given_settings, harness_flags, settings_options
 from tsbench.cli.summary_table import WIDE, summary_table, usage_line
 from tsbench.core import json_input
-from tsbench.core.config import build, read_toml_table
+from tsbench.core.config import read_toml_table
 from tsbench.core.errors import UserError
 from tsbench.core.own_folder import config_overwrite_refusal
 from tsbench.core.sanitize import display_name, terminal_text
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.config_keys import config_key_refusals
-from tsbench.eval.model_args import task_settings
-from tsbench.results.records import transcript_events
+from tsbench.eval.model_args import harness_args, task_settings
+from tsbench.harness.settings import build_run
+
+# --help in the order a user reaches for settings: what runs, on what, how, how much, where it goes.
+PANELS = {
+    "Model": (
+        "model",
+        "base_url",
+        "model_args",
+        "api_key_env",
+        "price",
+        "client_timeout_s",
+        "max_attempts",
+        "retry_delay_s",
+    ),
+    "Data": ("family", "data", "data_root", "seed", "split", "regime", "categories", "lengths", "sample_ids"),
+    "Harness": ("harness", "max_turns", "max_tokens", "temperature", "unsafe_sandbox", "cell_timeout_s", "memory_gib"),
+    "Limits": ("limit", "limit_per_category", "epochs", "episode_token_cap", "episode_wall_s", "concurrency"),
+    "Output": ("out", "log_dir", "new_run", "overwrite", "fail_on_error", "report_to"),
+}
 
 
-@settings_options(EvalConfig)
+@settings_options(EvalConfig, panels=PANELS)
 def eval_cmd(
     ctx: typer.Context,
     config: Optional[Path] = typer.Option(
         None,
-        help="A TOML file from experiments/ ([eval] table; harness "
-        "sections [eval.rlm], [eval.tools], [eval.memory], [eval.file-agent], and a plugin harness's own); "
-        "flags override it.",
+        help="A TOML file from experiments/ ([eval] table; the harness's own settings in [eval.<harness>], "
+        "the memory wrapper's in [eval.memory]); flags override it.",
+        rich_help_panel="Model",
+    ),
+    harness_arg: Optional[list[str]] = typer.Option(  # noqa: UP045 - typer needs a runtime type
+        None,
+        "-H",
+        "--harness-arg",
+        help="KEY=VALUE, repeatable: a setting of the chosen harness (as inspect's -T/-M), e.g. -H depth=1; "
+        "`--harness X --help` lists X's.",
+        metavar="KEY=VALUE",
+        show_default=False,
+        rich_help_panel="Harness",
     ),
     task_arg: Optional[list[str]] = typer.Option(  # noqa: UP045 - typer needs a runtime type
         None,
@@ -46,6 +74,7 @@ def eval_cmd(
         "-T categories=localize; flags named in full win.",
         metavar="KEY=VALUE",
         show_default=False,
+        rich_help_panel="Other settings",
     ),
     trust_config_keys: bool = typer.Option(
         False,
@@ -53,29 +82,31 @@ def eval_cmd(
         help="Send the API keys a --config file names (api_key_env, judge_api_key_env) to the servers it "
         "names, and the keys Ray workers get to the cluster it names (ray_address); without it, a key only "
         "the file names goes to its provider's own endpoint only, and no key to a cluster only the file names.",
+        rich_help_panel="Model",
     ),
 ) -> None:
     """Evaluate a model under a harness; re-running the same command resumes.
 
-    Every setting is a flag of its field's name and a key of the [eval] table (src/tsbench/eval/config.py;
-    each harness's own in its section, src/tsbench/harness/settings.py)."""
+    Every setting is a flag of its field's name and a key of the [eval] table (src/tsbench/eval/config.py);
+    the chosen harness's own are flags too, keys of [eval.<harness>] and -H pairs (`--harness X --help`)."""
     from tsbench.eval.preflight import with_limit_note
     from tsbench.eval.runner import RunProgress, run_eval
 
     settings = read_toml_table(config, "eval") if config else {}
     from_file = dict(settings)
     settings.update(task_settings(task_arg))
-    flags = given_settings(ctx, EvalConfig)
+    settings.update(harness_pairs := harness_args(harness_arg))
+    flags = {**given_settings(ctx, EvalConfig), **harness_flags(ctx)}
     for name in ("tools_dir", "memory_bank"):
         if flags.get(name) is not None and not Path(flags[name]).exists():
             raise UserError(f"no such file or directory: {flags[name]}")
     settings.update(flags)
     if "text_budget_chars" not in settings and (trained := _trained_text_budget(str(settings.get("model", "")))):
         settings["text_budget_chars"] = trained
-    cfg = build(EvalConfig, settings, where=f"setting in {config}" if config else "setting")
-    if not trust_config_keys and (refused := config_key_refusals(cfg, from_file, {**task_settings(task_arg), **flags})):
+    cfg = build_run(EvalConfig, settings, where=f"setting in {config}" if config else "setting")
+    command_line = {**task_settings(task_arg), **harness_pairs, **flags}
+    if not trust_config_keys and (refused := config_key_refusals(cfg, from_file, command_line)):
         raise UserError(f"{config}: {refused[0]}")
-    command_line = {**task_settings(task_arg), **flags}
     if refused := config_overwrite_refusal(config, from_file, command_line, cfg.out or cfg.log_dir or "results"):
         raise UserError(refused)
 
@@ -196,6 +227,7 @@ def show(
     from rich.syntax import Syntax
 
     from tsbench.results import load_samples
+    from tsbench.results.records import transcript_events
 
     require_run_dir(run)
     samples = load_samples(run)

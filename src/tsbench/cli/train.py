@@ -17,12 +17,14 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from tsbench.cli.common import console, err_console, split_list
-from tsbench.cli.options import given_settings, settings_options
+from tsbench.cli.options import given_settings, harness_flags, settings_options
 from tsbench.core.config import build, read_toml_table
 from tsbench.core.errors import UserError
 from tsbench.core.extras import check
 from tsbench.core.own_folder import config_overwrite_refusal
 from tsbench.core.settings import convert, spec_map
+from tsbench.eval.model_args import harness_args
+from tsbench.harness.settings import build_run
 from tsbench.train.config import GRPOConfig, LaunchConfig
 from tsbench.train.launch import launch_command, needs_launcher
 from tsbench.train.sft_config import TSLM_PREFIX, SFTConfig
@@ -165,6 +167,15 @@ def train_grpo_cmd(
     config: Optional[Path] = typer.Option(
         None, help="A TOML file from experiments/grpo/ ([grpo] table); flags override it."
     ),
+    harness_arg: Optional[list[str]] = typer.Option(  # noqa: UP045 - typer needs a runtime type
+        None,
+        "-H",
+        "--harness-arg",
+        help="KEY=VALUE, repeatable: a setting of the chosen harness, e.g. -H max_turns=3; `--harness X --help` "
+        "lists X's.",
+        metavar="KEY=VALUE",
+        show_default=False,
+    ),
     full: bool = typer.Option(False, help="Train every parameter (the same as --lora 0)."),
     check_only: bool = typer.Option(
         False,
@@ -177,13 +188,14 @@ def train_grpo_cmd(
 
     Every setting is a flag of its field's name and a key of the [grpo] table (src/tsbench/train/config.py)."""
     settings = read_toml_table(config, "grpo") if config else {}
-    flags = given_settings(ctx, GRPOConfig)
+    settings.update(harness_args(harness_arg))
+    flags = {**given_settings(ctx, GRPOConfig), **harness_flags(ctx)}
     if full:
         flags["lora"] = 0
     settings.update(flags)
     if not settings.get("model") and not (settings.get("policy") or {}).get("model"):
         raise UserError("--model is required (or a --config that sets model)")
-    cfg = build(GRPOConfig, settings, where=f"setting in {config}" if config else "setting")
+    cfg = build_run(GRPOConfig, settings, where=f"setting in {config}" if config else "setting")
     cfg.validate(cfg.launch.num_processes)
     if check_only:
         from tsbench.train.check import check_grpo
@@ -198,6 +210,9 @@ def train_grpo_cmd(
 
     run_dir = train_grpo(cfg, LineProgress(err_console))
     console.print(f"wrote {run_dir}  (evaluate: tsbench eval --model local/{run_dir}/final)")
+
+
+train_grpo_cmd.plays_harness = True  # the chosen harness's own settings are its options (cli/options.py)
 
 
 def relaunch(launch: LaunchConfig) -> int:

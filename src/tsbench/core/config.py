@@ -1,8 +1,8 @@
 """Settings dataclasses from TOML tables and flags, one rule for every stage.
 
-A config dataclass may nest others (EvalConfig holds a HarnessConfig, which holds one section per
-harness: harness/settings.py). Keys may be given flat (`max_turns = 15`, `depth = 1` under [eval])
-or as the nested table ([eval.rlm], [eval.harness_config.rlm]); a key or table that no dataclass has is an
+A config dataclass may nest others (EvalConfig holds the shared harness settings and [memory]; the
+chosen harness's own settings are read after it, harness/settings.py `build_run`). Keys may be given flat
+(`max_turns = 15` under [eval]) or as the nested table; a key or table that no dataclass has is an
 error naming it with a did-you-mean, never silently dropped. Every value is converted to its
 field's type and checked against the field's declared bounds (core/settings.py) before anything
 runs: a bad one is one line.
@@ -65,12 +65,22 @@ def _fold_aliases(cls: type, values: dict[str, Any]) -> None:
                 values[spec.name] = values.pop(key)
 
 
-def build(cls: type[T], values: dict[str, Any], *, where: str = "settings", base: Any = None, _top: bool = True) -> T:
+def build(cls: type[T], values: dict[str, Any], *, where: str = "settings", base: Any = None) -> T:
+    """`cls(**values)` as `build_fields` makes it; a run config that reads its harness's settings once the
+    harness is chosen (EvalConfig, GRPOConfig: a `from_values` classmethod, harness/settings.py) builds itself."""
+    if base is None and (own := getattr(cls, "from_values", None)) is not None:
+        return own(values, where=where)
+    return build_fields(cls, values, where=where, base=base)
+
+
+def build_fields(
+    cls: type[T], values: dict[str, Any], *, where: str = "settings", base: Any = None, _top: bool = True
+) -> T:
     """`cls(**values)`, routing flat keys to nested dataclasses, converting every value to its
     field's type and rejecting unknown keys and values out of their declared range.
 
     A nested dataclass starts from its field's own default (so `field(default_factory=lambda:
-    HarnessConfig(temperature=1.0))` keeps temperature 1.0 unless a value overrides it)."""
+    HarnessSettings(max_tokens=4096))` keeps max_tokens 4096 unless a value overrides it)."""
     values = {str(k).replace("-", "_"): v for k, v in values.items()}  # [eval.file-agent] = file_agent
     if _top:
         _fold_aliases(cls, values)
@@ -88,7 +98,7 @@ def build(cls: type[T], values: dict[str, Any], *, where: str = "settings", base
             if key in values and key not in own:
                 given[key] = values.pop(key)
         start = getattr(base, name) if base is not None else _field_default(cls, name)
-        kwargs[name] = build(
+        kwargs[name] = build_fields(
             inner, given, where=where, base=start if dataclasses.is_dataclass(start) else None, _top=False
         )
     try:
@@ -108,6 +118,8 @@ def flat(obj: Any) -> dict[str, Any]:
     """The config as one flat dict (nested dataclasses' fields inlined): how run.json shows it."""
     out: dict[str, Any] = {}
     for f in dataclasses.fields(obj):
+        if f.metadata.get("raw"):  # values not yet read as settings (harness_args): no setting of the run
+            continue
         value = getattr(obj, f.name)
         if dataclasses.is_dataclass(value):
             for key, inner in flat(value).items():

@@ -188,7 +188,7 @@ def _specs(cls: type, section: tuple[str, ...]) -> tuple[Spec, ...]:
     found: list[Spec] = []
     declared = inspect.get_annotations(cls)  # a class's own fields first, then inherited ones
     for f in sorted(dataclasses.fields(cls), key=lambda f: f.name not in declared):
-        if f.name in inner or not f.init:
+        if f.name in inner or not f.init or f.metadata.get("raw"):
             continue
         base, is_list, optional = _unwrap(hints[f.name])
         meta = dict(f.metadata)

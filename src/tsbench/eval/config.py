@@ -11,11 +11,12 @@ how many episodes run at once.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from tsbench.core.sanitize import file_name_part
 from tsbench.core.settings import answer_settings, setting
 from tsbench.core.text import short_model_name
-from tsbench.harness.settings import HarnessConfig, HarnessSettings
+from tsbench.harness.settings import HarnessSettings, MemorySettings, harness_settings, memory_for
 from tsbench.models.retry import DEFAULT_TIMEOUT_S, RetryPolicy
 
 _RETRY = RetryPolicy()
@@ -77,9 +78,8 @@ class EvalConfig(JudgeSettings):
     )
     harness: str = setting(
         "",
-        "single-pass-text, single-pass-image, rlm, rlm-image, tools, tools-image, "
-        "file-agent, or direct (reference policies) [rlm; direct for detector/ and classical/; "
-        "the family's own where it has one].",
+        "A registered harness ({harnesses}); `--harness X --help` lists X's own settings [rlm; direct for "
+        "detector/ and classical/; the family's own where it has one].",
     )
     family: str = setting(DEFAULT_FAMILY, "Task family (or module:attribute for one of your own).")
     data: list[str] = setting(
@@ -175,7 +175,30 @@ class EvalConfig(JudgeSettings):
     report_to: list[str] | None = _no_answers(
         None, "Track the run: tensorboard and/or wandb (offline), under the run dir (pip install 'tsbench[tracking]')."
     )
-    harness_config: HarnessConfig = field(default_factory=HarnessConfig)
+    harness_config: HarnessSettings = field(default_factory=HarnessSettings)
+    """The chosen harness's own settings (an instance of its settings class once it is chosen)."""
+    memory: MemorySettings = field(default_factory=MemorySettings)
+    harness_args: dict[str, Any] = field(default_factory=dict, metadata={"raw": True}, repr=False)
+    """Harness settings as given ([eval.<harness>] tables, -H, flags) while the harness is not yet chosen."""
+
+    @classmethod
+    def from_values(cls, values: dict, *, where: str = "setting") -> Any:
+        """Built from TOML and flag values: its own settings, then its harness's (harness/settings.py)."""
+        from tsbench.harness.settings import build_run
+
+        return build_run(cls, values, where=where)
+
+    def choose_harness(self, name: str) -> Any:
+        """The harness `name`, with `harness_config` built as its own settings, once (harness/settings.py);
+        a setting it does not have is refused in one line."""
+        from tsbench.harness.registry import get_harness
+
+        harness = get_harness(name)
+        self.harness = name
+        self.harness_config = harness_settings(harness, self.harness_args, base=self.harness_config)
+        self.harness_args = {}
+        memory_for(harness, self.memory)
+        return harness
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -199,8 +222,8 @@ class EvalConfig(JudgeSettings):
 
 def result_settings(cfg: EvalConfig) -> dict:
     """Every setting that can change a row's answer (derived from the fields: those not marked
-    answers=False): a resumed run must match them all."""
-    return answer_settings(cfg)
+    answers=False), the chosen harness's own included: a resumed run must match them all."""
+    return {**answer_settings(cfg), **answer_settings(cfg.harness_config)}
 
 
 def settings_diff(old: dict, new: dict) -> list[str]:

@@ -20,7 +20,6 @@ import os
 from typing import Any
 from urllib.parse import urlsplit
 
-from tsbench.eval.executors.ray import FORWARDED_ENV
 from tsbench.eval.model_args import parse_model_args
 from tsbench.models.endpoint import is_openai_endpoint, resolve_base_url
 from tsbench.models.registry import split_spec
@@ -28,7 +27,13 @@ from tsbench.models.registry import split_spec
 __all__ = ["TRUST_FLAG", "config_key_refusals"]
 
 TRUST_FLAG = "--trust-config-keys"
-FORWARDED_KEYS = tuple(name for name in FORWARDED_ENV if name.endswith("_KEY"))  # the secrets among them
+
+
+def _forwarded_keys() -> tuple[str, ...]:
+    """The secrets among what Ray workers are sent (executors/ray.py, imported only for a Ray run)."""
+    from tsbench.eval.executors.ray import FORWARDED_ENV
+
+    return tuple(name for name in FORWARDED_ENV if name.endswith("_KEY"))
 
 
 def _normalised(settings: dict[str, Any]) -> dict[str, Any]:
@@ -82,7 +87,7 @@ def _ray_refusal(cfg, file: dict[str, Any], command_line: dict[str, Any]) -> str
         return None
     if _local_cluster(str(address)):
         return None
-    keys = [name for name in dict.fromkeys((*FORWARDED_KEYS, cfg.api_key_env, cfg.judge_api_key_env)) if name]
+    keys = [name for name in dict.fromkeys((*_forwarded_keys(), cfg.api_key_env, cfg.judge_api_key_env)) if name]
     keys = [name for name in keys if os.environ.get(name)]
     if not keys:
         return None

@@ -28,7 +28,6 @@ from tsbench.models.base import Message
 from tsbench.results.records import apply_outcome, apply_score, finish, new_record
 from tsbench.tasks import get_taskset
 from tsbench.tasks.base import JudgeReply, Sample, SampleRef
-from tsbench.timeclaw.memory_wrapper import Remembering
 
 
 @dataclass(frozen=True)
@@ -125,7 +124,9 @@ def execute_job(job: EpisodeJob, agents: AgentCache, samples: list[Sample] | Non
     if samples is None:
         samples = [taskset.load(ref) for ref in job.refs]
     harness = get_harness(job.harness)
-    if job.memory is not None:
+    if job.memory is not None:  # TimeClaw's bank and fingerprints load only for a run that recalls
+        from tsbench.timeclaw.memory_wrapper import Remembering
+
         harness = Remembering(harness, job.memory)
     if not job.chain:
         sample = samples[0]

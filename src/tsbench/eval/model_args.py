@@ -52,3 +52,8 @@ def parse_model_args(items: list[str] | None) -> dict[str, Any]:
 def task_settings(items: list[str] | None) -> dict[str, str]:
     """-T pairs as settings by name (regime, categories, lengths, split, data, ...), as typed text."""
     return _pairs(items, "-T")
+
+
+def harness_args(items: list[str] | None) -> dict[str, str]:
+    """-H pairs: the chosen harness's settings by name, as typed text."""
+    return _pairs(items, "-H")

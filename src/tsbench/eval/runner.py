@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -31,9 +32,7 @@ from tsbench.eval.preflight import preflight
 from tsbench.eval.run_dir import choose_run_dir, settings_conflict
 from tsbench.eval.selection import select_rows
 from tsbench.eval.task_results import task_results
-from tsbench.eval.tracking import open_reporters
-from tsbench.harness import Harness, HarnessSettings, MemorySettings, get_harness, memory_for
-from tsbench.harness.tool_specs import load_tools_dir
+from tsbench.harness import Harness, HarnessSettings, MemorySettings, memory_for
 from tsbench.results import RESULTS_JSON, RUN_JSON, Journal, consolidate, load_run, load_samples, now_utc, results_json
 from tsbench.results.journal import read_journal_report
 from tsbench.results.lock import LOCK_FILE, RunDirLock
@@ -91,10 +90,10 @@ class Play:
 
 
 def _play(cfg: EvalConfig, name: str) -> Play:
-    """The harness `name` and its settings from the run's, every setting that does not apply refused."""
-    harness = get_harness(name)
-    memory = memory_for(harness, cfg.harness_config)
-    return Play(harness, harness.settings(cfg.harness_config, memory=True), memory)
+    """The harness `name` and its own settings, built once from the run's; every setting that does not apply
+    is refused."""
+    harness = cfg.choose_harness(name)
+    return Play(harness, cfg.harness_config, memory_for(harness, cfg.memory))
 
 
 def jails_to_pool(cfg: EvalConfig, play: Play, episodes: int) -> int:
@@ -203,6 +202,41 @@ def _jobs(
             )
 
 
+@dataclass
+class Resolved:
+    """What the run plays: its family, the agent built from the model spec, the harness and its settings."""
+
+    taskset: Any
+    agents: AgentCache
+    agent: Any
+    play: Play
+    executor_cls: type
+
+
+@dataclass
+class Selection:
+    """The rows the run plays, and what identifies them (the settings that pick them, the data's bytes)."""
+
+    files: list[Path]
+    rows: pd.DataFrame
+    settings: dict
+    variant: str
+    identity: dict
+
+
+@dataclass
+class OpenRun:
+    """The run dir, held by this process, with its run.json, reporters, chains and judge scoring."""
+
+    out: Path
+    moved: str | None
+    lock: RunDirLock
+    info: dict
+    chains: list[list[str]] | None
+    scoring: tuple
+    reporters: Any
+
+
 def run_eval(
     cfg: EvalConfig,
     progress: RunProgress | None = None,
@@ -210,11 +244,43 @@ def run_eval(
     on_interrupt: OnInterrupt | None = None,
 ) -> Path:
     """Evaluate, resuming whatever the run dir already holds; returns the run dir."""
-    check_settings(cfg)  # declared types and bounds (core/settings.py), also for configs built in Python
+    validate(cfg)
+    run = resolve(cfg)
+    chosen = select(cfg, run.taskset)
+    opened = open_run(cfg, run, chosen)
+    progress = progress or RunProgress()
+    wanted, pending = read_journal(opened, chosen, cfg.epochs, progress)
+    if on_update is not None:
+        on_update(progress)
+    journal = Journal(opened.out)
+    executor = None
+    try:
+        if pending:
+            executor = start_executor(cfg, run, pending)
+            jobs = _jobs(cfg, run.play, chosen.rows, pending, opened.chains, opened.scoring)
+            executor.run(jobs, recorder(journal, progress, opened.reporters, on_update), on_interrupt)
+    finally:
+        try:
+            _close_all(journal.close, executor.close if executor is not None else None, run.agents.close)
+            opened.reporters.finish(_finalize(opened.out, opened.info, wanted, run.taskset))
+            opened.reporters.close()
+        finally:
+            opened.lock.release()
+    return opened.out
+
+
+def validate(cfg: EvalConfig) -> None:
+    """Declared types and bounds (core/settings.py, also for configs built in Python), a model, trackers."""
+    check_settings(cfg)
     if not cfg.model:
         raise UserError("--model is required (or a --config that sets model)")
     check_targets(cfg.report_to)
     preflight(cfg)  # eval/preflight.py: outputs writable, servers answer, before any model loads
+
+
+def resolve(cfg: EvalConfig) -> Resolved:
+    """The family, the agent and the harness (the command's, the family's or the agent's), with every check
+    that can fail before an episode: pairing, the judge, the family's harnesses, the executor's preflight."""
     taskset = get_taskset(cfg.family)
     agents = AgentCache()
     harness = cfg.harness or taskset.default_harness
@@ -222,8 +288,7 @@ def run_eval(
         play = _play(cfg, harness)
         check_before_building(cfg.model, play.harness, play.settings)
     agent = agents.get(cfg.model, cfg.model_options())  # fail fast on a bad spec or a missing key
-    cfg.harness = harness or agent.default_harness()
-    play = _play(cfg, cfg.harness)
+    play = _play(cfg, harness or agent.default_harness())
     check_pairing(agent, play.harness, play.settings)
     if taskset.judged and cfg.judge and not cfg.judge.startswith("judge/"):
         agents.get(cfg.judge, cfg.judge_options())  # the judge's spec, server and key, checked before any episode
@@ -232,7 +297,14 @@ def run_eval(
     executor_cls = executor_class(cfg.executor)
     executor_cls.preflight(play.harness, play.settings.unsafe_sandbox)  # e.g. the jail, where it runs kernels
     if tools_dir := getattr(play.settings, "tools_dir", None):
+        from tsbench.harness.tool_specs import load_tools_dir
+
         load_tools_dir(tools_dir)  # a tool refused (a link out of --tools-dir) is one line, not an error row each
+    return Resolved(taskset, agents, agent, play, executor_cls)
+
+
+def select(cfg: EvalConfig, taskset: Any) -> Selection:
+    """The data files and the rows the run plays, and the identity of the bytes read."""
     files = taskset.resolve(cfg.data, seed=cfg.seed, split=cfg.split, root=cfg.data_root, filters=cfg.filters())
     cfg.data = [str(f) for f in files]
     settings = result_settings(cfg)
@@ -247,17 +319,20 @@ def run_eval(
         filters=cfg.filters(),
         settings=settings,
     )
-    variant = taskset.variant(settings)
     identity = checked_identity(taskset.dataset_identity(files), files, cfg.allow_modified_data)  # bytes read
-    out, moved = choose_run_dir(
-        cfg, identity, run_name(cfg, play.settings)
-    )  # eval/run_dir.py: resume only while the settings match
+    return Selection(files, rows, settings, taskset.variant(settings), identity)
+
+
+def open_run(cfg: EvalConfig, run: Resolved, chosen: Selection) -> OpenRun:
+    """The run dir (eval/run_dir.py: resume only while the settings match), locked for this process, with
+    its run.json written and its reporters open."""
+    out, moved = choose_run_dir(cfg, chosen.identity, run_name(cfg, run.play.settings))
     lock = RunDirLock(out)  # one writer per run dir, held until the run is summarised
     try:
-        chains = taskset.chains(rows, settings)
-        if chains is not None and not play.harness.chains:
+        chains = run.taskset.chains(chosen.rows, chosen.settings)
+        if chains is not None and not run.play.harness.chains:
             raise UserError(f"family {cfg.family} plays chains of rows; harness {cfg.harness} cannot play a chain")
-        info = _open_run_dir(cfg, out, identity, agent.reference(), play, variant)
+        info = _open_run_dir(cfg, out, chosen.identity, run.agent.reference(), run.play, chosen.variant)
         scoring = (
             (
                 ("judge", cfg.judge),
@@ -265,39 +340,61 @@ def run_eval(
                 ("judge_max_tokens", cfg.judge_max_tokens),
                 ("run_dir", str(out)),
             )
-            if taskset.judged
+            if run.taskset.judged
             else ()
         )
+        from tsbench.eval.tracking import open_reporters
+
         reporters = open_reporters(cfg.report_to, out, info)
     except BaseException:
         lock.release()
         raise
+    return OpenRun(out, moved, lock, info, chains, scoring, reporters)
 
-    keys = [(rid, e) for rid in rows["id"] for e in range(cfg.epochs)]
-    journal_read = read_journal_report(out)
+
+def read_journal(
+    opened: OpenRun, chosen: Selection, epochs: int, progress: RunProgress
+) -> tuple[set, dict[str, list[int]]]:
+    """(every (id, epoch) the run wants, the epochs still to play by id) from the journal; progress counts
+    what is already finished."""
+    keys = [(rid, e) for rid in chosen.rows["id"] for e in range(epochs)]
+    journal_read = read_journal_report(opened.out)
     finished = {(r["id"], r["epoch"]) for r in journal_read.records if r["error_type"] is None}
     pending: dict[str, list[int]] = defaultdict(list)
     for rid, epoch in keys:
         if (rid, epoch) not in finished:
             pending[rid].append(epoch)
-    progress = progress or RunProgress()
-    progress.total, progress.run_dir = len(keys), str(out)
+    progress.total, progress.run_dir = len(keys), str(opened.out)
     progress.resumed = sum(1 for key in keys if key in finished)
-    progress.notes.extend([moved] if moved else [])
-    info["expected_samples"] = len(keys)  # a killed run still says how many rows it was to have
-    write_json(out / RUN_JSON, info)
-    if (out / OWNED_FILE).is_file():  # listed as ours when it opened: run.json is still ours
-        record_owned(out, RUN_KIND, growing=RUN_GROWING, ignore=(LOCK_FILE,))
+    progress.notes.extend([opened.moved] if opened.moved else [])
+    opened.info["expected_samples"] = len(keys)  # a killed run still says how many rows it was to have
+    write_json(opened.out / RUN_JSON, opened.info)
+    if (opened.out / OWNED_FILE).is_file():  # listed as ours when it opened: run.json is still ours
+        record_owned(opened.out, RUN_KIND, growing=RUN_GROWING, ignore=(LOCK_FILE,))
     if note := journal_read.note():
         progress.notes.append(note)
     wanted = set(keys)
     for record in journal_read.records:
         if (record["id"], record["epoch"]) in wanted and record["error_type"] is None:
             progress.add(record)
-    if on_update is not None:
-        on_update(progress)
+    return wanted, pending
 
-    journal = Journal(out)
+
+def start_executor(cfg: EvalConfig, run: Resolved, pending: dict[str, list[int]]) -> Any:
+    """The executor for the pending episodes, with a jail pool sized to them."""
+    forward_env = tuple(name for name in (cfg.api_key_env, cfg.judge_api_key_env) if name)
+    episodes = sum(len(epochs) for epochs in pending.values())
+    pool = jails_to_pool(cfg, run.play, episodes)
+    options = ExecutorOptions(
+        cfg.concurrency, run.agents, cfg.ray_address, forward_env, jail_pool=pool, jail_budget=episodes
+    )
+    return run.executor_cls.from_options(options)
+
+
+def recorder(
+    journal: Journal, progress: RunProgress, reporters: Any, on_update: Callable[[RunProgress], None] | None
+) -> Callable[[dict], None]:
+    """What the executor calls with each record: journaled first, then counted, tracked and shown."""
 
     def on_record(record: dict) -> None:
         journal.append(record)
@@ -306,25 +403,7 @@ def run_eval(
         if on_update is not None:
             on_update(progress)
 
-    executor = None
-    try:
-        if pending:
-            forward_env = tuple(name for name in (cfg.api_key_env, cfg.judge_api_key_env) if name)
-            episodes = sum(len(epochs) for epochs in pending.values())
-            pool = jails_to_pool(cfg, play, episodes)
-            options = ExecutorOptions(
-                cfg.concurrency, agents, cfg.ray_address, forward_env, jail_pool=pool, jail_budget=episodes
-            )
-            executor = executor_cls.from_options(options)
-            executor.run(_jobs(cfg, play, rows, pending, chains, scoring), on_record, on_interrupt)
-    finally:
-        try:
-            _close_all(journal.close, executor.close if executor is not None else None, agents.close)
-            reporters.finish(_finalize(out, info, wanted, taskset))
-            reporters.close()
-        finally:
-            lock.release()
-    return out
+    return on_record
 
 
 def _close_all(*closers) -> None:

@@ -8,22 +8,53 @@ tsbench, a `harness.<name>` entry point in the `tsbench.plugins` group (see tsbe
 
 from __future__ import annotations
 
+import importlib
+import sys
+import types
 from typing import Any
 
-from tsbench.harness.base import FunctionHarness, Harness
-from tsbench.harness.episode import EpisodeError, EpisodeOutcome, EpisodeResult, EpisodeTask
-from tsbench.harness.play import episode_outcome, play, require_jail
-from tsbench.harness.registry import HARNESSES, get_harness, settings_class
-from tsbench.harness.settings import HarnessSettings, MemorySettings, memory_for, settings_for
+# Loaded on first use (PEP 562), so reading settings (harness/settings.py) does not start the jail's
+# and the models' imports: name -> the module that defines it.
+_WHERE = {
+    "FunctionHarness": "base",
+    "Harness": "base",
+    "EpisodeError": "episode",
+    "EpisodeOutcome": "episode",
+    "EpisodeResult": "episode",
+    "EpisodeTask": "episode",
+    "episode_outcome": "play",
+    "play": "play",
+    "require_jail": "play",
+    "HARNESSES": "registry",
+    "get_harness": "registry",
+    "settings_class": "registry",
+    "HarnessSettings": "settings",
+    "MemorySettings": "settings",
+    "as_settings": "settings",
+    "harness_settings": "settings",
+    "memory_for": "settings",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name == "HarnessConfig":  # assembled from the registry on first use (harness/settings.py)
-        from tsbench.harness import settings
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value
 
-        return settings.HarnessConfig
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+class _Package(types.ModuleType):
+    """Importing the submodule harness/play.py binds it on the package; the name stays the function `play`,
+    as an eager `from tsbench.harness.play import play` left it."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "play" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "HARNESSES",
@@ -33,14 +64,14 @@ __all__ = [
     "EpisodeTask",
     "FunctionHarness",
     "Harness",
-    "HarnessConfig",
     "HarnessSettings",
     "MemorySettings",
+    "as_settings",
     "episode_outcome",
     "get_harness",
+    "harness_settings",
     "memory_for",
     "play",
     "require_jail",
     "settings_class",
-    "settings_for",
 ]

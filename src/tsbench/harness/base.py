@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from tsbench.core.episode import EpisodeOutcome, EpisodeResult, EpisodeTask
 from tsbench.core.errors import UserError
-from tsbench.harness.settings import HarnessSettings, settings_for
+from tsbench.harness.settings import HarnessSettings, as_settings
 
 S = TypeVar("S", bound=HarnessSettings)
 After = Callable[[int, EpisodeOutcome], "str | None"]  # (index, outcome) -> feedback for the next episode
@@ -78,10 +78,10 @@ class Harness(Generic[S]):
     def prepare(self) -> None:
         """Checks before any episode, e.g. the optional packages it needs (default: none)."""
 
-    def settings(self, given: Any, *, memory: bool = False) -> S:
-        """Its own settings from a run's HarnessConfig or any HarnessSettings (harness/settings.py:
-        a changed setting it does not read is refused)."""
-        return settings_for(self, given, memory=memory)
+    def settings(self, given: Any) -> S:
+        """Its own settings from any HarnessSettings (harness/settings.py: a changed setting it does not
+        read is refused)."""
+        return as_settings(self, given)
 
     def pairing_problem(self, agent: Any, cfg: S) -> str | None:
         """Why `agent` cannot play this harness with `cfg` (None: it can). The default asks the

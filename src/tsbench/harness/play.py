@@ -25,7 +25,7 @@ from tsbench.models.base import ModelError, as_agent
 
 def play(agent: Any, harness: str | Harness | Callable, task: EpisodeTask, cfg: Any) -> EpisodeOutcome:
     """Run one episode of `harness` (a name, a Harness, or a bare episode function) and say how it
-    ended. `cfg` is the harness's own settings, any HarnessSettings or a run's HarnessConfig (a changed
+    ended. `cfg` is the harness's own settings or any HarnessSettings (a changed
     setting it does not read is a UserError, raised before the episode)."""
     run = _harness(harness)
     settings = run.settings(cfg)

@@ -1,31 +1,24 @@
-"""Harness settings: the ones every harness reads, each harness's own section, and a run's view of them all.
+"""Harness settings: the ones every harness reads, and each harness's own, read once the harness is chosen.
 
-A harness's settings class subclasses `HarnessSettings` and declares its own fields with `setting(...)`
-and its `SECTION` ([eval.rlm] in TOML, its own group in --help); the harness receives an instance of
-exactly that class (`Harness[S]`, harness/base.py), so a setting another harness reads never reaches
-it. `MemorySettings` is the section of TimeClaw's memory wrapper, which plays around a harness that
+A harness's settings class subclasses `HarnessSettings` (or another harness's settings class: rlm-budget's
+may extend rlm's) and declares its own fields with `setting(...)`; the harness receives an instance of
+exactly that class (`Harness[S]`, harness/base.py). A run's config holds the harness's name and that one
+object. Its values come from the shared fields, the tables the harness reads ([eval.<its name>] and the
+SECTION of its settings class or any base: [eval.rlm] for rlm-budget too), `-H key=value` and the flags;
+`harness_settings` builds it once, and a setting of another harness is refused in one line naming whose
+it is. `MemorySettings` is the section of TimeClaw's memory wrapper, which plays around a harness that
 declares the `memory` capability.
-
-A run does not know its harness when it reads its flags and TOML (the family or the agent may choose
-it), so `HarnessConfig` holds every section at once: the shared fields plus one nested section per
-registered harness settings class (plugins' included) and [memory]. It is assembled from the harness
-registry on first use, so a plugin's section gets its flags and TOML keys without an edit here.
-`settings_for(harness, config)` then gives the harness its own settings and refuses, in one line, any
-changed setting of a section the harness does not have: a setting that does not apply never passes
-silently.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
-import typing
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tsbench.core.errors import UserError
-from tsbench.core.settings import attribute_docs, setting
+from tsbench.core.settings import setting
 
 log = logging.getLogger(__name__)
 
@@ -125,204 +118,235 @@ class MemorySettings:
 
 
 SHARED = frozenset(f.name for f in dataclasses.fields(HarnessSettings))
+MEMORY = MemorySettings.SECTION
 
 
-def section_name(settings_class: type, harness: str) -> str:
-    """A settings class's section: its own SECTION, else the name of the (first) harness it is registered by."""
-    return settings_class.__dict__.get("SECTION") or harness
+def own_settings(cls: type) -> list[str]:
+    """The fields a settings class adds to the shared ones (its bases' own included)."""
+    return [f.name for f in dataclasses.fields(cls) if f.name not in SHARED and f.init]
 
 
-def section_key(name: str) -> str:
-    """[eval.file-agent] is the nested field file_agent."""
-    return name.replace("-", "_")
+def _key(name: str) -> str:
+    return str(name).replace("-", "_")
 
 
-def _own_fields(settings_class: type) -> list[dataclasses.Field]:
-    return [f for f in dataclasses.fields(settings_class) if f.name not in SHARED and f.init]
+def tables_read(harness: Any) -> tuple[str, ...]:
+    """The TOML tables `harness` reads its own settings from: its name, then each SECTION its settings class
+    or a base declares (rlm-budget reads [eval.rlm-budget] and [eval.rlm])."""
+    names = [harness.name] if harness.name else []
+    for cls in harness.settings_class.__mro__:
+        if (section := cls.__dict__.get("SECTION")) and section not in names:
+            names.append(section)
+    return tuple(names)
 
 
-def _section_class(settings_class: type, name: str) -> type:
-    """A dataclass of the settings class's own fields (what its [section] table holds), docs kept."""
-    hints = typing.get_type_hints(settings_class)
-    docs: dict[str, str] = {}
-    for owner in reversed(settings_class.__mro__):
-        docs.update(attribute_docs(owner))
-    made = []
-    for f in _own_fields(settings_class):
-        meta = dict(f.metadata)
-        if not meta.get("doc") and docs.get(f.name):
-            meta["doc"] = docs[f.name]
-        default = {"default_factory": f.default_factory} if f.default_factory is not dataclasses.MISSING else {}
-        if not default:
-            default = {"default": None if f.default is dataclasses.MISSING else f.default}
-        made.append((f.name, hints[f.name], dataclasses.field(metadata=meta, **default)))
-    made = dataclasses.make_dataclass(
-        f"{settings_class.__name__}Section",
-        made,
-        namespace={"SECTION": name, "__doc__": f"[{name}]: {settings_class.__doc__}", "__reduce__": _reduce_section},
-    )
-    made.__module__ = settings_class.__module__  # whose settings these are (a library's own stay TOML keys only)
-    return made
+def section_name(harness: Any) -> str:
+    """The table a harness's own settings are shown under: its settings class's SECTION, else its name."""
+    return harness.settings_class.__dict__.get("SECTION") or harness.name
 
 
-def _reduce_section(self: Any) -> tuple:
-    """A section class is made at run time: pickled (TRL saves its args) by its section name and values."""
-    return (_rebuild_section, (self.SECTION, {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}))
-
-
-def _rebuild_section(name: str, values: dict) -> Any:
-    return sections().classes[name](**values)
-
-
-@dataclass(frozen=True)
-class Sections:
-    """Every harness section of this install, by section name: its own-fields class (what its table
-    holds), the settings class it belongs to, and the harnesses that read it."""
-
-    classes: dict[str, type]
-    owners: dict[str, type]
-    players: dict[str, tuple[str, ...]]
-
-
-@functools.cache
-def sections() -> Sections:
-    """The sections of every registered harness (loaded once; a plugin that fails to load is skipped
-    with a warning here and fails with its own error when a run chooses it)."""
+def _others(exclude: str) -> list[Any]:
+    """Every other registered harness that loads here (for naming whose a refused setting is)."""
     from tsbench.harness.registry import HARNESSES, get_harness
 
-    classes: dict[str, type] = {}
-    owners: dict[str, type] = {MemorySettings.SECTION: MemorySettings}
-    players: dict[str, list[str]] = {MemorySettings.SECTION: []}
+    found = []
     for name in HARNESSES:
+        if name == exclude:
+            continue
         try:
-            harness = get_harness(name)
+            found.append(get_harness(name))
         except UserError as exc:
-            log.warning("harness %s has no settings section here: %s", name, exc)
-            continue
-        if harness.memory:
-            players[MemorySettings.SECTION].append(name)
-        settings_class = harness.settings_class
-        if not _own_fields(settings_class):
-            continue
-        section = next((s for s, owner in owners.items() if owner is settings_class), None)
-        section = section or section_name(settings_class, name)
-        if owners.get(section, settings_class) is not settings_class:
-            log.warning("harness %s: section [%s] is taken; its own settings cannot be set", name, section)
-            continue
-        if section not in classes:
-            owners[section], classes[section] = settings_class, _section_class(settings_class, section)
-        players.setdefault(section, []).append(name)
-    classes[MemorySettings.SECTION] = MemorySettings
-    return Sections(classes, owners, {k: tuple(v) for k, v in players.items()})
+            log.warning("harness %s does not load here: %s", name, exc)
+    return found
 
 
-class _Config(HarnessSettings):
-    """The methods of the assembled HarnessConfig (its fields are made in `assembled_config_class`)."""
-
-    def section(self, name: str) -> Any:
-        return getattr(self, section_key(name))
-
-    def __reduce__(self):  # the class is made at run time: pickle it by its values
-        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        return (_rebuild, (values,))
-
-
-def _rebuild(values: dict) -> Any:
-    return assembled_config_class()(**values)
+def whose(key: str, exclude: str = "") -> tuple[str, list[str]] | None:
+    """(the table, the harnesses that read it) of a setting another harness has, or None."""
+    if key in {f.name for f in dataclasses.fields(MemorySettings)}:
+        return MEMORY, [h.name for h in _others(exclude) if h.memory]
+    players = [h for h in _others(exclude) if key in own_settings(h.settings_class)]
+    if not players:
+        return None
+    declared = next(c for c in players[0].settings_class.__mro__ if key in c.__dict__.get("__annotations__", {}))
+    return declared.__dict__.get("SECTION") or players[0].name, [h.name for h in players]
 
 
-@functools.cache
-def assembled_config_class() -> type:
-    """The class `HarnessConfig` names: the shared settings and a field per section of this install."""
-    found = sections()
-    fields = [(section_key(name), cls, dataclasses.field(default_factory=cls)) for name, cls in found.classes.items()]
-    made = dataclasses.make_dataclass(
-        "HarnessConfig",
-        fields,
-        bases=(_Config,),
-        namespace={
-            "__doc__": "Every harness setting of a run, before its harness is known: the shared ones "
-            "and one nested section per harness (harness/settings.py)."
-        },
-    )
-    made.__module__ = __name__
-    return made
+def _refusal(keys: list[str], harness: Any, where: str) -> UserError:
+    from tsbench.core.settings import suggest
 
-
-def __getattr__(name: str) -> Any:
-    if name == "HarnessConfig":
-        return assembled_config_class()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def _changed(obj: Any) -> list[str]:
-    """Fields of a settings dataclass that differ from their class's defaults."""
-    default = type(obj)()
-    return [f.name for f in dataclasses.fields(obj) if getattr(obj, f.name) != getattr(default, f.name)]
-
-
-def _refusal(names: dict[str, str], harness: Any) -> UserError:
     lines = []
-    players = sections().players
-    for name, section in names.items():
+    for key in keys:
+        found = whose(key, harness.name)
+        if found is None:
+            known = [*SHARED, *own_settings(harness.settings_class)]
+            lines.append(f"unknown setting {key}{suggest(key, known)} ({where})")
+            continue
+        section, players = found
         why = f"which harness {harness.name} does not have"
-        if section == MemorySettings.SECTION and harness.memory:
+        if section == MEMORY and harness.memory:
             why = f"and the memory wrapper is not played around harness {harness.name} here"
-        elif players.get(section):
-            why += f" (it is read by {', '.join(players[section])})"
-        lines.append(f"{name} (--{name.replace('_', '-')}) is a setting of [{section}], {why}")
+        elif players:
+            why += f" (it is read by {', '.join(players)})"
+        lines.append(f"{key} (--{key.replace('_', '-')}) is a setting of [{section}], {why}")
     return UserError("; ".join(lines))
 
 
-def settings_for(harness: Any, given: Any, *, memory: bool = False) -> Any:
-    """`harness`'s own settings (an instance of its settings class) from `given`: a HarnessConfig, or
-    any HarnessSettings. A setting changed from its default that `harness` does not read is refused
-    (UserError, one line); so is a [memory] setting unless the caller plays the memory wrapper
-    (`memory=True`) around a harness that has the memory capability."""
+def _changed(table: dict[str, Any], cls: type) -> list[str]:
+    """Keys of a table that differ from `cls`'s defaults (an other harness's table left at them is harmless)."""
+    defaults = {f.name: getattr(cls(), f.name) for f in dataclasses.fields(cls)}
+    return [key for key, value in table.items() if key not in defaults or defaults[key] != value]
+
+
+def _left_at_default(key: str, value: Any, exclude: str) -> bool:
+    """Whether `value` is the default of the setting `key` of another harness (or of [memory]): a setting
+    that changes nothing is no reason to refuse a run (inspect's -T depth=0 on single-pass-text)."""
+    from tsbench.core.settings import convert, spec_map
+
+    owners = [MemorySettings, *(h.settings_class for h in _others(exclude))]
+    for cls in owners:
+        if (spec := spec_map(cls).get(key)) is not None and key not in SHARED:
+            try:
+                return convert(spec, value) == spec.default
+            except UserError:
+                return False
+    return False
+
+
+def harness_settings(harness: Any, values: dict[str, Any], *, where: str = "setting", base: Any = None) -> Any:
+    """`harness`'s own settings (an instance of its settings class), built once from `values`: shared and own
+    settings by name, and tables ({"rlm": {...}}) of which those `harness` reads are its own. `base` (shared
+    settings already built, or an instance) gives the starting values. A setting of another harness changed
+    from its default is refused in one line; so is an unknown key."""
+    from tsbench.core.config import build
+
+    cls = harness.settings_class
+    read = {_key(name) for name in tables_read(harness)}
+    own = {f.name for f in dataclasses.fields(cls)}
+    flat: dict[str, Any] = {}
+    foreign: list[str] = []
+    for key, value in values.items():
+        key = _key(key)
+        if isinstance(value, dict):  # a table: its own, or another harness's (refused only where it changes one)
+            if key in read:
+                for inner, setting_value in value.items():
+                    inner = _key(inner)
+                    if inner in own:
+                        flat[inner] = setting_value
+                    else:
+                        foreign.append(inner)
+                continue
+            other = next((h for h in _others(harness.name) if key in {_key(n) for n in tables_read(h)}), None)
+            if other is None:
+                raise UserError(f"unknown table [{key.replace('_', '-')}] ({where})")
+            foreign += _changed({_key(k): v for k, v in value.items()}, other.settings_class)
+        elif key in own:
+            flat[key] = value
+        elif not _left_at_default(key, value, harness.name):
+            foreign.append(key)
+    if foreign:
+        raise _refusal(foreign, harness, where)
+    start = as_settings(harness, base) if base is not None else None
+    return build(cls, flat, where=where, base=start)
+
+
+def as_settings(harness: Any, given: Any) -> Any:
+    """`given` (a HarnessSettings of any class) as `harness`'s own settings class: the shared values and any
+    own ones kept; a changed setting of another class is refused in one line."""
     cls = harness.settings_class
     if type(given) is cls:
         return given
-    foreign: dict[str, str] = {}
-    values: dict[str, Any] = {}
     own = {f.name for f in dataclasses.fields(cls) if f.init}
-    if isinstance(given, _Config):
-        values = {name: getattr(given, name) for name in SHARED}
-        found = sections()
-        for name in found.classes:
-            part = given.section(name)
-            if name == MemorySettings.SECTION and memory and harness.memory:
-                continue
-            if found.owners[name] is cls:
-                values.update({f.name: getattr(part, f.name) for f in dataclasses.fields(part)})
-                continue
-            foreign.update({key: name for key in _changed(part)})
-    else:
-        values = {f.name: getattr(given, f.name) for f in dataclasses.fields(given) if f.name in own}
-        where = next((s for s, owner in sections().owners.items() if owner is type(given)), type(given).__name__)
-        foreign.update({key: where for key in _changed(given) if key not in own})
+    default = type(given)()
+    foreign = [
+        f.name
+        for f in dataclasses.fields(given)
+        if f.name not in own and getattr(given, f.name) != getattr(default, f.name)
+    ]
     if foreign:
-        raise _refusal(foreign, harness)
-    return cls(**values)
+        raise _refusal(foreign, harness, "setting")
+    return cls(**{f.name: getattr(given, f.name) for f in dataclasses.fields(given) if f.name in own})
 
 
-def memory_for(harness: Any, given: Any) -> MemorySettings | None:
+def memory_for(harness: Any, memory: MemorySettings | None) -> MemorySettings | None:
     """The [memory] settings a run plays around `harness` (None: no bank retrieves anything); changed
     memory settings on a harness without the memory capability are refused."""
-    part = given.section(MemorySettings.SECTION) if isinstance(given, _Config) else None
-    if part is None:
+    if memory is None:
         return None
-    if not harness.memory and _changed(part):
-        raise _refusal({key: MemorySettings.SECTION for key in _changed(part)}, harness)
-    return part if part.active else None
+    if not harness.memory and (changed := _changed(dataclasses.asdict(memory), MemorySettings)):
+        raise _refusal(changed, harness, "setting")
+    return memory if memory.active else None
+
+
+def split_values(cls: type, values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(what a run config `cls` holds itself, what is its harness's: own settings by name and harness tables).
+    The old nested spelling [eval.harness_config.rlm] is read as [eval.rlm]."""
+    from tsbench.core.config import field_names
+    from tsbench.core.settings import specs
+
+    known = field_names(cls) | {  # old spellings (`steps` for max_steps): `build_fields` folds them
+        alias.lstrip("-").replace("-", "_")
+        for spec in specs(cls)
+        for alias in spec.meta.get("aliases") or ()
+        if len(alias) > 2
+    }
+    mine: dict[str, Any] = {}
+    theirs: dict[str, Any] = {}
+    values = {_key(k): v for k, v in values.items()}
+    old = values.pop("harness_config", None)
+    if old is not None and not isinstance(old, dict):
+        raise UserError(f"harness_config is a table of settings, got {old!r}")
+    for key, value in {**{_key(k): v for k, v in (old or {}).items()}, **values}.items():
+        if key == MEMORY and isinstance(value, dict):
+            mine.setdefault(MEMORY, {}).update(value)
+        elif key in known and not (isinstance(value, dict) and key not in _nested_names(cls)):
+            if key in SHARED and old and key in {_key(k) for k in old}:
+                mine.setdefault("harness_config", {})[key] = value
+            else:
+                mine[key] = value
+        else:
+            theirs[key] = value
+    return mine, theirs
+
+
+def _nested_names(cls: type) -> set[str]:
+    from tsbench.core.settings import nested
+
+    return set(nested(cls))
+
+
+def build_run(cls: type, values: dict[str, Any], *, where: str = "setting") -> Any:
+    """A run config (`cls` has `harness`, `harness_config` and `memory` fields) from TOML and flag values: its
+    own settings first; then, where it names its harness, that harness's settings, built once. A run whose
+    harness is chosen later (by the family or the agent) keeps them as given in `harness_args`, and an unknown
+    key among them is refused now."""
+    from tsbench.core.config import build_fields, field_names
+    from tsbench.harness.registry import get_harness
+
+    mine, theirs = split_values(cls, values)
+    cfg = build_fields(cls, mine, where=where)
+    if cfg.harness:
+        harness = get_harness(cfg.harness)
+        cfg.harness_config = harness_settings(harness, theirs, where=where, base=cfg.harness_config)
+        return cfg  # [memory] is checked where the run plays its harness (memory_for)
+    from tsbench.core.settings import suggest
+
+    for key, value in theirs.items():
+        if not isinstance(value, dict) and whose(key) is None:
+            known = field_names(cls) | {name for h in _others("") for name in own_settings(h.settings_class)}
+            raise UserError(f"unknown setting {key}{suggest(key, known)} ({where})")
+    cfg.harness_args = theirs
+    return cfg
 
 
 __all__ = [
     "HarnessSettings",
     "MemorySettings",
-    "Sections",
+    "as_settings",
+    "build_run",
+    "harness_settings",
     "memory_for",
-    "section_key",
+    "own_settings",
+    "split_values",
     "section_name",
-    "sections",
-    "settings_for",
+    "tables_read",
 ]

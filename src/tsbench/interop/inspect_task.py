@@ -21,9 +21,8 @@ from inspect_ai.model import ModelOutput, get_model
 from inspect_ai.scorer import Score, Target, grouped, mean, scorer, stderr
 from inspect_ai.solver import Generate, TaskState, solver
 
-from tsbench.core.config import build
 from tsbench.eval.selection import select_rows
-from tsbench.harness import HarnessConfig, HarnessSettings, get_harness, play
+from tsbench.harness import HarnessSettings, get_harness, harness_settings, play
 from tsbench.harness.rlm import RLMSettings
 from tsbench.interop.inspect_messages import to_messages
 from tsbench.interop.inspect_model import InspectChatModel
@@ -85,7 +84,7 @@ def tsbench_harness(harness: str = "single-pass-text", **settings):
     episode = get_harness(harness)  # an unknown name, or a harness whose extra is missing, fails before any sample
     episode.prepare()
     # typed and range-checked as eval's flags are; a setting the harness does not read is refused
-    cfg = episode.settings(build(HarnessConfig, settings, where="-T setting"))
+    cfg = harness_settings(episode, settings, where="-T setting")
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         ref = SampleRef(**state.metadata["ref"])

@@ -41,9 +41,8 @@ from pydantic import Field
 from verifiers.v1.runtimes import ProgramResult
 
 from tsbench.core import json_input
-from tsbench.core.config import build
 from tsbench.eval.selection import select_rows
-from tsbench.harness import HarnessConfig, get_harness, play, require_jail
+from tsbench.harness import get_harness, harness_settings, play, require_jail
 from tsbench.models.openai_model import OpenAIChatModel
 from tsbench.tasks import get_taskset
 from tsbench.tasks.base import SampleRef, TrainingRequest
@@ -203,7 +202,7 @@ class TsbenchHarness(vf.Harness[TsbenchHarnessConfig]):
         harness = get_harness(config.play)  # an unknown harness, or one whose extra is missing, fails at load
         harness.prepare()
         # the harness's own settings: one it does not read (or [memory], not played here) is refused at load
-        self.settings = harness.settings(build(HarnessConfig, dict(config.settings), where="harness setting"))
+        self.settings = harness_settings(harness, dict(config.settings), where="harness setting")
         require_jail(config.play, self.settings.unsafe_sandbox)  # one line when kernels cannot be jailed
 
     async def launch(self, ctx, trace, runtime, endpoint, secret, mcp_urls, data, **_: Any) -> ProgramResult:

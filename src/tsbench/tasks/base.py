@@ -248,7 +248,10 @@ class TaskFamily:
         raise NotImplementedError
 
     def index(self, files: list[Path], filters: dict[str, Any]) -> pd.DataFrame:
-        """One light line per row (id, category, path, gold + strata), no series values; filters applied."""
+        """One light line per row, no series values; filters applied. The CLI and eval read the columns `id`
+        (str, unique per file), `category` (str, one of `columns()`' categories), `path` (the file the row
+        is in) and `gold` (JSON text: `tsbench score` reads it with json.loads and hands it to `score`), and
+        any of `strata` the family names."""
         raise NotImplementedError
 
     def load(self, ref: SampleRef) -> Sample:
@@ -256,11 +259,14 @@ class TaskFamily:
         raise NotImplementedError
 
     def score(self, category: str, gold: Any, message: str) -> Scored:
-        """Judge one final message. Pure; never raises on the message."""
+        """Judge one final message (`gold` as `index`'s JSON decodes). Pure; never raises on the message:
+        an unreadable answer is a Scored with valid=False, score 0 and its `error` saying why. `tsbench
+        score` reads score, valid, parsed, error and metrics (a JSON-serialisable dict)."""
         raise NotImplementedError
 
     def columns(self) -> list[Column]:
-        """The results table's columns, in order."""
+        """The results table's columns, in order: one per category `index` gives. `tsbench score` and the
+        summaries read `category` and `options` (the class names: a macro-F1 is shown where they are set)."""
         raise NotImplementedError
 
     def dataset_identity(self, files: list[Path]) -> dict[str, Any]:
@@ -269,15 +275,21 @@ class TaskFamily:
 
     # -- data --------------------------------------------------------------------------------------
     def generate(self, options: dict[str, Any], out: Path, progress=None) -> tuple[Path, list[dict]]:
-        """Write the dataset under `out`: (manifest path, one summary dict per file written)."""
+        """Write the dataset under `out` (`tsbench generate`); returns (the manifest's path, one dict per file
+        written). The CLI prints each dict as a table row, so every one holds `file` (its name), `rows`
+        (int), `bytes` (int) and `sha256` (hex str), and may hold `note` (a line printed below the table);
+        `file_summary` makes one. `options` are the command's flags by name (seed, split, preset, ...: a
+        family ignores those it has no use for); `progress(description, total)`, when given, returns an
+        `advance(rows)` callable. The same options give the same bytes."""
         raise UserError(f"family {self.name} has no generator")
 
     def default_root(self) -> Path:
-        """Where `generate` writes and `resolve` looks by default."""
+        """Where `generate` writes and `resolve` looks by default (`generate --out`'s default)."""
         return Path("data") / self.name
 
     def describe(self, files: list[Path]) -> list[tuple[str, pd.DataFrame]]:
-        """The tables `tsbench describe` prints (default: rows per category and stratum, per file)."""
+        """The tables `tsbench describe` prints, each (a title, a frame printed whole): the CLI reads
+        nothing else from them (default: rows per category and stratum, per file)."""
         tables = []
         for path in files:
             rows = self.index([path], {})
@@ -372,3 +384,12 @@ class TaskFamily:
                 raise UserError(f"no training rows of categories {missing} in family {self.name}'s data")
             rows = rows[rows["category"].isin(request.categories)]
         return EpochStream(self, rows.reset_index(drop=True), request)
+
+
+def file_summary(path: Path, rows: int, note: str | None = None) -> dict[str, Any]:
+    """One file's line of `TaskFamily.generate`'s summary, as the CLI prints it."""
+    from tsbench.core.provenance import sha256_file
+
+    line: dict[str, Any] = {"file": Path(path).name, "rows": rows, "bytes": Path(path).stat().st_size}
+    line["sha256"] = sha256_file(path)
+    return line | ({"note": note} if note else {})

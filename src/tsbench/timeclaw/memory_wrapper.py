@@ -3,8 +3,8 @@
 The wrapper lives here, not in harness/, because it reads a bank built from results; a harness
 knows nothing of runs. Precedents carry summaries and trajectories, never their answers. It wraps
 only a harness that declares the memory capability (harness/base.py), single episodes and chains
-alike; `episode_setup` is how eval and training get a harness and its settings from a run's
-HarnessConfig, with the wrapper where [memory] names a bank and every setting that does not apply
+alike; `episode_setup` is how eval and training get a harness and its settings from a run's,
+with the wrapper where [memory] names a bank and every setting that does not apply
 refused.
 """
 
@@ -65,8 +65,8 @@ class Remembering(Harness):
         for capability, value in inner.capabilities().items():
             setattr(self, capability, value)
 
-    def settings(self, given: Any, *, memory: bool = False) -> Any:
-        return self.inner.settings(given, memory=True)
+    def settings(self, given: Any) -> Any:
+        return self.inner.settings(given)
 
     def pairing_problem(self, agent: Any, cfg: Any) -> str | None:
         return self.inner.pairing_problem(agent, cfg)
@@ -98,14 +98,13 @@ class Remembering(Harness):
         return self.inner.run_chain(agent, [task for task, _ in remembered], cfg, told)
 
 
-def episode_setup(harness: str | Harness, config: Any) -> tuple[Harness, Any]:
-    """(the harness to play, its own settings) from a run's HarnessConfig: the memory wrapper around
-    it when [memory] names a bank (and top_k > 0); a setting of a section the harness does not
-    have, memory's included where it has no memory capability, is a UserError (one line)."""
+def episode_setup(harness: str | Harness, settings: Any, memory: MemorySettings | None = None) -> tuple[Harness, Any]:
+    """(the harness to play, its own settings) from a run's: the memory wrapper around it when [memory]
+    names a bank (and top_k > 0); a setting the harness does not have, memory's included where it has no
+    memory capability, is a UserError (one line)."""
     inner = get_harness(harness) if isinstance(harness, str) else harness
-    memory = memory_for(inner, config)
-    settings = inner.settings(config, memory=True)
-    return (inner if memory is None else Remembering(inner, memory)), settings
+    remembered = memory_for(inner, memory)
+    return (inner if remembered is None else Remembering(inner, remembered)), inner.settings(settings)
 
 
 __all__ = ["Remembering", "episode_setup", "with_memory"]

@@ -350,7 +350,7 @@ def harness_declares(harness: Any, settings: Any) -> str:
         elif value:
             declared.append(name if value is True else f"{name} {value}")
     own = [f"{f.name}={getattr(settings, f.name)!r}" for f in dataclasses.fields(settings) if f.name not in SHARED]
-    section = f"[{section_name(type(settings), harness.name)}] {', '.join(own)}" if own else "no settings of its own"
+    section = f"[{section_name(harness)}] {', '.join(own)}" if own else "no settings of its own"
     return f"declares {', '.join(declared) or 'nothing'}; {section}"
 
 

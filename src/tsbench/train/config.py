@@ -25,7 +25,7 @@ from tsbench.core import settings
 from tsbench.core.errors import UserError
 from tsbench.core.settings import setting
 from tsbench.core.tracking import check_targets
-from tsbench.harness.settings import HarnessConfig
+from tsbench.harness.settings import HarnessSettings, MemorySettings
 from tsbench.tasks.base import TrainingRequest
 from tsbench.train.rewards import REWARDS
 from tsbench.train.timemaster_reward import FORMAT_RULES
@@ -193,8 +193,8 @@ class LaunchConfig:
     )
 
 
-def _training_harness() -> HarnessConfig:
-    return HarnessConfig(max_tokens=4096)
+def _training_harness() -> HarnessSettings:
+    return HarnessSettings(max_tokens=4096)
 
 
 # seconds between the slowest rank's last episode and the collective it joins (the step's bookkeeping)
@@ -328,7 +328,15 @@ class GRPOConfig(trl.GRPOConfig):
     tasks: TaskConfig = field(default_factory=TaskConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     launch: LaunchConfig = field(default_factory=LaunchConfig)
-    harness_config: HarnessConfig = field(default_factory=_training_harness)
+    harness_config: HarnessSettings = field(default_factory=_training_harness)
+    memory: MemorySettings = field(default_factory=MemorySettings)
+
+    @classmethod
+    def from_values(cls, values: dict, *, where: str = "setting") -> Any:
+        """Built from TOML and flag values: its own settings, then its harness's (harness/settings.py)."""
+        from tsbench.harness.settings import build_run
+
+        return build_run(cls, values, where=where)
 
     def __post_init__(self) -> None:
         """Nothing of TRL's yet: its __post_init__ sets up devices and the distributed state, and checks
@@ -357,7 +365,8 @@ class GRPOConfig(trl.GRPOConfig):
         a UserError."""
         from tsbench.timeclaw.memory_wrapper import episode_setup
 
-        return episode_setup(self.harness, dataclasses.replace(self.harness_config, temperature=self.temperature))
+        settings = dataclasses.replace(self.harness_config, temperature=self.temperature)
+        return episode_setup(self.harness, settings, self.memory)
 
     def harness_settings(self) -> Any:
         """The harness's own settings as episodes get them (`episode_setup`)."""
@@ -574,6 +583,6 @@ class GRPOConfig(trl.GRPOConfig):
     def to_dict(self) -> dict:
         """TrainingArguments' dict (what TRL's trackers log) with tsbench's sections as plain dicts."""
         out = super().to_dict()
-        for name in ("policy", "rewards", "tasks", "rollout", "launch", "harness_config"):
+        for name in ("policy", "rewards", "tasks", "rollout", "launch", "harness_config", "memory"):
             out[name] = dataclasses.asdict(getattr(self, name))
         return out

@@ -141,24 +141,10 @@ def read_reply(
     return tm.read(message, lambda text: taskset.answer_class(category, gold, text), settings)
 
 
-def class_matches(
-    taskset: TaskFamily, category: str, gold: Any, message: str, settings: tm.TimeMasterReward = tm.DEFAULT
-) -> bool:
-    """TimeMaster's hard reward: the class the reply names (`read_reply`) is the gold class."""
-    reading = read_reply(taskset, category, gold, message, settings)
-    return tm.hard_reward(reading, taskset.gold_class(category, gold)) > 0
-
-
 def scored_text(taskset: TaskFamily, message: str) -> str:
     """What the family's scorer reads in a composite run: the whole reply when the family's scorer reads the
     tags itself (`answer_tags`), else the first <class> span."""
     return message if taskset.answer_tags else first_span(message)
-
-
-def composite_reward(fmt: float, hard: float, soft: float | None, weights: Sequence[float]) -> float:
-    """w_fmt * r_fmt + w_hard * r_hard + w_soft * r_soft, the soft part counted only with the right class."""
-    w_fmt, w_hard, w_soft = weights
-    return w_fmt * fmt + w_hard * hard + w_soft * ((soft or 0.0) if hard > 0 else 0.0)
 
 
 # -- TRL reward functions ------------------------------------------------------------------------

@@ -199,8 +199,3 @@ def aggregate_rcrps(
 def task_weight(text: Any) -> float:
     """A published task weight ("1/3", "1", a number) as a float; CiK reads them as Fractions."""
     return float(Fraction(str(text)))
-
-
-def point_forecast(samples: Sequence[Sequence[float]]) -> np.ndarray:
-    """The point forecast sMAPE scores: the per-step median of the samples."""
-    return np.median(np.asarray(samples, dtype=np.float64), axis=0)

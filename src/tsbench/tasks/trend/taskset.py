@@ -21,7 +21,16 @@ import pandas as pd
 from tsbench.core.class_tags import tag_spans
 from tsbench.core.episode import EpisodeTask
 from tsbench.core.errors import UserError
-from tsbench.tasks.base import Column, Sample, SampleRef, Scored, TaskFamily, TrainingRequest, TrainingStream
+from tsbench.tasks.base import (
+    Column,
+    Sample,
+    SampleRef,
+    Scored,
+    TaskFamily,
+    TrainingRequest,
+    TrainingStream,
+    file_summary,
+)
 
 CLASSES = ("rising", "falling")
 CATEGORY = "trend"
@@ -112,10 +121,11 @@ class Trend(TaskFamily):
         folder.mkdir(parents=True, exist_ok=True)
         ids = [f"test-{seed}-{n}" for n in range(rows)]
         frame = pd.DataFrame({"id": ids, "category": CATEGORY, "gold": [make_row(i)[0] for i in ids]})
-        frame.to_parquet(folder / "test.parquet", index=False)
+        path = folder / "test.parquet"
+        frame.to_parquet(path, index=False)
         manifest = folder / "manifest.json"
         manifest.write_text(json.dumps({"family": self.name, "seed": seed, "rows": rows}))
-        return manifest, [{"file": "test.parquet", "rows": rows}]
+        return manifest, [file_summary(path, rows)]
 
     def answer_class(self, category: str, gold: Any, text: str) -> str | None:
         return named_class(text)
