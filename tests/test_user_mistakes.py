@@ -17,6 +17,7 @@ from tsbench.core.config import build
 from tsbench.core.errors import UserError
 from tsbench.core.nearest import edit_distance, nearest
 from tsbench.eval.config import EvalConfig
+from tsbench.harness.settings import build_run
 
 TSBENCH = [sys.executable, "-m", "tsbench.cli"]
 
@@ -40,7 +41,7 @@ def test_did_you_mean_picks_the_nearest_key():
     with pytest.raises(UserError, match=r"did you mean model\?"):
         build(EvalConfig, {"modle": "scripted/zscore"})
     with pytest.raises(UserError, match=r"did you mean mode\?"):  # [eval.file-agent] holds mode
-        build(EvalConfig, {"file_agent": {"mdoe": "sequential"}})
+        build_run(EvalConfig, {"harness": "file-agent", "file_agent": {"mdoe": "sequential"}})
 
 
 def test_output_folders_that_cannot_be_written_are_one_line(cli, small_data, tmp_path):
