@@ -23,6 +23,8 @@ import json
 import re
 from typing import Any
 
+from tsbench.core.text import balanced_end
+
 _TIME_KEY = re.compile(
     r"\b(?:(?:the )?(?:previous|prior|last|preceding) (?:release|report|bulletin|issue|period|month|week|day)|previous|prior|"
     r"preceding|earlier|before|(?:a )?year ago)\b"
@@ -122,24 +124,29 @@ def keyed(key: str, said: str, when: str = "") -> str:
 
 
 def _json_spans(text: str) -> list[tuple[int, int, Any]]:
-    """(start, end, value) of each JSON object or array in the text that spans a whole line block."""
-    spans, i = [], 0
-    decoder = json.JSONDecoder()
-    while i < len(text):
+    """(start, end, value) of each JSON object or array in the text that spans a whole line block.
+    Linear and total: a candidate's only possible value is its balanced span (found once for the whole
+    text), parsed alone; spans that are not JSON are charged against a budget of the text's length."""
+    spans, i, closes = [], 0, {}
+    budget = 4 * len(text) + 65536
+    while i < len(text) and budget > 0:
         m = _JSON_START.search(text, i)
         if m is None:
             break
         start = m.end() - 1
-        try:
-            value, end = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
+        end = balanced_end(text, start, closes)
+        value = None
+        if end is not None:
+            try:
+                value = json.loads(text[start : end + 1])
+            except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
+                budget -= end + 1 - start
+        if value is None:
             i = m.end()
             continue
-        if isinstance(value, (dict, list)) and (
-            isinstance(value, dict) or any(isinstance(v, (dict, list, str)) for v in value)
-        ):
-            spans.append((m.start(), end, value))
-        i = end
+        if isinstance(value, dict) or any(isinstance(v, (dict, list, str)) for v in value):
+            spans.append((m.start(), end + 1, value))
+        i = end + 1
     return spans
 
 
