@@ -113,6 +113,11 @@ def test_rows_whose_server_sent_no_token_counts_are_kept_flagged_and_never_repla
     assert all(dict(a).get("usage_invalid_calls") == "1" for a in samples["attributes"])
     calls = [json.loads(c)[0] for c in samples["calls"]]
     assert all(c["usage"] == "invalid" and c["usage_rejected"] for c in calls)
+    from tsbench.leaderboard.load import load_results
+    from tsbench.leaderboard.tables import cost_table
+
+    costs = cost_table(load_results([tmp_path / "run"])[0]).iloc[0]  # the board says so: tokens estimated
+    assert costs["tokens_estimated"] == 5 and costs["cost_known"] == 0
 
 
 def test_negative_counts_cannot_lift_the_token_cap(monkeypatch):

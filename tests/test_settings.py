@@ -252,7 +252,9 @@ def test_a_setting_of_another_harness_is_refused(monkeypatch, capsys, small_data
     def own(cls):
         return {f.name for f in dataclasses.fields(cls)} - {f.name for f in dataclasses.fields(HarnessSettings)}
 
-    assert own(RLMSettings) == {"depth", "max_blocks_per_reply", "max_sub_rlm_calls"} and "max_tool_calls" in own(ToolsSettings)
+    assert own(RLMSettings) == {"depth", "max_blocks_per_reply", "max_sub_rlm_calls"} and "max_tool_calls" in own(
+        ToolsSettings
+    )
     assert harness_settings(get_harness("rlm"), {"depth": "1"}) == RLMSettings(depth=1)
     assert get_harness("rlm").settings(HarnessSettings(max_turns=3)) == RLMSettings(max_turns=3)
     with pytest.raises(UserError, match=r"period_steps \(--period-steps\) is a setting of \[file-agent\]"):

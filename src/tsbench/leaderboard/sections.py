@@ -43,6 +43,7 @@ def cost_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], li
         "Errors",
         "$ total",
         "$ / row",
+        "Server token counts",
     ]
     rows = []
     incomplete = result.incomplete_configs(dataset)
@@ -65,6 +66,7 @@ def cost_section(result: LeaderboardResult, dataset: str) -> tuple[list[str], li
                 pct(r.error_rate),
                 fmt_dollars(r.cost_usd, r.cost_known, r.rows),
                 DASH if r.cost_known == 0 else f"{r.cost_per_row_usd:.5f}",
+                "valid" if not r.tokens_estimated else f"invalid on {r.tokens_estimated} row(s): tokens estimated",
             ]
         )
     return header, rows

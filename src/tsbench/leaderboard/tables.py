@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -305,6 +306,7 @@ COST_COLUMNS = CONFIG_KEY + [
     "cost_usd",
     "cost_per_row_usd",
     "cost_known",
+    "tokens_estimated",
 ]
 
 
@@ -336,9 +338,21 @@ def cost_table(rows: pd.DataFrame) -> pd.DataFrame:
                 "cost_usd": float(known.sum()) if len(known) else np.nan,
                 "cost_per_row_usd": float(known.mean()) if len(known) else np.nan,
                 "cost_known": len(known),
+                # rows whose server sent token counts that were no counts: tokens are our estimate, cost unknown
+                "tokens_estimated": int(
+                    sum(1 for a in group.get("attributes", ()) if _attribute(a, "usage_invalid_calls"))
+                ),
             }
         )
     return pd.DataFrame(records, columns=COST_COLUMNS)
+
+
+def _attribute(attributes: Any, key: str) -> str | None:
+    """One attribute of a row (a dict, or the (key, value) pairs parquet's map type reads back as)."""
+    if attributes is None or (isinstance(attributes, float) and attributes != attributes):
+        return None
+    pairs = attributes.items() if isinstance(attributes, dict) else attributes
+    return next((value for name, value in pairs if name == key), None)
 
 
 def _mean(values: pd.Series) -> float:
