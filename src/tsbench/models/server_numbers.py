@@ -17,6 +17,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from tsbench.core.answers import as_integer
+
 __all__ = [
     "MAX_PLAUSIBLE_TOKENS",
     "MAX_TOOL_CALLS_KEPT",
@@ -38,15 +40,8 @@ _SHOWN_CHARS = 40  # of a rejected value, in the flag
 def token_count(value: Any) -> int | None:
     """`value` as a token count, or None when it is not a finite non-negative integer (bools, strings,
     fractions, NaN, infinities, negatives and implausibly large numbers are all None)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        number = value
-    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        number = int(value)
-    else:
-        return None
-    return number if 0 <= number <= MAX_PLAUSIBLE_TOKENS else None
+    number = as_integer(value)
+    return number if number is not None and 0 <= number <= MAX_PLAUSIBLE_TOKENS else None
 
 
 def _shown(value: Any) -> str:
