@@ -41,6 +41,8 @@ def _help(spec: Spec) -> str:
 def _panel(spec: Spec) -> str | None:
     if section := spec.meta.get("section"):
         return f"Harness [{section}] settings"
+    if spec.section == ("harness_config",):  # the settings class every harness's own extends
+        return "Every harness's settings"
     if spec.section:
         return f"[{'.'.join(spec.section)}] settings"
     return None
