@@ -26,15 +26,13 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpec
 
-from tsbench.core.deadline import BudgetSpent, remaining, within
+from tsbench.core.deadline import remaining, within
 from tsbench.core.unicode_text import valid_text
 from tsbench.harness.runtime.behind import StartBehind
 from tsbench.harness.runtime.cleanup import (
@@ -85,6 +83,7 @@ from tsbench.harness.runtime.staging import (
     stage_unsafe_workdir,
     write_context_json,
 )
+from tsbench.harness.runtime.sub_rlm_reply import SubRlmHandler, sub_rlm_reply
 from tsbench.harness.runtime.unsafe import (
     can_drop_to_own_uid,
     detect_network_isolation,
@@ -96,8 +95,6 @@ from tsbench.harness.runtime.unsafe import (
 __all__ = ["OBSERVATION_MAX_CHARS", "CellResult", "Sandbox", "SandboxError", "truncate_observation"]
 
 log = logging.getLogger(__name__)
-
-SubRlmHandler = Callable[[str, "dict[str, Any] | None"], str]
 
 _POLL_S = 0.05
 _KERNEL_READY_TIMEOUT_S = 60.0
@@ -368,14 +365,7 @@ class Sandbox:
 
     def _serve_sub_rlm(self, request_json: str) -> str:
         self.sub_rlm_calls += 1
-        try:
-            request = json.loads(request_json, object_hook=_decode_arrays)
-            answer = self.sub_rlm_handler(request["question"], request["data"])
-            return json.dumps({"answer": str(answer)})
-        except BudgetSpent:  # a cap of the row's ran out in the sub episode: it ends the row, not the call
-            raise
-        except Exception as exc:  # the handler's failure is the model's observation
-            return json.dumps({"error": f"{type(exc).__name__}: {exc}"})
+        return sub_rlm_reply(self.sub_rlm_handler, request_json)
 
     def _replied(self, msg_id: str) -> bool:
         """Whether the cell's execute_reply has come (the shell channel read without waiting)."""
@@ -601,10 +591,3 @@ class Sandbox:
         """The end of the kernel's own output (bwrap's errors land there too), for error messages."""
         text = self._kernel_log.tail(chars, wait_s=0.5)
         return "kernel log: " + text if text else "no kernel output"
-
-
-def _decode_arrays(obj: dict) -> Any:
-    """json object_hook: rebuild the arrays that the kernel tagged in sub_rlm data."""
-    if set(obj) == {"__ndarray__"}:
-        return np.asarray(obj["__ndarray__"])
-    return obj
