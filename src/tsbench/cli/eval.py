@@ -16,7 +16,7 @@ from rich.text import Text
 
 from tsbench.cli.common import console, err_console, require_run_dir
 from tsbench.cli.eval_progress import EvalDisplay
-from tsbench.cli.options import given_settings, harness_flags, settings_options
+from tsbench.cli.options import given_settings, harness_arg_option, harness_flags, settings_options
 from tsbench.cli.summary_table import WIDE, summary_table, usage_line
 from tsbench.core import json_input
 from tsbench.core.config import read_toml_table
@@ -56,16 +56,7 @@ def eval_cmd(
         "the memory wrapper's in [eval.memory]); flags override it.",
         rich_help_panel="Model",
     ),
-    harness_arg: Optional[list[str]] = typer.Option(  # noqa: UP045 - typer needs a runtime type
-        None,
-        "-H",
-        "--harness-arg",
-        help="KEY=VALUE, repeatable: a setting of the chosen harness (as inspect's -T/-M), e.g. -H depth=1; "
-        "`--harness X --help` lists X's.",
-        metavar="KEY=VALUE",
-        show_default=False,
-        rich_help_panel="Harness",
-    ),
+    harness_arg: Optional[list[str]] = harness_arg_option("depth=1", "Harness"),  # noqa: UP045 - typer needs a runtime type
     task_arg: Optional[list[str]] = typer.Option(  # noqa: UP045 - typer needs a runtime type
         None,
         "-T",

@@ -228,6 +228,20 @@ class HarnessCommand(TyperCommand):
         super().format_help(ctx, formatter)
 
 
+def harness_arg_option(example: str, panel: str | None = None) -> Any:
+    """The -H KEY=VALUE option every command that plays a harness takes (as inspect's -T/-M)."""
+    return typer.Option(
+        None,
+        "-H",
+        "--harness-arg",
+        help=f"KEY=VALUE, repeatable: a setting of the chosen harness (as inspect's -T/-M), e.g. -H {example}; "
+        "`--harness X --help` lists X's.",
+        metavar="KEY=VALUE",
+        show_default=False,
+        rich_help_panel=panel,
+    )
+
+
 def harness_flags(ctx: typer.Context) -> dict[str, Any]:
     """The chosen harness's own settings the user typed, by name: its options (`HarnessCommand`) and the
     extra arguments (`--name value`, `--name=value`, `--flag`, `--no-flag`), as text for `build_run`."""

@@ -17,7 +17,7 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from tsbench.cli.common import console, err_console, split_list
-from tsbench.cli.options import given_settings, harness_flags, settings_options
+from tsbench.cli.options import given_settings, harness_arg_option, harness_flags, settings_options
 from tsbench.core.config import build, read_toml_table
 from tsbench.core.errors import UserError
 from tsbench.core.extras import check
@@ -167,15 +167,7 @@ def train_grpo_cmd(
     config: Optional[Path] = typer.Option(
         None, help="A TOML file from experiments/grpo/ ([grpo] table); flags override it."
     ),
-    harness_arg: Optional[list[str]] = typer.Option(  # noqa: UP045 - typer needs a runtime type
-        None,
-        "-H",
-        "--harness-arg",
-        help="KEY=VALUE, repeatable: a setting of the chosen harness, e.g. -H max_turns=3; `--harness X --help` "
-        "lists X's.",
-        metavar="KEY=VALUE",
-        show_default=False,
-    ),
+    harness_arg: Optional[list[str]] = harness_arg_option("max_turns=3"),  # noqa: UP045 - typer needs a runtime type
     full: bool = typer.Option(False, help="Train every parameter (the same as --lora 0)."),
     check_only: bool = typer.Option(
         False,
