@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from jail_episode import TcpListener, play_attack
+from jail_episode import TcpListener, attack_task
+from tsbench.harness.runtime.sandbox import Sandbox
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -46,21 +47,18 @@ print('PLANTED', len(planted), 'REFUSED', sorted(set(refused)))
 
 
 def test_restart_never_runs_what_the_kernel_wrote(tmp_path):
+    """The sandbox's restart (an episode ends on it as an error row, tests/test_kernel_lost.py; the
+    sandbox itself still restarts, and nothing the old kernel wrote runs on the host)."""
     marker = tmp_path / "escaped.txt"
     listener = TcpListener()
     try:
-        outcome, observations = play_attack(
-            [
-                PLANT.format(marker=str(marker), port=listener.port),
-                "import os\nos._exit(1)",  # the host restarts the kernel
-                "print('ALIVE', L, channels)",
-            ]
-        )
-        assert "PLANTED" in observations[0] and "HOST ROOTS SEEN" in observations[0]
-        assert "kernel died" in observations[1]
-        cells = [entry["cells"] for entry in outcome.result.transcript if entry["role"] == "tool"]
-        assert cells[1][0]["restarted"]
-        assert "ALIVE 400 ['a']" in observations[2]  # the episode went on in a fresh kernel
+        with Sandbox(attack_task().series, cell_timeout_s=60) as box:
+            planted = box.run(PLANT.format(marker=str(marker), port=listener.port))
+            died = box.run("import os\nos._exit(1)")  # the host restarts the kernel
+            alive = box.run("print('ALIVE', L, channels)")
+        assert "PLANTED" in planted.stdout and "HOST ROOTS SEEN" in planted.stdout
+        assert died.restarted and "kernel died" in died.error
+        assert "ALIVE 400 ['a']" in alive.stdout  # a fresh kernel
         assert not marker.exists()  # nothing the kernel wrote ran on the host
         assert not listener.connected()
     finally:

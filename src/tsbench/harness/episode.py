@@ -17,4 +17,24 @@ class EpisodeError(BudgetSpent):
         self.result = result
 
 
-__all__ = ["EpisodeError", "EpisodeOutcome", "EpisodeResult", "EpisodeTask", "TaskInfo"]
+KERNEL_LOST = "kernel_lost"  # the error kind of an episode whose kernel died or was restarted mid-cell
+
+
+def end_if_kernel_lost(cell, result: EpisodeResult | None) -> None:
+    """A cell after which the sandbox had to restart the kernel (it died: a crash, the memory bound, a
+    signal; or it would not stop when interrupted) ends the episode as an error row, retried on resume:
+    whatever the policy answered next would be scored as its answer to a lost kernel."""
+    if getattr(cell, "restarted", False):
+        why = (cell.error or "kernel restarted").strip().splitlines()[-1][:300]
+        raise EpisodeError(KERNEL_LOST, f"the episode's kernel was lost mid-cell ({why})", result)
+
+
+__all__ = [
+    "KERNEL_LOST",
+    "EpisodeError",
+    "end_if_kernel_lost",
+    "EpisodeOutcome",
+    "EpisodeResult",
+    "EpisodeTask",
+    "TaskInfo",
+]

@@ -34,7 +34,7 @@ from tsbench.harness import file_agent_kernel as kernel
 from tsbench.harness import file_agent_prompts as prompts
 from tsbench.harness.accounting import spending
 from tsbench.harness.base import After, Harness
-from tsbench.harness.episode import EpisodeOutcome, EpisodeResult, EpisodeTask
+from tsbench.harness.episode import EpisodeOutcome, EpisodeResult, EpisodeTask, end_if_kernel_lost
 from tsbench.harness.loop import TurnLoop, add_notice
 from tsbench.harness.play import episode_outcome
 from tsbench.harness.rlm import extract_code
@@ -361,8 +361,9 @@ class Period(TurnLoop):
                     "seconds": round(cell.seconds, 3),
                 }
             )
-            if cell.restarted:  # a fresh kernel lost the tools (and maybe the files): set them up again
-                self.session._prepare(sandbox, self.task)
+            if cell.restarted:  # the row is an error (the cell is kept in its transcript)
+                result.transcript.append({"role": "tool", "turn": turn, "cells": cells})
+                end_if_kernel_lost(cell, result)
             final = self.session._harvest(sandbox, self.facts)
             if final is not None:
                 break

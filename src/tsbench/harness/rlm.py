@@ -23,7 +23,7 @@ from tsbench.core.settings import setting
 from tsbench.core.text import fenced_code_blocks, strip_reasoning
 from tsbench.harness.accounting import nested
 from tsbench.harness.base import Harness
-from tsbench.harness.episode import EpisodeError, EpisodeResult, EpisodeTask
+from tsbench.harness.episode import EpisodeError, EpisodeResult, EpisodeTask, end_if_kernel_lost
 from tsbench.harness.loop import EpisodeBudget, TurnLoop
 from tsbench.harness.prompts import observation_message, rlm_system_prompt
 from tsbench.harness.runtime.behind import started_behind
@@ -175,6 +175,9 @@ class RLMEpisode(TurnLoop):
                     "seconds": round(cell.seconds, 3),
                 }
             )
+            if cell.restarted:  # the row is an error (the cell is kept in its transcript)
+                self.result.transcript.append({"role": "tool", "turn": turn, "cells": events})
+                end_if_kernel_lost(cell, self.result)
         if skipped:
             outputs.append(f"[{skipped} more code block(s) not run: at most {cfg.max_blocks_per_reply} per reply]")
         images = images[: cfg.max_figures] if self.image else []

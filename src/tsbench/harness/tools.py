@@ -21,8 +21,9 @@ from typing import Any, ClassVar
 from tsbench.core.extras import check
 from tsbench.core.settings import setting
 from tsbench.harness.base import Harness
-from tsbench.harness.episode import EpisodeResult, EpisodeTask
+from tsbench.harness.episode import EpisodeResult, EpisodeTask, end_if_kernel_lost
 from tsbench.harness.loop import TurnLoop
+from tsbench.harness.runtime.observation import CellResult
 from tsbench.harness.runtime.sandbox import Sandbox, SandboxError
 from tsbench.harness.settings import HarnessSettings
 from tsbench.harness.tool_protocol import ParsedCall, ToolProtocol, choose_protocol
@@ -108,19 +109,19 @@ def install_tools(sandbox: Sandbox, code: str) -> None:
 
 
 def run_tool_call(
-    sandbox: Sandbox, toolset: Toolset, call: ParsedCall, install_code: str, max_chars: int
-) -> tuple[Observation, dict]:
-    """Validate and run one call in the kernel; every failure is an observation, never an exception."""
+    sandbox: Sandbox, toolset: Toolset, call: ParsedCall, max_chars: int
+) -> tuple[Observation, dict, CellResult | None]:
+    """Validate and run one call in the kernel; every failure is an observation, never an exception
+    (a lost kernel is the caller's to end the episode with: the cell comes back, None when none ran)."""
     if call.error:
-        return error_observation(call.error), {}
+        return error_observation(call.error), {}, None
     problem = toolset.validate(call.name, call.arguments)
     if problem:
-        return error_observation(problem), {}
+        return error_observation(problem), {}, None
     cell = sandbox.run(toolset.call_code(call.name, call.arguments))
-    if cell.restarted:  # a fresh kernel has the series but not the tools
-        install_tools(sandbox, install_code)
     observation = read_observation(cell, max_chars)
-    return observation, {"seconds": round(cell.seconds, 3), "timed_out": cell.timed_out, "restarted": cell.restarted}
+    timing = {"seconds": round(cell.seconds, 3), "timed_out": cell.timed_out, "restarted": cell.restarted}
+    return observation, timing, cell
 
 
 class ToolsEpisode(TurnLoop):
@@ -199,9 +200,7 @@ class ToolsEpisode(TurnLoop):
             left = self.remaining_s()
             if left is not None and left <= 0:
                 break  # the episode's wall clock is spent: the check after this turn ends it
-            observation, timing = run_tool_call(
-                self.sandbox, self.toolset, call, self.install_code, cfg.observation_chars
-            )
+            observation, timing, cell = run_tool_call(self.sandbox, self.toolset, call, cfg.observation_chars)
             result.code_cells += bool(timing)  # calls refused before the kernel do not count
             results.append((call, observation))
             images.extend(observation.images)
@@ -218,6 +217,7 @@ class ToolsEpisode(TurnLoop):
                     **timing,
                 }
             )
+            end_if_kernel_lost(cell, result)  # a lost kernel ends the row as an error (the call is kept above)
         self.messages.extend(self.protocol.result_messages(results, images[: cfg.max_figures]))
         if self.dropped_calls:
             dropped = int(result.attributes.get("tool_calls_dropped", 0)) + self.dropped_calls
