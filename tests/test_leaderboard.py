@@ -76,7 +76,7 @@ def record(id: str, category: str, score: float | None, **overrides) -> dict:
         "finished_at": "2025-01-01T00:00:00+00:00",
     }
     row.update(overrides)
-    for later in ("calls", "truncated_replies"):  # columns added after the first schema (null in old rows)
+    for later in ("calls", "truncated_replies", "node", "worker"):  # added after the first schema (null in old rows)
         if later in COLUMN_NAMES:
             row.setdefault(later, None)
     assert set(row) == set(COLUMN_NAMES)
@@ -425,6 +425,8 @@ def test_csv_is_long_with_integer_counts_plus_quoted_paper_rows(board):
                 assert line[name] == "" or line[name].isdigit(), (name, line[name])
     costs = pd.read_csv(board.files["costs.csv"])
     assert len(costs) == 5 and pd.api.types.is_integer_dtype(costs["rows"])
+    by_node = pd.read_csv(board.files["by_node.csv"])  # these runs predate the node column
+    assert by_node["rows"].sum() == costs["rows"].sum() and set(by_node["node"]) == {"(not recorded)"}
 
 
 def test_rich_table_renders(board):

@@ -213,6 +213,9 @@ def show(
     run: Path = typer.Argument(..., help="A run dir under results/."),
     sample_id: Optional[str] = typer.Option(None, "--id", help="Show this sample's transcript."),
     epoch: int = typer.Option(0, help="Which epoch of --id."),
+    by: Optional[str] = typer.Option(
+        None, "--by", help="Group the rows by where they were played: node (host) or worker.", metavar="node|worker"
+    ),
 ) -> None:
     """List a run's rows, or replay one episode: messages, code, observations, score."""
     from rich.syntax import Syntax
@@ -220,8 +223,15 @@ def show(
     from tsbench.results import load_samples
     from tsbench.results.records import transcript_events
 
+    if by is not None and by not in ("node", "worker"):
+        raise UserError(f"--by must be node or worker (got {by!r})")
+    if by is not None and sample_id is not None:
+        raise UserError("--by groups a run's rows; it does not go with --id")
     require_run_dir(run)
     samples = load_samples(run)
+    if by is not None:
+        _show_by_origin(run, samples, by)
+        return
     if sample_id is None:
         from tsbench.results.summary import answer_counts, why_text
 
@@ -290,3 +300,25 @@ def show(
         rec["parsed_answer"] if isinstance(rec["parsed_answer"], str) else f"(nothing parseable: {rec['answer_error']})"
     )
     console.print(panel(f"parsed: {parsed}\ngold:   {rec['gold']}\nscore:  {score_text}", "result", "bold"))
+
+
+def _show_by_origin(run: Path, samples, by: str) -> None:
+    """`show --by node|worker`: one line per node or worker (results/origin.py)."""
+    from tsbench.results.origin import by_origin
+
+    table = Table(
+        title=f"{run} by {by}", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False, title_justify="left"
+    )
+    frame = by_origin(samples, by)
+    for name in frame.columns:
+        table.add_column(name, justify="left" if name == by else "right", no_wrap=name == by)
+    for line in frame.to_dict("records"):
+        cells = []
+        for name in frame.columns:
+            value = line[name]
+            if name in ("mean_score", "mean_latency_s"):
+                cells.append("-" if value != value else f"{value:.3f}")  # NaN: no scored row there
+            else:
+                cells.append(terminal_text(str(value)))
+        table.add_row(*(Text(cell) for cell in cells))
+    console.print(table)

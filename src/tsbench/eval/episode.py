@@ -15,6 +15,8 @@ family that scores with a judge gets its options in `scoring`.
 from __future__ import annotations
 
 import inspect
+import os
+import socket
 import threading
 import time
 import traceback
@@ -165,4 +167,16 @@ def failed_record(job: EpisodeJob, exc: BaseException, kind: str = "internal") -
         )
         apply_outcome(record, EpisodeOutcome(None, kind, detail))
         records.append(finish(record, 0.0))
+    return records
+
+
+def this_worker(kind: str) -> tuple[str, str]:
+    """(node, worker) of the calling thread: this host's name and `<kind>:<thread>@<pid>`."""
+    return socket.gethostname(), f"{kind}:{threading.current_thread().name}@{os.getpid()}"
+
+
+def played_by(records: list[dict], node: str | None, worker: str | None) -> list[dict]:
+    """The records with where they were played (the `node` and `worker` columns) filled in."""
+    for record in records:
+        record.update(node=node, worker=worker)
     return records

@@ -8,12 +8,13 @@ from pathlib import Path
 import pandas as pd
 
 from tsbench.core.sanitize import csv_frame
+from tsbench.results.origin import by_origin
 
 from .boards import attach_boards
 from .columns import columns_for, is_choice
 from .figures import length_curves_figure, length_heatmap, safe_name, sweep_stale
 from .html import render_html
-from .load import discover_runs, load_results
+from .load import CONFIG_KEY, discover_runs, load_results
 from .markdown import render_markdown
 from .result import LeaderboardResult, short_hash
 from .sections import FIGURE_TITLES
@@ -212,6 +213,7 @@ def build_leaderboard(
         "by_length.csv": result.by_length,
         "curves.csv": result.curves,
         "failures.csv": result.failures,
+        "by_node.csv": by_origin(rows, "node", tuple(CONFIG_KEY)),  # a cluster's slow or failing machine
         **family_frames,
     }
     for name, frame in extras.items():

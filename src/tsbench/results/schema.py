@@ -66,9 +66,20 @@ _FIELDS = [
         pa.int32(),
         "replies stopped by the token cap (finish_reason length): never taken as the final answer",
     ),
+    (
+        "node",
+        pa.string(),
+        "host name of the machine that played the episode (for a row the driver recorded itself, e.g. a "
+        "lost Ray worker's, the node that worker was on when known); null in rows written before",
+    ),
+    (
+        "worker",
+        pa.string(),
+        "the worker that played it: threads:<thread>@<pid> (the threads executor) or ray:<actor>@<pid>",
+    ),
 ]
 # Columns later than the first schema: older journals and parquet files lack them, and read as null.
-ADDED_COLUMNS = ("calls", "truncated_replies")
+ADDED_COLUMNS = ("calls", "truncated_replies", "node", "worker")
 
 COLUMNS = pa.schema([pa.field(name, kind, metadata={"description": text}) for name, kind, text in _FIELDS])
 COLUMN_NAMES = [f.name for f in COLUMNS]

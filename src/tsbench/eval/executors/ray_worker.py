@@ -11,7 +11,7 @@ import os
 import socket
 
 from tsbench.eval.agents import AgentCache
-from tsbench.eval.episode import EpisodeJob, execute_job, failed_record
+from tsbench.eval.episode import EpisodeJob, execute_job, failed_record, played_by
 from tsbench.tasks.base import Sample
 
 FINGERPRINT_BYTES = 1 << 20  # hashed from each end of a file
@@ -23,6 +23,7 @@ class EpisodeWorker:
 
     def __init__(self) -> None:
         self.agents = AgentCache()
+        self.node, self.worker = socket.gethostname(), worker_label(os.getpid())
 
     def hello(self) -> dict:
         """Where this worker runs, and why it cannot jail kernels (None when it can); the driver
@@ -39,7 +40,8 @@ class EpisodeWorker:
         return {
             "node": ray.get_runtime_context().get_node_id(),
             "pid": os.getpid(),
-            "host": socket.gethostname(),
+            "host": self.node,
+            "worker": self.worker,
             "jail": jail,
         }
 
@@ -47,9 +49,10 @@ class EpisodeWorker:
         """The job's records; a job that cannot run (its samples will not load) gives error rows,
         exactly as with the thread executor. A dying process is left to Ray's retries."""
         try:
-            return execute_job(job, self.agents, samples)
+            records = execute_job(job, self.agents, samples)
         except Exception as exc:
-            return failed_record(job, exc)
+            records = failed_record(job, exc)
+        return played_by(records, self.node, self.worker)
 
     def fingerprints(self, paths: list[str]) -> dict[str, tuple[int, str] | None]:
         """Called in its own concurrency group, so it answers while an episode is running."""
@@ -57,6 +60,15 @@ class EpisodeWorker:
 
     def close(self) -> None:
         self.agents.close()
+
+
+def worker_label(pid: int) -> str:
+    """`ray:<actor id, first 8 hex>@<pid>`: the `worker` column of the rows this actor plays (a
+    restarted actor keeps its id and gets a new pid)."""
+    import ray
+
+    actor = ray.get_runtime_context().get_actor_id() or "?"
+    return f"ray:{actor[:8]}@{pid}"
 
 
 def fingerprint(path: str) -> tuple[int, str] | None:

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from tsbench.eval.agents import AgentCache
-from tsbench.eval.episode import EpisodeJob, execute_job, failed_record
+from tsbench.eval.episode import EpisodeJob, execute_job, failed_record, played_by, this_worker
 from tsbench.eval.executors import Abandoned, BaseExecutor, ExecutorOptions, OnInterrupt, OnRecord
 
 
@@ -42,9 +42,10 @@ class ThreadExecutor(BaseExecutor):
 
     def _run_one(self, job: EpisodeJob) -> list[dict]:
         try:
-            return execute_job(job, self.agents)
+            records = execute_job(job, self.agents)
         except Exception as exc:  # the job could not run at all: error rows, not a dead run
-            return failed_record(job, exc)
+            records = failed_record(job, exc)
+        return played_by(records, *this_worker("threads"))
 
     def run(self, jobs: Iterable[EpisodeJob], on_record: OnRecord, on_interrupt: OnInterrupt | None = None) -> None:
         if self.jails is not None:
