@@ -10,6 +10,7 @@ import logging
 import os
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -39,19 +40,22 @@ DETECTOR = {"model": "detector/default", "harness": "direct"}
 
 
 @pytest.fixture(scope="module")
-def cluster():
+def cluster(tmp_path_factory):
     """A head node with 2 CPUs (so 2 worker processes) on 127.0.0.1, this process its driver.
     Ray reads its settings (auth mode, loopback only) when imported: it is imported here first."""
     if importlib.util.find_spec("ray") is None:
         pytest.skip("needs the ray extra: pip install 'tsbench[ray]'")
+    from kernel_killer import install_policy
+
     from tsbench.eval.executors.ray_cluster import head_without_dashboard, import_ray
 
+    site = install_policy(tmp_path_factory.mktemp("site"))  # test/kills-its-kernel, for the workers
     saved = dict(os.environ)
     os.environ.update(
         RAY_AUTH_MODE="token",
         RAY_AUTH_TOKEN=secrets.token_hex(16),
         TSBENCH_STUMPY_WARMUP="0",
-        PYTHONPATH=os.pathsep.join([str(SRC), str(FAMILIES), os.environ.get("PYTHONPATH", "")]),
+        PYTHONPATH=os.pathsep.join([str(SRC), str(FAMILIES), str(site), os.environ.get("PYTHONPATH", "")]),
     )
     ray = import_ray(local=True)
     from ray.cluster_utils import Cluster
@@ -170,8 +174,12 @@ def test_ray_rows_equal_the_thread_executors(cluster, small_data, tmp_path, by_t
 
     assert all(node["NodeManagerAddress"] == "127.0.0.1" for node in ray.nodes())
     assert cluster.address.startswith("127.0.0.1:")
-    by_path = rows(run_eval(config(small_data, tmp_path / "path", executor="ray", ray_address=cluster.address)))
+    run_dir = run_eval(config(small_data, tmp_path / "path", executor="ray", ray_address=cluster.address))
+    by_path = rows(run_dir)
     assert by_path == by_threads and len(by_path) == ROWS
+    samples = pd.read_parquet(run_dir / schema.SAMPLES)  # where each row was played
+    assert (samples["node"] == socket.gethostname()).all()
+    assert samples["worker"].str.fullmatch(r"ray:[0-9a-f]{8}@\d+").all()
 
 
 def test_a_kernel_harness_runs_jailed_on_the_workers(cluster, small_data, tmp_path):
@@ -182,6 +190,17 @@ def test_a_kernel_harness_runs_jailed_on_the_workers(cluster, small_data, tmp_pa
         run_eval(config(small_data, tmp_path / "ray", executor="ray", ray_address=cluster.address, **settings))
     )
     assert remote == local and len(remote) == 1
+
+
+def test_a_kernel_lost_on_a_worker_is_an_error_row(cluster, small_data, tmp_path):
+    """The policy's code SIGKILLs its kernel on the worker (tests/test_kernel_lost.py: with threads)."""
+    from kernel_killer import SPEC
+
+    settings = {"model": SPEC, "harness": "rlm", "categories": ["localize"], "limit_per_category": 1}
+    run_dir = run_eval(config(small_data, tmp_path / "ray", executor="ray", ray_address=cluster.address, **settings))
+    row = pd.read_parquet(run_dir / schema.SAMPLES).iloc[0]
+    assert row["error_type"] == "kernel_lost" and pd.isna(row["score"]) and "kernel died" in row["error"]
+    assert row["worker"].startswith("ray:")
 
 
 def test_a_worker_killed_mid_run_loses_and_repeats_no_row(cluster, small_data, tmp_path, by_threads, monkeypatch):
@@ -275,8 +294,9 @@ def test_rows_that_cannot_run_become_error_rows(executor, small_data):
     assert by_id[good.ref.id]["error_type"] is None and by_id[good.ref.id]["score"] is not None
     assert by_id["no-such-row"]["error_type"] == "internal" and "no row 'no-such-row'" in by_id["no-such-row"]["error"]
     lost = by_id[KILLER_ID]
-    assert lost["error_type"] == "internal" and lost["score"] is None
-    assert "WorkerLost" in lost["error"] and "each of 2 tries" in lost["error"]
+    assert lost["error_type"] == "worker_lost" and lost["score"] is None
+    assert "WorkerLost" in lost["error"] and "on each of 2 attempts that started" in lost["error"]
+    assert lost["node"] and lost["worker"].startswith("ray:")  # where it was lost
 
     executor.placement.forced = "object"  # now the driver loads rows: a missing one never reaches a worker
     try:

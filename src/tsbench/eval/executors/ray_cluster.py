@@ -142,6 +142,12 @@ class DataPlacement:
         if self.forced is None and self._modes:
             self._update(list(self._modes), [worker])
 
+    def forget(self, worker: Any) -> None:
+        """A lost worker no longer speaks for its node (the next worker that starts there will)."""
+        for node, handle in list(self.nodes.items()):
+            if handle is worker:
+                del self.nodes[node]
+
     def mode(self, path: str) -> str:
         if self.forced is not None:
             return self.forced
