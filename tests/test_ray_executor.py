@@ -40,16 +40,22 @@ DETECTOR = {"model": "detector/default", "harness": "direct"}
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def plugin_site(tmp_path_factory) -> Path:
+    """test/kills-its-kernel as an installed plugin (tests/families/kernel_killer.py), for the workers."""
+    from kernel_killer import install_policy
+
+    return install_policy(tmp_path_factory.mktemp("site"))
+
+
+@pytest.fixture(scope="module")
+def cluster(plugin_site):
     """A head node with 2 CPUs (so 2 worker processes) on 127.0.0.1, this process its driver.
     Ray reads its settings (auth mode, loopback only) when imported: it is imported here first."""
     if importlib.util.find_spec("ray") is None:
         pytest.skip("needs the ray extra: pip install 'tsbench[ray]'")
-    from kernel_killer import install_policy
-
     from tsbench.eval.executors.ray_cluster import head_without_dashboard, import_ray
 
-    site = install_policy(tmp_path_factory.mktemp("site"))  # test/kills-its-kernel, for the workers
+    site = plugin_site
     saved = dict(os.environ)
     os.environ.update(
         RAY_AUTH_MODE="token",
@@ -192,9 +198,14 @@ def test_a_kernel_harness_runs_jailed_on_the_workers(cluster, small_data, tmp_pa
     assert remote == local and len(remote) == 1
 
 
-def test_a_kernel_lost_on_a_worker_is_an_error_row(cluster, small_data, tmp_path):
+def test_a_kernel_lost_on_a_worker_is_an_error_row(cluster, plugin_site, small_data, tmp_path, monkeypatch):
     """The policy's code SIGKILLs its kernel on the worker (tests/test_kernel_lost.py: with threads)."""
     from kernel_killer import SPEC
+
+    from tsbench.baselines import POLICIES
+
+    monkeypatch.syspath_prepend(str(plugin_site))  # the driver checks the policy's name too
+    monkeypatch.setattr(POLICIES, "_found", None)
 
     settings = {"model": SPEC, "harness": "rlm", "categories": ["localize"], "limit_per_category": 1}
     run_dir = run_eval(config(small_data, tmp_path / "ray", executor="ray", ray_address=cluster.address, **settings))

@@ -106,7 +106,13 @@ def connect(address: str | None, cpus: float) -> tuple[Any, bool]:
         raise
     except Exception as exc:
         where = "start a local Ray cluster" if address is None else f"join the Ray cluster at {address}"
-        hint = "" if address is None else " (is the head up, and RAY_AUTH_TOKEN or ~/.ray/auth_token its token?)"
+        hint = (
+            ""
+            if address is None
+            else " (is the head up? A head started with token auth needs RAY_AUTH_MODE=token here too"
+            f"{'' if os.environ.get('RAY_AUTH_MODE') == 'token' else ' (unset here)'}, and its token in "
+            "RAY_AUTH_TOKEN or ~/.ray/auth_token)"
+        )
         raise UserError(
             f"cannot {where}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}{hint}"
         ) from None
