@@ -107,7 +107,11 @@ class EvalConfig(JudgeSettings):
     epochs: int = _no_answers(1, "Episodes per row.", ge=1)
     executor: str = _no_answers("threads", "threads (this process) or ray (pip install 'tsbench[ray]').")
     concurrency: int = setting(
-        4, "Episodes in parallel (threads), or Ray workers (--workers N: the same setting).", ge=1, answers=False, aliases=("--workers",)
+        4,
+        "Episodes in parallel (threads), or Ray workers (--workers N: the same setting).",
+        ge=1,
+        answers=False,
+        aliases=("--workers",),
     )
     jail_pool: bool = _no_answers(
         True,
