@@ -48,7 +48,11 @@ _FIELDS = [
     ("sub_call_tokens", pa.int64(), "tokens spent in sub_rlm episodes"),
     ("latency_s", pa.float64(), "wall-clock seconds of the episode"),
     ("cost_usd", pa.float64(), "API dollars, null when the price is unknown"),
-    ("error_type", pa.string(), "null when the episode finished; else rate_limit, server, timeout, sandbox, ..."),
+    (
+        "error_type",
+        pa.string(),
+        "null when the episode finished; else rate_limit, server, timeout, sandbox, kernel_lost, worker_lost, ...",
+    ),
     ("error", pa.string(), "the error message of an error row"),
     ("attempts", pa.int32(), "model calls tried for the failing call (retries + 1), on error rows"),
     ("transcript", pa.string(), "JSON: messages, code, observations, image references"),
