@@ -54,9 +54,20 @@ def test_bad_generate_arguments_exit_2_with_one_line(tmp_path, args, needle):
 
 
 def test_describe_and_plot(small_data, tmp_path):
-    res = run("describe", str(small_data / "test-precise.parquet"))
+    import os
+
+    def describe(columns: str | None) -> subprocess.CompletedProcess:
+        env = {k: v for k, v in os.environ.items() if k != "COLUMNS"} | ({"COLUMNS": columns} if columns else {})
+        args = [*TSBENCH, "describe", str(small_data / "test-precise.parquet")]
+        return subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+
+    res = describe(None)
     assert res.returncode == 0, res.stderr
     assert "localize_all_channels" in res.stdout and "no_anomaly_share" in res.stdout
+    assert max(map(len, res.stdout.splitlines())) > 100  # piped: 200 columns, not rich's 80
+    narrow = describe("80")  # piped into a pager: the width the user asked for
+    assert narrow.returncode == 0 and "no_anomaly_share" in narrow.stdout
+    assert max(map(len, narrow.stdout.splitlines())) == 80
     png = tmp_path / "row.png"
     res = run(
         "describe", str(small_data / "test-precise.parquet"), "--plot", "test-localize-1024-00000", "--out", str(png)

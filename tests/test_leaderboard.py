@@ -234,6 +234,24 @@ def test_best_and_second_best_marks_per_column(board):
     assert cell(board, "m-a", "localize", "b" * 64)["mean_mark"] == ""  # alone on its dataset: nothing to rank
 
 
+def test_ties_share_a_mark_and_a_column_where_every_cell_ties_has_none():
+    """Bold says one configuration did better; where all tie (the demo's SmolLM2 and zscore at 0) none did."""
+    from tsbench.leaderboard.tables import mark_ranks
+
+    cells = pd.DataFrame(
+        {
+            "dataset": ["d"] * 6,
+            "category": ["presence"] * 3 + ["localize"] * 3,
+            "mean": [0.0, 0.0, 0.0, 0.5, 0.5, 0.25],
+            "f1": [0.0, 0.0, 0.0, None, None, None],
+            "incomplete": [False] * 6,
+        }
+    )
+    marked = mark_ranks(cells)
+    assert marked["mean_mark"].tolist() == ["", "", "", "best", "best", "second"]
+    assert marked["f1_mark"].tolist() == [""] * 6
+
+
 def test_mismatched_datasets_are_kept_apart_with_a_warning(board):
     assert board.datasets == ["a" * 64, "b" * 64]
     assert any("different datasets" in w for w in board.warnings)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -16,6 +17,18 @@ from tsbench.core.errors import UserError
 _WIDTH = None if sys.stdout.isatty() else 200
 console = Console(highlight=False, width=_WIDTH)
 err_console = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
+
+
+def columns_console() -> Console:
+    """stdout at the width COLUMNS names, piped too (`COLUMNS=100 tsbench describe ... | less`), else `console`.
+
+    Only for commands whose tables a user pages through: readline exports COLUMNS=80 into the children of
+    any Python that loaded it (pytest among them), so every command honouring it would squeeze logs.
+    """
+    columns = os.environ.get("COLUMNS", "").strip()
+    if sys.stdout.isatty() or not columns.isdigit() or int(columns) < 20:
+        return console  # a terminal: rich reads COLUMNS and the terminal's size itself
+    return Console(highlight=False, width=int(columns))
 
 
 def split_list(values: Optional[list[str]]) -> Optional[list[str]]:

@@ -11,7 +11,17 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from tsbench.cli.common import console, err_console, floats, given, ints, progress_bar, require_file, split_list
+from tsbench.cli.common import (
+    columns_console,
+    console,
+    err_console,
+    floats,
+    given,
+    ints,
+    progress_bar,
+    require_file,
+    split_list,
+)
 from tsbench.core import json_input
 from tsbench.core.errors import UserError
 from tsbench.core.out_paths import writable_folder
@@ -164,11 +174,12 @@ def describe(
             raise UserError(f"no row with id {plot!r} in {data}")
         console.print(f"wrote {written}")
         return
+    out_console = columns_console()
     for title, frame in taskset.describe(files):
         table = Table(*[str(c) for c in frame.columns], title=title)
         for values in frame.itertuples(index=False):
             table.add_row(*[Text(str(v)) for v in values])  # literal: cells may hold [lists]
-        console.print(table)
+        out_console.print(table)
 
 
 def _predicted_answer(run: Path, row_id: str) -> Any:

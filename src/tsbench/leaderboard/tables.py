@@ -233,12 +233,13 @@ def column_counts(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def _ranks(values: pd.Series, lower_is_better: bool = False) -> pd.Series:
-    """'best' / 'second' / '' by distinct value (ties share a mark); nothing marked with < 2 values."""
+    """'best' / 'second' / '' by distinct value (ties share a mark); nothing marked with < 2 values,
+    nor where every value ties (all 0, say): no configuration is better than another there."""
     present = values.dropna()
     marks = pd.Series("", index=values.index)
-    if len(present) < 2:
-        return marks
     distinct = sorted(present.unique(), reverse=not lower_is_better)
+    if len(present) < 2 or len(distinct) < 2:
+        return marks
     marks[values == distinct[0]] = "best"
     if len(distinct) > 1:
         marks[values == distinct[1]] = "second"
