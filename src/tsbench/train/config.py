@@ -260,6 +260,11 @@ class GRPOConfig(trl.GRPOConfig):
         "none, group or batch [none for dr_grpo (no std division), group otherwise].",
         choices=("none", "group", "batch"),
     )
+    advantage_std: str = setting(
+        "sample",
+        "scale_rewards group's sigma: sample (Bessel: TRL, TimeMaster's verl code) or population (eq. 6 as written).",
+        choices=("sample", "population"),
+    )
     beta: float = setting(
         0.0, "KL weight to the reference (= the starting policy, the warm start if any); TimeMaster 0.001.", ge=0
     )
@@ -537,6 +542,10 @@ class GRPOConfig(trl.GRPOConfig):
                 f"scale_rewards {self.reward_scaling} with {rows} training rows per episode (reasoning_history "
                 "as-rendered) would divide by a std over the rows, not the group's episodes: use scale_rewards none "
                 "(Dr. GRPO) or reasoning_history as-generated"
+            ]
+        if self.advantage_std == "population" and self.reward_scaling != "group":
+            return [
+                f"advantage_std population divides by a group's sigma: scale_rewards {self.reward_scaling} has none"
             ]
         return []
 

@@ -62,6 +62,7 @@ RESUME_KEYS = (
     "max_seq_len",
     "loss_type",
     "scale_rewards",
+    "advantage_std",
     "beta",
     "epsilon",
     "epsilon_high",
@@ -237,6 +238,8 @@ def resume_view(cfg: GRPOConfig) -> dict:
     values["format_rule"] = cfg.rewards.format_rule if cfg.rewards.reward == "composite" else None
     values["warm_steps"] = cfg.warm_steps
     values["scale_rewards"] = cfg.reward_scaling
+    # runs recorded before the setting existed trained with TRL's sample std: None, as they have it
+    values["advantage_std"] = None if cfg.advantage_std == "sample" else cfg.advantage_std
     values["temperature"] = cfg.temperature
     return {k: values.get(k) for k in RESUME_KEYS}
 

@@ -98,6 +98,23 @@ def episode_trainer_class() -> type:
 
         def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
             self._keys = [row["prompt"] for row in inputs]
+            output = self._played_and_scored(inputs)
+            if getattr(self.args, "advantage_std", "sample") != "sample":  # TRL's own is the sample std
+                output["advantages"] = self._advantages(len(inputs)).to(output["advantages"])
+            return output
+
+        def _advantages(self, local: int) -> Any:
+            """This process's rows' advantages from the step's gathered rewards with args.advantage_std."""
+            from tsbench.train.advantages import group_advantages
+
+            per_func = self._rewards_per_func
+            rewards = (per_func * self.reward_weights.to(per_func.device).unsqueeze(0)).nansum(dim=1)
+            rewards[torch.isnan(per_func).all(dim=1)] = torch.nan  # unscorable: out of the group, advantage 0
+            values = group_advantages(rewards.cpu().numpy(), self.num_generations, std=self.args.advantage_std)
+            start = self.accelerator.process_index * local
+            return torch.as_tensor(values[start : start + local], dtype=torch.float32)
+
+        def _played_and_scored(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
             if self.environment.processor is None:
                 return super()._generate_and_score_completions(inputs)
             output = self.environment(self._keys, self)
@@ -114,7 +131,8 @@ def episode_trainer_class() -> type:
 
         def _calculate_rewards(self, inputs: list, prompts: list, *args: Any) -> Any:
             # the reward functions group rollouts by task key (rewards.groups_of), not by conversation
-            return super()._calculate_rewards(inputs, self._keys, *args)
+            self._rewards_per_func = super()._calculate_rewards(inputs, self._keys, *args)
+            return self._rewards_per_func
 
         # -- forwards at their own width -----------------------------------------------------
         def _get_per_token_logps_and_entropies(
