@@ -28,6 +28,7 @@ from tsbench.eval.agents import AgentCache, check_before_building, check_pairing
 from tsbench.eval.config import EvalConfig, result_settings, run_name
 from tsbench.eval.episode import EpisodeJob
 from tsbench.eval.executors import ExecutorOptions, OnInterrupt, executor_class
+from tsbench.eval.host_memory import release_freed_memory
 from tsbench.eval.preflight import preflight
 from tsbench.eval.run_dir import choose_run_dir, settings_conflict
 from tsbench.eval.selection import select_rows
@@ -245,6 +246,7 @@ def run_eval(
 ) -> Path:
     """Evaluate, resuming whatever the run dir already holds; returns the run dir."""
     validate(cfg)
+    release_freed_memory()  # the host holds the rows in flight, not what reading them freed (eval/host_memory.py)
     run = resolve(cfg)
     chosen = select(cfg, run.taskset)
     opened = open_run(cfg, run, chosen)

@@ -64,4 +64,7 @@ def started_behind(box: Sandbox) -> Iterator[Sandbox]:
         yield box
         box.wait_started()  # an episode that ran no cell still fails when its jail could not start
     finally:
-        box.close()
+        try:
+            box.close()
+        finally:  # box and its start refer to each other: freed now, not at the next full gc (the series)
+            box._starting = None

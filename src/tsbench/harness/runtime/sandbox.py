@@ -262,6 +262,7 @@ class Sandbox:
         if self._cleanup is not None:
             self._cleanup()  # runs once; also registered for interpreter exit
         self._root = None
+        self.series, self.sub_rlm_handler = {}, None  # the handler's episode holds this box: no cycle is left
         release_event_loop()  # the loop jupyter_client's calls made in this thread (made again if needed)
 
     # ---- running code
@@ -464,6 +465,8 @@ class Sandbox:
             write_context_json(self._context_path, self.series)
         except BaseException as exc:  # reported by run(), which needs the file
             self._context_error = exc
+        finally:  # series.npz was written first and a restart reloads from it: the float64 copy goes now
+            self.series = {}
 
     def _wait_for_context_file(self) -> None:
         if self._context_writer is not None:
