@@ -7,6 +7,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import tomllib
+from fnmatch import fnmatch
+from pathlib import Path
 
 import pytest
 
@@ -73,3 +76,16 @@ def test_themes_are_typed_and_two_per_domain():
         assert isinstance(theme.level, float) and isinstance(theme.decimals, int) and len(theme.stances) == 3
         assert all(isinstance(level, float) and isinstance(scale, float) for *_, level, scale in theme.drivers)
         assert len(theme.components) == 4 and theme.labels == tuple(theme.labels)
+
+
+def test_every_data_file_of_the_package_is_shipped():
+    """The catalogue, themes and replay specs are read from files next to the code: pyproject's
+    package-data must name each one, or an installed wheel would lack it."""
+    root = Path(__file__).resolve().parents[1]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["tsbench"]
+    package = root / "src" / "tsbench"
+    data = [
+        p.relative_to(package).as_posix() for p in package.rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc")
+    ]
+    assert "tasks/timesage/sources/catalog.toml" in data
+    assert [f for f in data if not any(fnmatch(f, pattern) for pattern in patterns)] == []
