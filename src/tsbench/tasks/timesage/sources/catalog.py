@@ -17,9 +17,6 @@ from typing import Any
 
 from tsbench.tasks.timesage.contract import FieldSpec, KeypointSpec
 
-# Kinds only the synthetic issuer can answer (they need its releases).
-ISSUER_ONLY = ("change_direction", "cause", "drivers_evidence", "stakeholders", "conditional_outlook")
-
 
 @cache
 def catalogue() -> dict[str, Any]:
@@ -110,10 +107,11 @@ def _fill(value: Any, ctx: dict[str, Any]) -> Any:
 
 def build(kind: str, v: Vocabulary) -> FieldSpec:
     """The FieldSpec of one question kind for a scenario's vocabulary: the issuer's entry where the
-    issuer decides (its status call, its view, the kinds only it answers), else the table rule."""
+    issuer decides (its status call, its view) or where no table rule answers the kind (only the
+    issuer's releases can), else the table rule."""
     views = catalogue()
-    issuer = v.issuer_status if kind == "status" else v.issuer_view or kind in ISSUER_ONLY
-    entry = (issuer and views["issuer"].get(kind)) or views["table"].get(kind)
+    issuer = v.issuer_status if kind == "status" else v.issuer_view
+    entry = (issuer and views["issuer"].get(kind)) or views["table"].get(kind) or views["issuer"].get(kind)
     if entry is None:
         raise ValueError(f"unknown question kind {kind!r}")
     ctx = _context(v)
