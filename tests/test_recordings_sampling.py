@@ -124,19 +124,10 @@ def test_kind_times_iou(message, score, valid):
     assert scored.score == pytest.approx(score) and scored.valid is valid
 
 
-def test_negative_rows_and_the_table3_pair():
+def test_negative_rows():
     assert classify.score(NEGATIVE, '{"kind": "No anomaly"}').score == 1.0
     assert classify.score(NEGATIVE, '{"kind": "K1", "start": 1, "end": 2}').score == 0.0
     assert classify.score(NEGATIVE, '{"kind": "No anomaly"}').metrics["iou"] is None
-    golds = [GOLD, classify.gold("K2", (0, 10)), NEGATIVE]
-    answers = [
-        '{"kind": "K1", "start": 150, "end": 250}',
-        '{"kind": "K1", "start": 0, "end": 10}',
-        '{"kind": "No anomaly"}',
-    ]
-    pair = classify.table3(golds, [classify.score(g, a) for g, a in zip(golds, answers)])
-    assert pair["iou"] == pytest.approx((1 / 3 + 1.0) / 2)  # IoU over anomalous windows, whatever the kind
-    assert pair["f1"] == pytest.approx((2 / 3 + 0 + 1) / 3)
 
 
 def test_the_four_families_are_registered_tasksets():

@@ -14,7 +14,7 @@ from tsbench.tasks.timesage import generate as generate_module
 from tsbench.tasks.timesage.audit import audit, periods_from_frame
 from tsbench.tasks.timesage.contract import SCHEMA_FILE, TABLE_FILE, dumps
 from tsbench.tasks.timesage.generate import generate_from_options
-from tsbench.tasks.timesage.sources.catalog import KIND_TAGS
+from tsbench.tasks.timesage.sources.catalog import kind_tags
 from tsbench.tasks.timesage.sources.released import export_released, read_released
 from tsbench.tasks.timesage.sources.replay import SPECS, build_scenario
 from tsbench.tasks.timesage.sources.synthetic import materialize, plan_set
@@ -39,13 +39,13 @@ def test_default_plan_covers_tiers_domains_cadences_and_families():
     assert {p.tier for p in plans[:3]} == {"easy", "medium", "hard"}
     families = set()
     for plan in plans:
-        tags = [KIND_TAGS[kind] for kind in plan.kinds]
+        tags = [kind_tags()[kind] for kind in plan.kinds]
         assert not coverage_problems(plan.tier, tags), plan.id
         families |= {tag[0] for tag in tags if tag[0] in "ABCDEF"}
     assert families == set("ABCDEF")
     for plan in plans[:6]:  # the built contracts carry the planned tags
         scenario, periods = materialize(dataclasses.replace(plan, n_periods=1))
-        assert scenario.tags == [KIND_TAGS[kind] for kind in plan.kinds] and len(periods) == 1
+        assert scenario.tags == [kind_tags()[kind] for kind in plan.kinds] and len(periods) == 1
 
 
 def test_generation_is_deterministic_bytes(tmp_path):

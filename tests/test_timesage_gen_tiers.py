@@ -20,7 +20,7 @@ from tsbench.tasks.timesage.contract import SCHEMA_FILE
 from tsbench.tasks.timesage.generate import generate_from_options
 from tsbench.tasks.timesage.prompt import period_question
 from tsbench.tasks.timesage.rules import field_score
-from tsbench.tasks.timesage.sources.catalog import KIND_TAGS, PRIOR_KEYPOINT
+from tsbench.tasks.timesage.sources.catalog import PRIOR_KEYPOINT, kind_tags
 from tsbench.tasks.timesage.sources.issuer import own_call
 from tsbench.tasks.timesage.sources.released import export_released, read_released
 from tsbench.tasks.timesage.sources.synthetic import COPY_LAST_TARGET, materialize, plan_set
@@ -73,7 +73,7 @@ def test_the_agent_never_sees_a_scoring_or_derivation_rule(sets, tmp_path):
 
 def test_all_27_tags_appear_at_the_default_size_with_the_papers_family_shares():
     plans = plan_set(42)
-    tags = Counter(KIND_TAGS[kind] for plan in plans for kind in plan.kinds if KIND_TAGS[kind] in TAGS)
+    tags = Counter(kind_tags()[kind] for plan in plans for kind in plan.kinds if kind_tags()[kind] in TAGS)
     assert set(tags) == set(TAGS) and len(TAGS) == 27
     total = sum(tags.values())
     shares = {family: 100 * sum(n for tag, n in tags.items() if tag[0] == family) / total for family in FAMILIES}
@@ -193,7 +193,7 @@ def test_a_twelve_scenario_set_asks_all_27_tags():
     """Issue 36: E7 (a comparison with the same period a year earlier) was never drawn below 18
     scenarios; the third field of a short hard scenario now goes to the family (E or F) asked less."""
     for seed in (42, 7):
-        tags = {KIND_TAGS[kind] for plan in plan_set(seed, 12, 6) for kind in plan.kinds}
+        tags = {kind_tags()[kind] for plan in plan_set(seed, 12, 6) for kind in plan.kinds}
         assert set(TAGS) <= tags, sorted(set(TAGS) - tags)
 
 

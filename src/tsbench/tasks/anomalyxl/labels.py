@@ -50,16 +50,6 @@ MCQ_OPTIONS = {
     INDICATOR: INDICATOR_OPTIONS,
 }
 
-# Which precise category each MCQ template is projected from.
-MCQ_SOURCE = {
-    PRESENCE: LOCALIZE,
-    START_TIME: LOCALIZE,
-    CATEGORIZATION: CLASSIFY,
-    MAGNITUDE_BAND: MAGNITUDE,
-    IDENTIFICATION: ALL_CHANNELS,
-    INDICATOR: LEAD_LAG,
-}
-
 
 def regime_of(category: str) -> str:
     """'precise' for the five Localize tasks, 'coarse' for the six MCQ templates."""

@@ -95,20 +95,3 @@ def score(gold: dict, message: Any) -> Scored:
     for t in IOU_THRESHOLDS:
         metrics[f"acc_iou_{t}"] = float(overlap >= t)
     return Scored(score=float(kind_correct) * overlap, valid=True, parsed=answer, metrics=metrics)
-
-
-def table3(golds: list[dict], scored: list[Scored]) -> dict[str, float]:
-    """The paper's Table 3 pair for one set: macro-F1 over the options (kinds and "No anomaly")
-    from the parsed kinds (an unusable answer is a miss), and IoU, the mean of the per-row IoU
-    over the anomalous windows (a wrong or missing window counts 0)."""
-    from tsbench.core.stats import macro_f1
-
-    labels = [g["answer"] for g in golds]
-    preds = [(s.parsed or {}).get("answer", "") for s in scored]
-    kinds = list(dict.fromkeys(label for label in labels if label != NO_ANOMALY))
-    ious = [s.metrics.get("iou") or 0.0 for g, s in zip(golds, scored) if g["answer"] != NO_ANOMALY]
-    return {
-        "f1": macro_f1(labels, preds, [*kinds, NO_ANOMALY]),
-        "iou": sum(ious) / len(ious) if ious else 0.0,
-        "rows": float(len(golds)),
-    }

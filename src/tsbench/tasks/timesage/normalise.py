@@ -30,7 +30,6 @@ _CARDINALS = (
     "seventeen eighteen nineteen twenty"
 ).split()
 _ORDINALS = "first second third fourth fifth sixth seventh eighth ninth tenth".split()
-_SUFFIX = {1: "st", 2: "nd", 3: "rd"}
 _COUNTED = re.compile(
     r"\b(" + "|".join(_CARDINALS) + r")(?=(?:\s+(?:consecutive|straight|successive))?\s+"
     r"(?:releases?|months?|weeks?|periods?|days?|quarters?|years?|reports?|bulletins?|times?)\b|\s+in a row\b)",

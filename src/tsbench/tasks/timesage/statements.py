@@ -140,13 +140,6 @@ def keypoint_coverage(reading: Reading, lex: dict, key: str) -> tuple[float | No
     return covered, wrong
 
 
-def stated_literally(reading: Reading, lex: dict, key: str) -> tuple[float | None, bool]:
-    """keypoint_coverage without grounding: the value stated about its subject, whatever else the report says."""
-    truth = lex["truths"].get(key)
-    subject = next((s for s in lex["subjects"] if s["key"] == key), None)
-    return (None, False) if truth is None or subject is None else _stated(reading, lex, subject, truth)
-
-
 def _stated(reading: Reading, lex: dict, subject: dict, truth: Any) -> tuple[float, bool]:
     key, kind = subject["key"], subject["kind"]
     if kind == "object":

@@ -20,8 +20,10 @@ issuer.py for the synthetic source) cannot be built from real data; released set
 from __future__ import annotations
 
 import dataclasses
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -67,303 +69,28 @@ class ReplaySpec:
     min_history: int = 60  # rows before the first evaluated period (bands and baselines are set on them)
 
 
-# Tier variants of one series share every field but what the tier asks (dataclasses.replace below).
-_ELNINO = ReplaySpec(
-    "replay-climate-elnino-monthly-easy",
-    "elnino",
-    data.elnino,
-    "climate",
-    "monthly",
-    "easy",
-    "operational climate analyst",
-    "tsbench replay (NOAA El Nino SST)",
-    "SST status note",
-    "sst_c",
-    "Nino region sea-surface temperature",
-    "degC",
-    2,
-    "temperature status",
-    ("cool", "neutral", "warm"),
-    1,
-    12,
-    ("status", "latest_value", "summary"),
-    background="Monthly sea-surface temperatures of the equatorial Pacific decide a warm / neutral / cool "
-    "status from the month's band; the note adds the latest reading.",
-)
+def load_specs(path: Path = Path(__file__).with_name("replay.toml")) -> tuple[ReplaySpec, ...]:
+    """The series and tiers of replay.toml, in file order."""
+    with path.open("rb") as file:
+        entries = tomllib.load(file)["spec"]
+    raw: dict[str, dict[str, Any]] = {}
+    for entry in entries:
+        raw[entry["id"]] = {**raw.get(entry.pop("like", ""), {}), **entry}
+    return tuple(
+        ReplaySpec(
+            **{
+                **fields,
+                "load": getattr(data, fields["load"]),
+                "labels": tuple(fields["labels"]),
+                "kinds": tuple(fields["kinds"]),
+                "components": tuple(map(tuple, fields.get("components", ()))),
+            }
+        )
+        for fields in raw.values()
+    )
 
 
-_MACRO = ReplaySpec(
-    "replay-finance-macro-quarterly-medium",
-    "macrodata",
-    data.macro,
-    "finance",
-    "irregular",
-    "medium",
-    "macroeconomic analyst",
-    "tsbench replay (US macrodata)",
-    "quarterly GDP composition brief",
-    "realgdp",
-    "real GDP",
-    "billion 2005 USD",
-    1,
-    "growth state",
-    ("weak", "moderate", "strong"),
-    1,
-    4,
-    ("change", "trend_3", "vs_baseline", "component_shares", "summary"),
-    (("realcons", "consumption"), ("realinv", "investment"), ("realgovt", "government")),
-    background="Quarterly US national accounts; the brief reports the change in real GDP, its three-quarter "
-    "trend and deviation from its recent average, and the spending shares.",
-)
-
-
-SPECS = (
-    _ELNINO,
-    dataclasses.replace(
-        _ELNINO,
-        id="replay-climate-elnino-monthly-medium",
-        tier="medium",
-        release="SST monitoring brief",
-        kinds=("change", "trend_3", "run_length", "vs_baseline", "summary"),
-        background="Monthly sea-surface temperatures of the equatorial Pacific; the brief reports changes, the "
-        "three-month trend and how long the series has stayed on one side of normal.",
-    ),
-    ReplaySpec(
-        "replay-climate-co2-weekly-medium",
-        "co2",
-        data.co2,
-        "climate",
-        "weekly",
-        "medium",
-        "atmospheric monitoring analyst",
-        "tsbench replay (Mauna Loa CO2)",
-        "CO2 weekly brief",
-        "co2_ppm",
-        "weekly mean CO2 concentration",
-        "ppm",
-        1,
-        "concentration band",
-        ("low", "mid", "high"),
-        1,
-        52,
-        ("latest_value", "change", "trend_3", "rank", "summary"),
-        background="Weekly CO2 concentrations at Mauna Loa; the brief reports the latest level, its changes and "
-        "its rank among the last two years.",
-    ),
-    _MACRO,
-    dataclasses.replace(
-        _MACRO,
-        id="replay-finance-macro-quarterly-hard",
-        tier="hard",
-        release="quarterly growth attribution note",
-        kinds=("primary_driver", "secondary_drivers", "yoy_comparison", "summary", "evidence"),
-        background="Quarterly US national accounts; the note attributes the change in real GDP to the spending "
-        "component that moved most and compares real GDP with the same quarter a year earlier.",
-    ),
-    ReplaySpec(
-        "replay-agriculture-nile-yearly-easy",
-        "nile",
-        data.nile,
-        "agriculture",
-        "irregular",
-        "easy",
-        "irrigation planning analyst",
-        "tsbench replay (Nile flow)",
-        "annual flood note",
-        "volume_1e8m3",
-        "annual Nile flow at Aswan",
-        "1e8 m3",
-        0,
-        "flood class",
-        ("low", "normal", "high"),
-        1,
-        1,
-        ("status", "latest_direction", "summary"),
-        background="The annual Nile flow decides the flood class irrigation planners work with; the note also "
-        "says whether the flow rose or fell on the previous year.",
-    ),
-    ReplaySpec(
-        "replay-climate-sunspots-yearly-easy",
-        "sunspots",
-        data.sunspots,
-        "climate",
-        "irregular",
-        "easy",
-        "space weather analyst",
-        "tsbench replay (yearly sunspots)",
-        "solar activity note",
-        "sunspots",
-        "yearly mean sunspot number",
-        "sunspots",
-        1,
-        "solar activity",
-        ("quiet", "moderate", "active"),
-        1,
-        1,
-        ("status", "latest_value", "summary"),
-        background="Yearly sunspot numbers classify solar activity for space-weather planning.",
-    ),
-    ReplaySpec(
-        "replay-finance-danish-quarterly-medium",
-        "danish_data",
-        data.danish,
-        "finance",
-        "irregular",
-        "medium",
-        "monetary analyst",
-        "tsbench replay (Danish money demand)",
-        "quarterly money brief",
-        "lrm",
-        "log real money (M2)",
-        "log",
-        3,
-        "money stance",
-        ("tight", "neutral", "loose"),
-        1,
-        4,
-        ("change", "trend_3", "vs_baseline", "rank", "summary"),
-        background="Quarterly Danish money demand; the brief reports the change in log real money, its "
-        "three-quarter trend, its deviation from the last four quarters and its rank among the last eight quarters.",
-        min_history=31,
-    ),
-    ReplaySpec(
-        "replay-finance-interest-quarterly-easy",
-        "interest_inflation",
-        data.interest_inflation,
-        "finance",
-        "irregular",
-        "easy",
-        "rates analyst",
-        "tsbench replay (German interest rates)",
-        "quarterly rate note",
-        "rate_pct",
-        "long-term interest rate",
-        "percent",
-        2,
-        "rate level",
-        ("low", "moderate", "high"),
-        2,
-        4,
-        ("latest_value", "latest_direction", "summary"),
-        background="Quarterly German interest rates; the note reports the latest long-term rate and its direction "
-        "(the rate level bands of the 1970s and 1980s would read 'low' throughout the 1990s).",
-    ),
-    ReplaySpec(
-        "replay-transportation-airline-monthly-easy",
-        "Airline",
-        data.airline,
-        "transportation",
-        "monthly",
-        "easy",
-        "aviation demand analyst",
-        "tsbench replay (airline passengers)",
-        "passenger growth note",
-        "growth_pct",
-        "passenger growth on the same month a year earlier",
-        "percent",
-        1,
-        "growth state",
-        ("slow", "steady", "fast"),
-        1,
-        12,
-        ("status", "latest_value", "latest_direction", "summary"),
-        background="Monthly international airline passengers (Box-Jenkins series); the note classifies "
-        "passenger growth on a year earlier and reports the latest growth and its direction.",
-        package="aeon",
-    ),
-    ReplaySpec(
-        "replay-transportation-airline-monthly-medium",
-        "Airline",
-        data.airline,
-        "transportation",
-        "monthly",
-        "medium",
-        "aviation demand analyst",
-        "tsbench replay (airline passengers)",
-        "passenger monitoring brief",
-        "passengers_k",
-        "monthly airline passengers",
-        "thousand",
-        0,
-        "traffic level",
-        ("low", "mid", "high"),
-        1,
-        12,
-        ("change", "trend_3", "vs_baseline", "rank", "summary"),
-        background="Monthly international airline passengers; the brief reports the change, the three-month "
-        "trend, the deviation from the last twelve months and the month's rank in the last two years.",
-        package="aeon",
-    ),
-    ReplaySpec(
-        "replay-agriculture-lynx-yearly-easy",
-        "Lynx",
-        data.lynx,
-        "agriculture",
-        "irregular",
-        "easy",
-        "fur trade analyst",
-        "tsbench replay (Hudson's Bay lynx returns)",
-        "annual trapping note",
-        "lynx_trapped",
-        "lynx pelts traded",
-        "pelts",
-        0,
-        "population phase",
-        ("scarce", "normal", "abundant"),
-        1,
-        1,
-        ("status", "latest_value", "summary"),
-        background="Annual lynx trappings in Canada follow a ten-year cycle; the note classifies the phase.",
-        package="aeon",
-    ),
-    ReplaySpec(
-        "replay-finance-uschange-quarterly-hard",
-        "Uschange",
-        data.uschange,
-        "finance",
-        "irregular",
-        "hard",
-        "macroeconomic analyst",
-        "tsbench replay (US quarterly changes)",
-        "quarterly consumption attribution note",
-        "consumption",
-        "consumption growth",
-        "percent",
-        2,
-        "consumption state",
-        ("weak", "moderate", "strong"),
-        1,
-        4,
-        ("primary_driver", "secondary_drivers", "yoy_comparison", "summary", "evidence"),
-        (("income", "income"), ("production", "production"), ("unemployment", "unemployment")),
-        background="US quarterly percentage changes; the note names the series that moved most since the "
-        "previous quarter and compares consumption growth with a year earlier.",
-        package="aeon",
-    ),
-    ReplaySpec(
-        "replay-finance-shampoo-monthly-easy",
-        "ShampooSales",
-        data.shampoo,
-        "finance",
-        "monthly",
-        "easy",
-        "retail sales analyst",
-        "tsbench replay (shampoo sales)",
-        "monthly sales note",
-        "sales",
-        "monthly shampoo sales",
-        "units",
-        1,
-        "sales level",
-        ("low", "normal", "high"),
-        1,
-        12,
-        ("latest_value", "latest_direction", "summary"),
-        background="Three years of monthly shampoo sales (the Makridakis series).",
-        package="aeon",
-        min_history=24,
-    ),
-)
+SPECS = load_specs()
 
 
 def _vocabulary(spec: ReplaySpec, history: np.ndarray) -> Vocabulary:
