@@ -11,7 +11,8 @@ import pytest
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.config import preset
 from tsbench.tasks.anomalyxl.generate import generate_split, plan_split
-from tsbench.tasks.anomalyxl.mcq import TEMPLATES_BY_SOURCE, magnitude_band, project, select_sources, start_bin
+from tsbench.tasks.anomalyxl.labels import magnitude_band, start_bin
+from tsbench.tasks.anomalyxl.mcq import TEMPLATES_BY_SOURCE, project, select_sources
 from tsbench.tasks.anomalyxl.rowplan import materialize
 from tsbench.tasks.anomalyxl.rows import iter_rows, read_index
 from tsbench.tasks.anomalyxl.scene import build_scene

@@ -21,7 +21,7 @@ import time
 
 from tsbench.models.base import Agent, Completion, Message, TaskInfo, ToolCall
 from tsbench.tasks.anomalyxl import labels as lb
-from tsbench.tasks.anomalyxl.mcq import magnitude_band, start_bin
+from tsbench.tasks.anomalyxl.labels import magnitude_band, start_bin
 
 SUMMARY_TAG = "ZSCORE_SUMMARY"
 PRESENT_Z = 6.0  # smoothed robust |z| above which a channel counts as anomalous

@@ -8,16 +8,9 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich import box
-from rich.markup import escape
-from rich.panel import Panel
-from rich.table import Table
-from rich.text import Text
 
 from tsbench.cli.common import console, err_console, require_run_dir
-from tsbench.cli.eval_progress import EvalDisplay
 from tsbench.cli.options import given_settings, harness_arg_option, harness_flags, settings_options
-from tsbench.cli.summary_table import WIDE, summary_table, usage_line
 from tsbench.core import json_input
 from tsbench.core.config import read_toml_table
 from tsbench.core.errors import UserError
@@ -80,6 +73,7 @@ def eval_cmd(
 
     Every setting is a flag of its field's name and a key of the [eval] table (src/tsbench/eval/config.py);
     the chosen harness's own are flags too, keys of [eval.<harness>] and -H pairs (`--harness X --help`)."""
+    from tsbench.cli.eval_progress import EvalDisplay
     from tsbench.eval.preflight import with_limit_note
     from tsbench.eval.runner import RunProgress, run_eval
 
@@ -133,6 +127,9 @@ def eval_cmd(
     _print_summary(run_dir, cfg)
 
 
+eval_cmd.plays_harness = True  # the chosen harness's own settings are its options (cli/options.py)
+
+
 def _title(cfg: EvalConfig) -> str:
     """The configuration, whole, on its own line above the progress line."""
     harness = cfg.harness or "its default harness"
@@ -140,6 +137,7 @@ def _title(cfg: EvalConfig) -> str:
 
 
 def _print_summary(run_dir: Path, cfg: EvalConfig) -> None:
+    from tsbench.cli.summary_table import WIDE, summary_table, usage_line
     from tsbench.results import RESULTS_JSON, results_json
     from tsbench.results.summary import fails, why_text
 
@@ -172,6 +170,8 @@ def _print_summary(run_dir: Path, cfg: EvalConfig) -> None:
 
 def _print_protocol_metrics(tasks: dict) -> None:
     """The benchmark's own number where it aggregates its own way (CiK's RCRPS), beside the mean scores."""
+    from rich.table import Table
+
     own = {name: t for name, t in tasks.items() if t.get("protocol") and t.get(t.get("primary", "")) is not None}
     if not own:
         return
@@ -218,7 +218,12 @@ def show(
     ),
 ) -> None:
     """List a run's rows, or replay one episode: messages, code, observations, score."""
+    from rich import box
+    from rich.markup import escape
+    from rich.panel import Panel
     from rich.syntax import Syntax
+    from rich.table import Table
+    from rich.text import Text
 
     from tsbench.results import load_samples
     from tsbench.results.records import transcript_events

@@ -109,7 +109,7 @@ class EvalDisplay:
             self._announce(progress)
         if self._terminal:
             if self._live is None:
-                self._live = Live(self, console=err_console, refresh_per_second=2, transient=False)
+                self._live = Live(self, console=err_console.real, refresh_per_second=2, transient=False)
                 self._live.start()
             self._live.refresh()
         elif time.monotonic() - self._last_log >= LOG_EVERY_S or progress.done == progress.total:

@@ -127,3 +127,13 @@ def evolve(
         writer.close()
     console.print(report)
     console.print(f"report: {out}/evolve_report.json")
+
+
+memory_app = typer.Typer(
+    help="TimeClaw episodic memory banks.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+memory_app.command("build", short_help="A memory bank from runs.")(memory_build)
+memory_app.command("ablation", short_help="TimeClaw's ablation board from runs.")(ablation)

@@ -60,8 +60,3 @@ def rescore(
         f"re-scored {stats.rescored} of {stats.rows} rows with {judge}: {stats.judge_calls} judge calls, "
         f"{stats.cache_hits} from the cache ({rate}), {stats.judge_tokens:,} judge tokens spent; wrote {target}"
     )
-
-
-def register(app: typer.Typer) -> None:
-    app.command()(audit)
-    app.command()(rescore)

@@ -105,7 +105,7 @@ def _train_classical(data_dir: Path, out: Path, seed: int, *, workers: int = 2, 
             TextColumn("{task.percentage:>3.0f}%"),
             TimeElapsedColumn(),
             TimeRemainingColumn(),
-            console=err_console,
+            console=err_console.real,
         )
         tasks: dict[str, int] = {}
 

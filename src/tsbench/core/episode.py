@@ -7,9 +7,10 @@ the type without importing each other. Neither type ever carries the gold answer
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # the series' type only: reading settings and --help never load numpy
+    import numpy as np
 
 
 @dataclass

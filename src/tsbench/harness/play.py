@@ -19,7 +19,7 @@ from tsbench.harness.base import FunctionHarness, Harness
 from tsbench.harness.episode import EpisodeError
 from tsbench.harness.final_answer import cap_final_answer
 from tsbench.harness.registry import get_harness
-from tsbench.harness.runtime.sandbox import SandboxError
+from tsbench.harness.runtime.errors import SandboxError
 from tsbench.models.base import ModelError, as_agent
 
 

@@ -11,7 +11,7 @@ from tsbench.baselines.detector.model import DEFAULT, ChannelResult, Finding, Se
 from tsbench.baselines.detector.search import analyse_channel, presence_threshold
 from tsbench.core.episode import EpisodeTask
 from tsbench.tasks.anomalyxl import labels as lb
-from tsbench.tasks.anomalyxl.mcq import magnitude_band, start_bin
+from tsbench.tasks.anomalyxl.labels import magnitude_band, start_bin
 
 # ---------------------------------------------------------------------------------------------
 # Answers

@@ -4,9 +4,27 @@
 with one line saying why kernels cannot be jailed here and how to fix it.
 """
 
-from tsbench.harness.runtime.errors import SandboxError
-from tsbench.harness.runtime.jail import check_jail
-from tsbench.harness.runtime.observation import OBSERVATION_MAX_CHARS, CellResult, truncate_observation
-from tsbench.harness.runtime.sandbox import Sandbox
+import importlib
+from typing import Any
+
+# Loaded on first use (PEP 562): an episode that never starts a kernel (single-pass, a reference policy)
+# and the code that only catches SandboxError (harness/play.py) never import jupyter_client and zmq.
+_WHERE = {
+    "SandboxError": "errors",
+    "check_jail": "jail",
+    "OBSERVATION_MAX_CHARS": "observation",
+    "CellResult": "observation",
+    "truncate_observation": "observation",
+    "Sandbox": "sandbox",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:  # a submodule (`from tsbench.harness.runtime import orphans`) is imported by Python
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = ["OBSERVATION_MAX_CHARS", "CellResult", "Sandbox", "SandboxError", "check_jail", "truncate_observation"]

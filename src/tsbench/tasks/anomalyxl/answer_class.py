@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.extract import extract_answer, extract_mcq_answer
-from tsbench.tasks.anomalyxl.mcq import magnitude_band
+from tsbench.tasks.anomalyxl.labels import magnitude_band
 
 
 def answer_class(category: str, gold: dict, answer_text: str) -> str | None:

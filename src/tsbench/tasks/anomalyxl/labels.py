@@ -58,3 +58,14 @@ def regime_of(category: str) -> str:
     if category in MCQ_CATEGORIES:
         return "coarse"
     raise ValueError(f"unknown category {category!r}")
+
+
+def start_bin(start: int, length: int) -> str:
+    return START_BINS[min(3, start * 4 // length)]
+
+
+def magnitude_band(m: float) -> str:
+    for i, band in enumerate(MAGNITUDE_BANDS):
+        if m < MAGNITUDE_BAND_EDGES[i + 1]:
+            return band
+    return MAGNITUDE_BANDS[-1]

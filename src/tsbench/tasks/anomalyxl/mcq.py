@@ -32,18 +32,6 @@ PAPER_SOURCE_SHARE = {
 }
 
 
-def start_bin(start: int, length: int) -> str:
-    return lb.START_BINS[min(3, start * 4 // length)]
-
-
-def magnitude_band(m: float) -> str:
-    edges = lb.MAGNITUDE_BAND_EDGES
-    for i, band in enumerate(lb.MAGNITUDE_BANDS):
-        if m < edges[i + 1]:
-            return band
-    return lb.MAGNITUDE_BANDS[-1]
-
-
 def _join(names) -> str:
     return ", ".join(names)
 
@@ -90,7 +78,7 @@ def _template(source: RowPlan, template: str, rng, cfg) -> tuple[str, list[str],
         question = f"The series contains at most one anomaly. {window} {kinds_fact(cfg, meanings=False)} Does the series contain an anomaly?"
         return question, [lb.YES, lb.NO], lb.YES if gold["present"] else lb.NO
     if template == lb.START_TIME:
-        answer = start_bin(gold["start"], source.length) if gold["present"] else lb.NO_ANOMALY_OPTION
+        answer = lb.start_bin(gold["start"], source.length) if gold["present"] else lb.NO_ANOMALY_OPTION
         question = (
             f"The series contains at most one anomaly. {window} In which quarter of the series does the anomaly "
             f"start (the index of its first sample)? {_quarters(source.length)}."
@@ -112,7 +100,7 @@ def _template(source: RowPlan, template: str, rng, cfg) -> tuple[str, list[str],
             "the level moves up or down by a constant offset. How large is the offset in σ, up or down alike? "
             "A band includes its lower edge and excludes its upper one (1-3σ: at least 1, below 3)."
         )
-        return question, list(lb.MAGNITUDE_BANDS) + [lb.NO_ANOMALY_OPTION], magnitude_band(gold["magnitude_sigma"])
+        return question, list(lb.MAGNITUDE_BANDS) + [lb.NO_ANOMALY_OPTION], lb.magnitude_band(gold["magnitude_sigma"])
     if template == lb.IDENTIFICATION:
         return _identification(source, rng)
     if template == lb.INDICATOR:

@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -13,8 +14,10 @@ import pyarrow.parquet as pq
 
 from tsbench.core import json_input
 from tsbench.tasks import series_file
-from tsbench.tasks.anomalyxl.rowplan import RowPlan
 from tsbench.tasks.series_file import SeriesWriter, iter_records, read_record, values_array
+
+if TYPE_CHECKING:  # the generator's type: reading rows never loads the generator (scipy)
+    from tsbench.tasks.anomalyxl.rowplan import RowPlan
 
 SCHEMA = pa.schema(
     [
