@@ -25,6 +25,15 @@ def small_data(tmp_path_factory) -> Path:
     return root / "seed42"
 
 
+def pytest_configure(config):
+    """`@pytest.mark.timeout(T)` stays a hang guard at a load of 20: a test still working past T is given
+    up to T times the load factor (tsbench/testing/timeouts.py); an idle one fails at T."""
+    if config.pluginmanager.hasplugin("timeout"):
+        from tsbench.testing.timeouts import LoadAwareTimeout
+
+        config.pluginmanager.register(LoadAwareTimeout(), "tsbench-load-aware-timeout")
+
+
 @pytest.fixture
 def one_torch_thread():
     """Training tests: the CI box's 2 cores are shared, and OpenMP barriers across busy cores cost more

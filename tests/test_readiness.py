@@ -1,5 +1,5 @@
-"""The real-server fixtures' start-up wait (testing/readiness.py): a server that keeps working is waited
-for past any fixed stall bound; one that sits idle, or exits, fails with its log."""
+"""Waits that follow progress, not a clock (testing/readiness.py, testing/timeouts.py): a server, a command or
+a test that keeps working is waited for past any fixed bound; one that sits idle, or exits, fails."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tsbench.testing.readiness import wait_ready
+from tsbench.testing.readiness import cpu_seconds, descendants, run, tree_cpu_seconds, wait_ready
 
 BUSY = "import sys, time\nend = time.monotonic() + 3\nwhile time.monotonic() < end: pass\nopen(sys.argv[1], 'w').close()\ntime.sleep(30)"
 
@@ -36,3 +36,68 @@ def test_a_working_server_is_waited_for_past_the_stall_bound_and_an_idle_one_fai
     gone = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
     with pytest.raises(RuntimeError, match=r"exited \(3\): boom: no model"):
         wait_ready(gone, lambda: False, log=log, poll_s=0.1)
+
+
+SLOW = "import sys, time\nend = time.monotonic() + 2\nwhile time.monotonic() < end: pass\nprint('done')"
+
+
+def test_run_waits_for_a_working_command_past_the_stall_bound_and_kills_an_idle_one():
+    done = run([sys.executable, "-c", SLOW], stall_s=1.0, text=True)  # 2 s of CPU: progress, not a stall
+    assert done.returncode == 0 and done.stdout == "done\n"
+    started = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        run([sys.executable, "-c", "import time; time.sleep(60)"], stall_s=1.0)
+    assert time.monotonic() - started < 30
+    fed = run([sys.executable, "-c", "import sys; print(sys.stdin.read().upper())"], input="abc", text=True)
+    assert fed.stdout == "ABC\n"
+
+
+def test_the_tree_counts_the_cpu_of_live_grandchildren(tmp_path):
+    flag = tmp_path / "busy"
+    busy = "import sys, time\nwhile time.process_time() < 1: pass\nopen(sys.argv[1], 'w').close()\ntime.sleep(30)"
+    code = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {busy!r}, {str(flag)!r}])"
+    parent = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        wait_ready(parent, flag.exists, stall_s=60.0, poll_s=0.1)
+        assert descendants(parent.pid)  # the grandchild is still sleeping
+        assert tree_cpu_seconds(parent.pid) - cpu_seconds(parent.pid) >= 0.9  # its busy CPU second
+    finally:
+        parent.kill()
+        parent.wait()
+
+
+INNER = """
+import time
+
+import pytest
+
+
+@pytest.mark.timeout(1)
+def test_working_past_its_timeout():
+    end = time.monotonic() + 3
+    while time.monotonic() < end:
+        pass
+
+
+@pytest.mark.timeout(1)
+def test_idle_past_its_timeout():
+    time.sleep(20)
+"""
+
+INNER_CONFTEST = """
+from tsbench.testing.timeouts import LoadAwareTimeout
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(LoadAwareTimeout(recheck_s=0.5, load=lambda: 10.0), "load-aware")
+"""
+
+
+def test_a_timeout_marker_waits_for_a_working_test_on_a_loaded_machine_and_fails_an_idle_one(tmp_path):
+    """At a load factor of 10 a test still computing at its 1 s timeout goes on; a sleeping one fails at 1 s."""
+    (tmp_path / "conftest.py").write_text(INNER_CONFTEST)
+    (tmp_path / "test_inner.py").write_text(INNER)
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", str(tmp_path)]
+    done = run(command, text=True, cwd=tmp_path)
+    assert "1 failed, 1 passed" in done.stdout, done.stdout[-3000:]
+    assert "FAILED test_inner.py::test_idle_past_its_timeout - Failed: Timeout" in done.stdout

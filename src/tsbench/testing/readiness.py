@@ -1,9 +1,10 @@
-"""Wait for a server the tests start: as long as it is alive and progressing, not by a fixed clock.
+"""Wait for what the tests start: as long as it is alive and progressing, not by a fixed clock.
 
 A fixed start-up deadline (120 s) fails a real-server fixture on a machine at a load of 20, where loading
 SmolLM2 takes minutes of wall time but the same CPU seconds. `wait_ready` polls `ready()` while the process
-lives and fails only when it has stopped making progress (no CPU time used and no log output) for
-`stall_s`, or after `cap_s` in all (a hang, not a slow machine).
+lives and fails only when it has stopped making progress (its process tree used no CPU time and its log did
+not grow) for `stall_s`, or after `cap_s` in all (a hang, not a slow machine). `run` is `subprocess.run`
+with the same rule in place of a fixed `timeout=`.
 """
 
 from __future__ import annotations
@@ -11,18 +12,81 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+
+# CPU seconds a process tree must gain per second of wall time to count as working: a test's own polling
+# loop (a wake-up every 50 ms) costs about a thousandth of that, a loaded machine's slowest worker more.
+WORKING_SHARE = 0.02
+
+
+def _stat(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat after the command name (which may hold spaces): field n of proc(5) is [n - 3]."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
 
 
 def cpu_seconds(pid: int) -> float | None:
     """CPU seconds the process and its waited-for children used (Linux /proc; None elsewhere)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
+    fields = _stat(pid)
+    if fields is None:
         return None
     ticks = sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime, stime, cutime, cstime
     return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def descendants(pid: int) -> list[int]:
+    """The live processes below `pid` (children, grandchildren...): kernels and jails a command starts."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if entry.isdigit() and (fields := _stat(int(entry))) is not None:
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found, todo = [], list(children.get(pid, ()))
+    while todo:
+        child = todo.pop()
+        found.append(child)
+        todo.extend(children.get(child, ()))
+    return found
+
+
+def tree_cpu_seconds(pid: int) -> float | None:
+    """CPU seconds of the process, the children it waited for, and its live descendants (None: no /proc)."""
+    own = cpu_seconds(pid)
+    if own is None:
+        return None
+    return own + sum(cpu_seconds(child) or 0.0 for child in descendants(pid))
+
+
+class Progress:
+    """Whether a process tree is still working: it gained CPU time (beyond a polling loop's) or its log
+    grew since the last look. Where /proc is missing, a live process counts as working."""
+
+    def __init__(self, pid: int, log: Path | None = None):
+        self.pid, self.log = pid, log
+        self.last_at = time.monotonic()
+        self.seen = (tree_cpu_seconds(pid), _size(log))
+
+    def advanced(self) -> bool:
+        now = time.monotonic()
+        cpu, size = tree_cpu_seconds(self.pid), _size(self.log)
+        before_cpu, before_size = self.seen
+        worked = cpu is None or before_cpu is None or cpu - before_cpu >= WORKING_SHARE * (now - self.last_at)
+        if worked or size != before_size:
+            self.seen, self.last_at = (cpu, size), now
+            return True
+        return False
+
+
+def load_factor() -> float:
+    """How many times over the machine's cores are asked for (1.0 on a quiet machine; 10 at a load of 20
+    on 2 cores): how much longer than quiet a CPU-bound wait may take."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    return max(1.0, os.getloadavg()[0] / cores)
 
 
 def wait_ready(
@@ -37,19 +101,52 @@ def wait_ready(
     """Return once `ready()` is true. Raises RuntimeError (with the log's tail) when the process exits, makes
     no progress for `stall_s`, or is not ready after `cap_s`."""
     started = last_progress = time.monotonic()
-    seen = (cpu_seconds(process.pid), _size(log))
+    progress = Progress(process.pid, log)
     while not ready():
         now = time.monotonic()
         if process.poll() is not None:
+            if ready():  # it got there and finished between two looks
+                return
             raise RuntimeError(f"the server exited ({process.returncode}): {_tail(log)}")
-        current = (cpu_seconds(process.pid), _size(log))
-        if current != seen:
-            seen, last_progress = current, now
+        if progress.advanced():
+            last_progress = now
         if now - last_progress > stall_s:
             raise RuntimeError(f"the server made no progress for {stall_s:.0f} s: {_tail(log)}")
         if now - started > cap_s:
             raise RuntimeError(f"the server was not ready after {cap_s:.0f} s: {_tail(log)}")
         time.sleep(poll_s)
+
+
+def run(
+    command: Sequence[str],
+    *,
+    stall_s: float = 120.0,
+    cap_s: float = 1800.0,
+    input: str | bytes | None = None,
+    capture_output: bool = True,
+    **popen: object,
+) -> subprocess.CompletedProcess:
+    """`subprocess.run(command, capture_output=True, ...)` that waits while the command's process tree is
+    working and kills it (subprocess.TimeoutExpired) only after `stall_s` without progress or `cap_s` in all."""
+    pipe = subprocess.PIPE if capture_output else None
+    stdin = subprocess.PIPE if input is not None else popen.pop("stdin", None)
+    with subprocess.Popen(command, stdin=stdin, stdout=pipe, stderr=pipe, **popen) as process:  # type: ignore[call-overload]
+        started = last_progress = time.monotonic()
+        progress = Progress(process.pid)
+        while True:
+            try:
+                out, err = process.communicate(input, timeout=1.0)
+                break
+            except subprocess.TimeoutExpired:
+                input = None  # communicate() keeps feeding what it was given first
+                now = time.monotonic()
+                if progress.advanced():
+                    last_progress = now
+                if now - last_progress > stall_s or now - started > cap_s:
+                    process.kill()
+                    out, err = process.communicate()
+                    raise subprocess.TimeoutExpired(command, now - started, out, err) from None
+    return subprocess.CompletedProcess(command, process.returncode, out, err)
 
 
 def _size(log: Path | None) -> int:
