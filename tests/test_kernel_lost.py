@@ -38,15 +38,12 @@ def test_a_kernel_killed_mid_cell_ends_the_episode_as_an_error():
 
 @pytest.fixture
 def killer_policy(tmp_path, monkeypatch):
-    """`test/kills-its-kernel` installed as a plugin for this process (the registry re-reads plugins)."""
-    from kernel_killer import SPEC, install_policy
+    """`test/kills-its-kernel` installed as a plugin for this process."""
+    from kernel_killer import SPEC, forget_plugins, install_policy, use_here
 
-    from tsbench.baselines import POLICIES
-
-    monkeypatch.syspath_prepend(str(install_policy(tmp_path / "site")))
-    monkeypatch.setattr(POLICIES, "_found", None)
+    use_here(install_policy(tmp_path / "site"), monkeypatch)
     yield SPEC
-    POLICIES._found = None  # forget it again for later tests
+    forget_plugins()  # later tests see the plugins as installed
 
 
 def test_eval_records_a_lost_kernel_as_an_error_row_and_retries_it_on_resume(killer_policy, small_data, tmp_path):

@@ -53,7 +53,8 @@ def cluster(plugin_site):
     Ray reads its settings (auth mode, loopback only) when imported: it is imported here first."""
     if importlib.util.find_spec("ray") is None:
         pytest.skip("needs the ray extra: pip install 'tsbench[ray]'")
-    from tsbench.eval.executors.ray_cluster import head_without_dashboard, import_ray
+    from ray_head import start_head
+    from tsbench.eval.executors.ray_cluster import import_ray
 
     site = plugin_site
     saved = dict(os.environ)
@@ -63,11 +64,14 @@ def cluster(plugin_site):
         TSBENCH_STUMPY_WARMUP="0",
         PYTHONPATH=os.pathsep.join([str(SRC), str(FAMILIES), str(site), os.environ.get("PYTHONPATH", "")]),
     )
-    ray = import_ray(local=True)
-    from ray.cluster_utils import Cluster
+    try:
+        head = start_head(import_ray(local=True), num_cpus=2)
+    except BaseException:
+        os.environ.clear()
+        os.environ.update(saved)
+        raise
+    import ray
 
-    with head_without_dashboard(ray):  # its usage-stats module would probe cloud metadata (test_egress.py)
-        head = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False})
     ray.init(address=head.address, log_to_driver=False, logging_level=logging.WARNING)
     try:
         yield head
@@ -198,15 +202,12 @@ def test_a_kernel_harness_runs_jailed_on_the_workers(cluster, small_data, tmp_pa
     assert remote == local and len(remote) == 1
 
 
-def test_a_kernel_lost_on_a_worker_is_an_error_row(cluster, plugin_site, small_data, tmp_path, monkeypatch):
+def test_a_kernel_lost_on_a_worker_is_an_error_row(cluster, plugin_site, small_data, tmp_path, monkeypatch, request):
     """The policy's code SIGKILLs its kernel on the worker (tests/test_kernel_lost.py: with threads)."""
-    from kernel_killer import SPEC
+    from kernel_killer import SPEC, forget_plugins, use_here
 
-    from tsbench.baselines import POLICIES
-
-    monkeypatch.syspath_prepend(str(plugin_site))  # the driver checks the policy's name too
-    monkeypatch.setattr(POLICIES, "_found", None)
-
+    use_here(plugin_site, monkeypatch)  # the driver checks the policy's name too
+    request.addfinalizer(forget_plugins)
     settings = {"model": SPEC, "harness": "rlm", "categories": ["localize"], "limit_per_category": 1}
     run_dir = run_eval(config(small_data, tmp_path / "ray", executor="ray", ray_address=cluster.address, **settings))
     row = pd.read_parquet(run_dir / schema.SAMPLES).iloc[0]

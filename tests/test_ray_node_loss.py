@@ -35,7 +35,8 @@ HEALTH_CHECKS = {"health_check_period_ms": 1000, "health_check_timeout_ms": 5000
 def cluster():
     if importlib.util.find_spec("ray") is None:
         pytest.skip("needs the ray extra: pip install 'tsbench[ray]'")
-    from tsbench.eval.executors.ray_cluster import head_without_dashboard, import_ray
+    from ray_head import start_head
+    from tsbench.eval.executors.ray_cluster import import_ray
 
     saved = dict(os.environ)
     os.environ.update(
@@ -44,14 +45,14 @@ def cluster():
         TSBENCH_STUMPY_WARMUP="0",
         PYTHONPATH=os.pathsep.join([str(SRC), str(FAMILIES), os.environ.get("PYTHONPATH", "")]),
     )
-    ray = import_ray(local=True)
-    from ray.cluster_utils import Cluster
+    try:
+        head = start_head(import_ray(local=True), num_cpus=1, _system_config=HEALTH_CHECKS)
+    except BaseException:
+        os.environ.clear()
+        os.environ.update(saved)
+        raise
+    import ray
 
-    with head_without_dashboard(ray):
-        head = Cluster(
-            initialize_head=True,
-            head_node_args={"num_cpus": 1, "include_dashboard": False, "_system_config": HEALTH_CHECKS},
-        )
     ray.init(address=head.address, log_to_driver=False, logging_level=logging.WARNING)
     try:
         yield head

@@ -40,7 +40,8 @@ def recipe_blocks() -> tuple[list[str], list[str]]:
 
 
 def ours(address: str) -> bool:
-    return address.startswith(("127.", "::ffff:127.")) or address in ("::1", HEAD, WORKER, f"::ffff:{HEAD}")
+    address = address.removeprefix("::ffff:")  # an IPv4 address on an IPv6 socket
+    return address.startswith("127.") or address in ("::1", HEAD, WORKER)
 
 
 def egress(trace: Path) -> tuple[Counter, list[str]]:
@@ -113,7 +114,9 @@ def recipe_run(small_data):
         "step1.sh": ports + node(head),
         "step2.sh": ports + node(worker).replace("<IP>", WORKER),
         "step3.sh": data.replace("--split test", f"--split test --preset small --out {work}/data"),
-        "step4.sh": run.replace("10.0.0.1", HEAD)
+        # the driver in the head's shell: step 1's exports (the IP-probe switch among them) still set
+        "step4.sh": "".join(line + "\n" for line in head.splitlines() if line.startswith("export "))
+        + run.replace("10.0.0.1", HEAD)
         .replace("--config experiments/ray/table1_scripted_zscore__rlm.toml", f"--data {small_data} {ARGS}")
         .replace("--workers 32", f"--workers 2 --executor ray --out {work}/run"),
     }

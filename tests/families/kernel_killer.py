@@ -32,3 +32,18 @@ def install_policy(site: Path) -> Path:
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tsb-kernel-killer\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text(f"[tsbench.plugins]\npolicy.{SPEC} = kernel_killer:KillsItsKernel\n")
     return site
+
+
+def forget_plugins() -> None:
+    """The plugin registries read entry points once per process: make them read again."""
+    from tsbench.baselines import POLICIES
+    from tsbench.core.registry import plugin_targets
+
+    plugin_targets.cache_clear()
+    POLICIES._found = None
+
+
+def use_here(site: Path, monkeypatch) -> None:
+    """Make this process see the policy installed in `site` (call forget_plugins() when done)."""
+    monkeypatch.syspath_prepend(str(site))
+    forget_plugins()
