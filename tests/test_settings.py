@@ -79,6 +79,21 @@ def test_eval_help_lists_every_harness_section_with_defaults(capsys):
     assert "Seconds per code cell before interrupt/restart. [default: 300.0]" in text
 
 
+def test_eval_help_groups_options_in_the_order_a_user_sets_them(capsys):
+    """Model, data, harness, limits, output, then the rest; within Model the model itself first."""
+    with pytest.raises(SystemExit):
+        app(["eval", "--help"], prog_name="tsbench")
+    lines = capsys.readouterr().out.splitlines()
+    titles = [line.rstrip(":") for line in lines if line and not line[0].isspace() and line.endswith(":")]
+    first = [t for t in titles if not t.startswith("Harness ")]  # the harness's own panels follow Harness
+    assert first[:5] == ["Model", "Data", "Harness", "Limits", "Output"], titles
+    assert titles.index("Harness") < titles.index("Harness [memory] settings") < titles.index("Limits")
+    flags = [line.split()[0].rstrip(",") for line in lines if line.startswith("  -")]
+    assert flags[0] == "--model", flags[:5]
+    assert flags.index("--model") < flags.index("--config") < flags.index("--trust-config-keys") < flags.index("--data")
+    assert flags.index("--harness") < flags.index("-H") < flags.index("--limit") < flags.index("--out")
+
+
 def _cli(monkeypatch, capsys, *argv: str) -> tuple[int, str]:
     monkeypatch.setattr(sys, "argv", ["tsbench", *argv])
     with pytest.raises(SystemExit) as exit_info:

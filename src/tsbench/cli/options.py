@@ -117,12 +117,22 @@ def settings_options(
             return func(**{k: v for k, v in kwargs.items() if k in own_names})
 
         params = own + added
+        if panels:  # the command's own options join their panel after its settings (--model before --config)
+            lead = [p for p in own if _own_panel(p) is None]  # ctx, arguments: their order is the command's
+            placed = added + [p for p in own if _own_panel(p) is not None]
+            placed.sort(key=lambda p: order.index(_own_panel(p)) if _own_panel(p) in order else len(order))
+            params = lead + placed
         command.__signature__ = inspect.Signature(params)  # typer reads the options from here
         command.__annotations__ = {p.name: p.annotation for p in params}
         del command.__wrapped__
         return command
 
     return decorate
+
+
+def _own_panel(param: inspect.Parameter) -> str | None:
+    """The help panel a command's own typer option names (None for ctx, arguments and unpanelled ones)."""
+    return getattr(param.default, "rich_help_panel", None)
 
 
 def given_settings(ctx: typer.Context, *classes: type) -> dict[str, Any]:
