@@ -23,7 +23,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,30 +85,39 @@ class Example:
     feats: RowFeatures
 
 
-def load_examples(
-    paths: Iterable[Path], cache: dict[str, RowFeatures], ids: dict[Path, set[str]] | None = None
-) -> list[Example]:
-    from tsbench.tasks.anomalyxl.rows import read_index
+# The columns a training example needs: the question text and the values are never read here.
+EXAMPLE_COLUMNS = ["id", "category", "length", "channel_names", "options", "gold", "plan"]
 
-    out = []
+
+def iter_examples(
+    paths: Iterable[Path], cache: dict[str, RowFeatures], ids: dict[Path, set[str]] | None = None
+) -> Iterator[Example]:
+    """The examples of `paths`, one at a time: a file's small columns are read (never its values), and
+    each example refers to its row's cached features, so nothing grows with the rows but the features."""
+    from tsbench.tasks import series_file
+
     for path in paths:
-        index = read_index(path)
+        index = series_file.read_index(path, EXAMPLE_COLUMNS)
         allowed = None if ids is None else ids.get(Path(path), set())
         for rec in index.itertuples(index=False):
             if allowed is not None and rec.id not in allowed:
                 continue
             key = signal_key(json.loads(rec.plan))
-            out.append(
-                Example(
-                    rec.category,
-                    int(rec.length),
-                    list(rec.channel_names),
-                    list(rec.options),
-                    json.loads(rec.gold),
-                    cache[key],
-                )
+            yield Example(
+                rec.category,
+                int(rec.length),
+                list(rec.channel_names),
+                list(rec.options),
+                json.loads(rec.gold),
+                cache[key],
             )
-    return out
+        del index
+
+
+def load_examples(
+    paths: Iterable[Path], cache: dict[str, RowFeatures], ids: dict[Path, set[str]] | None = None
+) -> list[Example]:
+    return list(iter_examples(paths, cache, ids))
 
 
 def channel_rows(ex: Example, names: list[str]) -> np.ndarray:
@@ -121,13 +130,15 @@ def _frac(value: float, length: int) -> float:
     return float(value) / float(length)
 
 
-def head_tables(examples: list[Example]) -> dict[tuple[str, str], tuple[str, np.ndarray, list]]:
-    """{(regime, head): (kind, X, y)} where kind is "clf" (labels) or "reg" (numbers)."""
+def head_tables(examples: Iterable[Example]) -> dict[tuple[str, str], tuple[str, np.ndarray, list]]:
+    """{(regime, head): (kind, X, y)} where kind is "clf" (labels) or "reg" (numbers), from examples
+    taken one at a time. X is float32: XGBoost reads its inputs as float32, so the heads are the same
+    as from float64 and the tables half the size."""
     tables: dict[tuple[str, str], tuple[str, list, list]] = {}
 
     def add(regime: str, head: str, kind: str, x: np.ndarray, y) -> None:
         entry = tables.setdefault((regime, head), (kind, [], []))
-        entry[1].append(x)
+        entry[1].append(np.asarray(x, dtype=np.float32))
         entry[2].append(y)
 
     for ex in examples:
@@ -162,7 +173,7 @@ def head_tables(examples: list[Example]) -> dict[tuple[str, str], tuple[str, np.
                 add("precise", "lead_lag.lag", "reg", q, _frac(g["lag_samples"], L))
         elif c in lb.MCQ_CATEGORIES:
             add("coarse", c, "clf", q, g["answer"])
-    return {k: (kind, np.asarray(xs, dtype=np.float64), ys) for k, (kind, xs, ys) in tables.items()}
+    return {k: (kind, np.stack(xs), ys) for k, (kind, xs, ys) in tables.items()}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -237,8 +248,13 @@ def _head_file(root: Path, regime: str, head: str) -> Path:
     return root / "heads" / regime / f"{head}.json"
 
 
-def fit_heads(examples: list[Example], seed: int = 42, progress: Progress | None = None) -> dict[tuple[str, str], Head]:
-    tables = head_tables(examples)
+def fit_heads(
+    examples: Iterable[Example], seed: int = 42, progress: Progress | None = None
+) -> dict[tuple[str, str], Head]:
+    return fit_tables(head_tables(examples), seed=seed, progress=progress)
+
+
+def fit_tables(tables: dict, seed: int = 42, progress: Progress | None = None) -> dict[tuple[str, str], Head]:
     heads = {}
     for i, (key, (kind, x, y)) in enumerate(sorted(tables.items())):
         heads[key] = Head.fit(kind, x, y, seed)
@@ -483,17 +499,22 @@ def train_classical(
     started = time.perf_counter()
     cache = extract_features(files, out / "features", workers=workers, progress=progress, ids=ids)
     feature_s = time.perf_counter() - started
-    examples = load_examples(files, cache, ids)
-    started = time.perf_counter()
-    heads = fit_heads(examples, seed=seed, progress=progress)
-    heads_s = time.perf_counter() - started
     counts: dict[str, int] = {}
-    for ex in examples:
-        counts[ex.category] = counts.get(ex.category, 0) + 1
+
+    def counted(examples: Iterator[Example]) -> Iterator[Example]:
+        for ex in examples:
+            counts[ex.category] = counts.get(ex.category, 0) + 1
+            yield ex
+
+    started = time.perf_counter()
+    tables = head_tables(counted(iter_examples(files, cache, ids)))
+    del cache  # the tables hold what the heads need
+    heads = fit_tables(tables, seed=seed, progress=progress)
+    heads_s = time.perf_counter() - started
     summary = {
         "data_dir": str(data_dir),
         "files": [p.name for p in files],
-        "rows": len(examples),
+        "rows": sum(counts.values()),
         "rows_by_category": counts,
         "train_rows_limit": train_rows,
         "workers": workers,

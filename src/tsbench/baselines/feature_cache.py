@@ -3,7 +3,7 @@
 The key is a hash of the row's plan without its MCQ projection (the plan fixes every value), so a
 coarse row reuses its precise source's features and re-fitting heads never re-reads a series. Rows
 are cached in part files of PART_ROWS rows under `<model>/features/`; extraction runs in a bounded
-process pool so memory stays at a few rows' worth of values.
+process pool, each row read from its own pages, so memory stays at a few rows' worth of values.
 """
 
 from __future__ import annotations
@@ -157,27 +157,30 @@ def extract_features(
     """Features for every row of the given parquet files (only `ids[path]` where given), computing only
     what the cache lacks.
 
-    Rows are read in the main process a row group at a time and handed to at most `workers` processes
-    (1 or less: in process), with a bounded number in flight so memory stays at a few rows' worth of
-    values. `progress("features", done, total)` counts channel-samples (`row_cost`), not rows.
+    Rows are read in the main process one at a time from the pages that hold them and handed to at
+    most `workers` processes (1 or less: in process), at most 2 x workers in flight, so memory stays
+    at a few rows' worth of values whatever the split's size. `progress("features", done, total)`
+    counts channel-samples (`row_cost`), not rows.
     """
-    from tsbench.tasks.anomalyxl.rows import iter_rows, read_index
+    from tsbench.tasks import series_file
+    from tsbench.tasks.anomalyxl.rows import read_row
 
     cache = load_cache(features_dir)
-    todo: dict[Path, set[str]] = {}
+    todo: dict[Path, list[str]] = {}  # per file, in file order: the rows whose signal is not cached yet
     wanted: set[str] = set()
     total = 0
     for path in paths:
-        index = read_index(path)
+        index = series_file.read_index(path, ["id", "plan", "channel_names", "length"])
         allowed = None if ids is None else ids.get(Path(path), set())
         for rid, plan, names, length in zip(index["id"], index["plan"], index["channel_names"], index["length"]):
             if allowed is not None and rid not in allowed:
                 continue
             key = signal_key(json.loads(plan))
             if key not in cache and key not in wanted:
-                todo.setdefault(Path(path), set()).add(rid)
+                todo.setdefault(Path(path), []).append(rid)
                 wanted.add(key)
                 total += row_cost(len(names), length)
+        del index
     if progress:
         progress("features", 0, total)
     if not total:
@@ -186,14 +189,12 @@ def extract_features(
     done = 0
 
     def rows() -> Iterator[tuple[str, int, np.ndarray, list[str]]]:
-        seen: set[str] = set()
-        for path, ids in todo.items():
-            for row in iter_rows(path, ids=ids):
-                key = signal_key(row.plan)
-                if key in seen:
-                    continue
-                seen.add(key)
-                yield key, row.length, row.values, row.channel_names
+        """One row at a time, its values read from the pages that hold them (`read_row`), never its
+        row group: the reader holds the rows in flight, whatever the split's size."""
+        for path, row_ids in todo.items():
+            for rid in row_ids:
+                row = read_row(path, rid)
+                yield signal_key(row.plan), row.length, row.values, row.channel_names
 
     def finish(key: str, length: int, feats: RowFeatures, seconds: float) -> None:
         nonlocal done
