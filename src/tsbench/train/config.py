@@ -191,6 +191,12 @@ class LaunchConfig:
     gpu_memory_gib: float = setting(
         80.0, "GiB of memory per GPU, for the memory plan --check prints.", gt=0, answers=False
     )
+    plan_for: str = setting(
+        "gpu",
+        "What --check plans memory for: gpu (bf16, per GPU) or cpu (fp32, a process's peak RSS).",
+        choices=("gpu", "cpu"),
+        answers=False,
+    )
 
 
 def _training_harness() -> HarnessSettings:
