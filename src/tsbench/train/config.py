@@ -27,6 +27,7 @@ from tsbench.core.settings import setting
 from tsbench.core.tracking import check_targets
 from tsbench.harness.settings import HarnessSettings, MemorySettings
 from tsbench.tasks.base import TrainingRequest
+from tsbench.train.advantages import ADVANTAGE_STDS
 from tsbench.train.rewards import REWARDS
 from tsbench.train.timemaster_reward import FORMAT_RULES
 
@@ -192,10 +193,7 @@ class LaunchConfig:
         80.0, "GiB of memory per GPU, for the memory plan --check prints.", gt=0, answers=False
     )
     plan_for: str = setting(
-        "gpu",
-        "What --check plans memory for: gpu (bf16, per GPU) or cpu (fp32, a process's peak RSS).",
-        choices=("gpu", "cpu"),
-        answers=False,
+        "gpu", "--check's memory plan: gpu (bf16) or cpu (fp32, peak RSS).", choices=("gpu", "cpu"), answers=False
     )
 
 
@@ -267,9 +265,7 @@ class GRPOConfig(trl.GRPOConfig):
         choices=("none", "group", "batch"),
     )
     advantage_std: str = setting(
-        "sample",
-        "scale_rewards group's sigma: sample (Bessel: TRL, TimeMaster's verl code) or population (eq. 6 as written).",
-        choices=("sample", "population"),
+        "sample", "Group sigma: sample (Bessel: TRL, TimeMaster's code) or population (eq. 6).", choices=ADVANTAGE_STDS
     )
     beta: float = setting(
         0.0, "KL weight to the reference (= the starting policy, the warm start if any); TimeMaster 0.001.", ge=0
