@@ -42,6 +42,7 @@ UNSAFE_FLAG=()
 
 if [ "$CPU" = "1" ]; then
   CASES=${CASES:-"lora full"}
+  PLAN_FOR=cpu
   MODEL_DIR="$ROOT/tiny"
   mkdir -p "$ROOT"
   "$PY" -c "import sys; from tsbench.testing.tiny import make_small_vocab_llama as m; m(sys.argv[1])" "$MODEL_DIR" || exit 2
@@ -55,6 +56,7 @@ if [ "$CPU" = "1" ]; then
           --save-every 1 --no-gradient-checkpointing --engine hf)
 else
   CASES=${CASES:-"lora full vllm-colo vllm-server vlm-vllm zero3 fsdp"}
+  PLAN_FOR=gpu
   MODEL="local/smollm2-135m"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || { echo "gpu_smoke: no GPU visible" >&2; exit 2; }
   "$PY" - <<'PYEOF' || exit 2
@@ -136,10 +138,16 @@ PYEOF
   case "$line" in PASS*) ;; *) FAILED=$((FAILED + 1)) ;; esac
 }
 
+planned() {  # the --check plan's total (GiB) for the case's exact flags: compared with the measured peak
+  "$PY" -m tsbench.cli train-grpo "${COMMON[@]}" "$@" --plan-for "$PLAN_FOR" --check 2>/dev/null \
+    | sed -n 's/^ *total \([0-9.]*\) of .*/\1/p' | head -1
+}
+
 run_case() {  # $1 case name, $2 "full"|"adapter", rest: extra train-grpo flags
   local name=$1 kind=$2
   shift 2
   local run="$ROOT/case-$name" log="$ROOT/case-$name.log" samples="$ROOT/case-$name.mem" rc
+  PLAN_GIB=$(planned "$@")
   start_poll "$samples"
   if [ "$CPU" = "1" ]; then
     /usr/bin/env time -f "%M" -o "$samples.rss" timeout "$LIMIT_S" "$PY" -m tsbench.cli train-grpo "${COMMON[@]}" "$@" \
@@ -157,6 +165,16 @@ run_case() {  # $1 case name, $2 "full"|"adapter", rest: extra train-grpo flags
     peak=$(peak_of "$samples")
   fi
   report "$name" "$run" "$rc" "$log" "$peak" "$kind"
+  [ "$peak" != "?" ] && [ -n "$PLAN_GIB" ] && awk -v p="$PLAN_GIB" -v m="$peak" -v c="$name" \
+    'BEGIN { printf "     memory %-12s planned %.2f GiB, measured peak %.2f GiB (measured / planned %.2f)\n", c, p, m / 1024, m / 1024 / p }'
+}
+
+group_timeout() {  # the live process group's watchdog timeout, as the run's ranks/ log read it: the config's
+  local got
+  got=$("$PY" -c "import json,sys; print(json.loads(open(sys.argv[1]).readline())['group_timeout_s'])" \
+    "$ROOT/case-$1/ranks/rank-0.jsonl" 2>/dev/null)
+  if [ "$got" = "4321.0" ]; then echo "PASS timeout-$1  the live process group waits 4321 s (--ddp-timeout 4321)"
+  else skip_fail "timeout-$1" "the live process group's timeout is ${got:-unknown}, not --ddp-timeout 4321"; fi
 }
 
 has() { "$PY" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec(sys.argv[1]) is None)" "$1"; }
@@ -214,8 +232,9 @@ for case_name in $CASES; do
       else skip_fail vlm-vllm "vllm is not installed (pip install -e '.[gpu]')"; fi ;;
     zero3)
       if has deepspeed; then
-        run_case zero3 full --lora 0 --engine hf --num-processes 1 \
+        run_case zero3 full --lora 0 --engine hf --num-processes 1 --ddp-timeout 4321 \
           --accelerate-config experiments/grpo/accelerate/zero3.yaml
+        group_timeout zero3
       else skip_fail zero3 "deepspeed is not installed (pip install -e '.[deepspeed]')"; fi ;;
     fsdp)
       if has vllm; then

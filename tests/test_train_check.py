@@ -194,3 +194,25 @@ def test_zero_model_states_are_deepspeeds_estimators_and_the_context_is_counted(
     assert zero3.parts["context"] > 0 and "context" not in plan(shape, Strategy("zero3", 8), _work(on_gpu=False)).parts
     offloaded = plan(shape, Strategy("zero3", 8, offload_optimizer=True), _work(beta=0.0))
     assert "zero buffers" not in offloaded.parts  # the estimator's offload accounting is another formula: not claimed
+
+
+def test_a_cpu_plan_counts_the_runtime_and_fp32_and_no_cuda_context():
+    """On CPU the process holds the imported runtime, generates and trains in fp32, and has no CUDA context."""
+    from tsbench.train.memory_plan import CPU_RUNTIME_GIB
+
+    shape, strategy = _shape(lora_params=2_000_000), Strategy("one-gpu", 1)
+    gpu = plan(shape, strategy, _work(beta=0.0))
+    cpu = plan(shape, strategy, _work(beta=0.0, on_gpu=False))
+    assert "context" in gpu.parts and "context" not in cpu.parts and cpu.parts["runtime"] == CPU_RUNTIME_GIB
+    for part, ratio in (("activations", 2.0), ("kv cache", 2.0), ("weights", 4.0 / 2.0)):
+        assert cpu.parts[part] == pytest.approx(ratio * gpu.parts[part], rel=0.01), part
+
+
+def test_the_cpu_recipes_plan_a_processs_peak_rss_near_the_measured_one(checks):
+    """experiments/grpo/cpu_smoke.toml's peak RSS was measured at 2.70-3.01 GiB (make bench, section train;
+    the phases in memory_plan.py's docstring); its plan must be of that size, not a GPU's."""
+    for path in ("experiments/grpo/cpu_smoke.toml", "experiments/timemaster/cpu_smoke.toml"):
+        out = checks[path]["out"]
+        assert "GiB of peak RSS on CPU" in out and "runtime" in out and "context" not in out, out
+    total = float(re.search(r"total ([\d.]+) of", checks["experiments/grpo/cpu_smoke.toml"]["out"]).group(1))
+    assert 2.5 <= total <= 3.5

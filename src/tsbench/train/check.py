@@ -224,7 +224,8 @@ def check_grpo(cfg: Any, where: str | None = None) -> str:
     from tsbench.train import rewards as rw
 
     weights = rw.reward_functions(cfg.rewards, get_taskset(cfg.tasks.family))[1]
-    derived = cfg.trl_values(world=world, rows=rows, on_gpu=True, reward_weights=weights)
+    on_gpu = cfg.launch.plan_for == "gpu"
+    derived = cfg.trl_values(world=world, rows=rows, on_gpu=on_gpu, reward_weights=weights)
     per_rank = cfg.batch_size // world
     harness = get_harness(cfg.harness)
     kernel = harness.kernel
@@ -239,7 +240,8 @@ def check_grpo(cfg: Any, where: str | None = None) -> str:
         episodes_in_flight=min(cfg.rollout.rollout_workers, per_rank),
         max_seq_len=cfg.max_seq_len,
         vllm_share=cfg.vllm_gpu_memory_utilization,
-        gpu_gib=cfg.launch.gpu_memory_gib,
+        gpu_gib=cfg.launch.gpu_memory_gib if on_gpu else machine_memory_gib(),
+        on_gpu=on_gpu,
     )
     memory = plan(shape, strategy, work)
     per_machine = world // max(cfg.launch.num_machines, 1)
@@ -270,7 +272,9 @@ def check_grpo(cfg: Any, where: str | None = None) -> str:
         f"tokens     per process per step: {per_rank * rows} rows; TRL pads them to the step's longest (up to "
         f"{per_rank * rows:,} x {row_tokens:,} = {per_rank * rows * row_tokens:,} cells); each forward runs at its "
         "own rows' length instead (train/trainer.py)",
-        f"memory per rank (GiB; {cfg.launch.gpu_memory_gib:g} GiB GPUs):",
+        f"memory per rank (GiB; {cfg.launch.gpu_memory_gib:g} GiB GPUs):"
+        if on_gpu
+        else f"memory per process (GiB of peak RSS on CPU, fp32; this machine: {work.gpu_gib:.0f} GiB):",
         *(f"           {line}" for line in memory.lines()),
         "devices    " + ("; ".join(devices) if devices else "ok"),
         timeout_line(cfg, world),
@@ -284,6 +288,11 @@ def check_grpo(cfg: Any, where: str | None = None) -> str:
             "refused   the plan does not fit: shard more (ZeRO-3 / FSDP), lower micro_batch_size or max_seq_len"
         )
     return "\n".join(lines)
+
+
+def machine_memory_gib() -> float:
+    """This machine's physical memory, for a CPU run's plan."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
 
 
 def timeout_line(cfg: Any, world: int) -> str:

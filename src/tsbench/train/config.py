@@ -27,6 +27,7 @@ from tsbench.core.settings import setting
 from tsbench.core.tracking import check_targets
 from tsbench.harness.settings import HarnessSettings, MemorySettings
 from tsbench.tasks.base import TrainingRequest
+from tsbench.train.advantages import ADVANTAGE_STDS
 from tsbench.train.rewards import REWARDS
 from tsbench.train.timemaster_reward import FORMAT_RULES
 
@@ -191,6 +192,9 @@ class LaunchConfig:
     gpu_memory_gib: float = setting(
         80.0, "GiB of memory per GPU, for the memory plan --check prints.", gt=0, answers=False
     )
+    plan_for: str = setting(
+        "gpu", "--check's memory plan: gpu (bf16) or cpu (fp32, peak RSS).", choices=("gpu", "cpu"), answers=False
+    )
 
 
 def _training_harness() -> HarnessSettings:
@@ -261,9 +265,7 @@ class GRPOConfig(trl.GRPOConfig):
         choices=("none", "group", "batch"),
     )
     advantage_std: str = setting(
-        "sample",
-        "scale_rewards group's sigma: sample (Bessel: TRL, TimeMaster's verl code) or population (eq. 6 as written).",
-        choices=("sample", "population"),
+        "sample", "Group sigma: sample (Bessel: TRL, TimeMaster's code) or population (eq. 6).", choices=ADVANTAGE_STDS
     )
     beta: float = setting(
         0.0, "KL weight to the reference (= the starting policy, the warm start if any); TimeMaster 0.001.", ge=0

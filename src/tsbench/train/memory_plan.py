@@ -24,6 +24,21 @@ What the engine holds beside those, on a GPU:
   above (its fp32 gradient partitions, the unsharded bf16 gradients ZeRO-2 reduces from, the gathered layer).
   ZeRO-3 also keeps up to stage3_max_live_parameters (1e9 by default) gathered in bf16.
   context: the CUDA context and NCCL's communicator buffers of a process (an allowance).
+
+On CPU (`plan_for = "cpu"`: the plan is the process's peak RSS): weights, activations and the rollouts' KV
+cache in fp32, no context, and two measured parts. Measured on experiments/grpo/cpu_smoke.toml (one step,
+SmolLM2-135M, LoRA 8, 8 rlm episodes at max_seq_len 2,048; RSS sampled every 0.2 s, 2 shared cores):
+  phase (RSS GiB)          measured                 planned
+  imports + checks         0.55                     runtime 0.55 (CPU_RUNTIME_GIB, this measurement)
+  weights loaded           0.59 (bf16 file, mmapped) weights 0.51 (fp32 once trained)
+  rollouts peak            1.82 = +1.22             weights 0.51 + kv cache 0.70 = 1.21
+  update start / peak      1.56 / 2.64              glibc keeps what the rollouts freed (1.56 after them, 1.91
+                                                    at exit), so the KV cache and the update both count
+  update, above its start  1.08                     activations 0.22 + grads/optimizer 0.03 + backward 0.79
+  whole run peak           2.64 (bench: 2.70-3.01)  2.8
+The backward part is the gap that run left (0.86 GiB at 2,048 tokens x 576 hidden x 30 layers: about 6 fp32
+hidden states per layer and token), kept as CPU_BACKWARD_COPIES: calibrated on this one model, not derived.
+Jailed kernels are other processes and are not counted.
 """
 
 from __future__ import annotations
@@ -33,6 +48,8 @@ from dataclasses import dataclass, field
 GIB = 2**30
 VLLM_OVERHEAD_GIB = 1.5  # vLLM's own buffers and CUDA graphs beside weights and KV cache (an allowance)
 CONTEXT_GIB = 1.5  # a process's CUDA context (~0.5-0.8 GiB) and NCCL buffers (an allowance)
+CPU_RUNTIME_GIB = 0.55  # measured: a train-grpo process's RSS with its imports done, before the weights load
+CPU_BACKWARD_COPIES = 6  # measured: a CPU backward's working set beyond `activations`, in fp32 hidden states a layer
 ZERO3_MAX_LIVE_PARAMETERS = 1e9  # DeepSpeed's default stage3_max_live_parameters (bf16 when gathered)
 
 
@@ -95,6 +112,7 @@ class Plan:
     parts: dict[str, float] = field(default_factory=dict)  # GiB per rank, by part
     notes: list[str] = field(default_factory=list)
     gpu_gib: float = 80.0
+    on_gpu: bool = True
 
     @property
     def total(self) -> float:
@@ -105,14 +123,16 @@ class Plan:
         return self.total <= self.gpu_gib
 
     def lines(self) -> list[str]:
-        shown = "  ".join(f"{name} {gib:.1f}" for name, gib in self.parts.items())
+        shown = "  ".join(f"{name} {gib:.2f}" if gib < 1 else f"{name} {gib:.1f}" for name, gib in self.parts.items())
         verdict = "fits" if self.fits else "does NOT fit"
-        return [shown, f"total {self.total:.1f} of {self.gpu_gib:g} GiB per GPU: {verdict}", *self.notes]
+        where = "per GPU" if self.on_gpu else "of this machine's memory"
+        return [shown, f"total {self.total:.1f} of {self.gpu_gib:.0f} GiB {where}: {verdict}", *self.notes]
 
 
 def plan(shape: ModelShape, strategy: Strategy, work: Workload) -> Plan:
     """Memory per rank, in GiB, part by part."""
-    out = Plan(gpu_gib=work.gpu_gib)
+    out = Plan(gpu_gib=work.gpu_gib, on_gpu=work.on_gpu)
+    dtype = 2.0 if work.on_gpu else 4.0  # activations and the rollouts' KV cache: bf16 on a GPU, fp32 on CPU
     full = shape.lora_params == 0
     trainable = shape.params if full else shape.lora_params
     if full and strategy.deepspeed:
@@ -139,21 +159,26 @@ def plan(shape: ModelShape, strategy: Strategy, work: Workload) -> Plan:
         )
     if work.on_gpu:
         out.parts["context"] = CONTEXT_GIB
+    else:
+        out.parts["runtime"] = CPU_RUNTIME_GIB
     reference = 2.0 * shape.params if full and work.beta > 0 else 0.0
     ref_shard = strategy.world if strategy.name in ("zero3", "fsdp") else 1
     out.parts["reference"] = reference / ref_shard / GIB
     if work.beta > 0 and not full:
         out.notes.append("reference: the policy with its LoRA disabled (no second copy)")
     tokens = work.micro_batch * work.row_tokens
-    layer_io = tokens * shape.hidden * 2  # one layer's input, bf16
-    working = tokens * (10 * shape.hidden + 4 * shape.intermediate) * 2  # one layer's forward, recomputed
+    layer_io = tokens * shape.hidden * dtype  # one layer's input
+    working = tokens * (10 * shape.hidden + 4 * shape.intermediate) * dtype  # one layer's forward, recomputed
     if work.gradient_checkpointing:
         activations = shape.layers * layer_io + working
     else:
         activations = shape.layers * (layer_io + working)
     out.parts["activations"] = activations / GIB
+    if not work.on_gpu:  # calibrated on one measured run (the docstring): an allowance, not a derivation
+        out.parts["backward"] = CPU_BACKWARD_COPIES * shape.layers * tokens * shape.hidden * dtype / GIB
     if work.engine == "hf":
-        kv = work.episodes_in_flight * (work.max_seq_len * shape.kv_bytes_per_token + shape.state_bytes_per_sequence)
+        per_token = shape.kv_bytes_per_token * dtype / 2  # kv_bytes_per_token counts bf16
+        kv = work.episodes_in_flight * (work.max_seq_len * per_token + shape.state_bytes_per_sequence)
         out.parts["kv cache"] = kv / GIB
         if strategy.name == "zero3":
             out.parts["gathered weights"] = 2.0 * shape.params / GIB  # ZeRO-3 gathers the whole model to generate
