@@ -85,3 +85,26 @@ def test_the_host_reads_rows_on_the_system_allocator_unless_the_user_chose_one(u
         assert out.stdout.split() == ["system", "True", "True"]
     else:  # the user's pool stays (whatever this pyarrow build makes of the name)
         assert out.stdout.split()[1:] == ["False", "True"], out.stdout
+
+
+def test_a_float32_series_is_widened_one_channel_at_a_time_to_the_same_npz():
+    """The sandbox keeps a float32 channel as given (no float64 copy of the row held for the episode);
+    series.npz holds what np.savez of the float64 channels held."""
+    import io
+
+    import numpy as np
+
+    from tsbench.harness.runtime.staging import as_channel, series_npz
+
+    values = np.random.default_rng(0).standard_normal((3, 1000)).astype(np.float32)
+    values[1, 5] = np.nan
+    kept = {name: as_channel(name, row) for name, row in zip("abc", values)}
+    assert all(np.shares_memory(kept[name], row) for name, row in zip("abc", values))
+    expected = io.BytesIO()
+    np.savez(expected, names=np.array(list("abc")), **{f"c{i}": row.astype(np.float64) for i, row in enumerate(values)})
+    old, new = np.load(io.BytesIO(expected.getvalue())), np.load(io.BytesIO(bytes(series_npz(kept))))
+    assert list(old.keys()) == list(new.keys()) == ["names", "c0", "c1", "c2"]
+    for key in old.keys():
+        assert old[key].dtype == new[key].dtype and np.array_equal(old[key], new[key], equal_nan=key != "names")
+    with pytest.raises(ValueError, match="one-dimensional"):
+        as_channel("a", values)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -229,3 +230,19 @@ def test_pool_sizing_follows_waiting_claims_rate_and_cores():
     assert boot_workers(32) == min(32, cores) and boot_workers(1) == 1  # one boot per core on a quiet machine
     assert boot_workers(32, 3.0) == min(32, 3 * cores)  # boots taking 3x their CPU: three per core
     assert boot_workers(32, 0.5) == min(32, cores)
+
+
+def test_a_boots_cpu_is_read_from_its_own_tree_as_a_scan_of_every_process_reads_it():
+    from tsbench.harness.runtime.pool import _scanned_tree_cpu_seconds, tree_cpu_seconds
+
+    burn = "import sys, time; sum(range(3 * 10**6)); sys.stdout.write('x'); sys.stdout.flush(); time.sleep(30)"
+    child = f'python3 -c "{burn}" & python3 -c "{burn}"; wait'
+    proc = subprocess.Popen(["sh", "-c", child], stdout=subprocess.PIPE, start_new_session=True)
+    try:
+        assert proc.stdout.read(2) == b"xx"  # both grandchildren have spent their CPU
+        walked, scanned = tree_cpu_seconds(proc.pid), _scanned_tree_cpu_seconds(proc.pid)
+        assert walked > 0 and abs(walked - scanned) <= 0.02, (walked, scanned)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert tree_cpu_seconds(proc.pid) == 0.0  # gone

@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -85,8 +86,13 @@ def stage_unsafe_workdir(
 
 
 def as_channel(name: object, values: object) -> np.ndarray:
-    """One channel of the series as the kernel gets it: a 1-D float64 array."""
-    array = np.asarray(values, dtype=np.float64)
+    """One channel of the series, checked: a 1-D array of real numbers. The kernel gets it as float64;
+    a float32, integer or boolean channel is kept as given (no copy; a row's float64 copy would be
+    twice its float32 values) and widened one channel at a time as series.npz and context.json are
+    written (`float64`), to the same values."""
+    array = np.asarray(values)
+    if array.dtype.kind not in "fiub" or array.dtype.itemsize > 8:
+        array = np.asarray(values, dtype=np.float64)
     if array.ndim != 1:
         raise ValueError(f"channel {name!r} must be one-dimensional, got shape {array.shape}")
     return array
@@ -109,12 +115,23 @@ def matplotlib_font_lists() -> tuple[Path, ...]:
     return tuple(sorted(cache_dir.glob("fontlist-v*.json")))
 
 
-def series_npz(series: dict[str, np.ndarray]) -> bytes:
-    """A binary copy of the series for fast loading in the kernel (json is slow)."""
+def float64(values: np.ndarray) -> np.ndarray:
+    """A channel as the kernel gets it (no copy when it is float64 already)."""
+    return np.asarray(values, dtype=np.float64)
+
+
+def series_npz(series: dict[str, np.ndarray]) -> memoryview:
+    """A binary copy of the series for fast loading in the kernel (json is slow): np.savez's layout
+    (names, then c0..cN as float64), written one channel at a time into one buffer, returned without
+    a copy of it."""
     buffer = io.BytesIO()
-    arrays = {f"c{index}": values for index, values in enumerate(series.values())}
-    np.savez(buffer, names=np.array(list(series), dtype=str), **arrays)
-    return buffer.getvalue()
+    arrays = {"names": np.array(list(series), dtype=str)}
+    arrays.update((f"c{index}", values) for index, values in enumerate(series.values()))
+    with zipfile.ZipFile(buffer, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for key, values in arrays.items():
+            with archive.open(f"{key}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, values if key == "names" else float64(values), allow_pickle=False)
+    return buffer.getbuffer()
 
 
 def write_context_json(path: Path, series: dict[str, np.ndarray]) -> None:
@@ -125,6 +142,7 @@ def write_context_json(path: Path, series: dict[str, np.ndarray]) -> None:
     with open(path, "wb") as handle:
         handle.write(b"{")
         for index, (name, values) in enumerate(series.items()):
+            values = float64(values)
             handle.write(b", " if index else b"")
             handle.write(orjson.dumps(str(name)) + b": ")
             if np.isfinite(values).all():
