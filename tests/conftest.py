@@ -25,13 +25,51 @@ def small_data(tmp_path_factory) -> Path:
     return root / "seed42"
 
 
+# The files that take longest (measured with --durations on 2 cores), longest first. `--dist loadfile` hands
+# whole files to workers in collection order: these go out first, so the run ends on short files on every
+# worker instead of one worker finishing a long file alone (xdist's own order puts files with many tests
+# first, which sends these last). A file missing here only loses its place in the queue.
+LONGEST_FIRST = (
+    "test_real_server.py",
+    "test_cli.py",
+    "test_ray_executor.py",
+    "test_readme_tour.py",
+    "test_train_grpo.py",
+    "test_sft.py",
+    "test_eval.py",
+    "test_quick_tour.py",
+    "test_egress.py",
+    "test_timemaster_learning.py",
+    "test_train_multiprocess.py",
+    "test_timeclaw_tools.py",
+    "test_train_check.py",
+    "test_features.py",
+    "test_timesage_adversarial.py",
+    "test_tslm.py",
+    "test_harness_subclass.py",
+    "test_timeclaw_ablation.py",
+    "test_train_pure.py",
+    "test_leaderboard.py",
+    "test_plugin_harness.py",
+)
+
+
 def pytest_configure(config):
     """`@pytest.mark.timeout(T)` stays a hang guard at a load of 20: a test still working past T is given
-    up to T times the load factor (tsbench/testing/timeouts.py); an idle one fails at T."""
+    up to T times the load factor (tsbench/testing/timeouts.py); an idle one fails at T. Files are handed
+    to xdist workers longest first (LONGEST_FIRST), not in xdist's most-tests-first order."""
     if config.pluginmanager.hasplugin("timeout"):
         from tsbench.testing.timeouts import LoadAwareTimeout
 
         config.pluginmanager.register(LoadAwareTimeout(), "tsbench-load-aware-timeout")
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(config, items):
+    """The longest files first, the rest in their usual order (a stable sort: tests keep theirs)."""
+    rank = {name: place for place, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
 @pytest.fixture

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import importlib
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tsbench.testing import readiness
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "tsbench"
 
@@ -18,7 +19,7 @@ def test_import_contracts_hold():
     lint = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
     if lint is None:
         pytest.fail("lint-imports is not installed (it is in the dev extra)")
-    res = subprocess.run([lint], capture_output=True, text=True, cwd=SRC.parents[1], timeout=300)
+    res = readiness.run([lint], capture_output=True, text=True, cwd=SRC.parents[1])
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-1000:]
     assert "0 broken" in res.stdout
 

@@ -27,6 +27,7 @@ from tsbench.models.pricing import cost_usd, endpoint_cost_usd
 from tsbench.models.registry import get_model
 from tsbench.models.retry import DEFAULT_TIMEOUT_S, RetryPolicy, call_with_retries
 from tsbench.tasks.anomalyxl import labels as lb
+from tsbench.testing import readiness
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
 
 SECRET = "sk-the-users-real-openai-key"
@@ -421,10 +422,9 @@ def test_impossible_combinations_are_refused_before_any_episode(user_env, small_
 
 
 def test_the_cli_refuses_native_tools_for_vllm_with_exit_code_2(user_env, small_data, tmp_path):
-    import subprocess
     import sys
 
-    result = subprocess.run(
+    result = readiness.run(
         [
             sys.executable,
             "-m",
@@ -443,7 +443,6 @@ def test_the_cli_refuses_native_tools_for_vllm_with_exit_code_2(user_env, small_
         ],
         capture_output=True,
         text=True,
-        timeout=120,
     )
     assert result.returncode == 2, result.stderr
     assert "native function calling" in result.stderr and "Traceback" not in result.stderr

@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from tsbench.testing import readiness
+
 TSBENCH = [sys.executable, "-m", "tsbench.cli"]
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*TSBENCH, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+    return readiness.run([*TSBENCH, *args], capture_output=True, text=True, cwd=cwd)
 
 
 def test_generate_small_writes_files_and_manifest(tmp_path):

@@ -15,12 +15,13 @@ import pytest
 from tsbench.core.errors import UserError
 from tsbench.eval.model_args import parse_model_args, task_settings
 from tsbench.tasks.anomalyxl import labels as lb
+from tsbench.testing import readiness
 
 TSBENCH = [sys.executable, "-m", "tsbench.cli"]
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*TSBENCH, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+    return readiness.run([*TSBENCH, *args], capture_output=True, text=True, cwd=cwd)
 
 
 def test_key_value_arguments_parse_as_inspect_writes_them():

@@ -12,6 +12,8 @@ import sys
 
 import pandas as pd
 
+from tsbench.testing import readiness
+
 TSBENCH = [sys.executable, "-m", "tsbench.cli"]
 LIMIT_BYTES = 30_000  # a few journal rows
 
@@ -39,9 +41,7 @@ def _eval(small_data, out, limited: bool) -> subprocess.CompletedProcess:
         "--out",
         str(out),
     ]
-    return subprocess.run(
-        [*TSBENCH, *args], capture_output=True, text=True, timeout=300, preexec_fn=_tiny_disk if limited else None
-    )
+    return readiness.run([*TSBENCH, *args], capture_output=True, text=True, preexec_fn=_tiny_disk if limited else None)
 
 
 def test_disk_full_is_one_line_exit_2_and_resume_is_exact(small_data, tmp_path):

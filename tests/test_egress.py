@@ -29,6 +29,7 @@ import pandas as pd
 import pytest
 
 from tsbench import results as schema
+from tsbench.testing import readiness
 
 TRACED = "connect,sendto,sendmsg,sendmmsg"
 NAMING = "execve,clone,clone3,fork,vfork"  # only to name the process behind an address
@@ -192,7 +193,7 @@ def traced_evals(small_data, tmp_path_factory) -> tuple[str, Path]:
     out = tmp_path_factory.mktemp("egress")
     trace = out / "strace.txt"
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "RAY_ADDRESS")}
-    done = subprocess.run(
+    done = readiness.run(
         [
             *cmd,
             *STRACE,
@@ -214,7 +215,6 @@ def traced_evals(small_data, tmp_path_factory) -> tuple[str, Path]:
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
         cwd=RAY_TESTS.parents[1],
         check=False,
     )

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import pandas as pd
 import pytest
@@ -19,6 +18,7 @@ from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
 from tsbench.harness.prompts import FINAL_TURN_NOTICE
 from tsbench.tasks.anomalyxl import labels as lb
+from tsbench.testing import readiness
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
 from tsbench.testing.readiness import wait_ready
 
@@ -109,15 +109,13 @@ def test_resume_after_kill_runs_every_id_exactly_once(small_data, tmp_path):
     from tsbench.leaderboard.load import load_results
 
     assert any("of 15 rows scored" in w for w in load_results([out])[2])  # a killed run's real total, not "?"
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    res = readiness.run(cmd, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-2000:]
     samples = pd.read_parquet(out / schema.SAMPLES)
     assert len(samples) == 15 and samples["id"].is_unique
     assert samples["error_type"].isna().all()
     assert json.loads((out / schema.RUN_JSON).read_text())["complete"]
-    again = subprocess.run(
-        cmd[:-2] + ["--max-turns", "2", "--out", str(out)], capture_output=True, text=True, timeout=120
-    )
+    again = readiness.run(cmd[:-2] + ["--max-turns", "2", "--out", str(out)], capture_output=True, text=True)
     assert again.returncode == 2 and "different settings" in again.stderr
 
 
@@ -275,7 +273,7 @@ def test_ctrl_c_keeps_finished_rows_and_exits_130(small_data, tmp_path):
     journal = out / schema.JOURNAL
     wait_ready(proc, lambda: journal.exists() and journal.read_text().count("\n") >= 2, poll_s=0.1)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    _, err = readiness.communicate(proc)
     assert proc.returncode == 130 and "resume" in err
     rows = schema.read_journal(out)
     assert 2 <= len(rows) < 66 and all(r["error_type"] is None for r in rows)
@@ -389,11 +387,9 @@ def test_second_ctrl_c_abandons_hung_episodes(small_data, tmp_path):
         proc.send_signal(signal.SIGINT)
         # The second Ctrl-C only once the first is acknowledged: two signals the process has not yet
         # run Python for arrive as one (a busy box can hold it off the CPU for over a second).
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not any("interrupted: waiting" in line for line in lines):
-            time.sleep(0.1)
+        wait_ready(proc, lambda: any("interrupted: waiting" in line for line in lines), poll_s=0.1)
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=60)
+        wait_ready(proc, lambda: proc.poll() is not None, poll_s=0.1)
         reader.join(timeout=10)
         err = "".join(lines)
     assert proc.returncode == 130

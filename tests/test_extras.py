@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tsbench.core.extras import EXTRAS, MissingExtra, available, check, require
+from tsbench.testing import readiness
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCKER = """
@@ -35,7 +36,7 @@ def tsbench_without(blocked: list[str], *args: str) -> subprocess.CompletedProce
     code = BLOCKER.format(blocked=blocked) + (
         f"sys.argv = ['tsbench', *{list(args)!r}]\nfrom tsbench.cli import main\nmain()\n"
     )
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    return readiness.run([sys.executable, "-c", code], capture_output=True, text=True)
 
 
 def test_require_imports_or_names_the_extra(tmp_path, monkeypatch):
@@ -96,6 +97,6 @@ def test_the_base_commands_import_no_optional_package():
         "'peft', 'accelerate', 'tensorboard', 'wandb', 'inspect_ai', 'ray', 'vllm', 'datasets']\n"
         "print(' '.join(sorted(m for m in heavy if m in sys.modules)))\n"
     )
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    res = readiness.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.strip() == ""

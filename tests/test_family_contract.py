@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 from test_plugins import ENTRY_POINTS, PLUGIN, install
+from tsbench.testing import readiness
 
 SCRIPT = textwrap.dedent("""
     import json, sys
@@ -46,9 +46,7 @@ def test_every_registered_family_generates_and_describes_by_its_contract(tmp_pat
     (tmp_path / "site").mkdir()
     site = install(tmp_path / "site", "tsb-spikes-plugin", {"tsb_spikes_plugin": PLUGIN}, ENTRY_POINTS)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(tmp_path / "out")], capture_output=True, text=True, env=env, timeout=900
-    )
+    done = readiness.run([sys.executable, "-c", SCRIPT, str(tmp_path / "out")], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert "spikes" in found and {"anomalyxl", "trend", "timesage"} <= set(found)

@@ -15,6 +15,7 @@ import pytest
 
 from test_board_console import _pty_run
 from tsbench.core.errors import UserError
+from tsbench.testing import readiness
 
 datasets = pytest.importorskip("datasets")
 yaml = pytest.importorskip("yaml")
@@ -23,7 +24,7 @@ TSBENCH = [sys.executable, "-m", "tsbench.cli"]
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*TSBENCH, *args], capture_output=True, text=True, timeout=300)
+    return readiness.run([*TSBENCH, *args], capture_output=True, text=True)
 
 
 @pytest.fixture(scope="module")

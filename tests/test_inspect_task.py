@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import textwrap
 import tomllib
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tsbench.tasks.anomalyxl import labels as lb
+from tsbench.testing import readiness
 
 inspect_ai = pytest.importorskip("inspect_ai")
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,7 +87,7 @@ def test_inspect_finds_the_task_by_name_through_the_entry_point(small_data, tmp_
     # tsbench itself is found as in this process; inspect names a task `tsbench/...` when the module
     # belongs to an installed distribution (here the editable install).
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")]))
-    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600)
+    res = readiness.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
     assert res.returncode == 0, res.stderr[-3000:]
     report = json.loads(res.stdout.strip().splitlines()[-1])
     assert report["status"] == "success" and report["task"] == "tsbench/anomalyxl" and report["n"] == 1

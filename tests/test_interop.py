@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from tsbench.eval.runner import run_eval
 from tsbench.results.records import apply_outcome, finish, new_record
 from tsbench.results.summary import summarize
 from tsbench.tasks.anomalyxl import labels as lb
+from tsbench.testing import readiness
 
 inspect_log = pytest.importorskip("inspect_ai.log")
 datasets = pytest.importorskip("datasets")
@@ -136,7 +136,7 @@ def test_hf_dataset_folder_loads_with_datasets_and_has_a_card(run_dir, tmp_path)
 
 
 def test_long_csv_has_one_line_per_measure_and_no_score_for_errors(run_dir, tmp_path):
-    res = subprocess.run(
+    res = readiness.run(
         [
             sys.executable,
             "-m",
@@ -150,7 +150,6 @@ def test_long_csv_has_one_line_per_measure_and_no_score_for_errors(run_dir, tmp_
         ],
         capture_output=True,
         text=True,
-        timeout=300,
     )
     assert res.returncode == 0, res.stderr
     frame = pd.read_csv(tmp_path / "long.csv")
@@ -166,17 +165,15 @@ def test_long_csv_has_one_line_per_measure_and_no_score_for_errors(run_dir, tmp_
 
 def test_export_refuses_bad_input_in_one_line(run_dir, tmp_path):
     for args, needle in ((["--format", "xls"], "--format must be one of"), ([], "Missing option")):
-        res = subprocess.run(
+        res = readiness.run(
             [sys.executable, "-m", "tsbench.cli", "export", str(run_dir), *args],
             capture_output=True,
             text=True,
-            timeout=300,
         )
         assert res.returncode == 2 and needle in res.stderr
-    res = subprocess.run(
+    res = readiness.run(
         [sys.executable, "-m", "tsbench.cli", "export", str(tmp_path), "--format", "csv"],
         capture_output=True,
         text=True,
-        timeout=300,
     )
     assert res.returncode == 2 and res.stderr.strip().count("\n") == 0 and "not a run dir" in res.stderr

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from tsbench.leaderboard.stats import (
 )
 from tsbench.leaderboard.tables import cell_table, length_curves, length_table
 from tsbench.results import COLUMN_NAMES, RUN_JSON, SAMPLES, Journal, to_table
+from tsbench.testing import readiness
 
 PRECISE = [c.category for c in family_columns("anomalyxl") if c.options is None]
 
@@ -495,7 +495,7 @@ def test_leaderboard_imports_no_harness_model_or_trainer():
         "print([m for m in sys.modules if m.startswith(('tsbench.harness', 'tsbench.models', 'tsbench.train', "
         "'torch', 'transformers', 'openai'))])"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    done = readiness.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
 

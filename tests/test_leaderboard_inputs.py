@@ -5,7 +5,6 @@ whole dataset keys and name flags as typed."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
 from tsbench.leaderboard.load import load_results
 from tsbench.tasks.anomalyxl import labels as lb
+from tsbench.testing import readiness
 
 TSBENCH = [sys.executable, "-m", "tsbench.cli"]
 
@@ -53,21 +53,19 @@ def test_each_damaged_run_dir_is_one_warning_naming_it(run_dir, tmp_path):
 
 def test_the_command_warns_and_still_builds(run_dir, tmp_path):
     dirs = _copies(run_dir, tmp_path)
-    res = subprocess.run(
+    res = readiness.run(
         [*TSBENCH, "leaderboard", *map(str, dirs.values()), "--out", str(tmp_path / "board")],
         capture_output=True,
         text=True,
-        timeout=300,
     )
     assert res.returncode == 0, res.stderr
     warned = [line for line in res.stderr.splitlines() if line.startswith("warning:")]
     for name in ("bad_results_json", "truncated_parquet", "garbage_journal"):
         assert sum(str(dirs[name]) in line for line in warned) == 1, res.stderr
-    bad = subprocess.run(
+    bad = readiness.run(
         [*TSBENCH, "leaderboard", str(run_dir), "--n-boot", "0", "--out", str(tmp_path / "b")],
         capture_output=True,
         text=True,
-        timeout=120,
     )
     assert bad.returncode == 2 and "--n-boot must be at least 1" in bad.stderr
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
 from tsbench.harness import EpisodeTask, HarnessSettings, MemorySettings, get_harness, play
 from tsbench.tasks.anomalyxl.rows import iter_rows
+from tsbench.testing import readiness
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
 from tsbench.timeclaw import DIM, FEATURE_NAMES, MemoryBank, build_memory, fingerprint, fingerprint_dict, load_bank
 from tsbench.timeclaw.bank import MEMORY_HEADER, bank_scaler, render_precedents
@@ -412,7 +412,7 @@ def test_memory_build_from_a_second_family_run_through_the_cli(spike_run, tmp_pa
     wanted = samples[samples["score"] >= 0.5]
     assert 0 < len(wanted) < len(samples)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(FAMILIES), os.environ.get("PYTHONPATH", "")]))
-    refused = subprocess.run(
+    refused = readiness.run(
         [
             sys.executable,
             "-m",
@@ -428,11 +428,10 @@ def test_memory_build_from_a_second_family_run_through_the_cli(spike_run, tmp_pa
         capture_output=True,
         text=True,
         env=env,
-        timeout=300,
         check=False,
     )
     assert refused.returncode == 2 and "test-split" in refused.stderr and "Traceback" not in refused.stderr
-    res = subprocess.run(
+    res = readiness.run(
         [
             sys.executable,
             "-m",
@@ -451,7 +450,6 @@ def test_memory_build_from_a_second_family_run_through_the_cli(spike_run, tmp_pa
         capture_output=True,
         text=True,
         env=env,
-        timeout=300,
         check=False,
     )
     assert res.returncode == 0, res.stderr[-2000:]

@@ -22,6 +22,7 @@ import pytest
 from test_plugins import ENTRY_POINTS as SPIKES_ENTRY_POINTS
 from test_plugins import PLUGIN, install
 from test_train_check import DRIVER as CLI_DRIVER
+from tsbench.testing import readiness
 
 KERNEL_PLUGIN = textwrap.dedent('''
     """A plugin harness: one cell in the jailed kernel, then one model call that reads its output."""
@@ -81,7 +82,7 @@ def _run(site: Path, *args: str, path: str | None = None) -> subprocess.Complete
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
     if path is not None:
         env["PATH"] = path
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, timeout=600, check=False)
+    return readiness.run([sys.executable, *args], capture_output=True, text=True, env=env, check=False)
 
 
 def _eval(site: Path, out: Path, *extra: str, path: str | None = None) -> subprocess.CompletedProcess:

@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 from tsbench.core.registry import Registry, plugin_targets
+from tsbench.testing import readiness
 
 PLUGIN = textwrap.dedent('''
     """A tsbench plugin: the spike-count family, a model that always answers one count, a one-call
@@ -151,8 +152,8 @@ def plugin_path(tmp_path_factory) -> Path:
 
 def tsbench(site: Path, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
-    return subprocess.run(
-        [sys.executable, "-m", "tsbench.cli", *args], capture_output=True, text=True, env=env, timeout=300, check=False
+    return readiness.run(
+        [sys.executable, "-m", "tsbench.cli", *args], capture_output=True, text=True, env=env, check=False
     )
 
 

@@ -5,11 +5,12 @@ before the budget followed the context). The README's tour itself is tests/test_
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import pandas as pd
 import pytest
+
+from tsbench.testing import readiness
 
 pytestmark = pytest.mark.slow  # SmolLM2 fills its 8,192-token context once: ~1 min on a quiet CPU
 
@@ -19,7 +20,7 @@ def test_smollm2_single_pass_prompt_fits_its_context(small_data, tmp_path):
     longest = max(ids, key=lambda rid: int(rid.split("-")[-2]))  # test-<category>-<length>-<n>
     args = ["eval", "--model", "local/smollm2-135m", "--harness", "single-pass-text", "--data", str(small_data)]
     args += ["--sample-id", longest, "--max-tokens", "8", "--out", str(tmp_path / "run")]
-    done = subprocess.run([sys.executable, "-m", "tsbench.cli", *args], capture_output=True, text=True, timeout=900)
+    done = readiness.run([sys.executable, "-m", "tsbench.cli", *args], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     row = pd.read_parquet(tmp_path / "run" / "samples.parquet").iloc[0]
     assert pd.isna(row["error_type"]), row["error"]

@@ -22,6 +22,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tsbench.testing import readiness
+
 pytestmark = pytest.mark.slow  # the tour is ~15 commands, SmolLM2 among them: minutes on 2 busy cores
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,7 +54,7 @@ def tsbench(args: list[str], cwd: Path, env: dict | None = None) -> tuple[subpro
     import time
 
     started = time.monotonic()
-    done = subprocess.run([*TSBENCH, *args], capture_output=True, text=True, cwd=cwd, timeout=LINE_TIMEOUT_S, env=env)
+    done = readiness.run([*TSBENCH, *args], capture_output=True, text=True, cwd=cwd, env=env)
     return done, time.monotonic() - started
 
 

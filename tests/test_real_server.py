@@ -29,6 +29,7 @@ from tsbench.core.config import build
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
 from tsbench.tasks.anomalyxl import labels as lb
+from tsbench.testing import readiness
 from tsbench.testing.readiness import wait_ready
 
 CONTEXT = 640  # declared with -M context_tokens=...: transformers serve does not report a context
@@ -184,7 +185,7 @@ def _client(command: list[str], cwd: Path, **env: str) -> subprocess.CompletedPr
     """A client's own command line, as the README gives it, with this test's venv first on PATH."""
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     full = dict(os.environ, PATH=path, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", **env)
-    return subprocess.run(command, cwd=cwd, env=full, capture_output=True, text=True, timeout=600)
+    return readiness.run(command, cwd=cwd, env=full, capture_output=True, text=True)
 
 
 def test_readme_tsbench_eval_of_a_path_named_server_model(server, small_data, tmp_path):

@@ -7,11 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 from tsbench.results import read_journal
 from tsbench.results.lock import LOCK_FILE, RunDirLock
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
+from tsbench.testing.readiness import communicate, wait_ready
 
 TSBENCH = [sys.executable, "-m", "tsbench.cli"]
 
@@ -42,21 +42,19 @@ def test_a_second_eval_into_the_same_run_dir_says_who_holds_it_and_exits_2(small
     out = tmp_path / "run"
     with FakeOpenAIServer(["hang"], default='ok:{"answer": "Yes"}') as server:
         first = _eval(small_data, out, server.base_url)
-        deadline = time.monotonic() + 120
-        while server.request_count < 1 and time.monotonic() < deadline:  # the first one is mid-episode
-            time.sleep(0.1)
+        wait_ready(first, lambda: server.request_count >= 1, poll_s=0.1)  # the first one is mid-episode
         assert server.request_count == 1
         second = _eval(small_data, out, server.base_url)
-        _, err2 = second.communicate(timeout=120)
+        _, err2 = communicate(second)
         assert second.returncode == 2, err2
         assert f"pid {first.pid} on " in err2 and "being written by" in err2
         assert len(err2.strip().splitlines()) == 1 and "Traceback" not in err2
         assert server.request_count == 1  # the second did no work
         first.kill()
-        first.communicate(timeout=60)
+        first.communicate(timeout=60)  # killed: it only has to be reaped
         assert (out / LOCK_FILE).exists()  # a stale lock file: no process holds its lock
         third = _eval(small_data, out, server.base_url)
-        _, err3 = third.communicate(timeout=120)
+        _, err3 = communicate(third)
     assert third.returncode == 0, err3
     assert server.request_count == 2
     assert len(read_journal(out)) == 1

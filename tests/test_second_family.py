@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tsbench.testing import readiness
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
 
 FAMILIES = Path(__file__).parent / "families"
@@ -22,9 +23,7 @@ from spike_count import FAMILY, write_dataset  # noqa: E402
 
 def tsbench(*args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(FAMILIES), os.environ.get("PYTHONPATH", "")]))
-    return subprocess.run(
-        [sys.executable, "-m", "tsbench.cli", *args], capture_output=True, text=True, env=env, timeout=300
-    )
+    return readiness.run([sys.executable, "-m", "tsbench.cli", *args], capture_output=True, text=True, env=env)
 
 
 def test_a_family_from_outside_the_package_runs_end_to_end(tmp_path):

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -22,7 +21,9 @@ from tsbench.eval.runner import run_eval
 from tsbench.leaderboard import build_leaderboard
 from tsbench.results import JOURNAL, RUN_JSON, load_samples, read_journal
 from tsbench.tasks.timesage.generate import generate_from_options
+from tsbench.testing import readiness
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
+from tsbench.testing.readiness import wait_ready
 
 
 @pytest.fixture(scope="module")
@@ -196,14 +197,12 @@ def test_resume_after_kill_9_runs_every_period_exactly_once(ts_data, tmp_path):
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     journal = out / JOURNAL
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline and not (journal.exists() and journal.read_text().count("\n") >= 1):
-        time.sleep(0.1)
+    wait_ready(proc, lambda: journal.exists() and journal.read_text().count("\n") >= 1, poll_s=0.1)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     partial = len(read_journal(out))
     assert partial == 1, "the run should have been killed mid-way"
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    res = readiness.run(cmd, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-2000:]
     samples = load_samples(out)
     assert len(samples) == 2 and samples["id"].is_unique and samples["error_type"].isna().all()
@@ -246,7 +245,7 @@ def test_the_shipped_timesage_configs_build_and_the_floor_runs_from_the_command_
         "--out",
         str(out),
     ]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    done = readiness.run(cmd, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     samples = load_samples(out)
     assert len(samples) == 2 and samples["error"].isna().all()

@@ -11,13 +11,13 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from hub_cache import model_files, offline_hub
+from tsbench.testing import readiness
 from tsbench.train.memory_plan import ModelShape, Strategy, Workload, plan, strategy_from_accelerate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,13 +68,12 @@ def checks(tmp_path_factory) -> dict:
         "TRANSFORMERS_OFFLINE": "1",
         "OMP_NUM_THREADS": "1",
     }
-    done = subprocess.run(
+    done = readiness.run(
         [sys.executable, "-c", DRIVER, json.dumps(commands)],
         cwd=work,
         env=env,
         capture_output=True,
         text=True,
-        timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     found = dict(zip((path for _, path in jobs), json.loads(done.stdout.splitlines()[-1])))
@@ -174,7 +173,7 @@ def test_check_offline_says_so_in_one_line_without_the_hubs_retries(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
     env.update(HF_ENDPOINT="http://127.0.0.1:9", HF_HUB_CACHE=str(tmp_path / "hub"), HF_HOME=str(tmp_path / "hf"))
     command = [sys.executable, "-m", "tsbench.cli", "train-grpo", "--model", "Qwen/Qwen3.5-4B", "--check"]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    done = readiness.run(command, env=env, capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 2, done.stderr[-2000:]
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "is not in the Hugging Face cache and http://127.0.0.1:9 cannot be reached" in lines[0]

@@ -19,6 +19,7 @@ import pandas as pd
 
 from tsbench.tasks.anomalyxl.taskset import AnomalyXL
 from tsbench.tasks.base import Scored
+from tsbench.testing import readiness
 from tsbench.testing.tiny import make_small_vocab_llama
 from tsbench.train.curriculum import task_keys
 
@@ -80,7 +81,7 @@ def two_machines(run: Path, model: Path, steps: int, *extra: str) -> list[subpro
     ]
     done = []
     for machine in machines:
-        out, err = machine.communicate(timeout=400)
+        out, err = readiness.communicate(machine)
         done.append(subprocess.CompletedProcess(machine.args, machine.returncode, out, err))
     return done
 

@@ -13,6 +13,7 @@ from tsbench.core.errors import UserError
 from tsbench.tasks import get_taskset
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.curriculum import generator_config
+from tsbench.testing import readiness
 from tsbench.train import rewards as rw
 from tsbench.train.agent import Turn, assemble
 from tsbench.train.config import GRPOConfig, RewardConfig
@@ -365,10 +366,9 @@ def test_batches_are_rounds_of_the_live_episodes_whatever_the_timing():
 
 
 def test_cli_flags_override_the_preset_and_bad_ones_are_one_line_errors():
-    import subprocess
     import sys
 
-    res = subprocess.run(
+    res = readiness.run(
         [
             sys.executable,
             "-m",
@@ -381,7 +381,6 @@ def test_cli_flags_override_the_preset_and_bad_ones_are_one_line_errors():
         ],
         capture_output=True,
         text=True,
-        timeout=300,
     )
     assert res.returncode == 2 and res.stderr.strip().count("\n") == 0
     assert "needs --judge" in res.stderr

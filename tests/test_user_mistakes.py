@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import shutil
 import socket
-import subprocess
 import sys
 
 import pytest
@@ -18,6 +17,7 @@ from tsbench.core.errors import UserError
 from tsbench.core.nearest import edit_distance, nearest
 from tsbench.eval.config import EvalConfig
 from tsbench.harness.settings import build_run
+from tsbench.testing import readiness
 
 TSBENCH = [sys.executable, "-m", "tsbench.cli"]
 
@@ -66,7 +66,7 @@ def test_a_read_only_folder_is_one_line_before_anything_runs(small_data, tmp_pat
         ["generate", "--preset", "small", "--split", "test", "--out", str(frozen / "data")],
     ):
         jailed = ["bwrap", "--dev-bind", "/", "/", "--ro-bind", str(frozen), str(frozen), *TSBENCH, *args]
-        result = subprocess.run(jailed, capture_output=True, text=True, timeout=120)
+        result = readiness.run(jailed, capture_output=True, text=True)
         _one_line(result.returncode, result.stderr, "read-only", str(frozen))
     assert list(frozen.iterdir()) == []
 
@@ -112,7 +112,7 @@ def test_no_space_left_while_generating_or_exporting_is_one_line(small_data, tmp
         ["generate", "--preset", "small", "--split", "test", "--out", str(tmp_path / "gen")],
         ["export", str(small_data), "--format", "hf", "--out", str(tmp_path / "hf")],
     ):
-        result = subprocess.run([*TSBENCH, *args], capture_output=True, text=True, timeout=300, preexec_fn=_tiny_disk)
+        result = readiness.run([*TSBENCH, *args], capture_output=True, text=True, preexec_fn=_tiny_disk)
         errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
         assert result.returncode == 2 and len(errors) == 1 and "no space left" in errors[0], result.stderr[-2000:]
         assert "Traceback" not in result.stderr

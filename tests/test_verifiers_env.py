@@ -23,6 +23,7 @@ from tsbench.interop.verifiers_env import MODULE, environment_config, load_envir
 from tsbench.models.openai_model import OpenAIChatModel  # noqa: E402
 from tsbench.tasks import get_taskset  # noqa: E402
 from tsbench.tasks.base import SampleRef  # noqa: E402
+from tsbench.testing import readiness  # noqa: E402
 from tsbench.testing.fake_openai_server import FakeOpenAIServer  # noqa: E402
 
 KEY_VAR = "TSBENCH_VF_TEST_KEY"
@@ -158,7 +159,6 @@ def test_vf_eval_plays_the_environment_against_a_loopback_server(small_data, tmp
     """verifiers' own CLI (vf-eval in 0.4.0), its plugin id the taskset: 2 tasks x a group of 2 attempts each,
     every model call to a FakeOpenAIServer on 127.0.0.1, each trace carrying the paper's three reward parts."""
     import os
-    import subprocess
     import sys
 
     reply = '{"answer": "Yes"}'
@@ -168,9 +168,7 @@ def test_vf_eval_plays_the_environment_against_a_loopback_server(small_data, tmp
         command += ["--env.taskset.split", "test", "--env.taskset.limit", "2", "--env.group-size", "2"]
         command += ["--env.agent.runtime.type", "subprocess", "-m", "fake-model", "-n", "2", "--no-rich", "--no-push"]
         command += ["--client.base-url", server.base_url, "--client.api-key-var", KEY_VAR, "-o", str(tmp_path / "out")]
-        done = subprocess.run(
-            command, capture_output=True, text=True, timeout=300, env={**os.environ, KEY_VAR: "key-for-the-fake"}
-        )
+        done = readiness.run(command, capture_output=True, text=True, env={**os.environ, KEY_VAR: "key-for-the-fake"})
     assert done.returncode == 0, done.stderr[-3000:]
     (traces_file,) = (tmp_path / "out").glob("*/traces.jsonl")
     episodes = [json.loads(line) for line in traces_file.read_text().splitlines()]

@@ -3,8 +3,8 @@
 A fixed start-up deadline (120 s) fails a real-server fixture on a machine at a load of 20, where loading
 SmolLM2 takes minutes of wall time but the same CPU seconds. `wait_ready` polls `ready()` while the process
 lives and fails only when it has stopped making progress (its process tree used no CPU time and its log did
-not grow) for `stall_s`, or after `cap_s` in all (a hang, not a slow machine). `run` is `subprocess.run`
-with the same rule in place of a fixed `timeout=`.
+not grow) for `stall_s`, or after `cap_s` in all (a hang, not a slow machine). `run` and `communicate`
+are `subprocess.run` and `Popen.communicate` with the same rule in place of a fixed `timeout=`.
 """
 
 from __future__ import annotations
@@ -124,6 +124,7 @@ def run(
     cap_s: float = 1800.0,
     input: str | bytes | None = None,
     capture_output: bool = True,
+    check: bool = False,
     **popen: object,
 ) -> subprocess.CompletedProcess:
     """`subprocess.run(command, capture_output=True, ...)` that waits while the command's process tree is
@@ -131,22 +132,32 @@ def run(
     pipe = subprocess.PIPE if capture_output else None
     stdin = subprocess.PIPE if input is not None else popen.pop("stdin", None)
     with subprocess.Popen(command, stdin=stdin, stdout=pipe, stderr=pipe, **popen) as process:  # type: ignore[call-overload]
-        started = last_progress = time.monotonic()
-        progress = Progress(process.pid)
-        while True:
-            try:
-                out, err = process.communicate(input, timeout=1.0)
-                break
-            except subprocess.TimeoutExpired:
-                input = None  # communicate() keeps feeding what it was given first
-                now = time.monotonic()
-                if progress.advanced():
-                    last_progress = now
-                if now - last_progress > stall_s or now - started > cap_s:
-                    process.kill()
-                    out, err = process.communicate()
-                    raise subprocess.TimeoutExpired(command, now - started, out, err) from None
-    return subprocess.CompletedProcess(command, process.returncode, out, err)
+        out, err = communicate(process, input, stall_s=stall_s, cap_s=cap_s)
+    done = subprocess.CompletedProcess(command, process.returncode, out, err)
+    if check:
+        done.check_returncode()
+    return done
+
+
+def communicate(
+    process: subprocess.Popen, input: str | bytes | None = None, *, stall_s: float = 120.0, cap_s: float = 1800.0
+):
+    """`process.communicate(input, timeout=...)` with a bound that follows progress: the process is killed
+    (subprocess.TimeoutExpired) only after `stall_s` without progress or `cap_s` in all."""
+    started = last_progress = time.monotonic()
+    progress = Progress(process.pid)
+    while True:
+        try:
+            return process.communicate(input, timeout=1.0)
+        except subprocess.TimeoutExpired:
+            input = None  # communicate() keeps feeding what it was given first
+            now = time.monotonic()
+            if progress.advanced():
+                last_progress = now
+            if now - last_progress > stall_s or now - started > cap_s:
+                process.kill()
+                out, err = process.communicate()
+                raise subprocess.TimeoutExpired(process.args, now - started, out, err) from None
 
 
 def _size(log: Path | None) -> int:
