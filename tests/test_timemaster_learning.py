@@ -18,7 +18,7 @@ so it scores at most the larger class's share (18 of 32); the warm-started VLM m
 of nearly every row. Measured (2 shared cores, load 8-10): held-out 0.00 before, 1.00 after 5 epochs of
 256 traces (0.94 after 4, 1.00 after 6), the SFT 27 s, the test 34 s; with 64 traces (12 epochs, 96 steps)
 the loss stays on the image-blind plateau (~0.28) and held-out at 0.56, so fresh plots are what it takes.
-GRPO learning the image from the reward alone is still not shown.
+GRPO learning the image from the reward alone is shown with a conv policy in test_train_grpo_image.py.
 """
 
 from __future__ import annotations
