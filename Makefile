@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup test test-servers lint format demo bench bench-startup bench-paper-split clean gpu
+.PHONY: setup test test-servers lint format demo bench bench-classical bench-startup bench-paper-split clean gpu
 
 # Every phony target that runs kernels depends on setup, so bubblewrap (the kernels' jail) is checked on each.
 setup: $(STAMP)
@@ -76,6 +76,9 @@ bench: setup
 # The paper's whole test split under rlm at c8 (~1,050 kernel starts): FRACTION=0.1 runs a tenth, DATA=<seed dir> skips generating it.
 bench-paper-split: setup
 	$(BIN)/python -m tsbench.bench paper-split --fraction $(or $(FRACTION),1) $(if $(DATA),--data $(DATA))
+
+bench-classical:  # Table 1's Classical row at 1/10 of the paper's train rows and 1/4 of its test (~1 h on 2 busy cores; docs/fidelity.md)
+	TSBENCH_CLASSICAL_FRACTION=0.1 TSBENCH_CLASSICAL_TEST_FRACTION=0.25 $(BIN)/python -m tsbench.bench classical-row
 
 bench-startup:  # eval --help time, eval start CPU, modules per rlm episode; TSBENCH_BENCH_REFERENCE=<src> beside
 	$(BIN)/python -m tsbench.bench startup
