@@ -77,7 +77,7 @@ bench: setup
 bench-paper-split: setup
 	$(BIN)/python -m tsbench.bench paper-split --fraction $(or $(FRACTION),1) $(if $(DATA),--data $(DATA))
 
-bench-classical:  # Table 1's Classical row at 1/10 of the paper's train rows and 1/4 of its test (~1 h on 2 busy cores; docs/fidelity.md)
+bench-classical: setup  # Table 1's Classical row at 1/10 of the paper's train rows and 1/4 of its test (~1 h on 2 busy cores; docs/fidelity.md)
 	TSBENCH_CLASSICAL_FRACTION=0.1 TSBENCH_CLASSICAL_TEST_FRACTION=0.25 $(BIN)/python -m tsbench.bench classical-row
 
 bench-startup:  # eval --help time, eval start CPU, modules per rlm episode; TSBENCH_BENCH_REFERENCE=<src> beside
