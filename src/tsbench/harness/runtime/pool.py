@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from tsbench.harness.runtime.cleanup import release_event_loop, remove_abandoned_sandboxes
 from tsbench.harness.runtime.errors import SandboxError
 from tsbench.harness.runtime.kernel_boot import SERIES_FILE
-from tsbench.harness.runtime.staging import series_npz
+from tsbench.harness.runtime.staging import write_series_npz
 
 if TYPE_CHECKING:
     from tsbench.harness.runtime.sandbox import Sandbox
@@ -247,7 +247,8 @@ def hand_over(warm: Sandbox, box: Sandbox) -> None:
         setattr(warm, name, None)
     try:
         input_dir = Path(box._root) / "input"
-        (input_dir / SERIES_FILE).write_bytes(series_npz(box.series))  # the inode the jail has bound
+        with open(input_dir / SERIES_FILE, "wb") as handle:  # the inode the jail has bound, a channel at a time
+            write_series_npz(handle, box.series)
         box._context_writer = threading.Thread(target=box._write_context_json, name="tsbench-context-json", daemon=True)
         box._context_writer.start()
         box._boot_kernel()

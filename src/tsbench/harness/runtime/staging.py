@@ -16,6 +16,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import orjson
@@ -120,17 +121,21 @@ def float64(values: np.ndarray) -> np.ndarray:
     return np.asarray(values, dtype=np.float64)
 
 
-def series_npz(series: dict[str, np.ndarray]) -> memoryview:
-    """A binary copy of the series for fast loading in the kernel (json is slow): np.savez's layout
-    (names, then c0..cN as float64), written one channel at a time into one buffer, returned without
-    a copy of it."""
-    buffer = io.BytesIO()
+def write_series_npz(handle: BinaryIO, series: dict[str, np.ndarray]) -> None:
+    """The series for fast loading in the kernel (json is slow): np.savez's layout (names, then c0..cN
+    as float64), written one channel at a time, so no float64 copy of the whole row is ever made."""
     arrays = {"names": np.array(list(series), dtype=str)}
     arrays.update((f"c{index}", values) for index, values in enumerate(series.values()))
-    with zipfile.ZipFile(buffer, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
+    with zipfile.ZipFile(handle, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
         for key, values in arrays.items():
             with archive.open(f"{key}.npy", "w", force_zip64=True) as member:
                 np.lib.format.write_array(member, values if key == "names" else float64(values), allow_pickle=False)
+
+
+def series_npz(series: dict[str, np.ndarray]) -> memoryview:
+    """`write_series_npz` into memory (a jail's file by value), returned without a copy of the buffer."""
+    buffer = io.BytesIO()
+    write_series_npz(buffer, series)
     return buffer.getbuffer()
 
 
