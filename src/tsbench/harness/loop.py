@@ -33,7 +33,7 @@ from tsbench.core.episode import EpisodeResult, EpisodeTask, TaskInfo
 from tsbench.harness.accounting import CUT_OFF_NOTICE, spending, unfinished
 from tsbench.harness.episode import EpisodeError
 from tsbench.harness.prompts import FINAL_TURN_NOTICE
-from tsbench.models.base import Completion, Message, ModelError
+from tsbench.models.base import Agent, Completion, Message, ModelError
 
 # What an error row says ended it, per deadline (core/deadline.py).
 BUDGET_NAMES = {
@@ -78,7 +78,7 @@ class TurnLoop:
 
     def __init__(
         self,
-        agent: Any,
+        agent: Agent,
         task: EpisodeTask,
         cfg: Any,
         *,

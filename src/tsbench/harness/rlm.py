@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -29,7 +29,7 @@ from tsbench.harness.prompts import observation_message, rlm_system_prompt
 from tsbench.harness.runtime.behind import started_behind
 from tsbench.harness.runtime.sandbox import Sandbox, truncate_observation
 from tsbench.harness.settings import HarnessSettings
-from tsbench.models.base import Completion, Message
+from tsbench.models.base import Agent, Completion, Message
 
 
 @dataclass
@@ -88,7 +88,7 @@ class RLMEpisode(TurnLoop):
 
     def __init__(
         self,
-        agent: Any,
+        agent: Agent,
         task: EpisodeTask,
         cfg: RLMSettings,
         *,
@@ -192,7 +192,9 @@ class RLMEpisode(TurnLoop):
         return False
 
 
-def run_rlm(model: Any, task: EpisodeTask, cfg: RLMSettings, *, image: bool, depth: int | None = None) -> EpisodeResult:
+def run_rlm(
+    model: Agent, task: EpisodeTask, cfg: RLMSettings, *, image: bool, depth: int | None = None
+) -> EpisodeResult:
     return RLMEpisode(model, task, cfg, image=image, depth=cfg.depth if depth is None else depth).run()
 
 
@@ -202,7 +204,7 @@ class RLM(Harness[RLMSettings]):
     kernel = True
     turn_rows = True
 
-    def run(self, agent: Any, task: EpisodeTask, cfg: RLMSettings) -> EpisodeResult:
+    def run(self, agent: Agent, task: EpisodeTask, cfg: RLMSettings) -> EpisodeResult:
         return run_rlm(agent, task, cfg, image=bool(self.images))
 
 
