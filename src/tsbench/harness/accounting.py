@@ -18,8 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tsbench.core.episode import EpisodeResult
-from tsbench.harness.episode import EpisodeError
+from tsbench.core.episode import EpisodeError, EpisodeResult
 from tsbench.models.base import Agent, Completion, Message, ModelError
 
 CUT_OFF_NOTICE = (

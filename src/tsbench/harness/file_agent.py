@@ -28,13 +28,13 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
+from tsbench.core.episode import EpisodeOutcome, EpisodeResult, EpisodeTask
 from tsbench.core.settings import setting
 from tsbench.core.text import strip_reasoning
 from tsbench.harness import file_agent_kernel as kernel
 from tsbench.harness import file_agent_prompts as prompts
 from tsbench.harness.accounting import spending
 from tsbench.harness.base import After, Harness
-from tsbench.harness.episode import EpisodeOutcome, EpisodeResult, EpisodeTask
 from tsbench.harness.loop import TurnLoop, add_notice
 from tsbench.harness.play import episode_outcome
 from tsbench.harness.rlm import extract_code

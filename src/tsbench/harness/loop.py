@@ -29,9 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tsbench.core.deadline import remaining, tightest, within
-from tsbench.core.episode import EpisodeResult, EpisodeTask, TaskInfo
+from tsbench.core.episode import EpisodeError, EpisodeResult, EpisodeTask, TaskInfo
 from tsbench.harness.accounting import CUT_OFF_NOTICE, spending, unfinished
-from tsbench.harness.episode import EpisodeError
 from tsbench.harness.prompts import FINAL_TURN_NOTICE
 from tsbench.models.base import Agent, Completion, Message, ModelError
 

@@ -19,11 +19,11 @@ from typing import ClassVar
 
 import numpy as np
 
+from tsbench.core.episode import EpisodeError, EpisodeResult, EpisodeTask
 from tsbench.core.settings import setting
 from tsbench.core.text import fenced_code_blocks, strip_reasoning
 from tsbench.harness.accounting import nested
 from tsbench.harness.base import Harness
-from tsbench.harness.episode import EpisodeError, EpisodeResult, EpisodeTask
 from tsbench.harness.loop import EpisodeBudget, TurnLoop
 from tsbench.harness.prompts import observation_message, rlm_system_prompt
 from tsbench.harness.runtime.behind import started_behind

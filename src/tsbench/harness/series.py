@@ -9,9 +9,9 @@ play it.
 
 from __future__ import annotations
 
+from tsbench.core.episode import EpisodeError, EpisodeResult, EpisodeTask
 from tsbench.harness.accounting import unfinished
 from tsbench.harness.base import Harness
-from tsbench.harness.episode import EpisodeError, EpisodeResult, EpisodeTask
 from tsbench.harness.plots import render_series_png
 from tsbench.harness.settings import HarnessSettings
 from tsbench.models.base import Agent, Message

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hashlib
 
+from tsbench.core.episode import EpisodeResult, EpisodeTask
 from tsbench.harness.accounting import unfinished
 from tsbench.harness.base import Harness
-from tsbench.harness.episode import EpisodeResult, EpisodeTask
 from tsbench.harness.plots import render_series_png
 from tsbench.harness.prompts import SINGLE_PASS_SYSTEM, single_pass_image_prompt
 from tsbench.harness.settings import HarnessSettings

@@ -18,10 +18,10 @@ import hashlib
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from tsbench.core.episode import EpisodeResult, EpisodeTask
 from tsbench.core.extras import check
 from tsbench.core.settings import setting
 from tsbench.harness.base import Harness
-from tsbench.harness.episode import EpisodeResult, EpisodeTask
 from tsbench.harness.loop import TurnLoop
 from tsbench.harness.runtime.sandbox import Sandbox, SandboxError
 from tsbench.harness.settings import HarnessSettings
