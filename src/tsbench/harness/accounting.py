@@ -94,28 +94,7 @@ class CallLedger(Agent):
     def close(self) -> None:
         self.agent.close()
 
-    # what it can do, and what fits its context, are the agent's (models/context.py, harness/text_budget.py)
-    def chats(self) -> bool:  # type: ignore[override]
-        return self.agent.chats()
-
-    def native_tools(self) -> bool:  # type: ignore[override]
-        return self.agent.native_tools()
-
-    def sees_images(self) -> bool:  # type: ignore[override]
-        return self.agent.sees_images()
-
-    def reads_series(self) -> bool:  # type: ignore[override]
-        return self.agent.reads_series()
-
-    def wants_plot(self) -> bool:  # type: ignore[override]
-        return self.agent.wants_plot()
-
-    def harnesses(self) -> tuple[str, ...] | None:
-        return self.agent.harnesses()
-
-    def reference(self) -> str | None:
-        return self.agent.reference()
-
+    # what fits the agent's context (models/context.py, harness/text_budget.py): the agent's, when it says
     @property
     def context_tokens(self) -> int | None:
         return getattr(self.agent, "context_tokens", None)
@@ -141,3 +120,8 @@ class CallLedger(Agent):
         ]
         result.attributes["transcript_from"] = "messages"  # the harness kept no transcript of its own
         return result
+
+
+# What the ledger can do is what its agent can (each asked of the agent, by name).
+for _ask in ("chats", "native_tools", "sees_images", "reads_series", "wants_plot", "harnesses", "reference"):
+    setattr(CallLedger, _ask, lambda self, _ask=_ask: getattr(self.agent, _ask)())
