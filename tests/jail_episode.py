@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tsbench.core.episode import EpisodeTask
 from tsbench.harness import play
-from tsbench.harness.episode import EpisodeTask
 from tsbench.harness.rlm import RLMSettings
 from tsbench.models.base import Completion
 

@@ -15,10 +15,10 @@ import pytest
 from jail_episode import FINAL, ScriptedChat, attack_task, fenced
 from tsbench import results as schema
 from tsbench.core.config import build
+from tsbench.core.episode import KERNEL_LOST
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
 from tsbench.harness import play
-from tsbench.harness.episode import KERNEL_LOST
 from tsbench.harness.rlm import RLMSettings
 
 FAMILIES = Path(__file__).parent / "families"

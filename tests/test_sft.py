@@ -16,10 +16,10 @@ import torch
 
 from tsbench import results as schema
 from tsbench.core.config import build, read_toml_table
+from tsbench.core.episode import EpisodeTask
 from tsbench.core.errors import UserError
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
-from tsbench.harness.episode import EpisodeTask
 from tsbench.harness.rlm import RLMSettings
 from tsbench.harness.settings import HarnessSettings
 from tsbench.harness.single_pass import run_single_pass

@@ -24,10 +24,13 @@ from tsbench.tasks.base import Scored
 from tsbench.testing.fake_openai_server import FakeOpenAIServer
 from tsbench.testing.tiny import make_small_vocab_llama, make_tiny_random_llama
 from tsbench.train import rewards as rw
-from tsbench.train.agent import Batcher, ChatTokens, PolicyAgent, Reply, assemble
+from tsbench.train.backends import Reply
+from tsbench.train.batcher import Batcher
+from tsbench.train.chat_tokens import ChatTokens
 from tsbench.train.config import GRPOConfig
 from tsbench.train.grpo import build_trainer, train_grpo
 from tsbench.train.policy import load_tokenizer
+from tsbench.train.policy_agent import PolicyAgent, assemble
 from tsbench.train.rollouts import Environment
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -15,10 +15,10 @@ from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.curriculum import generator_config
 from tsbench.testing import readiness
 from tsbench.train import rewards as rw
-from tsbench.train.agent import Turn, assemble
 from tsbench.train.config import GRPOConfig, RewardConfig
 from tsbench.train.curriculum import parse_key, task_key, task_keys
 from tsbench.train.grpo import prepare_run_dir
+from tsbench.train.policy_agent import Turn, assemble
 from tsbench.train.sft_config import SFTConfig, warmup_steps
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -334,7 +334,8 @@ def test_batches_are_rounds_of_the_live_episodes_whatever_the_timing():
     import time
     from concurrent.futures import ThreadPoolExecutor
 
-    from tsbench.train.agent import Batcher, Reply, Request
+    from tsbench.train.backends import Reply, Request
+    from tsbench.train.batcher import Batcher
 
     def run(pause_seed: int) -> list[list[tuple[int, int]]]:
         batches: list[list[tuple[int, int]]] = []
@@ -541,7 +542,8 @@ def test_server_errors_are_retried_a_bounded_number_of_times_then_raised():
 
     import requests
 
-    from tsbench.train.agent import BackendError, Batcher, Request, with_retries
+    from tsbench.train.backends import BackendError, Request, with_retries
+    from tsbench.train.batcher import Batcher
 
     hits = []
 

@@ -20,10 +20,13 @@ from tsbench.models.resolve import resolve_model
 from tsbench.tasks.anomalyxl.taskset import AnomalyXL
 from tsbench.tasks.base import Scored
 from tsbench.testing.tiny import make_small_vocab_llama
-from tsbench.train.agent import Batcher, ChatTokens, PolicyAgent, Reply
+from tsbench.train.backends import Reply
+from tsbench.train.batcher import Batcher
 from tsbench.train.budget import check_reasoning_history
+from tsbench.train.chat_tokens import ChatTokens
 from tsbench.train.config import GRPOConfig
 from tsbench.train.policy import load_tokenizer
+from tsbench.train.policy_agent import PolicyAgent
 
 # Qwen3's rule, reduced: an assistant turn before the last user message loses everything up to </think>.
 DROPS_REASONING = (
@@ -213,7 +216,7 @@ def test_one_trl_step_trains_each_turn_as_its_own_row_with_the_episode_advantage
 def test_turn_rows_are_padded_to_max_turns_and_trl_is_sized_for_them(tmp_path):
     """Every episode hands TRL exactly max_turns rows (its turns, then masked stand-ins), so TRL's groups of
     G x max_turns rows hold whole episodes; a forward still takes micro_batch_size rows."""
-    from tsbench.train.agent import Turn
+    from tsbench.train.policy_agent import Turn
     from tsbench.train.rollouts import Environment, Episode, ordered_rows
 
     env = types.SimpleNamespace(rendered=True, rows_per_episode=3, tokenizer=types.SimpleNamespace(eos_token_id=2))

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tsbench.core.episode import EpisodeTask
+from tsbench.core.episode import EpisodeError, EpisodeTask
 from tsbench.harness.accounting import CUT_OFF_NOTICE
-from tsbench.harness.episode import EpisodeError
 from tsbench.harness.file_agent import Period
 from tsbench.harness.loop import TurnLoop
 from tsbench.harness.prompts import FINAL_TURN_NOTICE

@@ -21,8 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from spike_count import SpikeCount
 
-from tsbench.core.episode import EpisodeTask
-from tsbench.harness.episode import EpisodeResult
+from tsbench.core.episode import EpisodeResult, EpisodeTask
 from tsbench.models.base import Message
 from tsbench.tasks.base import Column, Sample, SampleRef, Scored
 

@@ -309,6 +309,10 @@ def show(
 
 def _show_by_origin(run: Path, samples, by: str) -> None:
     """`show --by node|worker`: one line per node or worker (results/origin.py)."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
     from tsbench.results.origin import by_origin
 
     table = Table(

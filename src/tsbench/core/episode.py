@@ -1,4 +1,5 @@
-"""What one episode is about, as plain data: the task a harness runs, and the view a policy gets.
+"""What one episode is about, as plain data: the task a harness runs, the view a policy gets, what it
+gave back, and the error that ends it at one of its caps.
 
 Defined in core so that task families (which build tasks) and harnesses (which run them) share
 the type without importing each other. Neither type ever carries the gold answer.
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from tsbench.core.deadline import BudgetSpent
 
 if TYPE_CHECKING:  # the series' type only: reading settings and --help never load numpy
     import numpy as np
@@ -112,6 +115,28 @@ class EpisodeResult:
             self.token_trace.append(
                 {"prompt_ids": completion.prompt_token_ids, "output_ids": completion.output_token_ids}
             )
+
+
+class EpisodeError(BudgetSpent):
+    """The episode hit a cap (tokens, wall clock); the row is recorded as an error, not scored.
+    A BudgetSpent: raised inside a sub_rlm episode it ends the row, never becomes a cell's observation."""
+
+    def __init__(self, kind: str, message: str, result: EpisodeResult | None = None):
+        super().__init__(kind, message)
+        self.kind = kind
+        self.result = result
+
+
+KERNEL_LOST = "kernel_lost"  # the error kind of an episode whose kernel died or was restarted mid-cell
+
+
+def end_if_kernel_lost(cell: Any, result: EpisodeResult | None) -> None:
+    """A cell after which the sandbox had to restart the kernel (a crash, the memory bound, a signal, or
+    no stop on interrupt) ends the episode as an error row, retried on resume: whatever the policy
+    answered next would be scored as its answer to a lost kernel."""
+    if getattr(cell, "restarted", False):
+        why = (cell.error or "kernel restarted").strip().splitlines()[-1][:300]
+        raise EpisodeError(KERNEL_LOST, f"the episode's kernel was lost mid-cell ({why})", result)
 
 
 @dataclass

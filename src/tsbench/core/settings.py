@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from tsbench.core.errors import UserError
-from tsbench.core.nearest import nearest
 
 _MISSING = dataclasses.MISSING
 
@@ -325,5 +324,7 @@ def answer_settings(obj: Any) -> dict[str, Any]:
 def suggest(word: str, known: typing.Iterable[str], cutoff: float = 0.6, prefer: typing.Iterable[str] = ()) -> str:
     """' (did you mean x?)' for the nearest of `known` (core/nearest.py; `prefer`: the same section's
     names win a tie), else ''. `cutoff` is the share of the name's letters that must match."""
+    from tsbench.core.nearest import nearest  # only a mistyped name needs it
+
     close = nearest(word, list(known), prefer, max_share=1 - cutoff)
     return f" (did you mean {close}?)" if close else ""

@@ -26,7 +26,7 @@ from typing import Any
 
 from tsbench.eval.agents import AgentCache
 from tsbench.harness import EpisodeOutcome, HarnessSettings, MemorySettings, get_harness, play
-from tsbench.models.base import Message
+from tsbench.models.base import Agent, Message
 from tsbench.results.records import apply_outcome, apply_score, finish, new_record
 from tsbench.tasks import get_taskset
 from tsbench.tasks.base import JudgeReply, Sample, SampleRef
@@ -61,7 +61,7 @@ _scorers: dict[tuple, Callable] = {}
 _scorers_lock = threading.Lock()
 
 
-def judge_completer(model: Any, max_tokens: int | None = None) -> Callable[..., JudgeReply]:
+def judge_completer(model: Agent, max_tokens: int | None = None) -> Callable[..., JudgeReply]:
     """A judge model as the `prompt -> reply` callable a family's scorer takes, with its tokens and cost.
     Where the model's client takes `response_format`, the callable does too (`structured`): a judge
     asks for its declared JSON reply as structured output."""

@@ -34,6 +34,7 @@ from tsbench.eval.run_dir import choose_run_dir, settings_conflict
 from tsbench.eval.selection import select_rows
 from tsbench.eval.task_results import task_results
 from tsbench.harness import Harness, HarnessSettings, MemorySettings, memory_for
+from tsbench.models.base import Agent
 from tsbench.results import RESULTS_JSON, RUN_JSON, Journal, consolidate, load_run, load_samples, now_utc, results_json
 from tsbench.results.journal import read_journal_report
 from tsbench.results.lock import LOCK_FILE, RunDirLock
@@ -209,7 +210,7 @@ class Resolved:
 
     taskset: Any
     agents: AgentCache
-    agent: Any
+    agent: Agent
     play: Play
     executor_cls: type
 

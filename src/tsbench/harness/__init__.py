@@ -18,10 +18,10 @@ from typing import Any
 _WHERE = {
     "FunctionHarness": "base",
     "Harness": "base",
-    "EpisodeError": "episode",
-    "EpisodeOutcome": "episode",
-    "EpisodeResult": "episode",
-    "EpisodeTask": "episode",
+    "EpisodeError": "tsbench.core.episode",
+    "EpisodeOutcome": "tsbench.core.episode",
+    "EpisodeResult": "tsbench.core.episode",
+    "EpisodeTask": "tsbench.core.episode",
     "episode_outcome": "play",
     "play": "play",
     "require_jail": "play",
@@ -39,7 +39,8 @@ _WHERE = {
 def __getattr__(name: str) -> Any:
     if name not in _WHERE:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    where = _WHERE[name]
+    value = getattr(importlib.import_module(where if "." in where else f"{__name__}.{where}"), name)
     globals()[name] = value
     return value
 

@@ -18,9 +18,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tsbench.core.episode import EpisodeResult
-from tsbench.harness.episode import EpisodeError
-from tsbench.models.base import Message, ModelError
+from tsbench.core.episode import EpisodeError, EpisodeResult
+from tsbench.models.base import Agent, Completion, Message, ModelError
 
 CUT_OFF_NOTICE = (
     "Your last reply reached the token limit and was cut off, so it was not taken as your answer. "
@@ -74,23 +73,39 @@ def _absorb(parent: EpisodeResult, sub: EpisodeResult, extra_calls: list[dict[st
     parent.calls += [{**call, "sub": True} for call in [*sub.calls, *extra_calls]]
 
 
-class CallLedger:
-    """The agent as the harness sees it: every attribute is the agent's, and every answered call is
-    kept (with the message list it was given, which the harness goes on extending)."""
+class CallLedger(Agent):
+    """The agent as the harness sees it: an Agent that answers as `agent` does, keeping every answered
+    call (with the message list it was given, which the harness goes on extending)."""
 
-    def __init__(self, agent: Any):
-        self._agent = agent
-        self.completions: list[Any] = []
+    def __init__(self, agent: Agent):
+        self.agent, self.name, self.plays = agent, agent.name, agent.plays
+        self.completions: list[Completion] = []
         self._messages: list[Message] | None = None
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._agent, name)
-
-    def generate(self, messages: list[Message], *args: Any, **kwargs: Any) -> Any:
+    def generate(self, messages: list[Message], **kwargs: Any) -> Completion:
         self._messages = messages
-        completion = self._agent.generate(messages, *args, **kwargs)
+        completion = self.agent.generate(messages, **kwargs)
         self.completions.append(completion)
         return completion
+
+    def answer(self, task: Any) -> str:
+        return self.agent.answer(task)
+
+    def close(self) -> None:
+        self.agent.close()
+
+    # what fits the agent's context (models/context.py, harness/text_budget.py): the agent's, when it says
+    @property
+    def context_tokens(self) -> int | None:
+        return getattr(self.agent, "context_tokens", None)
+
+    @property
+    def max_new_tokens(self) -> int | None:
+        return getattr(self.agent, "max_new_tokens", None)
+
+    @property
+    def count_tokens(self) -> Callable[[list[Message]], int] | None:
+        return getattr(self.agent, "count_tokens", None)
 
     def partial(self) -> EpisodeResult | None:
         """What the calls so far spent, as an EpisodeResult (None when no call was answered)."""
@@ -105,3 +120,8 @@ class CallLedger:
         ]
         result.attributes["transcript_from"] = "messages"  # the harness kept no transcript of its own
         return result
+
+
+# What the ledger can do is what its agent can (each asked of the agent, by name).
+for _ask in ("chats", "native_tools", "sees_images", "reads_series", "wants_plot", "harnesses", "reference"):
+    setattr(CallLedger, _ask, lambda self, _ask=_ask: getattr(self.agent, _ask)())

@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from tsbench.core.episode import EpisodeOutcome, EpisodeResult, EpisodeTask
 from tsbench.core.errors import UserError
 from tsbench.harness.settings import HarnessSettings, as_settings
+from tsbench.models.base import Agent
 
 S = TypeVar("S", bound=HarnessSettings)
 After = Callable[[int, EpisodeOutcome], "str | None"]  # (index, outcome) -> feedback for the next episode
@@ -63,12 +64,12 @@ class Harness(Generic[S]):
                     cls.settings_class = argument
 
     # -- playing -------------------------------------------------------------------------------
-    def run(self, agent: Any, task: EpisodeTask, cfg: S) -> EpisodeResult:
+    def run(self, agent: Agent, task: EpisodeTask, cfg: S) -> EpisodeResult:
         """Play one episode. Raising ModelError, EpisodeError or SandboxError ends it as an error row."""
         raise NotImplementedError
 
     def run_chain(
-        self, agent: Any, tasks: list[EpisodeTask], cfg: S, after: After | None = None
+        self, agent: Agent, tasks: list[EpisodeTask], cfg: S, after: After | None = None
     ) -> list[EpisodeOutcome]:
         """Play `tasks` in order with one agent state, each episode's failure recorded as its outcome
         (harness.play.episode_outcome); `after(i, outcome)` gives the feedback before task i + 1."""
@@ -83,7 +84,7 @@ class Harness(Generic[S]):
         read is refused)."""
         return as_settings(self, given)
 
-    def pairing_problem(self, agent: Any, cfg: S) -> str | None:
+    def pairing_problem(self, agent: Agent, cfg: S) -> str | None:
         """Why `agent` cannot play this harness with `cfg` (None: it can). The default asks the
         agent's declared capabilities (models/base.py `Agent`)."""
         plays = agent.harnesses()
@@ -114,7 +115,7 @@ class FunctionHarness(Harness[HarnessSettings]):
     def __init__(self, run: Callable[[Any, EpisodeTask, Any], EpisodeResult]):
         self._run = run
 
-    def run(self, agent: Any, task: EpisodeTask, cfg: HarnessSettings) -> EpisodeResult:
+    def run(self, agent: Agent, task: EpisodeTask, cfg: HarnessSettings) -> EpisodeResult:
         return self._run(agent, task, cfg)
 
 

@@ -7,11 +7,11 @@ harness are reference points (see baselines/), labelled as such and never ranked
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from tsbench.core.episode import EpisodeResult, EpisodeTask
 from tsbench.harness.base import Harness
 from tsbench.harness.settings import HarnessSettings
+from tsbench.models.base import Agent
 
 
 class Direct(Harness[HarnessSettings]):
@@ -20,7 +20,7 @@ class Direct(Harness[HarnessSettings]):
     reference = True
     memory = False  # the policy reads the task, not a prompt a precedent could prefix
 
-    def run(self, agent: Any, task: EpisodeTask, cfg: HarnessSettings) -> EpisodeResult:
+    def run(self, agent: Agent, task: EpisodeTask, cfg: HarnessSettings) -> EpisodeResult:
         if agent.chats():
             raise TypeError(f"harness direct plays reference policies only, not {agent.name!r}")
         started = time.perf_counter()

@@ -28,20 +28,20 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
+from tsbench.core.episode import EpisodeOutcome, EpisodeResult, EpisodeTask, end_if_kernel_lost
 from tsbench.core.settings import setting
 from tsbench.core.text import strip_reasoning
 from tsbench.harness import file_agent_kernel as kernel
 from tsbench.harness import file_agent_prompts as prompts
 from tsbench.harness.accounting import spending
 from tsbench.harness.base import After, Harness
-from tsbench.harness.episode import EpisodeOutcome, EpisodeResult, EpisodeTask, end_if_kernel_lost
 from tsbench.harness.loop import TurnLoop, add_notice
 from tsbench.harness.play import episode_outcome
 from tsbench.harness.rlm import extract_code
 from tsbench.harness.runtime.sandbox import Sandbox, SandboxError, truncate_observation
 from tsbench.harness.settings import HarnessSettings
 from tsbench.harness.skills import CHECK_LIMIT_S, Skill, SkillLibrary, decide, static_problems
-from tsbench.models.base import Completion, Message
+from tsbench.models.base import Agent, Completion, Message
 
 
 @dataclass
@@ -76,7 +76,7 @@ class FileAgentSettings(HarnessSettings):
 class Session:
     """One agent's state across the periods it plays (a single period in independent mode)."""
 
-    def __init__(self, model: Any, cfg: FileAgentSettings, *, sequential: bool, skills: bool):
+    def __init__(self, model: Agent, cfg: FileAgentSettings, *, sequential: bool, skills: bool):
         self.model = model
         self.cfg = cfg
         self.sequential = sequential
@@ -403,13 +403,13 @@ class Period(TurnLoop):
         return result
 
 
-def run_file_agent(model: Any, task: EpisodeTask, cfg: FileAgentSettings) -> EpisodeResult:
+def run_file_agent(model: Agent, task: EpisodeTask, cfg: FileAgentSettings) -> EpisodeResult:
     """One period on its own: the mode's carry-over needs a chain (run_chain)."""
     return Session(model, cfg, sequential=False, skills=cfg.skills).play(task)
 
 
 def run_chain(
-    model: Any, tasks: list[EpisodeTask], cfg: FileAgentSettings, after: After | None = None
+    model: Agent, tasks: list[EpisodeTask], cfg: FileAgentSettings, after: After | None = None
 ) -> list[EpisodeOutcome]:
     """A scenario's periods in order with one Session; `after(i, outcome)` gives the feedback the
     agent reads before period i + 1. A period that fails (model error, jail) is an error row; the
@@ -431,10 +431,10 @@ class FileAgent(Harness[FileAgentSettings]):
     chains = True
     memory = False  # its tasks are files, not a series a precedent could be retrieved by
 
-    def run(self, agent: Any, task: EpisodeTask, cfg: FileAgentSettings) -> EpisodeResult:
+    def run(self, agent: Agent, task: EpisodeTask, cfg: FileAgentSettings) -> EpisodeResult:
         return run_file_agent(agent, task, cfg)
 
     def run_chain(
-        self, agent: Any, tasks: list[EpisodeTask], cfg: FileAgentSettings, after: After | None = None
+        self, agent: Agent, tasks: list[EpisodeTask], cfg: FileAgentSettings, after: After | None = None
     ) -> list[EpisodeOutcome]:
         return run_chain(agent, tasks, cfg, after)

@@ -29,11 +29,10 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tsbench.core.deadline import remaining, tightest, within
-from tsbench.core.episode import EpisodeResult, EpisodeTask, TaskInfo
+from tsbench.core.episode import EpisodeError, EpisodeResult, EpisodeTask, TaskInfo
 from tsbench.harness.accounting import CUT_OFF_NOTICE, spending, unfinished
-from tsbench.harness.episode import EpisodeError
 from tsbench.harness.prompts import FINAL_TURN_NOTICE
-from tsbench.models.base import Completion, Message, ModelError
+from tsbench.models.base import Agent, Completion, Message, ModelError
 
 # What an error row says ended it, per deadline (core/deadline.py).
 BUDGET_NAMES = {
@@ -78,7 +77,7 @@ class TurnLoop:
 
     def __init__(
         self,
-        agent: Any,
+        agent: Agent,
         task: EpisodeTask,
         cfg: Any,
         *,

@@ -12,12 +12,10 @@ from collections.abc import Callable
 from typing import Any
 
 from tsbench.core.deadline import within
-from tsbench.core.episode import EpisodeOutcome, EpisodeResult, EpisodeTask
+from tsbench.core.episode import EpisodeError, EpisodeOutcome, EpisodeResult, EpisodeTask
 from tsbench.core.errors import UserError
 from tsbench.harness.accounting import CallLedger
 from tsbench.harness.base import FunctionHarness, Harness
-from tsbench.harness.episode import EpisodeError
-from tsbench.harness.final_answer import cap_final_answer
 from tsbench.harness.registry import get_harness
 from tsbench.harness.runtime.errors import SandboxError
 from tsbench.models.base import ModelError, as_agent
@@ -39,7 +37,7 @@ def play(agent: Any, harness: str | Harness | Callable, task: EpisodeTask, cfg: 
 
 def episode_outcome(agent: Any, episode: Callable[[Any], EpisodeResult], final_answer_chars: int) -> EpisodeOutcome:
     """`episode(agent)` with its failures recorded: what the calls so far spent stays on the outcome
-    (harness/accounting.py) and the final answer is capped (harness/final_answer.py)."""
+    (harness/accounting.py) and the final answer is capped (`cap_final_answer`)."""
     agent = as_agent(agent)
     ledger = CallLedger(agent) if agent.chats() else None
 
@@ -79,3 +77,28 @@ def require_jail(harness: str | Harness, unsafe_sandbox: bool) -> None:
             check_jail()
         except SandboxError as exc:
             raise UserError(str(exc)) from None
+
+
+# The cap on a model's final answer: a 100 MB answer must not reach the scorer or the row whole. The first
+# `max_chars` characters are kept, ended by a marker saying how many were cut; the count goes in the row's
+# attributes, and the transcript's copy is cut the same way (the row builder stores it once: results/records.py).
+CUT_ATTRIBUTE = "final_answer_cut_chars"
+
+
+def answer_marker(count: int) -> str:
+    return f"\n[... final answer cut: {count} more characters ...]"
+
+
+def cap_final_answer(result: EpisodeResult, max_chars: int) -> EpisodeResult:
+    """`result` with its final message (and the transcript's copy of it) cut to `max_chars`."""
+    message = result.final_message
+    if len(message) <= max_chars:
+        return result
+    cut = message[:max_chars] + answer_marker(len(message) - max_chars)
+    for event in reversed(result.transcript):
+        if event.get("content") is message or event.get("content") == message:
+            event["content"] = cut
+            break
+    result.final_message = cut
+    result.attributes[CUT_ATTRIBUTE] = str(len(message) - max_chars)
+    return result

@@ -15,21 +15,21 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
+from tsbench.core.episode import EpisodeError, EpisodeResult, EpisodeTask, end_if_kernel_lost
 from tsbench.core.settings import setting
 from tsbench.core.text import fenced_code_blocks, strip_reasoning
 from tsbench.harness.accounting import nested
 from tsbench.harness.base import Harness
-from tsbench.harness.episode import EpisodeError, EpisodeResult, EpisodeTask, end_if_kernel_lost
 from tsbench.harness.loop import EpisodeBudget, TurnLoop
 from tsbench.harness.prompts import observation_message, rlm_system_prompt
 from tsbench.harness.runtime.behind import started_behind
 from tsbench.harness.runtime.sandbox import Sandbox, truncate_observation
 from tsbench.harness.settings import HarnessSettings
-from tsbench.models.base import Completion, Message
+from tsbench.models.base import Agent, Completion, Message
 
 
 @dataclass
@@ -88,7 +88,7 @@ class RLMEpisode(TurnLoop):
 
     def __init__(
         self,
-        agent: Any,
+        agent: Agent,
         task: EpisodeTask,
         cfg: RLMSettings,
         *,
@@ -195,7 +195,9 @@ class RLMEpisode(TurnLoop):
         return False
 
 
-def run_rlm(model: Any, task: EpisodeTask, cfg: RLMSettings, *, image: bool, depth: int | None = None) -> EpisodeResult:
+def run_rlm(
+    model: Agent, task: EpisodeTask, cfg: RLMSettings, *, image: bool, depth: int | None = None
+) -> EpisodeResult:
     return RLMEpisode(model, task, cfg, image=image, depth=cfg.depth if depth is None else depth).run()
 
 
@@ -205,7 +207,7 @@ class RLM(Harness[RLMSettings]):
     kernel = True
     turn_rows = True
 
-    def run(self, agent: Any, task: EpisodeTask, cfg: RLMSettings) -> EpisodeResult:
+    def run(self, agent: Agent, task: EpisodeTask, cfg: RLMSettings) -> EpisodeResult:
         return run_rlm(agent, task, cfg, image=bool(self.images))
 
 

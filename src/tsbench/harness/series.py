@@ -9,14 +9,12 @@ play it.
 
 from __future__ import annotations
 
-from typing import Any
-
+from tsbench.core.episode import EpisodeError, EpisodeResult, EpisodeTask
 from tsbench.harness.accounting import unfinished
 from tsbench.harness.base import Harness
-from tsbench.harness.episode import EpisodeError, EpisodeResult, EpisodeTask
 from tsbench.harness.plots import render_series_png
 from tsbench.harness.settings import HarnessSettings
-from tsbench.models.base import Message
+from tsbench.models.base import Agent, Message
 from tsbench.models.tslm.prompt import TSLM_SYSTEM, series_user_prompt
 
 
@@ -51,10 +49,10 @@ class Series(Harness[HarnessSettings]):
 
     memory = False  # the prompt is the one the TSLM was trained on
 
-    def pairing_problem(self, agent: Any, cfg: HarnessSettings) -> str | None:
+    def pairing_problem(self, agent: Agent, cfg: HarnessSettings) -> str | None:
         if not agent.reads_series():
             return f"--harness {self.name} is for models that read the series natively (tslm/); {agent.name} reads messages"
         return super().pairing_problem(agent, cfg)
 
-    def run(self, agent: Any, task: EpisodeTask, cfg: HarnessSettings) -> EpisodeResult:
+    def run(self, agent: Agent, task: EpisodeTask, cfg: HarnessSettings) -> EpisodeResult:
         return run_series(agent, task, cfg)

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
+from tsbench.core.episode import EpisodeResult, EpisodeTask
 from tsbench.harness.accounting import unfinished
 from tsbench.harness.base import Harness
-from tsbench.harness.episode import EpisodeResult, EpisodeTask
 from tsbench.harness.plots import render_series_png
 from tsbench.harness.prompts import SINGLE_PASS_SYSTEM, single_pass_image_prompt
 from tsbench.harness.settings import HarnessSettings
 from tsbench.harness.text_budget import fitted_text_prompt
-from tsbench.models.base import ChatModel, Message
+from tsbench.models.base import Agent, ChatModel, Message
 
 
 def image_user_message(task: EpisodeTask) -> tuple[Message, dict]:
@@ -60,7 +59,7 @@ def _abridged(text: str, keep: int = 4000) -> str:
 class SinglePassText(Harness[HarnessSettings]):
     """`single-pass-text`: the values written into the prompt (every k-th sample when they do not fit)."""
 
-    def run(self, agent: Any, task: EpisodeTask, cfg: HarnessSettings) -> EpisodeResult:
+    def run(self, agent: Agent, task: EpisodeTask, cfg: HarnessSettings) -> EpisodeResult:
         return run_single_pass(agent, task, cfg, image=bool(self.images))
 
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from tsbench.core.episode import EpisodeResult, EpisodeTask, end_if_kernel_lost
 from tsbench.core.extras import check
 from tsbench.core.settings import setting
 from tsbench.harness.base import Harness
-from tsbench.harness.episode import EpisodeResult, EpisodeTask, end_if_kernel_lost
 from tsbench.harness.loop import TurnLoop
 from tsbench.harness.runtime.observation import CellResult
 from tsbench.harness.runtime.sandbox import Sandbox, SandboxError
@@ -35,7 +35,7 @@ from tsbench.harness.toolset import (
     stumpy_cache_dir,
     warm_stumpy_cache_in_background,
 )
-from tsbench.models.base import Completion, Message
+from tsbench.models.base import Agent, Completion, Message
 
 
 @dataclass
@@ -129,7 +129,7 @@ class ToolsEpisode(TurnLoop):
 
     final_notice = TOOLS_FINAL_NOTICE
 
-    def __init__(self, agent: Any, task: EpisodeTask, cfg: ToolsSettings, *, image: bool, toolset: Toolset | None):
+    def __init__(self, agent: Agent, task: EpisodeTask, cfg: ToolsSettings, *, image: bool, toolset: Toolset | None):
         super().__init__(agent, task, cfg)
         self.protocol = choose_protocol(agent, cfg.tool_protocol)
         self.dropped_calls = 0  # of the last reply, past max_tool_calls
@@ -227,7 +227,7 @@ class ToolsEpisode(TurnLoop):
 
 
 def run_tools(
-    model: Any, task: EpisodeTask, cfg: ToolsSettings, *, image: bool = False, toolset: Toolset | None = None
+    model: Agent, task: EpisodeTask, cfg: ToolsSettings, *, image: bool = False, toolset: Toolset | None = None
 ) -> EpisodeResult:
     return ToolsEpisode(model, task, cfg, image=image, toolset=toolset).run()
 
@@ -243,7 +243,7 @@ class Tools(Harness[ToolsSettings]):
         # The seed tools import these inside the kernel; without them every call would fail mid-episode.
         check("stumpy", "ruptures", "statsmodels", extra="timeclaw", what="the tools harness")
 
-    def pairing_problem(self, agent: Any, cfg: ToolsSettings) -> str | None:
+    def pairing_problem(self, agent: Agent, cfg: ToolsSettings) -> str | None:
         if cfg.tool_protocol == "native" and not agent.native_tools():
             return (
                 f"{agent.name} has no native function calling: use --tool-protocol json (or auto) "
@@ -251,7 +251,7 @@ class Tools(Harness[ToolsSettings]):
             )
         return super().pairing_problem(agent, cfg)
 
-    def run(self, agent: Any, task: EpisodeTask, cfg: ToolsSettings) -> EpisodeResult:
+    def run(self, agent: Agent, task: EpisodeTask, cfg: ToolsSettings) -> EpisodeResult:
         self.prepare()
         return run_tools(agent, task, cfg, image=bool(self.images))
 

@@ -31,7 +31,8 @@ import pyarrow.parquet as pq
 from tsbench.core.errors import UserError
 from tsbench.core.provenance import git_commit, write_json
 from tsbench.core.user_files import UserFolder
-from tsbench.harness.runtime import Sandbox, SandboxError
+from tsbench.harness.runtime import SandboxError
+from tsbench.harness.runtime.sandbox import Sandbox
 from tsbench.tasks.tsaia import encode as encode_module
 from tsbench.tasks.tsaia.reader import CONVERTED, FILE_COLUMNS, TABLES
 from tsbench.tasks.tsaia.tagged import TagError, decode

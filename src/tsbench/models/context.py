@@ -13,6 +13,7 @@ import json
 import logging
 from typing import Any
 
+from tsbench.models.base import Agent
 from tsbench.models.http import http_client, http_errors
 
 log = logging.getLogger(__name__)
@@ -22,13 +23,13 @@ log = logging.getLogger(__name__)
 UNKNOWN_TOKENIZER_CHARS_PER_TOKEN = 1.0
 
 
-def model_context_tokens(model: Any) -> int | None:
+def model_context_tokens(model: Agent) -> int | None:
     """The model's context in tokens, or None when neither declared nor discoverable."""
     value = getattr(model, "context_tokens", None)
     return int(value) if isinstance(value, (int, float)) and value > 0 else None
 
 
-def prompt_tokens(model: Any, messages: list) -> int | None:
+def prompt_tokens(model: Agent, messages: list) -> int | None:
     """The prompt's length in the model's own tokens (chat template included), or None."""
     count = getattr(model, "count_tokens", None)
     return count(messages) if callable(count) else None

@@ -24,6 +24,7 @@ from tsbench.harness import (
     memory_for,
 )
 from tsbench.harness.base import After
+from tsbench.models.base import Agent
 from tsbench.timeclaw.bank import recall
 
 
@@ -68,13 +69,13 @@ class Remembering(Harness):
     def settings(self, given: Any) -> Any:
         return self.inner.settings(given)
 
-    def pairing_problem(self, agent: Any, cfg: Any) -> str | None:
+    def pairing_problem(self, agent: Agent, cfg: Any) -> str | None:
         return self.inner.pairing_problem(agent, cfg)
 
     def prepare(self) -> None:
         self.inner.prepare()
 
-    def run(self, agent: Any, task: EpisodeTask, cfg: Any) -> EpisodeResult:
+    def run(self, agent: Agent, task: EpisodeTask, cfg: Any) -> EpisodeResult:
         task, event = with_memory(task, self.memory_settings)
         try:
             result = self.inner.run(agent, task, cfg)
@@ -86,7 +87,7 @@ class Remembering(Harness):
         return result
 
     def run_chain(
-        self, agent: Any, tasks: list[EpisodeTask], cfg: Any, after: After | None = None
+        self, agent: Agent, tasks: list[EpisodeTask], cfg: Any, after: After | None = None
     ) -> list[EpisodeOutcome]:
         remembered = [with_memory(task, self.memory_settings) for task in tasks]
 

@@ -21,7 +21,7 @@ from tsbench.harness import get_harness, play
 from tsbench.models.base import Message, ModelError
 from tsbench.tasks import get_taskset
 from tsbench.timeclaw.memory_wrapper import Remembering, with_memory
-from tsbench.train.agent import ChatTokens
+from tsbench.train.chat_tokens import ChatTokens
 from tsbench.train.curriculum import parse_key, task_key
 
 

@@ -22,7 +22,8 @@ from tsbench.core.errors import UserError
 from tsbench.harness import play
 from tsbench.tasks import get_taskset
 from tsbench.tasks.base import Sample, SampleRef, TaskFamily
-from tsbench.train.agent import Batcher, PolicyAgent
+from tsbench.train.batcher import Batcher
+from tsbench.train.policy_agent import PolicyAgent
 from tsbench.train.rollouts import POLICY_FAILURES
 
 EVAL_SEED = 7_919  # greedy decoding ignores it; a sampling backend gets the same seed every eval

@@ -50,17 +50,11 @@ from tsbench.tasks import get_taskset
 from tsbench.tasks.base import Sample
 from tsbench.train import rewards as rw
 from tsbench.train import timemaster_reward as tm
-from tsbench.train.agent import (
-    Batcher,
-    ChatTokens,
-    HFBackend,
-    PolicyAgent,
-    Turn,
-    VLLMColocate,
-    VLLMServer,
-    assemble,
-)
+from tsbench.train.backends import HFBackend, VLLMColocate, VLLMServer
+from tsbench.train.batcher import Batcher
+from tsbench.train.chat_tokens import ChatTokens
 from tsbench.train.curriculum import parse_key, task_keys
+from tsbench.train.policy_agent import PolicyAgent, Turn, assemble
 
 POLICY_FAILURES = {"bad_request", "token_cap", "wall_clock"}  # the policy's own doing: score 0, forced final
 ROLLOUTS = "rollouts"

@@ -123,7 +123,8 @@ def trajectory_data(
 
 
 def greedy_reply(tokenizer: Any, max_new_tokens: int) -> Callable[[Any, sd.Example], str]:
-    from tsbench.train.agent import ChatTokens, HFBackend, Request
+    from tsbench.train.backends import HFBackend, Request
+    from tsbench.train.chat_tokens import ChatTokens
 
     chat = ChatTokens(tokenizer)
 
@@ -148,7 +149,7 @@ class TextFormat:
     def prepare(self, out: Path, emit: Callable[..., None]) -> Prepared:
         import torch
 
-        from tsbench.train.agent import eos_token_ids
+        from tsbench.train.chat_tokens import eos_token_ids
         from tsbench.train.policy import load_policy, name_base
 
         cfg = self.cfg

@@ -4,27 +4,9 @@
 with one line saying why kernels cannot be jailed here and how to fix it.
 """
 
-import importlib
-from typing import Any
+# The kernel itself (sandbox.py, with jupyter_client and zmq) is imported from its module by whoever starts
+# one, so an episode that never starts a kernel, or code that only catches SandboxError, does not load it.
+from tsbench.harness.runtime.errors import SandboxError
+from tsbench.harness.runtime.jail import check_jail
 
-# Loaded on first use (PEP 562): an episode that never starts a kernel (single-pass, a reference policy)
-# and the code that only catches SandboxError (harness/play.py) never import jupyter_client and zmq.
-_WHERE = {
-    "SandboxError": "errors",
-    "check_jail": "jail",
-    "OBSERVATION_MAX_CHARS": "observation",
-    "CellResult": "observation",
-    "truncate_observation": "observation",
-    "Sandbox": "sandbox",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:  # a submodule (`from tsbench.harness.runtime import orphans`) is imported by Python
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-__all__ = ["OBSERVATION_MAX_CHARS", "CellResult", "Sandbox", "SandboxError", "check_jail", "truncate_observation"]
+__all__ = ["SandboxError", "check_jail"]

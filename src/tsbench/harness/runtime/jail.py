@@ -46,7 +46,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tsbench.harness.runtime import orphans, seccomp
+from tsbench.harness.runtime import orphans
 from tsbench.harness.runtime.errors import SandboxError
 from tsbench.harness.runtime.limits import EpisodeCgroup
 
@@ -281,6 +281,8 @@ class Jail:
         if self.host_uid is not None:
             self._launch["userns_r"], self._launch["userns_w"] = os.pipe()
             passed.append(self._launch["userns_r"])
+        from tsbench.harness.runtime import seccomp  # a jail that starts, not one an unsafe run never makes
+
         if (program := seccomp.program()) is not None:
             self._launch["seccomp"] = _memfd("seccomp", program)
             passed.append(self._launch["seccomp"])

@@ -27,6 +27,7 @@ import threading
 import time
 import weakref
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from jupyter_client import KernelManager
@@ -83,7 +84,6 @@ from tsbench.harness.runtime.staging import (
     stage_unsafe_workdir,
     write_context_json,
 )
-from tsbench.harness.runtime.sub_rlm_reply import SubRlmHandler, sub_rlm_reply
 from tsbench.harness.runtime.unsafe import (
     can_drop_to_own_uid,
     detect_network_isolation,
@@ -91,6 +91,9 @@ from tsbench.harness.runtime.unsafe import (
     unsafe_env,
     unsafe_kernel_argv,
 )
+
+if TYPE_CHECKING:
+    from tsbench.harness.runtime.sub_rlm_reply import SubRlmHandler
 
 __all__ = ["OBSERVATION_MAX_CHARS", "CellResult", "Sandbox", "SandboxError", "truncate_observation"]
 
@@ -365,6 +368,8 @@ class Sandbox:
                 self._client.input(self._serve_sub_rlm(prompt[len(SUB_RLM_PROMPT_PREFIX) :]))
 
     def _serve_sub_rlm(self, request_json: str) -> str:
+        from tsbench.harness.runtime.sub_rlm_reply import sub_rlm_reply  # depth > 0 only
+
         self.sub_rlm_calls += 1
         return sub_rlm_reply(self.sub_rlm_handler, request_json)
 

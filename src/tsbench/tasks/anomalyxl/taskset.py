@@ -19,7 +19,6 @@ from tsbench.tasks.anomalyxl.answer_class import answer_class, gold_class
 from tsbench.tasks.anomalyxl.metrics import metrics
 from tsbench.tasks.anomalyxl.rows import gold_text, read_index, read_row, schema_problem
 from tsbench.tasks.base import Column, Sample, SampleRef, Scored, TaskFamily, TrainingRequest, TrainingStream
-from tsbench.tasks.data_hint import missing_data_hint
 
 REGIMES = {"precise": ("precise",), "coarse": ("coarse",), "both": ("precise", "coarse")}
 DEFAULT_ROOT = "data/anomalyxl"
@@ -66,6 +65,8 @@ class AnomalyXL(TaskFamily):
             files = [seed_dir / name for name in names]
         missing = [str(f) for f in files if not f.is_file()]
         if missing:
+            from tsbench.tasks.data_hint import missing_data_hint
+
             create = (
                 f"tsbench generate --preset small --seed {seed} --split {split} (or the paper's ~1 GB set: no --preset)"
             )
