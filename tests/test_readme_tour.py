@@ -91,7 +91,8 @@ def test_every_tour_line_runs_as_written_and_means_something(tour):
     for line in lines:
         assert line in done, f"not reached: {line}"
         result, seconds = done[line]
-        print(f"{seconds:6.1f} s  rc {result.returncode}  {line[:110]}")  # the closing note's table: pytest -s
+        said = [x.strip() for x in result.stdout.splitlines() if x.strip() and not set(x.strip()) <= set("─━│┃ ")]
+        print(f"{seconds:6.1f} s  rc {result.returncode}  {line[:90]}  -> {(said or [''])[-1][:90]}")  # pytest -s
     for line in lines:
         result, _ = done[line]
         assert result.returncode == 0, f"{line}\n{result.stderr[-3000:]}"

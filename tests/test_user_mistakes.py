@@ -57,6 +57,37 @@ def test_output_folders_that_cannot_be_written_are_one_line(cli, small_data, tmp
     assert a_file.read_text() == "not a folder"
 
 
+def test_every_command_that_writes_refuses_a_path_it_cannot_write(cli, small_data, tmp_path):
+    """A file where a folder goes, a folder where a file goes, a parent that is a file: one line each, before
+    any work (no model loads, no run starts), for every command with an output path."""
+    a_file, a_folder = tmp_path / "a_file", tmp_path / "a_folder.png"
+    a_file.write_text("not a folder")
+    a_folder.mkdir()
+    parquet = small_data / "test-precise.parquet"
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text('{"id": "test-localize-1024-00000", "response": "{}"}\n')
+    row = "test-localize-1024-00000"
+    run = tmp_path / "run"  # what memory build and evolve look for before their --out: a run.json
+    run.mkdir()
+    (run / "run.json").write_text("{}")
+    cases = [
+        (["sft-baseline", "--model", "classical", "--data", small_data, "--out", a_file], "is a file"),
+        (["train-grpo", "--config", "experiments/grpo/cpu_smoke.toml", "--out", a_file], "is a file"),
+        (["memory", "build", run, "--out", a_folder], "is a folder"),
+        (["evolve", run, "--model", "scripted/zscore", "--out", a_file], "is a file"),
+        (["describe", parquet, "--plot", row, "--out", a_folder], "is a folder"),
+        (["describe", parquet, "--plot", row, "--out", a_file / "row.png"], "a_file is a file, not a folder"),
+        (["score", "--data", parquet, "--responses", answers, "--out", a_file / "s.parquet"], "is a file, not"),
+        (["compare", small_data, small_data, "--out", a_file], "is a file"),
+        (["contamination", "--model", "scripted/zscore", "--data", small_data, "--out", a_file], "is a file"),
+        (["convert-tsaia", "--path", small_data, "--out", a_file], "is a file"),
+    ]
+    for args, needle in cases:
+        code, _, err = cli(*args)
+        _one_line(code, err, "--out", needle)
+    assert a_file.read_text() == "not a folder" and list(a_folder.iterdir()) == []
+
+
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is installed by make setup")
 def test_a_read_only_folder_is_one_line_before_anything_runs(small_data, tmp_path):
     frozen = tmp_path / "frozen"
@@ -104,15 +135,35 @@ def _tiny_disk() -> None:
     import signal
 
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG, as ENOSPC on a full device (tests/test_disk_full.py)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (30_000, 30_000))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (8_000, 8_000))
 
 
-def test_no_space_left_while_generating_or_exporting_is_one_line(small_data, tmp_path):
+@pytest.fixture(scope="module")
+def two_row_run(run_tsbench, small_data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "zscore"
+    args = ["--harness", "single-pass-text", "--limit", "2", "--data", small_data, "--out", out]
+    assert run_tsbench("eval", "--model", "scripted/zscore", *args) == 0
+    return out
+
+
+def test_no_space_left_while_writing_is_one_line(small_data, two_row_run, tmp_path):
+    """Generate, export (a dataset, an inspect log), leaderboard (figures, HTML), describe --plot: one line,
+    and nothing after it (inspect's half-written zip log, collected at exit, stays quiet)."""
     for args in (
         ["generate", "--preset", "small", "--split", "test", "--out", str(tmp_path / "gen")],
         ["export", str(small_data), "--format", "hf", "--out", str(tmp_path / "hf")],
+        ["export", str(two_row_run), "--format", "inspect", "--out", str(tmp_path / "inspect")],
+        ["leaderboard", str(two_row_run), "--out", str(tmp_path / "board"), "--n-boot", "20"],
+        [
+            "describe",
+            str(small_data / "test-precise.parquet"),
+            "--plot",
+            "test-localize-1024-00000",
+            "--out",
+            str(tmp_path / "r.png"),
+        ],
     ):
         result = readiness.run([*TSBENCH, *args], capture_output=True, text=True, preexec_fn=_tiny_disk)
         errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
         assert result.returncode == 2 and len(errors) == 1 and "no space left" in errors[0], result.stderr[-2000:]
-        assert "Traceback" not in result.stderr
+        assert "Traceback" not in result.stderr and not result.stderr.split(errors[0])[1].strip(), result.stderr[-2000:]

@@ -144,6 +144,9 @@ def main() -> None:
                 print(f"error: {terminal_text(line)}", file=sys.stderr)
                 sys.exit(2)
             raise
+        # a writer the failure left open (inspect's zip log) fails again when collected at exit: the line
+        # below already says why, so that second report would only be a traceback after it
+        sys.unraisablehook = lambda _: None
         where = f" writing {full.filename}" if full.filename else ""
         reason = os.strerror(full.errno) if full.errno in DISK_FULL else "disk full"
         print(

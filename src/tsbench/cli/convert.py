@@ -19,8 +19,10 @@ def convert_tsaia(
 ) -> None:
     """Convert TSAIA's release to parquet: each pickle is loaded inside the jail (no network, no host
     files) and comes back as data; then `tsbench generate --family tsaia --path OUT`."""
+    from tsbench.core.out_paths import writable_folder
     from tsbench.interop.tsaia_convert import convert_release
 
+    writable_folder(out, "--out")
     with progress_bar() as bars:
 
         def progress(description: str, total: int):

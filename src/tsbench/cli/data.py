@@ -24,7 +24,7 @@ from tsbench.cli.common import (
 )
 from tsbench.core import json_input
 from tsbench.core.errors import UserError
-from tsbench.core.out_paths import writable_folder
+from tsbench.core.out_paths import writable_file, writable_folder
 
 LIST_OPTIONS = {"lengths": ints, "noise_weights": floats}
 
@@ -168,6 +168,7 @@ def describe(
             out = out.with_suffix(".png")
         if out.suffix.lower() not in (".png", ".svg", ".pdf"):
             raise UserError(f"--out {out}: the image must be .png, .svg or .pdf")
+        writable_file(out, "--out")
         predicted = _predicted_answer(run, plot) if run is not None else None
         written = taskset.plot(files, plot, out, predicted)  # a file that is not the family's ends in one line
         if written is None:
@@ -214,6 +215,8 @@ def score(
     require_file(responses)
     if out is not None and out.is_dir():
         raise UserError(f"--out {out} is a directory; give the parquet file to write")
+    if out is not None:
+        writable_file(out, "--out")
     given_responses = _read_responses(responses)
     taskset = get_taskset(family_of(data))
     index = taskset.index([data], {})

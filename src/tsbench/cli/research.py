@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from tsbench.cli.common import console
+from tsbench.core.out_paths import writable_folder
 from tsbench.core.sanitize import terminal_text
 
 
@@ -22,6 +23,8 @@ def compare(
     a replication needs at 80 % power."""
     from tsbench.api import compare as compare_runs
 
+    if out is not None:
+        writable_folder(out, "--out")
     comparison = compare_runs(*runs, n_boot=n_boot, seed=seed, out=out)
     header, rows = comparison.rows_table()
     from rich.table import Table
@@ -61,6 +64,9 @@ def contamination(
     cells and rows per cell), run the same model and harness on both, report the gap per category."""
     from tsbench.contamination import probe
     from tsbench.eval.model_args import task_settings
+
+    if out is not None:
+        writable_folder(out, "--out")
 
     report = probe(
         model,

@@ -52,6 +52,10 @@ def rescore(
     from tsbench.eval.rescore import rescore_run
 
     settings = build(JudgeSettings, {**given_settings(ctx, JudgeSettings), "judge": judge})
+    if out is not None:
+        from tsbench.core.out_paths import writable_folder
+
+        writable_folder(out, "--out")
     target, stats = rescore_run(
         run, judge, out, judge_options=settings.judge_options(), judge_max_tokens=settings.judge_max_tokens
     )

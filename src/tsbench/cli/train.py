@@ -21,6 +21,7 @@ from tsbench.cli.options import given_settings, harness_arg_option, harness_flag
 from tsbench.core.config import build, read_toml_table
 from tsbench.core.errors import UserError
 from tsbench.core.extras import check
+from tsbench.core.out_paths import writable_folder
 from tsbench.core.own_folder import config_overwrite_refusal
 from tsbench.core.settings import convert, spec_map
 from tsbench.eval.model_args import harness_args
@@ -59,7 +60,7 @@ def sft_baseline(
         spec = spec_map(SFTConfig)
         _train_classical(
             Path(data[0]) if data else Path("data/anomalyxl") / "seed42",
-            Path(out) if out else Path("models/classical"),
+            writable_folder(Path(out) if out else Path("models/classical"), "--out"),
             seed,
             workers=convert(spec["workers"], flags["workers"]) if "workers" in flags else 2,
             train_rows=convert(spec["train_rows"], flags["train_rows"]) if "train_rows" in flags else None,
@@ -85,6 +86,7 @@ def sft_baseline(
 
         console.print(check_sft(cfg, where=str(config) if config else None), markup=False, highlight=False)
         return
+    writable_folder(Path(cfg.out or out), "--out")  # before any weights load
     with RichSFTProgress(err_console) as progress:
         path = run_sft(cfg, progress)
     hint = json.loads((path / "run.json").read_text())["eval_hint"]["model"]
@@ -194,6 +196,7 @@ def train_grpo_cmd(
 
         console.print(check_grpo(cfg, where=str(config) if config else None), markup=False, highlight=False)
         return
+    writable_folder(cfg.run_dir(), "--out")  # before a launcher starts ranks or weights load
     if needs_launcher(cfg.launch) and not os.environ.get(LAUNCHED):
         raise typer.Exit(relaunch(cfg.launch))
 
