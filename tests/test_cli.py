@@ -61,7 +61,7 @@ def test_describe_and_plot(small_data, tmp_path):
     def describe(columns: str | None) -> subprocess.CompletedProcess:
         env = {k: v for k, v in os.environ.items() if k != "COLUMNS"} | ({"COLUMNS": columns} if columns else {})
         args = [*TSBENCH, "describe", str(small_data / "test-precise.parquet")]
-        return subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+        return readiness.run(args, text=True, env=env)
 
     res = describe(None)
     assert res.returncode == 0, res.stderr

@@ -7,7 +7,6 @@ from __future__ import annotations
 import gc
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from tsbench.eval.config import EvalConfig
 from tsbench.eval.runner import run_eval
 from tsbench.harness.runtime import SandboxError, check_jail
+from tsbench.testing import readiness
 
 
 def _live(kind: type) -> list:
@@ -79,7 +79,7 @@ def test_the_host_reads_rows_on_the_system_allocator_unless_the_user_chose_one(u
     env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
     if user_pool:
         env["ARROW_DEFAULT_MEMORY_POOL"] = user_pool
-    out = subprocess.run([sys.executable, "-c", _POOL], env=env, capture_output=True, text=True, timeout=120)
+    out = readiness.run([sys.executable, "-c", _POOL], env=env, text=True)
     assert out.returncode == 0, out.stderr
     if user_pool is None:
         assert out.stdout.split() == ["system", "True", "True"]
