@@ -49,6 +49,8 @@ def columns_console() -> Console:
     columns = os.environ.get("COLUMNS", "").strip()
     if sys.stdout.isatty() or not columns.isdigit() or int(columns) < 20:
         return console  # a terminal: rich reads COLUMNS and the terminal's size itself
+    from rich.console import Console
+
     return Console(highlight=False, width=int(columns))
 
 
