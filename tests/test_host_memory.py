@@ -34,7 +34,7 @@ def test_an_rlm_eval_holds_only_the_episodes_in_flight(small_data, tmp_path):
     from tsbench.harness.runtime.sandbox import Sandbox
     from tsbench.harness.runtime.staging import matplotlib_font_lists
 
-    concurrency, rows = 2, 4
+    concurrency, rows = 2, 6
     seen: list[tuple[int, int, int]] = []
 
     def on_update(progress) -> None:
@@ -62,9 +62,11 @@ def test_an_rlm_eval_holds_only_the_episodes_in_flight(small_data, tmp_path):
     records = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines() if line.strip()]
     assert len(records) == rows and all(r["error_type"] is None for r in records), records
     assert len(seen) == rows + 1  # once before the first row, then once per record
-    # in flight: one task per worker; boxes are those and the pool's pre-started jails, which hold no series
-    assert max(tasks for _, tasks, _ in seen) <= concurrency, seen
-    assert max(with_series for _, _, with_series in seen) <= concurrency, seen
+    # in flight: one task per worker, plus at most the one whose record is being handed over while its
+    # worker already took the next row (a race a loaded machine wins); a leak would hold all `rows`
+    held = concurrency + 1
+    assert max(tasks for _, tasks, _ in seen) <= held < rows, seen
+    assert max(with_series for _, _, with_series in seen) <= held, seen
     assert left == (0, 0), left
 
 

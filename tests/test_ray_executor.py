@@ -319,8 +319,17 @@ def test_rows_that_cannot_run_become_error_rows(executor, small_data):
     assert [r["error_type"] for r in records] == ["internal"] and "no row" in records[0]["error"]
 
 
+def _both_workers_up(ex) -> None:
+    """Every worker answered hello: a job then waits for a busy worker only, not for one still booting
+    (on a loaded machine the second may answer after the first episode ended: one in flight, not two)."""
+    while ex._hello:
+        ready, _ = ex.ray.wait(list(ex._hello), num_returns=1)
+        ex._greet(ready[0])
+
+
 def test_first_ctrl_c_waits_for_episodes_in_flight_second_abandons_them(executor, small_data):
     jobs = _jobs(small_data)
+    _both_workers_up(executor)
 
     def interrupted_after(n: int):
         yield from jobs[:n]
