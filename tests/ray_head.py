@@ -4,9 +4,13 @@ when a loaded machine took it past Ray's raylet-registration wait (30 s, fixed i
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 TRIES = 3
+# One token per test process: Ray keeps the first token it reads for the life of the process, so a second
+# cluster started here (another test file on the same xdist worker) with a new token refuses its own driver.
+TOKEN = secrets.token_hex(16)
 
 
 def start_head(ray: Any, **head_args: Any) -> Any:

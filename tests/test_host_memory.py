@@ -37,9 +37,14 @@ def test_an_rlm_eval_holds_only_the_episodes_in_flight(small_data, tmp_path):
     concurrency, rows = 2, 6
     seen: list[tuple[int, int, int]] = []
 
+    before: set[int] = set()  # what earlier tests in this process still hold is not this run's
+
+    def ours(kind: type) -> list:
+        return [obj for obj in _live(kind) if id(obj) not in before]
+
     def on_update(progress) -> None:
-        boxes = _live(Sandbox)
-        seen.append((len(boxes), len(_live(EpisodeTask)), sum(bool(box.series) for box in boxes)))
+        boxes = ours(Sandbox)
+        seen.append((len(boxes), len(ours(EpisodeTask)), sum(bool(box.series) for box in boxes)))
 
     cfg = EvalConfig(
         model="scripted/zscore",
@@ -52,10 +57,11 @@ def test_an_rlm_eval_holds_only_the_episodes_in_flight(small_data, tmp_path):
     matplotlib_font_lists()  # once per process, and its glob leaves a cycle holding the calling frames
     was_enabled = gc.isenabled()
     gc.collect()
+    before.update(id(obj) for kind in (Sandbox, EpisodeTask) for obj in _live(kind))
     gc.disable()
     try:
         out = run_eval(cfg, on_update=on_update)
-        left = (len(_live(Sandbox)), len(_live(EpisodeTask)))
+        left = (len(ours(Sandbox)), len(ours(EpisodeTask)))
     finally:
         if was_enabled:
             gc.enable()

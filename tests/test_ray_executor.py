@@ -8,7 +8,6 @@ import importlib.util
 import json
 import logging
 import os
-import secrets
 import signal
 import socket
 import subprocess
@@ -53,6 +52,7 @@ def cluster(plugin_site):
     Ray reads its settings (auth mode, loopback only) when imported: it is imported here first."""
     if importlib.util.find_spec("ray") is None:
         pytest.skip("needs the ray extra: pip install 'tsbench[ray]'")
+    import ray_head
     from ray_head import start_head
     from tsbench.eval.executors.ray_cluster import import_ray
 
@@ -60,7 +60,7 @@ def cluster(plugin_site):
     saved = dict(os.environ)
     os.environ.update(
         RAY_AUTH_MODE="token",
-        RAY_AUTH_TOKEN=secrets.token_hex(16),
+        RAY_AUTH_TOKEN=ray_head.TOKEN,
         TSBENCH_STUMPY_WARMUP="0",
         PYTHONPATH=os.pathsep.join([str(SRC), str(FAMILIES), str(site), os.environ.get("PYTHONPATH", "")]),
     )

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
-import secrets
 import signal
 import sys
 import time
@@ -35,13 +34,14 @@ HEALTH_CHECKS = {"health_check_period_ms": 1000, "health_check_timeout_ms": 5000
 def cluster():
     if importlib.util.find_spec("ray") is None:
         pytest.skip("needs the ray extra: pip install 'tsbench[ray]'")
+    import ray_head
     from ray_head import start_head
     from tsbench.eval.executors.ray_cluster import import_ray
 
     saved = dict(os.environ)
     os.environ.update(
         RAY_AUTH_MODE="token",
-        RAY_AUTH_TOKEN=secrets.token_hex(16),
+        RAY_AUTH_TOKEN=ray_head.TOKEN,
         TSBENCH_STUMPY_WARMUP="0",
         PYTHONPATH=os.pathsep.join([str(SRC), str(FAMILIES), os.environ.get("PYTHONPATH", "")]),
     )
