@@ -4,7 +4,11 @@ when a loaded machine took it past Ray's raylet-registration wait (30 s, fixed i
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
 import secrets
+from collections.abc import Iterator
 from typing import Any
 
 TRIES = 3
@@ -27,3 +31,31 @@ def start_head(ray: Any, **head_args: Any) -> Any:
             if "timed out during startup" not in str(exc) or attempt == TRIES - 1:
                 raise
     raise AssertionError("unreachable")
+
+
+@contextlib.contextmanager
+def driven_cluster(paths: list[str], **head_args: Any) -> Iterator[Any]:
+    """A head on 127.0.0.1 with this process its driver, token auth on, `paths` on the workers' PYTHONPATH;
+    the environment is restored after. Ray reads its settings (auth mode, loopback only) when imported."""
+    from tsbench.eval.executors.ray_cluster import import_ray
+
+    saved = dict(os.environ)
+    os.environ.update(
+        RAY_AUTH_MODE="token",
+        RAY_AUTH_TOKEN=TOKEN,
+        TSBENCH_STUMPY_WARMUP="0",
+        PYTHONPATH=os.pathsep.join([*paths, os.environ.get("PYTHONPATH", "")]),
+    )
+    try:
+        head = start_head(import_ray(local=True), **head_args)
+        import ray
+
+        ray.init(address=head.address, log_to_driver=False, logging_level=logging.WARNING)
+        try:
+            yield head
+        finally:
+            ray.shutdown()
+            head.shutdown()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import logging
 import os
 import signal
 import socket
@@ -52,34 +51,10 @@ def cluster(plugin_site):
     Ray reads its settings (auth mode, loopback only) when imported: it is imported here first."""
     if importlib.util.find_spec("ray") is None:
         pytest.skip("needs the ray extra: pip install 'tsbench[ray]'")
-    import ray_head
-    from ray_head import start_head
-    from tsbench.eval.executors.ray_cluster import import_ray
+    from ray_head import driven_cluster
 
-    site = plugin_site
-    saved = dict(os.environ)
-    os.environ.update(
-        RAY_AUTH_MODE="token",
-        RAY_AUTH_TOKEN=ray_head.TOKEN,
-        TSBENCH_STUMPY_WARMUP="0",
-        PYTHONPATH=os.pathsep.join([str(SRC), str(FAMILIES), str(site), os.environ.get("PYTHONPATH", "")]),
-    )
-    try:
-        head = start_head(import_ray(local=True), num_cpus=2)
-    except BaseException:
-        os.environ.clear()
-        os.environ.update(saved)
-        raise
-    import ray
-
-    ray.init(address=head.address, log_to_driver=False, logging_level=logging.WARNING)
-    try:
+    with driven_cluster([str(SRC), str(FAMILIES), str(plugin_site)], num_cpus=2) as head:
         yield head
-    finally:
-        ray.shutdown()
-        head.shutdown()
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 def config(small_data: Path, out: Path, **settings) -> EvalConfig:

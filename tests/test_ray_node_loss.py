@@ -7,7 +7,6 @@ on the node when it goes. Marked slow: a cluster of its own, about a minute on a
 from __future__ import annotations
 
 import importlib.util
-import logging
 import os
 import signal
 import sys
@@ -34,33 +33,10 @@ HEALTH_CHECKS = {"health_check_period_ms": 1000, "health_check_timeout_ms": 5000
 def cluster():
     if importlib.util.find_spec("ray") is None:
         pytest.skip("needs the ray extra: pip install 'tsbench[ray]'")
-    import ray_head
-    from ray_head import start_head
-    from tsbench.eval.executors.ray_cluster import import_ray
+    from ray_head import driven_cluster
 
-    saved = dict(os.environ)
-    os.environ.update(
-        RAY_AUTH_MODE="token",
-        RAY_AUTH_TOKEN=ray_head.TOKEN,
-        TSBENCH_STUMPY_WARMUP="0",
-        PYTHONPATH=os.pathsep.join([str(SRC), str(FAMILIES), os.environ.get("PYTHONPATH", "")]),
-    )
-    try:
-        head = start_head(import_ray(local=True), num_cpus=1, _system_config=HEALTH_CHECKS)
-    except BaseException:
-        os.environ.clear()
-        os.environ.update(saved)
-        raise
-    import ray
-
-    ray.init(address=head.address, log_to_driver=False, logging_level=logging.WARNING)
-    try:
+    with driven_cluster([str(SRC), str(FAMILIES)], num_cpus=1, _system_config=HEALTH_CHECKS) as head:
         yield head
-    finally:
-        ray.shutdown()
-        head.shutdown()
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 def _jobs(small_data: Path) -> list[EpisodeJob]:
