@@ -33,6 +33,15 @@ def start_head(ray: Any, **head_args: Any) -> Any:
     raise AssertionError("unreachable")
 
 
+def forget_cached_token() -> None:
+    """Drop the token Ray cached in this process (an earlier cluster's, if any), as Ray's own tests do."""
+    try:
+        from ray._private.authentication_test_utils import reset_auth_token_state
+    except ImportError:  # another Ray: the shared TOKEN above still keeps one token per process
+        return
+    reset_auth_token_state()
+
+
 @contextlib.contextmanager
 def driven_cluster(paths: list[str], **head_args: Any) -> Iterator[Any]:
     """A head on 127.0.0.1 with this process its driver, token auth on, `paths` on the workers' PYTHONPATH;
@@ -47,7 +56,9 @@ def driven_cluster(paths: list[str], **head_args: Any) -> Iterator[Any]:
         PYTHONPATH=os.pathsep.join([*paths, os.environ.get("PYTHONPATH", "")]),
     )
     try:
-        head = start_head(import_ray(local=True), **head_args)
+        ray_module = import_ray(local=True)
+        forget_cached_token()
+        head = start_head(ray_module, **head_args)
         import ray
 
         ray.init(address=head.address, log_to_driver=False, logging_level=logging.WARNING)

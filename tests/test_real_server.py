@@ -14,7 +14,6 @@ import importlib.util
 import json
 import os
 import re
-import secrets
 import socket
 import subprocess
 import sys
@@ -258,7 +257,10 @@ def test_ray_executor_against_the_server(server, small_data, tmp_path, monkeypat
     """Episodes in a private Ray cluster on 127.0.0.1, each worker its own client to the server."""
     if importlib.util.find_spec("ray") is None:  # not importorskip: Ray reads its auth mode when first imported,
         pytest.skip("needs the ray extra: pip install 'tsbench[ray]'")  # and tsbench sets it before that
-    monkeypatch.setenv("RAY_AUTH_TOKEN", secrets.token_hex(16))  # this cluster's own (test_ray_executor.py)
+    from ray_head import TOKEN
+
+    # Ray keeps the first token a process reads: every cluster in this test process shares one (ray_head.py)
+    monkeypatch.setenv("RAY_AUTH_TOKEN", TOKEN)
     cfg = _config(server, tmp_path / "ray", small_data, harness="single-pass-text", executor="ray")
     row = _rows(run_eval(cfg)).iloc[0]
     assert _calls(row)[0]["usage"] == "reported" and row["output_tokens"] > 0
