@@ -24,6 +24,19 @@ def test_the_tree_sampler_counts_a_childs_cpu_and_memory():
     assert tree.peak_rss >= tree.peak_host_rss + 60 * 2**20  # its 64 MiB block, beside this process
 
 
+def test_the_host_cpu_is_this_process_own_work_not_its_child_nor_the_sampler():
+    import time
+
+    with TreeSampler(0.01) as tree:  # scans of /proc 100 times a second: the sampler's own CPU
+        subprocess.run([sys.executable, "-c", BUSY], check=True)
+        end = time.thread_time() + 0.3
+        while time.thread_time() < end:  # this thread's work: the host's
+            pass
+    assert tree.sampler_cpu_s > 0
+    assert 0.25 <= tree.host_cpu_s < 0.38  # the busy loop: neither the child's 0.4 s nor the scans
+    assert tree.cpu_s >= tree.host_cpu_s + tree.sampler_cpu_s + tree.descendants_cpu_s - 0.05
+
+
 @pytest.mark.parametrize("argv", [["nope"], ["paper-split", "--fraction", "0"], ["paper-split", "--fraction", "x"]])
 def test_the_bench_command_refuses_bad_input_with_exit_2(argv, capsys):
     with pytest.raises(SystemExit) as exit_info:

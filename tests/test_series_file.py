@@ -209,6 +209,37 @@ def test_a_row_whose_declared_shape_is_not_its_values_is_never_read_from_pages(t
         read_leaf_run(str(path), mtime, 0, 3, start + 1, channels, length)
 
 
+@pytest.mark.parametrize(
+    "layout", [{"data_page_size": 4096, **writer_options(LIGHT_SCHEMA)}, {}], ids=["pages", "whole"]
+)
+def test_rows_read_on_many_threads_are_decoded_one_at_a_time_and_equal(tmp_path, layout):
+    """Concurrent episodes' reads wait for each other's pages (the host holds one row's pages, not eight),
+    and each gets its own row, as read alone."""
+    import threading
+
+    from tsbench.core.parquet_rows import ONE_ROW_AT_A_TIME
+    from tsbench.tasks import series_file
+
+    rows = _rows(8)
+    path = tmp_path / "rows.parquet"
+    _write_light(path, rows, group_rows=3, **layout)
+    got: dict[str, np.ndarray] = {}
+
+    def read(row_id: str) -> None:
+        got[row_id] = series_file.read_record(path, row_id, LIGHT)[1]
+
+    threads = [threading.Thread(target=read, args=(row_id,)) for row_id, _ in rows]
+    with ONE_ROW_AT_A_TIME:  # held here: no thread can decode a row meanwhile
+        for thread in threads:
+            thread.start()
+        threads[0].join(timeout=0.5)
+        assert not got and threads[0].is_alive()
+    for thread in threads:
+        thread.join()
+    for row_id, values in rows:
+        assert got[row_id].dtype == np.float32 and np.array_equal(got[row_id], values, equal_nan=True)
+
+
 def test_rle_levels_decode_runs_and_bit_packed_groups():
     from tsbench.core.parquet_rows import rle_levels
 

@@ -28,14 +28,15 @@ def _stat_all() -> dict[int, tuple[int, float, int]]:
 
 class TreeSampler:
     """`with TreeSampler() as tree:` samples every `interval_s`; afterwards `cpu_s` (this process's CPU
-    in the block plus every descendant's CPU as last seen) and `peak_rss` / `peak_host_rss` (bytes)."""
+    in the block plus every descendant's CPU as last seen), `host_cpu_s` (this process's own, less the
+    sampler's scans of /proc) and `peak_rss` / `peak_host_rss` (bytes)."""
 
     def __init__(self, interval_s: float = 0.1) -> None:
         self.interval_s = interval_s
         self.root = os.getpid()
         self._cpu: dict[int, float] = {}
         self._self_cpu0 = 0.0
-        self.cpu_s = self.descendants_cpu_s = 0.0
+        self.cpu_s = self.descendants_cpu_s = self.host_cpu_s = self.sampler_cpu_s = 0.0
         self.peak_rss = self.peak_host_rss = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="tree-sampler", daemon=True)
@@ -59,8 +60,11 @@ class TreeSampler:
             self.peak_host_rss = max(self.peak_host_rss, procs[self.root][2])
 
     def _loop(self) -> None:
+        import time
+
         while not self._stop.wait(self.interval_s):
             self.sample()
+        self.sampler_cpu_s = time.thread_time()  # this thread's own CPU: the scans, not the work measured
 
     def __enter__(self) -> TreeSampler:
         before = _stat_all()
@@ -73,4 +77,6 @@ class TreeSampler:
         self._thread.join()
         self.sample()
         self.descendants_cpu_s = sum(self._cpu.values())
-        self.cpu_s = _stat_all()[self.root][1] - self._self_cpu0 + self.descendants_cpu_s
+        own = _stat_all()[self.root][1] - self._self_cpu0
+        self.host_cpu_s = max(0.0, own - self.sampler_cpu_s)
+        self.cpu_s = own + self.descendants_cpu_s

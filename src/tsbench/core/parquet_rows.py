@@ -17,6 +17,7 @@ caller reads the row the old way; files of every layout stay readable.
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,9 +26,14 @@ import pyarrow.parquet as pq
 
 from tsbench.core.parquet_pages import MalformedPages, _Reader, _skip
 
-__all__ = ["NotPlain", "read_leaf_run", "rle_levels"]
+__all__ = ["ONE_ROW_AT_A_TIME", "NotPlain", "read_leaf_run", "rle_levels"]
 
 _DATA_PAGE, _PLAIN, _RLE = 0, 0, 3
+# One row's pages decoded at a time in a process: pyarrow writes a row longer than a page as one page,
+# so a paper-split row is one 8 MiB page, read (compressed), decompressed and copied out: ~26 MiB at
+# once. Eight episodes starting together read eight such rows side by side: +190 MiB of host RSS for
+# 64 MiB of rows (the c8 eval's peak, issue 47). A row takes ~0.05-0.1 s to read, behind a kernel's start.
+ONE_ROW_AT_A_TIME = threading.Lock()
 _CODECS = {"SNAPPY": "snappy", "ZSTD": "zstd", "GZIP": "gzip", "LZ4_RAW": "lz4_raw", "BROTLI": "brotli"}
 
 
@@ -152,10 +158,25 @@ def _page_parts(handle, page: _Page, codec: str, max_rep: int) -> tuple[np.ndarr
     return levels, np.frombuffer(values, dtype="<f4")
 
 
+def _expected_levels(at: int, size: int, count: int, length: int, max_rep: int) -> np.ndarray:
+    """The repetition levels of run positions at .. at+size: a row start (0) at 0 and at `count` (the next
+    row), a channel start (max_rep - 1) every `length` values in between, else max_rep."""
+    expected = np.full(size, max_rep, dtype=np.uint8)
+    first = -(-at // length) * length  # the first channel start at or after `at`
+    expected[first - at : max(0, min(count, at + size) - at) : length] = max_rep - 1
+    for row_start in (0, count):
+        if at <= row_start < at + size:
+            expected[row_start - at] = 0
+    return expected
+
+
 def read_leaf_run(
     path: str, mtime_ns: int, group: int, column: int, start: int, channels: int, length: int
 ) -> np.ndarray:
-    """The (channels, length) float32 row whose leaf values begin at `start` in the chunk of `group`."""
+    """The (channels, length) float32 row whose leaf values begin at `start` in the chunk of `group`.
+    Each page's values go straight into the row's one buffer and its levels are checked as it is read,
+    so no page outlives its turn: 8 long rows read at once held ~3x their size in page buffers, level
+    arrays and a second concatenated copy (the c8 eval host's peak on the paper split, issue 47)."""
     try:
         pages, total, codec, max_rep = _pages(path, mtime_ns, group, column)
     except MalformedPages as exc:
@@ -164,20 +185,22 @@ def read_leaf_run(
     end = start + count
     if channels < 1 or length < 1 or start < 0 or end > total:
         raise NotPlain("the row's values lie outside its chunk")
+    if max_rep != 2:
+        raise NotPlain("the row's repetition levels are not its shape")
     wanted = [p for p in pages if p.first < min(end + 1, total) and p.first + p.values > start]
-    levels, values = [], []
-    with open(path, "rb") as handle:
+    out = np.empty(count, dtype=np.float32)
+    checked = filled = 0  # run positions whose levels were checked; values copied
+    with ONE_ROW_AT_A_TIME, open(path, "rb") as handle:
         for page in wanted:
             page_levels, page_values = _page_parts(handle, page, codec, max_rep)
             lo, hi = max(start, page.first) - page.first, min(end + 1, page.first + page.values) - page.first
-            levels.append(page_levels[lo:hi])
-            values.append(page_values[lo : min(hi, end - page.first)])
-    levels = np.concatenate(levels)
-    expected = np.full(count + (end < total), max_rep, dtype=np.uint8)
-    expected[:count:length] = max_rep - 1  # a channel (an inner list) begins
-    expected[0] = 0  # the row begins
-    if end < total:
-        expected[count] = 0  # and the next one begins right after it
-    if max_rep != 2 or not np.array_equal(levels, expected):
+            at = page.first + lo - start
+            if at != checked or not np.array_equal(page_levels[lo:hi], _expected_levels(at, hi - lo, count, length, 2)):
+                raise NotPlain("the row's repetition levels are not its shape")
+            checked += hi - lo
+            taken = page_values[lo : min(hi, end - page.first)]
+            out[filled : filled + len(taken)] = taken
+            filled += len(taken)
+    if checked != count + (end < total) or filled != count:
         raise NotPlain("the row's repetition levels are not its shape")
-    return np.concatenate(values).astype(np.float32, copy=False).reshape(channels, length)  # its own buffer
+    return out.reshape(channels, length)  # its own buffer

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tsbench.core.input_budget import Budget, check_parquet
-from tsbench.core.parquet_rows import NotPlain, read_leaf_run
+from tsbench.core.parquet_rows import ONE_ROW_AT_A_TIME, NotPlain, read_leaf_run
 from tsbench.tasks.written_hash import WrittenHash
 
 
@@ -378,7 +378,8 @@ def read_record(path: str | Path, row_id: str, light_columns: list[str]) -> tupl
             raise NotPlain("no single values column")
         values = read_leaf_run(path, mtime, group, column, starts[offset], channels, length)
     except NotPlain:
-        values = read_values_whole(path, group, offset, channels, length)
+        with ONE_ROW_AT_A_TIME:  # a whole group decoded: never two at once
+            values = read_values_whole(path, group, offset, channels, length)
     return dict(rec), values
 
 

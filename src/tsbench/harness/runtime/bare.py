@@ -32,8 +32,10 @@ class BareKernel:
     def __enter__(self) -> BareKernel:
         self._dir = Path(tempfile.mkdtemp(prefix="tsb-bare-"))
         spec = KernelSpec(
-            argv=[
+            argv=[  # through the sandbox's launcher (no limits): the same kernel, debugger off, without the jail
                 sys.executable,
+                str(BOOT_FILE),
+                "--",
                 "-m",
                 "ipykernel_launcher",
                 "-f",

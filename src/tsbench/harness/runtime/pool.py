@@ -20,6 +20,15 @@ sharing the same cores) unless the pool cannot serve it. Ready + booting is kept
 waiting plus what the observed claim rate takes within one observed boot time (`target_jails`),
 never more than `size` (the run's concurrency) nor the run's budget.
 
+Why no fork server (a warm pre-imported kernel forking each episode's, issue 47): a jail is made when
+bwrap execs, and a fork inherits its parent's. A child forked inside one jail would share its pid
+namespace (same uid: it could signal its siblings), its /tmp and /dev/shm, its cgroup and its uid's
+task limit; giving it fresh namespaces and mounts needs the capabilities the jail drops and the nested
+user namespaces it refuses. Forking on the host side instead means redoing bwrap's setup in Python
+(mounts, pivot_root, uid maps) in a process that imported with the host's privileges. Either would
+weaken per-episode isolation, so each episode pays its own kernel start (~0.7 CPU-s, of which the jail
+itself is ~5 %) and the pool hides it instead.
+
 The pool in use is process-wide: `use_pool(pool)` (the thread executor does this for a run), or the
 environment variable TSBENCH_JAIL_POOL=N, which makes one of size N on first use (the jail tests run
 unchanged under it).
