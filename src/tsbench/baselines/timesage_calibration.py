@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from tsbench.baselines.scripted_timesage import scripted_message
-from tsbench.tasks.timesage.axes import enum_options
 from tsbench.tasks.timesage.clauses import phrase
 from tsbench.tasks.timesage.contract import truth_text
 from tsbench.tasks.timesage.judge_cache import Asker
 from tsbench.tasks.timesage.judge_rules import RulesJudge
 from tsbench.tasks.timesage.scoring import score_message
 from tsbench.tasks.timesage.store import files_of, read_periods
+from tsbench.tasks.timesage.subjects import enum_options
 
 # The weakest model per tier in the paper's Table 12 (overall column): Devstral-2-123B on easy and
 # medium, Gemma-4-31B on hard; and the weakest overall (Gemma-4-31B, 75.31).

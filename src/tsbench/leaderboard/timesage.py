@@ -24,6 +24,15 @@ from .load import RunInfo
 from .stats import cell_seed
 
 RULES_JUDGE = "judge/rules"
+COUNTS = "skills_induced skill_calls judge_calls judge_cache_hits judge_tokens judge_error_axes compactions".split()
+FAMILY_COLUMNS = ["config", "family", "name", "n", "mean", "lo", "hi"]
+PAIR_COLUMNS = (
+    "pair model independent sequential period_index overall_independent overall_sequential difference".split()
+)
+TOKEN_COLUMNS = (
+    "config rows errors input_tokens output_tokens tokens_per_period cost_usd cost_known compactions judge_calls "
+    "judge_cache_hit_rate judge_tokens judge_error_share judge_cost_usd judge_cost_known"
+).split()
 
 
 @dataclass
@@ -69,15 +78,7 @@ def prepare(rows: pd.DataFrame, taxonomy: Taxonomy) -> pd.DataFrame:
         out[axis] = _metric(out, axis)
     for letter in taxonomy.groups:
         out[f"family_{letter}"] = _metric(out, f"family_{letter}")
-    for name in (
-        "skills_induced",
-        "skill_calls",
-        "judge_calls",
-        "judge_cache_hits",
-        "judge_tokens",
-        "judge_error_axes",
-        "compactions",
-    ):
+    for name in COUNTS:
         out[name] = _metric(out, name).fillna(0.0)
     out["judge_cost_usd"] = _metric(out, "judge_cost_usd")  # NaN: the judge's price is unknown (or no judge ran)
     out["tokens"] = out["input_tokens"].fillna(0) + out["output_tokens"].fillna(0)
@@ -110,18 +111,8 @@ def family_table(rows: pd.DataFrame, taxonomy: Taxonomy, n_boot: int, seed: int)
             if not len(values):
                 continue
             lo, hi = bootstrap_ci(values, n_boot=n_boot, seed=cell_seed(seed, config, letter))
-            records.append(
-                {
-                    "config": config,
-                    "family": letter,
-                    "name": name,
-                    "n": len(values),
-                    "mean": float(values.mean()),
-                    "lo": lo,
-                    "hi": hi,
-                }
-            )
-    return pd.DataFrame(records, columns=["config", "family", "name", "n", "mean", "lo", "hi"])
+            records.append((config, letter, name, len(values), float(values.mean()), lo, hi))
+    return pd.DataFrame(records, columns=FAMILY_COLUMNS)
 
 
 def period_table(rows: pd.DataFrame) -> pd.DataFrame:
@@ -135,16 +126,6 @@ def period_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 def seq_vs_ind_table(rows: pd.DataFrame, settings: dict[str, dict]) -> pd.DataFrame:
     """Fig. 9: configurations equal but for the mode, side by side by period."""
-    columns = [
-        "pair",
-        "model",
-        "independent",
-        "sequential",
-        "period_index",
-        "overall_independent",
-        "overall_sequential",
-        "difference",
-    ]
     periods = period_table(rows)
     by_mode: dict[tuple, dict[str, str]] = {}
     for config, s in settings.items():
@@ -155,22 +136,12 @@ def seq_vs_ind_table(rows: pd.DataFrame, settings: dict[str, dict]) -> pd.DataFr
         if "independent" not in modes or "sequential" not in modes:
             continue
         pair = f"{model} {harness} [{'skills, ' if skills else ''}{judge}]"  # everything the two runs share
-        a = periods[periods["config"] == modes["independent"]].set_index("period_index")["overall"]
-        b = periods[periods["config"] == modes["sequential"]].set_index("period_index")["overall"]
-        for index in sorted(set(a.index) & set(b.index)):
-            records.append(
-                {
-                    "pair": pair,
-                    "model": model,
-                    "independent": modes["independent"],
-                    "sequential": modes["sequential"],
-                    "period_index": int(index),
-                    "overall_independent": float(a[index]),
-                    "overall_sequential": float(b[index]),
-                    "difference": float(b[index] - a[index]),
-                }
-            )
-    return pd.DataFrame(records, columns=columns)
+        ind, seq = modes["independent"], modes["sequential"]
+        a = periods[periods["config"] == ind].set_index("period_index")["overall"]
+        b = periods[periods["config"] == seq].set_index("period_index")["overall"]
+        for i in sorted(set(a.index) & set(b.index)):
+            records.append((pair, model, ind, seq, int(i), float(a[i]), float(b[i]), float(b[i] - a[i])))
+    return pd.DataFrame(records, columns=PAIR_COLUMNS)
 
 
 def skills_tables(
@@ -233,26 +204,7 @@ def tokens_table(rows: pd.DataFrame) -> pd.DataFrame:
                 "judge_cost_known": len(judge_known),
             }
         )
-    return pd.DataFrame(
-        records,
-        columns=[
-            "config",
-            "rows",
-            "errors",
-            "input_tokens",
-            "output_tokens",
-            "tokens_per_period",
-            "cost_usd",
-            "cost_known",
-            "compactions",
-            "judge_calls",
-            "judge_cache_hit_rate",
-            "judge_tokens",
-            "judge_error_share",
-            "judge_cost_usd",
-            "judge_cost_known",
-        ],
-    )
+    return pd.DataFrame(records, columns=TOKEN_COLUMNS)
 
 
 def run_settings(runs: list[RunInfo], dataset: str) -> dict[str, dict]:

@@ -17,6 +17,10 @@ from .result import DASH, LeaderboardResult, fmt_dollars
 from .timesage import RULES_JUDGE, Boards, boards
 
 Section = tuple[str, str, tuple[list, list[list]]]
+TOKEN_HEADER = (
+    "Configuration, Rows, Errors, Tokens in, Tokens out, Tokens / period, $ total, Compactions, Judge calls, "
+    "Judge cache hits, Judge tokens, Judge errors, Judge $"
+).split(", ")
 
 
 def _f(value, digits: int = 1) -> str:
@@ -29,6 +33,10 @@ def _pct(value) -> str:
 
 def sections(b: Boards) -> list[Section]:
     out: list[Section] = []
+
+    def add(title: str, intro: str, table: tuple[list, list[list]]) -> None:
+        out.append((title, intro, table))
+
     header = ["Configuration", "Tier", "n", *(axis.capitalize() for axis in b.axis_names)]
     rows = [
         [r.config, r.tier.capitalize(), r.n, *(_f(getattr(r, a), 2) for a in b.axis_names)]
@@ -40,12 +48,10 @@ def sections(b: Boards) -> list[Section]:
         if any(RULES_JUDGE in r[0] for r in rows)
         else ""
     )
-    out.append(
-        (
-            "Axes by tier (paper Table 12)",
-            "Means over scored periods, each axis 0-100; overall = mean of the scored axes. " + note,
-            (header, rows),
-        )
+    add(
+        "Axes by tier (paper Table 12)",
+        "Means over scored periods, each axis 0-100; overall = mean of the scored axes. " + note,
+        (header, rows),
     )
     wide = b.families.pivot_table(index="config", columns="family", values=["mean", "lo", "hi", "n"], aggfunc="first")
     rows = []
@@ -58,13 +64,10 @@ def sections(b: Boards) -> list[Section]:
             else:
                 cells.append(DASH)
         rows.append([config, *cells])
-    out.append(
-        (
-            "Per question family (paper Table 2)",
-            "Mean field accuracy of each family, with a percentile "
-            "bootstrap 95 % interval over periods (x [+high −low]).",
-            (["Configuration", *b.taxonomy.groups.values()], rows),
-        )
+    add(
+        "Per question family (paper Table 2)",
+        "Mean field accuracy of each family, with a percentile bootstrap 95 % interval over periods (x [+high −low]).",
+        (["Configuration", *b.taxonomy.groups.values()], rows),
     )
     periods = sorted(b.by_period["period_index"].unique()) if len(b.by_period) else []
     last = max(periods) if periods else 0
@@ -72,34 +75,28 @@ def sections(b: Boards) -> list[Section]:
     for config, part in b.by_period.groupby("config", sort=True):
         at = dict(zip(part["period_index"], part["overall"]))
         rows.append([config, *(_f(at.get(p)) for p in periods)])
-    out.append(
-        (
-            "Overall by period (paper Fig. 7)",
-            "Mean overall score at each period index (t-k = k periods before the latest).",
-            (["Configuration", *(f"t-{last - p}" if p != last else "t" for p in periods)], rows),
-        )
+    add(
+        "Overall by period (paper Fig. 7)",
+        "Mean overall score at each period index (t-k = k periods before the latest).",
+        (["Configuration", *(f"t-{last - p}" if p != last else "t" for p in periods)], rows),
     )
     rows = [
         [r.pair, r.period_index, _f(r.overall_independent), _f(r.overall_sequential), f"{r.difference:+.1f}"]
         for r in b.seq_vs_ind.itertuples(index=False)
     ]
-    out.append(
-        (
-            "Sequential vs independent (paper Fig. 9)",
-            "Configurations equal but for the mode, overall by period.",
-            (["Configuration pair", "Period", "Independent", "Sequential", "Seq − ind"], rows),
-        )
+    add(
+        "Sequential vs independent (paper Fig. 9)",
+        "Configurations equal but for the mode, overall by period.",
+        (["Configuration pair", "Period", "Independent", "Sequential", "Seq − ind"], rows),
     )
     rows = [
         [r.config, r.period_index, r.rows, _pct(r.induction_rate), _pct(r.reuse_rate), _f(r.tokens, 0)]
         for r in b.skills.itertuples(index=False)
     ]
-    out.append(
-        (
-            "Skill induction and reuse (paper Fig. 10 c, d)",
-            "Share of periods that admitted a new skill and that called a registered one; mean tokens per period.",
-            (["Configuration", "Period", "Rows", "Induction", "Reuse", "Tokens / period"], rows),
-        )
+    add(
+        "Skill induction and reuse (paper Fig. 10 c, d)",
+        "Share of periods that admitted a new skill and that called a registered one; mean tokens per period.",
+        (["Configuration", "Period", "Rows", "Induction", "Reuse", "Tokens / period"], rows),
     )
     rows = [
         [
@@ -113,12 +110,10 @@ def sections(b: Boards) -> list[Section]:
         ]
         for r in b.skills_by_tier.itertuples(index=False)
     ]
-    out.append(
-        (
-            "Skills by tier (paper Fig. 10 a, b)",
-            "",
-            (["Configuration", "Tier", "Rows", "Skill use", "Calls / period", "Tokens / period", "Overall"], rows),
-        )
+    add(
+        "Skills by tier (paper Fig. 10 a, b)",
+        "",
+        (["Configuration", "Tier", "Rows", "Skill use", "Calls / period", "Tokens / period", "Overall"], rows),
     )
     rows = [
         [
@@ -138,32 +133,13 @@ def sections(b: Boards) -> list[Section]:
         ]
         for r in b.tokens.itertuples(index=False)
     ]
-    out.append(
-        (
-            "Tokens and cost",
-            "Totals over all rows (error rows spent tokens too); judge calls, the share "
-            "answered from the run's judge cache, the share of rows with an axis scored 0 because the judge's reply "
-            "could not be read (a judge error: flagged, the overall still averages all four axes), and what the "
-            "judge's own calls spent (cached calls cost nothing).",
-            (
-                [
-                    "Configuration",
-                    "Rows",
-                    "Errors",
-                    "Tokens in",
-                    "Tokens out",
-                    "Tokens / period",
-                    "$ total",
-                    "Compactions",
-                    "Judge calls",
-                    "Judge cache hits",
-                    "Judge tokens",
-                    "Judge errors",
-                    "Judge $",
-                ],
-                rows,
-            ),
-        )
+    add(
+        "Tokens and cost",
+        "Totals over all rows (error rows spent tokens too); judge calls, the share "
+        "answered from the run's judge cache, the share of rows with an axis scored 0 because the judge's reply "
+        "could not be read (a judge error: flagged, the overall still averages all four axes), and what the "
+        "judge's own calls spent (cached calls cost nothing).",
+        (TOKEN_HEADER, rows),
     )
     return out
 

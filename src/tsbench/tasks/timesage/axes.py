@@ -53,7 +53,7 @@ from tsbench.tasks.timesage.reading import read
 from tsbench.tasks.timesage.rules import field_score
 from tsbench.tasks.timesage.statements import corrected_coverage
 from tsbench.tasks.timesage.statements import keypoint_coverage as stated_coverage
-from tsbench.tasks.timesage.subjects import lexicon
+from tsbench.tasks.timesage.subjects import enum_groups, lexicon
 
 AXES = ("accuracy", "coverage", "faithfulness", "quality")
 
@@ -221,26 +221,6 @@ def references(keypoints: list[dict], context: list[str]) -> tuple[list[str], li
     tier1 = [f"[keypoint] {kp['description']}: {kp['truth_text']}" for kp in keypoints if kp.get("truth_text")]
     tier2 = [f"[context] {line}" for line in context]
     return tier1, tier2
-
-
-def enum_options(schema: dict) -> list[str]:
-    """Every enum label a field's schema allows, its items' and sub-fields' included."""
-    found = list(schema.get("enum", []))
-    found += enum_options(schema.get("items", {})) if isinstance(schema.get("items"), dict) else []
-    for sub in schema.get("properties", {}).values():
-        found += enum_options(sub)
-    return [str(x) for x in found]
-
-
-def enum_groups(schema: dict) -> list[list[str]]:
-    """Each enum of a field's schema on its own (the field's, its items', each sub-field's): one
-    clause naming several options of ONE enum lists them; options of different enums do not."""
-    groups = [[str(x) for x in schema["enum"]]] if schema.get("enum") else []
-    if isinstance(schema.get("items"), dict):
-        groups += enum_groups(schema["items"])
-    for sub in schema.get("properties", {}).values():
-        groups += enum_groups(sub)
-    return groups
 
 
 def report_faithfulness(

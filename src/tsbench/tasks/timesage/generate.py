@@ -17,6 +17,11 @@ from tsbench.tasks.timesage.store import write_set
 
 OPTIONS = ("seed", "source", "scenarios", "periods", "path")
 SOURCES = ("synthetic", "replay", "released", "snapshot")
+NEEDS_PATH = {
+    "released": "--source released needs --path DIR (a folder in the paper's layout; see "
+    "tsbench/tasks/timesage/sources/released.py)",
+    "snapshot": "--source snapshot needs --path DIR (see tsbench/tasks/timesage/sources/snapshot.py)",
+}
 
 
 def build_sets(options: dict[str, Any], progress=None) -> tuple[list, dict[str, Any]]:
@@ -44,30 +49,21 @@ def build_sets(options: dict[str, Any], progress=None) -> tuple[list, dict[str, 
 
         sets = build_replay(n_periods or 24, n_scenarios)
         return sets, {"source": source, "seed": seed, "scenarios": len(sets), "periods": n_periods or 24}
-    if source == "snapshot":
+    if source in NEEDS_PATH:
         import tempfile
 
         from tsbench.tasks.timesage.sources.released import read_released
         from tsbench.tasks.timesage.sources.snapshot import convert_snapshot
 
         if not options.get("path"):
-            raise UserError("--source snapshot needs --path DIR (see tsbench/tasks/timesage/sources/snapshot.py)")
+            raise UserError(NEEDS_PATH[source])
         folder = UserFolder(options["path"], "timesage")
-        with tempfile.TemporaryDirectory(prefix="tsb-snapshot-") as tmp:
-            convert_snapshot(folder, Path(tmp))
-            sets = read_released(Path(tmp), n_scenarios, n_periods)
-        config = {"source": source, "seed": seed, "path": str(options["path"]), "scenarios": len(sets)}
-        return sets, {**config, "sources": folder.hashes()}
-    if source == "released":
-        from tsbench.tasks.timesage.sources.released import read_released
-
-        if not options.get("path"):
-            raise UserError(
-                "--source released needs --path DIR (a folder in the paper's layout; see "
-                "tsbench/tasks/timesage/sources/released.py)"
-            )
-        folder = UserFolder(options["path"], "timesage")
-        sets = read_released(folder, n_scenarios, n_periods)
+        if source == "released":
+            sets = read_released(folder, n_scenarios, n_periods)
+        else:  # the authors' layout, converted to the paper's first
+            with tempfile.TemporaryDirectory(prefix="tsb-snapshot-") as tmp:
+                convert_snapshot(folder, Path(tmp))
+                sets = read_released(Path(tmp), n_scenarios, n_periods)
         config = {"source": source, "seed": seed, "path": str(options["path"]), "scenarios": len(sets)}
         return sets, {**config, "sources": folder.hashes()}  # every file read, with its sha256
     raise UserError(f"--source must be one of {', '.join(SOURCES)} (got {source})")

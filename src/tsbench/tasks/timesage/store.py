@@ -28,41 +28,25 @@ PERIODS = "periods.parquet"
 MANIFEST = "manifest.json"
 COMPRESSION = "zstd"
 
+_TEXT = pa.string()
+# scenario columns copied as they are from the Scenario (the rest are built in _scenario_row)
+SCENARIO_COPIED = ("id", "source", "domain", "cadence", "tier", "role", "publisher", "release_name")
+
+
+def _texts(*names: str) -> list[tuple[str, pa.DataType]]:
+    return [(name, _TEXT) for name in names]
+
+
 SCENARIO_SCHEMA = pa.schema(
-    [
-        ("id", pa.string()),
-        ("source", pa.string()),
-        ("domain", pa.string()),
-        ("cadence", pa.string()),
-        ("tier", pa.string()),
-        ("role", pa.string()),
-        ("publisher", pa.string()),
-        ("release_name", pa.string()),
-        ("n_periods", pa.int32()),
-        ("tags", pa.list_(pa.string())),
-        ("contract", pa.string()),
-    ]
+    [*_texts(*SCENARIO_COPIED), ("n_periods", pa.int32()), ("tags", pa.list_(_TEXT)), *_texts("contract")]
 )
 PERIOD_SCHEMA = pa.schema(
     [
-        ("id", pa.string()),
-        ("scenario", pa.string()),
+        *_texts("id", "scenario"),
         ("period_index", pa.int32()),
-        ("period_label", pa.string()),
-        ("cutoff", pa.string()),
-        ("source", pa.string()),
-        ("domain", pa.string()),
-        ("cadence", pa.string()),
-        ("tier", pa.string()),
-        ("question", pa.string()),
-        ("meta", pa.string()),
-        ("answer_schema", pa.string()),
-        ("files", pa.map_(pa.string(), pa.binary())),
-        ("truth", pa.string()),
-        ("keypoints", pa.string()),
-        ("context", pa.string()),
-        ("gold", pa.string()),
-        ("target_name", pa.string()),
+        *_texts("period_label", "cutoff", "source", "domain", "cadence", "tier", "question", "meta", "answer_schema"),
+        ("files", pa.map_(_TEXT, pa.binary())),
+        *_texts("truth", "keypoints", "context", "gold", "target_name"),
         ("target_doc", pa.binary()),
     ]
 )
@@ -106,19 +90,8 @@ def gold(scenario: Scenario, period: Period) -> dict[str, Any]:
 
 
 def _scenario_row(scenario: Scenario, n_periods: int) -> dict[str, Any]:
-    return {
-        "id": scenario.id,
-        "source": scenario.source,
-        "domain": scenario.domain,
-        "cadence": scenario.cadence,
-        "tier": scenario.tier,
-        "role": scenario.role,
-        "publisher": scenario.publisher,
-        "release_name": scenario.release_name,
-        "n_periods": n_periods,
-        "tags": scenario.tags,
-        "contract": dumps(scenario.to_dict()),
-    }
+    copied = {name: getattr(scenario, name) for name in SCENARIO_COPIED}
+    return {**copied, "n_periods": n_periods, "tags": scenario.tags, "contract": dumps(scenario.to_dict())}
 
 
 def _period_row(scenario: Scenario, period: Period) -> dict[str, Any]:

@@ -161,13 +161,24 @@ def _options(schema: dict) -> list[str]:
     return []
 
 
-def _enums(schema: dict) -> list[str]:
-    """Every enum label a schema allows, at any depth (items, parts)."""
+def enum_options(schema: dict) -> list[str]:
+    """Every enum label a field's schema allows, its items' and sub-fields' included."""
     found = [str(x) for x in schema.get("enum") or []]
-    found += _enums(schema["items"]) if isinstance(schema.get("items"), dict) else []
+    found += enum_options(schema["items"]) if isinstance(schema.get("items"), dict) else []
     for sub in (schema.get("properties") or {}).values():
-        found += _enums(sub)
+        found += enum_options(sub)
     return found
+
+
+def enum_groups(schema: dict) -> list[list[str]]:
+    """Each enum of a field's schema on its own (the field's, its items', each sub-field's): one
+    clause naming several options of ONE enum lists them; options of different enums do not."""
+    groups = [[str(x) for x in schema["enum"]]] if schema.get("enum") else []
+    if isinstance(schema.get("items"), dict):
+        groups += enum_groups(schema["items"])
+    for sub in (schema.get("properties") or {}).values():
+        groups += enum_groups(sub)
+    return groups
 
 
 def _subject(key, keypoint, kind, terms, options=(), role="", part=None, names=(), **extra) -> dict:
@@ -201,7 +212,7 @@ def lexicon(gold: dict) -> dict:
     fields = {f["name"]: f for f in gold["fields"]}
     columns = table_columns(gold)
     head = headline(columns, gold["fields"])
-    labels = {norm(o) for f in gold["fields"] for o in _enums(f.get("schema") or {})}
+    labels = {norm(o) for f in gold["fields"] for o in enum_options(f.get("schema") or {})}
     unit = re.search(r"\(([^()]*)\)\s*$", columns.get(head, "")) if head else None
     head_terms = [norm(head), *(_phrases(columns.get(head, "").split(" (")[0]))] if head else []
     head_terms += [norm(unit.group(1))] if unit else []
@@ -362,9 +373,7 @@ def option_counts(lex: dict) -> dict[str, int]:
             continue
         if s["kind"] == "label":
             out[s["key"]] = len(s["options"])
-        elif s["kind"] == "bool":
-            out[s["key"]] = 2
-        elif s["kind"] in ("set", "items", "dates"):
+        elif s["kind"] in ("bool", "set", "items", "dates"):  # yes or no; empty or not
             out[s["key"]] = 2
         else:
             out[s["key"]] = 0

@@ -100,11 +100,8 @@ class TimeSage(TaskFamily):
             "scenario": row["scenario"],
             "period": row["period_label"],
             "period_index": int(row["period_index"]),
-            "domain": row["domain"],
-            "cadence": row["cadence"],
-            "tier": row["tier"],
-            "source": row["source"],
         }
+        attributes.update({key: row[key] for key in ("domain", "cadence", "tier", "source")})
         return Sample(
             ref=ref,
             task=task,

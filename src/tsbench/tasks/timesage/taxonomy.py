@@ -9,22 +9,16 @@ DOMAINS = ("agriculture", "climate", "energy", "finance", "healthcare", "transpo
 CADENCES = ("monthly", "weekly", "daily", "irregular")
 TIERS = ("easy", "medium", "hard")
 
-FAMILIES = {
-    "A": "State identification",
-    "B": "Change detection",
-    "C": "Composition identification",
-    "D": "Event detection",
-    "E": "Attribution",
-    "F": "Outlook",
+FAMILY_NAMES = {  # letter: (name, short name)
+    "A": ("State identification", "State ID"),
+    "B": ("Change detection", "Change Det."),
+    "C": ("Composition identification", "Comp. ID"),
+    "D": ("Event detection", "Event Det."),
+    "E": ("Attribution", "Attribution"),
+    "F": ("Outlook", "Forecast"),
 }
-FAMILY_SHORT = {
-    "A": "State ID",
-    "B": "Change Det.",
-    "C": "Comp. ID",
-    "D": "Event Det.",
-    "E": "Attribution",
-    "F": "Forecast",
-}
+FAMILIES = {letter: name for letter, (name, _) in FAMILY_NAMES.items()}
+FAMILY_SHORT = {letter: short for letter, (_, short) in FAMILY_NAMES.items()}
 
 TAGS = {
     "A1": "The current categorical state of the target.",

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from tsbench.tasks.timesage.contract import SCHEMA_FILE, SOURCE_DIR, TABLE_FILE, Period, Scenario
+from tsbench.tasks.timesage.sources.catalog import PRIOR_KEYPOINT
 from tsbench.tasks.timesage.sources.render import context_lines
 
 
@@ -59,10 +60,11 @@ def assemble(
     first_row: int,
     n_periods: int,
     truth_at: Callable[[int], dict[str, Any]],
-    keypoints_at: Callable[[int, dict[str, Any]], dict[str, Any]],
+    driver_at: Callable[[int], Any],
 ) -> list[Period]:
     """Period k (1-based) targets row first_row + k - 1. `releases` maps a row to (file name,
-    text); `truth_at(row)` gives the truth, `keypoints_at(row, truth)` the keypoint values."""
+    text); `truth_at(row)` gives the truth, `driver_at(row)` the driver the release of that row named
+    (the prior-document keypoint's truth is the previous release's)."""
     schema = (json.dumps(scenario.answer_schema(), indent=2, sort_keys=True) + "\n").encode()
     periods = []
     for k in range(1, n_periods + 1):
@@ -77,6 +79,9 @@ def assemble(
         latest_prior = releases[prior[-1]] if prior else None
         context = context_lines(scenario.background, scenario.columns, table.rows(max(0, row - 2), row), latest_prior)
         truth = truth_at(row)
+        keypoints = {kp.id: truth.get(kp.field) for kp in scenario.keypoints if kp.field is not None}
+        if any(kp.id == PRIOR_KEYPOINT for kp in scenario.keypoints):
+            keypoints[PRIOR_KEYPOINT] = driver_at(row - 1)
         periods.append(
             Period(
                 scenario=scenario.id,
@@ -85,7 +90,7 @@ def assemble(
                 cutoff=label,
                 files=files,
                 truth=truth,
-                keypoint_truths=keypoints_at(row, truth),
+                keypoint_truths=keypoints,
                 context=context,
                 target_name=target_name,
                 target_doc=target_text.encode(),

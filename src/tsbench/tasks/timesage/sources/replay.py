@@ -239,13 +239,10 @@ def build_scenario(spec: ReplaySpec, n_periods: int) -> tuple[Scenario, list[Per
         upto = table.frame.iloc[: row + 1]
         return {f.name: derive(upto, f.derive) if f.derive is not None else None for f in fields}
 
-    def keypoints_at(row: int, truth: dict[str, Any]) -> dict[str, Any]:
-        out = {kp.id: truth.get(kp.field) for kp in scenario.keypoints if kp.field is not None}
-        if any(kp.id == PRIOR_KEYPOINT for kp in scenario.keypoints):
-            out[PRIOR_KEYPOINT] = states[row - 1]["largest mover"]  # the previous release's driver
-        return out
+    def driver_at(row: int) -> Any:
+        return states[row]["largest mover"]
 
-    return scenario, assemble(scenario, table, releases, first, n_periods, truth_at, keypoints_at)
+    return scenario, assemble(scenario, table, releases, first, n_periods, truth_at, driver_at)
 
 
 def build_replay(n_periods: int = 24, n_scenarios: int | None = None) -> list[tuple[Scenario, list[Period]]]:

@@ -25,7 +25,7 @@ from tsbench.tasks.timesage import cadence as cal
 from tsbench.tasks.timesage.audit import degeneracy_problems
 from tsbench.tasks.timesage.contract import TABLE_FILE, Period, Scenario
 from tsbench.tasks.timesage.derive import derive
-from tsbench.tasks.timesage.sources.catalog import PRIOR_KEYPOINT, Vocabulary, build, keypoints_for
+from tsbench.tasks.timesage.sources.catalog import Vocabulary, build, keypoints_for
 from tsbench.tasks.timesage.sources.domains import THEMES, THEMES_BY_DOMAIN, Theme
 from tsbench.tasks.timesage.sources.instances import Table, assemble, release_name
 from tsbench.tasks.timesage.sources.issuer import (
@@ -439,10 +439,7 @@ def _materialize(plan: ScenarioPlan, attempt: int) -> tuple[Scenario, list[Perio
                 truth[spec.name] = ISSUER_FIELDS[spec.name](states[row])
         return truth
 
-    def keypoints_at(row: int, truth: dict[str, Any]) -> dict[str, Any]:
-        out = {kp.id: truth.get(kp.field) for kp in scenario.keypoints if kp.field is not None}
-        if any(kp.id == PRIOR_KEYPOINT for kp in scenario.keypoints):
-            out[PRIOR_KEYPOINT] = states[row - 1]["primary"]  # the previous release's primary driver
-        return out
+    def driver_at(row: int) -> Any:
+        return states[row]["primary"]
 
-    return scenario, assemble(scenario, table, releases, first, plan.n_periods, truth_at, keypoints_at)
+    return scenario, assemble(scenario, table, releases, first, plan.n_periods, truth_at, driver_at)
