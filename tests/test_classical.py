@@ -12,8 +12,8 @@ from tsbench.core.episode import EpisodeTask
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.config import preset
 from tsbench.tasks.anomalyxl.generate import generate_split
+from tsbench.tasks.anomalyxl.metrics import metrics
 from tsbench.tasks.anomalyxl.rows import iter_rows
-from tsbench.tasks.anomalyxl.scoring import metrics
 
 
 @pytest.fixture(scope="module")

@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 
 from tsbench.baselines import detector
+from tsbench.core.answers import iou
 from tsbench.core.episode import EpisodeTask
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.injections import apply_injection
+from tsbench.tasks.anomalyxl.metrics import metrics
 from tsbench.tasks.anomalyxl.rows import iter_rows
-from tsbench.tasks.anomalyxl.scoring import iou, metrics
 
 
 def white(n: int, seed: int) -> np.ndarray:

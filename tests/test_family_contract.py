@@ -19,11 +19,11 @@ SCRIPT = textwrap.dedent("""
     import json, sys
     from pathlib import Path
     from tsbench.core.errors import UserError
-    from tsbench.tasks import family_names, get_taskset
+    from tsbench.tasks import FAMILIES, get_taskset
 
     SMALL = {"anomalyxl": {"preset": "small"}, "timesage": {"scenarios": 1, "periods": 2}}
     found = {}
-    for name in family_names():
+    for name in FAMILIES.names():
         family = get_taskset(name)
         out = Path(sys.argv[1]) / name
         try:

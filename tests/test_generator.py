@@ -238,7 +238,7 @@ def test_parquet_columns_match_the_spec(small_data):
 
 def test_gold_answer_scores_one_on_every_generated_row(big_plans):
     """The scorer accepts the generator's own gold, written as a model would, on every category."""
-    from tsbench.tasks.anomalyxl.scoring import score
+    from tsbench.tasks.anomalyxl.metrics import score
 
     for p in big_plans[::7]:
         answer = {k: v for k, v in p.gold.items() if not k.startswith("_") and k != "channels"}

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tsbench.tasks.cik.metrics import Constraints, aggregate_rcrps, rcrps, task_weight
+from tsbench.tasks.cik.metrics import Constraints, rcrps
+from tsbench.tasks.cik.reader import task_weight
 from tsbench.tasks.cik.taskset import RCRPS_AGGREGATE
 
 GOLDEN = Path(__file__).parent / "golden" / "cik"
@@ -80,23 +81,24 @@ def test_the_aggregate_is_compute_all_rcprs(cases):
     for index, agg in enumerate(golden["aggregates"]):
         values = [per_instance[m] for m in agg["instances"]]
         weights = [task_weight(w) for w in agg["weights"]]
-        for got in (aggregate_rcrps(values, weights), RCRPS_AGGREGATE.value(values, weights)):
-            if not close(got, agg["official_mean"]):
-                mismatches.append((index, got, agg["official_mean"]))
+        got = RCRPS_AGGREGATE.value(values, weights)
+        if not close(got, agg["official_mean"]):
+            mismatches.append((index, got, agg["official_mean"]))
     assert len(golden["aggregates"]) == 200 and not mismatches, mismatches[:5]
     # CiK's 355 published instances: their task weights and the official per-instance metric
     published = golden["published_instances"]
     metrics = [i["metric"] for i in published["instances"]]
     weights = [task_weight(i["weight"]) for i in published["instances"]]
-    assert len(metrics) == 355 and close(aggregate_rcrps(metrics, weights), published["official_mean"])
+    assert len(metrics) == 355 and close(RCRPS_AGGREGATE.value(metrics, weights), published["official_mean"])
     assert not close(sum(metrics) / len(metrics), published["official_mean"])  # the unweighted mean is not it
 
 
 def test_an_unusable_answer_counts_at_the_cap():
     # CiK counts a missing forecast at 5 (results_complete.README); TimeClaw's scorer does the same
-    assert aggregate_rcrps([0.5, None], [1.0, 1.0]) == pytest.approx(2.75)
-    assert aggregate_rcrps([7.0, 1.0], [task_weight("1/3"), task_weight("1")]) == pytest.approx((5 / 3 + 1) / (4 / 3))
-    assert aggregate_rcrps([], []) is None
+    assert RCRPS_AGGREGATE.value([0.5, None], [1.0, 1.0]) == pytest.approx(2.75)
+    weights = [task_weight("1/3"), task_weight("1")]
+    assert RCRPS_AGGREGATE.value([7.0, 1.0], weights) == pytest.approx((5 / 3 + 1) / (4 / 3))
+    assert RCRPS_AGGREGATE.value([], []) is None
 
 
 def _number(value) -> float:
@@ -128,8 +130,7 @@ def test_zero_scaling_and_nan_metrics_are_cik_s_and_make_the_aggregate_nan():
     for agg in golden["aggregates"]:
         values = [metrics[m] for m in agg["instances"]]
         weights = [task_weight(w) for w in agg["weights"]]
-        for got in (aggregate_rcrps(values, weights), RCRPS_AGGREGATE.value(values, weights)):
-            assert _same(got, _number(agg["official_mean"])), agg
+        assert _same(RCRPS_AGGREGATE.value(values, weights), _number(agg["official_mean"])), agg
     assert sum(math.isnan(_number(a["official_mean"])) for a in golden["aggregates"]) == 90
 
 

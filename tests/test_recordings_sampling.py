@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tsbench.core.answers import extract_choice, iou, last_json_object
-from tsbench.tasks import family_names, get_taskset
+from tsbench.tasks import FAMILIES, get_taskset
 from tsbench.tasks.base import TaskFamily
 from tsbench.tasks.recordings import classify
 from tsbench.tasks.recordings.sampling import Event, Recording, WindowRules, free_gaps, plan_windows
@@ -132,7 +132,7 @@ def test_negative_rows():
 
 def test_the_four_families_are_registered_tasksets():
     for name in ("ltaf", "sleep-psg", "arfbench", "timerbed"):
-        assert name in family_names()
+        assert name in FAMILIES.names()
         taskset = get_taskset(name)
         assert isinstance(taskset, TaskFamily) and taskset.name == name and taskset.columns()
     columns = get_taskset("arfbench").columns()

@@ -7,21 +7,10 @@ from fractions import Fraction
 
 import pytest
 
-from tsbench.tasks.anomalyxl.scoring import (
-    bootstrap_ci,
-    category_means,
-    extract_json_answer,
-    extract_mcq_answer,
-    iou,
-    json_object_spans,
-    macro_f1,
-    match_events,
-    metrics,
-    overall_mean,
-    paired_bootstrap_diff,
-    score,
-    strip_reasoning,
-)
+from tsbench.core.answers import extract_choice, iou, last_json_object
+from tsbench.core.stats import bootstrap_ci, category_means, macro_f1, overall_mean, paired_bootstrap_diff
+from tsbench.core.text import json_object_spans, strip_reasoning
+from tsbench.tasks.anomalyxl.metrics import match_events, metrics, score
 
 L = 16384
 LOC_GOLD = {"present": True, "start": 100, "end": 180, "_L": L}
@@ -185,10 +174,10 @@ def test_strip_reasoning():
     assert strip_reasoning("keep<think>cut") == "keep"
 
 
-def test_extract_json_answer_errors():
-    assert extract_json_answer("nothing here").error == "no JSON object"
-    assert extract_json_answer("{'single': 'quotes'}").error == "invalid JSON"
-    assert extract_json_answer('x {"a": [1, 2]} y').answer == {"a": [1, 2]}
+def test_last_json_object_errors():
+    assert last_json_object("nothing here")[1] == "no JSON object"
+    assert last_json_object("{'single': 'quotes'}")[1] == "invalid JSON"
+    assert last_json_object('x {"a": [1, 2]} y')[0] == {"a": [1, 2]}
 
 
 def test_non_string_response_scores_zero():
@@ -489,7 +478,7 @@ def test_mcq_metrics_fields():
     result = metrics("start_time", {"answer": "Early"}, "Answer: Early")
     assert result == {"score": 1.0, "valid": True, "parsed": "Early", "error": None}
     assert metrics("indicator", {"answer": "Leading"}, "  ")["valid"] is False
-    assert extract_mcq_answer('{"answer": "Late"}') == "Late"
+    assert extract_choice('{"answer": "Late"}') == "Late"
 
 
 def test_mcq_valid_only_for_one_of_the_options():

@@ -8,7 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tsbench.tasks.anomalyxl.scoring import bootstrap_ci, iou, json_object_spans, macro_f1, metrics, score
+from tsbench.core.answers import iou
+from tsbench.core.stats import bootstrap_ci, macro_f1
+from tsbench.core.text import json_object_spans
+from tsbench.tasks.anomalyxl.metrics import metrics, score
 
 CHANNELS = [f"ch_{i:02d}" for i in range(16)]
 GOLDS = {

@@ -29,8 +29,8 @@ from tsbench.tasks import get_taskset
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.config import preset
 from tsbench.tasks.anomalyxl.generate import generate_split, update_manifest
+from tsbench.tasks.anomalyxl.metrics import metrics as score_metrics
 from tsbench.tasks.anomalyxl.rows import iter_rows, read_index
-from tsbench.tasks.anomalyxl.scoring import metrics as score_metrics
 from tsbench.tasks.base import SampleRef
 from tsbench.testing.tiny import make_small_vocab_llama, make_tiny_random_llama
 from tsbench.train import sft_data as sd

@@ -33,8 +33,3 @@ def get_taskset(name: str) -> TaskFamily:
     if not isinstance(taskset, TaskFamily):
         raise UserError(f"{name!r} is not a TaskFamily subclass (see tsbench/tasks/base.py)")
     return taskset
-
-
-def family_names() -> list[str]:
-    """Built-in families, then those installed plugins add."""
-    return FAMILIES.names()

@@ -386,6 +386,48 @@ class TaskFamily:
         return EpochStream(self, rows.reset_index(drop=True), request)
 
 
+def read_indexes(files: list[Path], read: Callable[[Path], pd.DataFrame], what: str) -> pd.DataFrame:
+    """The files' indexes (`read(path)`, each with its `path`) as one frame; a file that is not `what`
+    is refused in one line (a UserError, e.g. over the input budget, keeps its own)."""
+    frames = []
+    for path in files:
+        try:
+            frame = read(path)
+        except UserError:
+            raise
+        except Exception as exc:  # pyarrow raises several types for a file that is not ours
+            raise UserError(
+                f"{path} is not {what} ({type(exc).__name__}: {' '.join(str(exc).split())[:120]})"
+            ) from None
+        frames.append(frame.assign(path=str(path)))
+    return pd.concat(frames, ignore_index=True)
+
+
+def identity(name: str, seed: Any, split: str, basis: Any, files: list[Path], hashes: dict[str, str]) -> dict[str, Any]:
+    """`dataset_identity`'s answer: runs with the same key are on the same data, `basis` (JSON-able)
+    being what decides the rows; `hashes` are the files' sha256 by name."""
+    digest = hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()[:12]
+    return {
+        "family": name,
+        "seed": seed,
+        "split": split,
+        "key": f"{name}/seed{seed}/{split}/{digest}",
+        "paths": [str(f) for f in files],
+        "file_sha256": hashes,
+    }
+
+
+def recorded_hashes(files: list[Path], manifest: dict, split_of: Callable[[Path], str]) -> dict[str, str]:
+    """Each file's sha256 as its split's manifest entry records it, else hashed now."""
+    from tsbench.core.provenance import sha256_file
+
+    hashes = {}
+    for path in files:
+        recorded = manifest.get("splits", {}).get(split_of(path), {}).get("files", {}).get(path.name, {})
+        hashes[path.name] = recorded.get("sha256") or sha256_file(path)
+    return hashes
+
+
 def file_summary(path: Path, rows: int, note: str | None = None) -> dict[str, Any]:
     """One file's line of `TaskFamily.generate`'s summary, as the CLI prints it."""
     from tsbench.core.provenance import sha256_file

@@ -1,8 +1,8 @@
 """The parquet mechanics every series family shares: a `values` column of (channels, L) float32
 blocks, rows written in row groups of bounded size, and rows read back one at a time by id.
 
-A family keeps its own schema and row class; it subclasses `SeriesWriter` for the columns and calls
-`iter_records` / `read_record` for the light columns plus the values.
+A family keeps its own schema and row class (a dataclass whose fields are named as the columns); it
+subclasses `SeriesWriter`, and `row_columns` / `row_of` turn its rows into columns and records back.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import functools
 import os
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tsbench.core import json_input
 from tsbench.core.input_budget import Budget, check_parquet
 from tsbench.core.parquet_rows import ONE_ROW_AT_A_TIME, NotPlain, read_leaf_run
 from tsbench.tasks.written_hash import WrittenHash
@@ -54,6 +55,23 @@ def values_array(blocks: list[np.ndarray]) -> pa.Array:
         outer.append(outer[-1] + block.shape[0])
     channels = pa.ListArray.from_arrays(pa.array(inner, type=pa.int32()), flat)
     return pa.ListArray.from_arrays(pa.array(outer, type=pa.int32()), channels)
+
+
+def row_columns(schema: pa.Schema, rows, blocks, encoders: dict[str, Callable[[Any], Any]]) -> dict:
+    """The columns of rows whose attributes are named as `schema`'s columns (through `encoders[name]`
+    where one is given): `values` from their (C, L) blocks, `n_channels` counted from the names."""
+    columns: dict[str, Any] = {"values": values_array(blocks), "n_channels": [len(r.channel_names) for r in rows]}
+    for name in (f.name for f in schema if f.name not in columns):
+        encode = encoders.get(name)
+        columns[name] = [encode(getattr(r, name)) if encode else getattr(r, name) for r in rows]
+    return columns
+
+
+def row_of(cls: type, rec: dict, values: np.ndarray | None, json_columns: tuple[str, ...]) -> Any:
+    """A family's row from a record's light columns, `json_columns` decoded (the row counts its channels)."""
+    fields = {k: v for k, v in rec.items() if k != "n_channels"}
+    fields.update({k: json_input.loads(rec[k], f"row {rec['id']}'s {k}") for k in json_columns})
+    return cls(**fields, values=values)
 
 
 def values_from_cell(cell: pa.ListScalar, n_channels: int, length: int) -> np.ndarray:

@@ -28,7 +28,7 @@ class Analysed:
 
 
 def _mean_score(rows: list[Analysed], settings: Settings) -> float:
-    from tsbench.tasks.anomalyxl.scoring import score
+    from tsbench.tasks.anomalyxl.metrics import score
 
     values = [
         score(r.category, r.gold, decode.answer_text(decide(r.category, r.length, r.names, [], r.results, settings)))

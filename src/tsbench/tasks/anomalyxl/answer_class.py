@@ -6,20 +6,16 @@ direction; measure-magnitude: the sigma band; all-channels: the set of anomalous
 
 from __future__ import annotations
 
+from tsbench.core.answers import extract_choice
 from tsbench.tasks.anomalyxl import labels as lb
-from tsbench.tasks.anomalyxl.extract import extract_answer, extract_mcq_answer
+from tsbench.tasks.anomalyxl.extract import extract_answer
 from tsbench.tasks.anomalyxl.labels import magnitude_band
 
 
 def answer_class(category: str, gold: dict, answer_text: str) -> str | None:
-    """The categorical part of an answer, the thing TimeMaster's hard reward compares exactly.
-
-    MCQ: the option; classify-with-evidence: the kind; localize: present/absent; lead-lag: the
-    direction; measure-magnitude: the sigma band; all-channels: the set of anomalous channels.
-    None when the answer does not parse.
-    """
+    """The answer's class (see the module doc); None when the answer does not parse."""
     if category in lb.MCQ_CATEGORIES:
-        return extract_mcq_answer(answer_text) or None
+        return extract_choice(answer_text) or None
     extraction = extract_answer(category, gold, answer_text)
     if not extraction.valid:
         return None

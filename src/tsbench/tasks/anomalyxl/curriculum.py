@@ -22,7 +22,8 @@ from tsbench.core.episode import EpisodeTask
 from tsbench.core.errors import UserError
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.config import GenConfig, preset
-from tsbench.tasks.anomalyxl.rowplan import RowPlan, materialize, plan_row
+from tsbench.tasks.anomalyxl.rowplan import materialize, plan_row
+from tsbench.tasks.anomalyxl.rows import Row
 from tsbench.tasks.anomalyxl.seeds import derive_seed
 from tsbench.tasks.base import Sample, SampleRef, TrainingRequest, TrainingStream
 
@@ -92,7 +93,7 @@ class GeneratorStream(TrainingStream):
             step, self.request.warm_steps, preset_name=self.preset, seed=self.request.seed, lengths=self.lengths
         )
 
-    def plan(self, step: int, j: int) -> RowPlan:
+    def plan(self, step: int, j: int) -> Row:
         gen = self.generator(step)
         cells = [(c, n) for c in self.categories for n in gen.lengths_for(c)]
         if not cells:
@@ -111,7 +112,7 @@ class GeneratorStream(TrainingStream):
         return {"p_present": float(gen.p_present), "min_k": float(gen.min_k)}
 
 
-def episode_task(plan: RowPlan) -> EpisodeTask:
+def episode_task(plan: Row) -> EpisodeTask:
     """The harness's view of a planned row: question and values, never gold."""
     return EpisodeTask(
         plan.id,
@@ -124,6 +125,6 @@ def episode_task(plan: RowPlan) -> EpisodeTask:
     )
 
 
-def record_columns(plan: RowPlan) -> dict[str, Any]:
+def record_columns(plan: Row) -> dict[str, Any]:
     """The results-schema columns of a planned row (as Sample.columns)."""
     return {"split": plan.split, "regime": plan.regime, "length": plan.length, "n_channels": len(plan.channel_names)}

@@ -55,16 +55,6 @@ class Extraction(NamedTuple):
         return self.error is None
 
 
-def extract_json_answer(response: str) -> Extraction:
-    """The last top-level JSON object of the response, reasoning dropped; no type check."""
-    return Extraction(*last_json_object(response))
-
-
-def extract_mcq_answer(response: str) -> str:
-    """The chosen option text of an MCQ response (may be empty; never raises)."""
-    return extract_choice(response)
-
-
 def mcq_options(category: str, gold: dict) -> tuple[str, ...] | None:
     """The options an MCQ row offered: the gold's own list, else the template's; None if unknown."""
     listed = gold.get("options") if isinstance(gold, dict) else None
@@ -197,7 +187,7 @@ def extract_answer(category: str, gold: dict, response: Any) -> Extraction:
     if not isinstance(response, str):
         return Extraction(None, "response is not a string")
     if category in MCQ_CATEGORIES:
-        choice = extract_mcq_answer(response)
+        choice = extract_choice(response)
         if not choice:
             return Extraction(choice, "empty answer")
         options = mcq_options(category, gold)
@@ -206,7 +196,7 @@ def extract_answer(category: str, gold: dict, response: Any) -> Extraction:
                 return Extraction(choice, f"{choice!r} is a letter: answer with the option as written (no letters)")
             return Extraction(choice, "not one of the options")
         return Extraction(choice, None)
-    parsed = extract_json_answer(response)
+    parsed = Extraction(*last_json_object(response))  # reasoning dropped; no type check yet
     if not parsed.valid:
         return parsed
     return check_answer(category, parsed.answer, gold)

@@ -19,8 +19,8 @@ import numpy as np
 from tsbench.core.provenance import git_commit, read_json, versions, write_json
 from tsbench.tasks.anomalyxl.config import GenConfig
 from tsbench.tasks.anomalyxl.mcq import TEMPLATES_BY_SOURCE, project, select_sources
-from tsbench.tasks.anomalyxl.rowplan import RowPlan, materialize, plan_row, synthesize
-from tsbench.tasks.anomalyxl.rows import RowWriter
+from tsbench.tasks.anomalyxl.rowplan import materialize, plan_row, synthesize
+from tsbench.tasks.anomalyxl.rows import Row, RowWriter
 
 ProgressFn = Callable[[int, int], None]  # (rows done this call, values written this call)
 # Threads building the channels of the next rows (numpy releases the GIL) while the two files are
@@ -30,7 +30,7 @@ SYNTHESIS_THREADS = max(1, min(4, os.cpu_count() or 1))
 ROWS_AHEAD = 8  # rows whose channels are being built while earlier rows are written
 
 
-def plan_split(cfg: GenConfig, split: str) -> list[RowPlan]:
+def plan_split(cfg: GenConfig, split: str) -> list[Row]:
     plans = []
     for (category, length), n in cfg.rows_in_cells(split).items():
         plans.extend(plan_row(cfg, split, category, length, i) for i in range(n))
@@ -77,7 +77,11 @@ def generate_split(cfg: GenConfig, split: str, out_root: str | Path, progress: P
             RowWriter(temps["coarse"]) as coarse,
         ):
 
-            def finish(row: RowPlan, values: np.ndarray, building: list) -> None:
+            def count(category: str, length: int) -> None:
+                cell = cells.setdefault(category, {})
+                cell[str(length)] = cell.get(str(length), 0) + 1
+
+            def finish(row: Row, values: np.ndarray, building: list) -> None:
                 for done in building:
                     done.result()
                 precise.write(row, values)
@@ -85,11 +89,9 @@ def generate_split(cfg: GenConfig, split: str, out_root: str | Path, progress: P
                 if row.id in sources:
                     for template in TEMPLATES_BY_SOURCE[row.category]:
                         coarse.write(project(row, template, cfg), values)
-                        cells.setdefault(template, {}).setdefault(str(row.length), 0)
-                        cells[template][str(row.length)] += 1
+                        count(template, row.length)
                         written += values.size
-                cells.setdefault(row.category, {}).setdefault(str(row.length), 0)
-                cells[row.category][str(row.length)] += 1
+                count(row.category, row.length)
                 if progress is not None:
                     progress(1, written)
 
@@ -161,10 +163,9 @@ def generate_from_options(options: dict, out_root: str | Path, progress=None) ->
     from tsbench.core.errors import UserError
     from tsbench.tasks.anomalyxl import config as gen_config
     from tsbench.tasks.anomalyxl.validate import check_config
+    from tsbench.tasks.recordings.sources import refuse_unknown
 
-    unknown = sorted(set(options) - set(OPTIONS))
-    if unknown:
-        raise UserError(f"option(s) {', '.join('--' + u.replace('_', '-') for u in unknown)} do not apply to AnomalyXL")
+    refuse_unknown(options, OPTIONS, "anomalyxl")
     split = options.get("split") or "test"
     splits = list(gen_config.SPLITS) if split == "all" else [split]
     if any(s not in gen_config.SPLITS for s in splits):

@@ -12,7 +12,7 @@ import numpy as np
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.categories import KIND_MEANINGS, describe_channels, kinds_fact, scale_fact, window_fact
 from tsbench.tasks.anomalyxl.categories.lead_lag import max_lag
-from tsbench.tasks.anomalyxl.rowplan import RowPlan
+from tsbench.tasks.anomalyxl.rows import Row
 from tsbench.tasks.anomalyxl.seeds import MCQ_STREAM, derive_seed
 
 TEMPLATES_BY_SOURCE = {
@@ -36,7 +36,7 @@ def _join(names) -> str:
     return ", ".join(names)
 
 
-def _identification(source: RowPlan, rng) -> tuple[str, list[str], str]:
+def _identification(source: Row, rng) -> tuple[str, list[str], str]:
     all_names = source.channel_names
     anomalous = list(source.facts["anomalous_channels"])
     others = [n for n in all_names if n not in anomalous]
@@ -71,7 +71,7 @@ def _quarters(length: int) -> str:
     return f"{names}; {lb.NO_ANOMALY_OPTION}: there is none"
 
 
-def _template(source: RowPlan, template: str, rng, cfg) -> tuple[str, list[str], str]:
+def _template(source: Row, template: str, rng, cfg) -> tuple[str, list[str], str]:
     gold = source.gold
     window = window_fact(cfg, cfg.variance_width_floor)
     if template == lb.PRESENCE:
@@ -117,7 +117,7 @@ def _template(source: RowPlan, template: str, rng, cfg) -> tuple[str, list[str],
     raise ValueError(f"unknown MCQ template {template!r}")
 
 
-def project(source: RowPlan, template: str, cfg) -> RowPlan:
+def project(source: Row, template: str, cfg) -> Row:
     """The MCQ row `template` over `source`'s signal; `cfg` is the generator config (for the facts its question states)."""
     key = source.plan["key"]
     rng = np.random.default_rng(
@@ -133,7 +133,7 @@ def project(source: RowPlan, template: str, cfg) -> RowPlan:
     )
     plan = copy.deepcopy(source.plan)
     plan["projection"] = {"template": template, "source_id": source.id}
-    return RowPlan(
+    return Row(
         id=f"{source.id}-{template}",
         split=source.split,
         regime="coarse",
@@ -149,7 +149,7 @@ def project(source: RowPlan, template: str, cfg) -> RowPlan:
     )
 
 
-def select_sources(plans: list[RowPlan], split: str, seed: int) -> set[str]:
+def select_sources(plans: list[Row], split: str, seed: int) -> set[str]:
     """Ids of precise rows to project: the paper's share of each category on test, all rows otherwise."""
     if split != "test":
         return {p.id for p in plans}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tsbench.core.answers import iou
 from tsbench.tasks.anomalyxl.labels import (
     ALL_CHANNELS,
     CLASSIFY,
@@ -42,12 +43,6 @@ def _overlap(a: Window, b: Window) -> tuple[int, int]:
     if intersection <= 0:
         return 0, 0
     return intersection, (a_end - a_start) + (b_end - b_start) - intersection
-
-
-def iou(a: Window, b: Window) -> float:
-    """Intersection over union of half-open windows; 0 if either is empty or they are disjoint."""
-    intersection, union = _overlap(a, b)
-    return intersection / union if union else 0.0
 
 
 def _flag(condition: bool) -> float:

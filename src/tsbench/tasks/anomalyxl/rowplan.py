@@ -6,50 +6,26 @@ float32 values from it alone, which is how rows are verified, projected and rege
 
 from __future__ import annotations
 
-import json
 import threading
 from concurrent.futures import Executor, Future
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.categories import category_module
 from tsbench.tasks.anomalyxl.injections import apply_injection
+from tsbench.tasks.anomalyxl.rows import Row
 from tsbench.tasks.anomalyxl.scene import build_scene, plan_scene
 from tsbench.tasks.anomalyxl.seeds import PLAN_STREAM, SCENE_STREAM, derive_seed, row_rng
 
 PLAN_VERSION = 1
 
 
-@dataclass
-class RowPlan:
-    id: str
-    split: str
-    regime: str
-    category: str
-    length: int
-    channel_names: list[str]
-    question: str
-    options: list[str]
-    gold: dict
-    plan: dict
-    seed: int
-    source_id: str
-    facts: dict = field(default_factory=dict)
-
-    def gold_json(self) -> str:
-        return json.dumps(self.gold, sort_keys=True)
-
-    def plan_json(self) -> str:
-        return json.dumps(self.plan, sort_keys=True)
-
-
 def row_id(split: str, category: str, length: int, index: int) -> str:
     return f"{split}-{category}-{length}-{index:05d}"
 
 
-def plan_row(cfg, split: str, category: str, length: int, index: int) -> RowPlan:
+def plan_row(cfg, split: str, category: str, length: int, index: int) -> Row:
     anomaly = category_module(category).plan(
         row_rng(cfg.seed, split, category, length, index, PLAN_STREAM), length, cfg
     )
@@ -64,7 +40,7 @@ def plan_row(cfg, split: str, category: str, length: int, index: int) -> RowPlan
         "scenes": scenes,
         "injections": anomaly.injections,
     }
-    return RowPlan(
+    return Row(
         id=rid,
         split=split,
         regime=lb.regime_of(category),

@@ -4,20 +4,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tsbench.core import json_input
 from tsbench.tasks import series_file
-from tsbench.tasks.series_file import SeriesWriter, iter_records, read_record, values_array
-
-if TYPE_CHECKING:  # the generator's type: reading rows never loads the generator (scipy)
-    from tsbench.tasks.anomalyxl.rowplan import RowPlan
+from tsbench.tasks.series_file import SeriesWriter, iter_records, read_record, row_columns, row_of
 
 SCHEMA = pa.schema(
     [
@@ -38,12 +33,15 @@ SCHEMA = pa.schema(
     ]
 )
 LIGHT_COLUMNS = [f.name for f in SCHEMA if f.name != "values"]
+JSON_COLUMNS = ("gold", "plan")
 COMPRESSION = "snappy"
 ROW_GROUP_BYTES = 64 * 2**20
 
 
 @dataclass
 class Row:
+    """One row as the generator plans it (`facts`: what the MCQ projection reads) or as a file holds it."""
+
     id: str
     split: str
     regime: str
@@ -56,7 +54,8 @@ class Row:
     plan: dict
     seed: int
     source_id: str
-    values: np.ndarray | None = None  # (channels, L) float32; None when read without values
+    values: np.ndarray | None = None  # (channels, L) float32; None when planned or read without values
+    facts: dict = field(default_factory=dict)
 
     def gold_text(self) -> str:
         return gold_text(self.gold)
@@ -73,52 +72,22 @@ def gold_text(gold: dict) -> str:
     return json.dumps({k: v for k, v in gold.items() if not k.startswith("_") and k not in ("channels", "options")})
 
 
+def _sorted_json(value: dict) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
 class RowWriter(SeriesWriter):
     """Appends planned rows and their values to one AnomalyXL parquet file."""
 
     schema, compression, group_bytes = SCHEMA, COMPRESSION, ROW_GROUP_BYTES
 
-    def write(self, row: RowPlan, values: np.ndarray) -> None:
+    def write(self, row: Row, values: np.ndarray) -> None:
         """`values` from `reserve` are taken as they are; any others are copied into the group buffer."""
         values = self.stored(values)
         self._append((row, values), values.nbytes, block=values)
 
-    def columns(self, items: list[tuple[RowPlan, np.ndarray]]) -> dict:
-        rows = [r for r, _ in items]
-        return {
-            "id": [r.id for r in rows],
-            "split": [r.split for r in rows],
-            "regime": [r.regime for r in rows],
-            "category": [r.category for r in rows],
-            "length": [r.length for r in rows],
-            "n_channels": [len(r.channel_names) for r in rows],
-            "channel_names": [r.channel_names for r in rows],
-            "values": values_array([v for _, v in items]),
-            "question": [r.question for r in rows],
-            "options": [r.options for r in rows],
-            "gold": [r.gold_json() for r in rows],
-            "plan": [r.plan_json() for r in rows],
-            "seed": [r.seed for r in rows],
-            "source_id": [r.source_id for r in rows],
-        }
-
-
-def _row(rec: dict, values: np.ndarray | None) -> Row:
-    return Row(
-        id=rec["id"],
-        split=rec["split"],
-        regime=rec["regime"],
-        category=rec["category"],
-        length=rec["length"],
-        channel_names=list(rec["channel_names"]),
-        question=rec["question"],
-        options=list(rec["options"]),
-        gold=json_input.loads(rec["gold"], f"row {rec['id']}'s gold"),
-        plan=json_input.loads(rec["plan"], f"row {rec['id']}'s plan"),
-        seed=rec["seed"],
-        source_id=rec["source_id"],
-        values=values,
-    )
+    def columns(self, items: list[tuple[Row, np.ndarray]]) -> dict:
+        return row_columns(self.schema, *zip(*items), {"gold": _sorted_json, "plan": _sorted_json})
 
 
 def iter_rows(
@@ -127,12 +96,12 @@ def iter_rows(
     """Stream rows from an AnomalyXL parquet file, a row group at a time."""
     for rec, values in iter_records(path, LIGHT_COLUMNS, with_values=with_values, batch_size=batch_size):
         if ids is None or rec["id"] in ids:
-            yield _row(rec, values)
+            yield row_of(Row, rec, values, JSON_COLUMNS)
 
 
 def read_row(path: str | Path, row_id: str) -> Row:
     """One row with its values, by id (see `series_file.read_record` for the caching)."""
-    return _row(*read_record(path, row_id, LIGHT_COLUMNS))
+    return row_of(Row, *read_record(path, row_id, LIGHT_COLUMNS), JSON_COLUMNS)
 
 
 def schema_problem(path: str | Path) -> str | None:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +11,23 @@ import pyarrow.parquet as pq
 
 from tsbench.core.episode import EpisodeTask
 from tsbench.core.errors import UserError
-from tsbench.core.provenance import read_json, sha256_file
+from tsbench.core.provenance import read_json
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.answer_class import answer_class, gold_class
 from tsbench.tasks.anomalyxl.metrics import metrics
 from tsbench.tasks.anomalyxl.rows import gold_text, read_index, read_row, schema_problem
-from tsbench.tasks.base import Column, Sample, SampleRef, Scored, TaskFamily, TrainingRequest, TrainingStream
+from tsbench.tasks.base import (
+    Column,
+    Sample,
+    SampleRef,
+    Scored,
+    TaskFamily,
+    TrainingRequest,
+    TrainingStream,
+    identity,
+    read_indexes,
+    recorded_hashes,
+)
 
 REGIMES = {"precise": ("precise",), "coarse": ("coarse",), "both": ("precise", "coarse")}
 DEFAULT_ROOT = "data/anomalyxl"
@@ -74,19 +83,7 @@ class AnomalyXL(TaskFamily):
         return files
 
     def index(self, files: list[Path], filters: dict[str, Any]) -> pd.DataFrame:
-        frames = []
-        for path in files:
-            problem = schema_problem(path)
-            try:
-                frame = None if problem else read_index(path)
-            except UserError:  # over the input budget: its own line
-                raise
-            except Exception as exc:  # pyarrow raises several types for a file that is not ours
-                problem = f"{type(exc).__name__}: {' '.join(str(exc).split())[:120]}"
-            if problem:
-                raise UserError(f"{path} is not an AnomalyXL parquet file ({problem})") from None
-            frames.append(frame.assign(path=str(path)))
-        rows = pd.concat(frames, ignore_index=True)
+        rows = read_indexes(files, _read_index, "an AnomalyXL parquet file")
         regime = filters.get("regime") or "both"
         if regime != "both":
             rows = rows[rows["regime"] == regime]
@@ -123,23 +120,9 @@ class AnomalyXL(TaskFamily):
         manifest = read_json(manifest_path) if manifest_path.exists() else {}
         configs = [manifest.get("splits", {}).get(s, {}).get("config") for s in splits]
         configs = [{k: v for k, v in c.items() if k not in GRID_SETTINGS} if c is not None else None for c in configs]
-        hashes = {}
-        for path in files:
-            recorded = manifest.get("splits", {}).get(_split_of(path), {}).get("files", {}).get(path.name, {})
-            hashes[path.name] = recorded.get("sha256") or sha256_file(path)
-        if all(c is not None for c in configs):
-            basis = json.dumps(configs, sort_keys=True)
-        else:  # no manifest: the files' bytes are all we know
-            basis = json.dumps(hashes, sort_keys=True)
-        seed = manifest.get("seed")
-        return {
-            "family": self.name,
-            "seed": seed,
-            "split": ",".join(splits),
-            "key": f"{self.name}/seed{seed}/{','.join(splits)}/{hashlib.sha256(basis.encode()).hexdigest()[:12]}",
-            "paths": [str(f) for f in files],
-            "file_sha256": hashes,
-        }
+        hashes = recorded_hashes(files, manifest, _split_of)
+        basis = configs if all(c is not None for c in configs) else hashes  # no manifest: the files' bytes
+        return identity(self.name, manifest.get("seed"), ",".join(splits), basis, files, hashes)
 
     def generate(self, options: dict[str, Any], out: Path, progress=None) -> tuple[Path, list[dict]]:
         from tsbench.tasks.anomalyxl.generate import generate_from_options
@@ -213,13 +196,16 @@ def _source_ids(path: str) -> dict[str, str]:
     return dict(zip(table.column("id").to_pylist(), table.column("source_id").to_pylist()))
 
 
+def _read_index(path: Path) -> pd.DataFrame:
+    problem = schema_problem(path)
+    if problem:
+        raise UserError(f"{path} is not an AnomalyXL parquet file ({problem})")
+    return read_index(path)
+
+
 def _split_of(path: Path) -> str:
     return path.name.split("-", 1)[0]
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, (int, float)):
-        return float(value)
-    return None
+    return float(value) if isinstance(value, (int, float)) else None  # a bool too: it is an int

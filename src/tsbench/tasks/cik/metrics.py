@@ -1,6 +1,5 @@
 """CiK's scores as pure functions: CRPS from samples, the region-of-interest CRPS with its
-constraint-violation term and task scaling (RCRPS), CiK's aggregate of it, and sMAPE as TimeClaw
-computes it.
+constraint-violation term and task scaling (RCRPS), and sMAPE as TimeClaw computes it.
 
 RCRPS follows Context-is-Key (Williams et al., 2025) as its evaluator defines it:
 
@@ -21,10 +20,10 @@ RCRPS follows Context-is-Key (Williams et al., 2025) as its evaluator defines it
   n (n - 1) and gives NaN there, which makes its aggregate NaN); a scaling of 0 gives NaN as in
   CiK's code (0 times an absent constraint's infinite threshold) unless every constraint is finite.
 
-The aggregate over instances is CiK's `compute_all_rcprs`: each instance's RCRPS capped at 5, the
-mean weighted by the task weights (a weight 1/k shares one task's weight among k variants); an
-instance without a usable forecast counts at the cap, as CiK counts a missing one; a NaN RCRPS is
-not capped (NaN >= 5 is false) and makes the aggregate NaN, as in CiK's code.
+The aggregate over instances, CiK's `compute_all_rcprs`, is the family's `Aggregate` (taskset.py): each
+instance's RCRPS capped at 5, weighted by the task weights (1/k shares one task's weight among k
+variants); an unusable forecast counts at the cap; a NaN RCRPS is not capped (NaN >= 5 is false) and
+makes it NaN.
 
 sMAPE is in percent, as TimeClaw's code computes it (the numbers of its tables): 100 * mean of
 2|y - yhat| / (|y| + |yhat| + 1e-8), NaN when the lengths differ; an unusable answer counts 200 in
@@ -37,12 +36,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
-from typing import Any
 
 import numpy as np
-
-from tsbench.core.stats import weighted_capped_mean
 
 VIOLATION_FACTOR = 10.0  # CiK's beta
 ROI_WEIGHT = 0.5
@@ -186,16 +181,3 @@ def smape_eq65(target: Sequence[float], point: Sequence[float], floor: float = S
         return math.nan
     y, yhat = pair
     return float(100.0 * np.mean(2.0 * np.abs(y - yhat) / np.maximum(np.abs(y) + np.abs(yhat), floor)))
-
-
-def aggregate_rcrps(
-    values: Sequence[float | None], weights: Sequence[float] | None = None, cap: float = RCRPS_CAP
-) -> float | None:
-    """CiK's aggregate RCRPS (`compute_all_rcprs`): sum w * min(RCRPS, cap) / sum w, an instance
-    without a usable forecast (None) at the cap, a NaN RCRPS making it NaN."""
-    return weighted_capped_mean(values, weights, cap=cap, missing=cap, nan_propagates=True)
-
-
-def task_weight(text: Any) -> float:
-    """A published task weight ("1/3", "1", a number) as a float; CiK reads them as Fractions."""
-    return float(Fraction(str(text)))

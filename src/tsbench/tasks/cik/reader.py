@@ -183,7 +183,8 @@ def _ints(value: Any) -> list[int]:
     return [int(v) for v in _seq(value)]
 
 
-def _weight(value: Any) -> float:
+def task_weight(value: Any) -> float:
+    """A published task weight ("1/3", "1", a number) as a float, as CiK reads them (Fractions); 1 if unreadable."""
     if value is None or value == "":
         return 1.0
     try:
@@ -227,7 +228,7 @@ def parse_instance(record: dict[str, Any]) -> Instance:
             variable_max_index=tuple(index),
             variable_max_values=tuple(values),
         ),
-        weight=_weight(record.get("weight")),
+        weight=task_weight(record.get("weight")),
         context_sources=[str(c) for c in _seq(record.get("context_sources"))],
         skills=[str(s) for s in _seq(record.get("skills"))],
         seasonal_period=int(period) if period is not None and not pd.isna(period) else None,

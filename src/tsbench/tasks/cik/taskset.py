@@ -30,7 +30,7 @@ from tsbench.tasks.cik.answer import ANSWER_FORMATS, LEGACY_FORMAT, PARSERS, ans
 from tsbench.tasks.cik.metrics import RCRPS_CAP, Constraints, rcrps, smape, smape_eq65
 from tsbench.tasks.recordings.family import RecordingFamily, write_train_test
 from tsbench.tasks.recordings.rows import Row
-from tsbench.tasks.recordings.sources import refuse_unknown
+from tsbench.tasks.recordings.sources import refuse_unknown, source_path
 
 INLINE_ROWS = 3000  # history rows written into the question (CiK's prompt lists the whole history)
 OPTIONS = ("path", "seed", "split", "answer_format", "parser")
@@ -211,12 +211,7 @@ class CiK(RecordingFamily):
                 f"--family cik: answer_format is one of {', '.join(ANSWER_FORMATS)} and parser one of "
                 f"{', '.join(PARSERS)} (got {kind!r}, {parser!r})"
             )
-        raw = options.get("path")
-        if not raw:
-            raise UserError(f"--family cik needs --path DIR: {reader.SOURCE_HINT}")
-        path = Path(raw).expanduser()
-        if not path.exists():
-            raise UserError(f"--path {path} does not exist; --family cik reads {reader.SOURCE_HINT}")
+        path = source_path(options, self.name, reader.SOURCE_HINT)
         folder = UserFolder(path, self.name)
         instances = reader.read_instances(folder)
         if not instances:

@@ -24,15 +24,7 @@ class LTAF(ClinicalFamily):
     name = "ltaf"
     dataset = "LTAF ECG generalization set (LTAFDB)"
     default_root_dir = "data/ltaf"
-    rules = WindowRules(
-        min_s=60.0,
-        max_s=1017.0,
-        cap=reader.MAX_WINDOW,
-        n_windows=250,
-        negative_share=0.2,
-        edge_fraction=0.05,
-        positive_in_regions=True,
-    )
+    rules = WindowRules(min_s=60.0, max_s=1017.0, cap=reader.MAX_WINDOW)
     prompt = PROMPT
     short = "LTAF"
     group = "LTAF (ECG)"

@@ -6,7 +6,6 @@ and where the row came from. Written in row groups of bounded size, read back on
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,9 +13,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from tsbench.core import json_input
 from tsbench.tasks import series_file
-from tsbench.tasks.series_file import SeriesWriter, iter_records, read_record, values_array
+from tsbench.tasks.series_file import SeriesWriter, read_record, row_columns, row_of
 
 SCHEMA = pa.schema(
     [
@@ -37,6 +35,7 @@ SCHEMA = pa.schema(
     ]
 )
 LIGHT_COLUMNS = [f.name for f in SCHEMA if f.name != "values"]
+JSON_COLUMNS = ("gold", "meta", "source")
 COMPRESSION = "zstd"
 ROW_GROUP_BYTES = 32 * 2**20
 
@@ -80,41 +79,7 @@ class RowWriter(SeriesWriter):
         self._append(row, row.values.nbytes)
 
     def columns(self, rows: list[Row]) -> dict:
-        return {
-            "id": [r.id for r in rows],
-            "split": [r.split for r in rows],
-            "category": [r.category for r in rows],
-            "regime": [r.regime for r in rows],
-            "length": [r.length for r in rows],
-            "n_channels": [len(r.channel_names) for r in rows],
-            "channel_names": [r.channel_names for r in rows],
-            "values": values_array([r.values for r in rows]),
-            "question": [r.question for r in rows],
-            "options": [r.options for r in rows],
-            "gold": [_json(r.gold) for r in rows],
-            "meta": [_json(r.meta) for r in rows],
-            "source": [_json(r.source) for r in rows],
-            "seed": [r.seed for r in rows],
-        }
-
-
-def _to_row(rec: dict, values: np.ndarray | None) -> Row:
-    row = Row(
-        id=rec["id"],
-        split=rec["split"],
-        category=rec["category"],
-        regime=rec["regime"],
-        channel_names=list(rec["channel_names"]),
-        question=rec["question"],
-        options=list(rec["options"]),
-        gold=json_input.loads(rec["gold"], f"row {rec['id']}'s gold"),
-        seed=rec["seed"],
-        values=values,
-        meta=json_input.loads(rec["meta"], f"row {rec['id']}'s meta"),
-        source=json_input.loads(rec["source"], f"row {rec['id']}'s source"),
-    )
-    row.length = rec["length"]
-    return row
+        return row_columns(self.schema, rows, [r.values for r in rows], dict.fromkeys(JSON_COLUMNS, _json))
 
 
 def read_index(path: str | Path):
@@ -122,11 +87,6 @@ def read_index(path: str | Path):
     return series_file.read_index(path, LIGHT_COLUMNS)
 
 
-def iter_rows(path: str | Path, *, with_values: bool = True) -> Iterator[Row]:
-    for rec, values in iter_records(path, LIGHT_COLUMNS, with_values=with_values):
-        yield _to_row(rec, values)
-
-
 def read_row(path: str | Path, row_id: str) -> Row:
     """One row with its values, by id (see `series_file.read_record` for the caching)."""
-    return _to_row(*read_record(path, row_id, LIGHT_COLUMNS))
+    return row_of(Row, *read_record(path, row_id, LIGHT_COLUMNS), JSON_COLUMNS)

@@ -39,14 +39,15 @@ def require(module: str, family: str) -> ModuleType:
         raise UserError(f"--family {family} reads its files with {module.split('.')[0]}: {EXTRA}") from None
 
 
-def source_path(options: dict, family: str) -> Path:
-    """The --path folder (or file), which must exist."""
+def source_path(options: dict, family: str, published: str | None = None) -> Path:
+    """The --path folder (or file), which must exist; `published` says where (default: SOURCES)."""
+    published = published or SOURCES[family]
     raw = options.get("path")
     if not raw:
-        raise UserError(f"--family {family} needs --path DIR: {SOURCES[family]}")
+        raise UserError(f"--family {family} needs --path DIR: {published}")
     path = Path(raw).expanduser()
     if not path.exists():
-        raise UserError(f"--path {path} does not exist; --family {family} reads {SOURCES[family]}")
+        raise UserError(f"--path {path} does not exist; --family {family} reads {published}")
     return path
 
 

@@ -26,15 +26,7 @@ class SleepPSG(ClinicalFamily):
     name = "sleep-psg"
     dataset = "Sleep-PSG generalization set (PhysioNet/CinC 2018 polysomnograms)"
     default_root_dir = "data/sleep-psg"
-    rules = WindowRules(
-        min_s=60.0,
-        max_s=640.0,
-        cap=reader.MAX_WINDOW,
-        n_windows=250,
-        negative_share=0.2,
-        edge_fraction=0.05,
-        positive_in_regions=False,
-    )
+    rules = WindowRules(min_s=60.0, max_s=640.0, cap=reader.MAX_WINDOW, positive_in_regions=False)
     prompt = PROMPT
     short = "Sleep"
     group = "Sleep-PSG"

@@ -30,7 +30,7 @@ from tsbench.core.user_files import UserFolder
 from tsbench.tasks.base import Column, Sample, SampleRef, Scored
 from tsbench.tasks.recordings.family import RecordingFamily, write_split
 from tsbench.tasks.recordings.rows import Row
-from tsbench.tasks.recordings.sources import refuse_unknown, stable_id
+from tsbench.tasks.recordings.sources import refuse_unknown, source_path, stable_id
 from tsbench.tasks.timerbed.labels import TASKS, class_name
 from tsbench.tasks.timerbed.plots import render_png, save_plot
 from tsbench.tasks.timerbed.prompts import question_text
@@ -135,10 +135,7 @@ class TimerBed(RecordingFamily):
         limit = options.get("rows_per_cell")
         if limit is not None and int(limit) < 1:
             raise UserError("--rows-per-cell must be at least 1")
-        path = Path(options.get("path") or "").expanduser()
-        if not options.get("path") or not path.exists():
-            given = f"--path {path} does not exist" if options.get("path") else "--path DIR is needed"
-            raise UserError(f"{given}; --family {self.name} reads {where_published()}")
+        path = source_path(options, self.name, where_published())
         seed = int(options.get("seed", 42))
         wanted = {c.lower() for c in options.get("categories") or []}
         folder = UserFolder(path, self.name)

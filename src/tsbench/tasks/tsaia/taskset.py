@@ -28,7 +28,7 @@ from tsbench.core.user_files import UserFolder
 from tsbench.tasks.base import Column, Scored
 from tsbench.tasks.recordings.family import RecordingFamily, write_train_test
 from tsbench.tasks.recordings.rows import Row
-from tsbench.tasks.recordings.sources import refuse_unknown
+from tsbench.tasks.recordings.sources import refuse_unknown, source_path
 from tsbench.tasks.timeclaw_protocol import mc_letter, split_train_test
 from tsbench.tasks.tsaia import official, reader
 from tsbench.tasks.tsaia.tagged import decode
@@ -158,10 +158,7 @@ class TSAIA(RecordingFamily):
         """`options`: path (required: the converter's folder), seed, categories (mc | analysis | all |
         question types; default mc), split (train | test; default both)."""
         refuse_unknown(options, OPTIONS, self.name)
-        raw = options.get("path")
-        if not raw or not Path(raw).expanduser().exists():
-            raise UserError(f"--family tsaia needs --path DIR (an existing folder): {reader.SOURCE_HINT}")
-        path = Path(raw).expanduser()
+        path = source_path(options, self.name, reader.SOURCE_HINT)
         folder = UserFolder(path, self.name)
         items, skipped = reader.read_items(folder)
         chosen = select(items, options.get("categories"))

@@ -28,7 +28,7 @@ from tsbench.core.user_files import UserFolder
 from tsbench.tasks.base import Column, Scored
 from tsbench.tasks.recordings.family import RecordingFamily, write_train_test
 from tsbench.tasks.recordings.rows import Row
-from tsbench.tasks.recordings.sources import refuse_unknown
+from tsbench.tasks.recordings.sources import refuse_unknown, source_path
 from tsbench.tasks.timeclaw_protocol import mc_letter, split_train_test, subsample
 from tsbench.tasks.tsrbench import official, reader
 
@@ -144,10 +144,7 @@ class TSRBench(RecordingFamily):
         """`options`: path (required), seed (the subsample seed, 42 as TimeClaw), ratio (0.2), split
         (train | test; default both)."""
         refuse_unknown(options, OPTIONS, self.name)
-        raw = options.get("path")
-        if not raw or not Path(raw).expanduser().exists():
-            raise UserError(f"--family tsrbench needs --path DIR (an existing folder): {reader.SOURCE_HINT}")
-        path = Path(raw).expanduser()
+        path = source_path(options, self.name, reader.SOURCE_HINT)
         folder = UserFolder(path, self.name)
         items, skipped = reader.read_items(folder)
         if not items:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tsbench.tasks.anomalyxl import labels as lb
+from tsbench.tasks.anomalyxl.injections import plan_injection
 
 
 @dataclass
@@ -19,6 +20,19 @@ class AnomalyPlan:
 
 def single_channel_names() -> list[str]:
     return ["ch_00"]
+
+
+def draw(rng, length: int, cfg, variance_floor: int | None = None, *, kind: str | None = None, **fixed) -> dict:
+    """One injection within the generator's widths and sizes; its kind drawn uniformly unless given."""
+    return plan_injection(
+        rng,
+        length=length,
+        kind=kind or lb.KINDS[int(rng.integers(len(lb.KINDS)))],
+        width_range=cfg.width_range,
+        variance_floor=cfg.variance_width_floor if variance_floor is None else variance_floor,
+        magnitude_range=cfg.magnitude_range,
+        **fixed,
+    )
 
 
 # What each kind adds over its window, in the question's words (spec: "Anomaly").

@@ -4,8 +4,7 @@ windows that never overlap in time; the gold lists every event sorted by (channe
 from __future__ import annotations
 
 from tsbench.tasks.anomalyxl import labels as lb
-from tsbench.tasks.anomalyxl.categories import AnomalyPlan, describe_channels, kinds_fact, scale_fact, window_fact
-from tsbench.tasks.anomalyxl.injections import plan_injection
+from tsbench.tasks.anomalyxl.categories import AnomalyPlan, describe_channels, draw, kinds_fact, scale_fact, window_fact
 
 SCHEMA = '{"anomalies": [{"channel": "<name>", "start": <int>, "end": <int>}, ...]}'
 MAX_TRIES = 10_000
@@ -39,15 +38,7 @@ def plan(rng, length: int, cfg) -> AnomalyPlan:
     for channel in targets:
         kind = lb.KINDS[int(rng.integers(len(lb.KINDS)))]
         for _ in range(MAX_TRIES):
-            inj = plan_injection(
-                rng,
-                length=length,
-                kind=kind,
-                channel=channel,
-                width_range=cfg.width_range,
-                variance_floor=cfg.variance_width_floor,
-                magnitude_range=cfg.magnitude_range,
-            )
+            inj = draw(rng, length, cfg, kind=kind, channel=channel)
             if not _overlaps(inj["start"], inj["end"], taken):
                 break
         else:

@@ -6,12 +6,12 @@ from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.categories import (
     AnomalyPlan,
     describe_channels,
+    draw,
     kinds_fact,
     scale_fact,
     single_channel_names,
     window_fact,
 )
-from tsbench.tasks.anomalyxl.injections import plan_injection
 
 SCHEMA = '{"kind": "<label>", "start": <int>, "end": <int>}'
 
@@ -26,14 +26,6 @@ def question(length: int, cfg) -> str:
 
 
 def plan(rng, length: int, cfg) -> AnomalyPlan:
-    kind = lb.KINDS[int(rng.integers(len(lb.KINDS)))]
-    inj = plan_injection(
-        rng,
-        length=length,
-        kind=kind,
-        width_range=cfg.width_range,
-        variance_floor=cfg.variance_width_floor,
-        magnitude_range=cfg.magnitude_range,
-    )
-    gold = {"kind": kind, "start": inj["start"], "end": inj["end"], "_L": length}
+    inj = draw(rng, length, cfg)
+    gold = {"kind": inj["kind"], "start": inj["start"], "end": inj["end"], "_L": length}
     return AnomalyPlan(single_channel_names(), [inj], gold, question(length, cfg))

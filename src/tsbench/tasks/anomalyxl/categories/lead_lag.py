@@ -7,8 +7,7 @@ magnitude and sign. Independent sides draw their own anomalies with starts more 
 from __future__ import annotations
 
 from tsbench.tasks.anomalyxl import labels as lb
-from tsbench.tasks.anomalyxl.categories import AnomalyPlan, describe_channels, kinds_fact, scale_fact, window_fact
-from tsbench.tasks.anomalyxl.injections import plan_injection
+from tsbench.tasks.anomalyxl.categories import AnomalyPlan, describe_channels, draw, kinds_fact, scale_fact, window_fact
 
 NAMES = ["A_ch_00", "B_ch_00"]
 SCHEMA = '{"direction": "lead" | "lag" | "independent", "lag_samples": <int>}'
@@ -35,30 +34,19 @@ def question(length: int, cfg) -> str:
     )
 
 
-def _draw(rng, length: int, cfg, **fixed) -> dict:
-    return plan_injection(
-        rng,
-        length=length,
-        width_range=cfg.width_range,
-        variance_floor=cfg.lead_lag_variance_width_floor,
-        magnitude_range=cfg.magnitude_range,
-        **fixed,
-    )
-
-
 def plan(rng, length: int, cfg) -> AnomalyPlan:
     direction = lb.DIRECTIONS[int(rng.integers(3))]
     if direction == "independent":
-        a = _draw(rng, length, cfg, kind=lb.KINDS[int(rng.integers(5))], channel=0)
+        a = draw(rng, length, cfg, cfg.lead_lag_variance_width_floor, channel=0)
         for _ in range(MAX_TRIES):
-            b = _draw(rng, length, cfg, kind=lb.KINDS[int(rng.integers(5))], channel=1)
+            b = draw(rng, length, cfg, cfg.lead_lag_variance_width_floor, channel=1)
             if abs(b["start"] - a["start"]) > length / 4:
                 break
         else:
             raise ValueError(f"could not place independent windows in L={length}")
         lag = 0
     else:
-        shared = _draw(rng, length, cfg, kind=lb.KINDS[int(rng.integers(5))])
+        shared = draw(rng, length, cfg, cfg.lead_lag_variance_width_floor)
         width = shared["end"] - shared["start"]
         lag = int(rng.integers(1, max_lag(length) + 1))
         first = int(rng.integers(0, length - width - lag + 1))

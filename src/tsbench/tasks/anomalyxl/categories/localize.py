@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.categories import (
     AnomalyPlan,
     describe_channels,
+    draw,
     kinds_fact,
     scale_fact,
     single_channel_names,
     window_fact,
 )
-from tsbench.tasks.anomalyxl.injections import plan_injection
 
 SCHEMA = '{"present": true, "start": <int>, "end": <int>} or {"present": false}'
 
@@ -31,15 +30,7 @@ def plan(rng, length: int, cfg) -> AnomalyPlan:
     injections = []
     gold: dict = {"present": present}
     if present:
-        kind = lb.KINDS[int(rng.integers(len(lb.KINDS)))]
-        inj = plan_injection(
-            rng,
-            length=length,
-            kind=kind,
-            width_range=cfg.width_range,
-            variance_floor=cfg.variance_width_floor,
-            magnitude_range=cfg.magnitude_range,
-        )
+        inj = draw(rng, length, cfg)
         injections.append(inj)
         gold.update(start=inj["start"], end=inj["end"])
     gold["_L"] = length
