@@ -57,22 +57,4 @@ class _Package(types.ModuleType):
 
 sys.modules[__name__].__class__ = _Package
 
-__all__ = [
-    "HARNESSES",
-    "EpisodeError",
-    "EpisodeOutcome",
-    "EpisodeResult",
-    "EpisodeTask",
-    "FunctionHarness",
-    "Harness",
-    "HarnessSettings",
-    "MemorySettings",
-    "as_settings",
-    "episode_outcome",
-    "get_harness",
-    "harness_settings",
-    "memory_for",
-    "play",
-    "require_jail",
-    "settings_class",
-]
+__all__ = sorted(_WHERE)

@@ -26,24 +26,6 @@ def series_messages(task: EpisodeTask, with_plot: bool = False) -> list[Message]
     ]
 
 
-def run_series(model, task: EpisodeTask, cfg: HarnessSettings) -> EpisodeResult:
-    if task.values is None:
-        raise EpisodeError("no_series", f"row {task.row_id} has no series for a series-reading model")
-    if not model.reads_series():
-        raise EpisodeError("bad_pairing", f"{model.name} does not read series natively")
-    messages = series_messages(task, with_plot=model.wants_plot())
-    completion = model.generate(
-        messages, max_tokens=cfg.max_tokens, temperature=cfg.temperature, task=task.info(), series=task.values
-    )
-    result = EpisodeResult(final_message="" if unfinished(completion, cfg) else completion.text)
-    result.add_completion(completion)
-    result.transcript = [
-        {"role": m.role, "content": m.content, "series_shape": list(task.values.shape), "images": len(m.images)}
-        for m in messages
-    ] + [{"role": "assistant", "content": completion.text, "input_tokens": completion.input_tokens}]
-    return result
-
-
 class Series(Harness[HarnessSettings]):
     """`series`: for models that read the series natively (`Agent.reads_series`)."""
 
@@ -55,4 +37,18 @@ class Series(Harness[HarnessSettings]):
         return super().pairing_problem(agent, cfg)
 
     def run(self, agent: Agent, task: EpisodeTask, cfg: HarnessSettings) -> EpisodeResult:
-        return run_series(agent, task, cfg)
+        if task.values is None:
+            raise EpisodeError("no_series", f"row {task.row_id} has no series for a series-reading model")
+        if not agent.reads_series():
+            raise EpisodeError("bad_pairing", f"{agent.name} does not read series natively")
+        messages = series_messages(task, with_plot=agent.wants_plot())
+        completion = agent.generate(
+            messages, max_tokens=cfg.max_tokens, temperature=cfg.temperature, task=task.info(), series=task.values
+        )
+        result = EpisodeResult(final_message="" if unfinished(completion, cfg) else completion.text)
+        result.add_completion(completion)
+        result.transcript = [
+            {"role": m.role, "content": m.content, "series_shape": list(task.values.shape), "images": len(m.images)}
+            for m in messages
+        ] + [{"role": "assistant", "content": completion.text, "input_tokens": completion.input_tokens}]
+        return result

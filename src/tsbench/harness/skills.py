@@ -48,9 +48,6 @@ class SkillLibrary:
     def names(self) -> list[str]:
         return [s.name for s in self.skills]
 
-    def get(self, name: str) -> Skill | None:
-        return next((s for s in self.skills if s.name == name), None)
-
     def add(self, skill: Skill) -> None:
         self.skills.append(skill)
 

@@ -6,10 +6,8 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 from pathlib import Path
 
@@ -70,12 +68,13 @@ def stumpy_cache_ready() -> bool:
 def warm_stumpy_cache(timeout_s: float = 900.0) -> bool:
     """Compile stumpy's matrix profile once per machine (about a minute) into stumpy_cache_dir(), in a
     child process. Without it, every episode's first `discords` call compiles from scratch."""
+    from tsbench.models.local_hf import build_atomically
+
     target = stumpy_cache_dir()
     if (target / STUMPY_READY).is_file():
         return True
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".stumpy-", dir=target.parent))
-    try:
+
+    def compile_into(staging: Path) -> None:
         env = dict(os.environ, NUMBA_CACHE_DIR=str(staging))
         # stderr to a file this process closes at once: the warm-up outlives the eval that started it,
         # and must hold none of its descriptors meanwhile (no pipes)
@@ -95,22 +94,17 @@ def warm_stumpy_cache(timeout_s: float = 900.0) -> bool:
             child.wait()
             raise
         if returncode != 0:
-            log.warning("stumpy warm-up failed: %s", errors.read_text(errors="replace")[-500:])
-            return False
+            raise OSError(errors.read_text(errors="replace")[-500:])
         errors.unlink()
         (staging / STUMPY_READY).write_text("ok\n")
         _readable_by_all(staging)
-        try:
-            os.rename(staging, target)
-        except OSError:
-            if not (target / STUMPY_READY).is_file():
-                raise
+
+    try:
+        build_atomically(target, compile_into, (target / STUMPY_READY).is_file)
         return True
     except (OSError, subprocess.SubprocessError) as exc:
         log.warning("stumpy warm-up failed: %s", exc)
         return False
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
 
 
 def warm_stumpy_cache_in_background() -> None:

@@ -69,7 +69,12 @@ class ToolProtocol:
         temperature: float | None,
         task: TaskInfo,
     ) -> Completion:
-        raise NotImplementedError
+        options = self.request_options(toolset, final)
+        return model.generate(messages, max_tokens=max_tokens, temperature=temperature, task=task, **options)
+
+    def request_options(self, toolset: Toolset, final: bool) -> dict[str, Any]:
+        """What a request carries besides the messages (json: nothing, the system prompt lists the tools)."""
+        return {}
 
     def calls(self, completion: Completion, toolset: Toolset, turn: int) -> list[ParsedCall]:
         raise NotImplementedError
@@ -99,15 +104,8 @@ class NativeProtocol(ToolProtocol):
             f"Tools: {', '.join(toolset.names)}."
         )
 
-    def generate(self, model, messages, toolset, *, final, max_tokens, temperature, task):
-        return model.generate(
-            messages,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            task=task,
-            tools=toolset.openai_tools(),
-            tool_choice="none" if final else "auto",
-        )
+    def request_options(self, toolset, final):
+        return {"tools": toolset.openai_tools(), "tool_choice": "none" if final else "auto"}
 
     def calls(self, completion, toolset, turn):
         parsed = []
@@ -139,9 +137,6 @@ class JsonTextProtocol(ToolProtocol):
             f'{TOOL_CALL_OPEN}{{"name": "channel_stats", "arguments": {{"channel": "ch_00"}}}}{TOOL_CALL_CLOSE}\n'
             "You may write several such lines in one reply; the results come back in <tool_result> blocks."
         )
-
-    def generate(self, model, messages, toolset, *, final, max_tokens, temperature, task):
-        return model.generate(messages, max_tokens=max_tokens, temperature=temperature, task=task)
 
     def calls(self, completion, toolset, turn):
         return [

@@ -226,12 +226,6 @@ class ToolsEpisode(TurnLoop):
         return False
 
 
-def run_tools(
-    model: Agent, task: EpisodeTask, cfg: ToolsSettings, *, image: bool = False, toolset: Toolset | None = None
-) -> EpisodeResult:
-    return ToolsEpisode(model, task, cfg, image=image, toolset=toolset).run()
-
-
 class Tools(Harness[ToolsSettings]):
     """`tools`: typed tools over a kernel-held series (TimeClaw)."""
 
@@ -253,7 +247,7 @@ class Tools(Harness[ToolsSettings]):
 
     def run(self, agent: Agent, task: EpisodeTask, cfg: ToolsSettings) -> EpisodeResult:
         self.prepare()
-        return run_tools(agent, task, cfg, image=bool(self.images))
+        return ToolsEpisode(agent, task, cfg, image=bool(self.images), toolset=None).run()
 
 
 class ToolsImage(Tools):

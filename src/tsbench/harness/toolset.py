@@ -149,22 +149,16 @@ def _first_sentence(text: str) -> str:
     return text[: found.start() + 1] if found else text
 
 
+_PYTHON_TYPES = {"number": (int, float), "string": str, "boolean": bool, "array": list, "object": dict}
+
+
 def _matches(kind: str, value: Any) -> bool:
+    """Whether `value` is of the JSON schema type `kind` (a bool is no number; 2.0 is an integer)."""
+    if kind in ("integer", "number") and isinstance(value, bool):
+        return False
     if kind == "integer":
-        return (
-            isinstance(value, int) and not isinstance(value, bool) or (isinstance(value, float) and value.is_integer())
-        )
-    if kind == "number":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if kind == "string":
-        return isinstance(value, str)
-    if kind == "boolean":
-        return isinstance(value, bool)
-    if kind == "array":
-        return isinstance(value, list)
-    if kind == "object":
-        return isinstance(value, dict)
-    return True
+        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    return isinstance(value, _PYTHON_TYPES.get(kind, object))
 
 
 def read_observation(cell: CellResult, max_chars: int) -> Observation:

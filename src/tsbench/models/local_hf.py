@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -156,22 +157,31 @@ def _write_dequantized(gguf: Path, target: Path) -> None:
     (target / SOURCE_MARKER).write_text(json.dumps(_source_record(gguf)))
 
 
-def convert_smollm2(gguf: Path, cache_dir: Path) -> None:
-    """De-quantize the GGUF into a float32 safetensors model dir at `cache_dir`, atomically."""
-    cache_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{cache_dir.name}-", dir=cache_dir.parent))
-    log.info("converting %s to safetensors in %s (one-off, slow)", gguf.name, cache_dir)
+def build_atomically(target: Path, write: Callable[[Path], None], is_current: Callable[[], bool]) -> None:
+    """`write` a folder beside `target`, then rename it into place: no reader ever sees half of one, and
+    when another process won the race (the rename fails) its folder is kept."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        _write_dequantized(gguf, staging)
-        if cache_dir.exists():
-            shutil.rmtree(cache_dir)  # stale or half-written
+        write(staging)
+        shutil.rmtree(target, ignore_errors=True)  # stale or half-written
         try:
-            os.rename(staging, cache_dir)
+            os.rename(staging, target)
         except OSError:
-            if not _cache_is_current(cache_dir, gguf):  # another process won the race; keep theirs
+            if not is_current():
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def convert_smollm2(gguf: Path, cache_dir: Path) -> None:
+    """De-quantize the GGUF into a float32 safetensors model dir at `cache_dir`, atomically."""
+    log.info("converting %s to safetensors in %s (one-off, slow)", gguf.name, cache_dir)
+    try:
+        build_atomically(
+            cache_dir, lambda staging: _write_dequantized(gguf, staging), lambda: _cache_is_current(cache_dir, gguf)
+        )
+    finally:
         gc.collect()  # the converted copy is garbage now; free it before the cached copy loads
 
 
@@ -206,6 +216,43 @@ def _resolve_dtype(dtype: Any, device: str) -> Any:
             raise ValueError(f"unknown dtype {dtype!r}")
         return resolved
     return dtype
+
+
+def sampling_options(max_new_tokens: int, temperature: float | None, seed: int) -> dict[str, Any]:
+    """Greedy, or with a positive temperature plain temperature sampling (not the model's own top-k/top-p
+    defaults), seeded per call: a run is reproducible when its calls come in the same order."""
+    options: dict[str, Any] = {"max_new_tokens": max_new_tokens, "do_sample": False}
+    if temperature is not None and temperature > 0:
+        import torch
+
+        options.update(do_sample=True, temperature=temperature, top_p=1.0, top_k=0)
+        torch.manual_seed(seed)
+    return options
+
+
+def pad_token_id(tokenizer: Any) -> int | None:
+    return tokenizer.eos_token_id if tokenizer.pad_token_id is None else tokenizer.pad_token_id
+
+
+def local_completion(
+    model: Any, tokenizer: Any, prompt_ids: list[int], output_ids: list[int], started: float, extra: dict[str, Any]
+) -> Completion:
+    """A local generation as a Completion: stopped when its last token ends a sequence, no cost (no
+    per-token price for our own hardware), the exact token ids kept so training never re-tokenises."""
+    eos = model.generation_config.eos_token_id
+    if eos is None:
+        eos = tokenizer.eos_token_id
+    eos_ids = set() if eos is None else {eos} if isinstance(eos, int) else set(eos)
+    extra["finish_reason"] = "stop" if output_ids and output_ids[-1] in eos_ids else "length"
+    return Completion(
+        text=tokenizer.decode(output_ids, skip_special_tokens=True),
+        input_tokens=len(prompt_ids),
+        output_tokens=len(output_ids),
+        latency_s=time.perf_counter() - started,
+        prompt_token_ids=prompt_ids,
+        output_token_ids=output_ids,
+        extra=extra,
+    )
 
 
 class LocalHFModel(Agent):
@@ -301,14 +348,6 @@ class LocalHFModel(Agent):
         with self._lock:
             return int(self._prompt_ids(messages)[0]["input_ids"].shape[1])
 
-    def _eos_ids(self) -> set[int]:
-        eos = self.model.generation_config.eos_token_id
-        if eos is None:
-            eos = self.tokenizer.eos_token_id
-        if eos is None:
-            return set()
-        return {eos} if isinstance(eos, int) else set(eos)
-
     def generate(
         self,
         messages: list[Message],
@@ -346,38 +385,19 @@ class LocalHFModel(Agent):
             raise ModelError(
                 "bad_request", f"prompt of {prompt_len} tokens does not fit the {context}-token context of {self.name}"
             )
-        options: dict[str, Any] = {"max_new_tokens": max_new_tokens, "do_sample": False}
-        if temperature is not None and temperature > 0:
-            # Plain temperature sampling, not the model's own top-k/top-p defaults.
-            options.update(do_sample=True, temperature=temperature, top_p=1.0, top_k=0)
-            # Seeded per call: a run is reproducible when its calls come in the same order.
-            torch.manual_seed(self.seed + self._calls)
+        options = sampling_options(max_new_tokens, temperature, self.seed + self._calls)
         self._calls += 1
-        pad_id = self.tokenizer.pad_token_id
-        if pad_id is None:
-            pad_id = self.tokenizer.eos_token_id
         with torch.inference_mode():
             output = self.model.generate(
                 input_ids=prompt_ids.to(self.device),
                 attention_mask=encoded["attention_mask"].to(self.device),
-                pad_token_id=pad_id,
+                pad_token_id=pad_token_id(self.tokenizer),
                 streamer=MeterStreamer(),  # the progress line counts tokens as they come
                 **options,
             )
         output_ids = output[0, prompt_len:].tolist()
-        text = self.tokenizer.decode(output_ids, skip_special_tokens=True)
-        stopped = bool(output_ids) and output_ids[-1] in self._eos_ids()
-        extra.update(finish_reason="stop" if stopped else "length", device=self.device, threads=self.threads)
-        return Completion(
-            text=text,
-            input_tokens=prompt_len,
-            output_tokens=len(output_ids),
-            latency_s=time.perf_counter() - started,
-            cost_usd=None,  # no per-token price for our own hardware
-            prompt_token_ids=prompt_ids[0].tolist(),
-            output_token_ids=output_ids,
-            extra=extra,
-        )
+        extra.update(device=self.device, threads=self.threads)
+        return local_completion(self.model, self.tokenizer, prompt_ids[0].tolist(), output_ids, started, extra)
 
     def close(self) -> None:
         self.model = None

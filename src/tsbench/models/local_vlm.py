@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from tsbench.models.base import Agent, Completion, Message, ModelError, TaskInfo
-from tsbench.models.local_hf import _default_device, _resolve_dtype, dtype_option, offline_transformers
+from tsbench.models.local_hf import (
+    _default_device,
+    _resolve_dtype,
+    dtype_option,
+    local_completion,
+    offline_transformers,
+    pad_token_id,
+    sampling_options,
+)
 from tsbench.models.streaming import MeterStreamer
 from tsbench.models.torch_threads import set_torch_threads
 
@@ -157,7 +165,7 @@ class LocalVLMModel(Agent):
         temperature: float | None = None,
         task: TaskInfo | None = None,
     ) -> Completion:
-        """Greedy unless a positive temperature is given (plain temperature sampling, seeded per call)."""
+        """Greedy unless a positive temperature is given (local_hf.sampling_options)."""
         import torch
 
         with self._lock:
@@ -170,13 +178,10 @@ class LocalVLMModel(Agent):
             )
             if context and len(encoded.ids) >= context:
                 raise ModelError("bad_request", f"prompt of {len(encoded.ids)} tokens does not fit {self.name}")
-            options: dict[str, Any] = {"max_new_tokens": max_tokens or self.max_new_tokens, "do_sample": False}
+            options = sampling_options(max_tokens or self.max_new_tokens, temperature, self.seed + self._calls)
             placeholders = [getattr(self.model.config, k, None) for k in ("image_token_id", "video_token_id")]
             if any(isinstance(i, int) for i in placeholders):  # never generate an image placeholder
                 options["suppress_tokens"] = [i for i in placeholders if isinstance(i, int)]
-            if temperature is not None and temperature > 0:
-                options.update(do_sample=True, temperature=temperature, top_p=1.0, top_k=0)
-                torch.manual_seed(self.seed + self._calls)
             self._calls += 1
             tokenizer = self.processor.tokenizer
             ids = torch.tensor([encoded.ids], device=self.device)
@@ -185,31 +190,14 @@ class LocalVLMModel(Agent):
                 out = self.model.generate(
                     input_ids=ids,
                     attention_mask=torch.ones_like(ids),
-                    pad_token_id=tokenizer.pad_token_id
-                    if tokenizer.pad_token_id is not None
-                    else tokenizer.eos_token_id,
+                    pad_token_id=pad_token_id(tokenizer),
                     **inputs,
                     streamer=MeterStreamer(),
                     **options,
                 )
             output_ids = out[0, len(encoded.ids) :].tolist()
-            eos = self.model.generation_config.eos_token_id
-            eos_ids = {eos} if isinstance(eos, int) else set(eos or [tokenizer.eos_token_id])
-            stopped = bool(output_ids) and output_ids[-1] in eos_ids
-            return Completion(
-                text=tokenizer.decode(output_ids, skip_special_tokens=True),
-                input_tokens=len(encoded.ids),
-                output_tokens=len(output_ids),
-                latency_s=time.perf_counter() - started,
-                prompt_token_ids=list(encoded.ids),
-                output_token_ids=output_ids,
-                extra={
-                    "finish_reason": "stop" if stopped else "length",
-                    "device": self.device,
-                    "threads": self.threads,
-                    "images": len(encoded.images),
-                },
-            )
+            extra = {"device": self.device, "threads": self.threads, "images": len(encoded.images)}
+            return local_completion(self.model, tokenizer, list(encoded.ids), output_ids, started, extra)
 
     def close(self) -> None:
         self.model = None
@@ -239,29 +227,17 @@ _tiny_lock = threading.Lock()
 
 def ensure_tiny_vlm() -> Path:
     """A tiny random Qwen2.5-VL (models/tiny_vlm.py, seed 0) built once under the cache dir."""
-    import os
-    import shutil
-    import tempfile
-
-    from tsbench.models.local_hf import cache_root
+    from tsbench.models.local_hf import build_atomically, cache_root
     from tsbench.models.tiny_vlm import WORDS, make_tiny_random_vlm
 
     target = cache_root() / "models" / TINY_VLM_NAME
-    marker, version = "tsbench-tiny.json", json.dumps({"words": WORDS, "seed": 0})
+    marker, version = target / "tsbench-tiny.json", json.dumps({"words": WORDS, "seed": 0})
+
+    def write(staging: Path) -> None:
+        make_tiny_random_vlm(staging)
+        (staging / marker.name).write_text(version)
+
     with _tiny_lock:
-        if (target / marker).is_file() and (target / marker).read_text() == version:
-            return target
-        target.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{TINY_VLM_NAME}-", dir=target.parent))
-        try:
-            make_tiny_random_vlm(staging)
-            (staging / marker).write_text(version)
-            shutil.rmtree(target, ignore_errors=True)  # an older build
-            try:
-                os.rename(staging, target)
-            except OSError:  # another process built it first
-                if not (target / marker).is_file():
-                    raise
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+        if not (marker.is_file() and marker.read_text() == version):
+            build_atomically(target, write, marker.is_file)  # replaces an older build
     return target

@@ -48,7 +48,8 @@ def split_spec(spec: str) -> tuple[str, str]:
     return provider, name
 
 
-def _options_for(provider: str, allowed: set[str], opts: dict[str, Any]) -> dict[str, Any]:
+def options_for(provider: str, allowed: set[str], opts: dict[str, Any], ints: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The options `provider` takes from `opts` (those in `ints` as ints); one it does not take is an error."""
     given = {
         key: value
         for key, value in opts.items()
@@ -57,7 +58,7 @@ def _options_for(provider: str, allowed: set[str], opts: dict[str, Any]) -> dict
     unknown = sorted(set(given) - allowed)
     if unknown:
         raise ValueError(f"option(s) {', '.join(unknown)} do not apply to {provider}/ models")
-    return given
+    return {key: int(value) if key in ints else value for key, value in given.items()}
 
 
 def _with_retry(opts: dict[str, Any]) -> dict[str, Any]:
@@ -102,7 +103,7 @@ class OpenAIProvider(Provider):
     def build(self, name: str, opts: dict[str, Any]) -> ChatModel:
         from tsbench.models.openai_model import OpenAIChatModel
 
-        return OpenAIChatModel(name, name=f"openai/{name}", **_with_retry(_options_for("openai", OPENAI_OPTIONS, opts)))
+        return OpenAIChatModel(name, name=f"openai/{name}", **_with_retry(options_for("openai", OPENAI_OPTIONS, opts)))
 
     def model_class(self, name: str) -> type:
         from tsbench.models.openai_model import OpenAIChatModel
@@ -114,7 +115,7 @@ class VLLMProvider(Provider):
     def build(self, name: str, opts: dict[str, Any]) -> ChatModel:
         from tsbench.models.vllm_server import VLLMChatModel
 
-        return VLLMChatModel(name, **_with_retry(_options_for("vllm", VLLM_OPTIONS, opts)))
+        return VLLMChatModel(name, **_with_retry(options_for("vllm", VLLM_OPTIONS, opts)))
 
     def model_class(self, name: str) -> type:
         from tsbench.models.vllm_server import VLLMChatModel
@@ -124,7 +125,7 @@ class VLLMProvider(Provider):
 
 class LocalProvider(Provider):
     def build(self, name: str, opts: dict[str, Any]) -> ChatModel:
-        return self.model_class(name)(name, name=f"local/{name}", **_options_for("local", LOCAL_OPTIONS, opts))
+        return self.model_class(name)(name, name=f"local/{name}", **options_for("local", LOCAL_OPTIONS, opts))
 
     def model_class(self, name: str) -> type:
         check("torch", "transformers", "safetensors", extra="local", what="a local/ model")

@@ -83,9 +83,6 @@ class RetryPolicy:
         return delay
 
 
-NO_RETRY = RetryPolicy(max_attempts=1)
-
-
 def call_with_retries(
     fn: Callable[[], T],
     policy: RetryPolicy,

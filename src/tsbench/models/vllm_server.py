@@ -204,10 +204,6 @@ class VLLMChatModel(Agent):
             key = api_key_for(
                 url, api_key=api_key, api_key_env=api_key_env, fallback_env="VLLM_API_KEY" if paired else None
             )
-        except BaseException:
-            self.close()
-            raise
-        try:
             self.client = OpenAIChatModel(model, base_url=url, api_key=key, name=self.name, **client_options)
         except BaseException:
             self.close()

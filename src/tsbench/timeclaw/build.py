@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -70,6 +70,14 @@ def refuse_test_split(samples: pd.DataFrame, run_dir, allow: bool) -> None:
         )
 
 
+def _runs(from_runs, include_test_split: bool) -> Iterator[tuple[Path, pd.DataFrame]]:
+    """Each run dir with its rows (test-split rows refused unless asked for)."""
+    for run_dir in _as_list(from_runs):
+        samples = read_run_samples(run_dir)
+        refuse_test_split(samples, run_dir, include_test_split)
+        yield run_dir, samples
+
+
 def run_data_files(run_dir: str | Path, data: Iterable[str] | None = None) -> list[Path]:
     """The dataset parquet files a run read (from run.json), or `data` when given."""
     if data:
@@ -84,9 +92,7 @@ def run_data_files(run_dir: str | Path, data: Iterable[str] | None = None) -> li
 def successful_rows(from_runs, min_score: float, include_test_split: bool = False) -> pd.DataFrame:
     """Finished rows scoring >= min_score across the runs, best episode per id (earliest on ties)."""
     frames = []
-    for run_dir in _as_list(from_runs):
-        samples = read_run_samples(run_dir)
-        refuse_test_split(samples, run_dir, include_test_split)
+    for run_dir, samples in _runs(from_runs, include_test_split):
         if "error_type" in samples:
             samples = samples[samples["error_type"].isna()]
         samples = samples[samples["score"].notna() & (samples["score"] >= min_score)].copy()
@@ -128,14 +134,8 @@ def admitted_rows(
         return successful_rows(from_runs, DEFAULT_MIN_SCORE if min_score is None else min_score, include_test_split)
     if min_score is not None:
         raise ValueError("min_score applies to admission='successful' (the 'timeclaw' rule admits every finished row)")
-    frames = []
-    for run_dir in _as_list(from_runs):
-        samples = read_run_samples(run_dir)
-        refuse_test_split(samples, run_dir, include_test_split)
-        frames.append(completion_order(samples).assign(run=str(run_dir)))
-    if not frames:
-        return pd.DataFrame()
-    return admit_timeclaw(pd.concat(frames, ignore_index=True))
+    frames = [completion_order(samples).assign(run=str(run)) for run, samples in _runs(from_runs, include_test_split)]
+    return admit_timeclaw(pd.concat(frames, ignore_index=True)) if frames else pd.DataFrame()
 
 
 def run_family(run_dir: str | Path) -> TaskFamily:

@@ -56,21 +56,7 @@ FEATURE_NAMES = (
     "outlier_rate",
 )
 DIM = len(FEATURE_NAMES)  # 20
-_PER_CHANNEL = (
-    "iqr_over_std",
-    "skew",
-    "kurt",
-    "slope",
-    "r2",
-    "acf_1",
-    "acf_sqrt",
-    "acf_quarter",
-    "fft_freq",
-    "fft_pfrac",
-    "spec_entropy",
-    "cp_rate",
-    "outlier_rate",
-)
+_PER_CHANNEL = FEATURE_NAMES[6:18] + FEATURE_NAMES[19:]  # averaged over channels; not |rho|, a pairwise one
 
 
 def _channels(values) -> list[np.ndarray]:
@@ -201,16 +187,19 @@ def _paper(raw: list[np.ndarray], timestamps) -> np.ndarray:
     psi[3] = _irregular(timestamps)
     if not kept:
         return psi
-    psi[0] = np.log10(float(np.median([len(x) for x in kept])) + 1.0)
-    psi[1] = np.log2(len(kept) + 1.0)
-    per_channel = [channel_features(x) for x in kept]
-    psi[5] = np.log10(float(np.mean([f["sigma"] for f in per_channel])) + 1.0)
-    mean_of = {key: float(np.mean([f[key] for f in per_channel])) for key in _PER_CHANNEL}
-    for index, name in enumerate(FEATURE_NAMES):
-        if name in mean_of:
-            psi[index] = mean_of[name]
+    _shape_and_channels(psi, kept, [channel_features(x) for x in kept])
     psi[18] = mean_abs_correlation(kept)
     return psi
+
+
+def _shape_and_channels(psi: np.ndarray, kept: list[np.ndarray], per_channel: list[dict[str, float]]) -> None:
+    """logLen, logChan, stdLog and the per-channel features averaged over the N' kept channels (both readings)."""
+    psi[0] = np.log10(float(np.median([len(x) for x in kept])) + 1.0)
+    psi[1] = np.log2(len(kept) + 1.0)
+    psi[5] = np.log10(float(np.mean([f["sigma"] for f in per_channel])) + 1.0)
+    for index, name in enumerate(FEATURE_NAMES):
+        if name in _PER_CHANNEL:
+            psi[index] = float(np.mean([f[name] for f in per_channel]))
 
 
 # -- the authors' reading ("timeclaw") ---------------------------------------------------------------
@@ -306,16 +295,9 @@ def _timeclaw(raw: list[np.ndarray], timestamps) -> np.ndarray:
     psi = np.zeros(DIM, dtype=np.float64)
     if not kept:
         return psi
-    entries = sum(len(x) for x in raw)
-    psi[0] = np.log10(np.median(np.array([len(x) for x in kept], dtype=float)) + 1.0)
-    psi[1] = np.log2(len(kept) + 1.0)
-    psi[2] = 1.0 - sum(len(x) for x in kept) / entries
+    psi[2] = 1.0 - sum(len(x) for x in kept) / sum(len(x) for x in raw)
     psi[3] = tc_irregular(timestamps)
-    per_channel = [tc_channel_features(x) for x in kept]
-    psi[5] = np.log10(float(np.mean([f["sigma"] for f in per_channel])) + 1.0)
-    for index, name in enumerate(FEATURE_NAMES):
-        if name in _PER_CHANNEL:
-            psi[index] = float(np.mean([f[name] for f in per_channel]))
+    _shape_and_channels(psi, kept, [tc_channel_features(x) for x in kept])
     psi[18] = tc_mean_abs_correlation(kept)
     single = psi.astype(np.float32)  # the authors' dtype, then their guard against non-finite values
     return np.where(np.isfinite(single), single, 0.0).astype(np.float64)

@@ -108,14 +108,8 @@ TSLM_OPTIONS = {"device", "max_new_tokens", "max_input_tokens"}
 def build_model(name: str, opts: dict) -> TSLMChatModel:
     """The `tslm` provider: `tslm/<run dir>` (-M device=cuda:1, -M max_new_tokens=128, -M max_input_tokens=N)."""
     from tsbench.core.extras import check
-    from tsbench.models.registry import GENERIC_OPTIONS
+    from tsbench.models.registry import options_for
 
     check("torch", "transformers", "peft", "chronos", extra="tslm", what="a tslm/ model")
-    given = {k: v for k, v in opts.items() if v is not None and k not in GENERIC_OPTIONS}
-    unknown = sorted(set(given) - TSLM_OPTIONS)
-    if unknown:
-        raise ValueError(f"option(s) {', '.join(unknown)} do not apply to tslm/ models")
-    for key in ("max_new_tokens", "max_input_tokens"):
-        if key in given:
-            given[key] = int(given[key])
+    given = options_for("tslm", TSLM_OPTIONS, opts, ints=("max_new_tokens", "max_input_tokens"))
     return TSLMChatModel(name, name=f"tslm/{name}", **given)

@@ -36,18 +36,12 @@ class TotoChatModel(TSLMChatModel):
 def build_model(name: str, opts: dict) -> TotoChatModel:
     """The `toto` provider (-M device=cuda, -M max_new_tokens=N, -M max_input_tokens=N, -M toto_max_length=4096)."""
     from tsbench.core.extras import check
-    from tsbench.models.registry import GENERIC_OPTIONS
+    from tsbench.models.registry import options_for
     from tsbench.models.tslm.toto_checkpoint import resolve_checkpoint
     from tsbench.models.tslm.toto_encoder import import_toto
 
     resolve_checkpoint(name)  # a missing checkpoint is one line before anything heavy loads
     check("torch", "transformers", "peft", extra="tslm", what="a toto/ model")
     import_toto()
-    given = {k: v for k, v in opts.items() if v is not None and k not in GENERIC_OPTIONS}
-    unknown = sorted(set(given) - TOTO_OPTIONS)
-    if unknown:
-        raise ValueError(f"option(s) {', '.join(unknown)} do not apply to toto/ models")
-    for key in INT_OPTIONS:
-        if key in given:
-            given[key] = int(given[key])
+    given = options_for("toto", TOTO_OPTIONS, opts, ints=INT_OPTIONS)
     return TotoChatModel(name, name=f"toto/{name}", **given)

@@ -29,7 +29,6 @@ INSTALL_HINT = (
     "Toto's model code is missing: pip install --no-deps toto-ts==0.2.0 gluonts==0.16.2 && "
     "pip install jaxtyping rotary-embedding-torch 'toolz~=0.10' (make setup does this)"
 )
-TOTO_BASE = "Datadog/Toto-Open-Base-1.0"
 
 
 def import_toto():
