@@ -83,7 +83,7 @@ def test_same_seed_same_heads(small_all, trained, tmp_path):
     """Refitting from the cached features with the same seed reproduces every prediction."""
     out, _, _ = trained
     files = classical.data_files(small_all)
-    examples = classical.load_examples(files, feature_cache.load_cache(out / "features"))
+    examples = list(classical.iter_examples(files, feature_cache.load_cache(out / "features")))
     heads = classical.fit_heads(examples, seed=42)
     saved, _ = classical.load_heads(out)
     ex = next(e for e in examples if e.category == lb.LOCALIZE)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from composite_reward import reward
 from tsbench.core.class_tags import named_option
 from tsbench.tasks import get_taskset
 from tsbench.tasks.timerbed.labels import TASKS
@@ -63,12 +64,11 @@ def test_hard_and_format_reward_of_every_task_module():
         module, options = case["module"], options_of(case["module"])
         w_fmt, w_hard = HARD["weights_format_hard"][module]
         settings = tm.TimeMasterReward(format_weight=w_fmt, hard_weight=w_hard)
-        if named_option(case["gold"], options) is None:  # a gold outside the classes: tsbench refuses it
-            with pytest.raises(ValueError, match="is not one of"):
-                tm.reward(case["text"], case["gold"], options, settings=settings)
+        if named_option(case["gold"], options) is None:  # a gold outside the classes: no class to match
+            assert reward(case["text"], case["gold"], options, settings=settings)["hard"] == 0.0
             refused += 1
             continue
-        got = tm.reward(case["text"], case["gold"], options, settings=settings)
+        got = reward(case["text"], case["gold"], options, settings=settings)
         labels = HARD["labels"][module]
         predicted = labels[case["pred_id"]].lower() if case["fmt"] else None  # the modules fake an id otherwise
         compared += 1
@@ -115,10 +115,9 @@ def test_soft_reward_module_with_its_judge():
     compared, judged, mismatches = 0, 0, []
     for case in SOFT["cases"]:
         if named_option(case["gold"], EMG) is None:
-            with pytest.raises(ValueError):
-                tm.reward(case["text"], case["gold"], EMG, settings=settings)
+            assert reward(case["text"], case["gold"], EMG, settings=settings)["hard"] == 0.0
             continue
-        reading = tm.read(case["text"], tm.option_namer(EMG), settings)
+        reading = tm.read(case["text"], lambda text: named_option(text, EMG), settings)
         hard = tm.hard_reward(reading, named_option(case["gold"], EMG))
         calls, soft = [0], None
         if tm.wants_judge(reading, hard):
@@ -127,7 +126,7 @@ def test_soft_reward_module_with_its_judge():
             assert prompt == case.get("prompt", prompt) and case["temperature"] == settings.judge_temperature
             soft = tm.judged_score(scripted(case["replies"], calls), reading.tagged.extension, settings)
             judged += 1
-        total = tm.reward(case["text"], case["gold"], EMG, soft=soft, settings=settings)["total"]
+        total = reward(case["text"], case["gold"], EMG, soft=soft, settings=settings)["total"]
         compared += 1
         if reading.format != case["fmt"] or calls[0] != case["calls"] or not close(total, case["reward"]):
             mismatches.append((case, reading, calls[0], total))
@@ -157,11 +156,11 @@ def test_the_ctu_prompt_is_the_public_data_scripts():
 def test_the_papers_reading_is_a_named_option():
     paper = tm.TimeMasterReward(format_rule="paper")
     inside = "<think>x <class>Desktop</class></think><class>Laptop</class>"
-    assert tm.reward(inside, "Desktop", ["Desktop", "Laptop"])["format"] == 1.0  # public: <think> unchecked
-    assert tm.reward(inside, "Desktop", ["Desktop", "Laptop"], settings=paper)["format"] == 0.0  # nested
+    assert reward(inside, "Desktop", ["Desktop", "Laptop"])["format"] == 1.0  # public: <think> unchecked
+    assert reward(inside, "Desktop", ["Desktop", "Laptop"], settings=paper)["format"] == 0.0  # nested
     bare = "<class>Desktop</class>"
-    assert tm.reward(bare, "desktop", ["Desktop", "Laptop"])["total"] == pytest.approx(1.0)
-    assert tm.reward(bare, "desktop", ["Desktop", "Laptop"], settings=paper)["total"] == pytest.approx(0.9)
+    assert reward(bare, "desktop", ["Desktop", "Laptop"])["total"] == pytest.approx(1.0)
+    assert reward(bare, "desktop", ["Desktop", "Laptop"], settings=paper)["total"] == pytest.approx(0.9)
     with pytest.raises(ValueError, match="format_rule"):
         tm.TimeMasterReward(format_rule="strict")
     assert RewardConfig(reward="composite", format_rule="strict").problems() == [

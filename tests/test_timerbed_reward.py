@@ -13,6 +13,8 @@ import json
 
 import pytest
 
+from composite_reward import reward
+from tsbench.core.class_tags import named_option
 from tsbench.models.registry import get_model
 from tsbench.models.retry import RetryPolicy
 from tsbench.tasks import get_taskset
@@ -49,6 +51,12 @@ FAST = RetryPolicy(max_attempts=1, base_delay_s=0.01, max_delay_s=0.02, max_tota
 
 
 CLASSES = ["Desktop", "Laptop"]
+
+
+def namer(options):
+    return lambda text: named_option(text, options)
+
+
 PAPER = tm.TimeMasterReward(format_rule="paper")
 
 
@@ -69,37 +77,35 @@ PAPER = tm.TimeMasterReward(format_rule="paper")
     ],
 )
 def test_format_reward_public_and_paper(text, public, paper):
-    assert tm.reward(text, "Desktop", CLASSES)["format"] == float(public)
-    assert tm.reward(text, "Desktop", CLASSES, settings=PAPER)["format"] == float(paper)
+    assert reward(text, "Desktop", CLASSES)["format"] == float(public)
+    assert reward(text, "Desktop", CLASSES, settings=PAPER)["format"] == float(paper)
 
 
 def test_format_reward_on_the_papers_figure_2():
     for settings in (tm.DEFAULT, PAPER):
-        assert tm.reward(FORMAT_ERROR, "Myopathy", EMG, settings=settings)["total"] == 0.0
-        assert tm.reward(PREDICTION_ERROR, "Myopathy", EMG, soft=0.9, settings=settings) == {
+        assert reward(FORMAT_ERROR, "Myopathy", EMG, settings=settings)["total"] == 0.0
+        assert reward(PREDICTION_ERROR, "Myopathy", EMG, soft=0.9, settings=settings) == {
             "format": 1.0, "hard": 0.0, "soft": 0.0, "total": pytest.approx(0.1), "predicted": "Neuropathy",
         }  # fmt: skip  # no soft reward without the right class (eq. 4)
     strict = tm.TimeMasterReward(format_rule="paper", require_extension=True)
-    assert tm.reward("<think>x</think><class>Desktop</class>", "Desktop", CLASSES, settings=strict)["format"] == 0.0
+    assert tm.read("<think>x</think><class>Desktop</class>", namer(CLASSES), strict).format == 0.0
 
 
 def test_hard_reward_is_a_case_insensitive_class_match():
-    assert tm.reward("<think>x</think><class>Desktop</class>", "Desktop", CLASSES) == {
+    assert reward("<think>x</think><class>Desktop</class>", "Desktop", CLASSES) == {
         "format": 1.0, "hard": 1.0, "soft": 0.0, "total": pytest.approx(1.0), "predicted": "Desktop",
     }  # fmt: skip
-    assert tm.reward(HAR, "walking_downstairs", list(get_taskset("timerbed").columns()[5].options))["hard"] == 1.0
-    assert tm.reward("<class> desktop\n</class>", "DESKTOP", CLASSES)["hard"] == 1.0
-    assert tm.reward("<class>Desktop.</class>", "Desktop", CLASSES)["hard"] == 0.0  # punctuation names no class
+    assert reward(HAR, "walking_downstairs", list(get_taskset("timerbed").columns()[5].options))["hard"] == 1.0
+    assert reward("<class> desktop\n</class>", "DESKTOP", CLASSES)["hard"] == 1.0
+    assert reward("<class>Desktop.</class>", "Desktop", CLASSES)["hard"] == 0.0  # punctuation names no class
     first = "<class>Laptop</class><class>Desktop</class>"
-    assert tm.reward(first, "Desktop", CLASSES)["predicted"] == "Laptop"  # the first span that names a class
-    assert tm.reward("<class>maybe</class><class>Desktop</class>", "Desktop", CLASSES)["hard"] == 1.0
+    assert reward(first, "Desktop", CLASSES)["predicted"] == "Laptop"  # the first span that names a class
+    assert reward("<class>maybe</class><class>Desktop</class>", "Desktop", CLASSES)["hard"] == 1.0
     soft_module = tm.TimeMasterReward(soft_weight=0.5)  # emg_soft.py reads the first span only
     assert (
-        tm.reward("<class>maybe</class><class>Desktop</class>", "Desktop", CLASSES, settings=soft_module)["format"]
-        == 0.0
+        reward("<class>maybe</class><class>Desktop</class>", "Desktop", CLASSES, settings=soft_module)["format"] == 0.0
     )
-    with pytest.raises(ValueError, match="not one of"):
-        tm.reward(first, "Tablet", CLASSES)
+    assert reward(first, "Tablet", CLASSES)["hard"] == 0.0  # a gold outside the classes matches no reply
 
 
 def _hard(taskset, category: str, gold: dict, message: str) -> bool:
@@ -134,21 +140,21 @@ def test_soft_reward_weights_generic_cap_and_the_papers_examples():
     assert settings.judge_temperature == 1.0 and settings.generic_cap == 0.4
     assert RewardConfig(reward="composite").soft == 0.0 and RewardConfig(reward="composite", judge="j").soft == 0.5
     generic, specific = (
-        tm.reward(t, "Myopathy", EMG, soft=s, settings=settings)["total"] for t, s in ((GENERIC, 0.2), (SPECIFIC, 0.8))
+        reward(t, "Myopathy", EMG, soft=s, settings=settings)["total"] for t, s in ((GENERIC, 0.2), (SPECIFIC, 0.8))
     )
     assert generic == pytest.approx(1.0 + 0.5 * 0.2) and specific == pytest.approx(1.0 + 0.5 * 0.8)
     assert tm.cap_generic("Order further diagnostic tests.", 0.9) == 0.4
     assert tm.cap_generic("Refer to specialist.", 0.9) == 0.4
     assert tm.cap_generic("Refer to a specialist.", 0.9) == 0.9  # the public pattern has no article
     assert tm.cap_generic("Order CK and troponin levels.", 0.9) == 0.9
-    reading = tm.read(SPECIFIC, tm.option_namer(EMG), settings)
+    reading = tm.read(SPECIFIC, namer(EMG), settings)
     assert tm.wants_judge(reading, 1.0) and not tm.wants_judge(reading, 0.0)
-    bare = tm.read("<think>x</think><class>Myopathy</class>", tm.option_namer(EMG), settings)
+    bare = tm.read("<think>x</think><class>Myopathy</class>", namer(EMG), settings)
     assert not tm.wants_judge(bare, 1.0)
 
 
 def test_judge_prompt_and_reply_are_pure():
-    tagged = tm.read(SPECIFIC, tm.option_namer(EMG)).tagged
+    tagged = tm.read(SPECIFIC, namer(EMG)).tagged
     clinical = tm.judge_prompt(tagged, "emg")
     assert clinical.startswith("You are a clinical evaluation assistant.") and "Prediction: Myopathy" in clinical
     general = tm.judge_prompt(tagged, "ctu")
@@ -163,7 +169,7 @@ def test_judge_prompt_and_reply_are_pure():
 
 
 def test_the_judge_is_asked_at_temperature_one_and_again_on_a_value_out_of_range():
-    tagged = tm.read(SPECIFIC, tm.option_namer(EMG)).tagged
+    tagged = tm.read(SPECIFIC, namer(EMG)).tagged
     with FakeOpenAIServer(["ok:1.5", "ok:0.8"]) as server:
         judge = get_model("openai/fake-model", base_url=server.base_url, retry=FAST)
         assert soft_score(judge, tagged, "emg") == pytest.approx(0.8)

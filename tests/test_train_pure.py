@@ -187,7 +187,7 @@ def test_defaults_are_the_papers():
 
 def test_nested_settings_keep_their_own_defaults():
     cfg = build(GRPOConfig, {"max_turns": 3, "engine": "vllm-server", "judge": "x", "reward": "composite"})
-    assert cfg.harness_config.max_turns == 3 and cfg.harness_settings().temperature == 1.0  # TRL's, not eval's None
+    assert cfg.harness_config.max_turns == 3 and cfg.episode_setup()[1].temperature == 1.0  # TRL's, not eval's None
     assert cfg.rollout.engine == "vllm-server" and cfg.rewards.soft == 0.5  # with a judge: the public code's weight
 
 
@@ -391,11 +391,11 @@ def test_cli_flags_override_the_preset_and_bad_ones_are_one_line_errors():
 def test_every_vllm_batch_has_a_logprob_per_token_and_unsampled_episodes_leave_the_loss():
     """An episode that never generated (a jail that did not start, a prompt over max_seq_len) has no
     sampler logprobs; TRL's importance-sampling correction needs a list for every row."""
-    from tsbench.train.rollouts import Episode, sampler_logprobs
+    from tsbench.train.rollouts import Row, sampler_logprobs
 
-    played = Episode("k", 0, {}, [1, 2], [5, 6, 7], [1, 0, 1], [-0.5, 0.0, -1.0])
-    failed = Episode("k", 1, {}, [1, 2], [2], [0], None)  # rollouts.Environment.sequence's stand-in end token
-    cut = Episode("k", 2, {}, [1, 2], [5, 6], [1, 1], None)  # generated, but the server sent no logprobs
+    played = Row([1, 2], [5, 6, 7], [1, 0, 1], [-0.5, 0.0, -1.0])
+    failed = Row([1, 2], [2], [0], None)  # rollouts.Environment.sequence's stand-in end token
+    cut = Row([1, 2], [5, 6], [1, 1], None)  # generated, but the server sent no logprobs
     logprobs, masks = sampler_logprobs([played, failed, cut], wanted=True)
     assert logprobs == [[-0.5, 0.0, -1.0], [0.0], [0.0, 0.0]]
     assert masks == [[1, 0, 1], [0], [0, 0]]

@@ -53,7 +53,6 @@ Progress = Callable[[str, int, int], None]  # (what, done, total)
 
 SPLITS = ("train", "val")
 REGIMES = ("precise", "coarse")
-CROSS_CATEGORIES = (lb.LEAD_LAG, lb.INDICATOR)
 # Small trees, slow learning rate, one thread: the same data and seed give the same heads.
 XGB_PARAMS = dict(
     max_depth=4,
@@ -112,12 +111,6 @@ def iter_examples(
                 cache[key],
             )
         del index
-
-
-def load_examples(
-    paths: Iterable[Path], cache: dict[str, RowFeatures], ids: dict[Path, set[str]] | None = None
-) -> list[Example]:
-    return list(iter_examples(paths, cache, ids))
 
 
 def channel_rows(ex: Example, names: list[str]) -> np.ndarray:

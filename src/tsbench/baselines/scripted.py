@@ -141,7 +141,7 @@ class ZScorePolicy(Agent):
         if task is None:
             raise ValueError("scripted/zscore needs the task's TaskInfo (it is a reference policy, not a chat model)")
         if task.code_execution:
-            summary = _read_summary(messages)
+            summary = last_tagged(messages, SUMMARY_TAG)
             if summary is None and not any(m.role == "assistant" for m in messages):
                 text = f"I will compute robust z-scores per channel.\n```python\n{ANALYSIS_CELL}```"
             else:
@@ -181,23 +181,25 @@ def _answer_from_prompt(task: TaskInfo, messages: list[Message]) -> str:
     return decide(task, summary)
 
 
-def _read_summary(messages: list[Message]) -> dict | None:
+def last_tagged(messages: list[Message], tag: str) -> dict | None:
+    """The JSON object printed after `tag` in the latest user message (the kernel's output), if any."""
     for message in reversed(messages):
         if message.role == "user":
-            found = re.search(rf"{SUMMARY_TAG} (\{{.*\}})", message.content)
+            found = re.search(rf"{tag} (\{{.*\}})", message.content)
             return json.loads(found.group(1)) if found else None
     return None
 
 
+def _quiet(task: TaskInfo) -> dict:
+    """The summary of channels with no excursion: what `decide` gets when nothing readable came back."""
+    return {
+        n: {"max_z": 0.0, "start": 0, "end": 1, "shift_sigma": 1.0, "kind": lb.LEVEL_SHIFT} for n in task.channel_names
+    }
+
+
 def _fallback(task: TaskInfo) -> str:
     """An answer in schema when the analysis produced nothing readable (e.g. the kernel failed)."""
-    return decide(
-        task,
-        {
-            n: {"max_z": 0.0, "start": 0, "end": 1, "shift_sigma": 1.0, "kind": lb.LEVEL_SHIFT}
-            for n in task.channel_names
-        },
-    )
+    return decide(task, _quiet(task))
 
 
 class TrivialCodePolicy(Agent):
@@ -228,10 +230,7 @@ def kind_from_window(window: dict) -> str:
 
 def summary_from_scan(task: TaskInfo, scan: dict) -> dict:
     """robust_zscore_scan's all-channel observation -> the per-channel summary `decide` takes."""
-    summary = {
-        name: {"max_z": 0.0, "start": 0, "end": 1, "shift_sigma": 1.0, "kind": lb.LEVEL_SHIFT}
-        for name in task.channel_names
-    }
+    summary = _quiet(task)
     for window in scan.get("scan", []):
         if window.get("channel") in summary:
             summary[window["channel"]] = {

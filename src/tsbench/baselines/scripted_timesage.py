@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+from tsbench.baselines.scripted import last_tagged
 from tsbench.models.base import Agent, Completion, Message, TaskInfo
 
 RESULT_TAG = "TIMESAGE_RESULT"
@@ -324,16 +325,6 @@ def scripted_message(files: dict[str, bytes], question: str, meta: dict) -> str:
     return json.dumps({"answer": answer, "report": body}, default=str)
 
 
-def _result(messages: list[Message]) -> dict | None:
-    for message in reversed(messages):
-        if message.role == "user":
-            found = re.search(rf"{RESULT_TAG} (\{{.*\}})", message.content)
-            if found:
-                return json.loads(found.group(1))
-            return None
-    return None
-
-
 class TimeSagePolicy(Agent):
     """The scripted file agent (see the module docstring)."""
 
@@ -346,11 +337,7 @@ class TimeSagePolicy(Agent):
         started = time.perf_counter()
         if task is None:
             raise ValueError("scripted/timesage needs the task's TaskInfo (it is a reference policy)")
-        meta = task.meta
-        if meta.get("phase") == "compaction":
-            text = self._summary(messages)
-        else:
-            text = self._act(messages, task)
+        text = self._summary(messages) if task.meta.get("phase") == "compaction" else self._act(messages, task)
         return Completion(text=text, latency_s=time.perf_counter() - started)
 
     def _act(self, messages: list[Message], task: TaskInfo) -> str:
@@ -359,7 +346,7 @@ class TimeSagePolicy(Agent):
         use_skill = SKILL_NAME in task.meta.get("skills", [])
         if replied == 0:
             return f"I will read the files and apply each field's rule.\n```python\n{_analysis_cell(use_skill)}```"
-        answer, body = answer_and_report(_result(messages), task, messages[start].content)
+        answer, body = answer_and_report(last_tagged(messages, RESULT_TAG), task, messages[start].content)
         code = []
         if task.meta.get("skills_enabled") and not use_skill:
             code.append(

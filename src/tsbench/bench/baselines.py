@@ -68,7 +68,7 @@ def time_heads(data_dir: str, out: str, replicate: int) -> tuple[int, float]:
 
     files = classical.data_files(Path(data_dir))
     cache = feature_cache.extract_features(files, Path(out) / "features", workers=1)
-    examples = classical.load_examples(files, cache) * replicate
+    examples = list(classical.iter_examples(files, cache)) * replicate
     started = time.perf_counter()
     classical.fit_heads(examples)
     return len(examples), time.perf_counter() - started

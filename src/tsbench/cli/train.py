@@ -87,8 +87,7 @@ def sft_baseline(
         console.print(check_sft(cfg, where=str(config) if config else None), markup=False, highlight=False)
         return
     writable_folder(Path(cfg.out or out), "--out")  # before any weights load
-    with RichSFTProgress(err_console) as progress:
-        path = run_sft(cfg, progress)
+    path = run_sft(cfg, RichSFTProgress(err_console))
     hint = json.loads((path / "run.json").read_text())["eval_hint"]["model"]
     console.print(f"wrote {path}  (evaluate: tsbench eval --model {hint})")
 

@@ -36,11 +36,7 @@ def _content(message: Message):
 def to_inspect(messages: list[Message]) -> list[ChatMessage]:
     """Our messages (system, user, assistant; tools go through the JSON text protocol) in inspect's types."""
     kinds = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant}
-    out: list[ChatMessage] = []
-    for message in messages:
-        kind = kinds.get(message.role, ChatMessageUser)
-        out.append(kind(content=_content(message)))
-    return out
+    return [kinds.get(m.role, ChatMessageUser)(content=_content(m)) for m in messages]
 
 
 class InspectChatModel(Agent):
@@ -70,6 +66,3 @@ class InspectChatModel(Agent):
             latency_s=time.perf_counter() - started,
             cost_usd=usage.total_cost if usage else None,
         )
-
-    def close(self) -> None:
-        pass

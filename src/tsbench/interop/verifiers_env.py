@@ -250,7 +250,7 @@ class TsbenchEnv(vf.Env[TsbenchEnvConfig]):
         """The penalised reward of every attempt, as train-grpo computes it (train/rewards.py)."""
         traces = list(episode.traces)
         played = [t.info.get("tsbench") or {} for t in traces]
-        scores = [float((t.rewards.get("family_score") or _Zero()).score or 0.0) for t in traces]
+        scores = [float(getattr(t.rewards.get("family_score"), "score", None) or 0.0) for t in traces]
         forced = [bool(p.get("forced_final")) or p.get("final_message") is None for p in played]
         tokens = [int(p.get("generated_tokens") or 0) for p in played]
         parts = penalised_rewards(
@@ -262,10 +262,6 @@ class TsbenchEnv(vf.Env[TsbenchEnvConfig]):
             )
             trace.record_reward("forced_final", -1.0 if part.fail_penalty else 0.0, weight=self.config.lambda_fail)
             trace.record_metric("kappa", part.kappa)
-
-
-class _Zero:
-    score = 0.0
 
 
 def environment_config(
@@ -304,9 +300,7 @@ def environment_config(
     )
 
 
-def load_environment(config: vf.EnvConfig) -> vf.Env:
-    """verifiers' loader convention: the environment an EnvConfig names, built by verifiers' own loader."""
-    return vf.load_environment(config)
+load_environment = vf.load_environment  # verifiers' loader convention: the Env an EnvConfig names
 
 
 __all__ = ["TsbenchEnv", "TsbenchHarness", "TsbenchTaskset", "environment_config", "load_environment"]

@@ -12,7 +12,6 @@ is cut by the context, or, with the prompt alone over it, the episode fails befo
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from typing import Any
 
@@ -23,6 +22,7 @@ from tsbench.tasks import get_taskset
 from tsbench.timeclaw.memory_wrapper import Remembering, with_memory
 from tsbench.train.chat_tokens import ChatTokens
 from tsbench.train.curriculum import parse_key, task_key
+from tsbench.train.rewards import as_asked
 
 
 class _Probe:
@@ -43,8 +43,7 @@ class _Probe:
 def first_prompt_tokens(cfg: Any, tokenizer: Any, processor: Any = None) -> int:
     """Tokens of the first prompt of the run's first training task (`cfg` is a GRPOConfig)."""
     task = cfg.training_stream().sample(*parse_key(task_key(1, 0))).task
-    question = cfg.rewards.scheme.question(get_taskset(cfg.tasks.family), cfg.rewards, task.question)
-    task = dataclasses.replace(task, question=question)  # the question as the rollouts ask it (rollouts.Environment)
+    task = as_asked(get_taskset(cfg.tasks.family), cfg.rewards, task)  # as the rollouts ask it
     chat = ChatTokens(tokenizer, processor)
     harness, settings = cfg.episode_setup()  # the memory wrapper around it where [memory] names a bank
     if harness.kernel:
@@ -56,7 +55,7 @@ def first_prompt_tokens(cfg: Any, tokenizer: Any, processor: Any = None) -> int:
     return probe.tokens or 0
 
 
-def check_reasoning_history(cfg: Any, tokenizer: Any, *, vision: bool = False) -> tuple[str, str | None]:
+def check_reasoning_history(cfg: Any, tokenizer: Any) -> tuple[str, str | None]:
     """How later turns' contexts are built (`RolloutConfig.reasoning_history` resolved), and a warning line
     when train and eval contexts will differ (None when they match).
 
@@ -67,7 +66,7 @@ def check_reasoning_history(cfg: Any, tokenizer: Any, *, vision: bool = False) -
     if not harness.kernel or cfg.harness_config.max_turns <= 1:
         return "as-generated", None
     asked = cfg.rollout.reasoning_history
-    # at most max_turns calls per episode, a row each; a VLM's idle vision tower changes nothing
+    # at most max_turns calls per episode, a row each (a VLM's idle vision tower changes nothing)
     rows_possible = harness.turn_rows
     if ChatTokens(tokenizer).keeps_earlier_reasoning():
         return ("as-rendered" if asked == "as-rendered" and rows_possible else "as-generated"), None
@@ -80,18 +79,18 @@ def check_reasoning_history(cfg: Any, tokenizer: Any, *, vision: bool = False) -
     if asked in ("auto", "as-rendered") and rows_possible:
         return "as-rendered", None
     if asked == "as-rendered":
-        why = f"--harness {cfg.harness}"
         raise UserError(
-            f"reasoning_history = as-rendered trains each turn as its own row, which {why} does not support "
+            f"reasoning_history = as-rendered trains each turn as its own row, which --harness {cfg.harness} does not "
+            "support "
             "(harnesses of one conversation, such as rlm and tools); set as-generated to train anyway"
         )
     return "as-generated", line
 
 
-def check_context(cfg: Any, tokenizer: Any, *, vision: bool = False, processor: Any = None) -> str:
+def check_context(cfg: Any, tokenizer: Any, *, processor: Any = None) -> str:
     """One line (exit 2) when the first prompt and one reply do not fit `max_seq_len`; a warning on stderr
     when train and eval contexts will differ. Returns the reasoning-history mode (`check_reasoning_history`)."""
-    mode, warning = check_reasoning_history(cfg, tokenizer, vision=vision)
+    mode, warning = check_reasoning_history(cfg, tokenizer)
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
     prompt = first_prompt_tokens(cfg, tokenizer, processor)

@@ -19,8 +19,6 @@ from typing import Any
 from tsbench.core.errors import UserError
 from tsbench.train.memory_plan import ModelShape, Strategy, Workload, plan, strategy_from_accelerate
 
-KERNEL_ROW_NOTE = "a kernel harness's rows reach max_seq_len at worst"
-
 
 @dataclasses.dataclass
 class Resolved:
@@ -33,20 +31,6 @@ class Resolved:
     processor: Any  # a VLM's processor, else None
     vision_language: bool
     warm_start: str | None  # the SFT adapter --model names, when it does
-
-
-def _pretrained(loader: Any, where: str, local: bool, **kwargs: Any) -> Any:
-    """`loader.from_pretrained(where)`: a local directory as it is; a hub id from the cache first, then
-    (unless HF_HUB_OFFLINE is set) the hub, for the small files asked for."""
-    if local:
-        return loader.from_pretrained(where, local_files_only=True, **kwargs)
-    try:
-        return loader.from_pretrained(where, local_files_only=True, **kwargs)
-    except (OSError, ValueError):
-        if os.environ.get("HF_HUB_OFFLINE") in ("1", "true", "True"):
-            raise
-        require_hub(where)
-        return loader.from_pretrained(where, **kwargs)
 
 
 def require_hub(where: str) -> None:
@@ -80,7 +64,7 @@ def resolve_source(spec: str) -> Resolved:
 
     source = resolve(spec)
     try:
-        config = _pretrained(AutoConfig, source.weights, source.local)
+        config = AutoConfig.from_pretrained(_snapshot(source.weights, source.local))
     except (OSError, ValueError) as exc:
         raise UserError(f"--check: cannot read {source.weights}'s config.json ({str(exc).splitlines()[0]})") from None
     vision = config.model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
@@ -213,7 +197,7 @@ def check_grpo(cfg: Any, where: str | None = None) -> str:
     check_images(cfg, resolved.vision_language)
     shape = model_shape(resolved, cfg.policy.lora, cfg.policy.targets())
     strategy, launch_text = launch_strategy(cfg.launch)
-    history = check_context(cfg, resolved.tokenizer, vision=resolved.vision_language, processor=resolved.processor)
+    history = check_context(cfg, resolved.tokenizer, processor=resolved.processor)
     from tsbench.train.budget import first_prompt_tokens
 
     prompt = first_prompt_tokens(cfg, resolved.tokenizer, resolved.processor)
@@ -261,7 +245,7 @@ def check_grpo(cfg: Any, where: str | None = None) -> str:
         f"engine     {engines[engine]}",
         f"harness    {cfg.harness}: {hc.max_turns} turn(s) x {hc.max_tokens} tokens, max_seq_len {cfg.max_seq_len:,}; "
         f"first prompt {prompt:,} tokens" + (" (the question alone: the series stays in the kernel)" if kernel else ""),
-        f"           {harness_declares(harness, cfg.harness_settings())}",
+        f"           {harness_declares(harness, cfg.episode_setup()[1])}",
         f"history    {history}: {rows} training row(s) per episode (reasoning_history {cfg.rollout.reasoning_history})",
         f"reward     {cfg.rewards.reward}, weights {', '.join(f'{w:g}' for w in weights)}; loss {cfg.loss_type}, "
         f"scale_rewards {cfg.reward_scaling}, beta {cfg.beta:g}",

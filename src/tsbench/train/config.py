@@ -197,10 +197,6 @@ class LaunchConfig:
     )
 
 
-def _training_harness() -> HarnessSettings:
-    return HarnessSettings(max_tokens=4096)
-
-
 # seconds between the slowest rank's last episode and the collective it joins (the step's bookkeeping)
 ROLLOUT_MARGIN_S = 120
 
@@ -335,7 +331,7 @@ class GRPOConfig(trl.GRPOConfig):
     tasks: TaskConfig = field(default_factory=TaskConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     launch: LaunchConfig = field(default_factory=LaunchConfig)
-    harness_config: HarnessSettings = field(default_factory=_training_harness)
+    harness_config: HarnessSettings = field(default_factory=lambda: HarnessSettings(max_tokens=4096))
     memory: MemorySettings = field(default_factory=MemorySettings)
 
     @classmethod
@@ -374,10 +370,6 @@ class GRPOConfig(trl.GRPOConfig):
 
         settings = dataclasses.replace(self.harness_config, temperature=self.temperature)
         return episode_setup(self.harness, settings, self.memory)
-
-    def harness_settings(self) -> Any:
-        """The harness's own settings as episodes get them (`episode_setup`)."""
-        return self.episode_setup()[1]
 
     def episode_tokens(self) -> int:
         """The most tokens one episode can generate: Dr. GRPO's constant loss normaliser."""
@@ -501,7 +493,7 @@ class GRPOConfig(trl.GRPOConfig):
             return [f"--harness must be a model harness: {models}"]
         found = []
         try:  # the harness's own settings: one it does not read (memory's where it has no memory) is refused
-            settings = self.harness_settings()
+            settings = self.episode_setup()[1]
         except UserError as error:
             found.append(str(error))
             settings = None

@@ -143,6 +143,7 @@ def build_trainer(cfg: GRPOConfig, progress: ProgressFn | None = None, timing: d
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is TRL-experimental; we pin TRL's version
     warnings.filterwarnings("ignore", category=FutureWarning, module="transformers")  # TRL 1.16 on transformers 5.24
     import torch
+    from datasets import Dataset
 
     from tsbench.train.budget import check_context
     from tsbench.train.launch import check_devices, distributed_state
@@ -162,7 +163,7 @@ def build_trainer(cfg: GRPOConfig, progress: ProgressFn | None = None, timing: d
         limit_malloc_arenas()  # a lower CPU peak (train/cpu_memory.py)
     vision = source_is_vision_language(cfg.policy.model)
     check_images(cfg, vision)
-    history = check_context(cfg, source_tokenizer(cfg.policy.model), vision=bool(vision))  # before weights load
+    history = check_context(cfg, source_tokenizer(cfg.policy.model))  # before weights load
     out = cfg.run_dir()
     checkpoint = prepare_run_dir(cfg, out, state.is_main_process)
     rows = cfg.harness_config.max_turns if history == "as-rendered" else 1
@@ -187,7 +188,7 @@ def build_trainer(cfg: GRPOConfig, progress: ProgressFn | None = None, timing: d
         model=policy.model,
         reward_funcs=env.functions,
         args=args,
-        train_dataset=dataset(env.keys()),
+        train_dataset=Dataset.from_dict({"prompt": env.keys()}),
         processing_class=policy.processing_class,
         peft_config=policy.peft_config,
         environment=env,
@@ -216,12 +217,6 @@ def check_images(cfg: GRPOConfig, vision_language: bool | None) -> None:
             f"--harness {cfg.harness}: images in later observations are not trained on yet; "
             "train a vision-language policy under single-pass-image"
         )
-
-
-def dataset(keys: list[str]) -> Any:
-    from datasets import Dataset
-
-    return Dataset.from_dict({"prompt": keys})
 
 
 # =============================================================================================

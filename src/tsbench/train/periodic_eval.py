@@ -11,7 +11,6 @@ and tensorboard and wandb show it as `eval/mean_score` (transformers maps `eval_
 
 from __future__ import annotations
 
-import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -24,6 +23,7 @@ from tsbench.tasks import get_taskset
 from tsbench.tasks.base import Sample, SampleRef, TaskFamily
 from tsbench.train.batcher import Batcher
 from tsbench.train.policy_agent import PolicyAgent
+from tsbench.train.rewards import as_asked
 from tsbench.train.rollouts import POLICY_FAILURES
 
 EVAL_SEED = 7_919  # greedy decoding ignores it; a sampling backend gets the same seed every eval
@@ -94,9 +94,7 @@ class PeriodicEval(TrainerCallback):
     def play(self, sample: Sample, batcher: Batcher) -> tuple[float, bool] | None:
         """(score, forced final) of one greedy episode; None for a failure that is not the policy's."""
         cfg, env = self.cfg, self.env
-        task = sample.task
-        question = env.scheme.question(env.taskset, cfg.rewards, task.question)  # as in training
-        task = dataclasses.replace(task, question=question)
+        task = as_asked(env.taskset, cfg.rewards, sample.task)  # as in training
         hc = env.settings  # the harness's own, as training plays it
         agent = PolicyAgent(
             batcher,
@@ -112,7 +110,6 @@ class PeriodicEval(TrainerCallback):
             outcome = play(agent, env.harness, task, hc)
         if not outcome.finished:
             return (0.0, True) if outcome.error_type in POLICY_FAILURES else None
-        message = outcome.result.final_message
-        message = env.scheme.scored_text(env.taskset, message)
+        message = env.scheme.scored_text(env.taskset, outcome.result.final_message)
         scored = env.score_fn(task.category, sample.gold, message)
         return float(scored.score), bool(outcome.result.forced_final)

@@ -21,6 +21,7 @@ Nothing here calls a model: the judge is asked in rollouts.py (train/timemaster_
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -134,6 +135,12 @@ def composite_question(taskset: TaskFamily, rewards: Any, question: str) -> str:
     return f"{question}\n\n{FORMAT_INSTRUCTIONS}"
 
 
+def as_asked(taskset: TaskFamily, rewards: Any, task: Any) -> Any:
+    """The task with its question as the reward asks it (`RewardScheme.question`): what every rollout sees."""
+    question = rewards.scheme.question(taskset, rewards, task.question)
+    return task if question == task.question else dataclasses.replace(task, question=question)
+
+
 def read_reply(
     taskset: TaskFamily, category: str, gold: Any, message: str, settings: tm.TimeMasterReward
 ) -> tm.Reading:
@@ -159,19 +166,10 @@ class RewardScheme:
     part of the final message the task's scorer reads, and what its settings (a RewardConfig) must satisfy."""
 
     build: Callable[[Any, TaskFamily], tuple[list[RewardFn], list[float]]]
-    asks: Callable[[TaskFamily, Any, str], str] = lambda taskset, rewards, question: question
-    scores: Callable[[TaskFamily, str], str] = lambda taskset, message: message
-    checks: Callable[[Any], list[str]] = lambda rewards: []
+    question: Callable[[TaskFamily, Any, str], str] = lambda taskset, rewards, question: question
+    scored_text: Callable[[TaskFamily, str], str] = lambda taskset, message: message
+    problems: Callable[[Any], list[str]] = lambda rewards: []
     judged: bool = False  # a soft weight above 0 asks the judge (rollouts.Environment)
-
-    def question(self, taskset: TaskFamily, rewards: Any, question: str) -> str:
-        return self.asks(taskset, rewards, question)
-
-    def scored_text(self, taskset: TaskFamily, message: str) -> str:
-        return self.scores(taskset, message)
-
-    def problems(self, rewards: Any) -> list[str]:
-        return self.checks(rewards)
 
     def uses_judge(self, rewards: Any) -> bool:
         return self.judged and rewards.soft > 0
@@ -223,9 +221,9 @@ def _penalised_checks(rewards: Any) -> list[str]:
 
 
 REWARDS: dict[str, RewardScheme] = {
-    "anomalyxl": RewardScheme(penalised, checks=_penalised_checks),
+    "anomalyxl": RewardScheme(penalised, problems=_penalised_checks),
     "composite": RewardScheme(
-        composite, asks=composite_question, scores=scored_text, checks=_composite_checks, judged=True
+        composite, question=composite_question, scored_text=scored_text, problems=_composite_checks, judged=True
     ),
 }
 

@@ -62,14 +62,21 @@ RANKS = "ranks"  # rank-<i>.jsonl: the task keys each process played per step (m
 
 
 @dataclass
+class Row:
+    """One training row TRL receives: a prompt, the ids after it, their env mask and sampler logprobs."""
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    env_mask: list[int]
+    logprobs: list[float] | None = None
+
+
+@dataclass
 class Episode:
     key: str
     index: int  # position in its group
     record: dict[str, Any]
-    prompt_ids: list[int] = field(default_factory=list)
-    completion_ids: list[int] = field(default_factory=list)
-    env_mask: list[int] = field(default_factory=list)
-    logprobs: list[float] | None = None
+    row: Row | None = None  # as-generated: the whole episode as one training row
     score: float | None = None  # None: an infrastructure failure, no reward
     forced_final: bool = False
     generated_tokens: int = 0  # T_i: all replies, observations excluded
@@ -80,16 +87,6 @@ class Episode:
     turns: list[Turn] = field(default_factory=list)  # as-rendered: every turn's prompt and reply, one row each
     prompt_tokens: int = 0  # the first prompt's
     clipped: bool = False  # the last reply stopped at its token cap
-
-
-@dataclass
-class Row:
-    """One training row TRL receives: a prompt, the ids after it, their env mask and sampler logprobs."""
-
-    prompt_ids: list[int]
-    completion_ids: list[int]
-    env_mask: list[int]
-    logprobs: list[float] | None = None
 
 
 class Environment:
@@ -142,14 +139,11 @@ class Environment:
         stream = self.stream
         if refill:
             if refill not in self.refill_streams:
-                request = dataclasses.replace(self.cfg.training_request(), seed=refill_seed(self.cfg.seed, refill))
+                request = dataclasses.replace(self.cfg.training_request(), seed=seed31(self.cfg.seed, "refill", refill))
                 self.refill_streams[refill] = self.taskset.training_stream(request)
             stream = self.refill_streams[refill]
         sample = stream.sample(*parse_key(key))
-        question = self.scheme.question(self.taskset, self.cfg.rewards, sample.task.question)
-        if question == sample.task.question:
-            return sample
-        return dataclasses.replace(sample, task=dataclasses.replace(sample.task, question=question))
+        return dataclasses.replace(sample, task=rw.as_asked(self.taskset, self.cfg.rewards, sample.task))
 
     # -- the rollout function ------------------------------------------------------------------
     def __call__(self, prompts: list[str], trainer: Any) -> dict[str, list]:
@@ -290,7 +284,7 @@ class Environment:
             max_new_tokens=hc.max_tokens or self.cfg.max_seq_len,
             max_seq_len=self.cfg.max_seq_len,
             temperature=self.cfg.temperature,
-            seed=rollout_seed(self.cfg.seed, key if not refill else f"{key}/refill-{refill}", index),
+            seed=seed31(self.cfg.seed, "rollout", key if not refill else f"{key}/refill-{refill}", index),
             name=self.model_name,
             rendered=self.rendered,
         )
@@ -302,7 +296,7 @@ class Environment:
         if self.rendered:
             episode.turns = list(agent.turns)
         else:
-            episode.prompt_ids, episode.completion_ids, episode.env_mask, episode.logprobs = self.sequence(agent)
+            episode.row = self.sequence(agent)
         episode.generated_tokens = sum(len(t.output_ids) for t in agent.turns)
         episode.prompt_tokens = len(agent.turns[0].prompt_ids) if agent.turns else 0
         episode.clipped = bool(agent.turns) and agent.turns[-1].clipped(self.chat.eos_ids)
@@ -310,19 +304,19 @@ class Environment:
         finish(record, time.perf_counter() - started)
         return episode
 
-    def sequence(self, agent: PolicyAgent) -> tuple[list[int], list[int], list[int], list[float] | None]:
+    def sequence(self, agent: PolicyAgent) -> Row:
         prompt, completion, mask, logprobs = assemble(agent.turns)
         if not completion:  # nothing generated (the episode failed first): one masked end token
             end = self.tokenizer.eos_token_id
             prompt, completion, mask = prompt or [end], [end], [0]
             logprobs = [0.0] if logprobs is not None else None
-        return prompt, completion, mask, logprobs
+        return Row(prompt, completion, mask, logprobs)
 
     def rows(self, episode: Episode) -> list[Row]:
         """The episode's training rows: its one sequence, or (as-rendered) one row per turn, each turn's
         rendered prompt and its reply as generated, padded to `rows_per_episode` with masked end tokens."""
         if not self.rendered:
-            return [Row(episode.prompt_ids, episode.completion_ids, episode.env_mask, episode.logprobs)]
+            return [episode.row]
         if len(episode.turns) > self.rows_per_episode:
             raise RuntimeError(
                 f"an episode made {len(episode.turns)} model calls; max_turns is {self.rows_per_episode}"
@@ -433,34 +427,28 @@ def ordered_rows(rows: list[list[Row]], group: int) -> tuple[list[Row], list[int
     return flat, owner
 
 
-def sampler_logprobs(episodes: list[Episode], *, wanted: bool) -> tuple[list[list[float]] | None, list[list[int]]]:
+def sampler_logprobs(rows: list[Row], *, wanted: bool) -> tuple[list[list[float]] | None, list[list[int]]]:
     """TRL's `logprobs` and the env masks that go with them.
 
     None only when no logprobs are wanted (the hf engine: TRL applies no vLLM correction). With a
-    vLLM engine TRL builds one tensor from every row, so every episode gets one float per completion
-    id: an episode without them (it never generated: a jail that did not start, a prompt over
+    vLLM engine TRL builds one tensor from every row, so every row gets one float per completion
+    id: a row without them (it never generated: a jail that did not start, a prompt over
     max_seq_len; or a reply came back without logprobs) gets 0.0 per id and an all-zero mask, so it
     adds no token to the loss and no weight to the correction."""
-    masks = [list(e.env_mask) for e in episodes]
+    masks = [list(r.env_mask) for r in rows]
     if not wanted:
         return None, masks
     out = []
-    for episode, mask in zip(episodes, masks):
-        if episode.logprobs is not None and len(episode.logprobs) == len(episode.completion_ids):
-            out.append(list(episode.logprobs))
+    for row, mask in zip(rows, masks):
+        if row.logprobs is not None and len(row.logprobs) == len(row.completion_ids):
+            out.append(list(row.logprobs))
         else:
-            out.append([0.0] * len(episode.completion_ids))
+            out.append([0.0] * len(row.completion_ids))
             mask[:] = [0] * len(mask)
     return out, masks
 
 
-def refill_seed(seed: int, refill: int) -> int:
-    """The task seed of refill round `refill`: a 31-bit integer from blake2b, apart from the run's own."""
-    digest = hashlib.blake2b(f"{seed}|refill|{refill}".encode(), digest_size=8).digest()
-    return (int.from_bytes(digest, "little") >> 1) % 2**31
-
-
-def rollout_seed(seed: int, key: str, index: int) -> int:
-    """The sampling seed of one rollout: a 31-bit integer from blake2b over (seed, key, index)."""
-    digest = hashlib.blake2b(f"{seed}|rollout|{key}|{index}".encode(), digest_size=8).digest()
+def seed31(*parts: object) -> int:
+    """A 31-bit seed from blake2b over the parts: refill rounds' task seeds, each rollout's sampling seed."""
+    digest = hashlib.blake2b("|".join(map(str, parts)).encode(), digest_size=8).digest()
     return (int.from_bytes(digest, "little") >> 1) % 2**31

@@ -249,10 +249,7 @@ def run_sft(cfg: SFTConfig, progress: ProgressFn | None = None) -> Path:
         "callbacks": [validation, StepEvents(emit)],
     }
     with tracking(cfg.report_to, out):
-        if prepared.trl:
-            trainer = SFTTrainer(**shared, peft_config=prepared.peft_config)
-        else:
-            trainer = Trainer(**shared)
+        trainer = SFTTrainer(**shared, peft_config=prepared.peft_config) if prepared.trl else Trainer(**shared)
         trainer.remove_callback(PrinterCallback)
         validation.trainer = trainer
         n_train = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
@@ -301,18 +298,12 @@ def run_sft(cfg: SFTConfig, progress: ProgressFn | None = None) -> Path:
 
 
 class RichSFTProgress:
-    """Rich output for run_sft: `with RichSFTProgress(console) as p: run_sft(cfg, p)`."""
+    """Rich output for run_sft: `run_sft(cfg, RichSFTProgress(console))`."""
 
     def __init__(self, console: Any = None):
         from rich.console import Console
 
         self.console = console or Console(stderr=True)
-
-    def __enter__(self) -> RichSFTProgress:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        pass
 
     def __call__(self, event: str, values: dict) -> None:
         if event == "load_start":

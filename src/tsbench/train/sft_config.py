@@ -30,10 +30,6 @@ DEFAULT_DATA = "data/anomalyxl/seed42"
 ANOMALYXL = "anomalyxl"
 
 
-def _sft_policy() -> PolicyConfig:
-    return PolicyConfig(lora=16, lora_alpha=32, lora_dropout=0.05, lora_target="q_proj,v_proj")
-
-
 @dataclass
 class SFTConfig:
     """`tsbench sft-baseline` for a language model, a TSLM (tslm/<arch>) or Toto (toto/<checkpoint>)."""
@@ -92,7 +88,9 @@ class SFTConfig:
     )
     seed: int = setting(0, "LoRA init, shuffling and held-out trajectories.")
     overwrite: bool = setting(False, "Replace an existing output dir.")
-    policy: PolicyConfig = field(default_factory=_sft_policy)
+    policy: PolicyConfig = field(
+        default_factory=lambda: PolicyConfig(lora=16, lora_alpha=32, lora_dropout=0.05, lora_target="q_proj,v_proj")
+    )
     tslm: TSLMSettings = field(default_factory=TSLMSettings)  # --model tslm/<arch> only ([sft.tslm])
 
 

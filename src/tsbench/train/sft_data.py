@@ -80,14 +80,7 @@ class DataStats:
         self.categories[example.category] += 1
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "examples": self.examples,
-            "tokens": self.tokens,
-            "trained_tokens": self.trained_tokens,
-            "max_tokens": self.max_tokens,
-            "skipped": dict(self.skipped),
-            "categories": dict(self.categories),
-        }
+        return {**vars(self), "skipped": dict(self.skipped), "categories": dict(self.categories)}
 
 
 # -- token ids and masks from the chat template ---------------------------------------------------

@@ -92,6 +92,7 @@ def traces_from_run(run_dir: Path, min_score: float, skipped: Counter) -> list[T
     from tsbench import results
     from tsbench.harness.prompts import SINGLE_PASS_SYSTEM
     from tsbench.harness.single_pass import image_user_message
+    from tsbench.models.base import Message
     from tsbench.tasks import get_taskset
     from tsbench.tasks.base import SampleRef
 
@@ -130,17 +131,11 @@ def traces_from_run(run_dir: Path, min_score: float, skipped: Counter) -> list[T
 
             budget = int(config.get("text_budget_chars") or 4000)
             text, _ = single_pass_text_prompt(task.question, task.channel_names, task.values, budget)
-            user = _user(text)
+            user = Message("user", text)
         found.append(
             Trace(str(record["id"]), SINGLE_PASS_SYSTEM, user.content, response, list(user.images), str(run_dir))
         )
     return found
-
-
-def _user(text: str) -> Any:
-    from tsbench.models.base import Message
-
-    return Message("user", text)
 
 
 def load_traces(data: list[str], min_score: float) -> tuple[list[Trace], dict[str, Any]]:

@@ -23,10 +23,10 @@ Nothing here calls a model: train/timemaster_judge.py asks the judge with `judge
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from tsbench.core.class_tags import Namer, first_named, first_span, named_option
+from tsbench.core.class_tags import Namer, first_named, first_span
 
 FORMAT_RULES = ("public", "paper")
 JUDGE_PROMPTS = ("public", "paper")
@@ -117,10 +117,6 @@ def read(text: str | None, names: Namer, settings: TimeMasterReward = DEFAULT) -
     return Reading(float(predicted is not None), predicted, spans)
 
 
-def option_namer(options: Sequence[str]) -> Namer:
-    return lambda text: named_option(text, options)
-
-
 def hard_reward(reading: Reading, gold_class: str) -> float:
     """Eq. 3: 1 when the class read is the gold class."""
     return float(reading.predicted is not None and reading.predicted == gold_class)
@@ -129,36 +125,6 @@ def hard_reward(reading: Reading, gold_class: str) -> float:
 def wants_judge(reading: Reading, hard: float) -> bool:
     """The soft reward is asked for only with the right class and a non-empty extension."""
     return hard > 0 and bool(reading.tagged.extension)
-
-
-def composite(fmt: float, hard: float, soft: float | None, settings: TimeMasterReward = DEFAULT) -> float:
-    """Eq. 5, the soft part counted only with the right class (eq. 4)."""
-    gated = (soft or 0.0) if hard > 0 else 0.0
-    return settings.format_weight * fmt + settings.hard_weight * hard + settings.soft_weight * gated
-
-
-def reward(
-    text: str | None,
-    gold: str,
-    options: Sequence[str],
-    soft: float | None = None,
-    settings: TimeMasterReward = DEFAULT,
-) -> dict[str, float | str | None]:
-    """Every part of one reply's reward against `gold`, one of `options`: format, hard, soft (as given,
-    gated), the total and the class read."""
-    gold_class = named_option(gold, options)
-    if gold_class is None:
-        raise ValueError(f"the gold class {gold!r} is not one of {list(options)}")
-    reading = read(text, option_namer(options), settings)
-    hard = hard_reward(reading, gold_class)
-    gated = (soft or 0.0) if hard > 0 else 0.0
-    return {
-        "format": reading.format,
-        "hard": hard,
-        "soft": gated,
-        "total": composite(reading.format, hard, soft, settings),
-        "predicted": reading.predicted,
-    }
 
 
 # -- the soft reward's judge ---------------------------------------------------------------------

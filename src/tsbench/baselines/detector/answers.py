@@ -13,10 +13,6 @@ from tsbench.core.episode import EpisodeTask
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.labels import magnitude_band, start_bin
 
-# ---------------------------------------------------------------------------------------------
-# Answers
-# ---------------------------------------------------------------------------------------------
-
 
 def _series(task: EpisodeTask) -> list[np.ndarray]:
     if task.values is None:

@@ -11,10 +11,6 @@ from tsbench.baselines.detector.answers import analyse, decide
 from tsbench.baselines.detector.model import DEFAULT, ChannelResult, Settings
 from tsbench.tasks.anomalyxl import labels as lb
 
-# ---------------------------------------------------------------------------------------------
-# Calibration (run once on the train split; the results are the Settings defaults)
-# ---------------------------------------------------------------------------------------------
-
 
 @dataclass
 class Analysed:
@@ -44,22 +40,17 @@ def fit_settings(rows: list[Analysed]) -> Settings:
     for r in rows:
         by_category.setdefault(r.category, []).append(r)
     settings = DEFAULT
-    grid = {
-        "seasonality_penalty": [0.0, 2.0, 4.0, 6.0, 8.0, 12.0, 16.0],
-        "variance_penalty": [-4.0, -2.0, 0.0, 2.0, 4.0, 8.0],
-        "presence_offset": [float(v) for v in np.arange(-4.0, 24.5, 0.5)],
-        "channel_offset": [float(v) for v in np.arange(-4.0, 24.5, 0.5)],
-    }
-    target = {
-        "seasonality_penalty": lb.CLASSIFY,
-        "variance_penalty": lb.CLASSIFY,
-        "presence_offset": lb.LOCALIZE,
-        "channel_offset": lb.ALL_CHANNELS,
+    offsets = [float(v) for v in np.arange(-4.0, 24.5, 0.5)]
+    grid = {  # each constant: the category it governs, the values tried
+        "seasonality_penalty": (lb.CLASSIFY, [0.0, 2.0, 4.0, 6.0, 8.0, 12.0, 16.0]),
+        "variance_penalty": (lb.CLASSIFY, [-4.0, -2.0, 0.0, 2.0, 4.0, 8.0]),
+        "presence_offset": (lb.LOCALIZE, offsets),
+        "channel_offset": (lb.ALL_CHANNELS, offsets),
     }
     from dataclasses import replace
 
-    for name, values in grid.items():
-        subset = by_category.get(target[name], [])
+    for name, (category, values) in grid.items():
+        subset = by_category.get(category, [])
         if not subset:
             continue
         scored = [

@@ -60,9 +60,8 @@ class Finding:
     start: int
     end: int
     gain: float  # log-likelihood ratio against "background only" (kind penalty applied by ChannelResult.ranked)
-    amplitude: float = (
-        0.0  # signed, in the channel's units (box/triangle/ramp), or the extra std (variance/seasonality)
-    )
+    # signed, in the channel's units (box/triangle/ramp), or the extra std (variance/seasonality)
+    amplitude: float = 0.0
     period: int = 0  # seasonality only
 
     def shifted(self, offset: int) -> Finding:
