@@ -37,54 +37,13 @@ def strip_reasoning(text: str) -> str:
     return "".join(kept)
 
 
-def _scan_object(text: str, start: int, closes: dict[int, int | None]) -> None:
-    """Match the ``{`` at ``start``, recording in ``closes`` where each ``{`` it opens ends.
-
-    A ``{`` met outside a string behaves the same whichever scan meets it, so results already in
-    ``closes`` are reused: a known object is jumped over, a known unclosed one ends the scan.
-    That keeps the search linear for ordinary text.
-    """
-    stack = [start]
-    closes[start] = None
-    in_string = escaped = False
-    i = start + 1
-    n = len(text)
-    while i < n:
-        ch = text[i]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch == "{":
-            if i in closes:
-                known_end = closes[i]
-                if known_end is None:
-                    return  # everything still open encloses an unclosed brace
-                i = known_end + 1
-                continue
-            closes[i] = None
-            stack.append(i)
-        elif ch == "}":
-            closes[stack.pop()] = i
-            if not stack:
-                return
-        i += 1
-
-
 def json_object_spans(text: str) -> list[tuple[int, int]]:
     """Half-open spans of the balanced top-level ``{...}`` blocks of ``text``, in order."""
     closes: dict[int, int | None] = {}
     spans: list[tuple[int, int]] = []
     i = text.find("{")
     while i >= 0:
-        if i not in closes:
-            _scan_object(text, i, closes)
-        end = closes[i]
+        end = balanced_end(text, i, closes, _BRACES)
         if end is None:
             i = text.find("{", i + 1)
         else:
@@ -206,13 +165,16 @@ def fenced_code_blocks(text: str) -> list[str]:
 
 _OPENERS = re.compile(r"[\[{]")
 _PAIRS = {"}": "{", "]": "["}
+_BRACES = {"}": "{"}  # objects only: a `[` or `]` is text to them
 RECURSION_COST = 4096  # what a parse that ran out of stack is charged (its work is bounded by the depth)
 
 
-def _scan_value(text: str, start: int, closes: dict[int, int | None]) -> None:
-    """Match the ``{`` or ``[`` at ``start`` as JSON would, recording in ``closes`` where each
-    bracket it opens ends (None: unclosed, or closed by the other kind). Results already in
-    ``closes`` are reused, as `_scan_object` does, so all scans together stay linear."""
+def _scan(text: str, start: int, closes: dict[int, int | None], pairs: dict[str, str]) -> None:
+    """Match the opening at ``start`` as JSON would, recording in ``closes`` where each bracket it opens
+    ends (None: unclosed, or closed by the other kind). A bracket met outside a string behaves the same
+    whichever scan meets it, so results already in ``closes`` are reused: a known value is jumped over, a
+    known unclosed one ends the scan. That keeps all scans over one text linear together."""
+    openers = "".join(pairs.values())
     stack = [start]
     closes[start] = None
     in_string = escaped = False
@@ -228,7 +190,7 @@ def _scan_value(text: str, start: int, closes: dict[int, int | None]) -> None:
                 in_string = False
         elif ch == '"':
             in_string = True
-        elif ch == "{" or ch == "[":
+        elif ch in openers:
             if i in closes:
                 known_end = closes[i]
                 if known_end is None:
@@ -237,8 +199,8 @@ def _scan_value(text: str, start: int, closes: dict[int, int | None]) -> None:
                 continue
             closes[i] = None
             stack.append(i)
-        elif ch == "}" or ch == "]":
-            if text[stack[-1]] != _PAIRS[ch]:
+        elif ch in pairs:
+            if text[stack[-1]] != pairs[ch]:
                 return  # "[ }": no value ends here, nor does any bracket still open
             closes[stack.pop()] = i
             if not stack:
@@ -246,11 +208,11 @@ def _scan_value(text: str, start: int, closes: dict[int, int | None]) -> None:
         i += 1
 
 
-def balanced_end(text: str, start: int, closes: dict[int, int | None]) -> int | None:
+def balanced_end(text: str, start: int, closes: dict[int, int | None], pairs: dict[str, str] = _PAIRS) -> int | None:
     """Where the ``{`` or ``[`` at `start` closes (None: it does not); `closes` is shared by the calls
-    over one text, which keeps them linear together."""
+    over one text (with the same `pairs`), which keeps them linear together."""
     if start not in closes:
-        _scan_value(text, start, closes)
+        _scan(text, start, closes, pairs)
     return closes[start]
 
 

@@ -14,18 +14,7 @@ from html import escape
 
 from .paper_rows import PAPER_LABEL
 from .result import DASH, INCOMPLETE, LEGEND, LeaderboardResult, display_cell, display_columns, short_hash
-from .sections import (
-    COST_INTRO,
-    NO_CURVE,
-    PAIRED_INTRO,
-    cost_section,
-    curve_section,
-    failure_section,
-    figure_title,
-    length_section,
-    paired_section,
-    paper_section,
-)
+from .sections import FIGURES, dataset_sections, figure_title, paper_section
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1rem; color: #222; max-width: 1368px; }
@@ -68,9 +57,13 @@ def _table(header: list, rows: list[list], cls: str, caption: str = "") -> str:
     return f'<div class="scroll"><table class="{cls}">{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
-def _section(title: str, table: tuple[list, list[list]], cls: str, empty: str, intro: str = "") -> str:
+_TABLE_CLASS = {"Cost": "costs", "Per-length": "lengths", "Score": "curves", "Paired": "paired", "Failures": "failures"}
+
+
+def _section(title: str, intro: str, table: tuple[list, list[list]], empty: str) -> str:
     header, rows = table
     intro_html = f"<p>{escape(intro)}</p>" if intro else ""
+    cls = _TABLE_CLASS.get(title.split()[0], "family")
     return f"<h3>{escape(title)}</h3>" + (intro_html + _table(header, rows, cls) if rows else f"<p>{escape(empty)}</p>")
 
 
@@ -154,63 +147,15 @@ def _figures(result: LeaderboardResult, dataset: str) -> str:
 
 def _dataset(result: LeaderboardResult, dataset: str) -> str:
     names = sorted({r.run_name for r in result.runs if r.dataset == dataset})
-    if dataset in result.family_sections:  # a family with its own boards (TimeSage)
-        return "".join(
-            [
-                f'<section class="dataset" data-dataset="{escape(dataset)}">',
-                f"<h2>Dataset {escape(short_hash(dataset))}</h2><p>Runs: {escape(', '.join(names))}; {escape(result.data_label(dataset))}</p>",
-                "<h3>Overall by tier</h3>",
-                _main_table(result, dataset),
-                *(
-                    _section(title, table, "family", "No rows.", intro)
-                    for title, intro, table in result.family_sections[dataset]
-                ),
-                "<h3>Figures</h3>",
-                _figures(result, dataset),
-                _section(
-                    "Failures",
-                    failure_section(result, dataset),
-                    "failures",
-                    "No errors and no unparseable answers.",
-                    "Rows that errored (no score) or finished without a usable answer, by cause.",
-                ),
-                "</section>",
-            ]
-        )
-    return "".join(
-        [
-            f'<section class="dataset" data-dataset="{escape(dataset)}">',
-            f"<h2>Dataset {escape(short_hash(dataset))}</h2><p>Runs: {escape(', '.join(names))}; {escape(result.data_label(dataset))}</p>",
-            "<h3>Table 1 layout</h3>",
-            _main_table(result, dataset),
-            _section(
-                "Cost",
-                cost_section(result, dataset),
-                "costs",
-                "No rows.",
-                COST_INTRO,
-            ),
-            "<h3>Per-length breakdown and score versus length</h3>",
-            _figures(result, dataset),
-            _section("Per-length table (Fig. 3)", length_section(result, dataset), "lengths", "No scored rows."),
-            _section("Score versus length (Fig. 4)", curve_section(result, dataset), "curves", NO_CURVE),
-            _section(
-                "Paired comparisons",
-                paired_section(result, dataset),
-                "paired",
-                "No two configurations share scored rows on this dataset.",
-                PAIRED_INTRO,
-            ),
-            _section(
-                "Failures",
-                failure_section(result, dataset),
-                "failures",
-                "No errors and no unparseable answers.",
-                "Rows that errored (no score) or finished without a parseable answer, by cause.",
-            ),
-            "</section>",
-        ]
-    )
+    parts = [
+        f'<section class="dataset" data-dataset="{escape(dataset)}">',
+        f"<h2>Dataset {escape(short_hash(dataset))}</h2><p>Runs: {escape(', '.join(names))}; {escape(result.data_label(dataset))}</p>",
+        "<h3>Overall by tier</h3>" if dataset in result.family_sections else "<h3>Table 1 layout</h3>",
+        _main_table(result, dataset),
+    ]
+    for section in dataset_sections(result, dataset):
+        parts.append("<h3>Figures</h3>" + _figures(result, dataset) if section is FIGURES else _section(*section))
+    return "".join([*parts, "</section>"])
 
 
 def render_html(result: LeaderboardResult) -> str:

@@ -10,18 +10,7 @@ from tsbench.core.sanitize import markdown_text
 
 from .paper_rows import PAPER_LABEL
 from .result import DASH, INCOMPLETE, LEGEND, LeaderboardResult, display_cell, display_columns, short_hash
-from .sections import (
-    COST_INTRO,
-    NO_CURVE,
-    PAIRED_INTRO,
-    cost_section,
-    curve_section,
-    failure_section,
-    figure_title,
-    length_section,
-    paired_section,
-    paper_section,
-)
+from .sections import FIGURES, dataset_sections, figure_title, paper_section
 
 
 class _Markup(str):
@@ -84,6 +73,14 @@ def _section(title: str, intro: str, table: tuple[list, list[list]], empty: str)
     return [f"### {title}", "", *([intro, ""] if intro else []), *_table(header, rows)]
 
 
+def _figures(result: LeaderboardResult, dataset: str) -> list[str]:
+    lines = []
+    for name, formats in result.figures.get(dataset, {}).items():
+        others = ", ".join(f"[{fmt.upper()}]({name}.{fmt})" for fmt in formats if fmt != "png")
+        lines += [f"![{figure_title(name)}]({name}.png)", "", f"{figure_title(name)}; also as {others}.", ""]
+    return lines
+
+
 def _dataset(result: LeaderboardResult, dataset: str) -> list[str]:
     names = sorted({r.run_name for r in result.runs if r.dataset == dataset})
     lines = [
@@ -93,50 +90,8 @@ def _dataset(result: LeaderboardResult, dataset: str) -> list[str]:
         "",
     ]
     lines += _main_tables(result, dataset)
-    if dataset in result.family_sections:  # a family with its own boards (TimeSage)
-        for title, intro, table in result.family_sections[dataset]:
-            lines += _section(title, intro, table, "No rows.")
-        lines += [f"![{figure_title(name)}]({name})" for name in result.figures.get(dataset, {})] + [""]
-        return lines + _section(
-            "Failures",
-            "Rows that errored or finished without a usable answer, by cause.",
-            failure_section(result, dataset),
-            "No errors and no unparseable answers.",
-        )
-    lines += _section(
-        "Cost",
-        COST_INTRO,
-        cost_section(result, dataset),
-        "No rows.",
-    )
-    lines += _section(
-        "Per-length breakdown",
-        "Mean score per category and length L, with the change in percentage "
-        "points from that category's shortest L (the paper's Fig. 3).",
-        length_section(result, dataset),
-        "No scored rows.",
-    )
-    lines += _section(
-        "Score versus length",
-        "Mean over the precise categories run at every length (the paper's Fig. 4).",
-        curve_section(result, dataset),
-        NO_CURVE,
-    )
-    for name, formats in result.figures.get(dataset, {}).items():
-        others = ", ".join(f"[{fmt.upper()}]({name}.{fmt})" for fmt in formats if fmt != "png")
-        lines += [f"![{figure_title(name)}]({name}.png)", "", f"{figure_title(name)}; also as {others}.", ""]
-    lines += _section(
-        "Paired comparisons",
-        PAIRED_INTRO,
-        paired_section(result, dataset),
-        "No two configurations share scored rows on this dataset.",
-    )
-    lines += _section(
-        "Failures",
-        "Rows that errored (no score) or finished without a parseable answer, by cause.",
-        failure_section(result, dataset),
-        "No errors and no unparseable answers.",
-    )
+    for section in dataset_sections(result, dataset):
+        lines += _figures(result, dataset) if section is FIGURES else _section(*section)
     return lines
 
 

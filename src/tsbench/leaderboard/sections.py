@@ -177,5 +177,37 @@ FIGURE_TITLES = {
 }
 
 
+FIGURES = None  # where a dataset's figures go among its sections
+LENGTH_INTRO = (
+    "Mean score per category and length L, with the change in percentage points from that category's shortest L "
+    "(the paper's Fig. 3)."
+)
+CURVE_INTRO = "Mean over the precise categories run at every length (the paper's Fig. 4)."
+FAILURES_INTRO = "Rows that errored (no score) or finished without a usable answer, by cause."
+NO_FAILURES = "No errors and no unparseable answers."
+
+
+def dataset_sections(result: LeaderboardResult, dataset: str) -> list[tuple[str, str, tuple, str] | None]:
+    """(title, intro, (header, rows), text shown when there are no rows) of each section after Table 1, in the
+    order every renderer shows them; FIGURES marks where the figures go."""
+    failures = ("Failures", FAILURES_INTRO, failure_section(result, dataset), NO_FAILURES)
+    if dataset in result.family_sections:  # a family with its own boards (TimeSage)
+        own = [(title, intro, table, "No rows.") for title, intro, table in result.family_sections[dataset]]
+        return [*own, FIGURES, failures]
+    return [
+        ("Cost", COST_INTRO, cost_section(result, dataset), "No rows."),
+        FIGURES,
+        ("Per-length breakdown (Fig. 3)", LENGTH_INTRO, length_section(result, dataset), "No scored rows."),
+        ("Score versus length (Fig. 4)", CURVE_INTRO, curve_section(result, dataset), NO_CURVE),
+        (
+            "Paired comparisons",
+            PAIRED_INTRO,
+            paired_section(result, dataset),
+            "No two configurations share scored rows.",
+        ),
+        failures,
+    ]
+
+
 def figure_title(name: str) -> str:
     return next((title for prefix, title in FIGURE_TITLES.items() if name.startswith(prefix)), name)
