@@ -82,6 +82,17 @@ class Commands(TyperGroup):
     def list_commands(self, ctx: typer.Context) -> list[str]:
         return [*super().list_commands(ctx), *(name for name in COMMANDS if name not in self.commands)]
 
+    def get_help_option(self, ctx: typer.Context):  # noqa: ANN201 - click's own option class
+        """The root's --help, coerced without pydantic: typer builds a pydantic adapter for a flag left unset
+        (value None) before it looks at the value, and that import is a third of `tsbench eval --help`."""
+        option = super().get_help_option(ctx)
+        if option is not None and getattr(option, "_runtime_param", False) is None:
+            from typer._coercion import PassThroughRuntimeParam  # None passes through untouched, as typer's would
+            from typer.models import OptionInfo
+
+            option._runtime_param = PassThroughRuntimeParam(annotation=bool, parameter_info=OptionInfo())
+        return option
+
     def get_command(self, ctx: typer.Context, cmd_name: str) -> TyperCommand | None:
         if cmd_name in COMMANDS and cmd_name not in self.commands:
             target, short = COMMANDS[cmd_name]
