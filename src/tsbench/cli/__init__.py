@@ -16,7 +16,6 @@ from typer.core import TyperCommand, TyperGroup
 from tsbench import __version__
 from tsbench.cli.common import err_console
 from tsbench.core.errors import UserError
-from tsbench.core.extras import check
 from tsbench.core.out_paths import path_error
 from tsbench.core.sanitize import terminal_text
 
@@ -60,6 +59,8 @@ class _Deferred(TyperCommand):
 
         module, attr = self.target.split(":")
         if self.name in TRAIN:  # TRL's lazy modules turn a missing torch into a RuntimeError at attribute access
+            from tsbench.core.extras import check
+
             check("torch", "transformers", "trl", extra="train")
         try:
             callback = getattr(importlib.import_module(module), attr)
