@@ -34,15 +34,28 @@ def test_one_rlm_episode_loads_few_tsbench_modules_and_none_it_never_uses(small_
     assert not [name for name in loaded if name.startswith(NEVER_IN_AN_RLM_EPISODE)]
 
 
-def test_eval_help_loads_no_library_an_eval_needs():
+def _loaded_by(*args: str) -> tuple[str, set[str]]:
+    """(stderr, the top-level packages loaded) of `tsbench ARGS` in a fresh process."""
     script = (
-        "import sys; sys.argv = ['tsbench', 'eval', '--help']\n"
+        f"import sys; sys.argv = ['tsbench', *{list(args)!r}]\n"
         "from tsbench.cli import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "print('LOADED', *sorted({m.split('.')[0] for m in sys.modules}))"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    assert "--harness" in done.stdout  # the help really printed
-    loaded = set(done.stdout.split("LOADED", 1)[1].split())
-    assert "typer" in loaded
+    printed, loaded = done.stdout.split("LOADED", 1)
+    return printed + done.stderr, set(loaded.split())
+
+
+def test_eval_help_loads_no_library_an_eval_needs():
+    printed, loaded = _loaded_by("eval", "--help")
+    assert "--harness" in printed and "typer" in loaded  # the help really printed
     assert not loaded & {"pydantic", "pandas", "numpy", "pyarrow", "rich"}
+
+
+def test_reading_an_evals_flags_loads_no_pydantic(small_data, tmp_path):
+    """typer would import pydantic to turn each flag's text into text (cli/common.py `as_text`)."""
+    flags = f"--model scripted/zscore --data {small_data / 'test-precise.parquet'} -T regime=precise --limit nope"
+    printed, loaded = _loaded_by("eval", *flags.split(), "--categories", "localize", "--out", str(tmp_path / "run"))
+    assert "error: limit (--limit) takes an integer, got 'nope'" in printed
+    assert "pydantic" not in loaded

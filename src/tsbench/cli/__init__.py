@@ -14,7 +14,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from tsbench import __version__
-from tsbench.cli.common import err_console
+from tsbench.cli.common import as_text, err_console
 from tsbench.core.errors import UserError
 from tsbench.core.out_paths import path_error
 from tsbench.core.sanitize import terminal_text
@@ -84,15 +84,8 @@ class Commands(TyperGroup):
         return [*super().list_commands(ctx), *(name for name in COMMANDS if name not in self.commands)]
 
     def get_help_option(self, ctx: typer.Context):  # noqa: ANN201 - click's own option class
-        """The root's --help, coerced without pydantic: typer builds a pydantic adapter for a flag left unset
-        (value None) before it looks at the value, and that import is a third of `tsbench eval --help`."""
         option = super().get_help_option(ctx)
-        if option is not None and getattr(option, "_runtime_param", False) is None:
-            from typer._coercion import PassThroughRuntimeParam  # None passes through untouched, as typer's would
-            from typer.models import OptionInfo
-
-            option._runtime_param = PassThroughRuntimeParam(annotation=bool, parameter_info=OptionInfo())
-        return option
+        return option if option is None else as_text([option])[0]  # --help alone imports no pydantic
 
     def get_command(self, ctx: typer.Context, cmd_name: str) -> TyperCommand | None:
         if cmd_name in COMMANDS and cmd_name not in self.commands:
