@@ -70,12 +70,13 @@ from tsbench.eval.runner import run_eval
 cfg = EvalConfig(model="scripted/trivial-code", harness="rlm", data=[sys.argv[1]], limit=1, out=sys.argv[2])
 cfg.harness_config.unsafe_sandbox, cfg.harness_config.max_turns = True, 1  # as any checkout's config takes them
 run_eval(cfg)
-print(sum(1 for name in sys.modules if name.startswith("tsbench")))
+print(" ".join(sorted(sys.modules)))
 """
 
 
-def _run(src: str | None, args: list[str], pycache: str) -> tuple[float, float, str, str]:
-    """(wall seconds, CPU seconds, stdout, stderr) of a fresh python process with `src` first on its path."""
+def _run(src: str | None, args: list[str], pycache: str = "") -> tuple[float, float, str, str]:
+    """(wall seconds, CPU seconds, stdout, stderr) of a fresh python process with `src` first on its path
+    (bytecode under `pycache`; "" keeps Python's own places)."""
     import time
 
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"PYTHONPYCACHEPREFIX": pycache}
@@ -90,6 +91,15 @@ def _run(src: str | None, args: list[str], pycache: str) -> tuple[float, float, 
         raise RuntimeError(f"{' '.join(args[:4])} failed: {done.stderr[-1500:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, cpu, done.stdout, done.stderr
+
+
+def episode_modules(src: str | None, data: Path, out: Path, pycache: str = "") -> list[str]:
+    """Every module a fresh process holds after one rlm episode (scripted model, one turn)."""
+    return _run(src, ["-c", RLM_EPISODE, str(data), str(out)], pycache)[2].splitlines()[-1].split()
+
+
+def tsbench_modules(names: list[str]) -> list[str]:
+    return [name for name in names if name.split(".")[0] == "tsbench"]
 
 
 def _data(folder: Path) -> Path:
@@ -127,7 +137,7 @@ def main() -> None:
                     starts[name].append(float(err.split("start-cpu ")[1].split()[0]))
             floor.append(_run(None, ["-c", FLOOR], pycache)[1])
         modules = {
-            name: int(_run(src, ["-c", RLM_EPISODE, str(data), str(Path(tmp) / f"rlm_{i}")], pycache)[2].split()[-1])
+            name: len(tsbench_modules(episode_modules(src, data, Path(tmp) / f"rlm_{i}", pycache)))
             for i, (name, src) in enumerate(sides.items())
         }
     print(f"startup ({load_average()}; medians of {ROUNDS}, sides interleaved, from bytecode)")

@@ -14,9 +14,8 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from tsbench import __version__
-from tsbench.cli.common import err_console
+from tsbench.cli.common import as_text, err_console
 from tsbench.core.errors import UserError
-from tsbench.core.extras import check
 from tsbench.core.out_paths import path_error
 from tsbench.core.sanitize import terminal_text
 
@@ -60,6 +59,8 @@ class _Deferred(TyperCommand):
 
         module, attr = self.target.split(":")
         if self.name in TRAIN:  # TRL's lazy modules turn a missing torch into a RuntimeError at attribute access
+            from tsbench.core.extras import check
+
             check("torch", "transformers", "trl", extra="train")
         try:
             callback = getattr(importlib.import_module(module), attr)
@@ -81,6 +82,10 @@ class _Deferred(TyperCommand):
 class Commands(TyperGroup):
     def list_commands(self, ctx: typer.Context) -> list[str]:
         return [*super().list_commands(ctx), *(name for name in COMMANDS if name not in self.commands)]
+
+    def get_help_option(self, ctx: typer.Context):  # noqa: ANN201 - click's own option class
+        option = super().get_help_option(ctx)
+        return option if option is None else as_text([option])[0]  # --help alone imports no pydantic
 
     def get_command(self, ctx: typer.Context, cmd_name: str) -> TyperCommand | None:
         if cmd_name in COMMANDS and cmd_name not in self.commands:

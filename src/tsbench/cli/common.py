@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 import sys
 from pathlib import Path
@@ -52,6 +54,47 @@ def columns_console() -> Console:
     from rich.console import Console
 
     return Console(highlight=False, width=int(columns))
+
+
+def _flag(value: Any) -> bool:
+    if not isinstance(value, bool):  # typer hands a flag True or False (None never reaches here)
+        raise TypeError(f"a flag given {value!r}")
+    return value
+
+
+_AS_TEXT = {bool: _flag, str: str, list[str]: list, Path: Path}  # as typer resolves Optional[...]
+
+
+@functools.cache
+def _text_coercion() -> type | None:
+    """A coercion for options whose values stay text (a str, a list of them, a path): typer 0.2x turns each
+    value into its annotation with a pydantic TypeAdapter and imports pydantic for it (~0.1 CPU-s, a tenth of
+    an eval's start) only to make text of text; core.config.build converts and checks settings itself.
+    None under a typer without this layer (it coerces with click's own types)."""
+    try:
+        from typer._coercion import RuntimeParam
+    except ImportError:
+        return None
+
+    @dataclasses.dataclass(frozen=True)
+    class AsText(RuntimeParam):
+        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+            return _AS_TEXT[self.annotation](value)
+
+    return AsText
+
+
+def as_text(params: list[Any]) -> list[Any]:
+    """`params`, those typed as text (or flags) coerced without pydantic."""
+    coercion = _text_coercion()
+    for param in params:
+        if coercion is not None and getattr(param, "_runtime_param", False) is None:
+            descriptor = param.type_descriptor
+            if descriptor.annotation in _AS_TEXT and descriptor.file_annotation is None:
+                param._runtime_param = coercion(
+                    annotation=descriptor.annotation, parameter_info=descriptor.parameter_info
+                )
+    return params
 
 
 def split_list(values: Optional[list[str]]) -> Optional[list[str]]:

@@ -17,7 +17,6 @@ from tsbench.core.errors import UserError
 from tsbench.core.own_folder import config_overwrite_refusal
 from tsbench.core.sanitize import display_name, terminal_text
 from tsbench.eval.config import EvalConfig
-from tsbench.eval.config_keys import config_key_refusals
 from tsbench.eval.model_args import harness_args, task_settings
 from tsbench.harness.settings import build_run
 
@@ -90,8 +89,11 @@ def eval_cmd(
         settings["text_budget_chars"] = trained
     cfg = build_run(EvalConfig, settings, where=f"setting in {config}" if config else "setting")
     command_line = {**task_settings(task_arg), **harness_pairs, **flags}
-    if not trust_config_keys and (refused := config_key_refusals(cfg, from_file, command_line)):
-        raise UserError(f"{config}: {refused[0]}")
+    if from_file and not trust_config_keys:  # only a config file's keys are refused (and load the checks)
+        from tsbench.eval.config_keys import config_key_refusals
+
+        if refused := config_key_refusals(cfg, from_file, command_line):
+            raise UserError(f"{config}: {refused[0]}")
     if refused := config_overwrite_refusal(config, from_file, command_line, cfg.out or cfg.log_dir or "results"):
         raise UserError(refused)
 

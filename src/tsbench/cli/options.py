@@ -19,7 +19,7 @@ from typing import Any, Optional
 import typer
 from typer.core import TyperCommand
 
-from tsbench.cli.common import given
+from tsbench.cli.common import as_text, given
 from tsbench.core.settings import Spec, specs
 
 _ALIAS = "__alias"
@@ -199,7 +199,7 @@ class HarnessCommand(TyperCommand):
         params = super().get_params(ctx)
         added = _harness_params(ctx.meta[_CHOSEN]) if ctx.meta.get(_CHOSEN) else ()
         ctx.meta[_ADDED] = {p.name for p in added}
-        return [*params[:-1], *added, *params[-1:]]  # --help stays last
+        return as_text([*params[:-1], *added, *params[-1:]])  # --help stays last
 
     def invoke(self, ctx: Any) -> Any:
         # the harness's options reach the command through `harness_flags`, not as parameters typer checks

@@ -11,7 +11,6 @@ from tsbench.baselines import build_policy, canonical, is_reference
 from tsbench.core.errors import UserError
 from tsbench.harness import Harness
 from tsbench.models.base import Agent, ModelUnavailableError, as_agent
-from tsbench.models.registry import model_class
 
 
 def build_agent(spec: str, options: dict[str, Any] | None = None) -> Agent:
@@ -54,6 +53,8 @@ def check_before_building(spec: str, harness: Harness, settings: Any) -> None:
     cannot play `harness` with `settings`: every row would otherwise fail the same way, or be scored blind."""
     if is_reference(spec):
         return
+    from tsbench.models.registry import model_class  # a reference policy's episodes never load providers
+
     try:
         cls = model_class(spec)
     except (ValueError, ModelUnavailableError):

@@ -23,7 +23,6 @@ from tsbench.core.errors import UserError
 from tsbench.core.own_folder import OWNED_FILE, check_replaceable, record_owned
 from tsbench.core.provenance import checked_identity, git_commit, versions, write_json
 from tsbench.core.settings import check as check_settings
-from tsbench.core.tracking import check_targets
 from tsbench.eval.agents import AgentCache, check_before_building, check_pairing
 from tsbench.eval.config import EvalConfig, result_settings, run_name
 from tsbench.eval.episode import EpisodeJob
@@ -277,7 +276,10 @@ def validate(cfg: EvalConfig) -> None:
     check_settings(cfg)
     if not cfg.model:
         raise UserError("--model is required (or a --config that sets model)")
-    check_targets(cfg.report_to)
+    if cfg.report_to:  # a run that reports nowhere loads no tracking code
+        from tsbench.core.tracking import check_targets
+
+        check_targets(cfg.report_to)
     preflight(cfg)  # eval/preflight.py: outputs writable, servers answer, before any model loads
 
 
@@ -346,13 +348,25 @@ def open_run(cfg: EvalConfig, run: Resolved, chosen: Selection) -> OpenRun:
             if run.taskset.judged
             else ()
         )
-        from tsbench.eval.tracking import open_reporters
+        reporters: Any = _Silent()
+        if cfg.report_to:
+            from tsbench.eval.tracking import open_reporters
 
-        reporters = open_reporters(cfg.report_to, out, info)
+            reporters = open_reporters(cfg.report_to, out, info)
     except BaseException:
         lock.release()
         raise
     return OpenRun(out, moved, lock, info, chains, scoring, reporters)
+
+
+class _Silent:
+    """The reporters of a run that reports nowhere, so eval/tracking.py stays unloaded."""
+
+    def update(self, progress: Any) -> None: ...
+
+    def finish(self, results: dict) -> None: ...
+
+    def close(self) -> None: ...
 
 
 def read_journal(

@@ -22,7 +22,6 @@ import pyarrow.parquet as pq
 from tsbench.core import json_input
 from tsbench.core.input_budget import Budget, check_parquet
 from tsbench.core.parquet_rows import ONE_ROW_AT_A_TIME, NotPlain, read_leaf_run
-from tsbench.tasks.written_hash import WrittenHash
 
 
 def _contiguous_run(blocks: list[np.ndarray]) -> np.ndarray | None:
@@ -147,6 +146,8 @@ class SeriesWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # a native file: pages go out without the GIL (a Python sink would need it once per page)
         self._stream = pa.OSFile(str(self.path), mode="wb")
+        from tsbench.tasks.written_hash import WrittenHash  # writers only: an eval reads series files
+
         self._hash = WrittenHash(self.path)
         self._writer = pq.ParquetWriter(
             self._stream, self.schema, compression=self.compression, **writer_options(self.schema)

@@ -13,7 +13,6 @@ from tsbench.core.episode import EpisodeTask
 from tsbench.core.errors import UserError
 from tsbench.core.provenance import read_json
 from tsbench.tasks.anomalyxl import labels as lb
-from tsbench.tasks.anomalyxl.answer_class import answer_class, gold_class
 from tsbench.tasks.anomalyxl.metrics import metrics
 from tsbench.tasks.anomalyxl.rows import gold_text, read_index, read_row, schema_problem
 from tsbench.tasks.base import (
@@ -164,9 +163,13 @@ class AnomalyXL(TaskFamily):
         return None
 
     def answer_class(self, category: str, gold: Any, text: str) -> str | None:
+        from tsbench.tasks.anomalyxl.answer_class import answer_class  # analysis only: episodes never load it
+
         return answer_class(category, gold, text)
 
     def gold_class(self, category: str, gold: Any) -> str:
+        from tsbench.tasks.anomalyxl.answer_class import gold_class
+
         return gold_class(category, gold)
 
     def training_stream(self, request: TrainingRequest) -> TrainingStream:
