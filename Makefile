@@ -80,8 +80,8 @@ bench-paper-split: setup
 bench-classical: setup  # Table 1's Classical row at 1/10 of the paper's train rows and 1/4 of its test (~1 h on 2 busy cores; docs/fidelity.md)
 	TSBENCH_CLASSICAL_FRACTION=0.1 TSBENCH_CLASSICAL_TEST_FRACTION=0.25 $(BIN)/python -m tsbench.bench classical-row
 
-bench-startup:  # eval --help time, eval start CPU, modules per rlm episode; TSBENCH_BENCH_REFERENCE=<src> beside
-	$(BIN)/python -m tsbench.bench startup
+bench-startup:  # eval --help and eval start CPU, modules per rlm episode; beside REF (a src folder or git revision; main)
+	TSBENCH_BENCH_REFERENCE=$(or $(REF),main) $(BIN)/python -m tsbench.bench startup
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache

@@ -8,10 +8,11 @@
   no kernel) is shown beside it;
 * tsbench modules one rlm episode imports (in a fresh process); goal <= 70.
 
-The reference is another checkout's sources (TSBENCH_BENCH_REFERENCE=/path/to/src, e.g. main's before a
-change), measured interleaved with this tree. Both run from compiled bytecode, as an installed package
+The reference (e.g. main before a change) is another checkout's sources (TSBENCH_BENCH_REFERENCE=/path/to/src)
+or this repository's at a git revision (TSBENCH_BENCH_REFERENCE=main: its src/ unpacked with `git archive`),
+measured interleaved with this tree. Both run from compiled bytecode, as an installed package
 does (PYTHONPYCACHEPREFIX: a read-only checkout gets its .pyc files too). The floor is what a one-option
-typer command pays for its --help (typer and the pydantic it parses with).
+typer command pays for its --help (typer alone: cli/common.py `as_text` keeps pydantic out of ours too).
 """
 
 from __future__ import annotations
@@ -102,6 +103,17 @@ def tsbench_modules(names: list[str]) -> list[str]:
     return [name for name in names if name.split(".")[0] == "tsbench"]
 
 
+def _sources_at(revision: str, folder: Path) -> str:
+    """This repository's src/ as of a git revision (`main`, a commit), unpacked under `folder`."""
+    repo = Path(__file__).resolve().parents[3]
+    folder.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(repo), "archive", revision, "src"], capture_output=True, check=False)
+    if archive.returncode != 0:
+        raise SystemExit(f"TSBENCH_BENCH_REFERENCE={revision}: no such folder or git revision here")
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+    return str(folder / "src")
+
+
 def _data(folder: Path) -> Path:
     from tsbench.tasks.anomalyxl.config import preset
     from tsbench.tasks.anomalyxl.generate import generate_split, update_manifest
@@ -114,8 +126,10 @@ def _data(folder: Path) -> Path:
 def main() -> None:
     ours = str(Path(__file__).resolve().parents[2])
     reference = os.environ.get("TSBENCH_BENCH_REFERENCE")
-    sides = {"this tree": ours, **({"reference": reference} if reference else {})}
     with tempfile.TemporaryDirectory() as tmp:
+        if reference and not Path(reference).is_dir():
+            reference = _sources_at(reference, Path(tmp) / "reference")
+        sides = {"this tree": ours, **({"reference": reference} if reference else {})}
         data = _data(Path(tmp) / "data")
         pycache = str(Path(tmp) / "pycache")
         helps: dict[str, list[float]] = {name: [] for name in sides}
@@ -140,7 +154,9 @@ def main() -> None:
             name: len(tsbench_modules(episode_modules(src, data, Path(tmp) / f"rlm_{i}", pycache)))
             for i, (name, src) in enumerate(sides.items())
         }
-    print(f"startup ({load_average()}; medians of {ROUNDS}, sides interleaved, from bytecode)")
+    print(f"startup ({load_average()}; medians of {ROUNDS}, sides interleaved, from bytecode; CPU = user + sys)")
+    if reference:
+        print(f"  reference: {os.environ['TSBENCH_BENCH_REFERENCE']}")
     print(f"  floor: a one-option typer command's --help {statistics.median(floor):.3f} CPU-s")
     for name in sides:
         help_cpu_s, start_cpu = statistics.median(help_cpu[name]), statistics.median(starts[name])

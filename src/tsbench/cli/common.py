@@ -62,6 +62,8 @@ def _flag(value: Any) -> bool:
     return value
 
 
+# typer's path checks and parsers, none of which an option given `as_text` may ask for
+_NO_CHECKS = {"exists": False, "file_okay": True, "dir_okay": True, "writable": False, "resolve_path": False}
 _AS_TEXT = {bool: _flag, str: str, list[str]: list, Path: Path}  # as typer resolves Optional[...]
 
 
@@ -90,10 +92,10 @@ def as_text(params: list[Any]) -> list[Any]:
     for param in params:
         if coercion is not None and getattr(param, "_runtime_param", False) is None:
             descriptor = param.type_descriptor
-            if descriptor.annotation in _AS_TEXT and descriptor.file_annotation is None:
-                param._runtime_param = coercion(
-                    annotation=descriptor.annotation, parameter_info=descriptor.parameter_info
-                )
+            info = descriptor.parameter_info
+            plain = info.parser is None and all(getattr(info, k, v) == v for k, v in _NO_CHECKS.items())
+            if descriptor.annotation in _AS_TEXT and descriptor.file_annotation is None and plain:
+                param._runtime_param = coercion(annotation=descriptor.annotation, parameter_info=info)
     return params
 
 
