@@ -386,6 +386,15 @@ class TaskFamily:
         return EpochStream(self, rows.reset_index(drop=True), request)
 
 
+def row_sample(ref: SampleRef, row: Any, values: np.ndarray | None, *, meta=None, attributes=None) -> Sample:
+    """The Sample of a series family's row (id, category, regime, question, channel_names, options,
+    gold, split, length); `attributes`: the result column of family facts, when the family has some."""
+    names, options = list(row.channel_names), list(row.options)
+    task = EpisodeTask(row.id, row.category, row.regime, row.question, names, values, options, meta=dict(meta or {}))
+    columns = {"split": row.split, "regime": row.regime, "length": row.length, "n_channels": len(row.channel_names)}
+    return Sample(ref, task, row.gold, columns | ({} if attributes is None else {"attributes": attributes}))
+
+
 def read_indexes(files: list[Path], read: Callable[[Path], pd.DataFrame], what: str) -> pd.DataFrame:
     """The files' indexes (`read(path)`, each with its `path`) as one frame; a file that is not `what`
     is refused in one line (a UserError, e.g. over the input budget, keeps its own)."""

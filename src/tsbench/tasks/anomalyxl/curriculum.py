@@ -14,18 +14,16 @@ task is a row of the generated train/val/test files.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import numpy as np
 
-from tsbench.core.episode import EpisodeTask
 from tsbench.core.errors import UserError
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.config import GenConfig, preset
 from tsbench.tasks.anomalyxl.rowplan import materialize, plan_row
 from tsbench.tasks.anomalyxl.rows import Row
 from tsbench.tasks.anomalyxl.seeds import derive_seed
-from tsbench.tasks.base import Sample, SampleRef, TrainingRequest, TrainingStream
+from tsbench.tasks.base import Sample, SampleRef, TrainingRequest, TrainingStream, row_sample
 
 WARM_P_PRESENT = 1.0
 WARM_MIN_K = 1
@@ -105,26 +103,8 @@ class GeneratorStream(TrainingStream):
 
     def sample(self, step: int, j: int) -> Sample:
         plan = self.plan(step, j)
-        return Sample(SampleRef(self.family, "", plan.id), episode_task(plan), plan.gold, record_columns(plan))
+        return row_sample(SampleRef(self.family, "", plan.id), plan, materialize(plan.plan))
 
     def step_metrics(self, step: int) -> dict[str, float]:
         gen = self.generator(step)
         return {"p_present": float(gen.p_present), "min_k": float(gen.min_k)}
-
-
-def episode_task(plan: Row) -> EpisodeTask:
-    """The harness's view of a planned row: question and values, never gold."""
-    return EpisodeTask(
-        plan.id,
-        plan.category,
-        plan.regime,
-        plan.question,
-        list(plan.channel_names),
-        materialize(plan.plan),
-        list(plan.options),
-    )
-
-
-def record_columns(plan: Row) -> dict[str, Any]:
-    """The results-schema columns of a planned row (as Sample.columns)."""
-    return {"split": plan.split, "regime": plan.regime, "length": plan.length, "n_channels": len(plan.channel_names)}

@@ -9,7 +9,6 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 
-from tsbench.core.episode import EpisodeTask
 from tsbench.core.errors import UserError
 from tsbench.core.provenance import read_json
 from tsbench.tasks.anomalyxl import labels as lb
@@ -26,6 +25,7 @@ from tsbench.tasks.base import (
     identity,
     read_indexes,
     recorded_hashes,
+    row_sample,
 )
 
 REGIMES = {"precise": ("precise",), "coarse": ("coarse",), "both": ("precise", "coarse")}
@@ -92,11 +92,7 @@ class AnomalyXL(TaskFamily):
 
     def load(self, ref: SampleRef) -> Sample:
         row = read_row(ref.path, ref.id)
-        task = EpisodeTask(
-            row.id, row.category, row.regime, row.question, list(row.channel_names), row.values, list(row.options)
-        )
-        columns = {"split": row.split, "regime": row.regime, "length": row.length, "n_channels": len(row.channel_names)}
-        return Sample(ref=ref, task=task, gold=row.gold, columns=columns)
+        return row_sample(ref, row, row.values)
 
     def score(self, category: str, gold: Any, message: str) -> Scored:
         m = metrics(category, gold, message)

@@ -216,24 +216,15 @@ class CiK(RecordingFamily):
         instances = reader.read_instances(folder)
         if not instances:
             raise UserError(f"no CiK instances under {path}")
-        seed = int(options.get("seed", 42))
         train, test = reader.split_instances(instances)
         return write_train_test(
-            self.name,
-            self.dataset,
-            {"train": train, "test": test},
+            self,
+            train,
+            test,
             functools.partial(to_row, kind=kind, parser=parser),
             out,
-            seed=seed,
-            wanted=options.get("split"),
-            config={
-                "path": str(path),
-                "train_ratio": 0.5,
-                "split_seed": 2026,
-                "split": "timeclaw",
-                "answer_format": kind,
-                "parser": parser,
-            },
-            sources=folder.hashes(),
+            options=options,
+            folder=folder,
+            config={"path": str(path), "split": "timeclaw", "answer_format": kind, "parser": parser},
             progress=progress,
         )

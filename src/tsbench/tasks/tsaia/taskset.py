@@ -164,24 +164,14 @@ class TSAIA(RecordingFamily):
         chosen = select(items, options.get("categories"))
         if not chosen:
             raise UserError(f"no TSAIA item of the selection under {path} ({sum(skipped.values())} skipped)")
-        seed = int(options.get("seed", 42))
         train, test = split_train_test(chosen, lambda i: i.question_type)
+        config = {
+            "path": str(path),
+            "selection": options.get("categories") or ["mc"],
+            "grouped_by": "question type (TimeClaw)",
+            "skipped_items": skipped,
+        }
+        # the folder lists conversion.json and the tables read
         return write_train_test(
-            self.name,
-            self.dataset,
-            {"train": train, "test": test},
-            to_row,
-            out,
-            seed=seed,
-            wanted=options.get("split"),
-            config={
-                "path": str(path),
-                "selection": options.get("categories") or ["mc"],
-                "train_ratio": 0.5,
-                "split_seed": 2026,
-                "grouped_by": "question type (TimeClaw)",
-                "skipped_items": skipped,
-            },
-            sources=folder.hashes(),  # conversion.json and the tables read
-            progress=progress,
+            self, train, test, to_row, out, options=options, folder=folder, config=config, progress=progress
         )

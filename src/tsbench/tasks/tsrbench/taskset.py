@@ -152,24 +152,15 @@ class TSRBench(RecordingFamily):
         seed, ratio = int(options.get("seed", 42)), float(options.get("ratio", RATIO))
         sample = subsample(items, lambda i: i.group, ratio, seed)
         train, test = split_train_test(sample, lambda i: i.group)
+        config = {
+            "path": str(path),
+            "ratio": ratio,
+            "subsample_seed": seed,
+            "grouped_by": "subtask file (TimeClaw)",
+            "records": len(items) + sum(skipped.values()),
+            "skipped_records": skipped,
+        }
+        # the folder lists every subtask file read
         return write_train_test(
-            self.name,
-            self.dataset,
-            {"train": train, "test": test},
-            to_row,
-            out,
-            seed=seed,
-            wanted=options.get("split"),
-            config={
-                "path": str(path),
-                "ratio": ratio,
-                "subsample_seed": seed,
-                "train_ratio": 0.5,
-                "split_seed": 2026,
-                "grouped_by": "subtask file (TimeClaw)",
-                "records": len(items) + sum(skipped.values()),
-                "skipped_records": skipped,
-            },
-            sources=folder.hashes(),  # every subtask file read
-            progress=progress,
+            self, train, test, to_row, out, options=options, folder=folder, config=config, progress=progress
         )
