@@ -35,7 +35,26 @@ class Inputs:
     media: torch.Tensor | None  # Flamingo's latents, else None
 
 
-class TSLM(nn.Module):
+class SeriesLanguageModel(nn.Module):
+    """What every series-reading language model here shares (TSLM, toto_qa.TotoQA): the input-length
+    budget, and which parameters train."""
+
+    settings: TSLMSettings
+
+    def _check_length(self, n_tokens: int) -> None:
+        limit = self.settings.max_input_tokens
+        if limit is not None and n_tokens > limit:
+            raise InputTooLong(f"{n_tokens} backbone input tokens exceed max_input_tokens {limit}")
+
+    def trainable_state(self) -> dict[str, torch.Tensor]:
+        return {name: p.detach().cpu() for name, p in self.named_parameters() if p.requires_grad}
+
+    def parameter_counts(self) -> dict[str, int]:
+        trainable = sum(p.numel() for p in self.parameters() if p.requires_grad)
+        return {"trainable": trainable, "frozen": sum(p.numel() for p in self.parameters()) - trainable}
+
+
+class TSLM(SeriesLanguageModel):
     def __init__(self, arch: str, encoder: SeriesEncoder, backbone: nn.Module, tokenizer, settings: TSLMSettings):
         super().__init__()
         self.arch = arch
@@ -79,11 +98,6 @@ class TSLM(nn.Module):
         media = self.fusion.media(patches, mask)
         return Inputs(self._text_embeds("".join(pieces)).unsqueeze(0), 0, media)
 
-    def _check_length(self, n_tokens: int) -> None:
-        limit = self.settings.max_input_tokens
-        if limit is not None and n_tokens > limit:
-            raise InputTooLong(f"{n_tokens} backbone input tokens exceed max_input_tokens {limit}")
-
     def _run(self, inputs: Inputs, fn):
         if inputs.media is None:
             return fn()
@@ -123,11 +137,3 @@ class TSLM(nn.Module):
             ),
         )
         return out[0].tolist(), int(inputs.embeds.shape[1])
-
-    # -- parameters ------------------------------------------------------------------------------
-    def trainable_state(self) -> dict[str, torch.Tensor]:
-        return {name: p.detach().cpu() for name, p in self.named_parameters() if p.requires_grad}
-
-    def parameter_counts(self) -> dict[str, int]:
-        trainable = sum(p.numel() for p in self.parameters() if p.requires_grad)
-        return {"trainable": trainable, "frozen": sum(p.numel() for p in self.parameters()) - trainable}
