@@ -9,10 +9,12 @@ the answer tokens only; `generate` decodes greedily from the same inputs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch import nn
 
+from tsbench.models.base import ModelUnavailableError
 from tsbench.models.tslm.chatts import PatchSplice
 from tsbench.models.tslm.encoder import SeriesEncoder
 from tsbench.models.tslm.flamingo import PerceiverCrossAttention
@@ -52,6 +54,22 @@ class SeriesLanguageModel(nn.Module):
     def parameter_counts(self) -> dict[str, int]:
         trainable = sum(p.numel() for p in self.parameters() if p.requires_grad)
         return {"trainable": trainable, "frozen": sum(p.numel() for p in self.parameters()) - trainable}
+
+    def save_trainable(self, path: Path) -> None:
+        from safetensors.torch import save_file
+
+        save_file({k: v.contiguous() for k, v in self.trainable_state().items()}, str(path))
+
+    def load_trainable(self, path: Path, fits: str = "this model") -> None:
+        """The trainable weights saved at `path` restored: every one of them, or an error."""
+        from safetensors.torch import load_file
+
+        weights = load_file(str(path))
+        expected = set(self.trainable_state())
+        if set(weights) != expected:
+            missing, extra = sorted(expected - set(weights))[:3], sorted(set(weights) - expected)[:3]
+            raise ModelUnavailableError(f"{path} does not fit {fits} (missing {missing}, extra {extra})")
+        self.load_state_dict(weights, strict=False)
 
 
 class TSLM(SeriesLanguageModel):
