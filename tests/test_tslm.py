@@ -18,7 +18,6 @@ pytest.importorskip("chronos")
 from tsbench.core.episode import EpisodeTask  # noqa: E402
 from tsbench.harness.series import series_messages  # noqa: E402
 from tsbench.models.tslm.build import build_tslm  # noqa: E402
-from tsbench.models.tslm.provider import render  # noqa: E402
 from tsbench.models.tslm.settings import ARCHITECTURES, TSLMSettings  # noqa: E402
 
 SETTINGS = dict(backbone="local/smollm2-135m", encoder="tiny-random", latents=8, summary_tokens=8, fusion_layers=1)
@@ -46,7 +45,7 @@ def built():
 def prompt_for(model, channels: int, length: int) -> str:
     task = EpisodeTask("r", "c", "precise", "Where is the anomaly?", [f"ch{i}" for i in range(channels)], None)
     task.values = torch.zeros(channels, length).numpy()
-    return render(model.tokenizer, series_messages(task))
+    return model.render_prompt(series_messages(task))
 
 
 def text_tokens(model, prompt: str) -> int:

@@ -3,7 +3,6 @@
 import re
 
 RESULT_TAG = "\x1eTSBENCH_TOOL_RESULT\x1e"
-MAX_VALUES = 500  # channel_values and every other array-valued observation stay within this
 TOOL_FILE = "tool.py"
 TOOL_JSON = "tool.json"
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tsbench.harness.kernel_tools import IMAGE_TOOLS, KERNEL_HELPERS, SEED_TOOL_NAMES  # noqa: F401
+from tsbench.harness.kernel_tools import KERNEL_HELPERS, SEED_TOOL_NAMES  # noqa: F401
 from tsbench.harness.runtime.sandbox import CellResult, truncate_observation
 from tsbench.harness.stumpy_cache import (  # noqa: F401  (re-exported)
     stumpy_cache_dir,
@@ -34,7 +34,7 @@ from tsbench.harness.stumpy_cache import (  # noqa: F401  (re-exported)
     warm_stumpy_cache,
     warm_stumpy_cache_in_background,
 )
-from tsbench.harness.tool_constants import MAX_VALUES, RESULT_TAG, TOOL_FILE, TOOL_JSON  # noqa: F401
+from tsbench.harness.tool_constants import RESULT_TAG, TOOL_FILE, TOOL_JSON  # noqa: F401
 from tsbench.harness.tool_specs import ToolSourceError, ToolSpec, load_tools_dir, seed_specs, spec_from_source  # noqa: F401
 
 

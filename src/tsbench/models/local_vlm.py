@@ -141,7 +141,6 @@ class LocalVLMModel(Agent):
         self.device = device or _default_device()
         self._lock = threading.Lock()
         self._calls = 0
-        started = time.perf_counter()
         source = resolve_model(f"local/{name_or_path}")
         self.weights_dir = Path(source.weights)
         transformers = offline_transformers()
@@ -155,7 +154,6 @@ class LocalVLMModel(Agent):
 
             model = PeftModel.from_pretrained(model, source.adapter, is_trainable=False).merge_and_unload()
         self.model = model.to(self.device).eval()
-        self.load_s = time.perf_counter() - started
 
     def generate(
         self,

@@ -37,14 +37,7 @@ from tsbench.core.deadline import tightest, within
 from tsbench.core.unicode_text import ALTERED_ATTRIBUTE, valid_text
 from tsbench.models.base import Agent, Completion, Message, ModelError, TaskInfo, ToolCall
 from tsbench.models.context import server_context_tokens
-from tsbench.models.endpoint import (  # noqa: F401
-    DEFAULT_OPENAI_BASE_URL,
-    PLACEHOLDER_API_KEY,
-    api_key_for,
-    is_openai_endpoint,
-    parse_price,
-    resolve_base_url,
-)
+from tsbench.models.endpoint import PLACEHOLDER_API_KEY, api_key_for, is_openai_endpoint, parse_price, resolve_base_url
 from tsbench.models.http import REDIRECT_CODES, openai_client, redirect_note
 from tsbench.models.pricing import endpoint_cost_usd
 from tsbench.models.retry import DEFAULT_TIMEOUT_S, RetryPolicy, call_with_retries

@@ -97,14 +97,12 @@ def build_tslm(arch: str, settings: TSLMSettings, lora: LoraSpec | None = None, 
 
 def save_run(model: TSLM, out: Path, lora: LoraSpec, extra: dict | None = None) -> Path:
     """Write tslm.json and the trainable weights (and a tiny encoder's weights) into `out`."""
-    from safetensors.torch import save_file
-
     out.mkdir(parents=True, exist_ok=True)
     settings = asdict(model.settings)
     if settings["encoder"] == TINY_ENCODER:
         model.encoder.chronos.save_pretrained(out / ENCODER_DIR)
         settings["encoder"] = ENCODER_DIR
-    save_file({k: v.contiguous() for k, v in model.trainable_state().items()}, str(out / WEIGHTS_FILE))
+    model.save_trainable(out / WEIGHTS_FILE)
     record = {"arch": model.arch, "settings": settings, "lora": asdict(lora), **(extra or {})}
     (out / RUN_FILE).write_text(json.dumps(record, indent=2, default=list), encoding="utf-8")
     return out
@@ -116,8 +114,6 @@ def is_run_dir(path: str | Path) -> bool:
 
 def load_run(run_dir: str | Path, device: str | None = None) -> TSLM:
     """The TSLM a run dir holds, its trainable weights restored (every one of them, or an error)."""
-    from safetensors.torch import load_file
-
     run_dir = Path(run_dir).expanduser()
     if not is_run_dir(run_dir):
         raise ModelUnavailableError(f"no TSLM run at {run_dir} ({RUN_FILE} missing); train one with sft-baseline")
@@ -131,13 +127,6 @@ def load_run(run_dir: str | Path, device: str | None = None) -> TSLM:
     model = build_tslm(
         record["arch"], settings, LoraSpec(lora["r"], lora["alpha"], lora["dropout"], tuple(lora["targets"]))
     )
-    weights = load_file(str(run_dir / WEIGHTS_FILE))
-    expected = set(model.trainable_state())
-    if set(weights) != expected:
-        missing, extra = sorted(expected - set(weights))[:3], sorted(set(weights) - expected)[:3]
-        raise ModelUnavailableError(
-            f"{run_dir / WEIGHTS_FILE} does not fit this model (missing {missing}, extra {extra})"
-        )
-    model.load_state_dict(weights, strict=False)
+    model.load_trainable(run_dir / WEIGHTS_FILE)
     model.eval()
     return model

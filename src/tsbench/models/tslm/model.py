@@ -9,10 +9,12 @@ the answer tokens only; `generate` decodes greedily from the same inputs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch import nn
 
+from tsbench.models.base import ModelUnavailableError
 from tsbench.models.tslm.chatts import PatchSplice
 from tsbench.models.tslm.encoder import SeriesEncoder
 from tsbench.models.tslm.flamingo import PerceiverCrossAttention
@@ -35,7 +37,42 @@ class Inputs:
     media: torch.Tensor | None  # Flamingo's latents, else None
 
 
-class TSLM(nn.Module):
+class SeriesLanguageModel(nn.Module):
+    """What every series-reading language model here shares (TSLM, toto_qa.TotoQA): the input-length
+    budget, and which parameters train."""
+
+    settings: TSLMSettings
+
+    def _check_length(self, n_tokens: int) -> None:
+        limit = self.settings.max_input_tokens
+        if limit is not None and n_tokens > limit:
+            raise InputTooLong(f"{n_tokens} backbone input tokens exceed max_input_tokens {limit}")
+
+    def trainable_state(self) -> dict[str, torch.Tensor]:
+        return {name: p.detach().cpu() for name, p in self.named_parameters() if p.requires_grad}
+
+    def parameter_counts(self) -> dict[str, int]:
+        trainable = sum(p.numel() for p in self.parameters() if p.requires_grad)
+        return {"trainable": trainable, "frozen": sum(p.numel() for p in self.parameters()) - trainable}
+
+    def save_trainable(self, path: Path) -> None:
+        from safetensors.torch import save_file
+
+        save_file({k: v.contiguous() for k, v in self.trainable_state().items()}, str(path))
+
+    def load_trainable(self, path: Path, fits: str = "this model") -> None:
+        """The trainable weights saved at `path` restored: every one of them, or an error."""
+        from safetensors.torch import load_file
+
+        weights = load_file(str(path))
+        expected = set(self.trainable_state())
+        if set(weights) != expected:
+            missing, extra = sorted(expected - set(weights))[:3], sorted(set(weights) - expected)[:3]
+            raise ModelUnavailableError(f"{path} does not fit {fits} (missing {missing}, extra {extra})")
+        self.load_state_dict(weights, strict=False)
+
+
+class TSLM(SeriesLanguageModel):
     def __init__(self, arch: str, encoder: SeriesEncoder, backbone: nn.Module, tokenizer, settings: TSLMSettings):
         super().__init__()
         self.arch = arch
@@ -79,11 +116,6 @@ class TSLM(nn.Module):
         media = self.fusion.media(patches, mask)
         return Inputs(self._text_embeds("".join(pieces)).unsqueeze(0), 0, media)
 
-    def _check_length(self, n_tokens: int) -> None:
-        limit = self.settings.max_input_tokens
-        if limit is not None and n_tokens > limit:
-            raise InputTooLong(f"{n_tokens} backbone input tokens exceed max_input_tokens {limit}")
-
     def _run(self, inputs: Inputs, fn):
         if inputs.media is None:
             return fn()
@@ -123,11 +155,3 @@ class TSLM(nn.Module):
             ),
         )
         return out[0].tolist(), int(inputs.embeds.shape[1])
-
-    # -- parameters ------------------------------------------------------------------------------
-    def trainable_state(self) -> dict[str, torch.Tensor]:
-        return {name: p.detach().cpu() for name, p in self.named_parameters() if p.requires_grad}
-
-    def parameter_counts(self) -> dict[str, int]:
-        trainable = sum(p.numel() for p in self.parameters() if p.requires_grad)
-        return {"trainable": trainable, "frozen": sum(p.numel() for p in self.parameters()) - trainable}

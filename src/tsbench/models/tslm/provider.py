@@ -22,11 +22,6 @@ from tsbench.models.tslm.model import InputTooLong
 OOM = "oom"
 
 
-def render(tokenizer, messages: list[Message]) -> str:
-    turns = [{"role": m.role, "content": m.content} for m in messages]
-    return tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
-
-
 def free_memory() -> None:
     gc.collect()
     if torch.cuda.is_available():

@@ -149,10 +149,8 @@ def build_for_sft(name: str, settings: TSLMSettings, lora, seed: int = 0):
 
 
 def save_run(model, out: Path, lora, extra: dict | None = None) -> Path:
-    from safetensors.torch import save_file
-
     out.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in model.trainable_state().items()}, str(out / WEIGHTS_FILE))
+    model.save_trainable(out / WEIGHTS_FILE)
     record = {"arch": "toto", "base": model.checkpoint, "settings": asdict(model.settings), "lora": asdict(lora)}
     (out / RUN_FILE).write_text(json.dumps({**record, **(extra or {})}, indent=2, default=list), encoding="utf-8")
     return out
@@ -166,8 +164,6 @@ def load_any(name: str, **given):
     """`toto/<checkpoint>` ("No SFT") or `toto/<SFT run dir>` (the base checkpoint plus its trained LoRA).
     `given`: TSLMSettings fields of this evaluation (device, toto_max_length, ...); a run keeps the rest
     of its training settings."""
-    from safetensors.torch import load_file
-
     from tsbench.models.tslm.build import LoraSpec
 
     given = {k: v for k, v in given.items() if v is not None}
@@ -180,9 +176,5 @@ def load_any(name: str, **given):
     lora = LoraSpec(spec["r"], spec["alpha"], spec["dropout"], tuple(spec["targets"]))
     model = with_lora(load_checkpoint(record["base"], trained), lora)
     model.to(model.device)
-    weights = load_file(str(run_dir / WEIGHTS_FILE))
-    expected = set(model.trainable_state())
-    if set(weights) != expected:
-        raise ModelUnavailableError(f"{run_dir / WEIGHTS_FILE} does not fit the LoRA of {record['base']}")
-    model.load_state_dict(weights, strict=False)
+    model.load_trainable(run_dir / WEIGHTS_FILE, f"the LoRA of {record['base']}")
     return model.eval()

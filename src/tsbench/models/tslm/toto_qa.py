@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from tsbench.models.base import Message
-from tsbench.models.tslm.model import IGNORE, InputTooLong
+from tsbench.models.tslm.model import IGNORE, SeriesLanguageModel
 from tsbench.models.tslm.prompt import toto_user_prompt
 from tsbench.models.tslm.settings import TSLMSettings
 from tsbench.models.tslm.toto_encoder import TotoSeriesEncoder
@@ -64,7 +64,7 @@ def plain_messages(messages: list[Message]) -> list[Message]:
     return [Message(m.role, toto_user_prompt(m.content) if m.role == "user" else m.content, m.images) for m in messages]
 
 
-class TotoQA(nn.Module):
+class TotoQA(SeriesLanguageModel):
     wants_plot = True  # the series harness and the SFT rows attach the rendered plot to the user turn
 
     def __init__(
@@ -128,11 +128,6 @@ class TotoQA(nn.Module):
             vision[key] = value
         return TotoInputs(embeds, int(tokens.shape[1]), vision)
 
-    def _check_length(self, n_tokens: int) -> None:
-        limit = self.settings.max_input_tokens
-        if limit is not None and n_tokens > limit:
-            raise InputTooLong(f"{n_tokens} backbone input tokens exceed max_input_tokens {limit}")
-
     def loss(self, prompt: list[Message], series: torch.Tensor, answer_ids: list[int]) -> torch.Tensor:
         inputs = self.build_inputs(prompt, series, answer_ids)
         total = inputs.embeds.shape[1]
@@ -163,10 +158,3 @@ class TotoQA(nn.Module):
             **inputs.vision,
         )
         return out[0].tolist(), n_input
-
-    def trainable_state(self) -> dict[str, torch.Tensor]:
-        return {name: p.detach().cpu() for name, p in self.named_parameters() if p.requires_grad}
-
-    def parameter_counts(self) -> dict[str, int]:
-        trainable = sum(p.numel() for p in self.parameters() if p.requires_grad)
-        return {"trainable": trainable, "frozen": sum(p.numel() for p in self.parameters()) - trainable}
