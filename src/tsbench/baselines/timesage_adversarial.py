@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tsbench.baselines.timesage_calibration import _last_release, guess, periods_of, release_facts
+from tsbench.baselines.timesage_calibration import _last_release, _prior_statement, guess, periods_of, release_facts
 from tsbench.baselines.timesage_naive import naive_answer
 from tsbench.baselines.timesage_writers import HONEST, WRITERS, write
 from tsbench.tasks.timesage.contract import validate
@@ -43,17 +43,7 @@ from tsbench.tasks.timesage.judge_rules import RulesJudge
 from tsbench.tasks.timesage.scoring import score_message
 from tsbench.tasks.timesage.subjects import lexicon
 
-POLICIES = (
-    "schema_guess",
-    "random_guess",
-    "base_rate",
-    "prior",
-    "copy_last",
-    "copy_jitter",
-    "copy_trend",
-    "naive_rule",
-    "truth",
-)
+POLICIES = tuple("schema_guess random_guess base_rate prior copy_last copy_jitter copy_trend naive_rule truth".split())
 BLIND = ("schema_guess", "random_guess", "base_rate", "prior")
 PRIORS = ("base_rate", "prior")  # most-common-answer priors: they earn their guessing accuracy
 COPYING = ("copy_last", "copy_jitter", "copy_trend")
@@ -61,10 +51,6 @@ READS_TABLE = ("cells", "dump")  # writers that restate the current table
 NOTHING_RIGHT = ("spray", "hedge", "dump", "previous", "wrong", "every", "contradict", "empty")
 WHERE = ("overall", "easy", "medium", "hard")
 AXES = ("accuracy", "coverage", "faithfulness", "quality", "overall")
-
-
-def _prior_driver(gold: dict) -> str | None:
-    return next((kp["truth"] for kp in gold["keypoints"] if kp.get("field") is None), None)
 
 
 def base_rates(pairs: list[tuple[dict, dict]]) -> dict[str, Counter]:
@@ -195,7 +181,7 @@ def answer(policy: str, gold: dict, period: dict, rates: dict) -> tuple[dict | N
         }
     if policy == "truth":
         return dict(gold["truth"]), {
-            "prior_driver": _prior_driver(gold),
+            "prior_driver": _prior_statement(gold),
             "release": release_facts(period.get("target_doc", "")),
         }
     raise ValueError(f"unknown policy {policy!r}")

@@ -220,20 +220,12 @@ def lexicon(gold: dict) -> dict:
     for kp in gold["keypoints"]:
         spec = fields.get(kp.get("field") or "")
         if spec is None:  # the prior-document keypoint: a series the previous release named
-            terms = [norm(s) for s in kp.get("subject") or []]  # "gt_source" names any prior file
-            terms += _nouns(kp.get("description", ""), set()) + ["named", "cited", "listed"]
+            names = [norm(s) for s in kp.get("subject") or []]  # "gt_source" names any prior file
+            terms = _nouns(kp.get("description", ""), set()) + ["named", "cited", "listed"]
             terms += ["previous release", "prior release", "last release", "previous report", "prior report"]
+            drivers = [norm(c) for c in columns if c != head]
             subjects.append(
-                _subject(
-                    kp["id"],
-                    kp["id"],
-                    "label",
-                    terms,
-                    [norm(c) for c in columns if c != head],
-                    names=[norm(s) for s in kp.get("subject") or []],
-                    timeless=True,
-                    prior=True,
-                )
+                _subject(kp["id"], kp["id"], "label", terms, drivers, names=names, timeless=True, prior=True)
             )
             continue
         tag, schema = spec["tag"], spec.get("schema") or {}
