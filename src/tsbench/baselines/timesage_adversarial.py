@@ -269,17 +269,8 @@ def run_suite(
 def margins(result: dict) -> dict[tuple[str, str, str], tuple[Bound, float, float]]:
     """(policy, writer, where) -> (bound, its value, margin: positive inside); the naive rule's bound
     is the best blind or copying score on that tier."""
-    ceiling = {
-        where: max(
-            (
-                cell[where]["overall"]
-                for (p, w), cell in result.items()
-                if where in cell and (p in COPYING or (p in BLIND and w not in READS_TABLE))
-            ),
-            default=0.0,
-        )
-        for where in WHERE
-    }
+    bounded = [cell for (p, w), cell in result.items() if p in COPYING or (p in BLIND and w not in READS_TABLE)]
+    ceiling = {where: max((c[where]["overall"] for c in bounded if where in c), default=0.0) for where in WHERE}
     out = {}
     for (policy, writer), cell in result.items():
         bound = bound_of(policy, writer)
@@ -306,12 +297,8 @@ def violations(result: dict) -> list[str]:
 def suite_table(result: dict) -> str:
     """One line per policy x writer x tier: the four axes, the overall, its bound and the margin."""
     rows = margins(result)
-    head = (
-        f"  {'policy':12} {'writer':9} {'tier':7}"
-        + "".join(f"{a[:5]:>7}" for a in AXES)
-        + f"  {'bound':>8} {'margin':>7}"
-    )
-    lines = [head]
+    names = "".join(f"{a[:5]:>7}" for a in AXES)
+    lines = [f"  {'policy':12} {'writer':9} {'tier':7}{names}  {'bound':>8} {'margin':>7}"]
     for (policy, writer), cell in result.items():
         for where in WHERE:
             if where not in cell:
@@ -348,13 +335,8 @@ def suite_matrix(results: dict[tuple[int, str], dict]) -> str:
             copy = [c["overall"]["overall"] for (p, w), c in result.items() if p in COPYING and w == writer]
             best_blind = max(blind, default=None)
             limit = bound_of(best_blind[1], writer) if best_blind else None
-            blind_text = (
-                "-"
-                if best_blind is None
-                else f"{best_blind[0]:.1f} ({limit.op} {limit.value:.0f})"
-                if limit
-                else f"{best_blind[0]:.1f} (-)"
-            )
+            shown = f"({limit.op} {limit.value:.0f})" if limit else "(-)"
+            blind_text = "-" if best_blind is None else f"{best_blind[0]:.1f} {shown}"
             lines.append(
                 f"| {writer} | {seed} | {judge} | {truth['overall']:.1f} | "
                 + " | ".join(f"{truth[a]:.1f}" for a in ("accuracy", "coverage", "faithfulness", "quality"))
