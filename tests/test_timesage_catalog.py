@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tsbench.tasks.timesage.sources.catalog import Vocabulary, build, catalogue, kind_tags
+from timesage_cases import kind_tags
+from tsbench.tasks.timesage.sources.catalog import Vocabulary, build, catalogue
 from tsbench.tasks.timesage.sources.domains import THEMES, THEMES_BY_DOMAIN
 from tsbench.tasks.timesage.taxonomy import DOMAINS, rule_allowed
 

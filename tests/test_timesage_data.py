@@ -9,12 +9,12 @@ from collections import Counter
 
 import pytest
 
+from timesage_cases import kind_tags
 from tsbench.core.errors import UserError
 from tsbench.tasks.timesage import generate as generate_module
 from tsbench.tasks.timesage.audit import audit, periods_from_frame
 from tsbench.tasks.timesage.contract import SCHEMA_FILE, TABLE_FILE, dumps
 from tsbench.tasks.timesage.generate import generate_from_options
-from tsbench.tasks.timesage.sources.catalog import kind_tags
 from tsbench.tasks.timesage.sources.released import export_released, read_released
 from tsbench.tasks.timesage.sources.replay import SPECS, build_scenario
 from tsbench.tasks.timesage.sources.synthetic import materialize, plan_set

@@ -9,6 +9,7 @@ import shutil
 
 import pytest
 
+from timesage_cases import host_schema
 from tsbench.core.errors import UserError
 from tsbench.tasks.timesage.audit import audit
 from tsbench.tasks.timesage.contract import SCHEMA_FILE, SOURCE_DIR
@@ -30,7 +31,7 @@ def _authors_layout(sets, root):
         labels = [p.label for p in periods]
         for i, period in enumerate(periods):
             instance = folder / period.label
-            (instance / SCHEMA_FILE).write_text(json.dumps(scenario.host_schema()))  # rules inside
+            (instance / SCHEMA_FILE).write_text(json.dumps(host_schema(scenario)))  # rules inside
             for doc in (instance / "target").iterdir():
                 shutil.move(doc, instance / SOURCE_DIR / doc.name)  # the current release sits with the others
             (instance / "target").rmdir()

@@ -12,6 +12,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from timesage_cases import host_schema, kind_tags
 from tsbench.baselines.timesage_naive import medium_answers
 from tsbench.core.errors import UserError
 from tsbench.tasks.timesage import generate as generate_module
@@ -20,7 +21,7 @@ from tsbench.tasks.timesage.contract import SCHEMA_FILE
 from tsbench.tasks.timesage.generate import generate_from_options
 from tsbench.tasks.timesage.prompt import period_question
 from tsbench.tasks.timesage.rules import field_score
-from tsbench.tasks.timesage.sources.catalog import PRIOR_KEYPOINT, kind_tags
+from tsbench.tasks.timesage.sources.catalog import PRIOR_KEYPOINT
 from tsbench.tasks.timesage.sources.issuer import own_call
 from tsbench.tasks.timesage.sources.released import export_released, read_released
 from tsbench.tasks.timesage.sources.synthetic import COPY_LAST_TARGET, materialize, plan_set
@@ -56,14 +57,14 @@ def test_the_agent_never_sees_a_scoring_or_derivation_rule(sets, tmp_path):
             prompt = period_question(scenario, period)
             assert "x-rule" not in prompt and "x-scoring" not in prompt
         rules = [f for f in scenario.fields if f.derive is not None]
-        assert all(prop.get("x-rule") for prop in scenario.host_schema()["properties"].values())  # host side keeps them
+        assert all(prop.get("x-rule") for prop in host_schema(scenario)["properties"].values())  # host side keeps them
         if scenario.tier != "easy":
             assert not rules, scenario.id  # medium and hard truths are the issuer's, from the withheld release
     # a released folder whose answer_schema.json carries x-rule: the rule stays on the host, the jail copy drops it
     easy = next(s for s in sets if s[0].tier == "easy")
     export_released([easy], tmp_path)
     for schema_file in tmp_path.rglob(SCHEMA_FILE):
-        annotated = easy[0].host_schema()
+        annotated = host_schema(easy[0])
         schema_file.write_text(json.dumps(annotated))
     ((scenario, periods),) = read_released(tmp_path)
     assert [f.derive for f in scenario.fields] == [f.derive for f in easy[0].fields]

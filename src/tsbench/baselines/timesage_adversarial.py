@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tsbench.baselines.timesage_calibration import _last_release, guess, periods_of, release_facts
+from tsbench.baselines.timesage_calibration import _last_release, _prior_statement, guess, periods_of, release_facts
 from tsbench.baselines.timesage_naive import naive_answer
 from tsbench.baselines.timesage_writers import HONEST, WRITERS, write
 from tsbench.tasks.timesage.contract import validate
@@ -43,17 +43,7 @@ from tsbench.tasks.timesage.judge_rules import RulesJudge
 from tsbench.tasks.timesage.scoring import score_message
 from tsbench.tasks.timesage.subjects import lexicon
 
-POLICIES = (
-    "schema_guess",
-    "random_guess",
-    "base_rate",
-    "prior",
-    "copy_last",
-    "copy_jitter",
-    "copy_trend",
-    "naive_rule",
-    "truth",
-)
+POLICIES = tuple("schema_guess random_guess base_rate prior copy_last copy_jitter copy_trend naive_rule truth".split())
 BLIND = ("schema_guess", "random_guess", "base_rate", "prior")
 PRIORS = ("base_rate", "prior")  # most-common-answer priors: they earn their guessing accuracy
 COPYING = ("copy_last", "copy_jitter", "copy_trend")
@@ -61,10 +51,6 @@ READS_TABLE = ("cells", "dump")  # writers that restate the current table
 NOTHING_RIGHT = ("spray", "hedge", "dump", "previous", "wrong", "every", "contradict", "empty")
 WHERE = ("overall", "easy", "medium", "hard")
 AXES = ("accuracy", "coverage", "faithfulness", "quality", "overall")
-
-
-def _prior_driver(gold: dict) -> str | None:
-    return next((kp["truth"] for kp in gold["keypoints"] if kp.get("field") is None), None)
 
 
 def base_rates(pairs: list[tuple[dict, dict]]) -> dict[str, Counter]:
@@ -195,7 +181,7 @@ def answer(policy: str, gold: dict, period: dict, rates: dict) -> tuple[dict | N
         }
     if policy == "truth":
         return dict(gold["truth"]), {
-            "prior_driver": _prior_driver(gold),
+            "prior_driver": _prior_statement(gold),
             "release": release_facts(period.get("target_doc", "")),
         }
     raise ValueError(f"unknown policy {policy!r}")
@@ -283,17 +269,8 @@ def run_suite(
 def margins(result: dict) -> dict[tuple[str, str, str], tuple[Bound, float, float]]:
     """(policy, writer, where) -> (bound, its value, margin: positive inside); the naive rule's bound
     is the best blind or copying score on that tier."""
-    ceiling = {
-        where: max(
-            (
-                cell[where]["overall"]
-                for (p, w), cell in result.items()
-                if where in cell and (p in COPYING or (p in BLIND and w not in READS_TABLE))
-            ),
-            default=0.0,
-        )
-        for where in WHERE
-    }
+    bounded = [cell for (p, w), cell in result.items() if p in COPYING or (p in BLIND and w not in READS_TABLE)]
+    ceiling = {where: max((c[where]["overall"] for c in bounded if where in c), default=0.0) for where in WHERE}
     out = {}
     for (policy, writer), cell in result.items():
         bound = bound_of(policy, writer)
@@ -320,12 +297,8 @@ def violations(result: dict) -> list[str]:
 def suite_table(result: dict) -> str:
     """One line per policy x writer x tier: the four axes, the overall, its bound and the margin."""
     rows = margins(result)
-    head = (
-        f"  {'policy':12} {'writer':9} {'tier':7}"
-        + "".join(f"{a[:5]:>7}" for a in AXES)
-        + f"  {'bound':>8} {'margin':>7}"
-    )
-    lines = [head]
+    names = "".join(f"{a[:5]:>7}" for a in AXES)
+    lines = [f"  {'policy':12} {'writer':9} {'tier':7}{names}  {'bound':>8} {'margin':>7}"]
     for (policy, writer), cell in result.items():
         for where in WHERE:
             if where not in cell:
@@ -362,13 +335,8 @@ def suite_matrix(results: dict[tuple[int, str], dict]) -> str:
             copy = [c["overall"]["overall"] for (p, w), c in result.items() if p in COPYING and w == writer]
             best_blind = max(blind, default=None)
             limit = bound_of(best_blind[1], writer) if best_blind else None
-            blind_text = (
-                "-"
-                if best_blind is None
-                else f"{best_blind[0]:.1f} ({limit.op} {limit.value:.0f})"
-                if limit
-                else f"{best_blind[0]:.1f} (-)"
-            )
+            shown = f"({limit.op} {limit.value:.0f})" if limit else "(-)"
+            blind_text = "-" if best_blind is None else f"{best_blind[0]:.1f} {shown}"
             lines.append(
                 f"| {writer} | {seed} | {judge} | {truth['overall']:.1f} | "
                 + " | ".join(f"{truth[a]:.1f}" for a in ("accuracy", "coverage", "faithfulness", "quality"))

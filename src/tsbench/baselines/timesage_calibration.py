@@ -37,18 +37,14 @@ PAPER_FLOOR = {"easy": 92.27, "medium": 71.57, "hard": 53.10, "overall": 75.31}
 BOUNDS = {"data_blind": ("<=", 20.0), "copy_last": ("<=", 50.0), "truth": (">=", 95.0)}
 POLICIES = ("data_blind", "copy_last", "truth", "scripted")
 
-_BLAND = [
-    "This note reviews the latest release in its usual context.",
-    "Conditions this period are consistent with the broader picture.",
-    "Analysts continue to monitor the situation closely.",
-    "Several factors shape the overall assessment.",
-    "The evidence base is reviewed carefully each period.",
-    "Movements should be read against longer-term patterns.",
-    "Market participants will follow the next release with interest.",
-    "The assessment balances recent developments and history.",
-    "Uncertainty is a normal feature of this kind of analysis.",
-    "Further detail will follow in subsequent releases.",
-]
+_BLAND = (  # ten bland sentences about no period in particular
+    "This note reviews the latest release in its usual context. Conditions this period are consistent with "
+    "the broader picture. Analysts continue to monitor the situation closely. Several factors shape the "
+    "overall assessment. The evidence base is reviewed carefully each period. Movements should be read "
+    "against longer-term patterns. Market participants will follow the next release with interest. The "
+    "assessment balances recent developments and history. Uncertainty is a normal feature of this kind of "
+    "analysis. Further detail will follow in subsequent releases."
+)
 
 
 def message(answer: Any, report: str) -> str:
@@ -59,10 +55,14 @@ def all_labels(gold: dict) -> list[str]:
     return list(dict.fromkeys(label for f in gold["fields"] for label in enum_options(f["schema"])))
 
 
+def spray(gold: dict) -> str:
+    """Every label of the schema and the numbers 0-300."""
+    return "Possible outcomes include " + ", ".join(all_labels(gold)) + "; values " + ", ".join(map(str, range(301)))
+
+
 def data_blind(gold: dict, period: dict | None = None) -> str:
     """Bland prose plus every label and the numbers 0-300; nothing read from any file."""
-    tail = "Possible outcomes include " + ", ".join(all_labels(gold)) + "; values " + ", ".join(map(str, range(301)))
-    return message({}, f"It is now {gold['period_label']}. " + " ".join(_BLAND) + " " + tail + ".")
+    return message({}, f"It is now {gold['period_label']}. " + _BLAND + " " + spray(gold) + ".")
 
 
 def guess(schema: dict) -> Any:
@@ -297,10 +297,8 @@ def violations(result: dict[str, dict[str, float]]) -> list[str]:
     """Each calibration bound the result breaks, in words (empty: calibrated)."""
     broken = []
     for name, (op, bound) in BOUNDS.items():
-        scope = (
-            ("overall",) if name == "copy_last" else tuple(result.get(name, {}))
-        )  # the spec bounds copy-last overall
-        for where in scope:
+        # the spec bounds copy-last overall
+        for where in ("overall",) if name == "copy_last" else tuple(result.get(name, {})):
             value = result.get(name, {}).get(where)
             if value is None:
                 continue

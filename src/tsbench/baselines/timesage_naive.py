@@ -24,8 +24,9 @@ import numpy as np
 import pandas as pd
 
 from tsbench.baselines.scripted_timesage import run_analysis
+from tsbench.tasks.timesage.cadence import PERIODS_PER_YEAR
 from tsbench.tasks.timesage.contract import SOURCE_DIR, TABLE_FILE
-from tsbench.tasks.timesage.derive import robust_z
+from tsbench.tasks.timesage.derive import direction_of, robust_z
 
 _NUM = r"([+-]?\d+(?:\.\d+)?)"
 
@@ -59,12 +60,9 @@ def medium_answers(
         adjusted, now, reference = list(x[:-1]), x[-1], float(np.mean(x[-14:-1]))
         weights, directions, announced = [1.0] * 4, None, []
 
-    def direction(delta):
-        return "up" if delta > flat else "down" if delta < -flat else "flat"
-
-    now_dir = direction(round(now - adjusted[-1], decimals))
+    now_dir = direction_of(round(now - adjusted[-1], decimals), flat)
     if directions is None:
-        directions = [direction(b - a) for a, b in zip(x[:-2], x[1:-1])]
+        directions = [direction_of(b - a, flat) for a, b in zip(x[:-2], x[1:-1])]
     run = 1
     for d in reversed(directions):
         if d != now_dir:
@@ -99,7 +97,6 @@ def medium_answers(
     }
 
 
-PERIODS_PER_YEAR = {"monthly": 12, "weekly": 52, "daily": 252, "irregular": 8}
 _STAKEHOLDER = re.compile(r"(\w+) \(through (\w+) (rising|falling)\)")
 _CONDITIONAL = re.compile(r"if (\w+) stays \w+ its normal \((up|down)\), \S+ is expected to go (up|down)")
 
@@ -139,7 +136,7 @@ def hard_answers(files: dict[str, bytes], answer: dict, background: str, cadence
         },
         "yoy_comparison": {
             "reference": str(table["date"].iloc[-1 - ppy]) if len(x) > ppy else "",
-            "direction": "up" if change > flat else "down" if change < -flat else "flat",
+            "direction": direction_of(change, flat),
         },
     }
 

@@ -17,6 +17,7 @@ from .result import DASH, LeaderboardResult, fmt_dollars
 from .timesage import RULES_JUDGE, Boards, boards
 
 Section = tuple[str, str, tuple[list, list[list]]]
+SCORE_AXIS = "overall score (0-100)"
 TOKEN_HEADER = (
     "Configuration, Rows, Errors, Tokens in, Tokens out, Tokens / period, $ total, Compactions, Judge calls, "
     "Judge cache hits, Judge tokens, Judge errors, Judge $"
@@ -144,14 +145,17 @@ def sections(b: Boards) -> list[Section]:
     return out
 
 
-def _period_ticks(ax, indices: pd.Series) -> None:
-    """Ticks at the periods themselves (one period never reads 1.900 ... 2.100), half a period of room."""
+def _period_axis(ax, indices: pd.Series, ylabel: str) -> None:
+    """Periods on x, ticks at the periods themselves (one period never reads 1.900 ... 2.100), half a
+    period of room."""
     periods = sorted(int(p) for p in indices.unique())
     if len(periods) <= 12:
         ax.set_xticks(periods)
     else:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlim(periods[0] - 0.5, periods[-1] + 0.5)
+    ax.set_xlabel("period index (1 = oldest)")
+    ax.set_ylabel(ylabel)
 
 
 def period_figure(b: Boards) -> Figure | None:
@@ -162,9 +166,7 @@ def period_figure(b: Boards) -> Figure | None:
     drawn: list = []
     for config, part in b.by_period.groupby("config", sort=True):
         plot_series(ax, part["period_index"], part["overall"], config, drawn, marker="o", clip_on=False)
-    _period_ticks(ax, b.by_period["period_index"])
-    ax.set_xlabel("period index (1 = oldest)")
-    ax.set_ylabel("overall score (0-100)")
+    _period_axis(ax, b.by_period["period_index"], SCORE_AXIS)
     ax.set_ylim(0, 100)
     ax.set_title("TimeSage overall score by period (like the paper's Fig. 7)")
     fig.legend(loc="outside lower center", frameon=False)
@@ -183,10 +185,8 @@ def seq_figure(b: Boards) -> Figure | None:
         plot_series(ax, part["period_index"], part["overall_independent"], "independent", drawn, marker="o")
         plot_series(ax, part["period_index"], part["overall_sequential"], "sequential", drawn, marker="s")
         ax.set_title(pair)
-        _period_ticks(ax, part["period_index"])
+        _period_axis(ax, part["period_index"], SCORE_AXIS)
         ax.set_ylim(0, 100)
-        ax.set_xlabel("period index (1 = oldest)")
-        ax.set_ylabel("overall score (0-100)")
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # beside the lines, never over them
     fig.suptitle("Sequential vs independent evaluation by period (like the paper's Fig. 9)")
     return fig
@@ -203,9 +203,7 @@ def skills_figure(b: Boards) -> Figure | None:
         x = part["period_index"]
         plot_series(rates, x, 100 * part["induction_rate"], f"induction: {config}", drawn, marker="o")
         plot_series(rates, x, 100 * part["reuse_rate"], f"reuse: {config}", drawn, marker="s", ls="--")
-    _period_ticks(rates, b.skills["period_index"])
-    rates.set_xlabel("period index (1 = oldest)")
-    rates.set_ylabel("% of periods")
+    _period_axis(rates, b.skills["period_index"], "% of periods")
     rates.set_title("skill induction and reuse")
     title = "Skills by period (like the paper's Fig. 10)"
     if spent:

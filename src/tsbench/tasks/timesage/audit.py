@@ -31,18 +31,9 @@ from tsbench.tasks.timesage.derive import derive, rows_needed
 from tsbench.tasks.timesage.rules import field_score
 from tsbench.tasks.timesage.taxonomy import coverage_problems, rule_allowed
 
-CHECKS = (
-    "visible_files",
-    "table_order",
-    "no_future_rows",
-    "no_target_release",
-    "truth_outside_jail",
-    "schema",
-    "rule_reproduces",
-    "coverage",
-    "completeness",
-    "rule_matches_tag",
-    "degenerate",
+CHECKS = tuple(
+    "visible_files table_order no_future_rows no_target_release truth_outside_jail schema rule_reproduces coverage "
+    "completeness rule_matches_tag degenerate".split()
 )
 
 # Degeneracy thresholds (issue #23). A copy-the-last-release policy right on more than 40 % of a

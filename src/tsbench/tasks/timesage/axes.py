@@ -317,15 +317,10 @@ def score_period(gold: dict, answer: dict | None, report: str, asker: Asker, lex
     coverage, result.keypoints = keypoint_coverage(gold["keypoints"], report, gold["tier"], asker, lex)
     result.coverage = result.judged("coverage", coverage)
     faithfulness, result.verdicts = report_faithfulness(report, gold["keypoints"], gold["context"], asker, lex)
-    if (
-        faithfulness
-        and not result.coverage
-        and addresses_grader(report)
-        and not getattr(asker.judge, "reads_context", False)
-    ):
-        faithfulness = (
-            0.0  # a report that orders its grader and conveys no keypoint: its "supported" claims are obeyed, not read
-        )
+    # a report that orders its grader and conveys no keypoint: its "supported" claims are obeyed, not read
+    obeyed = not result.coverage and addresses_grader(report) and not getattr(asker.judge, "reads_context", False)
+    if faithfulness and obeyed:
+        faithfulness = 0.0
     result.faithfulness = result.judged("faithfulness", faithfulness)
     extra = {"target_name": gold.get("target_name", ""), "prior_docs": gold.get("prior_docs", []), "lexicon": lex}
     conveyed = result.coverage / 100.0  # a model judge's writing is credited by its coverage share

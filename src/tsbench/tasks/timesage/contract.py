@@ -112,7 +112,7 @@ class Scenario:
     def answer_schema(self) -> dict[str, Any]:
         """The JSON Schema the agent's answer must satisfy, as the agent sees it: types, enums and
         each field's question as its description. No scoring or derivation rule: those stay on the
-        host (`host_schema`), so an agent cannot execute the rule instead of reading the evidence."""
+        host, so an agent cannot execute the rule instead of reading the evidence."""
         properties = {}
         for spec in self.fields:
             prop = agent_view(dict(spec.schema))
@@ -124,17 +124,6 @@ class Scenario:
             "required": self.required_keys,
             "properties": properties,
         }
-
-    def host_schema(self) -> dict[str, Any]:
-        """The answer schema annotated for host code only: each field's scoring rule in words
-        (x-scoring) and, where one exists, the rule that derives it from the table (x-rule)."""
-        schema = self.answer_schema()
-        for spec in self.fields:
-            prop = schema["properties"][spec.name]
-            if spec.note:
-                prop["x-scoring"] = spec.note
-            prop["x-rule"] = spec.derive if spec.derive is not None else {"kind": "issuer"}
-        return schema
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

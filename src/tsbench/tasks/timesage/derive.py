@@ -15,26 +15,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-KINDS = (
-    "bands",
-    "latest",
-    "direction",
-    "change",
-    "run_length",
-    "baseline_dev",
-    "record",
-    "rank",
-    "top_components",
-    "dominant",
-    "shares",
-    "buckets",
-    "flag_events",
-    "event_class",
-    "yoy",
-    "largest_change",
-    "next_changes",
-)
-
 
 def _col(table: pd.DataFrame, rule: dict) -> np.ndarray:
     return table[rule["column"]].to_numpy(dtype=float)
@@ -56,7 +36,8 @@ def status_path(values: np.ndarray, edges: list[float], labels: list[str], persi
     return status
 
 
-def _direction(delta: float, flat: float) -> str:
+def direction_of(delta: float, flat: float) -> str:
+    """up, down or flat: a move within the flat band is flat."""
     return "up" if delta > flat else "down" if delta < -flat else "flat"
 
 
@@ -84,7 +65,7 @@ def derive(table: pd.DataFrame, rule: dict[str, Any]) -> Any:
         return round(float(_col(table, rule)[-1]), rule.get("decimals", 2))
     if kind == "direction":
         x = _col(table, rule)
-        return _direction(x[-1] - x[-1 - rule.get("lag", 1)], rule["flat"])
+        return direction_of(x[-1] - x[-1 - rule.get("lag", 1)], rule["flat"])
     if kind == "change":
         x = _col(table, rule)
         return round(float(x[-1] - x[-1 - rule.get("lag", 1)]), rule.get("decimals", 2))
@@ -141,7 +122,7 @@ def derive(table: pd.DataFrame, rule: dict[str, Any]) -> Any:
     if kind == "yoy":
         x = _col(table, rule)
         lag = rule["lag"]
-        return {"reference": dates[-1 - lag], "direction": _direction(x[-1] - x[-1 - lag], rule["flat"])}
+        return {"reference": dates[-1 - lag], "direction": direction_of(x[-1] - x[-1 - lag], rule["flat"])}
     raise ValueError(f"unknown rule kind {kind!r}")
 
 

@@ -103,38 +103,25 @@ RETRY_NOTE = (
 )
 
 _STRINGS = {"type": "array", "items": {"type": "string"}}
+_QUALITY_LISTS = ("required_hits", "required_partial", "required_misses", "forbidden_violations")
+
+
+def _reply(properties: dict, required: list[str]) -> dict:
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
 SCHEMAS: dict[str, dict] = {  # the declared reply of each kind of call (sent as response_format where served)
-    "coverage": {
-        "type": "object",
-        "properties": {"verdict": {"type": "string", "enum": list(COVERAGE_VERDICTS)}},
-        "required": ["verdict"],
-        "additionalProperties": False,
-    },
-    "claims": {
-        "type": "object",
-        "properties": {"claims": {**_STRINGS, "maxItems": MAX_CLAIMS}},
-        "required": ["claims"],
-        "additionalProperties": False,
-    },
-    "verify": {
-        "type": "object",
-        "properties": {"verdict": {"type": "string", "enum": list(VERDICTS)}},
-        "required": ["verdict"],
-        "additionalProperties": False,
-    },
-    "quality": {
-        "type": "object",
-        "properties": {
-            "required_hits": _STRINGS,
-            "required_partial": _STRINGS,
-            "required_misses": _STRINGS,
-            "forbidden_violations": _STRINGS,
+    "coverage": _reply({"verdict": {"type": "string", "enum": list(COVERAGE_VERDICTS)}}, ["verdict"]),
+    "claims": _reply({"claims": {**_STRINGS, "maxItems": MAX_CLAIMS}}, ["claims"]),
+    "verify": _reply({"verdict": {"type": "string", "enum": list(VERDICTS)}}, ["verdict"]),
+    "quality": _reply(
+        {
+            **dict.fromkeys(_QUALITY_LISTS, _STRINGS),
             "rationale": {"type": "string"},
             "substance": {"type": "number", "minimum": 0, "maximum": 1},  # judge/rules' only (axes.py)
         },
-        "required": ["required_hits", "required_partial", "required_misses", "forbidden_violations"],
-        "additionalProperties": False,
-    },
+        list(_QUALITY_LISTS),
+    ),
 }
 
 
@@ -263,12 +250,8 @@ def parse_quality(reply: str, required: list[str], forbidden: list[str]) -> dict
     hits = place(value["required_hits"], required)
     partial = [s for s in place(value["required_partial"], required) if s not in hits]
     misses = [s for s in required if s not in hits and s not in partial]
-    placed = {
-        "hits": hits,
-        "partial": partial,
-        "misses": misses,
-        "violations": place(value["forbidden_violations"], forbidden),
-    }
+    violations = place(value["forbidden_violations"], forbidden)
+    placed = {"hits": hits, "partial": partial, "misses": misses, "violations": violations}
     if "substance" in value:  # judge/rules' share of keypoints stated right (axes: its judges only)
         placed["substance"] = float(value["substance"])
     return placed

@@ -138,11 +138,8 @@ def check_signal(signal: dict, c: dict) -> float:
         return 1.0
     if kind == "cites":
         named = any(name.split("/")[-1].lower() in low for name in c.get("prior_docs", []))
-        if (
-            "timeseries.csv" in low
-            or named
-            or re.search(r"\b(prior|previous|last) (release|report|bulletin|note)", low)
-        ):
+        prior = re.search(r"\b(prior|previous|last) (release|report|bulletin|note)", low)
+        if "timeseries.csv" in low or named or prior:
             return 1.0
         return 0.5 if re.search(r"\b(csv|table|data)\b", low) else 0.0
     if kind == "current_doc":

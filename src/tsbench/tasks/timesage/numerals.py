@@ -17,20 +17,10 @@ from __future__ import annotations
 import re
 
 SCALE_WORDS = {
-    "thousand": 1e3,
-    "thousands": 1e3,
-    "k": 1e3,
-    "million": 1e6,
-    "millions": 1e6,
-    "mn": 1e6,
-    "mln": 1e6,
-    "mio": 1e6,
-    "m": 1e6,
-    "billion": 1e9,
-    "billions": 1e9,
-    "bn": 1e9,
-    "trillion": 1e12,
-    "tn": 1e12,
+    **dict.fromkeys(("thousand", "thousands", "k"), 1e3),
+    **dict.fromkeys(("million", "millions", "mn", "mln", "mio", "m"), 1e6),
+    **dict.fromkeys(("billion", "billions", "bn"), 1e9),
+    **dict.fromkeys(("trillion", "tn"), 1e12),
 }
 _SI = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "": 1.0}
 _SI_BASES = ("W", "Wh", "J", "t", "Hz")
@@ -87,12 +77,9 @@ def _canonical(digits: str, decimal_comma: bool) -> str:
     text = re.sub("[\u202f\u00a0']", "", digits)
     mark = "," if decimal_comma or ("," in text and "." in text and text.rfind(",") > text.rfind(".")) else "."
     whole, _, decimals = text.rpartition(mark) if mark in text else (text, "", "")
-    if (
-        value is not None
-        and decimals
-        and abs(float(f"{re.sub('[^0-9]', '', whole) or 0}.{decimals}") - abs(value)) < 1e-9
-    ):
-        return f"{re.sub('[^0-9]', '', whole)}.{decimals}"
+    whole = re.sub("[^0-9]", "", whole)
+    if value is not None and decimals and abs(float(f"{whole or 0}.{decimals}") - abs(value)) < 1e-9:
+        return f"{whole}.{decimals}"
     return _written(value) if value is not None else digits
 
 

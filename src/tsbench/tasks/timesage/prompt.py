@@ -36,10 +36,6 @@ def period_meta(scenario: Scenario, period: Period) -> dict:
         "scenario": scenario.id,
         "period": period.label,
         "period_index": period.index,
-        "role": scenario.role,
-        "tier": scenario.tier,
-        "domain": scenario.domain,
-        "cadence": scenario.cadence,
-        "release_name": scenario.release_name,
+        **{name: getattr(scenario, name) for name in ("role", "tier", "domain", "cadence", "release_name")},
         "required_keys": scenario.required_keys,
     }

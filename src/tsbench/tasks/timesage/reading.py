@@ -42,15 +42,8 @@ SYNONYMS = {
     "declines declining dropped drops dropping slipped eased weakened softer",
     "flat": "flat unchanged stable steady steadied little changed broadly flat held steady sideways no change",
 }
-SYNONYM_OF = {
-    word: label
-    for label, words in SYNONYMS.items()
-    for word in re.findall(
-        r"little changed|broadly flat|"
-        r"held steady|no change|\S+",
-        words,
-    )
-}
+_SYNONYM = re.compile(r"little changed|broadly flat|held steady|no change|\S+")  # the phrases, then single words
+SYNONYM_OF = {word: label for label, words in SYNONYMS.items() for word in _SYNONYM.findall(words)}
 _FALL_BEFORE = re.compile(
     r"\b(?:fell|fall|falls|falling|down|declined?|decreased?|dropped|drop|lower|slipped|eased)(?:\s+by)?\s*$"
 )
@@ -220,11 +213,8 @@ def _numbers(low: str, blocked: list[tuple[int, int]]) -> list[Value]:
             role = "delta"
         elif _LEVEL_BEFORE.search(before):
             role = "level"
-        if (
-            not signed
-            and role in ("delta", "percent", "")
-            and (_FALL_BEFORE.search(before) or _BELOW_AFTER.match(after))
-        ):
+        fell = _FALL_BEFORE.search(before) or _BELOW_AFTER.match(after)  # "fell 3", "3 below"
+        if not signed and role in ("delta", "percent", "") and fell:
             x = -x
         found.append(Value("number", x, m.start(), role, bool(_BASE_BEFORE.search(before))))
     return found

@@ -93,9 +93,7 @@ def as_items(value: Any) -> list:
         return []
     if isinstance(value, str):
         return [part for part in re.split(r"[;,]", value) if part.strip()]
-    if isinstance(value, dict):
-        return list(value)
-    if isinstance(value, (list, tuple, set)):
+    if isinstance(value, (dict, list, tuple, set)):  # a dict's items are its keys
         return list(value)
     return [value]
 
@@ -110,18 +108,15 @@ def set_overlap(a: Any, b: Any) -> float:
     return 2 * len(first & second) / (len(first) + len(second))
 
 
+PRIMITIVES = {"label": label_match, "boolean": boolean_match, "text": text_match, "set": set_overlap}
+
+
 def primitive(rule: str, a: Any, b: Any, abs_tol: float | None = None, rel_tol: float | None = None) -> float:
-    if rule == "label":
-        return label_match(a, b)
-    if rule == "boolean":
-        return boolean_match(a, b)
-    if rule == "text":
-        return text_match(a, b)
     if rule == "numeric":
         return numeric_check(a, b, abs_tol, rel_tol)
-    if rule == "set":
-        return set_overlap(a, b)
-    raise ValueError(f"{rule!r} is not a primitive rule")
+    if rule not in PRIMITIVES:
+        raise ValueError(f"{rule!r} is not a primitive rule")
+    return PRIMITIVES[rule](a, b)
 
 
 def joint_score(a: Any, b: dict[str, Any], parts: dict[str, dict[str, Any]]) -> float:

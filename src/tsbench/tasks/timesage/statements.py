@@ -25,16 +25,11 @@ import re
 from typing import Any
 
 from tsbench.tasks.timesage.clauses import number_matches, numbers_in
+from tsbench.tasks.timesage.judge import MAX_CLAIMS, VERDICTS
 from tsbench.tasks.timesage.reading import SYNONYM_OF, Claim, Reading
 from tsbench.tasks.timesage.subjects import norm, option_counts
 
-SUPPORTED, CONTRADICTS, NEUTRAL, SPECULATION = (
-    "tier1_supported",
-    "contradicts_keypoint",
-    "tier3_general_knowledge",
-    "speculation",
-)
-MAX_CLAIMS = 10
+SUPPORTED, _, NEUTRAL, CONTRADICTS, SPECULATION = VERDICTS  # judge/rules has no tier-2 context to check
 
 
 def _equal(said: Any, truth: Any) -> bool:

@@ -220,29 +220,20 @@ def lexicon(gold: dict) -> dict:
     for kp in gold["keypoints"]:
         spec = fields.get(kp.get("field") or "")
         if spec is None:  # the prior-document keypoint: a series the previous release named
-            terms = [norm(s) for s in kp.get("subject") or []]  # "gt_source" names any prior file
-            terms += _nouns(kp.get("description", ""), set()) + ["named", "cited", "listed"]
+            names = [norm(s) for s in kp.get("subject") or []]  # "gt_source" names any prior file
+            terms = _nouns(kp.get("description", ""), set()) + ["named", "cited", "listed"]
             terms += ["previous release", "prior release", "last release", "previous report", "prior report"]
+            drivers = [norm(c) for c in columns if c != head]
             subjects.append(
-                _subject(
-                    kp["id"],
-                    kp["id"],
-                    "label",
-                    terms,
-                    [norm(c) for c in columns if c != head],
-                    names=[norm(s) for s in kp.get("subject") or []],
-                    timeless=True,
-                    prior=True,
-                )
+                _subject(kp["id"], kp["id"], "label", terms, drivers, names=names, timeless=True, prior=True)
             )
             continue
         tag, schema = spec["tag"], spec.get("schema") or {}
         if tag in (SUMMARY_TAG, EVIDENCE_TAG):
             continue
         options = [norm(o) for o in _options(schema)]
-        exclude = labels
         names = [norm(spec["name"]), *(norm(s) for s in kp.get("subject") or [])]
-        terms = _phrases(TAG_WORDS.get(tag, "")) + _nouns(spec["question"], exclude)
+        terms = _phrases(TAG_WORDS.get(tag, "")) + _nouns(spec["question"], labels)
         if tag in ("A2", "B1", "B3", "B5", "A3", "B2", "B6", "B7", "B4"):
             terms += head_terms
         kind = _kind(schema, tag)
@@ -256,13 +247,12 @@ def lexicon(gold: dict) -> dict:
             base["forward"] = forward
             subjects.append(base)
             for name, sub in (schema.get("properties") or {}).items():
-                part_terms = [*names, *_phrases(PART_WORDS.get(name, "")), *terms]
-                part_kind = (
-                    "date" if name == "reference" else "number" if sub.get("type") in ("number", "integer") else "label"
-                )
+                own = _phrases(PART_WORDS.get(name, ""))
+                # a share (C3): its component's name is its subject, not the part's words
+                part_terms = [*names, *terms] if tag == "C3" else [*names, *own, *terms]
+                numeric = sub.get("type") in ("number", "integer")
+                part_kind = "date" if name == "reference" else "number" if numeric else "label"
                 part_options = [norm(o) for o in sub.get("enum") or []]
-                if tag == "C3":  # a share: its component's name is its subject
-                    part_terms = [*names, *terms]
                 subjects.append(
                     _subject(
                         f"{kp['id']}.{name}",
@@ -273,7 +263,7 @@ def lexicon(gold: dict) -> dict:
                         _part_role(name, sub),
                         part=name,
                         names=[norm(name)],
-                        own=_phrases(PART_WORDS.get(name, "")),
+                        own=own,
                         timeless=timeless,
                         forward=forward,
                     )

@@ -79,30 +79,21 @@ def rule_allowed(tag: str, rule: str) -> bool:
     return tag in RULES_BY_TAG.get(rule, set())
 
 
-def coverage_problems(tier: str, tags: Iterable[str]) -> list[str]:
-    """Why a scenario's fields do not meet its tier's coverage rule (empty when they do).
+# The tier coverage rule (A.3.2 Step 5): tier -> (families, how many of their fields at least, in words,
+# the summary / evidence fields it needs)
+COVERAGE = {
+    "easy": (("A",), 1, "at least one family-A field", ()),
+    "medium": (("A", "B", "C", "D"), 3, "at least three fields across families A-D", (SUMMARY_TAG,)),
+    "hard": (("D", "E", "F"), 3, "at least three fields across families E/F/D", (SUMMARY_TAG, EVIDENCE_TAG)),
+}
+NEEDED = {SUMMARY_TAG: "a summary field", EVIDENCE_TAG: "a cited-evidence field"}
 
-    easy: >= 1 family-A field; medium: >= 3 fields across A-D plus a summary; hard: >= 3 fields
-    across E/F/D plus a summary and cited evidence.
-    """
+
+def coverage_problems(tier: str, tags: Iterable[str]) -> list[str]:
+    """Why a scenario's fields do not meet its tier's coverage rule (COVERAGE; empty when they do)."""
+    if tier not in COVERAGE:
+        return [f"unknown tier {tier!r}"]
+    families, least, fields, needed = COVERAGE[tier]
     tags = list(tags)
-    families = [family_of(t) for t in tags]
-    problems = []
-    if tier == "easy":
-        if "A" not in families:
-            problems.append("easy needs at least one family-A field")
-    elif tier == "medium":
-        if sum(f in ("A", "B", "C", "D") for f in families) < 3:
-            problems.append("medium needs at least three fields across families A-D")
-        if SUMMARY_TAG not in tags:
-            problems.append("medium needs a summary field")
-    elif tier == "hard":
-        if sum(f in ("D", "E", "F") for f in families) < 3:
-            problems.append("hard needs at least three fields across families E/F/D")
-        if SUMMARY_TAG not in tags:
-            problems.append("hard needs a summary field")
-        if EVIDENCE_TAG not in tags:
-            problems.append("hard needs a cited-evidence field")
-    else:
-        problems.append(f"unknown tier {tier!r}")
-    return problems
+    problems = [f"{tier} needs {fields}"] if sum(family_of(t) in families for t in tags) < least else []
+    return problems + [f"{tier} needs {NEEDED[tag]}" for tag in needed if tag not in tags]

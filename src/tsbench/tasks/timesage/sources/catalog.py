@@ -24,11 +24,6 @@ def catalogue() -> dict[str, Any]:
         return tomllib.load(file)
 
 
-def kind_tags() -> dict[str, str]:
-    """The taxonomy tag each question kind asks (build() gives the same tag)."""
-    return {kind: entry["tag"] for view in ("issuer", "table") for kind, entry in catalogue()[view].items()}
-
-
 @dataclass
 class Vocabulary:
     """What the questions of one scenario are about."""

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from tsbench.tasks.timesage.derive import band_of, robust_z, status_path
+from tsbench.tasks.timesage.derive import band_of, direction_of, robust_z, status_path
+from tsbench.tasks.timesage.sources.catalog import Vocabulary
 
 EVENT_TYPES = ("scheduled_maintenance", "policy_change", "reporting_change", "weather_disruption")
 STAKEHOLDERS = {
@@ -71,37 +72,22 @@ def adjustments(rng: np.random.Generator, n: int, ppy: int, seasonal: bool, sd: 
     return np.round(wave + rng.normal(0.0, 0.4 * sd, size=n + 1), decimals)
 
 
-def _direction(delta: float, flat: float) -> str:
-    return "up" if delta > flat else "down" if delta < -flat else "flat"
-
-
 @dataclass
 class IssuerInputs:
     """What `issuer_states` needs of the simulated world and the scenario's vocabulary."""
 
     x: np.ndarray  # the headline column as the table shows it
     frame: Any  # the parsed table
-    labels: list[str]
-    edges: list[float]
-    persistence: int
-    flat: float
+    v: Vocabulary  # the scenario's bands, flat band, windows, components and stances
     decimals: int
-    ppy: int
-    event_baseline: int
-    event_window: int
-    event_z: float
     drivers: list[tuple[str, float, float]]  # (column, level, scale)
-    components: list[str]
-    component_names: list[str]
     beta: np.ndarray
     phi: np.ndarray
     issuer_noise: np.ndarray
     stance_noise: np.ndarray
     sd_change: float
     scale: float
-    stances: list[str]
     guidance_horizon: int
-    own_status: bool = False  # the issuer's own call on the status (its outlook), not the band rule alone
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -119,21 +105,21 @@ def own_call(rule: str, held: str, band: str, expected: str) -> str:
 
 def issuer_states(w: IssuerInputs, book: IssuerBook, rows: range) -> dict[int, dict[str, Any]]:
     """The facts each release states (rows = the releases' rows)."""
-    x, frame, d = w.x, w.frame, w.decimals
+    x, frame, d, v = w.x, w.frame, w.decimals, w.v
     dates = frame["date"].astype(str).tolist()
     sa = np.round(x - book.adjustment[: len(x)], d)
     diffs = np.diff(x)
-    rule_status = status_path(x, w.edges, w.labels, w.persistence)
-    names = dict(zip(w.components, w.component_names))
+    rule_status = status_path(x, v.edges, v.labels, v.persistence)
+    names = dict(zip(v.components, v.component_names))
 
     def unusual(t: int) -> bool:
-        return abs(robust_z(diffs, t - 1, w.event_baseline)) > w.event_z
+        return abs(robust_z(diffs, t - 1, v.event_baseline)) > v.event_z
 
     series = w.extra.get("series", [])
     series_diffs = {c: np.diff(frame[c].to_numpy(dtype=float)) for c in series}
 
     def moved(r: int) -> list[str]:
-        out = [c for c in series if abs(robust_z(series_diffs[c], r - 1, w.event_baseline)) > SERIES_Z]
+        out = [c for c in series if abs(robust_z(series_diffs[c], r - 1, v.event_baseline)) > SERIES_Z]
         headline = series[0] if series else None
         return sorted(c for c in out if not (c == headline and r in book.events))
 
@@ -144,14 +130,14 @@ def issuer_states(w: IssuerInputs, book: IssuerBook, rows: range) -> dict[int, d
     for r in rows:
         change = x[r] - x[r - 1]
         adj_change = round(float(sa[r] - sa[r - 1]), d)
-        adj_dir = _direction(adj_change, w.flat)
+        adj_dir = direction_of(adj_change, v.flat)
         run = 1
-        while r - run >= book.first_release and _direction(sa[r - run] - sa[r - run - 1], w.flat) == adj_dir:
+        while r - run >= book.first_release and direction_of(sa[r - run] - sa[r - run - 1], v.flat) == adj_dir:
             run += 1
         window = sa[r - RECORD_WINDOW + 1 : r + 1]
-        contrib = {c: book.weights[c] * float(frame[c].iloc[r]) for c in w.components}
+        contrib = {c: book.weights[c] * float(frame[c].iloc[r]) for c in v.components}
         total = sum(contrib.values())
-        shares = {names[c]: round(100.0 * v / total, 1) for c, v in contrib.items()}
+        shares = {names[c]: round(100.0 * value / total, 1) for c, value in contrib.items()}
         ordered = sorted(contrib, key=lambda c: (-contrib[c], c))
         deltas = {col: float(frame[col].iloc[r] - frame[col].iloc[r - 1]) for col, _, _ in w.drivers}
         pull = {col: w.beta[i] * w.scale / scale * deltas[col] for i, (col, _, scale) in enumerate(w.drivers)}
@@ -164,14 +150,14 @@ def issuer_states(w: IssuerInputs, book: IssuerBook, rows: range) -> dict[int, d
             + 0.3 * change
         )
         forecast += w.issuer_noise[r] * 0.3 * w.sd_change
-        outlook = _direction(forecast, w.flat)
+        outlook = direction_of(forecast, v.flat)
         status = rule_status[r]
-        if w.own_status:
+        if v.issuer_status:
             status = own_call(
                 rule_status[r],
                 states[r - 1]["status"] if r - 1 in states else rule_status[r - 1],
-                band_of(x[r], w.edges, w.labels),
-                band_of(x[r] + forecast, w.edges, w.labels),
+                band_of(x[r], v.edges, v.labels),
+                band_of(x[r] + forecast, v.edges, v.labels),
             )
         probability = int(5 * round((50 + 40 * math.tanh(abs(forecast) / w.sd_change)) / 5))
         # guidance follows the outlook (a weak one: hold), for longer when the issuer is more confident
@@ -191,7 +177,7 @@ def issuer_states(w: IssuerInputs, book: IssuerBook, rows: range) -> dict[int, d
             "latest": float(x[r]),
             "previous": float(x[r - 1]),
             "change": float(change),
-            "direction": _direction(change, w.flat),
+            "direction": direction_of(change, v.flat),
             "adjusted": float(sa[r]),
             "adjustment": float(book.adjustment[r]),
             "next_adjustment": float(book.adjustment[r + 1]),
@@ -205,17 +191,17 @@ def issuer_states(w: IssuerInputs, book: IssuerBook, rows: range) -> dict[int, d
             "record": bool(sa[r] >= window.max()),  # the question asks for the highest (ties count)
             "record_kind": "high" if sa[r] >= window.max() else "low" if sa[r] <= window.min() else None,
             "rank": int((window > sa[r]).sum()) + 1,
-            "yoy_reference": dates[r - w.ppy],
-            "yoy_direction": _direction(x[r] - x[r - w.ppy], w.flat),
+            "yoy_reference": dates[r - v.periods_per_year],
+            "yoy_direction": direction_of(x[r] - x[r - v.periods_per_year], v.flat),
             "shares": shares,
             "top": sorted(names[c] for c in ordered[:2]),
             "dominant": names[ordered[0]],
-            "major": sorted(names[c] for c in w.components if 100.0 * contrib[c] / total >= 25.0),
+            "major": sorted(names[c] for c in v.components if 100.0 * contrib[c] / total >= 25.0),
             "notices": sorted((t, dates[e]) for e, (t, a) in book.events.items() if a == r and e > r),
             "event": event[0] if event else None,
             "event_class": event[0] if event else "unannounced" if unusual(r) else "none",
             "flagged": sorted(
-                dates[k] for k in range(r - w.event_window + 1, r + 1) if unusual(k) and k not in book.events
+                dates[k] for k in range(r - v.event_window + 1, r + 1) if unusual(k) and k not in book.events
             ),
             "unusual_series": moved(r) if series else [],
             "drivers": [(col, f"{frame[col].iloc[r]:.2f}", deltas[col]) for col, _, _ in w.drivers],
@@ -227,10 +213,10 @@ def issuer_states(w: IssuerInputs, book: IssuerBook, rows: range) -> dict[int, d
             ],
             "stakeholders": [book.stakeholders[(primary, deltas[primary] > 0)]],
             "outlook_direction": outlook,
-            "regime": band_of(x[r] + forecast, w.edges, w.labels),
+            "regime": band_of(x[r] + forecast, v.edges, v.labels),
             "probability": probability,
             "outlook_horizon": 3,
-            "stance": w.stances[int(stance)],
+            "stance": v.stances[int(stance)],
             "guidance_horizon": horizon,
             "conditional": {  # if the primary driver keeps moving this way, where the headline goes
                 "if_driver": primary,

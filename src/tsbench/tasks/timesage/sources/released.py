@@ -30,6 +30,7 @@ a FIFO or a file past the input budget is refused in one line, never put in a ro
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import io
 import json
@@ -75,22 +76,10 @@ def _fields(spec: dict, schema: dict) -> list[FieldSpec]:
         note = entry.get("note", prop.get("x-scoring", ""))
         prop = agent_view(prop)
         prop.pop("description", None)
-        fields.append(
-            FieldSpec(
-                name=entry["name"],
-                tag=entry["tag"],
-                rule=entry["rule"],
-                question=entry["question"],
-                schema=prop,
-                abs_tol=entry.get("abs_tol"),
-                rel_tol=entry.get("rel_tol"),
-                parts=entry.get("parts", {}),
-                item_key=entry.get("item_key"),
-                value_rule=entry.get("value_rule"),
-                derive=rule if rule and rule.get("kind") != "issuer" else None,
-                note=note,
-            )
-        )
+        given = {k: entry[k] for k in ("abs_tol", "rel_tol", "parts", "item_key", "value_rule") if k in entry}
+        derive = rule if rule and rule.get("kind") != "issuer" else None
+        required = {k: entry[k] for k in ("name", "tag", "rule", "question")}
+        fields.append(FieldSpec(**required, schema=prop, **given, derive=derive, note=note))
     return fields
 
 
@@ -209,19 +198,7 @@ def export_released(sets: list[tuple[Scenario, list[Period]]], root: Path) -> No
         folder = root / scenario.id
         folder.mkdir(parents=True, exist_ok=True)
         contract = scenario.to_dict()
-        keep = (
-            "name",
-            "tag",
-            "rule",
-            "question",
-            "abs_tol",
-            "rel_tol",
-            "parts",
-            "item_key",
-            "value_rule",
-            "derive",
-            "note",
-        )
+        keep = [f.name for f in dataclasses.fields(FieldSpec) if f.name != "schema"]  # it is answer_schema.json
         contract["fields"] = [{k: f[k] for k in keep} for f in contract["fields"]]
         (folder / SCENARIO_FILE).write_text(json.dumps(contract, indent=2))
         for period in periods:
@@ -230,11 +207,8 @@ def export_released(sets: list[tuple[Scenario, list[Period]]], root: Path) -> No
                 (instance / name).parent.mkdir(parents=True, exist_ok=True)
                 (instance / name).write_bytes(body)
             (instance / TRUTH_FILE).write_text(json.dumps(period.truth, indent=2))
-            extra = {
-                k: v
-                for k, v in period.keypoint_truths.items()
-                if not any(kp.id == k and kp.field for kp in scenario.keypoints)
-            }
+            fielded = {kp.id for kp in scenario.keypoints if kp.field}
+            extra = {k: v for k, v in period.keypoint_truths.items() if k not in fielded}
             (instance / KEYPOINTS_FILE).write_text(json.dumps(extra, indent=2, sort_keys=True))
             (instance / CONTEXT_FILE).write_text(json.dumps(period.context, indent=2))
             if period.prior_truth is not None:

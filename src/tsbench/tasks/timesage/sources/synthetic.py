@@ -77,15 +77,7 @@ FAMILY_KINDS = {
     "B": ("change", "change_direction", "trend_3", "run_length", "vs_baseline", "is_record", "rank"),
     "C": ("top_components", "dominant_component", "component_shares", "major_components"),
     "D": ("flagged_periods", "event_type"),
-    "E": (
-        "cause",
-        "primary_driver",
-        "secondary_drivers",
-        "drivers_evidence",
-        "stakeholders",
-        "guidance",
-        "yoy_comparison",
-    ),
+    "E": tuple("cause primary_driver secondary_drivers drivers_evidence stakeholders guidance yoy_comparison".split()),
     "F": ("risks", "outlook_direction", "outlook", "conditional_outlook"),
 }
 
@@ -143,19 +135,9 @@ def plan_set(seed: int, n_scenarios: int = FULL_SET, n_periods: int = 24) -> lis
         own = np.random.default_rng([int(seeds[i]), 1])
         kinds = tuple(_kinds(tier, sum(p.tier == tier for p in plans)))
         persistence = int(own.choice([1, 2, 2]) if tier == "easy" else own.choice([1, 2, 3]))
+        name = f"{domain}-{theme.replace('_', '-')}-{cadences[i]}-{i:02d}"
         plans.append(
-            ScenarioPlan(
-                f"{domain}-{theme.replace('_', '-')}-{cadences[i]}-{i:02d}",
-                i,
-                domain,
-                theme,
-                cadences[i],
-                tier,
-                n_periods,
-                int(seeds[i]),
-                kinds,
-                persistence,
-            )
+            ScenarioPlan(name, i, domain, theme, cadences[i], tier, n_periods, int(seeds[i]), kinds, persistence)
         )
     return plans
 
@@ -241,16 +223,9 @@ def _simulate(plan: ScenarioPlan, theme: Theme, rng: np.random.Generator) -> _Wo
         },
         first - PRIOR_RELEASES,
     )
-    return _World(
-        theme,
-        pd.DataFrame(columns),
-        beta,
-        phi,
-        rng.standard_normal(n),
-        rng.random(n),
-        float(np.std(np.diff(value[:first]))),
-        book,
-    )
+    issuer_noise, stance_noise = rng.standard_normal(n), rng.random(n)
+    sd_shocked = float(np.std(np.diff(value[:first])))  # the history's changes with its shocks and events
+    return _World(theme, pd.DataFrame(columns), beta, phi, issuer_noise, stance_noise, sd_shocked, book)
 
 
 def _vocabulary(plan: ScenarioPlan, theme: Theme, values: np.ndarray, sd_change: float) -> Vocabulary:
@@ -325,27 +300,16 @@ def _inputs(plan: ScenarioPlan, world: _World, table: Table, v: Vocabulary) -> I
     return IssuerInputs(
         x=table.frame[theme.value].to_numpy(dtype=float),
         frame=table.frame,
-        labels=v.labels,
-        edges=v.edges,
-        persistence=v.persistence,
-        flat=v.flat,
+        v=v,
         decimals=theme.decimals,
-        ppy=v.periods_per_year,
-        event_baseline=v.event_baseline,
-        event_window=v.event_window,
-        event_z=v.event_z,
         drivers=[(col, level, scale) for col, _, _, level, scale in theme.drivers],
-        components=v.components,
-        component_names=v.component_names,
         beta=world.beta,
         phi=world.phi,
         issuer_noise=world.issuer_noise,
         stance_noise=world.stance_noise,
         sd_change=world.sd_change,
         scale=theme.scale,
-        stances=v.stances,
         guidance_horizon=2 + plan.seed % 2,
-        own_status=v.issuer_status,
         extra={
             "release": theme.release,
             "publisher": theme.publisher,
