@@ -45,42 +45,56 @@ def _unit_parts(unit: str) -> tuple[float, str]:
     return 1.0, unit
 
 
-def _plain(digits: str, decimal_comma: bool) -> float | None:
-    """The value of a numeral written with separators, or None when its notation is unclear."""
-    text = re.sub("[\u202f\u00a0']", "", digits)
+_SPACES = re.compile("[\u202f\u00a0']")
+
+
+def _decimal_mark(text: str, decimal_comma: bool) -> str | None:
+    """The numeral's decimal mark ("" for none), or None when its notation is unclear."""
     if "," in text and "." in text:
-        decimal = "," if text.rfind(",") > text.rfind(".") else "."
+        mark = "," if text.rfind(",") > text.rfind(".") else "."
     elif "," in text:
         groups = text.split(",")
-        decimal = "," if decimal_comma or len(groups) == 2 and len(groups[1]) != 3 else ""
-        if not decimal and any(len(g) != 3 for g in groups[1:]):
-            return None
+        if decimal_comma or len(groups) == 2 and len(groups[1]) != 3:
+            mark = ","
+        else:
+            return "" if all(len(g) == 3 for g in groups[1:]) else None
     elif "." in text:
         groups = text.split(".")
-        decimal = "" if decimal_comma and len(groups) > 1 and all(len(g) == 3 for g in groups[1:]) else "."
-        if decimal and len(groups) > 2:
-            return None
+        if decimal_comma and all(len(g) == 3 for g in groups[1:]):
+            return ""
+        mark = "."
     else:
-        decimal = "."
-    grouping = {",": ".", ".": ","}.get(decimal, ",.")
-    for mark in grouping:
-        text = text.replace(mark, "")
-    try:
-        return float(text.replace(",", "."))
-    except ValueError:
+        return ""
+    return mark if text.count(mark) == 1 else None  # 1.234.5 or 1,234,5: unclear
+
+
+def _parts(digits: str, decimal_comma: bool) -> tuple[str, str] | None:
+    """(whole digits, decimal digits) of a numeral written with separators; None when unclear.
+    Both readers below share it, so the value and its written form never disagree on the mark."""
+    text = _SPACES.sub("", digits)
+    mark = _decimal_mark(text, decimal_comma)
+    if mark is None:
         return None
+    whole, _, decimals = text.rpartition(mark) if mark else (text, "", "")
+    whole = re.sub("[,.]", "", whole) or "0"
+    if not whole.isdigit() or decimals and not decimals.isdigit():
+        return None
+    return whole, decimals
+
+
+def _plain(digits: str, decimal_comma: bool) -> float | None:
+    """The value of a numeral written with separators, or None when its notation is unclear."""
+    parts = _parts(digits, decimal_comma)
+    return None if parts is None else float(f"{parts[0]}.{parts[1] or 0}")
 
 
 def _canonical(digits: str, decimal_comma: bool) -> str:
     """A numeral with separators as plain digits and a decimal point, its written decimals kept."""
-    value = _plain(digits, decimal_comma)
-    text = re.sub("[\u202f\u00a0']", "", digits)
-    mark = "," if decimal_comma or ("," in text and "." in text and text.rfind(",") > text.rfind(".")) else "."
-    whole, _, decimals = text.rpartition(mark) if mark in text else (text, "", "")
-    whole = re.sub("[^0-9]", "", whole)
-    if value is not None and decimals and abs(float(f"{whole or 0}.{decimals}") - abs(value)) < 1e-9:
-        return f"{whole}.{decimals}"
-    return _written(value) if value is not None else digits
+    parts = _parts(digits, decimal_comma)
+    if parts is None:
+        return digits
+    whole, decimals = parts
+    return f"{whole}.{decimals}" if decimals else _written(float(whole))
 
 
 def _written(value: float) -> str:
