@@ -111,15 +111,13 @@ def test_a_rebuild_removes_its_stale_figures_and_nothing_else(tmp_path):
     assert set((out / STALE_LIST).read_text().split()) == {n for n in names if n != "mine.png"}
     assert board.files
     # the same folder, now for one dataset: the suffixed figures of the earlier build go
-    removed = sweep_stale(out, {"by_length.png"}, ("by_length",))
+    removed = sweep_stale(out, {"by_length.png"})
     assert {p.name for p in removed} == {n for n in names if n not in ("mine.png", "by_length.png")}
     assert (out / "mine.png").exists()
     # a listed figure the user replaced with their own bytes is theirs now: kept
-    sweep_stale(out, {"by_length.png", "curves.png"}, ())
+    sweep_stale(out, {"by_length.png", "curves.png"})
     (out / "curves.png").write_bytes(b"the user's own figure")
-    assert (
-        sweep_stale(out, {"by_length.png"}, ()) == [] and (out / "curves.png").read_bytes() == b"the user's own figure"
-    )
+    assert sweep_stale(out, {"by_length.png"}) == [] and (out / "curves.png").read_bytes() == b"the user's own figure"
 
 
 def test_a_row_plot_without_an_anomaly_has_no_gold_window_entry(small_data, tmp_path, monkeypatch):

@@ -23,37 +23,20 @@ __version__ = "0.1.0"
 
 # name -> module holding it, imported when the name is first read (dynamically: `tsbench` is imported by
 # core/ for its version, and a static import here would make every package reach eval/ in import-linter's eyes)
-_LAZY = {
-    "generate": "tsbench.api",
-    "evaluate": "tsbench.api",
-    "compare": "tsbench.api",
-    "Dataset": "tsbench.api",
-    "Run": "tsbench.api",
-    "UserError": "tsbench.core.errors",
-}
-
-__all__ = [
-    "Dataset",
-    "Run",
-    "UserError",
-    "__version__",
-    "compare",
-    "contamination",
-    "evaluate",
-    "generate",
-    "leaderboard",
-]
+_LAZY = {name: "tsbench.api" for name in ("generate", "evaluate", "compare", "Dataset", "Run")}
+_LAZY["UserError"] = "tsbench.core.errors"
+# modules read as attributes: tsbench.contamination.probe(...); the leaderboard package is itself callable
+_MODULES = ("contamination", "leaderboard")
+__all__ = sorted([*_LAZY, *_MODULES, "__version__"])
 
 
 def __getattr__(name: str) -> Any:
-    if name == "leaderboard":  # the package itself is callable: tsbench.leaderboard(...) is api.leaderboard
-        return importlib.import_module("tsbench.leaderboard")
-    if name == "contamination":  # the module: tsbench.contamination.probe(...)
-        return importlib.import_module("tsbench.contamination")
+    if name in _MODULES:
+        return importlib.import_module(f"tsbench.{name}")
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'tsbench' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY) | {"contamination", "leaderboard"})
+    return sorted(set(globals()) | set(__all__))

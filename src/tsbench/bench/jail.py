@@ -124,28 +124,29 @@ def measure_pooled_episodes(category: str, length: int, rounds: int = 3) -> dict
     }
 
 
-def host_rss_for_print(mib: int) -> dict:
-    """In this process (run it in a fresh one): peak RSS before and after one cell that prints `mib` MiB
-    in one message, whether the observation says the output was cut, and whether the episode goes on."""
+def _peaks_around(code: str, timeout_s: float) -> dict:
+    """In this process (run it in a fresh one): peak RSS before and after one cell running `code`, whether
+    the observation says the output was cut, whether the episode goes on, and what the cell returned."""
     import resource
 
     def peak() -> int:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
-    with Sandbox({}, cell_timeout_s=120) as box:
+    with Sandbox({}, cell_timeout_s=timeout_s) as box:
         box.run("1+1")
         before = peak()
-        cell = box.run(f"print('x' * ({int(mib)} * 2**20))" if mib else "print('x')")
+        cell = box.run(code)
         after = peak()
         goes_on = box.run("6 * 7").result_repr == "42"
-    return {
-        "peak_before_bytes": before,
-        "peak_after_bytes": after,
-        "growth_bytes": after - before,
-        "cut": "output cut" in cell.stdout,
-        "goes_on": goes_on,
-        "seconds": cell.seconds,
-    }
+    seen = {"peak_before_bytes": before, "peak_after_bytes": after, "cut": "output cut" in cell.stdout}
+    return {**seen, "goes_on": goes_on, "seconds": cell.seconds, "result": cell.result_repr}
+
+
+def host_rss_for_print(mib: int) -> dict:
+    """`_peaks_around` one cell that prints `mib` MiB in one message."""
+    seen = _peaks_around(f"print('x' * ({int(mib)} * 2**20))" if mib else "print('x')", 120)
+    del seen["result"]
+    return {**seen, "growth_bytes": seen["peak_after_bytes"] - seen["peak_before_bytes"]}
 
 
 # A cell that signs `count` stream messages of `mib` MiB ahead (distinct headers, one shared body), then sends
@@ -171,34 +172,14 @@ def packed_flood_code(count: int, mib: int) -> str:
 
 
 def host_rss_for_messages(count: int, mib: int | None = None) -> dict:
-    """In this process (run it in a fresh one): peak RSS before and after one cell that sends `count`
-    pre-packed messages of `mib` MiB (default: 1 MiB under the per-message cap), whether the observation
-    says the output was cut, and whether the episode goes on."""
-    import resource
-
+    """`_peaks_around` one cell that sends `count` pre-packed messages of `mib` MiB (default: 1 MiB under
+    the per-message cap)."""
     from tsbench.harness.runtime.message_bound import MAX_MESSAGE_BYTES
 
     mib = MAX_MESSAGE_BYTES // 2**20 - 1 if mib is None else mib
-
-    def peak() -> int:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-    with Sandbox({}, cell_timeout_s=300) as box:
-        box.run("1+1")
-        before = peak()
-        cell = box.run(packed_flood_code(count, mib))
-        after = peak()
-        goes_on = box.run("6 * 7").result_repr == "42"
-    return {
-        "count": count,
-        "mib": mib,
-        "peak_before_bytes": before,
-        "peak_after_bytes": after,
-        "cut": "output cut" in cell.stdout,
-        "sent": cell.result_repr == "'sent'",
-        "goes_on": goes_on,
-        "seconds": cell.seconds,
-    }
+    seen = _peaks_around(packed_flood_code(count, mib), 300)
+    sent = seen.pop("result") == "'sent'"
+    return {"count": count, "mib": mib, **seen, "sent": sent}
 
 
 def measure_host_rss_messages(counts: tuple[int, ...] = (1, 60, 200)) -> list[dict]:

@@ -42,16 +42,7 @@ def setting(
     cannot change what a row's answer is (where results go, how many run at once, which rows):
     resume ignores it. `aliases` are old flag spellings, accepted but not shown. The harness section
     a setting belongs to ([eval.rlm] in TOML, its own group in --help) is its class's SECTION."""
-    meta = {
-        "doc": doc,
-        "ge": ge,
-        "gt": gt,
-        "le": le,
-        "lt": lt,
-        "choices": choices,
-        "answers": answers,
-        "aliases": aliases,
-    }
+    meta = dict(doc=doc, ge=ge, gt=gt, le=le, lt=lt, choices=choices, answers=answers, aliases=aliases)
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
@@ -87,15 +78,17 @@ class Spec:
     def describe_type(self) -> str:
         if self.base not in _SCALARS:
             return "a value"
-        word = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}[self.base]
-        return f"a list of {_plural(self.base)}" if self.is_list else word
+        one, many = _SCALARS[self.base]
+        return f"a list of {many}" if self.is_list else one
 
 
-_SCALARS = (bool, int, float, str)
-
-
-def _plural(base: type) -> str:
-    return {bool: "booleans", int: "integers", float: "numbers", str: "strings"}[base]
+# each scalar type a setting may have, as a message names one value of it and a list of them
+_SCALARS = {
+    bool: ("true or false", "booleans"),
+    int: ("an integer", "integers"),
+    float: ("a number", "numbers"),
+    str: ("a string", "strings"),
+}
 
 
 def _unwrap(hint: Any) -> tuple[type, bool, bool]:

@@ -18,23 +18,13 @@ from tsbench.core.own_folder import check_replaceable, record_owned
 from tsbench.core.provenance import write_json
 from tsbench.eval.agents import AgentCache
 from tsbench.eval.episode import judge_completer
-from tsbench.eval.task_results import task_results
-from tsbench.results import (
-    RESULTS_JSON,
-    RUN_JSON,
-    Journal,
-    consolidate,
-    load_run,
-    load_samples,
-    now_utc,
-    read_journal,
-    results_json,
-)
+from tsbench.eval.task_results import write_results
+from tsbench.results import RUN_JSON, Journal, consolidate, load_run, load_samples, now_utc, read_journal
 from tsbench.results.lock import LOCK_FILE
 from tsbench.results.store import RUN_GROWING, RUN_KIND, legacy_run_reason
-from tsbench.results.summary import summarize
 from tsbench.tasks import get_taskset
 
+# the metrics a judged family's scorer writes: replaced by the new judge's, every other metric kept
 SCORING_PREFIXES = (
     "accuracy",
     "coverage",
@@ -131,9 +121,6 @@ def rescore_run(
     )
     info["variant"] = taskset.variant(settings)
     write_json(out / RUN_JSON, info)
-    samples = load_samples(out)
-    summary = summarize(samples, [c.category for c in taskset.columns()])
-    tasks = task_results(samples, info.get("family") or taskset.name, list(taskset.columns()))
-    write_json(out / RESULTS_JSON, results_json.build(info, summary, tasks, rescored_from=str(run_dir)))
+    write_results(out, info, load_samples(out), taskset, rescored_from=str(run_dir))
     record_owned(out, RUN_KIND, growing=RUN_GROWING)
     return out, stats

@@ -31,14 +31,13 @@ from tsbench.eval.host_memory import release_freed_memory
 from tsbench.eval.preflight import preflight
 from tsbench.eval.run_dir import choose_run_dir, settings_conflict
 from tsbench.eval.selection import select_rows
-from tsbench.eval.task_results import task_results
+from tsbench.eval.task_results import write_results
 from tsbench.harness import Harness, HarnessSettings, MemorySettings, memory_for
 from tsbench.models.base import Agent
-from tsbench.results import RESULTS_JSON, RUN_JSON, Journal, consolidate, load_run, load_samples, now_utc, results_json
+from tsbench.results import RUN_JSON, Journal, consolidate, load_run, load_samples, now_utc
 from tsbench.results.journal import read_journal_report
 from tsbench.results.lock import LOCK_FILE, RunDirLock
 from tsbench.results.store import RUN_GROWING, RUN_KIND, legacy_run_reason
-from tsbench.results.summary import summarize
 from tsbench.tasks import get_taskset
 from tsbench.tasks.base import SampleRef
 
@@ -172,32 +171,27 @@ def _jobs(
     scoring: tuple,
 ) -> Iterator[EpisodeJob]:
     options = tuple(sorted((k, v) for k, v in cfg.model_options().items() if v is not None))
-    if chains is not None:  # the family plays these rows in order with one agent state; a chain with
-        paths = dict(zip(rows["id"], rows["path"]))  # any unfinished row is played again whole
-        for chain in chains:
-            refs = [SampleRef(cfg.family, paths[rid], rid) for rid in chain]
-            for epoch in sorted({e for rid in chain for e in pending.get(rid, ())}):
-                yield EpisodeJob(
-                    refs[0],
-                    epoch,
-                    cfg.model,
-                    cfg.harness,
-                    play.settings,
-                    options,
-                    chain=tuple(refs[1:]),
-                    scoring=scoring,
-                    memory=play.memory,
-                )
-        return
-    for row in rows.itertuples(index=False):  # file order: consecutive jobs share row groups
-        for epoch in pending.get(row.id, ()):
+    if chains is None:  # file order: consecutive jobs share row groups
+        plays = [((SampleRef(cfg.family, r.path, r.id),), pending.get(r.id, ())) for r in rows.itertuples(index=False)]
+    else:  # the family plays these rows in order with one agent state; a chain with any unfinished row is
+        paths = dict(zip(rows["id"], rows["path"]))  # played again whole
+        plays = [
+            (
+                tuple(SampleRef(cfg.family, paths[rid], rid) for rid in chain),
+                sorted({e for rid in chain for e in pending.get(rid, ())}),
+            )
+            for chain in chains
+        ]
+    for refs, epochs in plays:
+        for epoch in epochs:
             yield EpisodeJob(
-                SampleRef(cfg.family, row.path, row.id),
+                refs[0],
                 epoch,
                 cfg.model,
                 cfg.harness,
                 play.settings,
                 options,
+                chain=refs[1:],
                 scoring=scoring,
                 memory=play.memory,
             )
@@ -465,11 +459,8 @@ def _finalize(out: Path, info: dict, wanted: set, taskset) -> dict:
         updated_at=now_utc(),
     )
     write_json(out / RUN_JSON, info)
-    summary = summarize(in_selection, [c.category for c in taskset.columns()])
-    tasks = task_results(in_selection, info["family"], list(taskset.columns()))
     counts = ("expected_samples", "finished_samples", "error_samples", "updated_at")
-    results = results_json.build(info, summary, tasks, **{k: info[k] for k in counts})
-    write_json(out / RESULTS_JSON, results)
+    results = write_results(out, info, in_selection, taskset, **{k: info[k] for k in counts})
     if ours:
         record_owned(out, RUN_KIND, growing=RUN_GROWING, ignore=(LOCK_FILE,))
     return results

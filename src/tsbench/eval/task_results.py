@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from tsbench.core.provenance import write_json
 from tsbench.core.stats import macro_f1
+from tsbench.results import RESULTS_JSON, results_json
+from tsbench.results.summary import summarize
 from tsbench.tasks.base import Column
 
 
@@ -101,3 +105,12 @@ def _shared(columns: list[Column]) -> Column | None:
     if not metric or aggregate is None:
         return None
     return Column("overall", "overall", label, "overall", mean_metric=metric, aggregate=aggregate)
+
+
+def write_results(out: Path, info: dict, samples: pd.DataFrame, taskset: Any, **fields) -> dict:
+    """The run dir's results.json from the rows it counts; `fields` go in as given."""
+    summary = summarize(samples, [c.category for c in taskset.columns()])
+    tasks = task_results(samples, info.get("family") or taskset.name, list(taskset.columns()))
+    results = results_json.build(info, summary, tasks, **fields)
+    write_json(out / RESULTS_JSON, results)
+    return results

@@ -17,7 +17,6 @@ from .html import render_html
 from .load import CONFIG_KEY, discover_runs, load_results
 from .markdown import render_markdown
 from .result import LeaderboardResult, short_hash
-from .sections import FIGURE_TITLES
 from .tables import (
     SMALL_N,
     cell_table,
@@ -58,32 +57,10 @@ def _figures(result: LeaderboardResult) -> dict[str, dict[str, dict[str, bytes]]
 
 
 # leaderboard.csv, long form: one line per (configuration, category) and a source column.
-CSV_COLUMNS = [
-    "source",
-    "dataset",
-    "model",
-    "harness",
-    "depth",
-    "reference",
-    "category",
-    "column",
-    "metric",
-    "n_rows",
-    "n_scored",
-    "n_own",
-    "common",
-    "incomplete",
-    "small_n",
-    "mean",
-    "mean_lo",
-    "mean_hi",
-    "mean_mark",
-    "f1",
-    "f1_lo",
-    "f1_hi",
-    "f1_mark",
-    "paper_text",
-]
+CSV_COLUMNS = (
+    "source dataset model harness depth reference category column metric n_rows n_scored n_own "
+    "common incomplete small_n mean mean_lo mean_hi mean_mark f1 f1_lo f1_hi f1_mark paper_text"
+).split()
 COUNT_COLUMNS = ["depth", "n_rows", "n_scored", "n_own"]
 
 
@@ -196,7 +173,7 @@ def build_leaderboard(
     contents = {
         f"{n}.{fmt}": data for figs in result.figures.values() for n, fs in figs.items() for fmt, data in fs.items()
     }
-    sweep_stale(out, written, tuple(FIGURE_TITLES), contents)  # one build's figures per folder
+    sweep_stale(out, written, contents)  # one build's figures per folder
     for figures in result.figures.values():
         for name, formats in figures.items():
             for fmt, data in formats.items():

@@ -121,16 +121,13 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def sweep_stale(
-    out: Path, written: set[str], prefixes: tuple[str, ...] = (), contents: dict[str, bytes] | None = None
-) -> list[Path]:
+def sweep_stale(out: Path, written: set[str], contents: dict[str, bytes] | None = None) -> list[Path]:
     """Remove the figures an earlier build left in `out` that this one does not write (so a folder
     never shows figures of runs it was not built from), then record `written`. Only files provably
     this tool's go: on the last build's list with the bytes it wrote (a figure the user replaced, or
     added under one of our names, stays). Folders from before the list had hashes are not swept.
     `contents`: the bytes about to be written under those names (else the files as they are now) are
-    what the list records. `prefixes` is kept for callers; names alone prove nothing."""
-    del prefixes
+    what the list records. A name alone proves nothing: a file is ours by the bytes we wrote."""
     out = Path(out)
     sums = out / STALE_SUMS
     try:

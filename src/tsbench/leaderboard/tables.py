@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from tsbench.core.stats import bootstrap_ci, bootstrap_weighted_ci
-from tsbench.results.summary import ANSWER_COUNTS, answer_counts
+from tsbench.results.summary import ANSWER_COUNTS, SMALL_N, answer_counts
 from tsbench.tasks.base import Column
 
 from .columns import columns_for, is_choice
@@ -53,24 +53,10 @@ from .stats import (
     predicted_option,
 )
 
-SMALL_N = 10  # below this many scored rows an interval carries a warning
-CELL_COLUMNS = CONFIG_KEY + [
-    "category",
-    "n_rows",
-    "n_ids",
-    "n_scored",
-    "n_own",
-    "common",
-    "mean",
-    "mean_lo",
-    "mean_hi",
-    "f1",
-    "f1_lo",
-    "f1_hi",
-    "run_complete",
-    "reference",
-    "oom",
-    "lower_is_better",
+CELL_COLUMNS = [
+    *CONFIG_KEY,
+    *"category n_rows n_ids n_scored n_own common mean mean_lo mean_hi f1 f1_lo f1_hi run_complete".split(),
+    *"reference oom lower_is_better".split(),
 ]
 
 
@@ -107,12 +93,7 @@ def _cell(column: Column | None, group: pd.DataFrame, n_boot: int, seed: int) ->
         "n_rows": len(group),
         "n_ids": int(group["id"].nunique()),
         "n_scored": len(scored),
-        "mean": np.nan,
-        "mean_lo": np.nan,
-        "mean_hi": np.nan,
-        "f1": np.nan,
-        "f1_lo": np.nan,
-        "f1_hi": np.nan,
+        **dict.fromkeys(("mean", "mean_lo", "mean_hi", "f1", "f1_lo", "f1_hi"), np.nan),
         # Out of memory at some of its lengths: no number, the cell reads OOM* (the paper's Table 1).
         "oom": bool((group["error_type"] == OOM_ERROR).any()),
         "lower_is_better": bool(column is not None and column.aggregate and column.aggregate.lower_is_better),
@@ -492,20 +473,4 @@ def paired_table(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0, min_shar
     return pd.DataFrame(records, columns=PAIRED_COLUMNS)
 
 
-PAIRED_COLUMNS = [
-    "dataset",
-    "a",
-    "b",
-    "category",
-    "n",
-    "mean_a",
-    "mean_b",
-    "diff",
-    "lo",
-    "hi",
-    "excludes_zero",
-    "test",
-    "p",
-    "p_holm",
-    "rows_needed",
-]
+PAIRED_COLUMNS = "dataset a b category n mean_a mean_b diff lo hi excludes_zero test p p_holm rows_needed".split()

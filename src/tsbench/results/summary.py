@@ -18,7 +18,7 @@ import pandas as pd
 
 from tsbench.core.stats import bootstrap_ci
 
-SMALL_N = 10
+SMALL_N = 10  # below this many scored rows an interval carries a warning (here and on every board)
 
 
 ANSWER_COUNTS = ("valid", "invalid", "cut", "errors")
