@@ -12,11 +12,13 @@ them. Beside them, measured in the same run:
   on this machine once every start is off the critical path.
 
 Printed: rows/s at each concurrency, c8/c1 (goal >= 6.5) and c32's wall against the CPU floor (goal
-<= 1.3x), and the host's overhead: the host process's own CPU per row (harness, jupyter_client, pool;
-not the kernels, not the sampler's scans of /proc) over an episode's wall at c1 (goal < 10 %), with
-the row's wall split into model wait, host CPU and the rest (kernel work and waits), all with the
-load average. The module uses only APIs older than issue 47, so the same file
-runs against an earlier checkout (PYTHONPATH) for a before/after measured side by side.
+<= 1.3x); each run's wall over its own CPU spread on the cores (1 = every core busy with this run;
+above it, the run waited: for the model, or on a shared machine for cores other work held); and the
+host's overhead: its own CPU per row (harness, jupyter_client, pool; not the kernels, not the
+sampler's scans of /proc) over an episode's wall at c1 (goal < 10 %), the row's wall split into model
+wait, host CPU and the rest (kernel work and waits). All with the load average. The module runs
+against an earlier checkout too (PYTHONPATH; its sampler has no host CPU: said so) for a before/after
+measured side by side.
 """
 
 from __future__ import annotations
@@ -126,7 +128,7 @@ def rlm_run(rows: int, concurrency: int, latency_s: float = LATENCY_S) -> dict:
             results = list(pool.map(lambda i: run_rlm(policy, _task(i), cfg, image=False), range(rows)))
         stats = dict(jails.stats)
     wall = time.perf_counter() - began
-    cpu, host_cpu = tree.cpu_s, tree.host_cpu_s
+    cpu, host_cpu = tree.cpu_s, getattr(tree, "host_cpu_s", None)  # None: an earlier checkout's sampler
     answered = sum(r.final_message == '{"present": false}' and r.code_cells == len(CELLS) for r in results)
     return {
         "rows": rows,
@@ -159,9 +161,10 @@ def report(m: dict) -> list[str]:
         floor = start_cpu * r["rows"] / n_cores
         lines.append(
             f"  c{c}: {r['rows']} rows in {r['wall']:.1f} s = {rate[c]:.2f} rows/s, CPU {r['cpu']:.1f} s "
-            f"(host {r.get('host_cpu', float('nan')):.1f} s), "
+            f"(host {'?' if r.get('host_cpu') is None else format(r['host_cpu'], '.1f')} s), "
             f"{r['answered']}/{r['rows']} answered, pool {r['pool']}; CPU floor {floor:.1f} s "
-            f"(wall / floor {r['wall'] / floor:.2f})"
+            f"(wall / floor {r['wall'] / floor:.2f}; wall / (own CPU / cores) {r['wall'] * n_cores / r['cpu']:.2f}, 1 = "
+            "every core busy with this run)"
         )
     if 1 in rate and 8 in rate:
         scaling = rate[8] / rate[1]
