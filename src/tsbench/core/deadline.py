@@ -12,13 +12,14 @@ episode's thread, and concurrent episodes never see each other's clocks.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-__all__ = ["BudgetSpent", "Deadline", "remaining", "tightest", "within"]
+__all__ = ["BudgetSpent", "Deadline", "load_factor", "remaining", "tightest", "within"]
 
 
 class BudgetSpent(Exception):
@@ -80,3 +81,15 @@ def remaining(cap: float | None = None) -> float | None:
     if cap is None:
         return left
     return max(0.0, float(cap)) if left is None else min(left, max(0.0, float(cap)))
+
+
+def load_factor() -> float:
+    """How many times over the machine's cores are asked for (1.0 on a quiet machine; 10 at a load of 20
+    on 2 cores): how much longer than quiet a CPU-bound wait may take. A grace given in seconds of a
+    quiet machine (a kernel's answer to an interrupt) is scaled by it, so a busy host does not turn a
+    slow answer into a lost kernel."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    return max(1.0, os.getloadavg()[0] / cores)

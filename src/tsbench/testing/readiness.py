@@ -79,16 +79,6 @@ class Progress:
         return False
 
 
-def load_factor() -> float:
-    """How many times over the machine's cores are asked for (1.0 on a quiet machine; 10 at a load of 20
-    on 2 cores): how much longer than quiet a CPU-bound wait may take."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cores = os.cpu_count() or 1
-    return max(1.0, os.getloadavg()[0] / cores)
-
-
 def wait_ready(
     process: subprocess.Popen,
     ready: Callable[[], bool],

@@ -17,7 +17,8 @@ from collections.abc import Callable
 
 import pytest
 
-from tsbench.testing.readiness import Progress, load_factor
+from tsbench.core.deadline import load_factor
+from tsbench.testing.readiness import Progress
 
 
 class LoadAwareTimeout:

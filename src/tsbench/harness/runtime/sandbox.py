@@ -11,7 +11,8 @@ bound host file. Connection files and the kernel log stay where the kernel canno
 
 A cell past `cell_timeout_s` (or past a tighter deadline of the thread's: the episode's wall clock, the
 cell that called this sub_rlm episode; core/deadline.py) is interrupted; the time spent serving its
-sub_rlm calls is the cell's time too, and each is served inside the cell's deadline; one that does not stop within `interrupt_grace_s`, or a
+sub_rlm calls is the cell's time too, and each is served inside the cell's deadline; one that does not
+stop within `interrupt_grace_s` (scaled by the host's load, at most tenfold: a busy host answers late), or a
 kernel that dies (a crash, `os._exit`, the memory bound), is restarted in the same jail with the
 series reloaded (files it wrote are gone with the old tmpfs), and the episode goes on.
 """
@@ -33,7 +34,7 @@ import numpy as np
 from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpec
 
-from tsbench.core.deadline import remaining, within
+from tsbench.core.deadline import load_factor, remaining, within
 from tsbench.core.unicode_text import valid_text
 from tsbench.harness.runtime.behind import StartBehind
 from tsbench.harness.runtime.cleanup import (
@@ -297,7 +298,8 @@ class Sandbox:
                 self._kernel_manager.interrupt_kernel()
             except (OSError, RuntimeError):  # it died meanwhile; the next wait reports "dead"
                 pass
-            outcome = self._collect(msg_id, output, self.interrupt_grace_s, answer_stdin=False)
+            grace = self.interrupt_grace_s * min(load_factor(), 10.0)  # a busy host answers late, not never
+            outcome = self._collect(msg_id, output, grace, answer_stdin=False)
             limit = f"{cell_timeout:g} s"
             reason = (
                 f"cell timed out after {limit} and was interrupted; variables are kept"
