@@ -297,6 +297,20 @@ def test_resume_refuses_a_moved_curriculum(tmp_path):
         prepare_run_dir(build(GRPOConfig, {"model": "local/x", "out": str(out)}), out, True)
 
 
+def test_a_fresh_start_clears_only_what_an_aborted_run_of_ours_left(tmp_path):
+    """--out naming a folder of the user's that holds a `rollouts` folder: refused, nothing deleted."""
+    out = tmp_path / "mine"
+    (out / "rollouts").mkdir(parents=True)
+    (out / "rollouts" / "notes.txt").write_text("mine")
+    cfg = build(GRPOConfig, {"model": "local/x", "out": str(out)})
+    with pytest.raises(UserError, match="not a GRPO run dir"):
+        prepare_run_dir(cfg, out, True)
+    assert (out / "rollouts" / "notes.txt").read_text() == "mine"
+    (out / "train.json").write_text("{}")  # an aborted run of ours: its journal goes
+    assert prepare_run_dir(cfg, out, True) is None
+    assert not (out / "rollouts").exists()
+
+
 def test_resume_refuses_the_other_format_rule(tmp_path):
     """A composite run read its replies under one format rule; resuming it under the other would change its reward."""
     out = tmp_path / "run"
