@@ -309,6 +309,10 @@ def test_a_fresh_start_clears_only_what_an_aborted_run_of_ours_left(tmp_path):
     (out / "train.json").write_text("{}")  # an aborted run of ours: its journal goes
     assert prepare_run_dir(cfg, out, True) is None
     assert not (out / "rollouts").exists()
+    other = tmp_path / "other"
+    (other / "warm_start").mkdir(parents=True)  # the adapter fold replaces a warm_start/ it did not finish
+    with pytest.raises(UserError, match="holds warm_start"):
+        prepare_run_dir(build(GRPOConfig, {"model": "local/x", "out": str(other)}), other, True)
 
 
 def test_resume_refuses_the_other_format_rule(tmp_path):

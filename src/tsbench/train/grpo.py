@@ -278,7 +278,9 @@ def prepare_run_dir(cfg: GRPOConfig, out: Path, main: bool) -> Path | None:
             )
     if cfg.resume and latest is None:
         log.warning("--resume: no checkpoint in %s yet; starting from step 1", out)
-    leftovers = [name for name in STALE if (out / name).exists()] if latest is None else []
+    from tsbench.train.policy import WARM_START  # replaced when it holds no finished fold
+
+    leftovers = [name for name in (*STALE, WARM_START) if (out / name).exists()] if latest is None else []
     if leftovers and not (out / TRAIN_JSON).is_file():  # not an aborted run of ours: the user's own folders
         raise UserError(
             f"{out} holds {leftovers[0]} but is not a GRPO run dir (no {TRAIN_JSON}); "
