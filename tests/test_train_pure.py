@@ -608,6 +608,26 @@ def test_server_errors_are_retried_a_bounded_number_of_times_then_raised():
     assert isinstance(batcher.failure, BackendError)
 
 
+def test_a_vllm_servers_numbers_are_read_without_trust():
+    """TRL's vllm-serve answer: logprobs feed the sampler correction, ids the loss. A NaN, an infinity,
+    a positive logprob, a string or a bool drops that reply's logprobs (it then weighs nothing); ids
+    that are no token ids, or too few completions, stop the step."""
+    from tsbench.train.backends import BackendError, server_replies
+
+    good = [[-0.5], [-1.25]]
+    replies = server_replies({"completion_ids": [[5, 6], [7, 8]], "logprobs": [good, [[-0.1], [float("nan")]]]}, 2)
+    assert [r.ids for r in replies] == [[5, 6], [7, 8]]
+    assert replies[0].logprobs == [-0.5, -1.25] and replies[1].logprobs is None
+    for bad in (float("inf"), 3.0, "-0.5", True, None):
+        assert server_replies({"completion_ids": [[5, 6]], "logprobs": [[[-0.5], [bad]]]}, 1)[0].logprobs is None
+    assert server_replies({"completion_ids": [[5, 6]], "logprobs": [[[-0.5]]]}, 1)[0].logprobs is None  # too few
+    assert server_replies({"completion_ids": [[5]]}, 1)[0].logprobs is None  # none sent: none used
+    for out in ({"completion_ids": [[5, -1]]}, {"completion_ids": [[5, True]]}, {"completion_ids": [[5.0]]},
+                {"completion_ids": [[5]]}, {"completion_ids": "x"}, []):  # fmt: skip
+        with pytest.raises(BackendError):
+            server_replies(out, 2 if out == {"completion_ids": [[5]]} else 1)
+
+
 def test_a_rank_that_can_outplay_the_group_timeout_is_refused_and_one_that_cannot_is_not():
     # 16 episodes per process, 8 at a time: two waves of at most 1000 s, then the gather
     slow = {"model": "local/x", "batch_size": 128, "rollout_workers": 8, "episode_wall_s": 1000}
