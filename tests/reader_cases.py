@@ -104,6 +104,8 @@ def readers() -> dict:
         "tool_protocol.parse_json_calls": lambda t: parse_json_calls(t, ["lookup"]),
         "timeclaw.rationale_block": _rationale_block,
         "timesage.score": _timesage_score,
+        "timesage.parse_message": _timesage_message,
+        "timesage.judge_reply": _judge_reply,
         "sft_timemaster.is_trace": is_trace,
     }
     for category, gold in _AXL.items():
@@ -133,6 +135,18 @@ def _timesage_score(text: str):
     return score_message(_timesage_gold(), json.dumps({"answer": {}, "report": text}), Asker(RulesJudge()))
 
 
+def _timesage_message(text: str):
+    from tsbench.tasks.timesage.scoring import parse_message
+
+    return parse_message(text)  # the final message as the agent wrote it, not wrapped in valid JSON
+
+
+def _judge_reply(text: str):
+    from tsbench.tasks.timesage.judge import parse_quality, parse_verdict
+
+    return parse_verdict(text), parse_quality(text, ["issue period stated"], [])
+
+
 # Inputs that cost a reader superlinear time or an exception before: name -> f(n) of about n chars.
 ATTACKS = {
     "open_brackets": lambda n: "[" * n,
@@ -154,6 +168,7 @@ ATTACKS = {
     "answer_spaces": lambda n: "answer" + " " * n + "1",
     "final_answer_spaces": lambda n: "final" + " " * n + "answer" + " " * n,
     "number_run": lambda n: "1" * n + "a1",
+    "digits_only": lambda n: "1" * n,  # one JSON int past Python's 4,300-digit limit: a ValueError to json.loads
     "number_commas": lambda n: "1," * (n // 2) + "x1",
     "bare_list_open": lambda n: "[1," * (n // 3),
     "quotes": lambda n: '"' * n,

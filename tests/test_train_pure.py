@@ -297,6 +297,24 @@ def test_resume_refuses_a_moved_curriculum(tmp_path):
         prepare_run_dir(build(GRPOConfig, {"model": "local/x", "out": str(out)}), out, True)
 
 
+def test_a_fresh_start_clears_only_what_an_aborted_run_of_ours_left(tmp_path):
+    """--out naming a folder of the user's that holds a `rollouts` folder: refused, nothing deleted."""
+    out = tmp_path / "mine"
+    (out / "rollouts").mkdir(parents=True)
+    (out / "rollouts" / "notes.txt").write_text("mine")
+    cfg = build(GRPOConfig, {"model": "local/x", "out": str(out)})
+    with pytest.raises(UserError, match="not a GRPO run dir"):
+        prepare_run_dir(cfg, out, True)
+    assert (out / "rollouts" / "notes.txt").read_text() == "mine"
+    (out / "train.json").write_text("{}")  # an aborted run of ours: its journal goes
+    assert prepare_run_dir(cfg, out, True) is None
+    assert not (out / "rollouts").exists()
+    other = tmp_path / "other"
+    (other / "warm_start").mkdir(parents=True)  # the adapter fold replaces a warm_start/ it did not finish
+    with pytest.raises(UserError, match="holds warm_start"):
+        prepare_run_dir(build(GRPOConfig, {"model": "local/x", "out": str(other)}), other, True)
+
+
 def test_resume_refuses_the_other_format_rule(tmp_path):
     """A composite run read its replies under one format rule; resuming it under the other would change its reward."""
     out = tmp_path / "run"
@@ -588,6 +606,26 @@ def test_server_errors_are_retried_a_bounded_number_of_times_then_raised():
     with batcher.episode(), pytest.raises(BackendError):
         batcher.generate(Request([1], 1, 1.0, 0))
     assert isinstance(batcher.failure, BackendError)
+
+
+def test_a_vllm_servers_numbers_are_read_without_trust():
+    """TRL's vllm-serve answer: logprobs feed the sampler correction, ids the loss. A NaN, an infinity,
+    a positive logprob, a string or a bool drops that reply's logprobs (it then weighs nothing); ids
+    that are no token ids, or too few completions, stop the step."""
+    from tsbench.train.backends import BackendError, server_replies
+
+    good = [[-0.5], [-1.25]]
+    replies = server_replies({"completion_ids": [[5, 6], [7, 8]], "logprobs": [good, [[-0.1], [float("nan")]]]}, 2)
+    assert [r.ids for r in replies] == [[5, 6], [7, 8]]
+    assert replies[0].logprobs == [-0.5, -1.25] and replies[1].logprobs is None
+    for bad in (float("inf"), 3.0, "-0.5", True, None):
+        assert server_replies({"completion_ids": [[5, 6]], "logprobs": [[[-0.5], [bad]]]}, 1)[0].logprobs is None
+    assert server_replies({"completion_ids": [[5, 6]], "logprobs": [[[-0.5]]]}, 1)[0].logprobs is None  # too few
+    assert server_replies({"completion_ids": [[5]]}, 1)[0].logprobs is None  # none sent: none used
+    for out in ({"completion_ids": [[5, -1]]}, {"completion_ids": [[5, True]]}, {"completion_ids": [[5.0]]},
+                {"completion_ids": [[5]]}, {"completion_ids": "x"}, []):  # fmt: skip
+        with pytest.raises(BackendError):
+            server_replies(out, 2 if out == {"completion_ids": [[5]]} else 1)
 
 
 def test_a_rank_that_can_outplay_the_group_timeout_is_refused_and_one_that_cannot_is_not():

@@ -21,7 +21,7 @@ def _arguments(text: Any) -> tuple[dict[str, Any], str | None]:
         return text, None
     try:
         value = json.loads(text or "{}")
-    except (TypeError, json.JSONDecodeError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:  # a 5,000-digit int, or nested too deep
         return {"raw": str(text)}, f"arguments are not JSON: {exc}"
     return (value, None) if isinstance(value, dict) else ({"value": value}, "arguments are not a JSON object")
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from tsbench.models.base import Agent
 from tsbench.models.http import http_client, http_errors
+from tsbench.models.server_numbers import token_count
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +39,9 @@ def prompt_tokens(model: Agent, messages: list) -> int | None:
 def _context_in(entry: dict[str, Any]) -> int | None:
     meta = entry.get("meta") if isinstance(entry.get("meta"), dict) else {}
     for value in (entry.get("max_model_len"), entry.get("context_length"), meta.get("n_ctx"), meta.get("n_ctx_train")):
-        if isinstance(value, int) and value > 0:
-            return value
+        number = token_count(value)  # not True (a context of 1), nor a 4,000-digit int (no cap at all)
+        if number:
+            return number
     return None
 
 
@@ -57,7 +59,7 @@ def server_context_tokens(
                 log.debug("no context length from %s: HTTP %d", url, response.status_code)
                 return None
             listing = json.loads(response.content.decode("utf-8", "replace"))
-    except (OSError, ValueError, *http_errors()) as error:
+    except (OSError, ValueError, RecursionError, *http_errors()) as error:
         log.debug("no context length from %s: %s", url, error)
         return None
     entries = listing.get("data") if isinstance(listing, dict) else None

@@ -265,17 +265,22 @@ class OpenAIChatModel(Agent):
                     status_code=failure.status_code,
                 )
             raise failure from error
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:  # the client parses the body
+        # ValueError: JSONDecodeError, or an integer of over 4,300 digits (Python's int-string limit)
+        except (ValueError, UnicodeDecodeError, RecursionError) as error:  # the client parses the body
             raise ModelError("server", f"malformed JSON body from {self.endpoint}: {error}") from error
         latency = time.perf_counter() - started
         try:
             return self._completion(response, latency, request)
-        except (AttributeError, TypeError, IndexError) as error:  # a JSON body of the wrong shape
+        except (AttributeError, TypeError, IndexError, KeyError) as error:  # a JSON body of the wrong shape
             raise ModelError("server", f"malformed response from {self.endpoint}: {error}") from error
 
     def _completion(self, response: Any, latency_s: float, request: dict[str, Any]) -> Completion:
-        extra: dict[str, Any] = {"response_id": getattr(response, "id", None)}
-        if not getattr(response, "choices", None):
+        response_id = getattr(response, "id", None)  # a server's label: kept only as a short string
+        extra: dict[str, Any] = {
+            "response_id": response_id if isinstance(response_id, str) and len(response_id) <= 200 else None
+        }
+        choices = getattr(response, "choices", None)
+        if not choices or not isinstance(choices, list):  # {"choices": {"a": 1}} is no list of choices
             raise ModelError("server", f"the response from {self.endpoint} has no choices")
         choice = response.choices[0]
         if getattr(choice, "message", None) is None:
@@ -283,7 +288,9 @@ class OpenAIChatModel(Agent):
         # A lone surrogate ("\ud800" is valid JSON) has no UTF-8 form: it could not go back to the
         # server in the next request, nor to a kernel or a file, so it is made valid here, and counted.
         text, altered = valid_text(content_text(choice.message.content))
-        extra["finish_reason"] = choice.finish_reason
+        # A finish reason is a short word: anything else (a list, a number, 100 KB of text) is unknown.
+        reason = choice.finish_reason
+        extra["finish_reason"] = reason if isinstance(reason, str) and len(reason) <= 64 else None
         tool_calls: list[ToolCall] = []
         sent = getattr(choice.message, "tool_calls", None) or []
         sent = sent if isinstance(sent, list) else []
@@ -298,12 +305,13 @@ class OpenAIChatModel(Agent):
         if altered:
             extra[ALTERED_ATTRIBUTE] = altered
         refusal = getattr(choice.message, "refusal", None)
+        refusal = refusal if isinstance(refusal, str) else None  # a number or object says no reason
         if refusal:
             extra["refusal"] = refusal
-        if not text and not tool_calls and not refusal and choice.finish_reason not in EMPTY_REPLY_REASONS:
+        if not text and not tool_calls and not refusal and extra["finish_reason"] not in EMPTY_REPLY_REASONS:
             raise ModelError(
                 "server",
-                f"empty reply from {self.endpoint} (no content, no tool call, finish_reason {choice.finish_reason!r})",
+                f"empty reply from {self.endpoint} (no content, no tool call, finish_reason {reason!r:.80})",
             )
         usage = read_usage(getattr(response, "usage", None))
         extra.update(usage.extra)

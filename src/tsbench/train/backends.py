@@ -5,6 +5,7 @@ syncs the weights of both vLLM kinds before each step."""
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -180,12 +181,45 @@ class VLLMServer:
                 attempts=self.attempts,
                 wait_s=self.wait_s,
             )
-            for k, i in enumerate(members):
-                logprobs = out["logprobs"][k] if out.get("logprobs") else None
-                replies[i] = Reply(
-                    list(out["completion_ids"][k]), None if logprobs is None else [lp[0] for lp in logprobs]
-                )
+            for i, reply in zip(members, server_replies(out, len(members))):
+                replies[i] = reply
         return replies
+
+
+MAX_TOKEN_ID = 2**31 - 1
+
+
+def _token_id(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKEN_ID
+
+
+def _sampler_logprob(entry: Any) -> float | None:
+    """The first logprob of a token's entry: a finite number <= 0 (a probability of at most 1)."""
+    value = entry[0] if isinstance(entry, (list, tuple)) and entry else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value > 1e-3:
+        return None
+    return float(value)
+
+
+def server_replies(out: Any, count: int) -> list[Reply]:
+    """The server's generate answer as `count` replies, read without trusting it: ids that are not
+    token ids (or a count of replies that is not `count`) stop the step as a BackendError; a reply's
+    logprobs with a NaN, an infinity, a positive value, a string or the wrong length are dropped (its
+    tokens then weigh nothing in the vLLM correction: rollouts.sampler_logprobs), never trained on."""
+    ids = out.get("completion_ids") if isinstance(out, dict) else None
+    if not isinstance(ids, list) or len(ids) != count:
+        raise BackendError(f"the vLLM server sent no list of {count} completions")
+    if not all(isinstance(row, list) and all(map(_token_id, row)) for row in ids):
+        raise BackendError("the vLLM server sent a completion id that is not a token id")
+    sent = out.get("logprobs")
+    sent = sent if isinstance(sent, list) and len(sent) == count else [None] * count
+    replies = []
+    for row, entries in zip(ids, sent):
+        values = (
+            [_sampler_logprob(e) for e in entries] if isinstance(entries, list) and len(entries) == len(row) else []
+        )
+        replies.append(Reply(list(row), values if len(values) == len(row) and None not in values else None))
+    return replies
 
 
 def place_image_features(features: dict, prompt_ids: list[int], image_token_id: int | None) -> dict:

@@ -50,6 +50,8 @@ CHECKPOINTS = "checkpoints"
 FINAL = "final"
 METRICS = "metrics.parquet"
 TRAIN_JSON = "train.json"
+# What an aborted run leaves that a fresh start clears: metrics, the journal, per-rank keys, TensorBoard's
+STALE = (METRICS, "rollouts", "ranks", f"{CHECKPOINTS}/runs")
 # What must not change when a run resumes: the policy, the episodes, the rewards, the loss, and
 # the curriculum's cut-over (checked as "warm_steps", resolved from steps x fraction).
 RESUME_KEYS = (
@@ -271,12 +273,20 @@ def prepare_run_dir(cfg: GRPOConfig, out: Path, main: bool) -> Path | None:
             )
     if cfg.resume and latest is None:
         log.warning("--resume: no checkpoint in %s yet; starting from step 1", out)
+    from tsbench.train.policy import WARM_START  # replaced when it holds no finished fold
+
+    leftovers = [name for name in (*STALE, WARM_START) if (out / name).exists()] if latest is None else []
+    if leftovers and not (out / TRAIN_JSON).is_file():  # not an aborted run of ours: the user's own folders
+        raise UserError(
+            f"{out} holds {leftovers[0]} but is not a GRPO run dir (no {TRAIN_JSON}); "
+            "refused to delete it: choose another --out"
+        )
     if main:
         from tsbench.core.provenance import git_commit, versions, write_json
 
         if latest is None:  # a fresh start: whatever an aborted run left here goes
             (out / METRICS).unlink(missing_ok=True)
-            for name in ("rollouts", "ranks", f"{CHECKPOINTS}/runs"):  # the journal, per-rank keys, TensorBoard's
+            for name in STALE[1:]:
                 shutil.rmtree(out / name, ignore_errors=True)
         out.mkdir(parents=True, exist_ok=True)
         write_json(

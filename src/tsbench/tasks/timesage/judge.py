@@ -191,7 +191,7 @@ def answer_object(reply: str, kind: str) -> dict | None:
         text = fenced.group(1).strip()
     try:
         value = json.loads(text)
-    except (json.JSONDecodeError, ValueError):
+    except (ValueError, RecursionError):  # RecursionError: "[" * 100_000 nests past the parser's depth
         return None
     schema = SCHEMAS[kind]
     if not isinstance(value, dict) or set(value) - set(schema["properties"]) or set(schema["required"]) - set(value):

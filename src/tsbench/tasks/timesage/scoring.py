@@ -29,11 +29,11 @@ def parse_message(message: str) -> tuple[dict | None, str, str | None]:
     candidates: list[Any] = []
     try:
         candidates.append(json.loads(text))
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not JSON, nested past the parser's depth, or a 5,000-digit int
         for start, end in reversed(json_object_spans(text)):
             try:
                 candidates.append(json.loads(text[start:end]))
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):
                 continue
     for value in candidates:
         if isinstance(value, dict) and "answer" in value:
