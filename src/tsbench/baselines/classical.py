@@ -18,6 +18,7 @@ coarse row reuses its precise source's features and re-fitting the heads never r
 from __future__ import annotations
 
 import atexit
+import hashlib
 import json
 import math
 import os
@@ -436,7 +437,8 @@ def limited_rows(files: list[Path], train_rows: int) -> dict[Path, set[str]]:
     precise = [p for p in files if p.name == "train-precise.parquet"]
     for path in precise:
         index = read_index(path)
-        order = sorted(zip(index["category"], index["id"], index["plan"]), key=lambda r: (r[0], _hashed(r[1])))
+        rows = zip(index["category"], index["id"], index["plan"])
+        order = sorted(rows, key=lambda r: (r[0], hashlib.blake2b(r[1].encode(), digest_size=8).hexdigest()))
         by_category: dict[str, list] = {}
         for category, rid, plan in order:
             by_category.setdefault(category, []).append((rid, plan))
@@ -459,12 +461,6 @@ def limited_rows(files: list[Path], train_rows: int) -> dict[Path, set[str]]:
         else:
             keep[path] = set(index["id"])
     return keep
-
-
-def _hashed(text: str) -> str:
-    import hashlib
-
-    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
 def train_classical(

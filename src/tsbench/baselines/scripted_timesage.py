@@ -238,10 +238,6 @@ def analyse(use_skill=False):
     print("TIMESAGE_RESULT", json.dumps({"answer": answer, "facts": facts}, default=str))
 
 
-def _analysis_cell(use_skill: bool) -> str:
-    return inspect.getsource(analyse) + f"\nanalyse(use_skill={use_skill!r})\n"
-
-
 def _unit(question: str, column: str) -> str:
     found = re.search(rf"{re.escape(column)}: [^;]*\(([^()]*)\)", question)
     return found.group(1) if found else ""
@@ -345,7 +341,8 @@ class TimeSagePolicy(Agent):
         replied = sum(1 for m in messages[start:] if m.role == "assistant")
         use_skill = SKILL_NAME in task.meta.get("skills", [])
         if replied == 0:
-            return f"I will read the files and apply each field's rule.\n```python\n{_analysis_cell(use_skill)}```"
+            cell = inspect.getsource(analyse) + f"\nanalyse(use_skill={use_skill!r})\n"
+            return f"I will read the files and apply each field's rule.\n```python\n{cell}```"
         answer, body = answer_and_report(last_tagged(messages, RESULT_TAG), task, messages[start].content)
         code = []
         if task.meta.get("skills_enabled") and not use_skill:

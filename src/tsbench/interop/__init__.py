@@ -17,11 +17,6 @@ from tsbench.core.extras import require
 FORMATS = ("inspect", "hf", "csv")
 
 
-def default_out(run_dir: Path, fmt: str) -> Path:
-    """Beside the run's own files: <run>/export/<format>/."""
-    return Path(run_dir) / "export" / fmt
-
-
 def export_run(run_dir: str | Path, fmt: str, out: str | Path | None = None) -> Path:
     """Write one run in `fmt` and return what was written (a file, or the dataset folder for hf)."""
     from tsbench.interop.source import read_source
@@ -29,7 +24,7 @@ def export_run(run_dir: str | Path, fmt: str, out: str | Path | None = None) -> 
     if fmt not in FORMATS:
         raise UserError(f"--format must be one of {', '.join(FORMATS)} (got {fmt})")
     source = read_source(run_dir)
-    target = Path(out) if out is not None else default_out(source.path, fmt)
+    target = Path(out) if out is not None else source.path / "export" / fmt  # beside the run's own files
     if fmt == "inspect":
         require("inspect_ai", extra="inspect", what="export --format inspect")
         from tsbench.interop.inspect_log import write_inspect_log
@@ -54,4 +49,4 @@ def export_data(data_dir: str | Path, fmt: str, out: str | Path | None = None, p
     return write_hf_data(Path(data_dir), target, progress)
 
 
-__all__ = ["FORMATS", "default_out", "export_data", "export_run"]
+__all__ = ["FORMATS", "export_data", "export_run"]

@@ -96,10 +96,6 @@ def _header(manifest: dict, placed: list, schemas: dict) -> dict[str, Any]:
     }
 
 
-def _json_block(value: Any) -> list[str]:
-    return ["```json", json.dumps(value, indent=2, sort_keys=True, default=str), "```"]
-
-
 def data_card(manifest: dict, folder: Path, placed: list, schemas: dict) -> str:
     """The whole README.md: YAML front matter, then the body."""
     header = _header(manifest, placed, schemas)
@@ -155,7 +151,9 @@ def data_card(manifest: dict, folder: Path, placed: list, schemas: dict) -> str:
         "",
         "The settings each split was generated with (same seed and settings: identical file bytes):",
         "",
-        *_json_block(generator_settings(manifest)),
+        "```json",
+        json.dumps(generator_settings(manifest), indent=2, sort_keys=True, default=str),
+        "```",
         "",
         "## Provenance",
         "",

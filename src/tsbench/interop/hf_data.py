@@ -124,15 +124,11 @@ def _check_schemas(placed: list[DataFile]) -> dict[str, object]:
     """One schema per config: `datasets` casts every split of a config to the same features."""
     schemas: dict[str, object] = {}
     for item in placed:
-        schema = _hf_schema(pq.read_schema(item.source).remove_metadata())
+        schema = hf_table(pq.read_schema(item.source).remove_metadata().empty_table()).schema
         if item.config in schemas and not schemas[item.config].equals(schema):
             raise UserError(f"{item.source.name} does not have the columns of the other {item.config!r} files")
         schemas.setdefault(item.config, schema)
     return schemas
-
-
-def _hf_schema(schema: pa.Schema) -> pa.Schema:
-    return hf_table(schema.empty_table()).schema
 
 
 def _write_converted(source: Path, target: Path) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -58,10 +57,6 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")  # a table cell ends at a bare pipe
 
 
-def _fmt(value: Any, digits: int = 3) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
-
-
 def _scores_table(results: dict) -> list[str]:
     summary = results_json.summary_of(results) or {}
     lines = ["| category | n | mean | 95% CI | errors |", "|---|---:|---:|---|---:|"]
@@ -71,7 +66,8 @@ def _scores_table(results: dict) -> list[str]:
     for name, b in blocks:
         ci = b.get("ci95")
         interval = f"[{ci[0]:.2f}, {ci[1]:.2f}]" if ci and None not in ci else ""
-        lines.append(f"| {name} | {b.get('n', 0)} | {_fmt(b.get('mean'))} | {interval} | {b.get('errors', 0)} |")
+        mean = "—" if b.get("mean") is None else f"{b['mean']:.3f}"
+        lines.append(f"| {name} | {b.get('n', 0)} | {mean} | {interval} | {b.get('errors', 0)} |")
     return lines
 
 

@@ -42,11 +42,6 @@ from tsbench.results import results_json
 SCORER = "tsbench_score"  # the scorer's name in `inspect eval tsbench/...` logs too
 
 
-def inspect_model_name(model: str) -> str:
-    """inspect names models provider/name; a bare name is an OpenAI model here too."""
-    return model if "/" in model else f"openai/{model}"
-
-
 def _stable_id(*parts: Any) -> str:
     return hashlib.sha256("\x00".join(map(str, parts)).encode()).hexdigest()[:22]
 
@@ -165,7 +160,7 @@ def _results(source: RunSource) -> EvalResults:
 
 def build_eval_log(source: RunSource) -> EvalLog:
     run, samples = source.run, source.samples
-    model = inspect_model_name(source.model)
+    model = source.model if "/" in source.model else f"openai/{source.model}"  # inspect's provider/name
     rows = source.rows()
     dataset = run.get("dataset") or {}
     ids = sorted({str(r["id"]) for r in rows})

@@ -241,19 +241,14 @@ def resume_view(cfg: GRPOConfig) -> dict:
     return {k: values.get(k) for k in RESUME_KEYS}
 
 
-def checkpoint_dirs(out: Path) -> list[Path]:
-    root = out / CHECKPOINTS
-    found = [p for p in root.glob("checkpoint-*") if (p / "trainer_state.json").is_file()] if root.is_dir() else []
-    return sorted(found, key=step_of)
-
-
 def step_of(checkpoint: Path | None) -> int:
     return int(checkpoint.name.rsplit("-", 1)[1]) if checkpoint is not None else 0
 
 
 def prepare_run_dir(cfg: GRPOConfig, out: Path, main: bool) -> Path | None:
     """The checkpoint to resume from (None for a fresh start); refuses to mix runs."""
-    existing = checkpoint_dirs(out)
+    found = (p for p in (out / CHECKPOINTS).glob("checkpoint-*") if (p / "trainer_state.json").is_file())
+    existing = sorted(found, key=step_of)
     latest = existing[-1] if existing else None
     info_path = out / TRAIN_JSON
     if latest is not None and not cfg.resume:

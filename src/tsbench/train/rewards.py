@@ -171,9 +171,6 @@ class RewardScheme:
     problems: Callable[[Any], list[str]] = lambda rewards: []
     judged: bool = False  # a soft weight above 0 asks the judge (rollouts.Environment)
 
-    def uses_judge(self, rewards: Any) -> bool:
-        return self.judged and rewards.soft > 0
-
 
 def penalised(rewards: Any, taskset: TaskFamily) -> tuple[list[RewardFn], list[float]]:
     """The paper's R = s - lambda_tok s kappa - lambda_fail 1[forced]: three functions, each logged."""

@@ -118,7 +118,7 @@ class Environment:
         self.reward_settings = rw.composite_settings(cfg.rewards)  # how the judge reads a reply
         self.harness, self.settings = cfg.episode_setup()  # the harness's own settings, checked once; memory's wrapper
         self.judge = None
-        if self.scheme.uses_judge(cfg.rewards):
+        if self.scheme.judged and cfg.rewards.soft > 0:
             from tsbench.models.registry import get_model
 
             self.judge = get_model(cfg.rewards.judge, base_url=cfg.rewards.judge_base_url)

@@ -100,15 +100,10 @@ def parse_output(text: str | None, *, require_extension: bool = False) -> Tagged
     return Tagged(spans[0], spans[1], spans[2] if len(spans) > 2 else "")
 
 
-def first_spans(text: str | None) -> Tagged:
-    """The first span of each tag, as emg_soft.py hands them to its judge."""
-    return Tagged(first_span(text, "think"), first_span(text, "class"), first_span(text, "extension"))
-
-
 def read(text: str | None, names: Namer, settings: TimeMasterReward = DEFAULT) -> Reading:
     """The format reward and the class of one reply under `settings.format_rule`; `names` maps a span's
     text to the class it names (TimerBed: an option, ignoring case) or None."""
-    spans = first_spans(text)
+    spans = Tagged(*(first_span(text, tag) for tag in TAGS))  # the first of each, as emg_soft.py shows its judge
     if settings.format_rule == "paper":
         parsed = parse_output(text, require_extension=settings.require_extension)
         shown = parsed or Tagged(spans.think, spans.cls, "")  # a broken format is not judged
