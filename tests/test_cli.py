@@ -321,8 +321,9 @@ def test_classical_baseline_and_detector_through_eval(tmp_path, classical_small)
     update_manifest(cfg, tmp_path / "data", entries)
     data = tmp_path / "data" / "seed42"
     model_dir = tmp_path / "models" / "classical"
-    # The same split's features from the run's shared classical model (minutes of CPU), less five validation
-    # rows: the command reads the cache, computes those five in its worker pool and reports its progress.
+    # The same split's features from the run's shared classical model (featurised and stumpy compiled once per
+    # run), less five validation rows: the command reads the cache, computes those five in its worker pool and
+    # reports its progress.
     left_out = {signal_key(json.loads(plan)) for plan in read_index(data / "val-precise.parquet")["plan"][:5]}
     _cache_without(classical_small[0] / "model" / "features", model_dir / "features", left_out)
     res = run(
