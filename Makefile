@@ -59,7 +59,7 @@ format: setup
 
 test: lint
 	@sh scripts/ensure_chromium.sh
-	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadfile --durations=15
+	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadfile --durations=40
 
 # Opt in: the real-server tests again against llama.cpp's server (llama-cpp-python compiles from
 # source, 10-30 min on 2 cores), beside transformers serve, which `make test` always runs.

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import json
 import os
+import shutil
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +28,69 @@ def small_data(tmp_path_factory) -> Path:
     entries = {"test": generate_split(cfg, "test", root)}
     update_manifest(cfg, root, entries)
     return root / "seed42"
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive flock on `path`: released when the holder ends, however it ends (a crash included)."""
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def build_once(shared: Path, name: str, build: Callable[[Path], object]) -> tuple[Path, object]:
+    """(shared/name, what `build` returned) for `build(shared/name)` run once for every process that asks:
+    the first builds while the others wait on a file lock, then all read it. A failed build leaves nothing
+    behind, so the next to ask builds again. What `build` returns is kept as JSON beside the folder."""
+    folder, result = shared / name, shared / f"{name}.json"
+    with _locked(shared / f"{name}.lock"):
+        if not result.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            value = build(folder)
+            result.write_text(json.dumps(value))
+    return folder, json.loads(result.read_text())
+
+
+@pytest.fixture(scope="session")
+def built_once(tmp_path_factory) -> Callable[[str, Callable[[Path], object]], tuple[Path, object]]:
+    """`built_once(name, build)`: build_once in a folder that every xdist worker of this test run shares.
+
+    A trained model costs minutes of CPU; tests in several files can start from the same one, built once per
+    test run (beside the workers' own temp roots, so each run builds afresh). The folder is the same for every
+    user: copy it before changing anything in it."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # /tmp/pytest-of-<user>/pytest-<n>/ holds popen-gw0, popen-gw1, ...
+    shared = root / "built-once"
+    shared.mkdir(exist_ok=True)
+    return lambda name, build: build_once(shared, name, build)
+
+
+def _train_classical_small(folder: Path) -> dict:
+    """`--preset small` at seed 42, all three splits (folder/data/seed42), and the classical heads fitted on
+    its train and val splits in this process (folder/model, features cached under folder/model/features)."""
+    from tsbench.baselines import classical
+    from tsbench.tasks.anomalyxl.generate import generate_split
+
+    cfg = preset("small")
+    for split in ("test", "val", "train"):
+        generate_split(cfg, split, folder / "data")
+    calls: list = []
+    summary = classical.train_classical(
+        folder / "data" / "seed42", folder / "model", progress=lambda *a: calls.append(a), workers=1
+    )
+    return {"summary": summary, "progress": calls}
+
+
+@pytest.fixture(scope="session")
+def classical_small(built_once) -> tuple[Path, dict]:
+    """The classical baseline trained once per test run (tests/test_classical.py reads it, tests/test_cli.py
+    starts from its feature cache): (folder, {"summary": train_classical's, "progress": its progress calls})."""
+    return built_once("classical-small", _train_classical_small)
 
 
 # The files that take longest (measured with --durations on 2 cores), longest first. `--dist loadfile` hands

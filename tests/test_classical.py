@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -10,28 +11,24 @@ import pytest
 from tsbench.baselines import classical, feature_cache
 from tsbench.core.episode import EpisodeTask
 from tsbench.tasks.anomalyxl import labels as lb
-from tsbench.tasks.anomalyxl.config import preset
-from tsbench.tasks.anomalyxl.generate import generate_split
 from tsbench.tasks.anomalyxl.metrics import metrics
 from tsbench.tasks.anomalyxl.rows import iter_rows
 
 
 @pytest.fixture(scope="module")
-def small_all(tmp_path_factory) -> Path:
-    """`--preset small` at seed 42, all three splits."""
-    root = tmp_path_factory.mktemp("anomalyxl_all")
-    cfg = preset("small")
-    for split in ("test", "val", "train"):
-        generate_split(cfg, split, root)
-    return root / "seed42"
+def small_all(classical_small) -> Path:
+    """`--preset small` at seed 42, all three splits (shared by the run: read it, never write it)."""
+    return classical_small[0] / "data" / "seed42"
 
 
 @pytest.fixture(scope="module")
-def trained(small_all, tmp_path_factory) -> tuple[Path, dict, list]:
-    out = tmp_path_factory.mktemp("classical")
-    calls: list[tuple[str, int, int]] = []
-    summary = classical.train_classical(small_all, out, progress=lambda *a: calls.append(a), workers=1)
-    return out, summary, calls
+def trained(classical_small, tmp_path_factory) -> tuple[Path, dict, list]:
+    """The heads fitted on small_all's train and val splits once per test run (conftest's classical_small),
+    copied here: tests below refit into it and add rows to its feature cache."""
+    folder, built = classical_small
+    out = tmp_path_factory.mktemp("classical") / "model"
+    shutil.copytree(folder / "model", out)
+    return out, built["summary"], [tuple(call) for call in built["progress"]]
 
 
 def _task(row) -> EpisodeTask:
@@ -107,8 +104,6 @@ def test_registry_resolves_classical_paths(trained):
 
 
 def test_a_training_row_limit_spreads_over_categories_and_reuses_the_cache(small_all, trained, tmp_path):
-    import shutil
-
     from tsbench.tasks.anomalyxl.rows import read_index
 
     out, _, _ = trained

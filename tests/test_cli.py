@@ -297,21 +297,42 @@ def test_train_grpo_one_step_then_eval_the_checkpoint(small_data, tmp_path):
     assert samples["error_type"].isna().all() and (samples["output_tokens"] > 0).all()
 
 
-def test_classical_baseline_and_detector_through_eval(tmp_path):
+def _cache_without(features: Path, into: Path, left_out: set[str]) -> None:
+    """A copy of a classical feature cache (its part files as one) without the rows keyed `left_out`."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    table = pa.concat_tables(pq.read_table(part) for part in sorted(features.glob("part-*.parquet")))
+    kept = table.filter(pc.invert(pc.is_in(table["key"], value_set=pa.array(sorted(left_out)))))
+    assert kept.num_rows == table.num_rows - len(left_out)
+    into.mkdir(parents=True)
+    pq.write_table(kept, into / "part-0-0-00000.parquet")
+
+
+def test_classical_baseline_and_detector_through_eval(tmp_path, classical_small):
+    from tsbench.baselines.feature_cache import load_cache, signal_key
     from tsbench.tasks.anomalyxl.config import preset
     from tsbench.tasks.anomalyxl.generate import generate_split, update_manifest
+    from tsbench.tasks.anomalyxl.rows import read_index
 
     cfg = preset("small")
     entries = {split: generate_split(cfg, split, tmp_path / "data") for split in ("train", "val", "test")}
     update_manifest(cfg, tmp_path / "data", entries)
     data = tmp_path / "data" / "seed42"
     model_dir = tmp_path / "models" / "classical"
+    # The same split's features from the run's shared classical model (featurised and stumpy compiled once per
+    # run), less five validation rows: the command reads the cache, computes those five in its worker pool and
+    # reports its progress.
+    left_out = {signal_key(json.loads(plan)) for plan in read_index(data / "val-precise.parquet")["plan"][:5]}
+    _cache_without(classical_small[0] / "model" / "features", model_dir / "features", left_out)
     res = run(
         "sft-baseline", "--model", "classical", "--data", str(data), "--out", str(model_dir), "--train-rows", "80"
     )
     assert res.returncode == 0, res.stderr[-3000:]
     # stderr is no terminal here: progress comes as log lines with an ETA, features weighted by cost
     assert "features: 100.0% done" in res.stderr and "ETA" in res.stderr
+    assert left_out <= set(load_cache(model_dir / "features"))  # computed by the command and cached
     assert json.loads((model_dir / "meta.json").read_text())["training"]["train_rows_limit"] == 80
     for model in (f"classical/{model_dir}", "detector/default"):
         out = tmp_path / model.replace("/", "_")

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tsbench.harness.runtime import check_jail, cleanup
+from tsbench.testing import readiness
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -61,12 +62,7 @@ def test_the_next_run_removes_the_directory_of_a_host_killed_mid_cell(tmp_path):
         os.kill(killed.pid, 0)  # unreaped: its pid still answers, as a pid check would see it
         assert dead_root.is_dir() and (dead_root / cleanup.HOST_PID_FILE).read_text() == str(killed.pid)
 
-        next_run = subprocess.run(
-            [sys.executable, "-c", NEXT_RUN],
-            env={**os.environ, "TMPDIR": str(tmp_path)},
-            capture_output=True,
-            timeout=90,
-        )
+        next_run = readiness.run([sys.executable, "-c", NEXT_RUN], env={**os.environ, "TMPDIR": str(tmp_path)})
         assert next_run.returncode == 0, next_run.stderr.decode()[-2000:]
         assert not dead_root.exists(), sorted(str(p) for p in dead_root.rglob("*"))
         assert live_root.is_dir()  # a live host's directory stays, whatever its pid says

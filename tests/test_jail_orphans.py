@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tsbench.harness.runtime import check_jail, orphans
+from tsbench.testing import readiness
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -81,7 +82,7 @@ def test_a_host_killed_mid_launch_leaves_no_bwrap(moment, tmp_path):
     )
     survivors: dict[int, str] = {}
     try:
-        _, err = host.communicate(timeout=90)
+        _, err = readiness.communicate(host)
         assert host.returncode == -signal.SIGKILL, err[-2000:]
         deadline = time.monotonic() + 10
         while (survivors := _left_of(host.pid, tmp_path)) and time.monotonic() < deadline:

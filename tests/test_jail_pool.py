@@ -15,6 +15,7 @@ import pytest
 from tsbench.harness.runtime import SandboxError, check_jail
 from tsbench.harness.runtime.pool import JailPool, use_pool
 from tsbench.harness.runtime.sandbox import Sandbox
+from tsbench.testing.readiness import wait_until
 
 try:
     check_jail()
@@ -37,6 +38,12 @@ def _children() -> set[int]:
     return found
 
 
+def booted(pool: JailPool) -> None:
+    """Wait until every jail of the pool is ready, while this process tree works at booting them (a loaded
+    machine boots slowly; a fixed clock would fail it)."""
+    wait_until(lambda: pool.wait_ready(0.5))
+
+
 def _kernel_pid(box: Sandbox) -> int:
     return box._kernel_manager.provisioner.process.pid
 
@@ -44,14 +51,14 @@ def _kernel_pid(box: Sandbox) -> int:
 @pytest.fixture(scope="module")
 def pool():
     with JailPool(1) as jails, use_pool(jails):
-        assert jails.wait_ready(120)
+        booted(jails)
         yield jails
 
 
 def test_each_episode_gets_its_own_jail_destroyed_after(pool):
     roots, pids = [], []
     for value in (3.0, 5.0):
-        assert pool.wait_ready(120)
+        booted(pool)
         before = pool.stats["warm"]
         with Sandbox({"a": np.full(8, value)}) as box:
             assert pool.stats["warm"] == before + 1  # taken from the pool, not started cold
@@ -67,10 +74,10 @@ def test_each_episode_gets_its_own_jail_destroyed_after(pool):
 
 
 def test_nothing_crosses_episodes(pool):
-    assert pool.wait_ready(120)
+    booted(pool)
     with Sandbox({"a": np.ones(4)}) as first:
         first.run("secret = 'episode one'; open('note.txt', 'w').write('x')")
-    assert pool.wait_ready(120)
+    booted(pool)
     with Sandbox({"b": np.zeros(4)}) as second:
         assert second.run("'secret' in dir(), __import__('os').path.exists('note.txt'), channels").result_repr == (
             "(False, False, ['b'])"
@@ -78,7 +85,7 @@ def test_nothing_crosses_episodes(pool):
 
 
 def test_series_enters_by_value_and_context_json_is_filled(pool):
-    assert pool.wait_ready(120)
+    booted(pool)
     values = np.random.default_rng(0).standard_normal(1000)
     with Sandbox({"x": values}) as box:
         assert box.run("float(series['x'][17])").result_repr == repr(float(values[17]))
@@ -94,7 +101,7 @@ def test_series_enters_by_value_and_context_json_is_filled(pool):
 
 
 def test_dead_prestarted_jail_is_replaced(pool):
-    assert pool.wait_ready(120)
+    booted(pool)
     with pool._cond:
         victim = pool._ready[0]
     os.killpg(_kernel_pid(victim), signal.SIGKILL)
@@ -106,18 +113,18 @@ def test_dead_prestarted_jail_is_replaced(pool):
         assert box.run("float(series['a'].sum())").result_repr == "3.0"
     assert pool.stats["dead"] == dead_before + 1
     assert victim._root is None  # the dead one was destroyed
-    assert pool.wait_ready(120)
+    booted(pool)
 
 
 def test_other_bounds_start_cold_and_the_pool_follows(tmp_path):
     shared = tmp_path / "cache.txt"
     shared.write_text("compiled")
     with JailPool(1) as jails, use_pool(jails):
-        assert jails.wait_ready(120)
+        booted(jails)
         with Sandbox({"a": np.ones(2)}, memory_bytes=3 * 2**30) as box:  # launched with other bounds
             assert box.run("1+1").result_repr == "2"
         assert jails.stats["cold"] == 1
-        assert jails.wait_ready(120)
+        booted(jails)
         with Sandbox({"a": np.ones(2)}, memory_bytes=3 * 2**30) as box:
             assert box.run("2+2").result_repr == "4"
         assert jails.stats["warm"] == 1
@@ -125,7 +132,7 @@ def test_other_bounds_start_cold_and_the_pool_follows(tmp_path):
             assert box.run("open('f.txt').read()").result_repr == "'hi'"
         assert jails.stats["warm"] == 1
         for _ in range(2):  # read-only paths: the first starts cold, the next is pre-started with them
-            assert jails.wait_ready(120)
+            booted(jails)
             with Sandbox({"a": np.ones(2)}, readonly_paths=[shared]) as box:
                 assert box.run(f"open({str(shared)!r}).read()").result_repr == "'compiled'"
         assert jails.stats["warm"] == 2
@@ -134,7 +141,7 @@ def test_other_bounds_start_cold_and_the_pool_follows(tmp_path):
 def test_shutdown_leaves_no_processes_or_directories():
     before = _children()
     jails = JailPool(2)
-    assert jails.wait_ready(120)
+    booted(jails)
     with jails._cond:
         roots = [box._root for box in jails._ready]
     assert len(_children() - before) >= 2
@@ -149,7 +156,7 @@ def test_shutdown_leaves_no_processes_or_directories():
 def test_a_budget_boots_no_jail_beyond_the_runs_episodes():
     """A run of two episodes at concurrency 4 boots two jails, not four plus replacements."""
     with JailPool(2, budget=2) as jails, use_pool(jails):
-        assert jails.wait_ready(120)
+        booted(jails)
         for value in (1.0, 2.0):
             with Sandbox({"a": np.full(4, value)}) as box:
                 assert box.run("float(series['a'].sum())").result_repr == repr(4 * value)
@@ -173,7 +180,7 @@ def test_claims_are_served_in_arrival_order():
     from tsbench.harness.runtime.behind import started_behind
 
     with JailPool(2, budget=2) as jails, use_pool(jails):
-        assert jails.wait_ready(120)
+        booted(jails)
         with jails._cond:  # take both jails aside, a boot shown in flight: claims now wait for one
             held, jails._ready = jails._ready, []
             jails._booting += 1
@@ -193,13 +200,13 @@ def test_claims_are_served_in_arrival_order():
             expected = {"first": str(held[0]._root), "second": str(held[1]._root)}
             jails._ready.append(held[0])  # one jail ready: the first claim's, though both wait
             jails._cond.notify_all()
-        threads["first"].join(120)
+        wait_until(lambda: not threads["first"].is_alive(), poll_s=0.05)
         assert roots == {"first": expected["first"]}
         with jails._cond:
             jails._ready.append(held[1])
             jails._booting -= 1
             jails._cond.notify_all()
-        threads["second"].join(120)
+        wait_until(lambda: not threads["second"].is_alive(), poll_s=0.05)
     assert roots == expected
 
 

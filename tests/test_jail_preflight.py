@@ -17,6 +17,7 @@ from tsbench.eval.runner import run_eval
 from tsbench.harness import HarnessSettings
 from tsbench.harness.runtime import SandboxError, check_jail
 from tsbench.harness.runtime.jail import _preflight
+from tsbench.testing import readiness
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -87,7 +88,7 @@ def _eval(small_data: Path, out: Path, path: str, *extra: str) -> subprocess.Com
         str(out),
         *extra,
     ]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
+    return readiness.run(cmd, text=True, env=env)
 
 
 def test_eval_refuses_kernel_harnesses_without_the_jail_unless_unsafe(
@@ -150,14 +151,12 @@ def test_a_virtualenv_under_tmp_stays_visible_inside_the_jail():
     src = Path(__file__).resolve().parents[1] / "src"
     with tempfile.TemporaryDirectory(prefix="tsb-venv-", dir="/tmp") as root:
         venv = Path(root) / "venv"
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+        readiness.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), *site.getsitepackages()])}
         probe = (
             "import sys; from tsbench.harness.runtime.jail import _preflight; "
             "assert sys.prefix.startswith('/tmp/'), sys.prefix; print(_preflight())"
         )
-        done = subprocess.run(
-            [str(venv / "bin" / "python"), "-c", probe], env=env, capture_output=True, text=True, timeout=120
-        )
+        done = readiness.run([str(venv / "bin" / "python"), "-c", probe], env=env, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "None"

@@ -14,6 +14,7 @@ from matplotlib.image import imread
 
 from test_leaderboard import make_run, record
 from tsbench.leaderboard import build_leaderboard
+from tsbench.testing import readiness
 
 FLAGS = [
     "--headless",
@@ -44,9 +45,7 @@ def find_browser() -> str:
 
 
 def chromium(browser: str, profile: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [browser, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=120
-    )
+    return readiness.run([browser, *FLAGS, f"--user-data-dir={profile}", *args], text=True)
 
 
 @pytest.fixture(scope="module")

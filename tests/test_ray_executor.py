@@ -11,7 +11,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -26,6 +25,7 @@ from tsbench.eval.executors.ray_cluster import choose_mode
 from tsbench.eval.runner import run_eval
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.base import SampleRef
+from tsbench.testing.readiness import wait_until
 
 SRC = Path(__file__).parents[1] / "src"
 FAMILIES = Path(__file__).parent / "families"
@@ -238,11 +238,11 @@ def test_a_killed_driver_resumes_where_it_stopped(cluster, small_data, tmp_path,
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     journal = out / schema.JOURNAL
-    deadline = time.monotonic() + 150
-    while time.monotonic() < deadline and proc.poll() is None:
-        if journal.exists() and journal.read_text().count("\n") >= 1:
-            break
-        time.sleep(0.05)
+    # The first row in the journal, or the driver's end: waited for while this process tree (the cluster, its
+    # workers and the driver) works, not by a fixed clock.
+    wait_until(
+        lambda: proc.poll() is not None or (journal.exists() and journal.read_text().count("\n") >= 1), poll_s=0.05
+    )
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     partial = len(journal_keys(out))

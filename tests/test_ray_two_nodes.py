@@ -21,6 +21,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tsbench.testing import readiness
+
 ROOT = Path(__file__).parents[1]
 DOC = ROOT / "docs" / "many-machines.md"
 HEAD, WORKER = "10.52.0.1", "10.52.0.2"
@@ -135,11 +137,9 @@ def recipe_run(small_data):
         kill_head=kill_head,
     )
     (work / "recipe.sh").write_text(script)
-    done = subprocess.run(
-        ["unshare", "-Urnup", "--fork", "--mount-proc", "bash", str(work / "recipe.sh")],
-        capture_output=True,
-        text=True,
-        timeout=840,
+    # Waited for while the recipe's processes work (Ray's idle daemons still use some CPU: a long stall bound).
+    done = readiness.run(
+        ["unshare", "-Urnup", "--fork", "--mount-proc", "bash", str(work / "recipe.sh")], text=True, stall_s=300
     )
     yield work, steps, done
     shutil.rmtree(work, ignore_errors=True)

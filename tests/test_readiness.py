@@ -101,3 +101,28 @@ def test_a_timeout_marker_waits_for_a_working_test_on_a_loaded_machine_and_fails
     done = run(command, text=True, cwd=tmp_path)
     assert "1 failed, 1 passed" in done.stdout, done.stdout[-3000:]
     assert "FAILED test_inner.py::test_idle_past_its_timeout - Failed: Timeout" in done.stdout
+
+
+def test_a_loaded_machine_asks_a_working_tree_for_a_smaller_share_of_a_core(monkeypatch):
+    """2 % of a core counts as working on a quiet machine; at a load factor of 10 a tenth of that does, and
+    a polling loop's thousandth never does, whatever the load."""
+    from types import SimpleNamespace
+
+    from tsbench.testing import readiness
+
+    clock, cpu, load = [0.0], [0.0], [1.0]
+    monkeypatch.setattr(readiness, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    monkeypatch.setattr(readiness, "tree_cpu_seconds", lambda pid: cpu[0])
+    monkeypatch.setattr(readiness, "load_factor", lambda: load[0])
+
+    def advanced_after(wall_s: float, cpu_s: float) -> bool:
+        progress = readiness.Progress(1)
+        clock[0] += wall_s
+        cpu[0] += cpu_s
+        return progress.advanced()
+
+    assert advanced_after(100, 2.0) and not advanced_after(100, 0.5)  # quiet: 2 % of a core
+    load[0] = 10.0
+    assert advanced_after(100, 0.5) and not advanced_after(100, 0.1)  # load 20 on 2 cores: 0.2 %
+    load[0] = 1000.0
+    assert not advanced_after(100, 0.002)  # a polling loop (0.002 %) is no progress at any load

@@ -3,8 +3,9 @@
 A fixed start-up deadline (120 s) fails a real-server fixture on a machine at a load of 20, where loading
 SmolLM2 takes minutes of wall time but the same CPU seconds. `wait_ready` polls `ready()` while the process
 lives and fails only when it has stopped making progress (its process tree used no CPU time and its log did
-not grow) for `stall_s`, or after `cap_s` in all (a hang, not a slow machine). `run` and `communicate`
-are `subprocess.run` and `Popen.communicate` with the same rule in place of a fixed `timeout=`.
+not grow) for `stall_s`, or after `cap_s` in all (a hang, not a slow machine). `wait_until` is that wait
+for work that is not one process (a jail pool's boots, a cluster's workers); `run` and `communicate` are
+`subprocess.run` and `Popen.communicate` with the same rule in place of a fixed `timeout=`.
 """
 
 from __future__ import annotations
@@ -15,9 +16,15 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-# CPU seconds a process tree must gain per second of wall time to count as working: a test's own polling
-# loop (a wake-up every 50 ms) costs about a thousandth of that, a loaded machine's slowest worker more.
+from tsbench.core.deadline import load_factor
+
+# CPU seconds a process tree must gain per second of wall time to count as working on a quiet machine: a
+# test's own polling loop (a wake-up every 50 ms) costs about a thousandth of that. On a loaded one a working
+# process gets less of a core (Linux shares the cores among sessions first, then among their processes: one
+# eval stalled below 2 % for two minutes at a load of 35), so the share is divided by the load factor, down
+# to FLOOR_SHARE, still far above a polling loop.
 WORKING_SHARE = 0.02
+FLOOR_SHARE = 0.0005
 
 
 def _stat(pid: int) -> list[str] | None:
@@ -72,11 +79,37 @@ class Progress:
         now = time.monotonic()
         cpu, size = tree_cpu_seconds(self.pid), _size(self.log)
         before_cpu, before_size = self.seen
-        worked = cpu is None or before_cpu is None or cpu - before_cpu >= WORKING_SHARE * (now - self.last_at)
+        share = max(FLOOR_SHARE, WORKING_SHARE / load_factor())
+        worked = cpu is None or before_cpu is None or cpu - before_cpu >= share * (now - self.last_at)
         if worked or size != before_size:
             self.seen, self.last_at = (cpu, size), now
             return True
         return False
+
+
+def wait_until(
+    ready: Callable[[], bool],
+    *,
+    pid: int | None = None,
+    log: Path | None = None,
+    stall_s: float = 120.0,
+    cap_s: float = 1800.0,
+    poll_s: float = 0.5,
+) -> None:
+    """Return once `ready()` is true, waiting while the process tree of `pid` works (by default this process:
+    its threads and all it started, such as a pool booting jails or a cluster's workers). Raises RuntimeError
+    after `stall_s` without progress (no CPU time gained, `log` not grown) or `cap_s` in all."""
+    started = last_progress = time.monotonic()
+    progress = Progress(os.getpid() if pid is None else pid, log)
+    while not ready():
+        now = time.monotonic()
+        if progress.advanced():
+            last_progress = now
+        if now - last_progress > stall_s:
+            raise RuntimeError(f"made no progress for {stall_s:.0f} s")
+        if now - started > cap_s:
+            raise RuntimeError(f"was not ready after {cap_s:.0f} s")
+        time.sleep(poll_s)
 
 
 def wait_ready(
@@ -90,21 +123,19 @@ def wait_ready(
 ) -> None:
     """Return once `ready()` is true. Raises RuntimeError (with the log's tail) when the process exits, makes
     no progress for `stall_s`, or is not ready after `cap_s`."""
-    started = last_progress = time.monotonic()
-    progress = Progress(process.pid, log)
-    while not ready():
-        now = time.monotonic()
-        if process.poll() is not None:
-            if ready():  # it got there and finished between two looks
-                return
-            raise RuntimeError(f"the server exited ({process.returncode}): {_tail(log)}")
-        if progress.advanced():
-            last_progress = now
-        if now - last_progress > stall_s:
-            raise RuntimeError(f"the server made no progress for {stall_s:.0f} s: {_tail(log)}")
-        if now - started > cap_s:
-            raise RuntimeError(f"the server was not ready after {cap_s:.0f} s: {_tail(log)}")
-        time.sleep(poll_s)
+    try:
+        wait_until(
+            lambda: ready() or process.poll() is not None,
+            pid=process.pid,
+            log=log,
+            stall_s=stall_s,
+            cap_s=cap_s,
+            poll_s=poll_s,
+        )
+    except RuntimeError as error:
+        raise RuntimeError(f"the server {error}: {_tail(log)}") from None
+    if not ready():  # it exited (a process that got there and finished between two looks is ready)
+        raise RuntimeError(f"the server exited ({process.returncode}): {_tail(log)}")
 
 
 def run(
