@@ -165,7 +165,8 @@ def test_the_recipe_runs_as_written_on_two_nodes(recipe_run):
     assert samples["error_type"].isna().all() and not samples.duplicated(["id", "epoch"]).any()
     assert set(samples["node"]) <= {"head-node", "worker-node"} and samples["worker"].str.startswith("ray:").all()
     print(f"rows by node: {samples['node'].value_counts().to_dict()}")
-    assert "head-node" in (work / "show.txt").read_text()
+    shown = (work / "show.txt").read_text()  # `show --by node` names every node that played rows
+    assert all(node in shown for node in set(samples["node"])), shown  # (a slow node's actor may play none)
     assert (work / "left.txt").read_text().strip() == "0"  # step 5 stopped both nodes' processes
 
 

@@ -304,9 +304,9 @@ class RayExecutor(BaseExecutor):
                     collect(True)
         except KeyboardInterrupt:
             stopping[0] = True
-            if on_interrupt is not None:
-                on_interrupt(len(busy))
-            try:
+            try:  # a second Ctrl-C abandons, even one that lands while the first is being announced
+                if on_interrupt is not None:
+                    on_interrupt(len(busy))
                 while busy:
                     collect(True)
             except KeyboardInterrupt:

@@ -78,12 +78,12 @@ class ThreadExecutor(BaseExecutor):
             while in_flight:
                 collect(True)
         except KeyboardInterrupt:
-            for future in list(in_flight):
-                if future.cancel():
-                    in_flight.discard(future)
-            if on_interrupt is not None:
-                on_interrupt(len(in_flight))
-            try:
+            try:  # a second Ctrl-C abandons, even one that lands while the first is being announced
+                for future in list(in_flight):
+                    if future.cancel():
+                        in_flight.discard(future)
+                if on_interrupt is not None:
+                    on_interrupt(len(in_flight))
                 while in_flight:
                     collect(True)
             except KeyboardInterrupt:
