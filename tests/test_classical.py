@@ -152,6 +152,32 @@ def test_eval_reads_features_from_the_model_cache(small_all, trained):
     assert again.computed == 0
 
 
+def test_training_writes_only_into_a_folder_of_its_own(small_all, trained, tmp_path):
+    """--out holding a user's files is refused before anything is written (a stale head file is unlinked
+    on a refit); an empty folder, a finished model and a stopped run's feature cache are ours."""
+    from tsbench.core.errors import UserError
+
+    user = tmp_path / "work"
+    (user / "heads").mkdir(parents=True)
+    (user / "meta.json").write_text('{"mine": 1}')
+    (user / "heads" / "notes.txt").write_text("keep")
+    with pytest.raises(UserError, match="not a classical baseline's folder"):
+        classical.train_classical(small_all, user, workers=1)
+    assert (user / "meta.json").read_text() == '{"mine": 1}' and sorted(p.name for p in user.rglob("*")) == [
+        "heads",
+        "meta.json",
+        "notes.txt",
+    ]
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UserError, match="not a folder"):
+        classical.refuse_foreign_out(tmp_path / "file")
+    stopped = tmp_path / "stopped" / "features"
+    stopped.mkdir(parents=True)
+    (stopped / "part-1-00000.parquet").write_bytes(b"")
+    for ours in (tmp_path / "empty", tmp_path / "stopped", trained[0]):
+        classical.refuse_foreign_out(ours)
+
+
 def test_all_channel_windows_widen_the_core_run_to_its_flanks():
     import numpy as np
 

@@ -463,6 +463,27 @@ def limited_rows(files: list[Path], train_rows: int) -> dict[Path, set[str]]:
     return keep
 
 
+def refuse_foreign_out(out: Path) -> None:
+    """Training writes meta.json, heads/ and features/ into `out` (and may unlink a stale head file), so
+    it goes only into a missing or empty folder or one a classical training wrote (its meta.json, or
+    the feature cache of a run that stopped before it)."""
+    if out.is_symlink() or out.exists() and not out.is_dir():
+        raise UserError(f"{out} is not a folder; refused to write a classical baseline there: choose another --out")
+    if not out.is_dir() or not any(out.iterdir()):
+        return
+    try:
+        meta = json.loads((out / "meta.json").read_text())
+        ours = isinstance(meta, dict) and "feature_version" in meta
+    except (OSError, ValueError):
+        features = out / "features"
+        ours = features.is_dir() and all(p.name.startswith("part-") for p in features.iterdir())
+    if not ours:
+        raise UserError(
+            f"{out} holds files but is not a classical baseline's folder (no meta.json); "
+            "refused to write into it: choose another --out"
+        )
+
+
 def train_classical(
     data_dir: Path,
     out: Path,
@@ -482,6 +503,7 @@ def train_classical(
     """
     check(*CLASSICAL_PACKAGES, extra="classical")
     out = Path(out)
+    refuse_foreign_out(out)
     out.mkdir(parents=True, exist_ok=True)
     files = data_files(data_dir, splits)
     ids = limited_rows(files, train_rows) if train_rows is not None else None
