@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tsbench.baselines import classical, feature_cache
+from tsbench.baselines import classical, classical_policy, feature_cache
 from tsbench.core.episode import EpisodeTask
 from tsbench.tasks.anomalyxl import labels as lb
 from tsbench.tasks.anomalyxl.metrics import metrics
@@ -62,7 +62,7 @@ def test_refitting_reuses_the_feature_cache(small_all, trained):
 
 def test_answers_always_pass_the_scorers_schema(small_all, trained):
     out, _, _ = trained
-    model = classical.build(str(out))
+    model = classical_policy.build(str(out))
     assert model.name == f"classical/{out}"
     seen = set()
     for regime in ("precise", "coarse"):
@@ -139,7 +139,7 @@ def test_eval_reads_features_from_the_model_cache(small_all, trained):
         if (k := feature_cache.signal_key(json.loads(p))) in by_signal
     )
     rows = {r.id: r for regime in ("precise", "coarse") for r in iter_rows(small_all / f"test-{regime}.parquet")}
-    model = classical.build(str(out))
+    model = classical_policy.build(str(out))
     model.answer(_task(rows[pair[0]]))
     computed = model.computed
     assert computed <= 1
@@ -147,7 +147,7 @@ def test_eval_reads_features_from_the_model_cache(small_all, trained):
     assert model.computed == computed  # the MCQ row's features came from the cache
     if model._writer is not None:
         model._writer.flush()
-    again = classical.build(str(out))
+    again = classical_policy.build(str(out))
     again.answer(_task(rows[pair[1]]))
     assert again.computed == 0
 

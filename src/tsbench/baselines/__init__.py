@@ -27,7 +27,7 @@ POLICIES = Registry(
         "scripted/cik-persistence": "tsbench.baselines.scripted_cik:PersistencePolicy",
         "scripted/timerbed-first": "tsbench.baselines.scripted_timerbed:FirstClassPolicy",
         "detector": "tsbench.baselines.detector:build",  # detector/<settings name>
-        "classical": "tsbench.baselines.classical:build",  # classical/<fitted model dir>
+        "classical": "tsbench.baselines.classical_policy:build",  # classical/<fitted model dir>
     },
 )
 # Earlier spellings, still read from configs and command lines.

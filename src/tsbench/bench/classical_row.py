@@ -62,12 +62,12 @@ def generate(root: Path, fraction: float, test_fraction: float | None = None) ->
 
 def answer_test(model_dir: Path, data: Path) -> dict[str, list[tuple]]:
     """{category: [(score, gold answer, parsed answer), ...]} over the test split, as the direct harness."""
-    from tsbench.baselines import classical
+    from tsbench.baselines import classical_policy
     from tsbench.core.episode import EpisodeTask
     from tsbench.tasks.anomalyxl.metrics import metrics
     from tsbench.tasks.anomalyxl.rows import iter_rows
 
-    model = classical.build(str(model_dir))
+    model = classical_policy.build(str(model_dir))
     out: dict[str, list[tuple]] = {}
     for regime in ("precise", "coarse"):
         for row in iter_rows(data / f"test-{regime}.parquet"):
